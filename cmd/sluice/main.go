@@ -1,0 +1,150 @@
+// Command sluice is the Sluice server and its admin tool: serve, migrate,
+// tenant create and apikey create.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/mail"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/migrate"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+const usage = `usage:
+  sluice serve [--api] [--worker] [--dashboard]   run the chosen roles (default: all)
+  sluice migrate                                  apply database migrations
+  sluice tenant create --name N --alert-email E   create a tenant and its first API key
+  sluice apikey create --tenant ID                create another API key for a tenant
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(ctx, os.Args[1:], os.Stdout, logger); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
+	if len(args) == 0 {
+		return errors.New("no command\n" + usage)
+	}
+	switch cmd := args[0]; {
+	case cmd == "serve":
+		return serve(ctx, args[1:], logger)
+	case cmd == "migrate":
+		return migrateCmd(ctx, logger)
+	case cmd == "tenant" && len(args) > 1 && args[1] == "create":
+		return tenantCreate(ctx, args[2:], stdout)
+	case cmd == "apikey" && len(args) > 1 && args[1] == "create":
+		return apikeyCreate(ctx, args[2:], stdout)
+	case cmd == "help" || cmd == "-h" || cmd == "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+}
+
+func serve(ctx context.Context, args []string, logger *slog.Logger) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var roles app.Roles
+	fs.BoolVar(&roles.API, "api", false, "serve the REST API")
+	fs.BoolVar(&roles.Worker, "worker", false, "run the delivery workers")
+	fs.BoolVar(&roles.Dashboard, "dashboard", false, "serve the dashboard")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if !roles.API && !roles.Worker && !roles.Dashboard {
+		roles = app.Roles{API: true, Worker: true, Dashboard: true}
+	}
+	cfg, err := config.FromEnv(true)
+	if err != nil {
+		return err
+	}
+	return app.Serve(ctx, cfg, roles, logger)
+}
+
+func migrateCmd(ctx context.Context, logger *slog.Logger) error {
+	cfg, err := config.FromEnv(false)
+	if err != nil {
+		return err
+	}
+	pool, err := app.OpenPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return migrate.Up(ctx, pool, logger)
+}
+
+func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tenant create", flag.ContinueOnError)
+	name := fs.String("name", "", "tenant name")
+	alertEmail := fs.String("alert-email", "", "address for circuit-breaker alerts")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *name == "" {
+		return errors.New("--name is required")
+	}
+	if _, err := mail.ParseAddress(*alertEmail); err != nil {
+		return fmt.Errorf("--alert-email must be an email address: %w", err)
+	}
+	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
+		tenant, key, err := s.CreateTenant(ctx, *name, *alertEmail)
+		if err != nil {
+			return err
+		}
+		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": tenant.ID.String(), "api_key": key})
+	})
+}
+
+func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
+	tenant := fs.String("tenant", "", "tenant id")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tenantID, err := uuid.Parse(*tenant)
+	if err != nil {
+		return fmt.Errorf("--tenant must be a tenant id: %w", err)
+	}
+	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
+		key, err := s.CreateAPIKey(ctx, tenantID)
+		if err != nil {
+			return fmt.Errorf("tenant %s: %w", tenantID, err)
+		}
+		return json.NewEncoder(stdout).Encode(map[string]string{"api_key": key})
+	})
+}
+
+// withStore opens the database for one admin command. Tenant and key
+// commands touch no secrets, so the encryption key may be absent.
+func withStore(ctx context.Context, fn func(context.Context, *store.Store) error) error {
+	cfg, err := config.FromEnv(false)
+	if err != nil {
+		return err
+	}
+	pool, err := app.OpenPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	return fn(ctx, store.New(pool, nil))
+}

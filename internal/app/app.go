@@ -1,0 +1,103 @@
+// Package app wires Sluice's parts into a running process: it opens the
+// database, builds the store, API, workers and dashboard a role needs, and
+// runs them until the context ends.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Roles choose what a serve process runs.
+type Roles struct {
+	API       bool
+	Worker    bool
+	Dashboard bool
+}
+
+// OpenPool connects to cfg.DatabaseURL with a pool sized for the roles.
+func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if pcfg.MaxConns < 20 {
+		pcfg.MaxConns = 20
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return pool, nil
+}
+
+// NewStore opens the store with the configured encryption key.
+func NewStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, error) {
+	box, err := secretbox.New(cfg.EncryptionKey)
+	if err != nil {
+		return nil, err
+	}
+	return store.New(pool, box), nil
+}
+
+// Serve runs the chosen roles until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) error {
+	pool, err := OpenPool(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	st, err := NewStore(pool, cfg)
+	if err != nil {
+		return err
+	}
+
+	router := chi.NewRouter()
+	if roles.API {
+		httpapi.New(st, httpapi.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, Logger: logger}).Mount(router)
+	}
+	if !roles.API && !roles.Dashboard {
+		<-ctx.Done()
+		return nil
+	}
+	return listen(ctx, cfg.Addr, router, logger)
+}
+
+func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	logger.Info("listening", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+// Package config reads Sluice's configuration from the environment once, at
+// start, into a Config that is passed down; nothing else reads the
+// environment.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/secretbox"
+)
+
+// Config is every setting of a Sluice process.
+type Config struct {
+	DatabaseURL         string
+	Addr                string
+	PublicURL           string
+	EncryptionKey       []byte
+	AllowPrivateTargets bool
+	SMTPURL             string
+	SMTPFrom            string
+	DeliveryTimeout     time.Duration
+	RetrySchedule       []time.Duration
+	ThrottleSchedule    []time.Duration
+	CircuitThreshold    int
+	CircuitProbe        time.Duration
+	Retention           time.Duration
+}
+
+// Defaults, as SPEC.md gives them.
+const (
+	DefaultAddr             = "127.0.0.1:8080"
+	DefaultRetrySchedule    = "5s,30s,2m,10m,30m,1h,2h,4h,8h"
+	DefaultThrottleSchedule = "60s,5m,15m,1h,6h"
+	DefaultDeliveryTimeout  = 10 * time.Second
+	DefaultCircuitThreshold = 5
+	DefaultCircuitProbe     = time.Minute
+	DefaultRetention        = 336 * time.Hour
+	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
+)
+
+// FromEnv reads the configuration from the environment. When needKey is
+// false a missing SLUICE_ENCRYPTION_KEY is not an error (commands such as
+// migrate never touch secrets).
+func FromEnv(needKey bool) (Config, error) {
+	return parse(os.Getenv, needKey)
+}
+
+func parse(getenv func(string) string, needKey bool) (Config, error) {
+	p := parser{getenv: getenv}
+	c := Config{
+		DatabaseURL:         getenv("DATABASE_URL"),
+		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
+		SMTPURL:             getenv("SLUICE_SMTP_URL"),
+		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
+		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
+		DeliveryTimeout:     p.duration("SLUICE_DELIVERY_TIMEOUT", DefaultDeliveryTimeout),
+		RetrySchedule:       p.schedule("SLUICE_RETRY_SCHEDULE", DefaultRetrySchedule),
+		ThrottleSchedule:    p.schedule("SLUICE_THROTTLE_SCHEDULE", DefaultThrottleSchedule),
+		CircuitThreshold:    p.positiveInt("SLUICE_CIRCUIT_THRESHOLD", DefaultCircuitThreshold),
+		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
+		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
+	}
+	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")
+	if c.DatabaseURL == "" {
+		p.errs = append(p.errs, errors.New("DATABASE_URL is required"))
+	}
+	if raw := getenv("SLUICE_ENCRYPTION_KEY"); raw != "" {
+		key, err := secretbox.ParseKey(raw)
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("SLUICE_ENCRYPTION_KEY: %w", err))
+		}
+		c.EncryptionKey = key
+	} else if needKey {
+		p.errs = append(p.errs, errors.New("SLUICE_ENCRYPTION_KEY is required (32 bytes, base64 or hex)"))
+	}
+	return c, errors.Join(p.errs...)
+}
+
+// parser reads typed values and collects every error, so one run reports
+// all bad settings at once.
+type parser struct {
+	getenv func(string) string
+	errs   []error
+}
+
+func (p *parser) str(name, def string) string {
+	if v := p.getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func (p *parser) boolean(name string) bool {
+	v := p.getenv(name)
+	if v == "" {
+		return false
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is not a boolean", name, v))
+	}
+	return b
+}
+
+func (p *parser) positiveInt(name string, def int) int {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is not a positive integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (p *parser) duration(name string, def time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is not a positive Go duration", name, v))
+		return def
+	}
+	return d
+}
+
+func (p *parser) schedule(name, def string) []time.Duration {
+	v := p.str(name, def)
+	var out []time.Duration
+	for _, part := range strings.Split(v, ",") {
+		d, err := time.ParseDuration(strings.TrimSpace(part))
+		if err != nil || d <= 0 {
+			p.errs = append(p.errs, fmt.Errorf("%s: %q is not a comma-separated list of positive Go durations", name, v))
+			return nil
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -1,0 +1,53 @@
+package config
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func env(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestDefaults(t *testing.T) {
+	t.Parallel()
+	c, err := parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	require.NoError(t, err)
+	require.Equal(t, DefaultAddr, c.Addr)
+	require.Equal(t, "http://"+DefaultAddr, c.PublicURL)
+	require.Len(t, c.RetrySchedule, 9, "nine intervals: ten attempts")
+	require.Equal(t, []time.Duration{time.Minute, 5 * time.Minute, 15 * time.Minute, time.Hour, 6 * time.Hour}, c.ThrottleSchedule)
+	require.Equal(t, 10*time.Second, c.DeliveryTimeout)
+	require.Equal(t, 5, c.CircuitThreshold)
+	require.Equal(t, 14*24*time.Hour, c.Retention)
+	require.False(t, c.AllowPrivateTargets)
+}
+
+func TestShortDurationsAndErrors(t *testing.T) {
+	t.Parallel()
+	c, err := parse(env(map[string]string{
+		"DATABASE_URL":                 "postgres://x",
+		"SLUICE_RETRY_SCHEDULE":        "100ms, 200ms",
+		"SLUICE_CIRCUIT_PROBE":         "100ms",
+		"SLUICE_ALLOW_PRIVATE_TARGETS": "true",
+		"SLUICE_ENCRYPTION_KEY":        "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+	}), true)
+	require.NoError(t, err)
+	require.Equal(t, []time.Duration{100 * time.Millisecond, 200 * time.Millisecond}, c.RetrySchedule)
+	require.Equal(t, 100*time.Millisecond, c.CircuitProbe)
+	require.True(t, c.AllowPrivateTargets)
+	require.Len(t, c.EncryptionKey, 32)
+
+	_, err = parse(env(map[string]string{
+		"SLUICE_RETRY_SCHEDULE":    "5s,soon",
+		"SLUICE_CIRCUIT_THRESHOLD": "0",
+		"SLUICE_DELIVERY_TIMEOUT":  "-1s",
+	}), true)
+	require.ErrorContains(t, err, "DATABASE_URL")
+	require.ErrorContains(t, err, "SLUICE_RETRY_SCHEDULE")
+	require.ErrorContains(t, err, "SLUICE_CIRCUIT_THRESHOLD")
+	require.ErrorContains(t, err, "SLUICE_DELIVERY_TIMEOUT")
+	require.ErrorContains(t, err, "SLUICE_ENCRYPTION_KEY")
+}

@@ -1,0 +1,96 @@
+// Package httpapi is Sluice's REST API under /v1: a chi router, bearer-key
+// auth, one file per resource, and one table (errors.go) that turns errors
+// into RFC 9457 problem responses.
+package httpapi
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Config is what the API needs besides the store.
+type Config struct {
+	// AllowPrivateTargets lets endpoints point at loopback and private
+	// addresses, and at plain http URLs.
+	AllowPrivateTargets bool
+	// SecretGrace is how long a rotated-out secret keeps signing.
+	SecretGrace time.Duration
+	// Gatherer serves /metrics; nil means the Prometheus default registry.
+	Gatherer prometheus.Gatherer
+	Logger   *slog.Logger
+}
+
+// API serves the /v1 routes.
+type API struct {
+	store  *store.Store
+	cfg    Config
+	logger *slog.Logger
+}
+
+// New returns the API on st.
+func New(st *store.Store, cfg Config) *API {
+	if cfg.SecretGrace == 0 {
+		cfg.SecretGrace = 24 * time.Hour
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.DefaultGatherer
+	}
+	return &API{store: st, cfg: cfg, logger: cfg.Logger}
+}
+
+// Mount adds the health, metrics and /v1 routes to r.
+func (a *API) Mount(r chi.Router) {
+	r.Get("/healthz", a.healthz)
+	r.Get("/readyz", a.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(middleware.Recoverer)
+		r.Use(a.authenticate)
+		r.NotFound(a.handle(routeNotFound))
+		r.MethodNotAllowed(a.handle(methodNotAllowed))
+
+		r.Post("/endpoints", a.handle(a.createEndpoint))
+		r.Get("/endpoints", a.handle(a.listEndpoints))
+		r.Get("/endpoints/{id}", a.handle(a.getEndpoint))
+		r.Patch("/endpoints/{id}", a.handle(a.updateEndpoint))
+		r.Delete("/endpoints/{id}", a.handle(a.deleteEndpoint))
+		r.Get("/endpoints/{id}/secret", a.handle(a.getEndpointSecret))
+		r.Post("/endpoints/{id}/secret/rotate", a.handle(a.rotateEndpointSecret))
+
+		r.Post("/subscriptions", a.handle(a.createSubscription))
+		r.Get("/subscriptions", a.handle(a.listSubscriptions))
+		r.Get("/subscriptions/{id}", a.handle(a.getSubscription))
+		r.Delete("/subscriptions/{id}", a.handle(a.deleteSubscription))
+	})
+}
+
+// Handler returns a router serving only the API, for tests and for
+// processes that serve the API alone.
+func (a *API) Handler() http.Handler {
+	r := chi.NewRouter()
+	a.Mount(r)
+	return r
+}
+
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if err := a.store.Ping(r.Context()); err != nil {
+		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable, Detail: "database unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}

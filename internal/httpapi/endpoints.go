@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// endpointWithSecret is the create response: the only one that carries the
+// secret besides GET /secret.
+type endpointWithSecret struct {
+	sluice.Endpoint
+	Secret string `json:"secret"`
+}
+
+type secretBody struct {
+	Secret string `json:"secret"`
+}
+
+func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
+	var in endpointInput
+	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
+		return err
+	}
+	set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight}
+	if err := in.apply(&set, a.cfg.AllowPrivateTargets); err != nil {
+		return err
+	}
+	ep, secret, err := a.store.CreateEndpoint(r.Context(), tenantFrom(r.Context()).ID, set)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep, Secret: secret})
+	return nil
+}
+
+func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
+	v := &sluice.ValidationError{}
+	p := pageParams(r, v)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	page, err := a.store.ListEndpoints(r.Context(), tenantFrom(r.Context()).ID, p)
+	if err != nil {
+		return err
+	}
+	writePage(w, page)
+	return nil
+}
+
+func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	ep, err := a.store.GetEndpoint(r.Context(), tenantFrom(r.Context()).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ep)
+	return nil
+}
+
+func (a *API) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	var in endpointInput
+	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
+		return err
+	}
+	tenantID := tenantFrom(r.Context()).ID
+	ep, err := a.store.GetEndpoint(r.Context(), tenantID, id)
+	if err != nil {
+		return err
+	}
+	set := ep.Settings()
+	if err := in.apply(&set, a.cfg.AllowPrivateTargets); err != nil {
+		return err
+	}
+	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ep)
+	return nil
+}
+
+func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	if err := a.store.DeleteEndpoint(r.Context(), tenantFrom(r.Context()).ID, id); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) getEndpointSecret(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	secret, err := a.store.EndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, secretBody{Secret: secret})
+	return nil
+}
+
+func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	secret, err := a.store.RotateEndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.SecretGrace)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, secretBody{Secret: secret})
+	return nil
+}

@@ -1,0 +1,80 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestEndpointLifecycle(t *testing.T) {
+	b := setup(t)
+
+	ep := b.createEndpoint(b.keyA, map[string]any{
+		"url":           "https://example.com/hooks",
+		"description":   "orders",
+		"rate_limit":    map[string]any{"per_second": 20, "burst": 5},
+		"max_in_flight": 4,
+		"headers":       map[string]string{"X-Team": "billing"},
+	})
+	id := ep["id"].(string)
+	require.True(t, strings.HasPrefix(ep["secret"].(string), "whsec_"))
+	require.Equal(t, map[string]any{"per_second": float64(20), "burst": float64(5)}, ep["rate_limit"])
+	require.EqualValues(t, 4, ep["max_in_flight"])
+	require.Equal(t, "active", ep["status"])
+	require.Equal(t, "closed", ep["circuit"].(map[string]any)["state"])
+
+	got := b.do(b.keyA, http.MethodGet, "/v1/endpoints/"+id, nil).JSON(t)
+	require.NotContains(t, got, "secret", "the secret is only shown on create and by /secret")
+	require.Equal(t, "orders", got["description"])
+
+	secret := b.do(b.keyA, http.MethodGet, "/v1/endpoints/"+id+"/secret", nil).JSON(t)
+	require.Equal(t, ep["secret"], secret["secret"])
+
+	// Default burst for per_minute is 1; null removes the limit again.
+	r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": map[string]any{"per_minute": 90}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Equal(t, map[string]any{"per_minute": float64(90), "burst": float64(1)}, r.JSON(t)["rate_limit"])
+	require.Equal(t, "orders", r.JSON(t)["description"], "PATCH keeps fields it does not name")
+
+	r = b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": nil, "disabled": true})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Nil(t, r.JSON(t)["rate_limit"])
+	require.Equal(t, "disabled", r.JSON(t)["status"])
+
+	rotated := b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+id+"/secret/rotate", nil)
+	require.Equal(t, http.StatusOK, rotated.Status)
+	require.NotEqual(t, ep["secret"], rotated.JSON(t)["secret"])
+	secret = b.do(b.keyA, http.MethodGet, "/v1/endpoints/"+id+"/secret", nil).JSON(t)
+	require.Equal(t, rotated.JSON(t)["secret"], secret["secret"])
+
+	sub := b.do(b.keyA, http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": id, "event_types": []string{"order.created", "video.*"}})
+	require.Equal(t, http.StatusCreated, sub.Status, string(sub.Body))
+	subID := sub.JSON(t)["id"].(string)
+	require.Equal(t, http.StatusOK, b.do(b.keyA, http.MethodGet, "/v1/subscriptions/"+subID, nil).Status)
+
+	require.Equal(t, http.StatusNoContent, b.do(b.keyA, http.MethodDelete, "/v1/endpoints/"+id, nil).Status)
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/endpoints/"+id, nil), http.StatusNotFound)
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/subscriptions/"+subID, nil), http.StatusNotFound)
+	requireProblem(t, b.do(b.keyA, http.MethodDelete, "/v1/endpoints/"+id, nil), http.StatusNotFound)
+}
+
+func TestSubscriptionLifecycle(t *testing.T) {
+	b := setup(t)
+	ep1 := b.createEndpoint(b.keyA, nil)["id"].(string)
+	ep2 := b.createEndpoint(b.keyA, nil)["id"].(string)
+	for _, ep := range []string{ep1, ep1, ep2} {
+		r := b.do(b.keyA, http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": ep, "event_types": []string{"*"}})
+		require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	}
+	list := b.do(b.keyA, http.MethodGet, "/v1/subscriptions?endpoint_id="+ep1, nil).JSON(t)
+	require.Len(t, list["data"], 2)
+	list = b.do(b.keyA, http.MethodGet, "/v1/subscriptions", nil).JSON(t)
+	require.Len(t, list["data"], 3)
+	require.Nil(t, list["next_cursor"])
+
+	id := list["data"].([]any)[0].(map[string]any)["id"].(string)
+	require.Equal(t, http.StatusNoContent, b.do(b.keyA, http.MethodDelete, "/v1/subscriptions/"+id, nil).Status)
+	requireProblem(t, b.do(b.keyA, http.MethodDelete, "/v1/subscriptions/"+id, nil), http.StatusNotFound)
+}

@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Problem types: stable URIs clients may switch on.
+const (
+	problemBase          = "https://sluice.dev/problems/"
+	typeValidation       = problemBase + "validation"
+	typeMalformedJSON    = problemBase + "malformed-json"
+	typeBadRequest       = problemBase + "bad-request"
+	typeUnauthorized     = problemBase + "unauthorized"
+	typeNotFound         = problemBase + "not-found"
+	typeMethodNotAllowed = problemBase + "method-not-allowed"
+	typeConflict         = problemBase + "conflict"
+	typeTooLarge         = problemBase + "payload-too-large"
+	typeRateLimited      = problemBase + "rate-limited"
+	typeUnavailable      = problemBase + "unavailable"
+	typeInternal         = problemBase + "internal"
+)
+
+// Problem is an RFC 9457 problem detail, and an error handlers may return.
+type Problem struct {
+	Type   string              `json:"type"`
+	Title  string              `json:"title"`
+	Status int                 `json:"status"`
+	Detail string              `json:"detail,omitempty"`
+	Errors []sluice.FieldError `json:"errors,omitempty"`
+}
+
+// Error implements error.
+func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
+
+func badRequest(detail string) *Problem {
+	return &Problem{Type: typeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail}
+}
+
+func notFoundProblem(detail string) *Problem {
+	return &Problem{Type: typeNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: detail}
+}
+
+// problemFor is the one table from errors to responses.
+func problemFor(err error) *Problem {
+	var (
+		p *Problem
+		v *sluice.ValidationError
+	)
+	switch {
+	case errors.As(err, &p):
+		return p
+	case errors.As(err, &v):
+		return &Problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
+			Detail: "one or more fields are invalid", Errors: v.Fields}
+	case errors.Is(err, sluice.ErrNotFound):
+		return notFoundProblem("no such object")
+	case errors.Is(err, sluice.ErrConflict):
+		return &Problem{Type: typeConflict, Title: "Conflict", Status: http.StatusConflict, Detail: err.Error()}
+	default:
+		return nil
+	}
+}
+
+// handle adapts a handler that returns an error into an http.HandlerFunc
+// that answers the error as a problem.
+func (a *API) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			a.writeError(w, r, err)
+		}
+	}
+}
+
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	p := problemFor(err)
+	if p == nil {
+		a.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		p = &Problem{Type: typeInternal, Title: "Internal error", Status: http.StatusInternalServerError,
+			Detail: "the server failed to handle the request; it has been logged"}
+	}
+	writeProblem(w, p)
+}
+
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_ = json.NewEncoder(w).Encode(p)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func routeNotFound(w http.ResponseWriter, r *http.Request) error {
+	return notFoundProblem("no route " + r.Method + " " + r.URL.Path)
+}
+
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) error {
+	return &Problem{Type: typeMethodNotAllowed, Title: "Method not allowed", Status: http.StatusMethodNotAllowed,
+		Detail: r.Method + " is not allowed on " + r.URL.Path}
+}

@@ -1,0 +1,54 @@
+// Package migrate brings a database up to date: River's own schema first
+// (rivermigrate), then Sluice's migrations from package db (goose). Running
+// it again is a no-op, and concurrent runs serialise on an advisory lock.
+package migrate
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
+
+	"github.com/sluice-dev/sluice/db"
+)
+
+// Up applies every pending migration.
+func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+	river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
+	if err != nil {
+		return err
+	}
+	if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return fmt.Errorf("river migrations: %w", err)
+	}
+
+	migrations, err := fs.Sub(db.Migrations, "migrations")
+	if err != nil {
+		return err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	defer sqlDB.Close()
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations, goose.WithSessionLocker(locker))
+	if err != nil {
+		return err
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("sluice migrations: %w", err)
+	}
+	for _, r := range results {
+		logger.InfoContext(ctx, "applied migration", slog.String("file", r.Source.Path), slog.Duration("took", r.Duration))
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package sluice
+
+import (
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Endpoint statuses, as the API reports them.
+const (
+	EndpointActive      = "active"
+	EndpointThrottled   = "throttled"
+	EndpointCircuitOpen = "circuit_open"
+	EndpointDisabled    = "disabled"
+)
+
+// Circuit states.
+const (
+	CircuitClosed   = "closed"
+	CircuitOpen     = "open"
+	CircuitHalfOpen = "half_open"
+)
+
+// DefaultMaxInFlight is the number of concurrent requests an endpoint gets
+// unless it asks for another.
+const DefaultMaxInFlight = 10
+
+// RateLimit paces deliveries to one endpoint with a token bucket: exactly one
+// of PerSecond and PerMinute is set, and Burst is the bucket's capacity.
+type RateLimit struct {
+	PerSecond int `json:"per_second,omitempty"`
+	PerMinute int `json:"per_minute,omitempty"`
+	Burst     int `json:"burst"`
+}
+
+// TokensPerSecond is the bucket's refill rate.
+func (r RateLimit) TokensPerSecond() float64 {
+	if r.PerSecond > 0 {
+		return float64(r.PerSecond)
+	}
+	return float64(r.PerMinute) / 60
+}
+
+// Circuit is the state of an endpoint's circuit breaker.
+type Circuit struct {
+	State               string     `json:"state"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	OpenedAt            *time.Time `json:"opened_at"`
+	NextProbeAt         *time.Time `json:"next_probe_at"`
+}
+
+// Endpoint is a receiver URL of a tenant, with its delivery settings and its
+// current flow-control state.
+type Endpoint struct {
+	ID               uuid.UUID         `json:"id"`
+	TenantID         uuid.UUID         `json:"-"`
+	URL              string            `json:"url"`
+	Description      string            `json:"description"`
+	RateLimit        *RateLimit        `json:"rate_limit"`
+	MaxInFlight      int               `json:"max_in_flight"`
+	Headers          map[string]string `json:"headers"`
+	Disabled         bool              `json:"disabled"`
+	Status           string            `json:"status"`
+	ThrottledUntil   *time.Time        `json:"throttled_until"`
+	ThrottleReason   *string           `json:"throttle_reason"`
+	Circuit          Circuit           `json:"circuit"`
+	QueuedDeliveries int64             `json:"queued_deliveries"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
+}
+
+// EndpointSettings are the fields of an endpoint a tenant chooses.
+type EndpointSettings struct {
+	URL         string
+	Description string
+	RateLimit   *RateLimit
+	MaxInFlight int
+	Headers     map[string]string
+	Disabled    bool
+}
+
+// Settings returns the tenant-chosen fields of e.
+func (e Endpoint) Settings() EndpointSettings {
+	return EndpointSettings{
+		URL:         e.URL,
+		Description: e.Description,
+		RateLimit:   e.RateLimit,
+		MaxInFlight: e.MaxInFlight,
+		Headers:     e.Headers,
+		Disabled:    e.Disabled,
+	}
+}

@@ -1,0 +1,47 @@
+package sluice
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrNotFound reports that an object does not exist or belongs to another
+// tenant; callers cannot tell the two apart, by design.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict reports that a request clashes with the current state.
+var ErrConflict = errors.New("conflict")
+
+// FieldError is one failing field of a validation error.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every field of an input that failed validation.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+// Error implements error.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// Add records a failing field.
+func (e *ValidationError) Add(field, format string, args ...any) {
+	e.Fields = append(e.Fields, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+// Err returns e when it holds at least one field, nil otherwise.
+func (e *ValidationError) Err() error {
+	if len(e.Fields) == 0 {
+		return nil
+	}
+	return e
+}

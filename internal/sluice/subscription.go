@@ -1,0 +1,32 @@
+package sluice
+
+import (
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Subscription routes events whose type matches one of EventTypes to an
+// endpoint.
+type Subscription struct {
+	ID         uuid.UUID `json:"id"`
+	TenantID   uuid.UUID `json:"-"`
+	EndpointID uuid.UUID `json:"endpoint_id"`
+	EventTypes []string  `json:"event_types"`
+	CreatedAt  time.Time `json:"created_at"`
+}
+
+// MatchEventType reports whether eventType matches pattern: "*" matches
+// everything, "video.*" every type that starts with "video.", and anything
+// else only itself.
+func MatchEventType(pattern, eventType string) bool {
+	switch {
+	case pattern == "*":
+		return true
+	case strings.HasSuffix(pattern, ".*"):
+		return strings.HasPrefix(eventType, pattern[:len(pattern)-1])
+	default:
+		return pattern == eventType
+	}
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// CreateEndpoint stores a new endpoint with a fresh signing secret, returned
+// in plaintext beside it.
+func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings) (sluice.Endpoint, string, error) {
+	headers, err := json.Marshal(set.Headers)
+	if err != nil {
+		return sluice.Endpoint{}, "", err
+	}
+	secret := signature.NewSecret()
+	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
+	row, err := s.q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
+		ID:                 newID(),
+		TenantID:           tenantID,
+		Url:                set.URL,
+		Description:        set.Description,
+		RateLimitPerSecond: perSecond,
+		RateLimitPerMinute: perMinute,
+		RateLimitBurst:     burst,
+		MaxInFlight:        int32(set.MaxInFlight),
+		Headers:            headers,
+		Disabled:           set.Disabled,
+		SecretEnc:          s.box.Seal([]byte(secret)),
+	})
+	if err != nil {
+		return sluice.Endpoint{}, "", err
+	}
+	ep, err := endpointFromRow(row)
+	return ep, secret, err
+}
+
+// GetEndpoint returns one of a tenant's endpoints.
+func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice.Endpoint, error) {
+	row, err := s.q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return sluice.Endpoint{}, notFound(err)
+	}
+	return endpointFromRow(row)
+}
+
+// ListEndpoints returns a page of a tenant's endpoints, newest first.
+func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Endpoint], error) {
+	rows, err := s.q.ListEndpoints(ctx, dbq.ListEndpointsParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
+	if err != nil {
+		return sluice.Page[sluice.Endpoint]{}, err
+	}
+	return page(rows, p, func(r dbq.Endpoint) uuid.UUID { return r.ID }, endpointFromRow)
+}
+
+// UpdateEndpoint replaces the tenant-chosen fields of an endpoint.
+func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (sluice.Endpoint, error) {
+	headers, err := json.Marshal(set.Headers)
+	if err != nil {
+		return sluice.Endpoint{}, err
+	}
+	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
+	row, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+		TenantID:           tenantID,
+		ID:                 id,
+		Url:                set.URL,
+		Description:        set.Description,
+		RateLimitPerSecond: perSecond,
+		RateLimitPerMinute: perMinute,
+		RateLimitBurst:     burst,
+		MaxInFlight:        int32(set.MaxInFlight),
+		Headers:            headers,
+		Disabled:           set.Disabled,
+	})
+	if err != nil {
+		return sluice.Endpoint{}, notFound(err)
+	}
+	return endpointFromRow(row)
+}
+
+// DeleteEndpoint removes an endpoint with its subscriptions.
+func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
+	n, err := s.q.DeleteEndpoint(ctx, dbq.DeleteEndpointParams{TenantID: tenantID, ID: id})
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
+	}
+	return err
+}
+
+// EndpointSecret returns an endpoint's current signing secret.
+func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
+	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return "", notFound(err)
+	}
+	secret, err := s.box.Open(row.SecretEnc)
+	return string(secret), err
+}
+
+// RotateEndpointSecret gives an endpoint a new signing secret; the current
+// one keeps signing beside it for grace.
+func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, grace time.Duration) (string, error) {
+	secret := signature.NewSecret()
+	n, err := s.q.RotateEndpointSecret(ctx, dbq.RotateEndpointSecretParams{
+		TenantID:          tenantID,
+		ID:                id,
+		SecretEnc:         s.box.Seal([]byte(secret)),
+		PreviousExpiresAt: new(time.Now().Add(grace)),
+	})
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
+	}
+	return secret, err
+}
+
+func rateLimitColumns(rl *sluice.RateLimit) (perSecond, perMinute, burst *int32) {
+	if rl == nil {
+		return nil, nil, nil
+	}
+	opt := func(v int) *int32 {
+		if v == 0 {
+			return nil
+		}
+		return new(int32(v))
+	}
+	return opt(rl.PerSecond), opt(rl.PerMinute), opt(rl.Burst)
+}
+
+func rateLimitFromColumns(perSecond, perMinute, burst *int32) *sluice.RateLimit {
+	if perSecond == nil && perMinute == nil {
+		return nil
+	}
+	rl := &sluice.RateLimit{}
+	if perSecond != nil {
+		rl.PerSecond = int(*perSecond)
+	}
+	if perMinute != nil {
+		rl.PerMinute = int(*perMinute)
+	}
+	if burst != nil {
+		rl.Burst = int(*burst)
+	}
+	return rl
+}
+
+func endpointFromRow(r dbq.Endpoint) (sluice.Endpoint, error) {
+	ep := sluice.Endpoint{
+		ID:          r.ID,
+		TenantID:    r.TenantID,
+		URL:         r.Url,
+		Description: r.Description,
+		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
+		MaxInFlight: int(r.MaxInFlight),
+		Disabled:    r.Disabled,
+		Status:      sluice.EndpointActive,
+		Circuit:     sluice.Circuit{State: sluice.CircuitClosed},
+		CreatedAt:   r.CreatedAt,
+		UpdatedAt:   r.UpdatedAt,
+	}
+	if r.Disabled {
+		ep.Status = sluice.EndpointDisabled
+	}
+	if err := json.Unmarshal(r.Headers, &ep.Headers); err != nil {
+		return ep, err
+	}
+	if ep.Headers == nil {
+		ep.Headers = map[string]string{}
+	}
+	return ep, nil
+}

@@ -1,0 +1,87 @@
+// Package store is all of Sluice's SQL access. It speaks domain types from
+// package sluice; the sqlc-generated code in store/dbq never leaves it, and
+// pgx.ErrNoRows becomes sluice.ErrNotFound here and nowhere else.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// Store reads and writes Sluice's tables. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	q    *dbq.Queries
+	box  *secretbox.Box
+}
+
+// New returns a Store on pool that encrypts secrets with box.
+func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
+	return &Store{pool: pool, q: dbq.New(pool), box: box}
+}
+
+// Pool is the connection pool the store uses, for River and health checks.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// notFound turns pgx.ErrNoRows into sluice.ErrNotFound.
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sluice.ErrNotFound
+	}
+	return err
+}
+
+// newID returns a time-ordered id, so that "newest first" is "highest id
+// first" and cursors are plain ids.
+func newID() uuid.UUID {
+	return uuid.Must(uuid.NewV7())
+}
+
+// limitRows asks for one row more than the page holds, to learn whether a
+// next page exists.
+func limitRows(p sluice.PageParams) int32 {
+	return int32(p.Limit) + 1
+}
+
+// page cuts rows fetched with limitRows into a Page.
+func page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv func(R) (T, error)) (sluice.Page[T], error) {
+	out := sluice.Page[T]{Items: make([]T, 0, min(len(rows), p.Limit))}
+	for i, r := range rows {
+		if i == p.Limit {
+			next := id(rows[i-1])
+			out.Next = &next
+			break
+		}
+		item, err := conv(r)
+		if err != nil {
+			return out, err
+		}
+		out.Items = append(out.Items, item)
+	}
+	return out, nil
+}
+
+// inTx runs fn in a transaction, committing if it returns nil.
+func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}

@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// CreateSubscription subscribes one of a tenant's endpoints to event types.
+// It answers sluice.ErrNotFound when the endpoint is not the tenant's.
+func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string) (sluice.Subscription, error) {
+	row, err := s.q.CreateSubscription(ctx, dbq.CreateSubscriptionParams{
+		ID:         newID(),
+		TenantID:   tenantID,
+		EndpointID: endpointID,
+		EventTypes: eventTypes,
+	})
+	if err != nil {
+		return sluice.Subscription{}, notFound(err)
+	}
+	return subscriptionFromRow(row), nil
+}
+
+// GetSubscription returns one of a tenant's subscriptions.
+func (s *Store) GetSubscription(ctx context.Context, tenantID, id uuid.UUID) (sluice.Subscription, error) {
+	row, err := s.q.GetSubscription(ctx, dbq.GetSubscriptionParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return sluice.Subscription{}, notFound(err)
+	}
+	return subscriptionFromRow(row), nil
+}
+
+// ListSubscriptions returns a page of a tenant's subscriptions, newest
+// first, optionally only those of one endpoint.
+func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpointID *uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Subscription], error) {
+	rows, err := s.q.ListSubscriptions(ctx, dbq.ListSubscriptionsParams{
+		TenantID:   tenantID,
+		EndpointID: endpointID,
+		After:      p.After,
+		MaxRows:    limitRows(p),
+	})
+	if err != nil {
+		return sluice.Page[sluice.Subscription]{}, err
+	}
+	return page(rows, p, func(r dbq.Subscription) uuid.UUID { return r.ID },
+		func(r dbq.Subscription) (sluice.Subscription, error) { return subscriptionFromRow(r), nil })
+}
+
+// DeleteSubscription removes one of a tenant's subscriptions.
+func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id uuid.UUID) error {
+	n, err := s.q.DeleteSubscription(ctx, dbq.DeleteSubscriptionParams{TenantID: tenantID, ID: id})
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
+	}
+	return err
+}
+
+func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
+	return sluice.Subscription{
+		ID:         r.ID,
+		TenantID:   r.TenantID,
+		EndpointID: r.EndpointID,
+		EventTypes: r.EventTypes,
+		CreatedAt:  r.CreatedAt,
+	}
+}
