@@ -63,6 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 
 func serve(ctx context.Context, args []string, logger *slog.Logger) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	var roles app.Roles
 	fs.BoolVar(&roles.API, "api", false, "serve the REST API")
 	fs.BoolVar(&roles.Worker, "worker", false, "run the delivery workers")
@@ -95,6 +96,7 @@ func migrateCmd(ctx context.Context, logger *slog.Logger) error {
 
 func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tenant create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	name := fs.String("name", "", "tenant name")
 	alertEmail := fs.String("alert-email", "", "address for circuit-breaker alerts")
 	if err := fs.Parse(args); err != nil {
@@ -111,12 +113,16 @@ func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		return json.NewEncoder(stdout).Encode(map[string]string{"tenant_id": tenant.ID.String(), "api_key": key})
+		return json.NewEncoder(stdout).Encode(struct {
+			TenantID string `json:"tenant_id"`
+			APIKey   string `json:"api_key"`
+		}{tenant.ID.String(), key})
 	})
 }
 
 func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
 	tenant := fs.String("tenant", "", "tenant id")
 	if err := fs.Parse(args); err != nil {
 		return err

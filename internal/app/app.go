@@ -13,10 +13,13 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -34,8 +37,8 @@ func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
-	if pcfg.MaxConns < 20 {
-		pcfg.MaxConns = 20
+	if pcfg.MaxConns < 40 {
+		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
@@ -69,15 +72,41 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 		return err
 	}
 
+	rc, err := NewRiver(pool, st, cfg, roles.Worker, logger)
+	if err != nil {
+		return err
+	}
+	if roles.Worker {
+		if err := rc.Start(ctx); err != nil {
+			return fmt.Errorf("start workers: %w", err)
+		}
+		defer stopRiver(rc, logger)
+	}
+
 	router := chi.NewRouter()
 	if roles.API {
-		httpapi.New(st, httpapi.Config{AllowPrivateTargets: cfg.AllowPrivateTargets, Logger: logger}).Mount(router)
+		httpapi.New(st, httpapi.Config{
+			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			Jobs:                jobs.NewQueue(rc),
+			Logger:              logger,
+		}).Mount(router)
 	}
 	if !roles.API && !roles.Dashboard {
 		<-ctx.Done()
 		return nil
 	}
 	return listen(ctx, cfg.Addr, router, logger)
+}
+
+// stopRiver lets running jobs finish (a dispatch run ends within seconds),
+// then cancels what is left; River snoozes cancelled work for the next start.
+func stopRiver(rc *river.Client[pgx.Tx], logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rc.Stop(ctx); err != nil {
+		logger.Warn("workers did not stop in time; cancelling", "err", err)
+		_ = rc.StopAndCancel(context.Background())
+	}
 }
 
 func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {

@@ -23,6 +23,8 @@ type Config struct {
 	AllowPrivateTargets bool
 	// SecretGrace is how long a rotated-out secret keeps signing.
 	SecretGrace time.Duration
+	// Jobs queues fan-out and dispatch jobs in the API's transactions.
+	Jobs store.JobQueue
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
 	Logger   *slog.Logger
@@ -68,10 +70,22 @@ func (a *API) Mount(r chi.Router) {
 		r.Get("/endpoints/{id}/secret", a.handle(a.getEndpointSecret))
 		r.Post("/endpoints/{id}/secret/rotate", a.handle(a.rotateEndpointSecret))
 
+		r.Post("/endpoints/{id}/test", a.handle(a.testEndpoint))
+		r.Post("/endpoints/{id}/replay", a.handle(a.replayEndpoint))
+
 		r.Post("/subscriptions", a.handle(a.createSubscription))
 		r.Get("/subscriptions", a.handle(a.listSubscriptions))
 		r.Get("/subscriptions/{id}", a.handle(a.getSubscription))
 		r.Delete("/subscriptions/{id}", a.handle(a.deleteSubscription))
+
+		r.Post("/events", a.handle(a.createEvent))
+		r.Post("/events/batch", a.handle(a.createEventBatch))
+		r.Get("/events", a.handle(a.listEvents))
+		r.Get("/events/{id}", a.handle(a.getEvent))
+
+		r.Get("/deliveries", a.handle(a.listDeliveries))
+		r.Get("/deliveries/{id}", a.handle(a.getDelivery))
+		r.Post("/deliveries/{id}/replay", a.handle(a.replayDelivery))
 	})
 }
 

@@ -141,6 +141,9 @@ func validateTargetURL(raw string, allowPrivate bool, v *sluice.ValidationError)
 	case u.Scheme == "http":
 		v.Add("url", "must use https")
 		return
+	case allowPrivate:
+		v.Add("url", "must use http or https, not %q", u.Scheme)
+		return
 	default:
 		v.Add("url", "must use https, not %q", u.Scheme)
 		return

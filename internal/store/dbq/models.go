@@ -18,6 +18,32 @@ type ApiKey struct {
 	CreatedAt time.Time
 }
 
+type Delivery struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	EventID       uuid.UUID
+	EndpointID    uuid.UUID
+	EventType     string
+	CoalesceKey   *string
+	Status        string
+	AttemptCount  int32
+	FailureCount  int32
+	NextAttemptAt *time.Time
+	ReplayedFrom  *uuid.UUID
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+type DeliveryAttempt struct {
+	ID           int64
+	DeliveryID   uuid.UUID
+	At           time.Time
+	StatusCode   *int32
+	Error        *string
+	LatencyMs    int32
+	ResponseBody *string
+}
+
 type Endpoint struct {
 	ID                      uuid.UUID
 	TenantID                uuid.UUID
@@ -34,6 +60,16 @@ type Endpoint struct {
 	PreviousSecretExpiresAt *time.Time
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+}
+
+type Event struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	Type           string
+	Payload        []byte
+	CoalesceKey    *string
+	IdempotencyKey *string
+	CreatedAt      time.Time
 }
 
 type Subscription struct {

@@ -1,0 +1,67 @@
+package app
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/retention"
+	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// sweepInterval is how often due retries are looked for.
+const sweepInterval = time.Second
+
+// NewRiver returns the River client. With workers false it only inserts
+// jobs (an API-only process); otherwise it also works every queue.
+func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+	rc := &river.Config{
+		Logger: logger,
+		// Dispatch and sweep jobs are many and short-lived: keep the table small.
+		CompletedJobRetentionPeriod: time.Hour,
+	}
+	if workers {
+		dcfg := dispatch.Config{
+			Sender:          sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
+			DeliveryTimeout: cfg.DeliveryTimeout,
+			Retry:           dispatch.Retry{Schedule: cfg.RetrySchedule, Throttle: cfg.ThrottleSchedule[0]},
+			Logger:          logger,
+		}
+		w := river.NewWorkers()
+		river.AddWorker(w, fanout.NewWorker(st))
+		river.AddWorker(w, dispatch.NewWorker(st, dcfg))
+		river.AddWorker(w, dispatch.NewSweepWorker(st))
+		river.AddWorker(w, retention.NewWorker(st, cfg.Retention))
+		rc.Workers = w
+		rc.Queues = map[string]river.QueueConfig{
+			jobs.QueueFanout:      {MaxWorkers: 20},
+			jobs.QueueDispatch:    {MaxWorkers: 1000},
+			jobs.QueueMaintenance: {MaxWorkers: 5},
+		}
+		// Fetch eagerly: River's default 100ms cooldown would cap throughput
+		// at MaxWorkers per 100ms and add that much latency to every event.
+		rc.FetchCooldown = 2 * time.Millisecond
+		rc.FetchPollInterval = 50 * time.Millisecond
+		// A dispatch run ends within its JobTimeout; one that has not after
+		// that is on a dead worker, and River frees its endpoint for another.
+		rc.RescueStuckJobsAfter = dcfg.JobTimeout() + 5*time.Second
+		rc.PeriodicJobs = []*river.PeriodicJob{
+			river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
+				func() (river.JobArgs, *river.InsertOpts) { return jobs.SweepArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+				func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },
+				&river.PeriodicJobOpts{RunOnStart: true}),
+		}
+	}
+	return river.NewClient(riverpgxv5.New(pool), rc)
+}

@@ -1,0 +1,52 @@
+package dispatch
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Retry decides what an attempt does to its delivery.
+type Retry struct {
+	// Schedule is the wait before each retry: len(Schedule)+1 attempts in all.
+	Schedule []time.Duration
+	// Throttle is the wait after a 429 without Retry-After.
+	Throttle time.Duration
+	// Jitter spreads each wait by up to ±Jitter of itself (default 0.2).
+	Jitter float64
+}
+
+// Outcome applies the retry policy to one attempt of c.
+func (r Retry) Outcome(c store.Claimed, res sender.Result) store.Outcome {
+	o := store.Outcome{DeliveryID: c.ID, EventID: c.EventID, Attempt: attempt(res)}
+	now := time.Now()
+	switch {
+	case res.Delivered():
+		o.Status = sluice.DeliveryDelivered
+	case res.Throttled():
+		// A 429 spends no retry budget: the receiver asked us to slow down.
+		o.Status = sluice.DeliveryFailed
+		o.NextAttemptAt = now.Add(max(res.RetryAfter, r.Throttle))
+	case c.FailureCount+1 > len(r.Schedule):
+		o.Status, o.Failed = sluice.DeliveryDead, true
+	default:
+		o.Status, o.Failed = sluice.DeliveryFailed, true
+		wait := r.jitter(r.Schedule[c.FailureCount])
+		if res.StatusCode == 503 {
+			wait = max(wait, res.RetryAfter)
+		}
+		o.NextAttemptAt = now.Add(wait)
+	}
+	return o
+}
+
+func (r Retry) jitter(d time.Duration) time.Duration {
+	j := r.Jitter
+	if j == 0 {
+		j = 0.2
+	}
+	return time.Duration(float64(d) * (1 - j + 2*j*rand.Float64()))
+}

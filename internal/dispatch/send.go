@@ -1,0 +1,63 @@
+package dispatch
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// sendBatch sends claimed deliveries concurrently and returns their outcomes
+// in the same order.
+func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []store.Claimed) []store.Outcome {
+	outcomes := make([]store.Outcome, len(claimed))
+	var wg sync.WaitGroup
+	for i, c := range claimed {
+		wg.Go(func() {
+			res := w.cfg.Sender.Send(ctx, sender.Message{
+				URL:     target.URL,
+				ID:      c.EventID.String(),
+				Body:    Body(c),
+				Keys:    target.Keys,
+				Headers: target.Headers,
+			})
+			outcomes[i] = w.cfg.Retry.Outcome(c, res)
+		})
+	}
+	wg.Wait()
+	return outcomes
+}
+
+// Body is the Standard Webhooks body of a delivery:
+// {"id","type","timestamp","data"}, with data the payload exactly as posted.
+func Body(c store.Claimed) []byte {
+	b := make([]byte, 0, len(c.Payload)+160)
+	b = append(b, `{"id":"`...)
+	b = append(b, c.EventID.String()...)
+	b = append(b, `","type":`...)
+	b = strconv.AppendQuote(b, c.EventType)
+	b = append(b, `,"timestamp":"`...)
+	b = c.EventCreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b = append(b, c.Payload...)
+	return append(b, '}')
+}
+
+// attempt converts a send result into the attempt log's form.
+func attempt(res sender.Result) sluice.Attempt {
+	a := sluice.Attempt{At: res.At, LatencyMS: int(res.Latency.Milliseconds())}
+	if res.StatusCode != 0 {
+		a.StatusCode = new(res.StatusCode)
+	}
+	if res.Err != "" {
+		a.Error = new(res.Err)
+	}
+	if res.Body != "" {
+		a.ResponseBody = new(res.Body)
+	}
+	return a
+}

@@ -1,0 +1,124 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// deliveryWithAttempts is GET /v1/deliveries/{id}: the delivery and its
+// attempt log.
+type deliveryWithAttempts struct {
+	sluice.Delivery
+	Attempts []sluice.Attempt `json:"attempts"`
+}
+
+var deliveryStatuses = map[string]bool{
+	sluice.DeliveryPending: true, sluice.DeliveryDelivered: true,
+	sluice.DeliveryFailed: true, sluice.DeliveryDead: true,
+}
+
+func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
+	v := &sluice.ValidationError{}
+	p := pageParams(r, v)
+	f := sluice.DeliveryFilter{EndpointID: queryID(r, "endpoint_id", v), EventID: queryID(r, "event_id", v)}
+	if s := r.URL.Query().Get("status"); s != "" {
+		if !deliveryStatuses[s] {
+			v.Add("status", "must be pending, delivered, failed or dead")
+		}
+		f.Status = &s
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	page, err := a.store.ListDeliveries(r.Context(), tenantFrom(r.Context()).ID, f, p)
+	if err != nil {
+		return err
+	}
+	writePage(w, page)
+	return nil
+}
+
+func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "delivery")
+	if err != nil {
+		return err
+	}
+	d, attempts, err := a.store.GetDelivery(r.Context(), tenantFrom(r.Context()).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, deliveryWithAttempts{Delivery: d, Attempts: attempts})
+	return nil
+}
+
+func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "delivery")
+	if err != nil {
+		return err
+	}
+	d, err := a.store.ReplayDelivery(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, d)
+	return nil
+}
+
+type replayInput struct {
+	Status *string    `json:"status"`
+	Since  *time.Time `json:"since"`
+	Until  *time.Time `json:"until"`
+}
+
+func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	var in replayInput
+	if r.ContentLength != 0 {
+		if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
+			return err
+		}
+	}
+	f := sluice.ReplayFilter{Status: sluice.DeliveryDead, Since: in.Since, Until: in.Until}
+	v := &sluice.ValidationError{}
+	if in.Status != nil {
+		f.Status = *in.Status
+		if f.Status != sluice.DeliveryDead && f.Status != sluice.DeliveryFailed && f.Status != sluice.DeliveryDelivered {
+			v.Add("status", "must be dead, failed or delivered")
+		}
+	}
+	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
+		v.Add("until", "must be after since")
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	n, err := a.store.ReplayEndpoint(r.Context(), tenantFrom(r.Context()).ID, id, f, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, map[string]int64{"queued": n})
+	return nil
+}
+
+func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	payload, _ := json.Marshal(map[string]string{
+		"message":     "This is a test event from Sluice.",
+		"endpoint_id": id.String(),
+	})
+	ev, err := a.store.CreateTestEvent(r.Context(), tenantFrom(r.Context()).ID, id, payload, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, ev)
+	return nil
+}

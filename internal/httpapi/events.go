@@ -1,0 +1,103 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// eventWithDeliveries is GET /v1/events/{id}: the event and its fan-out.
+type eventWithDeliveries struct {
+	sluice.Event
+	Deliveries []sluice.Delivery `json:"deliveries"`
+}
+
+func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
+	var in eventInput
+	if err := decodeJSON(w, r, &in, maxEventBody); err != nil {
+		return err
+	}
+	v := &sluice.ValidationError{}
+	ev, err := in.toNewEvent("", v)
+	if err != nil {
+		return err
+	}
+	ev.IdempotencyKey = r.Header.Get("Idempotency-Key")
+	if len(ev.IdempotencyKey) > maxIdempotencyKey {
+		v.Add("Idempotency-Key", "must be at most %d characters", maxIdempotencyKey)
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	out, created, err := a.store.CreateEvent(r.Context(), tenantFrom(r.Context()).ID, ev, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	if !created {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeJSON(w, http.StatusAccepted, out)
+	return nil
+}
+
+func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
+	var in batchInput
+	if err := decodeJSON(w, r, &in, maxBatchBody); err != nil {
+		return err
+	}
+	v := &sluice.ValidationError{}
+	switch n := len(in.Events); {
+	case n == 0:
+		v.Add("events", "must hold at least one event")
+	case n > maxBatchEvents:
+		v.Add("events", "must hold at most %d events, not %d", maxBatchEvents, n)
+	}
+	evs := make([]sluice.NewEvent, len(in.Events))
+	for i, e := range in.Events {
+		var err error
+		if evs[i], err = e.toNewEvent(fmt.Sprintf("events[%d].", i), v); err != nil {
+			return err
+		}
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	out, err := a.store.CreateEvents(r.Context(), tenantFrom(r.Context()).ID, evs, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, listBody[sluice.Event]{Data: out})
+	return nil
+}
+
+func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
+	v := &sluice.ValidationError{}
+	p := pageParams(r, v)
+	var eventType *string
+	if t := r.URL.Query().Get("type"); t != "" {
+		eventType = &t
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	page, err := a.store.ListEvents(r.Context(), tenantFrom(r.Context()).ID, eventType, p)
+	if err != nil {
+		return err
+	}
+	writePage(w, page)
+	return nil
+}
+
+func (a *API) getEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "event")
+	if err != nil {
+		return err
+	}
+	ev, deliveries, err := a.store.GetEvent(r.Context(), tenantFrom(r.Context()).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, eventWithDeliveries{Event: ev, Deliveries: deliveries})
+	return nil
+}

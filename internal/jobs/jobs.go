@@ -1,0 +1,129 @@
+// Package jobs defines Sluice's River jobs (their arguments, queues and
+// insert options) and Queue, which inserts them inside a caller's
+// transaction. The workers live with the logic they run: package fanout,
+// dispatch and retention.
+package jobs
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Queue names.
+const (
+	QueueFanout      = "fanout"
+	QueueDispatch    = "dispatch"
+	QueueMaintenance = river.QueueDefault
+)
+
+// FanoutArgs fans events out to the endpoints subscribed to their types.
+type FanoutArgs struct {
+	EventIDs []uuid.UUID `json:"event_ids"`
+}
+
+// Kind implements river.JobArgs.
+func (FanoutArgs) Kind() string { return "fanout" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (FanoutArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueFanout, MaxAttempts: 25}
+}
+
+// DispatchArgs sends one endpoint's due deliveries. It is unique per
+// endpoint while queued or running, so an endpoint with any backlog costs
+// one job.
+type DispatchArgs struct {
+	EndpointID uuid.UUID `json:"endpoint_id"`
+}
+
+// Kind implements river.JobArgs.
+func (DispatchArgs) Kind() string { return "dispatch" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (DispatchArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{
+		Queue:       QueueDispatch,
+		MaxAttempts: 1000, // a failing step is retried; it never loses deliveries
+		UniqueOpts: river.UniqueOpts{
+			ByArgs: true,
+			ByState: []rivertype.JobState{
+				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
+				rivertype.JobStateRunning, rivertype.JobStateScheduled,
+			},
+		},
+	}
+}
+
+// SweepArgs is the periodic job that queues a dispatch for every endpoint
+// with deliveries due, such as retries whose backoff has passed.
+type SweepArgs struct{}
+
+// Kind implements river.JobArgs.
+func (SweepArgs) Kind() string { return "sweep" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (SweepArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 1}
+}
+
+// RetentionArgs is the periodic job that deletes old delivered deliveries.
+type RetentionArgs struct{}
+
+// Kind implements river.JobArgs.
+func (RetentionArgs) Kind() string { return "retention" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts.
+func (RetentionArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 3}
+}
+
+// Queue inserts Sluice's jobs with a River client. It implements
+// store.JobQueue.
+type Queue struct {
+	client *river.Client[pgx.Tx]
+}
+
+// NewQueue returns a Queue on client.
+func NewQueue(client *river.Client[pgx.Tx]) *Queue { return &Queue{client: client} }
+
+// FromContext returns a Queue on the client running the current job.
+func FromContext(ctx context.Context) *Queue {
+	return NewQueue(river.ClientFromContext[pgx.Tx](ctx))
+}
+
+// FanOut implements store.JobQueue.
+func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error {
+	_, err := q.client.InsertTx(ctx, tx, FanoutArgs{EventIDs: eventIDs}, nil)
+	return err
+}
+
+// Dispatch implements store.JobQueue. Endpoints that already have a dispatch
+// job queued or running are skipped by River's uniqueness.
+func (q *Queue) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error {
+	if len(endpointIDs) == 0 {
+		return nil
+	}
+	_, err := q.client.InsertManyTx(ctx, tx, dispatchParams(endpointIDs))
+	return err
+}
+
+// DispatchNow is Dispatch outside any transaction.
+func (q *Queue) DispatchNow(ctx context.Context, endpointIDs []uuid.UUID) error {
+	if len(endpointIDs) == 0 {
+		return nil
+	}
+	_, err := q.client.InsertMany(ctx, dispatchParams(endpointIDs))
+	return err
+}
+
+func dispatchParams(endpointIDs []uuid.UUID) []river.InsertManyParams {
+	params := make([]river.InsertManyParams, len(endpointIDs))
+	for i, id := range endpointIDs {
+		params[i] = river.InsertManyParams{Args: DispatchArgs{EndpointID: id}}
+	}
+	return params
+}

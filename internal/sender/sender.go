@@ -1,0 +1,225 @@
+// Package sender sends one signed webhook (a Standard Webhooks POST) to an
+// endpoint and reports what happened: status, latency, the first KiB of the
+// response, a parsed Retry-After and a short human error message.
+//
+// A Sender holds one shared HTTP client whose connections are reused across
+// sends. Redirects are never followed, and unless Config.AllowPrivate is set
+// every dialled address is checked at connect time so that loopback, private,
+// link-local, metadata and other special-purpose addresses are refused (SSRF
+// guard; DNS rebinding cannot slip past it because the check sees the IP that
+// is actually dialled).
+package sender
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"code.dny.dev/ssrf"
+
+	"github.com/sluice-dev/sluice/internal/signature"
+)
+
+// Defaults applied by New for zero Config fields.
+const (
+	DefaultTimeout             = 10 * time.Second
+	DefaultUserAgent           = "Sluice-Webhooks/1.0 (+https://sluice.dev)"
+	DefaultMaxIdleConnsPerHost = 100
+)
+
+const (
+	bodyLimit  = 1 << 10  // response bytes kept for the log
+	drainLimit = 64 << 10 // further bytes read so the connection can be reused
+)
+
+// Config configures a Sender. Zero fields take the defaults above.
+type Config struct {
+	Timeout             time.Duration // whole-request timeout (SLUICE_DELIVERY_TIMEOUT), default 10s
+	AllowPrivate        bool          // SLUICE_ALLOW_PRIVATE_TARGETS: allow loopback and private addresses
+	UserAgent           string        // default DefaultUserAgent
+	MaxIdleConnsPerHost int           // default 100
+}
+
+// Sender sends webhooks. It is safe for concurrent use; create one and share it.
+type Sender struct {
+	client    *http.Client
+	timeout   time.Duration
+	userAgent string
+}
+
+// privateV4 and privateV6 are the ranges AllowPrivate opens. Link-local
+// (169.254/16, including cloud metadata) and the other special ranges stay
+// refused even then.
+var (
+	privateV4 = []netip.Prefix{
+		netip.MustParsePrefix("127.0.0.0/8"),
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+		netip.MustParsePrefix("192.168.0.0/16"),
+	}
+	privateV6 = []netip.Prefix{
+		netip.MustParsePrefix("::1/128"),
+		netip.MustParsePrefix("fc00::/7"),
+	}
+)
+
+// New returns a Sender with one shared keep-alive HTTP client.
+func New(cfg Config) *Sender {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.UserAgent == "" {
+		cfg.UserAgent = DefaultUserAgent
+	}
+	if cfg.MaxIdleConnsPerHost <= 0 {
+		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
+	}
+	// Receivers often listen on ports other than 80/443; the IP check is the guard.
+	opts := []ssrf.Option{ssrf.WithAnyPort()}
+	if cfg.AllowPrivate {
+		opts = append(opts, ssrf.WithAllowedV4Prefixes(privateV4...), ssrf.WithAllowedV6Prefixes(privateV6...))
+	}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: ssrf.New(opts...).Safe}
+	transport := &http.Transport{
+		Proxy:                  nil, // a proxy would dial on our behalf and bypass the guard
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConnsPerHost:    cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: 64 << 10,
+	}
+	return &Sender{
+		client: &http.Client{
+			Transport: transport,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		timeout:   cfg.Timeout,
+		userAgent: cfg.UserAgent,
+	}
+}
+
+// Message is one webhook to send.
+type Message struct {
+	URL       string
+	ID        string            // webhook-id (event id)
+	Timestamp time.Time         // webhook-timestamp (this attempt); zero means now
+	Body      []byte            // already-marshalled JSON body
+	Keys      [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
+	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
+}
+
+// reserved headers are set by Send (or by the HTTP stack) and never taken
+// from Message.Headers. Keys are canonical header names.
+var reserved = map[string]bool{
+	"Content-Type": true, "User-Agent": true,
+	"Webhook-Id": true, "Webhook-Timestamp": true, "Webhook-Signature": true,
+	// Connection-level headers would break keep-alive or HTTP/2.
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true, "Upgrade": true,
+}
+
+var errTimeout = errors.New("sender: request timeout")
+
+// Send makes one attempt to deliver m and reports the outcome. It never
+// returns an error: failures are described in Result.Err. If ctx is
+// cancelled (for example at shutdown) the attempt fails with Err "canceled";
+// callers can tell that apart by checking ctx.Err().
+func (s *Sender) Send(ctx context.Context, m Message) Result {
+	start := time.Now()
+	res := Result{At: start}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+	defer cancel()
+
+	req, err := s.newRequest(ctx, m, start)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		res.Latency = time.Since(start)
+		res.Err = s.describe(ctx, err)
+		return res
+	}
+	defer resp.Body.Close()
+
+	res.StatusCode = resp.StatusCode
+	res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+	head, _ := io.ReadAll(io.LimitReader(resp.Body, bodyLimit))
+	res.Latency = time.Since(start)
+	res.Body = cleanBody(head)
+	_, _ = io.CopyN(io.Discard, resp.Body, drainLimit)
+	res.Err = statusErr(resp.StatusCode)
+	return res
+}
+
+func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*http.Request, error) {
+	u, err := url.Parse(m.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("invalid URL: must be an absolute http or https URL")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Body))
+	if err != nil {
+		return nil, errors.New("invalid URL: " + err.Error())
+	}
+	for k, v := range m.Headers {
+		if !reserved[http.CanonicalHeaderKey(k)] {
+			req.Header.Set(k, v)
+		}
+	}
+	ts := m.Timestamp
+	if ts.IsZero() {
+		ts = now
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", s.userAgent)
+	req.Header.Set("Webhook-Id", m.ID)
+	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
+	req.Header.Set("Webhook-Signature", signature.Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	return req, nil
+}
+
+// statusErr is the Err for a response status: "" for 2xx.
+func statusErr(code int) string {
+	switch {
+	case code >= 200 && code < 300:
+		return ""
+	case code >= 300 && code < 400:
+		return "redirect (" + strconv.Itoa(code) + ") not followed"
+	default:
+		return "status " + strconv.Itoa(code)
+	}
+}
+
+// describe turns a transport error into a short message.
+func (s *Sender) describe(ctx context.Context, err error) string {
+	if errors.Is(context.Cause(ctx), errTimeout) {
+		return "timeout after " + s.timeout.String()
+	}
+	return describeErr(err)
+}
+
+// trimURLErr drops the `Post "https://...": ` prefix of a *url.Error.
+func trimURLErr(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if len(msg) > 200 {
+		msg = strings.ToValidUTF8(msg[:200], "") + "..."
+	}
+	return msg
+}

@@ -1,0 +1,76 @@
+package sluice
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// TestEventType is the type of the event POST /v1/endpoints/{id}/test sends.
+const TestEventType = "sluice.test"
+
+// Event is something that happened at a tenant, posted to be delivered to
+// every endpoint subscribed to its type. Its payload is frozen when posted.
+type Event struct {
+	ID          uuid.UUID       `json:"id"`
+	TenantID    uuid.UUID       `json:"-"`
+	Type        string          `json:"type"`
+	Payload     json.RawMessage `json:"payload"`
+	CoalesceKey *string         `json:"coalesce_key"`
+	CreatedAt   time.Time       `json:"created_at"`
+}
+
+// NewEvent is an event as posted, before it is stored.
+type NewEvent struct {
+	Type           string
+	Payload        json.RawMessage
+	CoalesceKey    *string
+	IdempotencyKey string
+}
+
+// Delivery statuses.
+const (
+	DeliveryPending   = "pending"
+	DeliveryDelivered = "delivered"
+	DeliveryFailed    = "failed" // waiting to retry
+	DeliveryDead      = "dead"
+)
+
+// Delivery is one event on its way to one endpoint.
+type Delivery struct {
+	ID            uuid.UUID  `json:"id"`
+	TenantID      uuid.UUID  `json:"-"`
+	EventID       uuid.UUID  `json:"event_id"`
+	EndpointID    uuid.UUID  `json:"endpoint_id"`
+	EventType     string     `json:"event_type"`
+	Status        string     `json:"status"`
+	AttemptCount  int        `json:"attempt_count"`
+	NextAttemptAt *time.Time `json:"next_attempt_at"`
+	ReplayedFrom  *uuid.UUID `json:"replayed_from"`
+	CreatedAt     time.Time  `json:"created_at"`
+	UpdatedAt     time.Time  `json:"updated_at"`
+}
+
+// Attempt is one HTTP request of a delivery and what came of it.
+type Attempt struct {
+	At           time.Time `json:"at"`
+	StatusCode   *int      `json:"status_code"`
+	Error        *string   `json:"error"`
+	LatencyMS    int       `json:"latency_ms"`
+	ResponseBody *string   `json:"response_body"`
+}
+
+// DeliveryFilter selects deliveries in a list; nil fields do not filter.
+type DeliveryFilter struct {
+	EndpointID *uuid.UUID
+	EventID    *uuid.UUID
+	Status     *string
+}
+
+// ReplayFilter selects an endpoint's deliveries to replay in bulk.
+type ReplayFilter struct {
+	Status string
+	Since  *time.Time
+	Until  *time.Time
+}

@@ -1,0 +1,123 @@
+package store
+
+import (
+	"time"
+
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// GetDelivery returns one of a tenant's deliveries with its attempts.
+func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice.Delivery, []sluice.Attempt, error) {
+	row, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return sluice.Delivery{}, nil, notFound(err)
+	}
+	arows, err := s.q.AttemptsForDelivery(ctx, id)
+	if err != nil {
+		return sluice.Delivery{}, nil, err
+	}
+	attempts := make([]sluice.Attempt, len(arows))
+	for i, a := range arows {
+		attempts[i] = sluice.Attempt{At: a.At, Error: a.Error, LatencyMS: int(a.LatencyMs), ResponseBody: a.ResponseBody}
+		if a.StatusCode != nil {
+			attempts[i].StatusCode = new(int(*a.StatusCode))
+		}
+	}
+	return deliveryFromRow(row), attempts, nil
+}
+
+// ListDeliveries returns a page of a tenant's deliveries, newest first.
+func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
+	rows, err := s.q.ListDeliveries(ctx, dbq.ListDeliveriesParams{
+		TenantID: tenantID, EndpointID: f.EndpointID, EventID: f.EventID, Status: f.Status,
+		After: p.After, MaxRows: limitRows(p),
+	})
+	if err != nil {
+		return sluice.Page[sluice.Delivery]{}, err
+	}
+	return page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
+		func(r dbq.Delivery) (sluice.Delivery, error) { return deliveryFromRow(r), nil })
+}
+
+// ReplayDelivery queues a new delivery of the same event to the same
+// endpoint, linked to the original by replayed_from.
+func (s *Store) ReplayDelivery(ctx context.Context, tenantID, id uuid.UUID, jobs JobQueue) (sluice.Delivery, error) {
+	var out sluice.Delivery
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.WithTx(tx).ReplayDelivery(ctx, dbq.ReplayDeliveryParams{ID: newID(), TenantID: tenantID, SourceID: id})
+		if err != nil {
+			return notFound(err)
+		}
+		out = deliveryFromRow(row)
+		return jobs.Dispatch(ctx, tx, []uuid.UUID{row.EndpointID})
+	})
+	return out, err
+}
+
+// ReplayEndpoint queues a new delivery for each of an endpoint's deliveries
+// that match f, and returns how many it queued.
+func (s *Store) ReplayEndpoint(ctx context.Context, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, jobs JobQueue) (int64, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
+			return notFound(err)
+		}
+		var err error
+		n, err = q.ReplayDeliveriesForEndpoint(ctx, dbq.ReplayDeliveriesForEndpointParams{
+			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
+		})
+		if err != nil || n == 0 {
+			return err
+		}
+		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
+	})
+	return n, err
+}
+
+// CreateTestEvent stores a sluice.test event and its one delivery, to the
+// given endpoint only, and queues the endpoint's dispatch.
+func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.UUID, payload []byte, jobs JobQueue) (sluice.Event, error) {
+	var out sluice.Event
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
+			return notFound(err)
+		}
+		row, err := insertEvent(ctx, q, tenantID, sluice.NewEvent{Type: sluice.TestEventType, Payload: payload})
+		if err != nil {
+			return err
+		}
+		out = eventFromRow(row)
+		_, err = q.InsertDeliveries(ctx, dbq.InsertDeliveriesParams{
+			TenantID: tenantID, Ids: []uuid.UUID{newID()}, EventIds: []uuid.UUID{row.ID},
+			EndpointIds: []uuid.UUID{endpointID}, EventTypes: []string{row.Type}, CoalesceKeys: []string{""},
+		})
+		if err != nil {
+			return err
+		}
+		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
+	})
+	return out, err
+}
+
+// DeleteOldDelivered deletes up to limit delivered deliveries (and their
+// attempts) last updated before before; dead ones are kept.
+func (s *Store) DeleteOldDelivered(ctx context.Context, before time.Time, limit int) (int64, error) {
+	return s.q.DeleteOldDelivered(ctx, dbq.DeleteOldDeliveredParams{Before: before, MaxRows: int32(limit)})
+}
+
+func deliveryFromRow(r dbq.Delivery) sluice.Delivery {
+	return sluice.Delivery{
+		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, EndpointID: r.EndpointID,
+		EventType: r.EventType, Status: r.Status, AttemptCount: int(r.AttemptCount),
+		NextAttemptAt: r.NextAttemptAt, ReplayedFrom: r.ReplayedFrom,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}

@@ -1,0 +1,171 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// FanOut turns events into deliveries, one per (event, endpoint subscribed
+// to its type), queues a dispatch for every endpoint that got one, and runs
+// done, all in one transaction. Running it twice for the same events inserts
+// nothing twice. An event with a coalesce key replaces the event of a
+// queued, never-attempted delivery with the same endpoint, type and key
+// instead of adding one. It returns the number of deliveries created.
+func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, jobs JobQueue, done TxHook) (int, error) {
+	var created int
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		events, err := q.EventsByID(ctx, eventIDs)
+		if err != nil {
+			return err
+		}
+		plan := fanoutPlan{q: q, subs: map[uuid.UUID][]dbq.SubscriptionsForTenantRow{}, touched: map[uuid.UUID]bool{}}
+		for _, ev := range events {
+			if err := plan.add(ctx, ev); err != nil {
+				return err
+			}
+		}
+		for tenantID, batch := range plan.batches {
+			inserted, err := q.InsertDeliveries(ctx, batch.params(tenantID))
+			if err != nil {
+				return err
+			}
+			created += len(inserted)
+			for _, id := range inserted {
+				plan.touched[id] = true
+			}
+		}
+		if len(plan.touched) > 0 {
+			endpoints := make([]uuid.UUID, 0, len(plan.touched))
+			for id := range plan.touched {
+				endpoints = append(endpoints, id)
+			}
+			if err := jobs.Dispatch(ctx, tx, endpoints); err != nil {
+				return err
+			}
+		}
+		if done != nil {
+			return done(ctx, tx)
+		}
+		return nil
+	})
+	return created, err
+}
+
+// fanoutPlan collects the deliveries of a set of events, per tenant.
+type fanoutPlan struct {
+	q       *dbq.Queries
+	subs    map[uuid.UUID][]dbq.SubscriptionsForTenantRow
+	batches map[uuid.UUID]*deliveryBatch
+	touched map[uuid.UUID]bool // endpoints whose queue changed
+}
+
+func (p *fanoutPlan) add(ctx context.Context, ev dbq.Event) error {
+	subs, ok := p.subs[ev.TenantID]
+	if !ok {
+		var err error
+		if subs, err = p.q.SubscriptionsForTenant(ctx, ev.TenantID); err != nil {
+			return err
+		}
+		p.subs[ev.TenantID] = subs
+	}
+	if p.batches == nil {
+		p.batches = map[uuid.UUID]*deliveryBatch{}
+	}
+	batch := p.batches[ev.TenantID]
+	if batch == nil {
+		batch = &deliveryBatch{coalesced: map[coalesceKey]int{}}
+		p.batches[ev.TenantID] = batch
+	}
+	for _, endpointID := range matchingEndpoints(subs, ev.Type) {
+		if ev.CoalesceKey != nil {
+			replaced, err := p.coalesce(ctx, batch, ev, endpointID)
+			if err != nil {
+				return err
+			}
+			if replaced {
+				continue
+			}
+		}
+		batch.add(ev, endpointID)
+	}
+	return nil
+}
+
+// coalesce points an earlier queued delivery with the same endpoint, type and
+// key at ev, in this batch or in the table, and reports whether it did.
+func (p *fanoutPlan) coalesce(ctx context.Context, batch *deliveryBatch, ev dbq.Event, endpointID uuid.UUID) (bool, error) {
+	key := coalesceKey{endpointID, ev.Type, *ev.CoalesceKey}
+	if i, ok := batch.coalesced[key]; ok {
+		batch.eventIDs[i] = ev.ID
+		return true, nil
+	}
+	_, err := p.q.CoalesceDelivery(ctx, dbq.CoalesceDeliveryParams{
+		EventID: ev.ID, EndpointID: endpointID, EventType: ev.Type, CoalesceKey: ev.CoalesceKey,
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	p.touched[endpointID] = true
+	return true, nil
+}
+
+func matchingEndpoints(subs []dbq.SubscriptionsForTenantRow, eventType string) []uuid.UUID {
+	var out []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, sub := range subs {
+		if seen[sub.EndpointID] {
+			continue
+		}
+		for _, pattern := range sub.EventTypes {
+			if sluice.MatchEventType(pattern, eventType) {
+				seen[sub.EndpointID] = true
+				out = append(out, sub.EndpointID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+type coalesceKey struct {
+	endpointID uuid.UUID
+	eventType  string
+	key        string
+}
+
+// deliveryBatch is the columns of one tenant's new deliveries.
+type deliveryBatch struct {
+	ids, eventIDs, endpointIDs []uuid.UUID
+	eventTypes, coalesceKeys   []string
+	coalesced                  map[coalesceKey]int // index of the batch row holding a key
+}
+
+func (b *deliveryBatch) add(ev dbq.Event, endpointID uuid.UUID) {
+	key := ""
+	if ev.CoalesceKey != nil {
+		key = *ev.CoalesceKey
+		b.coalesced[coalesceKey{endpointID, ev.Type, key}] = len(b.ids)
+	}
+	b.ids = append(b.ids, newID())
+	b.eventIDs = append(b.eventIDs, ev.ID)
+	b.endpointIDs = append(b.endpointIDs, endpointID)
+	b.eventTypes = append(b.eventTypes, ev.Type)
+	b.coalesceKeys = append(b.coalesceKeys, key)
+}
+
+func (b *deliveryBatch) params(tenantID uuid.UUID) dbq.InsertDeliveriesParams {
+	return dbq.InsertDeliveriesParams{
+		TenantID: tenantID, Ids: b.ids, EventIds: b.eventIDs, EndpointIds: b.endpointIDs,
+		EventTypes: b.eventTypes, CoalesceKeys: b.coalesceKeys,
+	}
+}

@@ -1,0 +1,21 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// JobQueue inserts the background jobs a write needs, in the write's own
+// transaction, so the data and the job that acts on it commit together.
+type JobQueue interface {
+	// FanOut queues the fan-out of events to their endpoints.
+	FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error
+	// Dispatch makes sure each endpoint has a dispatch job queued or running.
+	Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error
+}
+
+// TxHook runs inside a store transaction just before it commits, such as a
+// River job completing itself in the same transaction as its work.
+type TxHook func(ctx context.Context, tx pgx.Tx) error

@@ -1,0 +1,62 @@
+-- name: InsertDeliveries :many
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at)
+SELECT unnest(@ids::uuid[]), @tenant_id, unnest(@event_ids::uuid[]), unnest(@endpoint_ids::uuid[]),
+       unnest(@event_types::text[]), nullif(unnest(@coalesce_keys::text[]), ''), now()
+ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
+RETURNING endpoint_id;
+
+-- name: CoalesceDelivery :one
+-- Points a queued, never-attempted delivery with the same endpoint, type and
+-- coalesce key at a newer event, so the newer payload replaces the older.
+UPDATE deliveries SET event_id = @event_id, updated_at = now()
+WHERE id = (
+    SELECT d.id FROM deliveries d
+    WHERE d.endpoint_id = @endpoint_id AND d.event_type = @event_type AND d.coalesce_key = @coalesce_key
+      AND d.status = 'pending' AND d.attempt_count = 0
+    ORDER BY d.id
+    LIMIT 1
+    FOR UPDATE
+)
+RETURNING id;
+
+-- name: GetDelivery :one
+SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: ListDeliveries :many
+SELECT * FROM deliveries
+WHERE tenant_id = @tenant_id
+  AND (sqlc.narg(endpoint_id)::uuid IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::uuid)
+  AND (sqlc.narg(event_id)::uuid IS NULL OR event_id = sqlc.narg(event_id)::uuid)
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status)::text)
+  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)
+ORDER BY id DESC
+LIMIT @max_rows;
+
+-- name: DeliveriesForEvent :many
+SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND event_id = @event_id ORDER BY id;
+
+-- name: AttemptsForDelivery :many
+SELECT * FROM delivery_attempts WHERE delivery_id = @delivery_id ORDER BY id;
+
+-- name: ReplayDelivery :one
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from)
+SELECT @id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
+FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.id = @source_id
+RETURNING *;
+
+-- name: ReplayDeliveriesForEndpoint :execrows
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
+SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
+FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
+  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz);
+
+-- name: DeleteOldDelivered :execrows
+DELETE FROM deliveries
+WHERE id IN (
+    SELECT old.id FROM deliveries old
+    WHERE old.status = 'delivered' AND old.updated_at < @before
+    LIMIT @max_rows
+);

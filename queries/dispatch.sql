@@ -1,0 +1,66 @@
+-- name: LockEndpointForDispatch :one
+-- Locks the endpoint row for one dispatch step. NO KEY UPDATE does not block
+-- fan-out, whose delivery inserts take KEY SHARE on this row.
+SELECT * FROM endpoints WHERE id = @id FOR NO KEY UPDATE;
+
+-- name: LockEndpointToFinish :one
+-- Locks the endpoint row against fan-out (whose delivery inserts take KEY
+-- SHARE) before the dispatch job decides it is done: see 00002_events.sql.
+SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
+
+-- name: ClaimDueDeliveries :many
+SELECT d.id, d.event_id, d.failure_count, e.type, e.payload, e.created_at AS event_created_at
+FROM deliveries d
+JOIN events e ON e.id = d.event_id
+WHERE d.endpoint_id = @endpoint_id
+  AND d.status IN ('pending', 'failed')
+  AND d.next_attempt_at <= now()
+ORDER BY d.next_attempt_at, d.id
+LIMIT @max_rows
+FOR UPDATE OF d SKIP LOCKED;
+
+-- name: NextDueAt :one
+SELECT next_attempt_at FROM deliveries
+WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed')
+ORDER BY next_attempt_at
+LIMIT 1;
+
+-- name: HasDueDeliveries :one
+SELECT EXISTS (
+    SELECT 1 FROM deliveries
+    WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed') AND next_attempt_at <= now()
+);
+
+-- name: RecordOutcomes :exec
+-- Applies one batch of attempt outcomes. A delivery re-pointed at a newer
+-- event while in flight (coalescing) stays pending, to send the new payload.
+UPDATE deliveries d SET
+    status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
+    attempt_count = d.attempt_count + 1,
+    failure_count = d.failure_count + u.failed,
+    next_attempt_at = CASE
+        WHEN d.event_id <> u.event_id THEN now()
+        WHEN u.status IN ('delivered', 'dead') THEN NULL
+        ELSE u.next_attempt_at END,
+    updated_at = now()
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::uuid[]) AS event_id,
+           unnest(@statuses::text[]) AS status, unnest(@failed::int[]) AS failed,
+           unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
+) u
+WHERE d.id = u.id;
+
+-- name: InsertAttempts :exec
+INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
+SELECT unnest(@delivery_ids::uuid[]), unnest(@ats::timestamptz[]), nullif(unnest(@status_codes::int[]), 0),
+       nullif(unnest(@errors::text[]), ''), unnest(@latencies_ms::int[]), nullif(unnest(@bodies::text[]), '');
+
+-- name: EndpointsWithDueDeliveries :many
+SELECT e.id FROM endpoints e
+WHERE NOT e.disabled AND EXISTS (
+    SELECT 1 FROM deliveries d
+    WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
+);
+
+-- name: QueuedDeliveries :one
+SELECT count(*) FROM deliveries WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed');
