@@ -60,42 +60,77 @@ func NewStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, error) {
 	return store.New(pool, box), nil
 }
 
-// Serve runs the chosen roles until ctx ends, then shuts down gracefully.
-func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) error {
+// Process is the parts of one Sluice process, wired.
+type Process struct {
+	Pool    *pgxpool.Pool
+	Store   *store.Store
+	River   *river.Client[pgx.Tx]
+	Handler http.Handler // API and/or dashboard routes, as the roles say
+	roles   Roles
+	logger  *slog.Logger
+}
+
+// New opens the database and builds what the roles need; Start runs it.
+func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) (*Process, error) {
 	pool, err := OpenPool(ctx, cfg)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer pool.Close()
-	st, err := NewStore(pool, cfg)
-	if err != nil {
-		return err
+	p := &Process{Pool: pool, roles: roles, logger: logger}
+	if p.Store, err = NewStore(pool, cfg); err != nil {
+		pool.Close()
+		return nil, err
 	}
-
-	rc, err := NewRiver(pool, st, cfg, roles.Worker, logger)
-	if err != nil {
-		return err
+	if p.River, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+		pool.Close()
+		return nil, err
 	}
-	if roles.Worker {
-		if err := rc.Start(ctx); err != nil {
-			return fmt.Errorf("start workers: %w", err)
-		}
-		defer stopRiver(rc, logger)
-	}
-
 	router := chi.NewRouter()
 	if roles.API {
-		httpapi.New(st, httpapi.Config{
+		httpapi.New(p.Store, httpapi.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
-			Jobs:                jobs.NewQueue(rc),
+			Jobs:                jobs.NewQueue(p.River),
 			Logger:              logger,
 		}).Mount(router)
+	}
+	p.Handler = router
+	return p, nil
+}
+
+// Start starts the workers, when this process has them.
+func (p *Process) Start(ctx context.Context) error {
+	if !p.roles.Worker {
+		return nil
+	}
+	if err := p.River.Start(ctx); err != nil {
+		return fmt.Errorf("start workers: %w", err)
+	}
+	return nil
+}
+
+// Close stops the workers and closes the database pool.
+func (p *Process) Close() {
+	if p.roles.Worker {
+		stopRiver(p.River, p.logger)
+	}
+	p.Pool.Close()
+}
+
+// Serve runs the chosen roles until ctx ends, then shuts down gracefully.
+func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) error {
+	p, err := New(ctx, cfg, roles, logger)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	if err := p.Start(ctx); err != nil {
+		return err
 	}
 	if !roles.API && !roles.Dashboard {
 		<-ctx.Done()
 		return nil
 	}
-	return listen(ctx, cfg.Addr, router, logger)
+	return listen(ctx, cfg.Addr, p.Handler, logger)
 }
 
 // stopRiver lets running jobs finish (a dispatch run ends within seconds),

@@ -53,6 +53,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		rc.FetchPollInterval = 50 * time.Millisecond
 		// A dispatch run ends within its JobTimeout; one that has not after
 		// that is on a dead worker, and River frees its endpoint for another.
+		rc.JobTimeout = dcfg.JobTimeout()
 		rc.RescueStuckJobsAfter = dcfg.JobTimeout() + 5*time.Second
 		rc.PeriodicJobs = []*river.PeriodicJob{
 			river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),

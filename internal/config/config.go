@@ -47,10 +47,12 @@ const (
 // false a missing SLUICE_ENCRYPTION_KEY is not an error (commands such as
 // migrate never touch secrets).
 func FromEnv(needKey bool) (Config, error) {
-	return parse(os.Getenv, needKey)
+	return Parse(os.Getenv, needKey)
 }
 
-func parse(getenv func(string) string, needKey bool) (Config, error) {
+// Parse reads the configuration through getenv, for tests and tools that
+// hold settings in a map rather than the environment.
+func Parse(getenv func(string) string, needKey bool) (Config, error) {
 	p := parser{getenv: getenv}
 	c := Config{
 		DatabaseURL:         getenv("DATABASE_URL"),

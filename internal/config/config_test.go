@@ -13,7 +13,7 @@ func env(m map[string]string) func(string) string {
 
 func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
 	require.NoError(t, err)
 	require.Equal(t, DefaultAddr, c.Addr)
 	require.Equal(t, "http://"+DefaultAddr, c.PublicURL)
@@ -27,7 +27,7 @@ func TestDefaults(t *testing.T) {
 
 func TestShortDurationsAndErrors(t *testing.T) {
 	t.Parallel()
-	c, err := parse(env(map[string]string{
+	c, err := Parse(env(map[string]string{
 		"DATABASE_URL":                 "postgres://x",
 		"SLUICE_RETRY_SCHEDULE":        "100ms, 200ms",
 		"SLUICE_CIRCUIT_PROBE":         "100ms",
@@ -40,7 +40,7 @@ func TestShortDurationsAndErrors(t *testing.T) {
 	require.True(t, c.AllowPrivateTargets)
 	require.Len(t, c.EncryptionKey, 32)
 
-	_, err = parse(env(map[string]string{
+	_, err = Parse(env(map[string]string{
 		"SLUICE_RETRY_SCHEDULE":    "5s,soon",
 		"SLUICE_CIRCUIT_THRESHOLD": "0",
 		"SLUICE_DELIVERY_TIMEOUT":  "-1s",

@@ -1,0 +1,162 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/pgtest"
+	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+const testKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
+
+// harness is a whole Sluice (API and workers) on its own database.
+type harness struct {
+	t      *testing.T
+	dbURL  string
+	env    map[string]string
+	proc   *app.Process
+	srv    *httptest.Server
+	tenant sluice.Tenant
+	key    string
+}
+
+// start runs Sluice with the given settings over fast test defaults.
+func start(t *testing.T, env map[string]string) *harness {
+	t.Helper()
+	t.Parallel()
+	h := &harness{t: t, dbURL: pgtest.NewDatabase(t), env: map[string]string{
+		"SLUICE_ENCRYPTION_KEY":        testKey,
+		"SLUICE_ALLOW_PRIVATE_TARGETS": "true",
+		"SLUICE_RETRY_SCHEDULE":        "50ms,50ms",
+		"SLUICE_DELIVERY_TIMEOUT":      "2s",
+	}}
+	h.env["DATABASE_URL"] = h.dbURL
+	for k, v := range env {
+		h.env[k] = v
+	}
+	h.proc = h.process(app.Roles{API: true, Worker: true})
+	h.srv = httptest.NewServer(h.proc.Handler)
+	t.Cleanup(h.srv.Close)
+	var err error
+	h.tenant, h.key, err = h.proc.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test")
+	require.NoError(t, err)
+	return h
+}
+
+// process builds and starts another process on the harness's database.
+func (h *harness) process(roles app.Roles) *app.Process {
+	h.t.Helper()
+	cfg, err := config.Parse(func(k string) string { return h.env[k] }, true)
+	require.NoError(h.t, err)
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if os.Getenv("SLUICE_TEST_LOG") != "" {
+		logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	p, err := app.New(context.Background(), cfg, roles, logger)
+	require.NoError(h.t, err)
+	require.NoError(h.t, p.Start(context.Background()))
+	h.t.Cleanup(p.Close)
+	return p
+}
+
+// call sends a request to the API, with headers given as name, value pairs,
+// and decodes a JSON answer into out (if not nil), requiring the status.
+func (h *harness) call(method, path string, body any, status int, out any, headers ...string) http.Header {
+	h.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		require.NoError(h.t, err)
+		rd = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, h.srv.URL+path, rd)
+	require.NoError(h.t, err)
+	req.Header.Set("Authorization", "Bearer "+h.key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := h.srv.Client().Do(req)
+	require.NoError(h.t, err)
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	require.NoError(h.t, err)
+	require.Equal(h.t, status, res.StatusCode, "%s %s: %s", method, path, raw)
+	if out != nil {
+		require.NoError(h.t, json.Unmarshal(raw, out), string(raw))
+	}
+	return res.Header
+}
+
+// endpoint creates an endpoint for rcv subscribed to patterns, and makes
+// rcv verify signatures with its secret.
+func (h *harness) endpoint(rcv *receiver.Receiver, patterns []string, extra map[string]any) (id, secret string) {
+	h.t.Helper()
+	body := map[string]any{"url": rcv.URL()}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var ep struct{ ID, Secret string }
+	h.call(http.MethodPost, "/v1/endpoints", body, http.StatusCreated, &ep)
+	require.NoError(h.t, rcv.SetSecret(ep.Secret))
+	if len(patterns) > 0 {
+		h.call(http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": patterns}, http.StatusCreated, nil)
+	}
+	return ep.ID, ep.Secret
+}
+
+// post sends one event and returns its id.
+func (h *harness) post(eventType string, payload any) string {
+	h.t.Helper()
+	var ev struct{ ID string }
+	h.call(http.MethodPost, "/v1/events", map[string]any{"type": eventType, "payload": payload}, http.StatusAccepted, &ev)
+	return ev.ID
+}
+
+// delivery is a delivery as the API shows it, with attempts.
+type delivery struct {
+	ID           string `json:"id"`
+	EventID      string `json:"event_id"`
+	EndpointID   string `json:"endpoint_id"`
+	Status       string `json:"status"`
+	AttemptCount int    `json:"attempt_count"`
+	ReplayedFrom string `json:"replayed_from"`
+	Attempts     []struct {
+		StatusCode   *int    `json:"status_code"`
+		Error        *string `json:"error"`
+		ResponseBody *string `json:"response_body"`
+	} `json:"attempts"`
+}
+
+// deliveries lists deliveries matching a query string.
+func (h *harness) deliveries(query string) []delivery {
+	h.t.Helper()
+	var page struct{ Data []delivery }
+	h.call(http.MethodGet, "/v1/deliveries?limit=500&"+query, nil, http.StatusOK, &page)
+	return page.Data
+}
+
+// eventually polls cond until it holds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s: "+msg, append([]any{timeout}, args...)...)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
