@@ -6,18 +6,29 @@ ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
 RETURNING endpoint_id;
 
 -- name: CoalesceDelivery :one
--- Points a queued, never-attempted delivery with the same endpoint, type and
--- coalesce key at a newer event, so the newer payload replaces the older.
+-- Points a queued, never-attempted delivery of an older event with the same
+-- endpoint, type and coalesce key at a newer event, so the newer payload
+-- replaces the older.
 UPDATE deliveries SET event_id = @event_id, updated_at = now()
 WHERE id = (
     SELECT d.id FROM deliveries d
-    WHERE d.endpoint_id = @endpoint_id AND d.event_type = @event_type AND d.coalesce_key = @coalesce_key
-      AND d.status = 'pending' AND d.attempt_count = 0
+    WHERE d.endpoint_id = @endpoint_id AND d.coalesce_key = @coalesce_key AND d.event_type = @event_type
+      AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < @event_id
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
 )
 RETURNING id;
+
+-- name: NewerCoalescedExists :one
+-- Reports whether a newer event with the same coalesce key already has a
+-- delivery to the endpoint, which supersedes this one (a late or re-run
+-- fan-out of an older event).
+SELECT EXISTS (
+    SELECT 1 FROM deliveries d
+    WHERE d.endpoint_id = @endpoint_id AND d.coalesce_key = @coalesce_key AND d.event_type = @event_type
+      AND d.event_id > @event_id
+);
 
 -- name: GetDelivery :one
 SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id;

@@ -58,8 +58,8 @@ CREATE UNIQUE INDEX deliveries_event_endpoint_idx ON deliveries (event_id, endpo
     WHERE replayed_from IS NULL;
 CREATE INDEX deliveries_queue_idx ON deliveries (endpoint_id, next_attempt_at)
     WHERE status IN ('pending', 'failed');
-CREATE INDEX deliveries_coalesce_idx ON deliveries (endpoint_id, event_type, coalesce_key)
-    WHERE status = 'pending' AND attempt_count = 0 AND coalesce_key IS NOT NULL;
+CREATE INDEX deliveries_coalesce_idx ON deliveries (endpoint_id, coalesce_key, event_type)
+    WHERE coalesce_key IS NOT NULL;
 CREATE INDEX deliveries_tenant_id_id_idx ON deliveries (tenant_id, id);
 CREATE INDEX deliveries_endpoint_id_id_idx ON deliveries (endpoint_id, id);
 CREATE INDEX deliveries_event_id_idx ON deliveries (event_id);

@@ -34,8 +34,15 @@ type harness struct {
 	key    string
 }
 
-// start runs Sluice with the given settings over fast test defaults.
+// start runs Sluice (API and workers) with the given settings over fast
+// test defaults.
 func start(t *testing.T, env map[string]string) *harness {
+	t.Helper()
+	return startWith(t, env, app.Roles{API: true, Worker: true})
+}
+
+// startWith is start with a choice of roles.
+func startWith(t *testing.T, env map[string]string, roles app.Roles) *harness {
 	t.Helper()
 	t.Parallel()
 	h := &harness{t: t, dbURL: pgtest.NewDatabase(t), env: map[string]string{
@@ -48,7 +55,7 @@ func start(t *testing.T, env map[string]string) *harness {
 	for k, v := range env {
 		h.env[k] = v
 	}
-	h.proc = h.process(app.Roles{API: true, Worker: true})
+	h.proc = h.process(roles)
 	h.srv = httptest.NewServer(h.proc.Handler)
 	t.Cleanup(h.srv.Close)
 	var err error

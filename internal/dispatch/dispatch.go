@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -86,6 +87,9 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 			return nil // the sweeper wakes it when it is enabled again
 		}
 		if len(claimed) == 0 {
+			if w.waitForSoonDue(ctx, endpointID, deadline) {
+				continue
+			}
 			finished, err := w.store.FinishDispatch(ctx, endpointID, completeJob(job))
 			if err != nil || finished {
 				return err
@@ -97,6 +101,29 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 		}
 	}
 	return river.JobSnooze(0) // budget spent: queue again behind other work
+}
+
+// soon is how far ahead a due retry keeps a dispatch run waiting for it,
+// rather than ending and leaving it to the sweeper.
+const soon = time.Second
+
+// waitForSoonDue sleeps until the endpoint's next queued delivery is due if
+// that is soon and within the run's deadline, and reports whether it did.
+func (w *Worker) waitForSoonDue(ctx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
+	next, err := w.store.NextDueAt(ctx, endpointID)
+	if err != nil || next == nil {
+		return false
+	}
+	wait := time.Until(*next)
+	if wait > soon || time.Now().Add(wait).After(deadline) {
+		return false
+	}
+	select {
+	case <-time.After(wait):
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func completeJob(job *river.Job[jobs.DispatchArgs]) store.TxHook {

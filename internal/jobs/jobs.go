@@ -5,7 +5,9 @@
 package jobs
 
 import (
+	"bytes"
 	"context"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -120,9 +122,14 @@ func (q *Queue) DispatchNow(ctx context.Context, endpointIDs []uuid.UUID) error 
 	return err
 }
 
+// dispatchParams builds the inserts in endpoint id order. River's unique
+// insert locks an existing job row (ON CONFLICT DO UPDATE); taking those
+// locks in one global order keeps concurrent fan-outs from deadlocking.
 func dispatchParams(endpointIDs []uuid.UUID) []river.InsertManyParams {
-	params := make([]river.InsertManyParams, len(endpointIDs))
-	for i, id := range endpointIDs {
+	ids := slices.Clone(endpointIDs)
+	slices.SortFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	params := make([]river.InsertManyParams, len(ids))
+	for i, id := range ids {
 		params[i] = river.InsertManyParams{Args: DispatchArgs{EndpointID: id}}
 	}
 	return params

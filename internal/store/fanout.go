@@ -98,15 +98,23 @@ func (p *fanoutPlan) add(ctx context.Context, ev dbq.Event) error {
 	return nil
 }
 
-// coalesce points an earlier queued delivery with the same endpoint, type and
-// key at ev, in this batch or in the table, and reports whether it did.
+// coalesce reports whether ev needs no delivery of its own to endpointID:
+// because a newer event with its key already has one, or because it took
+// over an older event's queued, never-attempted delivery (in this batch or
+// in the table).
 func (p *fanoutPlan) coalesce(ctx context.Context, batch *deliveryBatch, ev dbq.Event, endpointID uuid.UUID) (bool, error) {
 	key := coalesceKey{endpointID, ev.Type, *ev.CoalesceKey}
 	if i, ok := batch.coalesced[key]; ok {
-		batch.eventIDs[i] = ev.ID
+		batch.eventIDs[i] = ev.ID // events come in id order: ev is the newer
 		return true, nil
 	}
-	_, err := p.q.CoalesceDelivery(ctx, dbq.CoalesceDeliveryParams{
+	superseded, err := p.q.NewerCoalescedExists(ctx, dbq.NewerCoalescedExistsParams{
+		EndpointID: endpointID, CoalesceKey: ev.CoalesceKey, EventType: ev.Type, EventID: ev.ID,
+	})
+	if err != nil || superseded {
+		return superseded, err
+	}
+	_, err = p.q.CoalesceDelivery(ctx, dbq.CoalesceDeliveryParams{
 		EventID: ev.ID, EndpointID: endpointID, EventType: ev.Type, CoalesceKey: ev.CoalesceKey,
 	})
 	if errors.Is(err, pgx.ErrNoRows) {

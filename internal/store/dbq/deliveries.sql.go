@@ -48,8 +48,8 @@ const coalesceDelivery = `-- name: CoalesceDelivery :one
 UPDATE deliveries SET event_id = $1, updated_at = now()
 WHERE id = (
     SELECT d.id FROM deliveries d
-    WHERE d.endpoint_id = $2 AND d.event_type = $3 AND d.coalesce_key = $4
-      AND d.status = 'pending' AND d.attempt_count = 0
+    WHERE d.endpoint_id = $2 AND d.coalesce_key = $3 AND d.event_type = $4
+      AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < $1
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
@@ -60,18 +60,19 @@ RETURNING id
 type CoalesceDeliveryParams struct {
 	EventID     uuid.UUID
 	EndpointID  uuid.UUID
-	EventType   string
 	CoalesceKey *string
+	EventType   string
 }
 
-// Points a queued, never-attempted delivery with the same endpoint, type and
-// coalesce key at a newer event, so the newer payload replaces the older.
+// Points a queued, never-attempted delivery of an older event with the same
+// endpoint, type and coalesce key at a newer event, so the newer payload
+// replaces the older.
 func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryParams) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, coalesceDelivery,
 		arg.EventID,
 		arg.EndpointID,
-		arg.EventType,
 		arg.CoalesceKey,
+		arg.EventType,
 	)
 	var id uuid.UUID
 	err := row.Scan(&id)
@@ -276,6 +277,36 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 		return nil, err
 	}
 	return items, nil
+}
+
+const newerCoalescedExists = `-- name: NewerCoalescedExists :one
+SELECT EXISTS (
+    SELECT 1 FROM deliveries d
+    WHERE d.endpoint_id = $1 AND d.coalesce_key = $2 AND d.event_type = $3
+      AND d.event_id > $4
+)
+`
+
+type NewerCoalescedExistsParams struct {
+	EndpointID  uuid.UUID
+	CoalesceKey *string
+	EventType   string
+	EventID     uuid.UUID
+}
+
+// Reports whether a newer event with the same coalesce key already has a
+// delivery to the endpoint, which supersedes this one (a late or re-run
+// fan-out of an older event).
+func (q *Queries) NewerCoalescedExists(ctx context.Context, arg NewerCoalescedExistsParams) (bool, error) {
+	row := q.db.QueryRow(ctx, newerCoalescedExists,
+		arg.EndpointID,
+		arg.CoalesceKey,
+		arg.EventType,
+		arg.EventID,
+	)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
 }
 
 const replayDeliveriesForEndpoint = `-- name: ReplayDeliveriesForEndpoint :execrows

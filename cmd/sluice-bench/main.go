@@ -1,0 +1,141 @@
+// Command sluice-bench is Sluice's load benchmark. `make bench` runs it
+// against a throwaway Postgres server (DATABASE_URL): it builds ./cmd/sluice,
+// creates a fresh database sluice_bench, migrates it, creates a tenant,
+// starts `sluice serve` as a subprocess on a free loopback port, drives it
+// with in-process loopback receivers (internal/receiver), and writes
+// bench/RESULTS.md.
+//
+// Each scenario (scenario.go lists them; one file per group) runs -runs
+// times and reports the median and range of every metric. Every loop is
+// bounded in count and time: a run that passes -timeout records what it
+// reached and is marked as timed out.
+//
+// Flags:
+//
+//	-runs N          runs per scenario (default 3; 1 with -quick)
+//	-quick           small counts, for a smoke run
+//	-out FILE        results file (default bench/RESULTS.md)
+//	-scenarios LIST  comma-separated scenario names (default all)
+//	-timeout D       hard limit of one run (default 60s)
+//	-latency-rate R  offered events/s of the latency scenario
+//	                 (default half the e2e-100 median, or 1000)
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// options are the command-line flags.
+type options struct {
+	runs        int
+	quick       bool
+	out         string
+	scenarios   string
+	timeout     time.Duration
+	latencyRate float64
+}
+
+func main() {
+	var o options
+	flag.IntVar(&o.runs, "runs", 3, "runs per scenario (1 with -quick unless set)")
+	flag.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run")
+	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "results file")
+	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
+	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "hard time limit of one run")
+	flag.Float64Var(&o.latencyRate, "latency-rate", 0, "offered events/s of the latency scenario (0: half the e2e-100 median, or 1000)")
+	flag.Parse()
+	runsSet := false
+	flag.Visit(func(f *flag.Flag) { runsSet = runsSet || f.Name == "runs" })
+	if o.quick && !runsSet {
+		o.runs = 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	selected, err := selectScenarios(o.scenarios)
+	if err != nil {
+		return err
+	}
+	if o.runs < 1 {
+		return fmt.Errorf("-runs must be at least 1")
+	}
+	started := time.Now()
+
+	srv, err := startServer(ctx)
+	if err != nil {
+		return err
+	}
+	defer srv.stop()
+
+	env := &Env{
+		Runs:        o.runs,
+		Quick:       o.quick,
+		Timeout:     o.timeout,
+		LatencyRate: o.latencyRate,
+		API:         newClient(srv.baseURL, srv.apiKey),
+		DB:          srv.db,
+		SluicePID:   srv.cmd.Process.Pid,
+	}
+	report := Report{
+		Started: started,
+		Options: o,
+		Machine: describeMachine(ctx, srv.db),
+		LogPath: srv.logPath,
+	}
+	logf("sluice %s, log %s", srv.baseURL, srv.logPath)
+
+	for _, sc := range selected {
+		if ctx.Err() != nil {
+			break
+		}
+		logf("scenario %s: %s", sc.Name, sc.Title)
+		t0 := time.Now()
+		table, err := sc.Run(ctx, env)
+		table.Elapsed = time.Since(t0)
+		if err != nil {
+			table.Err = err.Error()
+			logf("scenario %s failed: %v\n--- tail of %s ---\n%s", sc.Name, err, srv.logPath, srv.logTail(40))
+		}
+		if srv.exited() {
+			table.Err = strings.TrimSpace(table.Err + "; sluice exited during the scenario")
+		}
+		report.Sections = append(report.Sections, Section{Scenario: sc, Table: table})
+		for _, r := range table.Rows {
+			logf("  %-28s median %s  (%s)  %s", r.Metric.Name, r.Metric.format(r.Median),
+				r.Metric.format(r.Min)+"–"+r.Metric.format(r.Max), r.verdict())
+		}
+		if srv.exited() {
+			break
+		}
+	}
+	report.Interrupted = ctx.Err() != nil
+	report.Shutdown = srv.stop()
+	report.Elapsed = time.Since(started)
+	if err := report.write(o.out); err != nil {
+		return err
+	}
+	logf("wrote %s (%s total)", o.out, report.Elapsed.Round(time.Second))
+	if report.Interrupted {
+		return ctx.Err()
+	}
+	return nil
+}
+
+// logf prints a progress line to stderr.
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

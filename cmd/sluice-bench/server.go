@@ -1,0 +1,256 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// benchDB is the database the benchmark creates (dropping any earlier one)
+// on the server DATABASE_URL points at.
+const benchDB = "sluice_bench"
+
+// server is a running `sluice serve` subprocess and what it was set up with.
+type server struct {
+	dir     string // temp dir: binary and log
+	logPath string
+	logFile *os.File
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when the process has exited
+	baseURL string
+	apiKey  string
+	db      *pgx.Conn // to sluice_bench: settings, quiescence checks
+
+	stopOnce sync.Once
+	shutdown string // how the stop went
+}
+
+// startServer builds sluice, prepares the database and starts `sluice
+// serve`. On error everything it started is stopped again.
+func startServer(ctx context.Context) (s *server, err error) {
+	base := os.Getenv("DATABASE_URL")
+	if base == "" {
+		return nil, errors.New("DATABASE_URL is not set (run through `make bench`)")
+	}
+	dir, err := os.MkdirTemp("", "sluice-bench-")
+	if err != nil {
+		return nil, err
+	}
+	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			s.stop()
+			if s.logFile != nil {
+				err = fmt.Errorf("%w\n--- tail of %s ---\n%s", err, s.logPath, s.logTail(40))
+			}
+		}
+	}()
+
+	bin := filepath.Join(dir, "sluice")
+	logf("building ./cmd/sluice")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice").CombinedOutput(); err != nil {
+		return s, fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+	}
+	dbURL, err := createDatabase(ctx, base)
+	if err != nil {
+		return s, err
+	}
+	if s.db, err = pgx.Connect(ctx, dbURL); err != nil {
+		return s, err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	port, err := freePort()
+	if err != nil {
+		return s, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	env := append(cleanEnv(),
+		"DATABASE_URL="+dbURL,
+		"SLUICE_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key),
+		"SLUICE_ALLOW_PRIVATE_TARGETS=true",
+		"SLUICE_ADDR="+addr,
+	)
+	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
+		return s, fmt.Errorf("sluice migrate: %v\n%s", err, out)
+	}
+	out, err := runCmd(ctx, env, bin, "tenant", "create", "--name", "bench", "--alert-email", "bench@example.com")
+	if err != nil {
+		return s, fmt.Errorf("sluice tenant create: %v\n%s", err, out)
+	}
+	var tenant struct {
+		APIKey string `json:"api_key"`
+	}
+	if err := json.Unmarshal(out, &tenant); err != nil || tenant.APIKey == "" {
+		return s, fmt.Errorf("sluice tenant create printed %q", out)
+	}
+	s.apiKey = tenant.APIKey
+
+	if s.logFile, err = os.Create(s.logPath); err != nil {
+		return s, err
+	}
+	s.cmd = exec.Command(bin, "serve")
+	s.cmd.Env = env
+	s.cmd.Stdout, s.cmd.Stderr = s.logFile, s.logFile
+	// If the benchmark dies without stopping it, the kernel does.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := s.cmd.Start(); err != nil {
+		return s, err
+	}
+	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	s.baseURL = "http://" + addr
+	return s, s.waitReady(ctx, 30*time.Second)
+}
+
+// createDatabase drops and creates benchDB on the server of base and
+// returns its URL.
+func createDatabase(ctx context.Context, base string) (string, error) {
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		return "", fmt.Errorf("connect to DATABASE_URL: %w", err)
+	}
+	defer conn.Close(context.Background())
+	for _, q := range []string{
+		"DROP DATABASE IF EXISTS " + benchDB + " WITH (FORCE)",
+		"CREATE DATABASE " + benchDB,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return "", fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		return "", err
+	}
+	u.Path = "/" + benchDB
+	return u.String(), nil
+}
+
+// cleanEnv is this process's environment without DATABASE_URL and SLUICE_*,
+// so that only the benchmark's settings reach sluice.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLUICE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func runCmd(ctx context.Context, env []string, name string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return append(out, stderr.Bytes()...), err
+	}
+	return out, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// waitReady polls /readyz until it answers 200.
+func (s *server) waitReady(ctx context.Context, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.baseURL+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-s.done:
+			return fmt.Errorf("sluice serve exited before it was ready: %v", s.cmd.ProcessState)
+		case <-ctx.Done():
+			return fmt.Errorf("sluice serve not ready after %s: %w", limit, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// exited reports whether the sluice process has ended.
+func (s *server) exited() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends sluice (SIGTERM, then SIGKILL after 10 s), closes the database
+// connection and removes the binary; the log stays. It is safe to call more
+// than once and returns how the shutdown went.
+func (s *server) stop() string {
+	s.stopOnce.Do(func() {
+		if s.db != nil {
+			_ = s.db.Close(context.Background())
+		}
+		if s.cmd != nil && s.cmd.Process != nil {
+			s.shutdown = s.terminate()
+		}
+		if s.logFile != nil {
+			_ = s.logFile.Close()
+		}
+		_ = os.Remove(filepath.Join(s.dir, "sluice"))
+	})
+	return s.shutdown
+}
+
+func (s *server) terminate() string {
+	if s.exited() {
+		return fmt.Sprintf("had already exited (%v)", s.cmd.ProcessState)
+	}
+	t0 := time.Now()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return fmt.Sprintf("stopped %s after SIGTERM (%v)", time.Since(t0).Round(time.Millisecond), s.cmd.ProcessState)
+	case <-time.After(10 * time.Second):
+	}
+	_ = s.cmd.Process.Kill()
+	<-s.done
+	return "did not stop within 10s of SIGTERM; killed"
+}
+
+// logTail returns the last n lines of sluice's log.
+func (s *server) logTail(n int) string {
+	b, err := os.ReadFile(s.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

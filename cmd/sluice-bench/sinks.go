@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/receiver"
+)
+
+// Sinks are loopback receivers, each behind its own endpoint subscribed to
+// its own event type. A run creates its sinks and closes them (deleting
+// the endpoints) at its end, so runs never share endpoints or
+// subscriptions.
+type Sinks struct {
+	Types     []string // Types[i] reaches only receiver i
+	receivers []*receiver.Receiver
+	endpoints []string
+}
+
+// newSinks makes n receivers and endpoints with max_in_flight; receiver i
+// is subscribed to typeOf(i).
+func newSinks(ctx context.Context, api *Client, n, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
+	s := &Sinks{Types: make([]string, n), receivers: make([]*receiver.Receiver, n), endpoints: make([]string, n)}
+	for i := range n {
+		s.receivers[i] = receiver.New(nil)
+		s.Types[i] = typeOf(i)
+	}
+	err := parallel(n, 8, func(i int) error {
+		id, err := api.CreateEndpoint(ctx, s.receivers[i].URL(), maxInFlight)
+		if err != nil {
+			return err
+		}
+		s.endpoints[i] = id
+		return api.Subscribe(ctx, id, s.Types[i])
+	})
+	if err != nil {
+		s.Close(context.WithoutCancel(ctx), api)
+		return nil, err
+	}
+	return s, nil
+}
+
+// Count is the number of requests received, duplicates included.
+func (s *Sinks) Count() int {
+	n := 0
+	for _, r := range s.receivers {
+		n += r.Count()
+	}
+	return n
+}
+
+// Requests returns every request received.
+func (s *Sinks) Requests() []receiver.Request {
+	var out []receiver.Request
+	for _, r := range s.receivers {
+		out = append(out, r.Requests()...)
+	}
+	return out
+}
+
+// Arrival is what the receivers got: distinct webhook-ids, redeliveries of
+// an id already seen, and when the last distinct one arrived.
+type Arrival struct {
+	Unique, Duplicates int
+	Last               time.Time
+	First              []receiver.Request // the first request of each id
+}
+
+// Arrival tallies the requests received so far.
+func (s *Sinks) Arrival() Arrival {
+	reqs := s.Requests()
+	slices.SortFunc(reqs, func(a, b receiver.Request) int { return a.At.Compare(b.At) })
+	seen := make(map[string]bool, len(reqs))
+	var a Arrival
+	for _, r := range reqs {
+		if seen[r.ID] {
+			a.Duplicates++
+			continue
+		}
+		seen[r.ID] = true
+		a.Unique++
+		a.Last = r.At
+		a.First = append(a.First, r)
+	}
+	return a
+}
+
+// Await waits until want distinct deliveries have arrived or ctx ends, and
+// returns the arrival either way.
+func (s *Sinks) Await(ctx context.Context, want int) Arrival {
+	lastCount := -1
+	for {
+		if n := s.Count(); n >= want && n != lastCount {
+			lastCount = n
+			if a := s.Arrival(); a.Unique >= want {
+				return a
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return s.Arrival()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// Close waits until no more requests arrive (up to 20 s), deletes the
+// endpoints and stops the receivers. It returns a note when deliveries were
+// still arriving.
+func (s *Sinks) Close(ctx context.Context, api *Client) string {
+	note := ""
+	if n, settled := s.settle(ctx, time.Second, 20*time.Second); !settled {
+		note = fmt.Sprintf("deliveries still arriving 20s after the run (%d so far)", n)
+	}
+	err := parallel(len(s.endpoints), 8, func(i int) error {
+		if s.endpoints[i] == "" {
+			return nil
+		}
+		return api.DeleteEndpoint(ctx, s.endpoints[i])
+	})
+	if err != nil {
+		note = joinNotes(note, "deleting endpoints: "+err.Error())
+	}
+	for _, r := range s.receivers {
+		r.Close()
+	}
+	return note
+}
+
+// settle waits until the request count has not changed for quiet, for at
+// most limit.
+func (s *Sinks) settle(ctx context.Context, quiet, limit time.Duration) (int, bool) {
+	deadline := time.Now().Add(limit)
+	n, since := s.Count(), time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return n, false
+		}
+		time.Sleep(50 * time.Millisecond)
+		if m := s.Count(); m != n {
+			n, since = m, time.Now()
+		}
+	}
+	return n, true
+}
+
+// parallel runs fn(0..n-1) on conc goroutines and returns the errors.
+func parallel(n, conc int, fn func(i int) error) error {
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for range min(conc, n) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 3 {
+		errs = append(errs[:3], fmt.Errorf("and %d more errors", len(errs)-3))
+	}
+	return errors.Join(errs...)
+}
+
+func joinNotes(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	default:
+		return a + "; " + b
+	}
+}

@@ -1,0 +1,118 @@
+package app_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+		"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+func TestFanoutTwiceInsertsNothingTwice(t *testing.T) {
+	h := start(t, nil)
+	a, b := receiver.New(t), receiver.New(t)
+	h.endpoint(a, []string{"*"}, nil)
+	h.endpoint(b, []string{"dup.*"}, nil)
+	id := uuid.MustParse(h.post("dup.check", map[string]int{"x": 1}))
+	eventually(t, 10*time.Second, func() bool { return a.Count() == 1 && b.Count() == 1 }, "one each")
+
+	// Run the fan-out again by hand, twice, as a retried job would.
+	q := jobs.NewQueue(h.proc.River)
+	for range 2 {
+		n, err := h.proc.Store.FanOut(context.Background(), []uuid.UUID{id}, q, nil)
+		require.NoError(t, err)
+		require.Zero(t, n, "a re-run creates no delivery")
+	}
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, h.deliveries("event_id="+id.String()), 2)
+	require.Equal(t, 1, a.Count())
+	require.Equal(t, 1, b.Count())
+}
+
+func TestCoalescingReplacesQueuedPayload(t *testing.T) {
+	// No workers at first: events are stored and their fan-out jobs queued,
+	// and the test runs the fan-out itself, out of order and twice.
+	h := startWith(t, nil, app.Roles{API: true})
+	rcv := receiver.New(t)
+	epID, _ := h.endpoint(rcv, []string{"*"}, nil)
+	q := jobs.NewQueue(h.proc.River)
+
+	var ids []uuid.UUID
+	for i, key := range []string{"user-1", "user-2", "user-1", "user-1"} {
+		payload := []byte(fmt.Sprintf(`{"i":%d}`, i))
+		ev, _, err := h.proc.Store.CreateEvent(context.Background(), h.tenant.ID,
+			sluice.NewEvent{Type: "profile.updated", Payload: payload, CoalesceKey: &key}, q)
+		require.NoError(t, err)
+		ids = append(ids, ev.ID)
+	}
+	for _, batch := range [][]uuid.UUID{ids[:1], ids[1:2], ids[2:], ids[:1]} {
+		_, err := h.proc.Store.FanOut(context.Background(), batch, q, nil)
+		require.NoError(t, err)
+	}
+	queued := h.deliveries("endpoint_id=" + epID)
+	require.Len(t, queued, 2, "user-1's three events share one delivery")
+	byEvent := map[string]bool{}
+	for _, d := range queued {
+		byEvent[d.EventID] = true
+	}
+	require.True(t, byEvent[ids[1].String()], "user-2 keeps its own")
+	require.True(t, byEvent[ids[3].String()], "user-1's delivery carries its newest event")
+
+	// Now the workers run, including the queued fan-out jobs of all four
+	// events: nothing older comes back.
+	h.process(app.Roles{Worker: true})
+	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 2 }, "two deliveries")
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, 2, rcv.Count())
+	got := map[string]bool{}
+	for _, r := range rcv.Requests() {
+		got[r.ID] = true
+	}
+	require.Equal(t, map[string]bool{ids[1].String(): true, ids[3].String(): true}, got)
+}
+
+// TestNoDeliveryStrandedByFinishingDispatch hammers the race where fan-out
+// commits deliveries while the endpoint's dispatch job is deciding it is
+// done: events arrive in small bursts with pauses about as long as a
+// dispatch run takes to drain, so runs finish constantly. Every event must
+// arrive promptly, not only when the sweeper comes by.
+func TestNoDeliveryStrandedByFinishingDispatch(t *testing.T) {
+	h := start(t, nil)
+	rcvs := []*receiver.Receiver{receiver.New(t), receiver.New(t), receiver.New(t)}
+	for _, r := range rcvs {
+		h.endpoint(r, []string{"race.*"}, map[string]any{"max_in_flight": 2})
+	}
+	const posters, perPoster = 4, 60
+	var wg sync.WaitGroup
+	for p := range posters {
+		wg.Go(func() {
+			for i := range perPoster {
+				h.post("race.tick", map[string]int{"p": p, "i": i})
+				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+			}
+		})
+	}
+	wg.Wait()
+	posted := time.Now()
+	for i, r := range rcvs {
+		eventually(t, 20*time.Second, func() bool { return unique(r) == posters*perPoster }, "receiver %d got %d/%d", i, unique(r), posters*perPoster)
+	}
+	require.Less(t, time.Since(posted), 3*time.Second, "the tail arrived without waiting for sweeps")
+}
+
+func unique(r *receiver.Receiver) int {
+	seen := map[string]bool{}
+	for _, req := range r.Requests() {
+		seen[req.ID] = true
+	}
+	return len(seen)
+}
