@@ -128,6 +128,7 @@ type Sample struct {
 	Values   map[string]float64
 	TimedOut bool
 	Note     string // e.g. what a timed-out run reached
+	CPU      cpuUse // over the measured window; when zero, over the whole run
 }
 
 // Row is one metric over all runs.
@@ -176,11 +177,14 @@ func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx contex
 		if err := ctx.Err(); err != nil {
 			return t.aggregate(metrics, samples, cpu), err
 		}
-		before := readCPU(e.SluicePID)
+		whole := e.measureCPU()
 		runCtx, cancel := context.WithTimeout(ctx, e.Timeout)
 		s, err := once(runCtx, run)
 		cancel()
-		cpu = cpu.add(readCPU(e.SluicePID).since(before))
+		if s.CPU.wall == 0 {
+			s.CPU = whole()
+		}
+		cpu = cpu.add(s.CPU)
 		if err != nil {
 			return t.aggregate(metrics, samples, cpu), fmt.Errorf("run %d: %w", run, err)
 		}
@@ -228,6 +232,12 @@ func (s Sample) summary(metrics []Metric) string {
 		parts = append(parts, "("+s.Note+")")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// measureCPU starts measuring CPU use; call the result to stop.
+func (e *Env) measureCPU() func() cpuUse {
+	before := readCPU(e.SluicePID)
+	return func() cpuUse { return readCPU(e.SluicePID).since(before) }
 }
 
 // quiesce waits until Sluice has no queued deliveries and no fan-out or

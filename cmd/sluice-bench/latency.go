@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+var latencyScenario = Scenario{
+	Name:  "latency",
+	Title: "Delivery latency at half load",
+	What: "100 loopback receivers, one endpoint each (max_in_flight 100). Every 10 ms a small batch is posted to " +
+		"/v1/events/batch so that the offered load is a fixed rate (default half the e2e-100 median), spread over " +
+		"the 100 endpoints, for 10 s. Each payload carries sent_ns, the time its request was sent; latency = receipt " +
+		"time at the receiver − sent_ns, over the first delivery of every event.",
+	Run: latency,
+}
+
+func latency(ctx context.Context, env *Env) (Table, error) {
+	const endpoints, maxInFlight, tick, maxPending = 100, 100, 10 * time.Millisecond, 64
+	duration := time.Duration(env.size(10, 3)) * time.Second
+	rate, rateNote := env.LatencyRate, "set by -latency-rate"
+	switch {
+	case rate > 0:
+	case env.E2EHundredRate > 0:
+		rate, rateNote = env.E2EHundredRate/2, "half the e2e-100 median"
+	default:
+		rate, rateNote = 1000, "default: e2e-100 was not measured in this invocation"
+	}
+	metrics := []Metric{
+		{Name: "p50", Unit: "ms", Target: 50, AtMost: true},
+		{Name: "p95", Unit: "ms"},
+		{Name: "p99", Unit: "ms", Target: 250, AtMost: true},
+		{Name: "max", Unit: "ms"},
+		{Name: "delivered", Unit: "deliveries/s"},
+	}
+	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
+		sinks, err := newSinks(ctx, env.API, endpoints, maxInFlight, func(i int) string {
+			return fmt.Sprintf("bench.latency.r%d.%d", run, i)
+		})
+		if err != nil {
+			return s, fmt.Errorf("set up endpoints: %w", err)
+		}
+		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
+
+		var (
+			wg               sync.WaitGroup
+			pending          = make(chan struct{}, maxPending)
+			accepted, failed atomic.Int64
+			firstErr         atomic.Value
+			sent, skipped    int
+		)
+		cpu := env.measureCPU()
+		start := time.Now()
+		ticker := time.NewTicker(tick)
+		for now := start; now.Sub(start) < duration && ctx.Err() == nil; now = <-ticker.C {
+			k := min(int(rate*now.Sub(start).Seconds())-sent, 1000)
+			if k <= 0 {
+				continue
+			}
+			select {
+			case pending <- struct{}{}:
+			default:
+				skipped++ // too many posts outstanding: catch up next tick
+				continue
+			}
+			first := sent
+			sent += k
+			wg.Go(func() {
+				defer func() { <-pending }()
+				evs := make([]EventIn, k)
+				sentNS := time.Now().UnixNano()
+				for j := range evs {
+					evs[j] = EventIn{Type: sinks.Types[(first+j)%endpoints], Payload: payload(sentNS, first+j)}
+				}
+				if err := env.API.PostBatch(ctx, batchBody(evs)); err != nil {
+					failed.Add(int64(k))
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				accepted.Add(int64(k))
+			})
+		}
+		ticker.Stop()
+		wg.Wait()
+		postedFor := time.Since(start)
+		want := int(accepted.Load())
+		arr := sinks.Await(ctx, want)
+		cpuUsed := cpu()
+		if n := failed.Load(); n > 0 {
+			return s, fmt.Errorf("%d events not accepted, first error: %v", n, firstErr.Load())
+		}
+		s = latencySample(arr, want, postedFor)
+		s.CPU = cpuUsed
+		if skipped > 0 {
+			s.Note = joinNotes(s.Note, fmt.Sprintf("load generator skipped %d ticks (%d posts outstanding)", skipped, maxPending))
+		}
+		return s, nil
+	})
+	t.Notes = append(t.Notes, fmt.Sprintf("offered load %.0f events/s (%s) for %s per run, over %d endpoints",
+		rate, rateNote, duration, endpoints))
+	return t, err
+}
+
+// latencySample computes receipt − sent_ns percentiles over the first
+// delivery of each event.
+func latencySample(arr Arrival, want int, postedFor time.Duration) Sample {
+	lat := make([]time.Duration, 0, len(arr.First))
+	bad := 0
+	for _, r := range arr.First {
+		var body struct {
+			Data struct {
+				SentNS int64 `json:"sent_ns"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil || body.Data.SentNS == 0 {
+			bad++
+			continue
+		}
+		lat = append(lat, r.At.Sub(time.Unix(0, body.Data.SentNS)))
+	}
+	s := Sample{Values: map[string]float64{
+		"delivered": float64(arr.Unique) / postedFor.Seconds(),
+	}}
+	if len(lat) > 0 {
+		s.Values["p50"] = ms(percentile(lat, 50))
+		s.Values["p95"] = ms(percentile(lat, 95))
+		s.Values["p99"] = ms(percentile(lat, 99))
+		s.Values["max"] = ms(percentile(lat, 100))
+	}
+	if arr.Unique < want {
+		s.TimedOut = true
+		s.Note = fmt.Sprintf("timed out: %d of %d deliveries received (percentiles over those only)", arr.Unique, want)
+	}
+	if bad > 0 {
+		s.Note = joinNotes(s.Note, fmt.Sprintf("%d deliveries without a readable data.sent_ns", bad))
+	}
+	if arr.Duplicates > 0 {
+		s.Note = joinNotes(s.Note, fmt.Sprintf("%d duplicate deliveries", arr.Duplicates))
+	}
+	return s
+}
