@@ -69,16 +69,16 @@ const clockTick = 100
 
 // cpuSnap is a reading of CPU time counters.
 type cpuSnap struct {
-	at                  time.Time
-	busy, total         uint64 // machine-wide jiffies (all CPUs)
-	sluice, bench       uint64 // process jiffies (user + system)
+	at            time.Time
+	busy, total   uint64 // machine-wide jiffies (all CPUs)
+	sluice, bench uint64 // process jiffies (user + system)
 }
 
 // cpuUse is CPU time spent over some wall time, in jiffies.
 type cpuUse struct {
-	wall                time.Duration
-	busy, total         uint64
-	sluice, bench       uint64
+	wall          time.Duration
+	busy, total   uint64
+	sluice, bench uint64
 }
 
 func readCPU(sluicePID int) cpuSnap {

@@ -68,9 +68,22 @@ func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 }
 
 type replayInput struct {
-	Status *string    `json:"status"`
-	Since  *time.Time `json:"since"`
-	Until  *time.Time `json:"until"`
+	Status *string `json:"status"`
+	Since  *string `json:"since"`
+	Until  *string `json:"until"`
+}
+
+// timeField parses an optional RFC 3339 time.
+func timeField(raw *string, field string, v *sluice.ValidationError) *time.Time {
+	if raw == nil {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, *raw)
+	if err != nil {
+		v.Add(field, "must be an RFC 3339 time such as 2026-01-02T15:04:05Z")
+		return nil
+	}
+	return &t
 }
 
 func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -84,8 +97,8 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	f := sluice.ReplayFilter{Status: sluice.DeliveryDead, Since: in.Since, Until: in.Until}
 	v := &sluice.ValidationError{}
+	f := sluice.ReplayFilter{Status: sluice.DeliveryDead, Since: timeField(in.Since, "since", v), Until: timeField(in.Until, "until", v)}
 	if in.Status != nil {
 		f.Status = *in.Status
 		if f.Status != sluice.DeliveryDead && f.Status != sluice.DeliveryFailed && f.Status != sluice.DeliveryDelivered {

@@ -14,10 +14,13 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/api"
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/pgtest"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -48,6 +51,7 @@ type testBundle struct {
 	t       *testing.T
 	srv     *httptest.Server
 	store   *store.Store
+	jobs    *jobs.Queue
 	tenantA sluice.Tenant
 	keyA    string
 	tenantB sluice.Tenant
@@ -66,7 +70,10 @@ func setup(t *testing.T) *testBundle {
 	require.NoError(t, err)
 	b.tenantB, b.keyB, err = st.CreateTenant(ctx, "Globex", "ops@globex.test")
 	require.NoError(t, err)
-	b.srv = httptest.NewServer(httpapi.New(st, httpapi.Config{AllowPrivateTargets: true}).Handler())
+	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{}) // inserts only
+	require.NoError(t, err)
+	b.jobs = jobs.NewQueue(rc)
+	b.srv = httptest.NewServer(httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs}).Handler())
 	t.Cleanup(b.srv.Close)
 	return b
 }
