@@ -1,7 +1,42 @@
 -- name: LockEndpointForDispatch :one
 -- Locks the endpoint row for one dispatch step. NO KEY UPDATE does not block
 -- fan-out, whose delivery inserts take KEY SHARE on this row.
-SELECT * FROM endpoints WHERE id = @id FOR NO KEY UPDATE;
+SELECT sqlc.embed(e), t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.id = @id
+FOR NO KEY UPDATE OF e;
+
+-- name: SaveFlow :exec
+UPDATE endpoints SET
+    bucket_tokens = @bucket_tokens,
+    bucket_at = @bucket_at,
+    circuit_state = @circuit_state,
+    consecutive_failures = @consecutive_failures,
+    circuit_opened_at = @circuit_opened_at,
+    circuit_next_probe_at = @circuit_next_probe_at,
+    circuit_probe_ms = @circuit_probe_ms,
+    last_error = @last_error
+WHERE id = @id;
+
+-- name: UpsertThrottle :exec
+INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
+VALUES (@endpoint_id, @throttled_until, @reason, @consecutive_429s)
+ON CONFLICT (endpoint_id) DO UPDATE SET
+    throttled_until = excluded.throttled_until,
+    reason = excluded.reason,
+    consecutive_429s = excluded.consecutive_429s,
+    updated_at = now();
+
+-- name: DeleteThrottle :exec
+DELETE FROM destination_throttle WHERE endpoint_id = @endpoint_id;
+
+-- name: InsertCircuitAlert :exec
+INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
+VALUES (@id, @tenant_id, @endpoint_id, @opened, @last_error, @failures, @next_probe_at);
+
+-- name: SetParkedJob :exec
+UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 
 -- name: LockEndpointToFinish :one
 -- Locks the endpoint row against fan-out (whose delivery inserts take KEY

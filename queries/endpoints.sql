@@ -11,16 +11,25 @@ INSERT INTO endpoints (
 RETURNING *;
 
 -- name: GetEndpoint :one
-SELECT * FROM endpoints WHERE tenant_id = @tenant_id AND id = @id;
+SELECT sqlc.embed(e), t.throttled_until, t.reason AS throttle_reason,
+    (SELECT count(*) FROM deliveries d
+     WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.tenant_id = @tenant_id AND e.id = @id;
 
 -- name: ListEndpoints :many
-SELECT * FROM endpoints
-WHERE tenant_id = @tenant_id
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)
-ORDER BY id DESC
+SELECT sqlc.embed(e), t.throttled_until, t.reason AS throttle_reason,
+    (SELECT count(*) FROM deliveries d
+     WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.tenant_id = @tenant_id
+  AND (sqlc.narg(after)::uuid IS NULL OR e.id < sqlc.narg(after)::uuid)
+ORDER BY e.id DESC
 LIMIT @max_rows;
 
--- name: UpdateEndpoint :one
+-- name: UpdateEndpoint :execrows
 UPDATE endpoints SET
     url = @url,
     description = @description,
@@ -31,8 +40,7 @@ UPDATE endpoints SET
     headers = @headers,
     disabled = @disabled,
     updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id
-RETURNING *;
+WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: DeleteEndpoint :execrows
 DELETE FROM endpoints WHERE tenant_id = @tenant_id AND id = @id;

@@ -88,15 +88,20 @@ func (c *Client) CreateEndpoint(ctx context.Context, url string, maxInFlight int
 	return ep.ID, err
 }
 
-// Subscribe subscribes an endpoint to event types.
-func (c *Client) Subscribe(ctx context.Context, endpointID string, types ...string) error {
-	return c.do(ctx, http.MethodPost, "/v1/subscriptions",
-		map[string]any{"endpoint_id": endpointID, "event_types": types}, http.StatusCreated, nil)
+// Subscribe subscribes an endpoint to event types and returns the
+// subscription's id.
+func (c *Client) Subscribe(ctx context.Context, endpointID string, types ...string) (string, error) {
+	var sub struct {
+		ID string `json:"id"`
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/subscriptions",
+		map[string]any{"endpoint_id": endpointID, "event_types": types}, http.StatusCreated, &sub)
+	return sub.ID, err
 }
 
-// DeleteEndpoint deletes an endpoint (and its subscriptions and deliveries).
-func (c *Client) DeleteEndpoint(ctx context.Context, id string) error {
-	return c.do(ctx, http.MethodDelete, "/v1/endpoints/"+id, nil, http.StatusNoContent, nil)
+// DeleteSubscription deletes a subscription.
+func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/v1/subscriptions/"+id, nil, http.StatusNoContent, nil)
 }
 
 // PostEvent posts one event, already marshalled.

@@ -103,9 +103,13 @@ func run(ctx context.Context, o options) error {
 			break
 		}
 		logf("scenario %s: %s", sc.Name, sc.Title)
-		t0 := time.Now()
+		t0, logFrom := time.Now(), srv.logSize()
 		table, err := sc.Run(ctx, env)
 		table.Elapsed = time.Since(t0)
+		if p := srv.logProblems(logFrom); p != "" {
+			table.Notes = append(table.Notes, p)
+			logf("  %s", p)
+		}
 		if err != nil {
 			table.Err = err.Error()
 			logf("scenario %s failed: %v\n--- tail of %s ---\n%s", sc.Name, err, srv.logPath, srv.logTail(40))

@@ -88,7 +88,7 @@ func (r Report) write(path string) error {
 	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY` and `SLUICE_ALLOW_PRIVATE_TARGETS=true` (no other ")
 	w("`SLUICE_*` setting is passed through), and stops it at the end (SIGTERM, SIGKILL after 10 s). ")
 	w("Before every run it waits until no delivery is queued and no fan-out or dispatch job is left; every run ")
-	w("makes its own endpoints, receivers and event types and deletes the endpoints afterwards.\n\n")
+	w("makes its own endpoints, receivers and event types and deletes its subscriptions afterwards.\n\n")
 	w("| flag | default | meaning |\n|---|---|---|\n")
 	w("| `-runs N` | 3 (1 with `-quick`) | runs per scenario |\n")
 	w("| `-quick` | off | small counts, for a smoke run |\n")

@@ -13,19 +13,24 @@ import (
 )
 
 // Sinks are loopback receivers, each behind its own endpoint subscribed to
-// its own event type. A run creates its sinks and closes them (deleting
-// the endpoints) at its end, so runs never share endpoints or
-// subscriptions.
+// its own event type. A run creates its sinks and closes them at its end,
+// so runs never share endpoints or subscriptions.
+//
+// Closing deletes the subscriptions, not the endpoints: deleting an
+// endpoint cascades to its deliveries, and each deleted delivery makes
+// Postgres scan the whole deliveries table (the replayed_from foreign key
+// has no index), which would make teardown quadratic. Endpoints without a
+// subscription get nothing and cost fan-out nothing.
 type Sinks struct {
-	Types     []string // Types[i] reaches only receiver i
-	receivers []*receiver.Receiver
-	endpoints []string
+	Types         []string // Types[i] reaches only receiver i
+	receivers     []*receiver.Receiver
+	subscriptions []string
 }
 
 // newSinks makes n receivers and endpoints with max_in_flight; receiver i
 // is subscribed to typeOf(i).
 func newSinks(ctx context.Context, api *Client, n, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
-	s := &Sinks{Types: make([]string, n), receivers: make([]*receiver.Receiver, n), endpoints: make([]string, n)}
+	s := &Sinks{Types: make([]string, n), receivers: make([]*receiver.Receiver, n), subscriptions: make([]string, n)}
 	for i := range n {
 		s.receivers[i] = receiver.New(nil)
 		s.Types[i] = typeOf(i)
@@ -35,8 +40,8 @@ func newSinks(ctx context.Context, api *Client, n, maxInFlight int, typeOf func(
 		if err != nil {
 			return err
 		}
-		s.endpoints[i] = id
-		return api.Subscribe(ctx, id, s.Types[i])
+		s.subscriptions[i], err = api.Subscribe(ctx, id, s.Types[i])
+		return err
 	})
 	if err != nil {
 		s.Close(context.WithoutCancel(ctx), api)
@@ -110,21 +115,21 @@ func (s *Sinks) Await(ctx context.Context, want int) Arrival {
 }
 
 // Close waits until no more requests arrive (up to 20 s), deletes the
-// endpoints and stops the receivers. It returns a note when deliveries were
+// subscriptions and stops the receivers. It returns a note when deliveries were
 // still arriving.
 func (s *Sinks) Close(ctx context.Context, api *Client) string {
 	note := ""
 	if n, settled := s.settle(ctx, time.Second, 20*time.Second); !settled {
 		note = fmt.Sprintf("deliveries still arriving 20s after the run (%d so far)", n)
 	}
-	err := parallel(len(s.endpoints), 8, func(i int) error {
-		if s.endpoints[i] == "" {
+	err := parallel(len(s.subscriptions), 8, func(i int) error {
+		if s.subscriptions[i] == "" {
 			return nil
 		}
-		return api.DeleteEndpoint(ctx, s.endpoints[i])
+		return api.DeleteSubscription(ctx, s.subscriptions[i])
 	})
 	if err != nil {
-		note = joinNotes(note, "deleting endpoints: "+err.Error())
+		note = joinNotes(note, "deleting subscriptions: "+err.Error())
 	}
 	for _, r := range s.receivers {
 		r.Close()

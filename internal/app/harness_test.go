@@ -50,6 +50,9 @@ func startWith(t *testing.T, env map[string]string, roles app.Roles) *harness {
 		"SLUICE_ALLOW_PRIVATE_TARGETS": "true",
 		"SLUICE_RETRY_SCHEDULE":        "50ms,50ms",
 		"SLUICE_DELIVERY_TIMEOUT":      "2s",
+		"SLUICE_CIRCUIT_THRESHOLD":     "1000", // circuit tests lower it
+		"SLUICE_CIRCUIT_PROBE":         "100ms",
+		"SLUICE_THROTTLE_SCHEDULE":     "200ms,400ms",
 	}}
 	h.env["DATABASE_URL"] = h.dbURL
 	for k, v := range env {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -9,10 +10,13 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/sluice-dev/sluice/internal/alert"
+	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/mail"
 	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -31,12 +35,19 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 	}
 	if workers {
 		dcfg := dispatch.Config{
-			Sender:          sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
-			DeliveryTimeout: cfg.DeliveryTimeout,
-			Retry:           dispatch.Retry{Schedule: cfg.RetrySchedule, Throttle: cfg.ThrottleSchedule[0]},
-			Logger:          logger,
+			Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
+			DeliveryTimeout:  cfg.DeliveryTimeout,
+			Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
+			ThrottleSchedule: cfg.ThrottleSchedule,
+			Circuit:          circuit.Config{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
+			Logger:           logger,
+		}
+		mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
+		if err != nil {
+			return nil, fmt.Errorf("SLUICE_SMTP_URL: %w", err)
 		}
 		w := river.NewWorkers()
+		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))
 		river.AddWorker(w, fanout.NewWorker(st))
 		river.AddWorker(w, dispatch.NewWorker(st, dcfg))
 		river.AddWorker(w, dispatch.NewSweepWorker(st))

@@ -1,10 +1,12 @@
 // Package dispatch sends each endpoint's queued deliveries. One River job per
 // endpoint (jobs.DispatchArgs, unique while queued or running) claims that
-// endpoint's due deliveries in batches of at most max_in_flight, sends them
-// concurrently, records every attempt, and ends when nothing is due — in
-// the same transaction that re-checks the queue with the endpoint row locked
-// against fan-out, so no delivery is ever left without a dispatcher. Retries
-// that come due later are picked up by the sweeper (sweep.go).
+// endpoint's due deliveries in batches — as many as its rate limit, circuit
+// and max_in_flight allow (flow.go) — sends them concurrently, records every
+// attempt, and ends when nothing is due, in the same transaction that
+// re-checks the queue with the endpoint row locked against fan-out, so no
+// delivery is ever left without a dispatcher. A throttled endpoint or an
+// open circuit parks the job until it lifts; retries that come due later are
+// picked up by the sweeper (sweep.go).
 package dispatch
 
 import (
@@ -18,6 +20,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -29,9 +32,12 @@ type Config struct {
 	Sender *sender.Sender
 	// DeliveryTimeout bounds one request; it sizes the job's timeout.
 	DeliveryTimeout time.Duration
-	// Retry is the schedule of waits between attempts; after len+1 failed
-	// attempts a delivery is dead.
+	// Retry is the schedule of waits between failed attempts.
 	Retry Retry
+	// ThrottleSchedule is the wait after consecutive 429s without Retry-After.
+	ThrottleSchedule []time.Duration
+	// Circuit is the circuit breaker's policy.
+	Circuit circuit.Config
 	// Budget is how long one job run keeps sending before it yields its
 	// worker slot and is queued again (default 5s).
 	Budget time.Duration
@@ -65,28 +71,42 @@ func (cfg Config) JobTimeout() time.Duration {
 // Timeout implements river.Worker.
 func (w *Worker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration { return w.cfg.JobTimeout() }
 
-// Work sends the endpoint's due deliveries until none is due or the budget
-// is spent.
+// soon is the longest wait (for a token, a retry, a throttle or a probe) a
+// dispatch run sleeps through itself; longer ones end or park the run.
+const soon = time.Second
+
+// Work sends the endpoint's due deliveries until none is due, the endpoint
+// is blocked, or the budget is spent.
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
 	endpointID := job.Args.EndpointID
+	queue := jobs.FromContext(ctx)
 	deadline := time.Now().Add(w.cfg.Budget)
 	for time.Now().Before(deadline) {
-		target, claimed, err := w.store.Claim(ctx, endpointID, func(t store.Target) int {
-			if t.Disabled {
-				return 0
-			}
-			return t.MaxInFlight
-		})
+		plan := &planner{now: time.Now()}
+		target, claimed, err := w.store.Claim(ctx, endpointID, plan)
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
 		if err != nil {
 			return err
 		}
-		if target.Disabled {
+		switch {
+		case target.Disabled:
 			return nil // the sweeper wakes it when it is enabled again
-		}
-		if len(claimed) == 0 {
+		case len(claimed) > 0:
+			sent := w.sendBatch(ctx, target, claimed)
+			if err := w.store.Record(ctx, endpointID, outcomes(sent), queue, w.applyFlow(sent)); err != nil {
+				return err
+			}
+		case !plan.blockedUntil.IsZero():
+			if wait := time.Until(plan.blockedUntil); !sleepIfSoon(ctx, wait, deadline) {
+				return w.park(ctx, job, wait)
+			}
+		case plan.tokenWait > 0:
+			if !sleepIfSoon(ctx, plan.tokenWait, deadline) {
+				return river.JobSnooze(min(plan.tokenWait, soon))
+			}
+		default:
 			if w.waitForSoonDue(ctx, endpointID, deadline) {
 				continue
 			}
@@ -94,18 +114,20 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 			if err != nil || finished {
 				return err
 			}
-			continue // something became due while we looked
-		}
-		if err := w.store.RecordOutcomes(ctx, w.sendBatch(ctx, target, claimed)); err != nil {
-			return err
+			// something became due while we looked: go on
 		}
 	}
 	return river.JobSnooze(0) // budget spent: queue again behind other work
 }
 
-// soon is how far ahead a due retry keeps a dispatch run waiting for it,
-// rather than ending and leaving it to the sweeper.
-const soon = time.Second
+// park snoozes the job until its endpoint's throttle or circuit lifts, and
+// records it so closing the circuit by hand can wake it.
+func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], wait time.Duration) error {
+	if err := w.store.Park(ctx, job.Args.EndpointID, job.ID); err != nil {
+		return err
+	}
+	return river.JobSnooze(max(wait, time.Millisecond))
+}
 
 // waitForSoonDue sleeps until the endpoint's next queued delivery is due if
 // that is soon and within the run's deadline, and reports whether it did.
@@ -114,9 +136,17 @@ func (w *Worker) waitForSoonDue(ctx context.Context, endpointID uuid.UUID, deadl
 	if err != nil || next == nil {
 		return false
 	}
-	wait := time.Until(*next)
+	return sleepIfSoon(ctx, time.Until(*next), deadline)
+}
+
+// sleepIfSoon sleeps for wait if it is at most soon and ends before the
+// deadline, and reports whether it did.
+func sleepIfSoon(ctx context.Context, wait time.Duration, deadline time.Time) bool {
 	if wait > soon || time.Now().Add(wait).After(deadline) {
 		return false
+	}
+	if wait <= 0 {
+		return true
 	}
 	select {
 	case <-time.After(wait):

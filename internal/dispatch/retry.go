@@ -13,8 +13,6 @@ import (
 type Retry struct {
 	// Schedule is the wait before each retry: len(Schedule)+1 attempts in all.
 	Schedule []time.Duration
-	// Throttle is the wait after a 429 without Retry-After.
-	Throttle time.Duration
 	// Jitter spreads each wait by up to ±Jitter of itself (default 0.2).
 	Jitter float64
 }
@@ -27,9 +25,12 @@ func (r Retry) Outcome(c store.Claimed, res sender.Result) store.Outcome {
 	case res.Delivered():
 		o.Status = sluice.DeliveryDelivered
 	case res.Throttled():
-		// A 429 spends no retry budget: the receiver asked us to slow down.
-		o.Status = sluice.DeliveryFailed
-		o.NextAttemptAt = now.Add(max(res.RetryAfter, r.Throttle))
+		// A 429 spends no retry budget and keeps the delivery due: the
+		// endpoint as a whole is throttled, not this delivery.
+		o.Status, o.NextAttemptAt = sluice.DeliveryPending, now
+		if c.FailureCount > 0 {
+			o.Status = sluice.DeliveryFailed
+		}
 	case c.FailureCount+1 > len(r.Schedule):
 		o.Status, o.Failed = sluice.DeliveryDead, true
 	default:

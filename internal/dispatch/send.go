@@ -11,10 +11,16 @@ import (
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// sendBatch sends claimed deliveries concurrently and returns their outcomes
-// in the same order.
-func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []store.Claimed) []store.Outcome {
-	outcomes := make([]store.Outcome, len(claimed))
+// sentDelivery is one attempt: what was sent, what came back, and what it
+// does to the delivery.
+type sentDelivery struct {
+	result  sender.Result
+	outcome store.Outcome
+}
+
+// sendBatch sends claimed deliveries concurrently.
+func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []store.Claimed) []sentDelivery {
+	sent := make([]sentDelivery, len(claimed))
 	var wg sync.WaitGroup
 	for i, c := range claimed {
 		wg.Go(func() {
@@ -25,11 +31,19 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 				Keys:    target.Keys,
 				Headers: target.Headers,
 			})
-			outcomes[i] = w.cfg.Retry.Outcome(c, res)
+			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res)}
 		})
 	}
 	wg.Wait()
-	return outcomes
+	return sent
+}
+
+func outcomes(sent []sentDelivery) []store.Outcome {
+	out := make([]store.Outcome, len(sent))
+	for i, s := range sent {
+		out[i] = s.outcome
+	}
+	return out
 }
 
 // Body is the Standard Webhooks body of a delivery:

@@ -124,3 +124,16 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	writeJSON(w, http.StatusOK, secretBody{Secret: secret})
 	return nil
 }
+
+func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	ep, err := a.store.CloseCircuit(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, ep)
+	return nil
+}

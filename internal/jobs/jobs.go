@@ -7,6 +7,7 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/google/uuid"
@@ -72,6 +73,20 @@ func (SweepArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 1}
 }
 
+// AlertArgs emails the tenant about one circuit transition.
+type AlertArgs struct {
+	AlertID uuid.UUID `json:"alert_id"`
+}
+
+// Kind implements river.JobArgs.
+func (AlertArgs) Kind() string { return "circuit_alert" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts. A mail server that is
+// down is retried with River's backoff for about a day.
+func (AlertArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 20}
+}
+
 // RetentionArgs is the periodic job that deletes old delivered deliveries.
 type RetentionArgs struct{}
 
@@ -111,6 +126,28 @@ func (q *Queue) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID
 	}
 	_, err := q.client.InsertManyTx(ctx, tx, dispatchParams(endpointIDs))
 	return err
+}
+
+// Alert implements store.JobQueue.
+func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
+	_, err := q.client.InsertTx(ctx, tx, AlertArgs{AlertID: alertID}, nil)
+	return err
+}
+
+// Wake makes an endpoint's parked dispatch job (snoozed until its throttle
+// or circuit lifts) run now, or queues a dispatch if none is parked.
+func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
+	if parkedJobID != nil {
+		job, err := q.client.JobGetTx(ctx, tx, *parkedJobID)
+		if err == nil && job.State == rivertype.JobStateScheduled {
+			_, err = q.client.JobRetryTx(ctx, tx, *parkedJobID)
+			return err
+		}
+		if err != nil && !errors.Is(err, river.ErrNotFound) {
+			return err
+		}
+	}
+	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 }
 
 // DispatchNow is Dispatch outside any transaction.

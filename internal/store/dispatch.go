@@ -15,15 +15,17 @@ import (
 )
 
 // Target is what a dispatcher needs to send to one endpoint: where, how
-// signed, and how fast.
+// signed, how fast, and its flow-control state.
 type Target struct {
 	ID          uuid.UUID
+	TenantID    uuid.UUID
 	URL         string
 	Headers     map[string]string
 	Keys        [][]byte // signing keys: the current secret's, then a rotated-out one still in its grace period
 	MaxInFlight int
 	RateLimit   *sluice.RateLimit
 	Disabled    bool
+	Flow        Flow
 }
 
 // Claimed is a due delivery handed to a dispatcher, with its event.
@@ -46,9 +48,27 @@ type Outcome struct {
 	Attempt       sluice.Attempt
 }
 
-// Claim locks an endpoint, asks limit how many deliveries may go now, and
-// claims up to that many due ones, oldest due first.
-func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, limit func(Target) int) (Target, []Claimed, error) {
+// Planner decides, inside the claim transaction, how many deliveries an
+// endpoint may be sent now. It may change t.Flow (refilling the bucket,
+// moving the circuit to half-open); the store saves what it changes.
+type Planner interface {
+	// Plan returns how many deliveries may be claimed.
+	Plan(t *Target) int
+	// Claimed accounts for the n deliveries actually claimed.
+	Claimed(t *Target, n int)
+}
+
+// Alert is a circuit transition to email the tenant about.
+type Alert struct {
+	Opened      bool
+	LastError   string
+	Failures    int
+	NextProbeAt *time.Time
+}
+
+// Claim locks an endpoint, asks plan how many deliveries may go now, claims
+// up to that many due ones (oldest due first) and saves the flow state.
+func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, plan Planner) (Target, []Claimed, error) {
 	var (
 		target  Target
 		claimed []Claimed
@@ -62,33 +82,44 @@ func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, limit func(Targ
 		if target, err = s.target(row); err != nil {
 			return err
 		}
-		n := limit(target)
-		if n <= 0 {
+		before := target.Flow
+		if n := plan.Plan(&target); n > 0 {
+			rows, err := q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
+			if err != nil {
+				return err
+			}
+			claimed = claimedFromRows(rows)
+		}
+		plan.Claimed(&target, len(claimed))
+		if target.Flow == before {
 			return nil
 		}
-		rows, err := q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
-		if err != nil {
-			return err
-		}
-		claimed = make([]Claimed, len(rows))
-		for i, r := range rows {
-			claimed[i] = Claimed{
-				ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount),
-				EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
-			}
-		}
-		return nil
+		return q.SaveFlow(ctx, saveFlowParams(endpointID, target.Flow))
 	})
 	return target, claimed, err
 }
 
-func (s *Store) target(r dbq.Endpoint) (Target, error) {
+func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {
+	out := make([]Claimed, len(rows))
+	for i, r := range rows {
+		out[i] = Claimed{
+			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount),
+			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
+		}
+	}
+	return out
+}
+
+func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
+	r := row.Endpoint
 	t := Target{
 		ID:          r.ID,
+		TenantID:    r.TenantID,
 		URL:         r.Url,
 		MaxInFlight: int(r.MaxInFlight),
 		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
 		Disabled:    r.Disabled,
+		Flow:        flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &t.Headers); err != nil {
 		return t, err
@@ -111,9 +142,73 @@ func (s *Store) target(r dbq.Endpoint) (Target, error) {
 	return t, nil
 }
 
-// RecordOutcomes stores a batch of attempts and their effect on their
-// deliveries in one transaction.
-func (s *Store) RecordOutcomes(ctx context.Context, outcomes []Outcome) error {
+// Record stores a batch of attempts and their effect on their deliveries,
+// and lets apply update the endpoint's flow state from them (circuit,
+// throttle) with the row locked, all in one transaction. The alerts apply
+// returns are stored and their emails queued in the same transaction, so a
+// transition is announced exactly when it is committed.
+func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.LockEndpointForDispatch(ctx, endpointID)
+		if err != nil {
+			return notFound(err)
+		}
+		flow := flowFromRow(row)
+		before := flow
+		alerts := apply(&flow)
+		if err := s.saveFlow(ctx, q, endpointID, before, flow); err != nil {
+			return err
+		}
+		if err := recordOutcomes(ctx, q, outcomes); err != nil {
+			return err
+		}
+		return s.insertAlerts(ctx, tx, row.Endpoint, alerts, jobs)
+	})
+}
+
+func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
+	if after.Throttle != before.Throttle {
+		var err error
+		if after.Throttle.Count == 0 {
+			err = q.DeleteThrottle(ctx, endpointID)
+		} else {
+			err = q.UpsertThrottle(ctx, dbq.UpsertThrottleParams{
+				EndpointID: endpointID, ThrottledUntil: after.Throttle.Until,
+				Reason: after.Throttle.Reason, Consecutive429s: int32(after.Throttle.Count),
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if after.Bucket == before.Bucket && after.Breaker == before.Breaker {
+		return nil
+	}
+	return q.SaveFlow(ctx, saveFlowParams(endpointID, after))
+}
+
+func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, ep dbq.Endpoint, alerts []Alert, jobs JobQueue) error {
+	q := s.q.WithTx(tx)
+	for _, a := range alerts {
+		id := newID()
+		err := q.InsertCircuitAlert(ctx, dbq.InsertCircuitAlertParams{
+			ID: id, TenantID: ep.TenantID, EndpointID: ep.ID, Opened: a.Opened,
+			LastError: a.LastError, Failures: int32(a.Failures), NextProbeAt: a.NextProbeAt,
+		})
+		if err != nil {
+			return err
+		}
+		if err := jobs.Alert(ctx, tx, id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordOutcomes stores a batch of attempts and applies them to their
+// deliveries.
+func recordOutcomes(ctx context.Context, q *dbq.Queries, outcomes []Outcome) error {
 	n := len(outcomes)
 	rec := dbq.RecordOutcomesParams{
 		Ids: make([]uuid.UUID, n), EventIds: make([]uuid.UUID, n), Statuses: make([]string, n),
@@ -140,13 +235,16 @@ func (s *Store) RecordOutcomes(ctx context.Context, outcomes []Outcome) error {
 			att.Bodies[i] = *a.ResponseBody
 		}
 	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if err := q.InsertAttempts(ctx, att); err != nil {
-			return err
-		}
-		return q.RecordOutcomes(ctx, rec)
-	})
+	if err := q.InsertAttempts(ctx, att); err != nil {
+		return err
+	}
+	return q.RecordOutcomes(ctx, rec)
+}
+
+// Park records the dispatch job that sleeps until an endpoint's throttle or
+// circuit lifts, so that closing the circuit by hand can wake it.
+func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, jobID int64) error {
+	return s.q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
 }
 
 // FinishDispatch ends an endpoint's dispatch when nothing is due: with the

@@ -37,7 +37,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	if err != nil {
 		return sluice.Endpoint{}, "", err
 	}
-	ep, err := endpointFromRow(row)
+	ep, err := endpointFromRow(endpointView{Endpoint: row})
 	return ep, secret, err
 }
 
@@ -47,7 +47,7 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	if err != nil {
 		return sluice.Endpoint{}, notFound(err)
 	}
-	return endpointFromRow(row)
+	return endpointFromRow(endpointView(row))
 }
 
 // ListEndpoints returns a page of a tenant's endpoints, newest first.
@@ -56,7 +56,8 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, p sluice.
 	if err != nil {
 		return sluice.Page[sluice.Endpoint]{}, err
 	}
-	return page(rows, p, func(r dbq.Endpoint) uuid.UUID { return r.ID }, endpointFromRow)
+	return page(rows, p, func(r dbq.ListEndpointsRow) uuid.UUID { return r.Endpoint.ID },
+		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
 }
 
 // UpdateEndpoint replaces the tenant-chosen fields of an endpoint.
@@ -66,7 +67,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 		return sluice.Endpoint{}, err
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
-	row, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+	n, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
 		TenantID:           tenantID,
 		ID:                 id,
 		Url:                set.URL,
@@ -78,10 +79,13 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 		Headers:            headers,
 		Disabled:           set.Disabled,
 	})
-	if err != nil {
-		return sluice.Endpoint{}, notFound(err)
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
 	}
-	return endpointFromRow(row)
+	if err != nil {
+		return sluice.Endpoint{}, err
+	}
+	return s.GetEndpoint(ctx, tenantID, id)
 }
 
 // DeleteEndpoint removes an endpoint with its subscriptions.
@@ -149,7 +153,17 @@ func rateLimitFromColumns(perSecond, perMinute, burst *int32) *sluice.RateLimit 
 	return rl
 }
 
-func endpointFromRow(r dbq.Endpoint) (sluice.Endpoint, error) {
+// endpointView is an endpoint row with the state reads show beside it.
+type endpointView struct {
+	Endpoint         dbq.Endpoint
+	ThrottledUntil   *time.Time
+	ThrottleReason   *string
+	QueuedDeliveries int64
+}
+
+func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
+	r := v.Endpoint
+	b := breakerFromRow(r)
 	ep := sluice.Endpoint{
 		ID:          r.ID,
 		TenantID:    r.TenantID,
@@ -158,13 +172,26 @@ func endpointFromRow(r dbq.Endpoint) (sluice.Endpoint, error) {
 		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
 		MaxInFlight: int(r.MaxInFlight),
 		Disabled:    r.Disabled,
-		Status:      sluice.EndpointActive,
-		Circuit:     sluice.Circuit{State: sluice.CircuitClosed},
-		CreatedAt:   r.CreatedAt,
-		UpdatedAt:   r.UpdatedAt,
+		Circuit: sluice.Circuit{
+			State: b.State, ConsecutiveFailures: b.Failures,
+			OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt,
+		},
+		QueuedDeliveries: v.QueuedDeliveries,
+		CreatedAt:        r.CreatedAt,
+		UpdatedAt:        r.UpdatedAt,
 	}
-	if r.Disabled {
+	if v.ThrottledUntil != nil && time.Now().Before(*v.ThrottledUntil) {
+		ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
+	}
+	switch {
+	case r.Disabled:
 		ep.Status = sluice.EndpointDisabled
+	case b.State == sluice.CircuitOpen || b.State == sluice.CircuitHalfOpen:
+		ep.Status = sluice.EndpointCircuitOpen
+	case ep.ThrottledUntil != nil:
+		ep.Status = sluice.EndpointThrottled
+	default:
+		ep.Status = sluice.EndpointActive
 	}
 	if err := json.Unmarshal(r.Headers, &ep.Headers); err != nil {
 		return ep, err

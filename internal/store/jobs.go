@@ -14,6 +14,11 @@ type JobQueue interface {
 	FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error
 	// Dispatch makes sure each endpoint has a dispatch job queued or running.
 	Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error
+	// Alert queues the email of a circuit transition.
+	Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error
+	// Wake runs an endpoint's dispatch now: its parked job if it has one
+	// (parkedJobID), a new one otherwise.
+	Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
 }
 
 // TxHook runs inside a store transaction just before it commits, such as a

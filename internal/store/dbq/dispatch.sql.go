@@ -65,6 +65,15 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 	return items, nil
 }
 
+const deleteThrottle = `-- name: DeleteThrottle :exec
+DELETE FROM destination_throttle WHERE endpoint_id = $1
+`
+
+func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteThrottle, endpointID)
+	return err
+}
+
 const endpointsWithDueDeliveries = `-- name: EndpointsWithDueDeliveries :many
 SELECT e.id FROM endpoints e
 WHERE NOT e.disabled AND EXISTS (
@@ -134,31 +143,82 @@ func (q *Queries) InsertAttempts(ctx context.Context, arg InsertAttemptsParams) 
 	return err
 }
 
-const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at FROM endpoints WHERE id = $1 FOR NO KEY UPDATE
+const insertCircuitAlert = `-- name: InsertCircuitAlert :exec
+INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
+
+type InsertCircuitAlertParams struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	EndpointID  uuid.UUID
+	Opened      bool
+	LastError   string
+	Failures    int32
+	NextProbeAt *time.Time
+}
+
+func (q *Queries) InsertCircuitAlert(ctx context.Context, arg InsertCircuitAlertParams) error {
+	_, err := q.db.Exec(ctx, insertCircuitAlert,
+		arg.ID,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Opened,
+		arg.LastError,
+		arg.Failures,
+		arg.NextProbeAt,
+	)
+	return err
+}
+
+const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.id = $1
+FOR NO KEY UPDATE OF e
+`
+
+type LockEndpointForDispatchRow struct {
+	Endpoint        Endpoint
+	ThrottledUntil  *time.Time
+	ThrottleReason  *string
+	Consecutive429s *int32
+}
 
 // Locks the endpoint row for one dispatch step. NO KEY UPDATE does not block
 // fan-out, whose delivery inserts take KEY SHARE on this row.
-func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Endpoint, error) {
+func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (LockEndpointForDispatchRow, error) {
 	row := q.db.QueryRow(ctx, lockEndpointForDispatch, id)
-	var i Endpoint
+	var i LockEndpointForDispatchRow
 	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.Url,
-		&i.Description,
-		&i.RateLimitPerSecond,
-		&i.RateLimitPerMinute,
-		&i.RateLimitBurst,
-		&i.MaxInFlight,
-		&i.Headers,
-		&i.Disabled,
-		&i.SecretEnc,
-		&i.PreviousSecretEnc,
-		&i.PreviousSecretExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.Endpoint.ID,
+		&i.Endpoint.TenantID,
+		&i.Endpoint.Url,
+		&i.Endpoint.Description,
+		&i.Endpoint.RateLimitPerSecond,
+		&i.Endpoint.RateLimitPerMinute,
+		&i.Endpoint.RateLimitBurst,
+		&i.Endpoint.MaxInFlight,
+		&i.Endpoint.Headers,
+		&i.Endpoint.Disabled,
+		&i.Endpoint.SecretEnc,
+		&i.Endpoint.PreviousSecretEnc,
+		&i.Endpoint.PreviousSecretExpiresAt,
+		&i.Endpoint.CreatedAt,
+		&i.Endpoint.UpdatedAt,
+		&i.Endpoint.BucketTokens,
+		&i.Endpoint.BucketAt,
+		&i.Endpoint.CircuitState,
+		&i.Endpoint.ConsecutiveFailures,
+		&i.Endpoint.CircuitOpenedAt,
+		&i.Endpoint.CircuitNextProbeAt,
+		&i.Endpoint.CircuitProbeMs,
+		&i.Endpoint.LastError,
+		&i.Endpoint.ParkedJobID,
+		&i.ThrottledUntil,
+		&i.ThrottleReason,
+		&i.Consecutive429s,
 	)
 	return i, err
 }
@@ -236,6 +296,87 @@ func (q *Queries) RecordOutcomes(ctx context.Context, arg RecordOutcomesParams) 
 		arg.Statuses,
 		arg.Failed,
 		arg.NextAttemptAts,
+	)
+	return err
+}
+
+const saveFlow = `-- name: SaveFlow :exec
+UPDATE endpoints SET
+    bucket_tokens = $1,
+    bucket_at = $2,
+    circuit_state = $3,
+    consecutive_failures = $4,
+    circuit_opened_at = $5,
+    circuit_next_probe_at = $6,
+    circuit_probe_ms = $7,
+    last_error = $8
+WHERE id = $9
+`
+
+type SaveFlowParams struct {
+	BucketTokens        *float64
+	BucketAt            *time.Time
+	CircuitState        string
+	ConsecutiveFailures int32
+	CircuitOpenedAt     *time.Time
+	CircuitNextProbeAt  *time.Time
+	CircuitProbeMs      *int64
+	LastError           *string
+	ID                  uuid.UUID
+}
+
+func (q *Queries) SaveFlow(ctx context.Context, arg SaveFlowParams) error {
+	_, err := q.db.Exec(ctx, saveFlow,
+		arg.BucketTokens,
+		arg.BucketAt,
+		arg.CircuitState,
+		arg.ConsecutiveFailures,
+		arg.CircuitOpenedAt,
+		arg.CircuitNextProbeAt,
+		arg.CircuitProbeMs,
+		arg.LastError,
+		arg.ID,
+	)
+	return err
+}
+
+const setParkedJob = `-- name: SetParkedJob :exec
+UPDATE endpoints SET parked_job_id = $1 WHERE id = $2
+`
+
+type SetParkedJobParams struct {
+	JobID *int64
+	ID    uuid.UUID
+}
+
+func (q *Queries) SetParkedJob(ctx context.Context, arg SetParkedJobParams) error {
+	_, err := q.db.Exec(ctx, setParkedJob, arg.JobID, arg.ID)
+	return err
+}
+
+const upsertThrottle = `-- name: UpsertThrottle :exec
+INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
+VALUES ($1, $2, $3, $4)
+ON CONFLICT (endpoint_id) DO UPDATE SET
+    throttled_until = excluded.throttled_until,
+    reason = excluded.reason,
+    consecutive_429s = excluded.consecutive_429s,
+    updated_at = now()
+`
+
+type UpsertThrottleParams struct {
+	EndpointID      uuid.UUID
+	ThrottledUntil  time.Time
+	Reason          string
+	Consecutive429s int32
+}
+
+func (q *Queries) UpsertThrottle(ctx context.Context, arg UpsertThrottleParams) error {
+	_, err := q.db.Exec(ctx, upsertThrottle,
+		arg.EndpointID,
+		arg.ThrottledUntil,
+		arg.Reason,
+		arg.Consecutive429s,
 	)
 	return err
 }

@@ -22,7 +22,7 @@ INSERT INTO endpoints (
     $5, $6, $7,
     $8, $9, $10, $11
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id
 `
 
 type CreateEndpointParams struct {
@@ -70,6 +70,15 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.PreviousSecretExpiresAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.BucketTokens,
+		&i.BucketAt,
+		&i.CircuitState,
+		&i.ConsecutiveFailures,
+		&i.CircuitOpenedAt,
+		&i.CircuitNextProbeAt,
+		&i.CircuitProbeMs,
+		&i.LastError,
+		&i.ParkedJobID,
 	)
 	return i, err
 }
@@ -92,7 +101,12 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at FROM endpoints WHERE tenant_id = $1 AND id = $2
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, t.throttled_until, t.reason AS throttle_reason,
+    (SELECT count(*) FROM deliveries d
+     WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.tenant_id = $1 AND e.id = $2
 `
 
 type GetEndpointParams struct {
@@ -100,25 +114,44 @@ type GetEndpointParams struct {
 	ID       uuid.UUID
 }
 
-func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (Endpoint, error) {
+type GetEndpointRow struct {
+	Endpoint         Endpoint
+	ThrottledUntil   *time.Time
+	ThrottleReason   *string
+	QueuedDeliveries int64
+}
+
+func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEndpointRow, error) {
 	row := q.db.QueryRow(ctx, getEndpoint, arg.TenantID, arg.ID)
-	var i Endpoint
+	var i GetEndpointRow
 	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.Url,
-		&i.Description,
-		&i.RateLimitPerSecond,
-		&i.RateLimitPerMinute,
-		&i.RateLimitBurst,
-		&i.MaxInFlight,
-		&i.Headers,
-		&i.Disabled,
-		&i.SecretEnc,
-		&i.PreviousSecretEnc,
-		&i.PreviousSecretExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
+		&i.Endpoint.ID,
+		&i.Endpoint.TenantID,
+		&i.Endpoint.Url,
+		&i.Endpoint.Description,
+		&i.Endpoint.RateLimitPerSecond,
+		&i.Endpoint.RateLimitPerMinute,
+		&i.Endpoint.RateLimitBurst,
+		&i.Endpoint.MaxInFlight,
+		&i.Endpoint.Headers,
+		&i.Endpoint.Disabled,
+		&i.Endpoint.SecretEnc,
+		&i.Endpoint.PreviousSecretEnc,
+		&i.Endpoint.PreviousSecretExpiresAt,
+		&i.Endpoint.CreatedAt,
+		&i.Endpoint.UpdatedAt,
+		&i.Endpoint.BucketTokens,
+		&i.Endpoint.BucketAt,
+		&i.Endpoint.CircuitState,
+		&i.Endpoint.ConsecutiveFailures,
+		&i.Endpoint.CircuitOpenedAt,
+		&i.Endpoint.CircuitNextProbeAt,
+		&i.Endpoint.CircuitProbeMs,
+		&i.Endpoint.LastError,
+		&i.Endpoint.ParkedJobID,
+		&i.ThrottledUntil,
+		&i.ThrottleReason,
+		&i.QueuedDeliveries,
 	)
 	return i, err
 }
@@ -148,10 +181,14 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at FROM endpoints
-WHERE tenant_id = $1
-  AND ($2::uuid IS NULL OR id < $2::uuid)
-ORDER BY id DESC
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, t.throttled_until, t.reason AS throttle_reason,
+    (SELECT count(*) FROM deliveries d
+     WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.tenant_id = $1
+  AND ($2::uuid IS NULL OR e.id < $2::uuid)
+ORDER BY e.id DESC
 LIMIT $3
 `
 
@@ -161,31 +198,50 @@ type ListEndpointsParams struct {
 	MaxRows  int32
 }
 
-func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([]Endpoint, error) {
+type ListEndpointsRow struct {
+	Endpoint         Endpoint
+	ThrottledUntil   *time.Time
+	ThrottleReason   *string
+	QueuedDeliveries int64
+}
+
+func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([]ListEndpointsRow, error) {
 	rows, err := q.db.Query(ctx, listEndpoints, arg.TenantID, arg.After, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Endpoint{}
+	items := []ListEndpointsRow{}
 	for rows.Next() {
-		var i Endpoint
+		var i ListEndpointsRow
 		if err := rows.Scan(
-			&i.ID,
-			&i.TenantID,
-			&i.Url,
-			&i.Description,
-			&i.RateLimitPerSecond,
-			&i.RateLimitPerMinute,
-			&i.RateLimitBurst,
-			&i.MaxInFlight,
-			&i.Headers,
-			&i.Disabled,
-			&i.SecretEnc,
-			&i.PreviousSecretEnc,
-			&i.PreviousSecretExpiresAt,
-			&i.CreatedAt,
-			&i.UpdatedAt,
+			&i.Endpoint.ID,
+			&i.Endpoint.TenantID,
+			&i.Endpoint.Url,
+			&i.Endpoint.Description,
+			&i.Endpoint.RateLimitPerSecond,
+			&i.Endpoint.RateLimitPerMinute,
+			&i.Endpoint.RateLimitBurst,
+			&i.Endpoint.MaxInFlight,
+			&i.Endpoint.Headers,
+			&i.Endpoint.Disabled,
+			&i.Endpoint.SecretEnc,
+			&i.Endpoint.PreviousSecretEnc,
+			&i.Endpoint.PreviousSecretExpiresAt,
+			&i.Endpoint.CreatedAt,
+			&i.Endpoint.UpdatedAt,
+			&i.Endpoint.BucketTokens,
+			&i.Endpoint.BucketAt,
+			&i.Endpoint.CircuitState,
+			&i.Endpoint.ConsecutiveFailures,
+			&i.Endpoint.CircuitOpenedAt,
+			&i.Endpoint.CircuitNextProbeAt,
+			&i.Endpoint.CircuitProbeMs,
+			&i.Endpoint.LastError,
+			&i.Endpoint.ParkedJobID,
+			&i.ThrottledUntil,
+			&i.ThrottleReason,
+			&i.QueuedDeliveries,
 		); err != nil {
 			return nil, err
 		}
@@ -226,7 +282,7 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 	return result.RowsAffected(), nil
 }
 
-const updateEndpoint = `-- name: UpdateEndpoint :one
+const updateEndpoint = `-- name: UpdateEndpoint :execrows
 UPDATE endpoints SET
     url = $1,
     description = $2,
@@ -238,7 +294,6 @@ UPDATE endpoints SET
     disabled = $8,
     updated_at = now()
 WHERE tenant_id = $9 AND id = $10
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at
 `
 
 type UpdateEndpointParams struct {
@@ -254,8 +309,8 @@ type UpdateEndpointParams struct {
 	ID                 uuid.UUID
 }
 
-func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (Endpoint, error) {
-	row := q.db.QueryRow(ctx, updateEndpoint,
+func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (int64, error) {
+	result, err := q.db.Exec(ctx, updateEndpoint,
 		arg.Url,
 		arg.Description,
 		arg.RateLimitPerSecond,
@@ -267,23 +322,8 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.TenantID,
 		arg.ID,
 	)
-	var i Endpoint
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.Url,
-		&i.Description,
-		&i.RateLimitPerSecond,
-		&i.RateLimitPerMinute,
-		&i.RateLimitBurst,
-		&i.MaxInFlight,
-		&i.Headers,
-		&i.Disabled,
-		&i.SecretEnc,
-		&i.PreviousSecretEnc,
-		&i.PreviousSecretExpiresAt,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

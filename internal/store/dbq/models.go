@@ -18,6 +18,18 @@ type ApiKey struct {
 	CreatedAt time.Time
 }
 
+type CircuitAlert struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	EndpointID  uuid.UUID
+	Opened      bool
+	LastError   string
+	Failures    int32
+	NextProbeAt *time.Time
+	CreatedAt   time.Time
+	SentAt      *time.Time
+}
+
 type Delivery struct {
 	ID            uuid.UUID
 	TenantID      uuid.UUID
@@ -44,6 +56,14 @@ type DeliveryAttempt struct {
 	ResponseBody *string
 }
 
+type DestinationThrottle struct {
+	EndpointID      uuid.UUID
+	ThrottledUntil  time.Time
+	Reason          string
+	Consecutive429s int32
+	UpdatedAt       time.Time
+}
+
 type Endpoint struct {
 	ID                      uuid.UUID
 	TenantID                uuid.UUID
@@ -60,6 +80,15 @@ type Endpoint struct {
 	PreviousSecretExpiresAt *time.Time
 	CreatedAt               time.Time
 	UpdatedAt               time.Time
+	BucketTokens            *float64
+	BucketAt                *time.Time
+	CircuitState            string
+	ConsecutiveFailures     int32
+	CircuitOpenedAt         *time.Time
+	CircuitNextProbeAt      *time.Time
+	CircuitProbeMs          *int64
+	LastError               *string
+	ParkedJobID             *int64
 }
 
 type Event struct {

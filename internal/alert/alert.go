@@ -1,0 +1,66 @@
+// Package alert is the River worker that emails a tenant when one of its
+// endpoints' circuits opens or closes. The transition and this job commit
+// together (store.Record), the email is sent once per transition (the alert
+// row is marked sent in the transaction that completes the job), and a mail
+// server that is down is retried by River without ever blocking delivery.
+package alert
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/mail"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Worker runs jobs.AlertArgs.
+type Worker struct {
+	river.WorkerDefaults[jobs.AlertArgs]
+	store     *store.Store
+	mailer    *mail.Mailer
+	publicURL string
+}
+
+// NewWorker returns an alert worker sending with mailer; links point under
+// publicURL.
+func NewWorker(st *store.Store, mailer *mail.Mailer, publicURL string) *Worker {
+	return &Worker{store: st, mailer: mailer, publicURL: publicURL}
+}
+
+// Work sends the alert's email unless it was sent already.
+func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error {
+	a, err := w.store.GetCircuitAlert(ctx, job.Args.AlertID)
+	if errors.Is(err, sluice.ErrNotFound) || (err == nil && a.Sent) {
+		return nil // endpoint deleted since, or already sent
+	}
+	if err != nil {
+		return err
+	}
+	if !w.mailer.Enabled() {
+		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
+	}
+	msg := mail.CircuitAlert{
+		Opened:       a.Opened,
+		TenantName:   a.TenantName,
+		EndpointID:   a.EndpointID.String(),
+		EndpointURL:  a.EndpointURL,
+		LastError:    a.LastError,
+		Failures:     a.Failures,
+		At:           a.CreatedAt,
+		NextProbeAt:  a.NextProbeAt,
+		DashboardURL: w.publicURL + "/endpoints/" + a.EndpointID.String(),
+	}.Message(a.AlertEmail, "<alert-"+a.ID.String()+"@sluice>")
+	if err := w.mailer.Send(ctx, msg); err != nil {
+		return err
+	}
+	return w.store.MarkCircuitAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}
