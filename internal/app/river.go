@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -44,7 +43,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		}
 		mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
 		if err != nil {
-			return nil, fmt.Errorf("SLUICE_SMTP_URL: %w", err)
+			return nil, err
 		}
 		w := river.NewWorkers()
 		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))

@@ -37,8 +37,11 @@ func (p *planner) Plan(t *store.Target) int {
 		return 0
 	}
 	n := t.MaxInFlight
-	if allow == 1 {
+	switch {
+	case allow == 1:
 		n, p.probe = 1, true
+	case f.Throttle.Count > 0:
+		n = 1 // the throttle has lifted: one request first, to see it stays lifted
 	}
 	if rl := t.RateLimit; rl != nil {
 		f.Bucket = f.Bucket.Refill(*rl, p.now)

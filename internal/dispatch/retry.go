@@ -25,9 +25,9 @@ func (r Retry) Outcome(c store.Claimed, res sender.Result) store.Outcome {
 	case res.Delivered():
 		o.Status = sluice.DeliveryDelivered
 	case res.Throttled():
-		// A 429 spends no retry budget and keeps the delivery due: the
-		// endpoint as a whole is throttled, not this delivery.
-		o.Status, o.NextAttemptAt = sluice.DeliveryPending, now
+		// A 429 spends no retry budget and keeps the delivery due, in its
+		// place in the queue: the endpoint as a whole is throttled.
+		o.Status, o.NextAttemptAt = sluice.DeliveryPending, c.NextAttemptAt
 		if c.FailureCount > 0 {
 			o.Status = sluice.DeliveryFailed
 		}

@@ -33,6 +33,7 @@ type Claimed struct {
 	ID             uuid.UUID
 	EventID        uuid.UUID
 	FailureCount   int
+	NextAttemptAt  time.Time // when it came due
 	EventType      string
 	Payload        []byte
 	EventCreatedAt time.Time
@@ -103,7 +104,7 @@ func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
 		out[i] = Claimed{
-			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount),
+			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount), NextAttemptAt: *r.NextAttemptAt,
 			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
 		}
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-SELECT d.id, d.event_id, d.failure_count, e.type, e.payload, e.created_at AS event_created_at
+SELECT d.id, d.event_id, d.failure_count, d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
 WHERE d.endpoint_id = $1
@@ -33,6 +33,7 @@ type ClaimDueDeliveriesRow struct {
 	ID             uuid.UUID
 	EventID        uuid.UUID
 	FailureCount   int32
+	NextAttemptAt  *time.Time
 	Type           string
 	Payload        []byte
 	EventCreatedAt time.Time
@@ -51,6 +52,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.ID,
 			&i.EventID,
 			&i.FailureCount,
+			&i.NextAttemptAt,
 			&i.Type,
 			&i.Payload,
 			&i.EventCreatedAt,

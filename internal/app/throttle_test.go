@@ -1,0 +1,81 @@
+package app_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/receiver"
+)
+
+// endpointView is an endpoint's flow state as the API shows it.
+type endpointView struct {
+	Status           string     `json:"status"`
+	ThrottledUntil   *time.Time `json:"throttled_until"`
+	ThrottleReason   *string    `json:"throttle_reason"`
+	QueuedDeliveries int        `json:"queued_deliveries"`
+	Circuit          struct {
+		State               string     `json:"state"`
+		ConsecutiveFailures int        `json:"consecutive_failures"`
+		NextProbeAt         *time.Time `json:"next_probe_at"`
+	} `json:"circuit"`
+}
+
+func (h *harness) endpointState(id string) endpointView {
+	h.t.Helper()
+	var v endpointView
+	h.call(http.MethodGet, "/v1/endpoints/"+id, nil, http.StatusOK, &v)
+	return v
+}
+
+func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
+	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "50ms"}) // two attempts at most
+	limited, healthy := receiver.New(t), receiver.New(t)
+	limited.AnswerFunc(func(n int) receiver.Behavior {
+		switch n {
+		case 1:
+			return receiver.Behavior{Status: 429, RetryAfter: "1"}
+		case 2, 3:
+			return receiver.Behavior{Status: 429} // no Retry-After: the throttle schedule
+		default:
+			return receiver.Behavior{}
+		}
+	})
+	limitedID, _ := h.endpoint(limited, []string{"*"}, nil)
+	h.endpoint(healthy, []string{"*"}, nil)
+
+	var posted []time.Time
+	for range 5 {
+		posted = append(posted, time.Now())
+		h.post("both.get.it", map[string]int{"x": 1})
+		time.Sleep(100 * time.Millisecond)
+	}
+	eventually(t, 2*time.Second, func() bool { return healthy.Count() == 5 }, "healthy endpoint unaffected")
+	for i, r := range healthy.Requests() {
+		require.Less(t, r.At.Sub(posted[i]), 500*time.Millisecond, "healthy delivery %d was not delayed", i)
+	}
+
+	v := h.endpointState(limitedID)
+	require.Equal(t, "throttled", v.Status)
+	require.NotNil(t, v.ThrottledUntil)
+	require.Contains(t, *v.ThrottleReason, "429")
+	require.Equal(t, 1, limited.Count(), "nothing is sent while throttled")
+	require.Equal(t, "closed", v.Circuit.State, "429s never open the circuit")
+
+	eventually(t, 10*time.Second, func() bool { return limited.Count() == 8 }, "all delivered after the throttle")
+	reqs := limited.Requests()
+	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), 950*time.Millisecond, "Retry-After: 1 obeyed")
+	require.GreaterOrEqual(t, reqs[2].At.Sub(reqs[1].At), 180*time.Millisecond, "then 200ms")
+	require.GreaterOrEqual(t, reqs[3].At.Sub(reqs[2].At), 380*time.Millisecond, "then 400ms")
+
+	eventually(t, 5*time.Second, func() bool {
+		return len(h.deliveries("status=delivered&endpoint_id="+limitedID)) == 5
+	}, "every delivery delivered, none dead despite three 429s and a budget of two attempts")
+	require.Equal(t, "active", h.endpointState(limitedID).Status, "the throttle resets on success")
+	var first delivery
+	h.call(http.MethodGet, "/v1/deliveries/"+h.deliveries("endpoint_id=" + limitedID)[4].ID, nil, http.StatusOK, &first)
+	require.Len(t, first.Attempts, 4, "three 429s and a success, all in the attempt log")
+	require.Equal(t, 429, *first.Attempts[0].StatusCode)
+}
