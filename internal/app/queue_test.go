@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-		"sync"
+	"sync"
 	"testing"
 	"time"
 

@@ -24,7 +24,7 @@ func TestNoPlaintextSecretsAtRest(t *testing.T) {
 
 	needles := []string{b.keyA, b.keyB, key2, ep["secret"].(string), rotated["secret"].(string)}
 	for _, n := range append([]string(nil), needles...) {
-		needles = append(needles, n[strings.Index(n, "_")+1:]) // without the prefix
+		needles = append(needles, n[strings.Index(n, "_")+1:])   // without the prefix
 		needles = append(needles, hex.EncodeToString([]byte(n))) // as bytea shows it
 	}
 
