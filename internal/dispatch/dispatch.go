@@ -99,8 +99,12 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 				return err
 			}
 		case !plan.blockedUntil.IsZero():
-			if wait := time.Until(plan.blockedUntil); !sleepIfSoon(ctx, wait, deadline) {
-				return w.park(ctx, job, wait)
+			if sleepIfSoon(ctx, time.Until(plan.blockedUntil), deadline) {
+				continue
+			}
+			parked, err := w.store.Park(ctx, endpointID, blockedUntil, successor(job))
+			if err != nil || parked {
+				return err
 			}
 		case plan.tokenWait > 0:
 			if !sleepIfSoon(ctx, plan.tokenWait, deadline) {
@@ -120,13 +124,34 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	return river.JobSnooze(0) // budget spent: queue again behind other work
 }
 
-// park snoozes the job until its endpoint's throttle or circuit lifts, and
-// records it so closing the circuit by hand can wake it.
-func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], wait time.Duration) error {
-	if err := w.store.Park(ctx, job.Args.EndpointID, job.ID); err != nil {
-		return err
+// blockedUntil is when an endpoint's throttle or open circuit lifts (zero
+// if neither holds it).
+func blockedUntil(f store.Flow) time.Time {
+	now := time.Now()
+	if f.Throttle.Active(now) {
+		return f.Throttle.Until
 	}
-	return river.JobSnooze(max(wait, time.Millisecond))
+	if _, allow := f.Breaker.Allow(now); allow == 0 {
+		return *f.Breaker.NextProbeAt
+	}
+	return time.Time{}
+}
+
+// successor completes the running job and queues the endpoint's next
+// dispatch for a later time, in one transaction. Unlike a snooze, which
+// River applies after Work returns, the new job is visible (and can be
+// woken) the moment the transaction commits.
+func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, time.Time) (int64, error) {
+	return func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error) {
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+			return 0, err
+		}
+		res, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, job.Args, &river.InsertOpts{ScheduledAt: at})
+		if err != nil {
+			return 0, err
+		}
+		return res.Job.ID, nil
+	}
 }
 
 // waitForSoonDue sleeps until the endpoint's next queued delivery is due if

@@ -242,10 +242,33 @@ func recordOutcomes(ctx context.Context, q *dbq.Queries, outcomes []Outcome) err
 	return q.RecordOutcomes(ctx, rec)
 }
 
-// Park records the dispatch job that sleeps until an endpoint's throttle or
-// circuit lifts, so that closing the circuit by hand can wake it.
-func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, jobID int64) error {
-	return s.q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
+// Park ends a dispatch run that has to wait for an endpoint's throttle or
+// circuit to lift. With the endpoint row locked it asks blockedUntil whether
+// the endpoint is still blocked (a circuit may have been closed by hand
+// meanwhile); if so, successor completes the running job and queues the
+// next one for that time, returning its id, which is recorded so closing
+// the circuit by hand can wake it. Park reports whether it parked.
+func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, blockedUntil func(Flow) time.Time,
+	successor func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error)) (bool, error) {
+	parked := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err := q.LockEndpointForDispatch(ctx, endpointID)
+		if err != nil {
+			return notFound(err)
+		}
+		until := blockedUntil(flowFromRow(row))
+		if !time.Now().Before(until) {
+			return nil
+		}
+		jobID, err := successor(ctx, tx, until)
+		if err != nil {
+			return err
+		}
+		parked = true
+		return q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
+	})
+	return parked, err
 }
 
 // FinishDispatch ends an endpoint's dispatch when nothing is due: with the
