@@ -86,14 +86,13 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 		}
 		ticker.Stop()
 		wg.Wait()
-		postedFor := time.Since(start)
 		want := int(accepted.Load())
 		arr := sinks.Await(ctx, want)
 		cpuUsed := cpu()
 		if n := failed.Load(); n > 0 {
 			return s, fmt.Errorf("%d events not accepted, first error: %v", n, firstErr.Load())
 		}
-		s = latencySample(arr, want, postedFor)
+		s = latencySample(arr, want, start)
 		s.CPU = cpuUsed
 		if skipped > 0 {
 			s.Note = joinNotes(s.Note, fmt.Sprintf("load generator skipped %d ticks (%d posts outstanding)", skipped, maxPending))
@@ -106,8 +105,9 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 }
 
 // latencySample computes receipt − sent_ns percentiles over the first
-// delivery of each event.
-func latencySample(arr Arrival, want int, postedFor time.Duration) Sample {
+// delivery of each event, and the delivery rate from start (the first
+// post) to the last receipt.
+func latencySample(arr Arrival, want int, start time.Time) Sample {
 	lat := make([]time.Duration, 0, len(arr.First))
 	bad := 0
 	for _, r := range arr.First {
@@ -123,7 +123,7 @@ func latencySample(arr Arrival, want int, postedFor time.Duration) Sample {
 		lat = append(lat, r.At.Sub(time.Unix(0, body.Data.SentNS)))
 	}
 	s := Sample{Values: map[string]float64{
-		"delivered": float64(arr.Unique) / postedFor.Seconds(),
+		"delivered": float64(arr.Unique) / arr.Last.Sub(start).Seconds(),
 	}}
 	if len(lat) > 0 {
 		s.Values["p50"] = ms(percentile(lat, 50))
