@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,6 +62,14 @@ func TestDeliveryIsSignedStandardWebhook(t *testing.T) {
 	h.call(http.MethodGet, "/v1/events/"+eventID, nil, http.StatusOK, &ev)
 	require.Len(t, ev.Deliveries, 1)
 	require.Equal(t, "delivered", ev.Deliveries[0].Status)
+
+	res, err := http.Get(h.srv.URL + "/metrics")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	metrics, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Contains(t, string(metrics), `sluice_delivery_attempts_total{outcome="delivered"}`)
+	require.Contains(t, string(metrics), `sluice_events_ingested_total`)
 }
 
 func TestFanoutMatchesSubscriptions(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -32,6 +33,7 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 				Headers: target.Headers,
 			})
 			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res)}
+			observe(sent[i])
 		})
 	}
 	wg.Wait()
@@ -74,4 +76,14 @@ func attempt(res sender.Result) sluice.Attempt {
 		a.ResponseBody = new(res.Body)
 	}
 	return a
+}
+
+// observe counts an attempt in the Prometheus metrics.
+func observe(s sentDelivery) {
+	outcome := s.outcome.Status
+	if s.result.Throttled() {
+		outcome = "throttled"
+	}
+	metrics.Attempts.WithLabelValues(outcome).Inc()
+	metrics.AttemptSeconds.Observe(s.result.Latency.Seconds())
 }

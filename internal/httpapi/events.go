@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -34,7 +35,9 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if !created {
+	if created {
+		metrics.EventsIngested.Inc()
+	} else {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}
 	writeJSON(w, http.StatusAccepted, out)
@@ -67,6 +70,7 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	metrics.EventsIngested.Add(float64(len(out)))
 	writeJSON(w, http.StatusAccepted, listBody[sluice.Event]{Data: out})
 	return nil
 }

@@ -1,0 +1,33 @@
+// Package metrics holds Sluice's Prometheus metrics, registered on the
+// default registry that GET /metrics serves.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// EventsIngested counts events accepted by the API.
+	EventsIngested = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_events_ingested_total",
+		Help: "Events accepted by the API.",
+	})
+	// Attempts counts delivery attempts by outcome: delivered, failed,
+	// throttled (429) or dead (the last attempt failed).
+	Attempts = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_delivery_attempts_total",
+		Help: "Delivery attempts by outcome.",
+	}, []string{"outcome"})
+	// AttemptSeconds is the latency of delivery attempts.
+	AttemptSeconds = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_delivery_attempt_seconds",
+		Help:    "Latency of delivery attempts, from request to response head.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 12),
+	})
+	// CircuitTransitions counts circuits opened and closed.
+	CircuitTransitions = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_circuit_transitions_total",
+		Help: "Circuit breaker transitions by kind (opened, closed).",
+	}, []string{"kind"})
+)
