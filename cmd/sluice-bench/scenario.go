@@ -171,8 +171,12 @@ func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx contex
 		cpu     cpuUse
 	)
 	for run := 1; run <= e.Runs; run++ {
+		waitStart := time.Now()
 		if note := e.quiesce(ctx, 60*time.Second); note != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, note))
+		} else if waited := time.Since(waitStart); waited > time.Second {
+			t.Notes = append(t.Notes, fmt.Sprintf("run %d: waited %s for the work of the previous run to drain (queued deliveries, fan-out and dispatch jobs)",
+				run, waited.Round(100*time.Millisecond)))
 		}
 		if err := ctx.Err(); err != nil {
 			return t.aggregate(metrics, samples, cpu), err
@@ -262,7 +266,7 @@ func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
 }

@@ -60,11 +60,16 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status)
 	require.Equal(t, "sluice.test", r.JSON(t)["type"])
 
+	r = b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+ep+"/circuit/close", nil)
+	require.Equal(t, http.StatusOK, r.Status, "closing a closed circuit is a no-op")
+	require.Equal(t, "closed", r.JSON(t)["circuit"].(map[string]any)["state"])
+	require.EqualValues(t, 4, r.JSON(t)["queued_deliveries"], "two order.* deliveries, a replay and a test event, none sent (no workers)")
+
 	// Another tenant sees none of it.
 	for _, path := range []string{"/v1/events/" + ev["id"].(string), "/v1/deliveries/" + dID} {
 		requireProblem(t, b.do(b.keyB, http.MethodGet, path, nil), http.StatusNotFound)
 	}
-	for _, path := range []string{"/v1/deliveries/" + dID + "/replay", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + ep + "/test"} {
+	for _, path := range []string{"/v1/deliveries/" + dID + "/replay", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + ep + "/test", "/v1/endpoints/" + ep + "/circuit/close"} {
 		requireProblem(t, b.do(b.keyB, http.MethodPost, path, nil), http.StatusNotFound)
 	}
 	for _, path := range []string{"/v1/events", "/v1/deliveries", "/v1/deliveries?endpoint_id=" + ep, "/v1/deliveries?event_id=" + ev["id"].(string)} {
