@@ -35,6 +35,7 @@ type API struct {
 	store  *store.Store
 	cfg    Config
 	logger *slog.Logger
+	keys   *keyCache
 }
 
 // New returns the API on st.
@@ -48,7 +49,9 @@ func New(st *store.Store, cfg Config) *API {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	return &API{store: st, cfg: cfg, logger: cfg.Logger}
+	// Keys cannot be revoked yet, so a cached key is never wrongly valid;
+	// keep the window short anyway for when they can.
+	return &API{store: st, cfg: cfg, logger: cfg.Logger, keys: newKeyCache(30*time.Second, 10000)}
 }
 
 // Mount adds the health, metrics and /v1 routes to r.

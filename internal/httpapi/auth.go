@@ -30,14 +30,19 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			writeUnauthorized(w, "the API key is not valid")
 			return
 		}
-		tenant, err := a.store.TenantByAPIKey(r.Context(), key)
-		if errors.Is(err, sluice.ErrNotFound) {
-			writeUnauthorized(w, "the API key is not valid")
-			return
-		}
-		if err != nil {
-			a.writeError(w, r, err)
-			return
+		tenant, ok := a.keys.get(key)
+		if !ok {
+			var err error
+			tenant, err = a.store.TenantByAPIKey(r.Context(), key)
+			if errors.Is(err, sluice.ErrNotFound) {
+				writeUnauthorized(w, "the API key is not valid")
+				return
+			}
+			if err != nil {
+				a.writeError(w, r, err)
+				return
+			}
+			a.keys.put(key, tenant)
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})
