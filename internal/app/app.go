@@ -18,6 +18,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/secretbox"
@@ -92,6 +93,9 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Jobs:                jobs.NewQueue(p.River),
 			Logger:              logger,
 		}).Mount(router)
+	}
+	if roles.Dashboard {
+		dashboard.New(p.Store, dashboard.Config{Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Logger: logger}).Mount(router)
 	}
 	p.Handler = router
 	return p, nil

@@ -1,0 +1,161 @@
+// Package dashboard is Sluice's browser dashboard: a chi sub-router of
+// server-rendered pages (the templ components of package web) over the
+// store. It signs in with an API key, keeps a stateless signed session
+// cookie (session.go), protects every form with a CSRF token (csrf.go) and
+// needs no JavaScript. Handlers live one file per page group and return
+// errors to one error handler (errors.go).
+package dashboard
+
+import (
+	"bytes"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// Config is what the dashboard needs besides the store.
+type Config struct {
+	// Key is SLUICE_ENCRYPTION_KEY. The session and CSRF keys are derived
+	// from it; it is never used as is.
+	Key []byte
+	// Jobs queues the dispatch of replayed deliveries; required.
+	Jobs store.JobQueue
+	// Logger records internal errors; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Dashboard serves the dashboard's pages.
+type Dashboard struct {
+	store    *store.Store
+	jobs     store.JobQueue
+	logger   *slog.Logger
+	sessions sessionCodec
+	csrf     csrfSigner
+}
+
+// New returns the dashboard on st. It panics when cfg.Key is empty (without
+// a key no session could be trusted) or cfg.Jobs is nil.
+func New(st *store.Store, cfg Config) *Dashboard {
+	if len(cfg.Key) == 0 {
+		panic("dashboard: Config.Key is empty")
+	}
+	if cfg.Jobs == nil {
+		panic("dashboard: Config.Jobs is nil")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Dashboard{
+		store:    st,
+		jobs:     cfg.Jobs,
+		logger:   cfg.Logger,
+		sessions: sessionCodec{key: deriveKey(cfg.Key, sessionKeyLabel)},
+		csrf:     csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
+	}
+}
+
+// Mount adds the dashboard's routes to r, at its root: the pages, /login,
+// /logout and /static/. It also makes r answer unknown paths with the
+// dashboard's 404 page (sub-routers with their own, like /v1, keep theirs).
+func (d *Dashboard) Mount(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin)
+		r.Handle(web.StaticPrefix+"*", staticHandler(web.Static()))
+		r.Get("/login", d.handle(d.loginForm))
+		r.Post("/login", d.handle(d.login))
+		r.Post("/logout", d.handle(d.logout))
+
+		r.Group(func(r chi.Router) {
+			r.Use(d.requireSession, d.requireCSRF)
+			r.Get("/", d.handle(d.listEndpoints))
+			r.Get("/endpoints/{id}", d.handle(d.showEndpoint))
+			r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
+			r.Get("/deliveries/{id}", d.handle(d.showDelivery))
+			r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
+			r.Get("/dead", d.handle(d.listDead))
+			r.Get("/events", d.handle(d.listEvents))
+			r.Get("/events/{id}", d.handle(d.showEvent))
+		})
+	})
+	r.NotFound(securityHeaders(d.handle(d.notFound)).ServeHTTP)
+}
+
+// Handler returns a router serving only the dashboard, for tests and for
+// processes that serve the dashboard alone.
+func (d *Dashboard) Handler() http.Handler {
+	r := chi.NewRouter()
+	d.Mount(r)
+	return r
+}
+
+// render writes a page with status. It renders into a buffer first, so a
+// failing component leaves no half-written page behind.
+func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) error {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = buf.WriteTo(w)
+	return nil
+}
+
+// redirect answers 303 See Other, the answer to a form POST.
+func redirect(w http.ResponseWriter, r *http.Request, to string) error {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+	return nil
+}
+
+// contentSecurityPolicy allows the dashboard's own stylesheet and forms and
+// nothing else: no scripts, no framing, no third-party anything.
+const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+// securityHeaders sets the headers every dashboard answer carries. Pages
+// show tenant data, so they are not cached; static files override that.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", contentSecurityPolicy)
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		h.Set("Cache-Control", "no-store")
+		next.ServeHTTP(w, r)
+	})
+}
+
+// crossOrigin refuses cross-origin form posts by their Sec-Fetch-Site or
+// Origin headers, before any token is looked at: defense in depth beside
+// the CSRF token, and the only guard the sign-in form (which has no session
+// to bind a token to) needs.
+func (d *Dashboard) crossOrigin(next http.Handler) http.Handler {
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(d.handle(func(w http.ResponseWriter, r *http.Request) error {
+		return errForbidden("This form was sent from another site.")
+	}))
+	return cop.Handler(next)
+}
+
+// staticHandler serves the embedded static files, without directory
+// listings.
+func staticHandler(files fs.FS) http.Handler {
+	fileServer := http.StripPrefix(web.StaticPrefix, http.FileServerFS(files))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Cache-Control", "public, max-age=3600")
+		fileServer.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,88 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// showDelivery is GET /deliveries/{id}: a delivery and its attempts.
+func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	del, attempts, err := d.store.GetDelivery(r.Context(), tenantID(r), id)
+	if err != nil {
+		return err
+	}
+	v := web.DeliveryView{Delivery: del, Attempts: attempts, EndpointURL: del.EndpointID.String(),
+		Replayed: r.URL.Query().Get("replayed") == "1"}
+	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), del.EndpointID)
+	switch {
+	case err == nil:
+		v.EndpointURL = ep.URL
+	case !errors.Is(err, sluice.ErrNotFound):
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.DeliveryPage(chrome(r, ""), v))
+}
+
+// replayDelivery is POST /deliveries/{id}/replay: queues a new delivery of
+// the same event to the same endpoint and shows it.
+func (d *Dashboard) replayDelivery(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	replay, err := d.store.ReplayDelivery(r.Context(), tenantID(r), id, d.jobs)
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/deliveries/"+replay.ID.String()+"?replayed=1")
+}
+
+// listDead is GET /dead: dead deliveries, newest first, optionally of one
+// endpoint (?endpoint_id=).
+func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
+	p, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	tenant := tenantID(r)
+	v := web.DeadView{Queued: queuedFlash(r)}
+	if raw := r.URL.Query().Get("endpoint_id"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			return errNotFound()
+		}
+		if _, err := d.store.GetEndpoint(r.Context(), tenant, id); err != nil {
+			return err
+		}
+		v.Filter = &id
+	}
+	endpoints, err := d.store.ListEndpoints(r.Context(), tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return err
+	}
+	v.Endpoints = endpoints.Items
+	dead := sluice.DeliveryDead
+	page, err := d.store.ListDeliveries(r.Context(), tenant, sluice.DeliveryFilter{EndpointID: v.Filter, Status: &dead}, p)
+	if err != nil {
+		return err
+	}
+	v.Deliveries, v.Older = page.Items, olderURL(r, page.Next)
+	if v.Filter != nil {
+		v.ReplayTargets = []uuid.UUID{*v.Filter}
+	} else {
+		v.ReplayTargets = endpointIDs(page.Items)
+	}
+	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenant, v.ReplayTargets, v.Endpoints); err != nil {
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.DeadPage(chrome(r, web.SectionDead), v))
+}

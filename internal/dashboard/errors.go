@@ -1,0 +1,82 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// pageError is an error a handler answers with a page of its own status.
+type pageError struct {
+	status int
+	title  string
+	detail string
+}
+
+// Error implements error.
+func (e *pageError) Error() string { return e.title + ": " + e.detail }
+
+func errNotFound() *pageError {
+	return &pageError{status: http.StatusNotFound, title: "Not found",
+		detail: "There is nothing here, or it belongs to another account."}
+}
+
+func errForbidden(detail string) *pageError {
+	return &pageError{status: http.StatusForbidden, title: "Forbidden", detail: detail}
+}
+
+func errBadRequest(detail string) *pageError {
+	return &pageError{status: http.StatusBadRequest, title: "Bad request", detail: detail}
+}
+
+// pageErrorFor is the one table from errors to error pages; nil means an
+// internal error.
+func pageErrorFor(err error) *pageError {
+	var pe *pageError
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, sluice.ErrNotFound):
+		return errNotFound()
+	default:
+		return nil
+	}
+}
+
+// handle adapts a handler that returns an error into an http.HandlerFunc
+// that answers the error with an error page.
+func (d *Dashboard) handle(h func(http.ResponseWriter, *http.Request) error) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			d.writeError(w, r, err)
+		}
+	}
+}
+
+func (d *Dashboard) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	pe := pageErrorFor(err)
+	if pe == nil {
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			return // the browser went away
+		}
+		d.logger.ErrorContext(r.Context(), "dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		pe = &pageError{status: http.StatusInternalServerError, title: "Something went wrong",
+			detail: "The server failed to show this page; the error has been logged."}
+	}
+	v := web.ErrorView{Status: pe.status, Title: pe.title, Detail: pe.detail}
+	if rerr := d.render(w, r, pe.status, web.ErrorPage(chrome(r, ""), v)); rerr != nil {
+		d.logger.ErrorContext(r.Context(), "dashboard error page failed", "err", rerr)
+		http.Error(w, pe.title, pe.status)
+	}
+}
+
+// notFound answers paths no route knows.
+func (d *Dashboard) notFound(w http.ResponseWriter, r *http.Request) error {
+	if s, ok := d.sessionFrom(r); ok {
+		r = r.WithContext(withSession(r.Context(), s))
+	}
+	return errNotFound()
+}

@@ -1,0 +1,56 @@
+package dashboard
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/sluice-dev/sluice/web"
+)
+
+// listEvents is GET /events: the tenant's events, newest first, optionally
+// of one type (?type=).
+func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
+	p, err := pageParams(r)
+	if err != nil {
+		return err
+	}
+	v := web.EventsView{Type: strings.TrimSpace(r.URL.Query().Get("type"))}
+	var eventType *string
+	if v.Type != "" {
+		eventType = &v.Type
+	}
+	page, err := d.store.ListEvents(r.Context(), tenantID(r), eventType, p)
+	if err != nil {
+		return err
+	}
+	v.Events, v.Older = page.Items, olderURL(r, page.Next)
+	return d.render(w, r, http.StatusOK, web.EventsPage(chrome(r, web.SectionEvents), v))
+}
+
+// showEvent is GET /events/{id}: an event, its payload and its fan-out.
+func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	ev, deliveries, err := d.store.GetEvent(r.Context(), tenantID(r), id)
+	if err != nil {
+		return err
+	}
+	v := web.EventView{Event: ev, Payload: prettyJSON(ev.Payload), Deliveries: deliveries}
+	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenantID(r), endpointIDs(deliveries), nil); err != nil {
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.EventPage(chrome(r, web.SectionEvents), v))
+}
+
+// prettyJSON indents a JSON document, or returns it as is if it is not one.
+func prettyJSON(raw []byte) string {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, raw, "", "  "); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}

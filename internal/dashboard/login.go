@@ -1,0 +1,63 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// loginForm is GET /login: the sign-in form, or straight on for someone
+// already signed in.
+func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) error {
+	next := safeNext(r.URL.Query().Get("next"))
+	if _, ok := d.sessionFrom(r); ok {
+		return redirect(w, r, next)
+	}
+	if next == "/" {
+		next = ""
+	}
+	return d.render(w, r, http.StatusOK, web.LoginPage("", next))
+}
+
+// login is POST /login: checks the API key and starts a session.
+func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return errBadRequest("The form could not be read.")
+	}
+	key := strings.TrimSpace(r.PostForm.Get("api_key"))
+	next := safeNext(r.PostForm.Get("next"))
+	formNext := next
+	if formNext == "/" {
+		formNext = ""
+	}
+	if key == "" {
+		return d.render(w, r, http.StatusBadRequest, web.LoginPage("Enter an API key.", formNext))
+	}
+	tenant, err := d.store.TenantByAPIKey(r.Context(), key)
+	if errors.Is(err, sluice.ErrNotFound) {
+		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
+	}
+	if err != nil {
+		return err
+	}
+	expires := time.Now().Add(SessionTTL)
+	setSessionCookie(w, r, d.sessions.encode(tenant.ID, expires), expires)
+	return redirect(w, r, next)
+}
+
+// logout is POST /logout: ends the session. A signed-in request must carry
+// its CSRF token, so no other site can sign anyone out.
+func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
+	if s, ok := d.sessionFrom(r); ok {
+		if err := d.checkCSRF(w, r, s); err != nil {
+			return err
+		}
+	}
+	clearSessionCookie(w, r)
+	return redirect(w, r, "/login")
+}

@@ -1,0 +1,243 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/pgtest"
+	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// dashboardKey stands in for SLUICE_ENCRYPTION_KEY.
+var dashboardKey = bytes.Repeat([]byte{7}, 32)
+
+// bundle is one test's dashboard server, store and two tenants.
+type bundle struct {
+	t       *testing.T
+	srv     *httptest.Server
+	store   *store.Store
+	jobs    *jobs.Queue
+	tenantA sluice.Tenant
+	keyA    string
+	tenantB sluice.Tenant
+	keyB    string
+}
+
+func setup(t *testing.T) *bundle {
+	t.Helper()
+	t.Parallel()
+	ctx := context.Background()
+	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
+	require.NoError(t, err)
+	st := store.New(pgtest.NewPool(t), box)
+	b := &bundle{t: t, store: st}
+	b.tenantA, b.keyA, err = st.CreateTenant(ctx, "Acme", "ops@acme.test")
+	require.NoError(t, err)
+	b.tenantB, b.keyB, err = st.CreateTenant(ctx, "Globex", "ops@globex.test")
+	require.NoError(t, err)
+	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{}) // inserts only
+	require.NoError(t, err)
+	b.jobs = jobs.NewQueue(rc)
+	b.srv = httptest.NewServer(dashboard.New(st, dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// seeded is an endpoint with one event fanned out to it.
+type seeded struct {
+	endpoint sluice.Endpoint
+	event    sluice.Event
+	delivery sluice.Delivery
+}
+
+// seed creates an endpoint of tenant subscribed to everything, posts one
+// event and fans it out; with dead, the delivery then fails its one attempt
+// for good (HTTP 500 with body).
+func (b *bundle) seed(tenant sluice.Tenant, url string, dead bool) seeded {
+	t := b.t
+	t.Helper()
+	ctx := context.Background()
+	ep, _, err := b.store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{
+		URL: url, Description: "orders", MaxInFlight: 10,
+		RateLimit: &sluice.RateLimit{PerSecond: 5, Burst: 10},
+	})
+	require.NoError(t, err)
+	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
+	require.NoError(t, err)
+	ev := b.event(tenant, "order.created", `{"order":{"id":42,"total":"9.99"}}`)
+	page, err := b.store.ListDeliveries(ctx, tenant.ID, sluice.DeliveryFilter{EndpointID: &ep.ID}, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+	s := seeded{endpoint: ep, event: ev, delivery: page.Items[0]}
+	if dead {
+		b.kill(ep.ID, 500, "boom", `<script>alert("x")</script> server exploded`)
+		s.delivery, _, err = b.store.GetDelivery(ctx, tenant.ID, s.delivery.ID)
+		require.NoError(t, err)
+		require.Equal(t, sluice.DeliveryDead, s.delivery.Status)
+	}
+	return s
+}
+
+// event posts an event as tenant and fans it out at once.
+func (b *bundle) event(tenant sluice.Tenant, eventType, payload string) sluice.Event {
+	t := b.t
+	t.Helper()
+	ctx := context.Background()
+	ev, _, err := b.store.CreateEvent(ctx, tenant.ID, sluice.NewEvent{Type: eventType, Payload: json.RawMessage(payload)}, b.jobs)
+	require.NoError(t, err)
+	_, err = b.store.FanOut(ctx, []uuid.UUID{ev.ID}, b.jobs, nil)
+	require.NoError(t, err)
+	return ev
+}
+
+// claimAll is a dispatch planner that claims everything due.
+type claimAll struct{}
+
+func (claimAll) Plan(*store.Target) int     { return 1000 }
+func (claimAll) Claimed(*store.Target, int) {}
+
+// kill makes every due delivery of an endpoint fail its last attempt, as
+// a dispatcher would record it.
+func (b *bundle) kill(endpointID uuid.UUID, status int, errMsg, body string) {
+	t := b.t
+	t.Helper()
+	ctx := context.Background()
+	_, claimed, err := b.store.Claim(ctx, endpointID, claimAll{})
+	require.NoError(t, err)
+	require.NotEmpty(t, claimed)
+	outcomes := make([]store.Outcome, len(claimed))
+	for i, c := range claimed {
+		outcomes[i] = store.Outcome{
+			DeliveryID: c.ID, EventID: c.EventID, Status: sluice.DeliveryDead, Failed: true,
+			NextAttemptAt: time.Now(),
+			Attempt:       sluice.Attempt{At: time.Now(), StatusCode: &status, Error: &errMsg, LatencyMS: 12, ResponseBody: &body},
+		}
+	}
+	require.NoError(t, b.store.Record(ctx, endpointID, outcomes, b.jobs, func(*store.Flow) []store.Alert { return nil }))
+}
+
+// browser is an HTTP client with a cookie jar that does not follow
+// redirects, so tests see every answer.
+type browser struct {
+	b      *bundle
+	client *http.Client
+}
+
+func (b *bundle) browser() *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(b.t, err)
+	return &browser{b: b, client: &http.Client{
+		Jar:           jar,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		Timeout:       10 * time.Second,
+	}}
+}
+
+// page is an answer.
+type page struct {
+	Status int
+	Header http.Header
+	Body   string
+}
+
+// Location is the redirect target, as a path with query.
+func (p page) Location() string { return p.Header.Get("Location") }
+
+func (br *browser) do(req *http.Request) page {
+	t := br.b.t
+	t.Helper()
+	res, err := br.client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.NotEqual(t, http.StatusInternalServerError, res.StatusCode, "%s %s: %s", req.Method, req.URL, body)
+	return page{Status: res.StatusCode, Header: res.Header, Body: string(body)}
+}
+
+func (br *browser) get(path string) page {
+	br.b.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, br.b.srv.URL+path, nil)
+	require.NoError(br.b.t, err)
+	return br.do(req)
+}
+
+// post sends a form, with headers as name, value pairs.
+func (br *browser) post(path string, form url.Values, headers ...string) page {
+	br.b.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, br.b.srv.URL+path, strings.NewReader(form.Encode()))
+	require.NoError(br.b.t, err)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	return br.do(req)
+}
+
+// login signs in with key and requires it to work.
+func (br *browser) login(key string) {
+	t := br.b.t
+	t.Helper()
+	p := br.post("/login", url.Values{"api_key": {key}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, "/", p.Location())
+}
+
+var csrfRe = regexp.MustCompile(`name="csrf_token" value="([^"]+)"`)
+
+// csrf is the CSRF token of the forms of the page at path.
+func (br *browser) csrf(path string) string {
+	t := br.b.t
+	t.Helper()
+	p := br.get(path)
+	require.Equal(t, http.StatusOK, p.Status, p.Body)
+	m := csrfRe.FindStringSubmatch(p.Body)
+	require.NotNil(t, m, "no CSRF token on %s", path)
+	return html.UnescapeString(m[1])
+}
+
+// sessionCookie is the browser's session cookie value, "" when it has none.
+func (br *browser) sessionCookie() string {
+	u, _ := url.Parse(br.b.srv.URL)
+	for _, c := range br.client.Jar.Cookies(u) {
+		if c.Name == dashboard.SessionCookie {
+			return c.Value
+		}
+	}
+	return ""
+}
+
+// setSessionCookie replaces the browser's session cookie.
+func (br *browser) setSessionCookie(value string) {
+	u, _ := url.Parse(br.b.srv.URL)
+	br.client.Jar.SetCookies(u, []*http.Cookie{{Name: dashboard.SessionCookie, Value: value, Path: "/"}})
+}
+
+// requireContains checks that a page shows each of the strings (as HTML).
+func requireContains(t *testing.T, p page, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		require.Contains(t, p.Body, w, fmt.Sprintf("page does not show %q", w))
+	}
+}

@@ -1,0 +1,89 @@
+package web
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// timeLayout shows timestamps in UTC, to the second.
+const timeLayout = "2006-01-02 15:04:05 UTC"
+
+func utc(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+func utcISO(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func endpointPath(id uuid.UUID) string { return "/endpoints/" + id.String() }
+
+func deliveryPath(id uuid.UUID) string { return "/deliveries/" + id.String() }
+
+func eventPath(id uuid.UUID) string { return "/events/" + id.String() }
+
+func replayDeliveryPath(id uuid.UUID) string { return deliveryPath(id) + "/replay" }
+
+func replayEndpointPath(id uuid.UUID) string { return endpointPath(id) + "/replay" }
+
+// deadPath is the dead-letter list, filtered to one endpoint.
+func deadPath(endpointID uuid.UUID) string {
+	return "/dead?" + url.Values{"endpoint_id": {endpointID.String()}}.Encode()
+}
+
+// timelinePath is an endpoint's timeline filtered by status ("" for all).
+func timelinePath(id uuid.UUID, status string) string {
+	if status == "" {
+		return endpointPath(id)
+	}
+	return endpointPath(id) + "?" + url.Values{"status": {status}}.Encode()
+}
+
+func rateLimit(rl *sluice.RateLimit) string {
+	switch {
+	case rl == nil:
+		return "unlimited"
+	case rl.PerSecond > 0:
+		return fmt.Sprintf("%d/s, burst %d", rl.PerSecond, rl.Burst)
+	default:
+		return fmt.Sprintf("%d/min, burst %d", rl.PerMinute, rl.Burst)
+	}
+}
+
+func latency(ms int) string { return fmt.Sprintf("%d ms", ms) }
+
+// endpointLabel is an endpoint's URL when known, its id otherwise (say,
+// when it was deleted).
+func endpointLabel(urls map[uuid.UUID]string, id uuid.UUID) string {
+	if u, ok := urls[id]; ok {
+		return u
+	}
+	return id.String()
+}
+
+func isFilter(filter *uuid.UUID, id uuid.UUID) bool { return filter != nil && *filter == id }
+
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// deliveryStatuses are the timeline's filter choices.
+var deliveryStatuses = []string{sluice.DeliveryPending, sluice.DeliveryFailed, sluice.DeliveryDelivered, sluice.DeliveryDead}
+
+// statusClass colours an HTTP status code by its class.
+func statusClass(code int) string {
+	switch {
+	case code >= 200 && code < 300:
+		return "code-2xx"
+	case code == 429:
+		return "code-429"
+	case code >= 400 && code < 500:
+		return "code-4xx"
+	default:
+		return "code-5xx"
+	}
+}

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Navigation sections, for Chrome.Section.
+const (
+	SectionEndpoints = "endpoints"
+	SectionDead      = "dead"
+	SectionEvents    = "events"
+)
+
+// Chrome is what every page's frame needs: who is signed in, the CSRF token
+// its forms carry, and which nav section to highlight. The zero value is a
+// signed-out frame without a nav bar.
+type Chrome struct {
+	TenantName string
+	CSRF       string
+	Section    string
+}
+
+// SignedIn reports whether the frame belongs to a session.
+func (c Chrome) SignedIn() bool { return c.CSRF != "" }
+
+// EndpointsView is the endpoints list.
+type EndpointsView struct {
+	Endpoints []sluice.Endpoint
+	Older     string // URL of the next page, "" on the last
+}
+
+// EndpointView is one endpoint with its delivery timeline.
+type EndpointView struct {
+	Endpoint   sluice.Endpoint
+	Deliveries []sluice.Delivery
+	Status     string // the timeline's status filter, "" for all
+	Older      string
+	Queued     *int64 // replays just queued, to flash
+}
+
+// DeliveryView is one delivery with its attempts.
+type DeliveryView struct {
+	Delivery    sluice.Delivery
+	Attempts    []sluice.Attempt
+	EndpointURL string
+	Replayed    bool // it was just created by the Replay button
+}
+
+// DeadView is the dead-letter list.
+type DeadView struct {
+	Deliveries []sluice.Delivery
+	// Endpoints fill the filter's choices; EndpointURLs names the
+	// endpoints of the listed deliveries.
+	Endpoints    []sluice.Endpoint
+	EndpointURLs map[uuid.UUID]string
+	// Filter is the endpoint the list is filtered to, if any.
+	Filter *uuid.UUID
+	// ReplayTargets are the endpoints offered a "Replay all" form: the
+	// filtered one, or those of the listed deliveries.
+	ReplayTargets []uuid.UUID
+	Older         string
+	Queued        *int64 // replays just queued, to flash
+}
+
+// EventsView is the events list.
+type EventsView struct {
+	Events []sluice.Event
+	Type   string // the type filter, "" for all
+	Older  string
+}
+
+// EventView is one event with its payload and fan-out.
+type EventView struct {
+	Event        sluice.Event
+	Payload      string // pretty-printed JSON
+	Deliveries   []sluice.Delivery
+	EndpointURLs map[uuid.UUID]string
+}
+
+// ErrorView is an error page.
+type ErrorView struct {
+	Status int
+	Title  string
+	Detail string
+}
