@@ -67,6 +67,7 @@ type Process struct {
 	Store   *store.Store
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
+	api     *httpapi.API
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -88,11 +89,12 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	router := chi.NewRouter()
 	if roles.API {
-		httpapi.New(p.Store, httpapi.Config{
+		p.api = httpapi.New(p.Store, httpapi.Config{
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			Jobs:                jobs.NewQueue(p.River),
 			Logger:              logger,
-		}).Mount(router)
+		})
+		p.api.Mount(router)
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Logger: logger}).Mount(router)
@@ -112,8 +114,12 @@ func (p *Process) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the workers and closes the database pool.
+// Close stops the API's event batcher and the workers, and closes the
+// database pool. Call it after the HTTP server has stopped.
 func (p *Process) Close() {
+	if p.api != nil {
+		p.api.Close()
+	}
 	if p.roles.Worker {
 		stopRiver(p.River, p.logger)
 	}

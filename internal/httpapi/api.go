@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -36,6 +37,7 @@ type API struct {
 	cfg    Config
 	logger *slog.Logger
 	keys   *keyCache
+	ingest *ingest.Batcher
 }
 
 // New returns the API on st.
@@ -51,8 +53,16 @@ func New(st *store.Store, cfg Config) *API {
 	}
 	// Keys cannot be revoked yet, so a cached key is never wrongly valid;
 	// keep the window short anyway for when they can.
-	return &API{store: st, cfg: cfg, logger: cfg.Logger, keys: newKeyCache(30*time.Second, 10000)}
+	return &API{
+		store: st, cfg: cfg, logger: cfg.Logger,
+		keys:   newKeyCache(30*time.Second, 10000),
+		ingest: ingest.New(st, cfg.Jobs, ingest.Config{}),
+	}
 }
+
+// Close stops the API's event batcher once its commits in flight are done;
+// call it after the HTTP server has shut down.
+func (a *API) Close() { a.ingest.Close() }
 
 // Mount adds the health, metrics and /v1 routes to r.
 func (a *API) Mount(r chi.Router) {

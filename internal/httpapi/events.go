@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -31,7 +34,7 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out, created, err := a.store.CreateEvent(r.Context(), tenantFrom(r.Context()).ID, ev, a.cfg.Jobs)
+	out, created, err := a.storeEvent(r.Context(), tenantFrom(r.Context()).ID, ev)
 	if err != nil {
 		return err
 	}
@@ -104,4 +107,14 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) error {
 	}
 	writeJSON(w, http.StatusOK, eventWithDeliveries{Event: ev, Deliveries: deliveries})
 	return nil
+}
+
+// storeEvent commits one event: through the group-commit batcher, or on its
+// own when it carries an Idempotency-Key (which needs its own lookup).
+func (a *API) storeEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
+	if ev.IdempotencyKey != "" {
+		return a.store.CreateEvent(ctx, tenantID, ev, a.cfg.Jobs)
+	}
+	out, err := a.ingest.Submit(ctx, tenantID, ev)
+	return out, err == nil, err
 }

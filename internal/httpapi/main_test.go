@@ -73,8 +73,9 @@ func setup(t *testing.T) *testBundle {
 	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{}) // inserts only
 	require.NoError(t, err)
 	b.jobs = jobs.NewQueue(rc)
-	b.srv = httptest.NewServer(httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs}).Handler())
-	t.Cleanup(b.srv.Close)
+	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs})
+	b.srv = httptest.NewServer(api.Handler())
+	t.Cleanup(func() { b.srv.Close(); api.Close() })
 	return b
 }
 

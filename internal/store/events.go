@@ -70,17 +70,35 @@ func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev slu
 	})
 }
 
-// CreateEvents stores a batch of events with one COPY and queues one fan-out
-// job for all of them, in one transaction. Events come back in input order.
+// TenantEvent is an event to store for a tenant.
+type TenantEvent struct {
+	TenantID uuid.UUID
+	Event    sluice.NewEvent
+}
+
+// CreateEvents stores a batch of one tenant's events with one COPY and
+// queues one fan-out job for all of them, in one transaction. Events come
+// back in input order.
 func (s *Store) CreateEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent, jobs JobQueue) ([]sluice.Event, error) {
+	batch := make([]TenantEvent, len(evs))
+	for i, ev := range evs {
+		batch[i] = TenantEvent{TenantID: tenantID, Event: ev}
+	}
+	return s.CreateTenantEvents(ctx, batch, jobs)
+}
+
+// CreateTenantEvents is CreateEvents for events of any tenants. Idempotency
+// keys are not looked at: events that carry one go through CreateEvent.
+func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, error) {
 	now := time.Now().UTC()
 	out := make([]sluice.Event, len(evs))
 	ids := make([]uuid.UUID, len(evs))
 	rows := make([][]any, len(evs))
-	for i, ev := range evs {
+	for i, te := range evs {
+		ev := te.Event
 		ids[i] = newID()
-		out[i] = sluice.Event{ID: ids[i], TenantID: tenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey, CreatedAt: now}
-		rows[i] = []any{ids[i], tenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, now}
+		out[i] = sluice.Event{ID: ids[i], TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey, CreatedAt: now}
+		rows[i] = []any{ids[i], te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, now}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
