@@ -47,8 +47,10 @@ func e2e(ctx context.Context, env *Env, label string, endpoints, events int, tar
 		{Name: "posting done", Unit: "s"},
 		{Name: "last delivery", Unit: "s"},
 	}
+	receivers := newReceivers(endpoints)
+	defer receivers.Close()
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
-		sinks, err := newSinks(ctx, env.API, endpoints, maxInFlight, func(i int) string {
+		sinks, err := newSinks(ctx, env.API, receivers, maxInFlight, func(i int) string {
 			return fmt.Sprintf("bench.%s.r%d.%d", label, run, i)
 		})
 		if err != nil {

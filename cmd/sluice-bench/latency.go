@@ -37,8 +37,10 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 		{Name: "max", Unit: "ms"},
 		{Name: "delivered", Unit: "deliveries/s"},
 	}
+	receivers := newReceivers(endpoints)
+	defer receivers.Close()
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
-		sinks, err := newSinks(ctx, env.API, endpoints, maxInFlight, func(i int) string {
+		sinks, err := newSinks(ctx, env.API, receivers, maxInFlight, func(i int) string {
 			return fmt.Sprintf("bench.latency.r%d.%d", run, i)
 		})
 		if err != nil {
@@ -122,9 +124,10 @@ func latencySample(arr Arrival, want int, start time.Time) Sample {
 		}
 		lat = append(lat, r.At.Sub(time.Unix(0, body.Data.SentNS)))
 	}
-	s := Sample{Values: map[string]float64{
-		"delivered": float64(arr.Unique) / arr.Last.Sub(start).Seconds(),
-	}}
+	s := Sample{Values: map[string]float64{"delivered": 0}}
+	if arr.Unique > 0 {
+		s.Values["delivered"] = float64(arr.Unique) / arr.Last.Sub(start).Seconds()
+	}
 	if len(lat) > 0 {
 		s.Values["p50"] = ms(percentile(lat, 50))
 		s.Values["p95"] = ms(percentile(lat, 95))

@@ -19,6 +19,8 @@
 //	-timeout D       hard limit of one run (default 60s)
 //	-latency-rate R  offered events/s of the latency scenario
 //	                 (default half the e2e-100 median, or 1000)
+//	-keep            keep the sluice binary after the run, so that a
+//	                 `perf record -p <pid>` of it can be symbolised
 package main
 
 import (
@@ -40,6 +42,7 @@ type options struct {
 	scenarios   string
 	timeout     time.Duration
 	latencyRate float64
+	keep        bool
 }
 
 func main() {
@@ -50,6 +53,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "hard time limit of one run")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0, "offered events/s of the latency scenario (0: half the e2e-100 median, or 1000)")
+	flag.BoolVar(&o.keep, "keep", false, "keep the sluice binary in its temp dir after the run (for perf symbols)")
 	flag.Parse()
 	runsSet := false
 	flag.Visit(func(f *flag.Flag) { runsSet = runsSet || f.Name == "runs" })
@@ -75,7 +79,7 @@ func run(ctx context.Context, o options) error {
 	}
 	started := time.Now()
 
-	srv, err := startServer(ctx)
+	srv, err := startServer(ctx, o.keep)
 	if err != nil {
 		return err
 	}
@@ -88,7 +92,7 @@ func run(ctx context.Context, o options) error {
 		LatencyRate: o.latencyRate,
 		API:         newClient(srv.baseURL, srv.apiKey),
 		DB:          srv.db,
-		SluicePID:   srv.cmd.Process.Pid,
+		Procs:       Procs{Sluice: srv.cmd.Process.Pid, Postmaster: findPostmaster(ctx, srv.db)},
 	}
 	report := Report{
 		Started: started,

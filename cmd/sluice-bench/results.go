@@ -74,6 +74,17 @@ func (r Report) write(path string) error {
 		}
 	}
 
+	var disturbed []string
+	for _, s := range r.Sections {
+		if s.Table.Disturbed {
+			disturbed = append(disturbed, s.Scenario.Name)
+		}
+	}
+	if len(disturbed) > 0 {
+		w("\n**Disturbed:** other processes on the machine used CPU during %s (see the notes below); rerun on an idle machine for clean numbers.\n",
+			strings.Join(disturbed, ", "))
+	}
+
 	for _, s := range r.Sections {
 		r.writeSection(&b, s)
 	}
@@ -88,7 +99,8 @@ func (r Report) write(path string) error {
 	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY` and `SLUICE_ALLOW_PRIVATE_TARGETS=true` (no other ")
 	w("`SLUICE_*` setting is passed through), and stops it at the end (SIGTERM, SIGKILL after 10 s). ")
 	w("Before every run it waits until no delivery is queued and no fan-out or dispatch job is left; every run ")
-	w("makes its own endpoints, receivers and event types and deletes its subscriptions afterwards.\n\n")
+	w("makes its own endpoints, subscriptions and event types and deletes the subscriptions afterwards; ")
+	w("the receivers stay for all runs of a scenario, so Sluice's connections to them are warm after the first run.\n\n")
 	w("| flag | default | meaning |\n|---|---|---|\n")
 	w("| `-runs N` | 3 (1 with `-quick`) | runs per scenario |\n")
 	w("| `-quick` | off | small counts, for a smoke run |\n")
@@ -96,6 +108,7 @@ func (r Report) write(path string) error {
 	w("| `-scenarios LIST` | all | comma-separated: %s |\n", strings.Join(scenarioNames(), ", "))
 	w("| `-timeout D` | 60s | hard limit of one run; a run that hits it is reported with what it reached |\n")
 	w("| `-latency-rate R` | half the e2e-100 median | offered events/s of the latency scenario (1000 when e2e-100 did not run) |\n")
+	w("| `-keep` | off | keep the sluice binary in its temp dir, so that `perf record -p <pid>` output can be symbolised |\n")
 	w("\nSluice's log of this run was at `%s` (a temp file).", r.LogPath)
 	if r.Shutdown != "" {
 		w(" At the end, sluice %s.", r.Shutdown)

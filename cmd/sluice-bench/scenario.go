@@ -72,7 +72,7 @@ type Env struct {
 	LatencyRate float64       // -latency-rate; 0 means derive it
 	API         *Client
 	DB          *pgx.Conn
-	SluicePID   int
+	Procs       Procs // for CPU accounting
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
@@ -155,118 +155,9 @@ func (r Row) verdict() string {
 
 // Table is a scenario's result.
 type Table struct {
-	Rows    []Row
-	Notes   []string
-	Err     string
-	Elapsed time.Duration
-}
-
-// Repeat runs once env.Runs times, each after the previous run's work has
-// drained and within env.Timeout, and aggregates the metrics. It stops at
-// the first error.
-func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx context.Context, run int) (Sample, error)) (Table, error) {
-	var (
-		t       Table
-		samples []Sample
-		cpu     cpuUse
-	)
-	for run := 1; run <= e.Runs; run++ {
-		waitStart := time.Now()
-		if note := e.quiesce(ctx, 60*time.Second); note != "" {
-			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, note))
-		} else if waited := time.Since(waitStart); waited > time.Second {
-			t.Notes = append(t.Notes, fmt.Sprintf("run %d: waited %s for the work of the previous run to drain (queued deliveries, fan-out and dispatch jobs)",
-				run, waited.Round(100*time.Millisecond)))
-		}
-		if err := ctx.Err(); err != nil {
-			return t.aggregate(metrics, samples, cpu), err
-		}
-		whole := e.measureCPU()
-		runCtx, cancel := context.WithTimeout(ctx, e.Timeout)
-		s, err := once(runCtx, run)
-		cancel()
-		if s.CPU.wall == 0 {
-			s.CPU = whole()
-		}
-		cpu = cpu.add(s.CPU)
-		if err != nil {
-			return t.aggregate(metrics, samples, cpu), fmt.Errorf("run %d: %w", run, err)
-		}
-		if s.Note != "" {
-			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, s.Note))
-		}
-		samples = append(samples, s)
-		logf("  run %d/%d: %s", run, e.Runs, s.summary(metrics))
-	}
-	return t.aggregate(metrics, samples, cpu), nil
-}
-
-func (t Table) aggregate(metrics []Metric, samples []Sample, cpu cpuUse) Table {
-	for _, m := range metrics {
-		r := Row{Metric: m}
-		for _, s := range samples {
-			if v, ok := s.Values[m.Name]; ok {
-				r.Values = append(r.Values, v)
-			}
-			r.TimedOut = r.TimedOut || s.TimedOut
-		}
-		if len(r.Values) == 0 {
-			continue
-		}
-		r.Median, r.Min, r.Max = median(r.Values), slices.Min(r.Values), slices.Max(r.Values)
-		t.Rows = append(t.Rows, r)
-	}
-	if cpu.wall > 0 {
-		t.Notes = append(t.Notes, "CPU during the runs: "+cpu.String())
-	}
-	return t
-}
-
-func (s Sample) summary(metrics []Metric) string {
-	var parts []string
-	for _, m := range metrics {
-		if v, ok := s.Values[m.Name]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s %s", m.Name, m.format(v), m.Unit))
-		}
-	}
-	if s.TimedOut {
-		parts = append(parts, "TIMED OUT")
-	}
-	if s.Note != "" {
-		parts = append(parts, "("+s.Note+")")
-	}
-	return strings.Join(parts, ", ")
-}
-
-// measureCPU starts measuring CPU use; call the result to stop.
-func (e *Env) measureCPU() func() cpuUse {
-	before := readCPU(e.SluicePID)
-	return func() cpuUse { return readCPU(e.SluicePID).since(before) }
-}
-
-// quiesce waits until Sluice has no queued deliveries and no fan-out or
-// dispatch job left, so that runs do not overlap. It returns a note when
-// that did not happen within limit.
-func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
-	deadline := time.Now().Add(limit)
-	for {
-		var queued, jobs int64
-		err := e.DB.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			       (SELECT count(*) FROM river_job WHERE queue IN ('fanout', 'dispatch')
-			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending'))`).Scan(&queued, &jobs)
-		if err != nil {
-			return "quiescence check failed: " + err.Error()
-		}
-		if queued == 0 && jobs == 0 {
-			return ""
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Sprintf("not quiet after %s: %d deliveries queued, %d fan-out/dispatch jobs left", limit, queued, jobs)
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	Rows      []Row
+	Notes     []string
+	Disturbed bool // other processes used noticeable CPU during the runs
+	Err       string
+	Elapsed   time.Duration
 }

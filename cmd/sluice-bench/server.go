@@ -37,13 +37,14 @@ type server struct {
 	apiKey  string
 	db      *pgx.Conn // to sluice_bench: settings, quiescence checks
 
-	stopOnce sync.Once
-	shutdown string // how the stop went
+	keepBinary bool // leave the binary for perf's symbols (-keep)
+	stopOnce   sync.Once
+	shutdown   string // how the stop went
 }
 
 // startServer builds sluice, prepares the database and starts `sluice
 // serve`. On error everything it started is stopped again.
-func startServer(ctx context.Context) (s *server, err error) {
+func startServer(ctx context.Context, keepBinary bool) (s *server, err error) {
 	base := os.Getenv("DATABASE_URL")
 	if base == "" {
 		return nil, errors.New("DATABASE_URL is not set (run through `make bench`)")
@@ -52,7 +53,7 @@ func startServer(ctx context.Context) (s *server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), done: make(chan struct{})}
+	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), done: make(chan struct{}), keepBinary: keepBinary}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -208,7 +209,7 @@ func (s *server) exited() bool {
 }
 
 // stop ends sluice (SIGTERM, then SIGKILL after 10 s), closes the database
-// connection and removes the binary; the log stays. It is safe to call more
+// connection and removes the binary unless asked to keep it; the log stays. It is safe to call more
 // than once and returns how the shutdown went.
 func (s *server) stop() string {
 	s.stopOnce.Do(func() {
@@ -221,7 +222,9 @@ func (s *server) stop() string {
 		if s.logFile != nil {
 			_ = s.logFile.Close()
 		}
-		_ = os.Remove(filepath.Join(s.dir, "sluice"))
+		if !s.keepBinary {
+			_ = os.Remove(filepath.Join(s.dir, "sluice"))
+		}
 	})
 	return s.shutdown
 }
@@ -240,53 +243,4 @@ func (s *server) terminate() string {
 	_ = s.cmd.Process.Kill()
 	<-s.done
 	return "did not stop within 10s of SIGTERM; killed"
-}
-
-// logSize is the current length of sluice's log.
-func (s *server) logSize() int64 {
-	fi, err := os.Stat(s.logPath)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-// logProblems summarises the WARN and ERROR lines sluice logged after
-// offset from: how many, and the first of each level.
-func (s *server) logProblems(from int64) string {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil || int64(len(b)) <= from {
-		return ""
-	}
-	var parts []string
-	for _, level := range []string{"ERROR", "WARN"} {
-		n, first := 0, ""
-		for _, line := range strings.Split(string(b[from:]), "\n") {
-			if strings.Contains(line, "level="+level) {
-				if n++; first == "" {
-					first = line
-				}
-			}
-		}
-		if n > 0 {
-			if len(first) > 300 {
-				first = first[:300] + "…"
-			}
-			parts = append(parts, fmt.Sprintf("sluice logged %d %s line(s), first: `%s`", n, level, first))
-		}
-	}
-	return strings.Join(parts, "; ")
-}
-
-// logTail returns the last n lines of sluice's log.
-func (s *server) logTail(n int) string {
-	b, err := os.ReadFile(s.logPath)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -12,9 +12,30 @@ import (
 	"github.com/sluice-dev/sluice/internal/receiver"
 )
 
-// Sinks are loopback receivers, each behind its own endpoint subscribed to
-// its own event type. A run creates its sinks and closes them at its end,
-// so runs never share endpoints or subscriptions.
+// Receivers are loopback receivers that a scenario keeps for all its runs,
+// so that Sluice's connections to them stay warm between runs, as they
+// would in service.
+type Receivers []*receiver.Receiver
+
+func newReceivers(n int) Receivers {
+	rs := make(Receivers, n)
+	for i := range rs {
+		rs[i] = receiver.New(nil)
+	}
+	return rs
+}
+
+// Close stops the receivers.
+func (rs Receivers) Close() {
+	for _, r := range rs {
+		r.Close()
+	}
+}
+
+// Sinks are one run's view of a scenario's receivers: each behind a new
+// endpoint subscribed to its own new event type. Closing them at the end of
+// the run deletes the subscriptions, so runs never share endpoints or
+// subscriptions.
 //
 // Closing deletes the subscriptions, not the endpoints: deleting an
 // endpoint cascades to its deliveries, and each deleted delivery makes
@@ -23,20 +44,22 @@ import (
 // subscription get nothing and cost fan-out nothing.
 type Sinks struct {
 	Types         []string // Types[i] reaches only receiver i
-	receivers     []*receiver.Receiver
+	receivers     Receivers
+	base          []int // requests each receiver had before this run
 	subscriptions []string
 }
 
-// newSinks makes n receivers and endpoints with max_in_flight; receiver i
+// newSinks makes one endpoint with max_in_flight per receiver; receiver i
 // is subscribed to typeOf(i).
-func newSinks(ctx context.Context, api *Client, n, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
-	s := &Sinks{Types: make([]string, n), receivers: make([]*receiver.Receiver, n), subscriptions: make([]string, n)}
-	for i := range n {
-		s.receivers[i] = receiver.New(nil)
+func newSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
+	n := len(rs)
+	s := &Sinks{Types: make([]string, n), receivers: rs, base: make([]int, n), subscriptions: make([]string, n)}
+	for i, r := range rs {
+		s.base[i] = r.Count()
 		s.Types[i] = typeOf(i)
 	}
 	err := parallel(n, 8, func(i int) error {
-		id, err := api.CreateEndpoint(ctx, s.receivers[i].URL(), maxInFlight)
+		id, err := api.CreateEndpoint(ctx, rs[i].URL(), maxInFlight)
 		if err != nil {
 			return err
 		}
@@ -50,20 +73,21 @@ func newSinks(ctx context.Context, api *Client, n, maxInFlight int, typeOf func(
 	return s, nil
 }
 
-// Count is the number of requests received, duplicates included.
+// Count is the number of requests received in this run, duplicates
+// included.
 func (s *Sinks) Count() int {
 	n := 0
-	for _, r := range s.receivers {
-		n += r.Count()
+	for i, r := range s.receivers {
+		n += r.Count() - s.base[i]
 	}
 	return n
 }
 
-// Requests returns every request received.
+// Requests returns every request received in this run.
 func (s *Sinks) Requests() []receiver.Request {
 	var out []receiver.Request
-	for _, r := range s.receivers {
-		out = append(out, r.Requests()...)
+	for i, r := range s.receivers {
+		out = append(out, r.Requests()[s.base[i]:]...)
 	}
 	return out
 }
@@ -114,8 +138,8 @@ func (s *Sinks) Await(ctx context.Context, want int) Arrival {
 	}
 }
 
-// Close waits until no more requests arrive (up to 20 s), deletes the
-// subscriptions and stops the receivers. It returns a note when deliveries were
+// Close waits until no more requests arrive (up to 20 s) and deletes the
+// subscriptions; the receivers stay for the next run. It returns a note when deliveries were
 // still arriving.
 func (s *Sinks) Close(ctx context.Context, api *Client) string {
 	note := ""
@@ -130,9 +154,6 @@ func (s *Sinks) Close(ctx context.Context, api *Client) string {
 	})
 	if err != nil {
 		note = joinNotes(note, "deleting subscriptions: "+err.Error())
-	}
-	for _, r := range s.receivers {
-		r.Close()
 	}
 	return note
 }

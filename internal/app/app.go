@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -136,6 +137,9 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 	if err := p.Start(ctx); err != nil {
 		return err
 	}
+	if cfg.DebugAddr != "" {
+		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger) }()
+	}
 	if !roles.API && !roles.Dashboard {
 		<-ctx.Done()
 		return nil
@@ -174,4 +178,14 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 		return err
 	}
 	return nil
+}
+
+// debugHandler serves Go's pprof profiles, on SLUICE_DEBUG_ADDR only: keep
+// that address private.
+func debugHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
 }

@@ -18,6 +18,7 @@ import (
 type Config struct {
 	DatabaseURL         string
 	Addr                string
+	DebugAddr           string
 	PublicURL           string
 	EncryptionKey       []byte
 	AllowPrivateTargets bool
@@ -57,6 +58,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 	c := Config{
 		DatabaseURL:         getenv("DATABASE_URL"),
 		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
+		DebugAddr:           getenv("SLUICE_DEBUG_ADDR"),
 		SMTPURL:             getenv("SLUICE_SMTP_URL"),
 		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
 		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
