@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/migrate"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 var (
@@ -75,7 +76,12 @@ func NewDatabase(t testing.TB) string {
 // it, closed when the test ends.
 func NewPool(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	pool, err := pgxpool.New(context.Background(), NewDatabase(t))
+	cfg, err := pgxpool.ParseConfig(NewDatabase(t))
+	if err != nil {
+		t.Fatalf("pgtest: pool config: %v", err)
+	}
+	store.ConfigurePool(cfg)
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("pgtest: pool: %v", err)
 	}

@@ -74,7 +74,7 @@ func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, plan Planner) (
 		target  Target
 		claimed []Claimed
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockEndpointForDispatch(ctx, endpointID)
 		if err != nil {
@@ -149,7 +149,7 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 // returns are stored and their emails queued in the same transaction, so a
 // transition is announced exactly when it is committed.
 func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
+	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockEndpointForDispatch(ctx, endpointID)
 		if err != nil {

@@ -85,3 +85,20 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 	return tx.Commit(ctx)
 }
+
+// inAsyncTx is inTx for a transaction whose loss in a Postgres crash is
+// harmless: its commit does not wait for the WAL flush
+// (synchronous_commit = off, for this transaction only). The dispatcher's
+// claims and attempt records use it: losing one at a crash means a delivery
+// is sent again, which at-least-once delivery allows, and never that an
+// accepted event is lost, since events commit synchronously. Postgres
+// still commits these in order, so a later synchronous commit makes every
+// earlier one durable too.
+func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
