@@ -21,6 +21,10 @@
 //	                 (default half the e2e-100 median, or 1000)
 //	-keep            keep the sluice binary after the run, so that a
 //	                 `perf record -p <pid>` of it can be symbolised
+//	-profile DIR     write a CPU profile of sluice (through its pprof
+//	                 endpoint, SLUICE_DEBUG_ADDR) per scenario to
+//	                 DIR/<scenario>.pprof, covering its first -profile-for
+//	                 (default 10s)
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +48,8 @@ type options struct {
 	timeout     time.Duration
 	latencyRate float64
 	keep        bool
+	profile     string
+	profileFor  time.Duration
 }
 
 func main() {
@@ -54,6 +61,8 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "hard time limit of one run")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0, "offered events/s of the latency scenario (0: half the e2e-100 median, or 1000)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the sluice binary in its temp dir after the run (for perf symbols)")
+	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of sluice per scenario to DIR/<scenario>.pprof")
+	flag.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each -profile profile, from the scenario's start")
 	flag.Parse()
 	runsSet := false
 	flag.Visit(func(f *flag.Flag) { runsSet = runsSet || f.Name == "runs" })
@@ -92,6 +101,7 @@ func run(ctx context.Context, o options) error {
 		LatencyRate: o.latencyRate,
 		API:         newClient(srv.baseURL, srv.apiKey),
 		DB:          srv.db,
+		WaitDB:      srv.waitDB,
 		Procs:       Procs{Sluice: srv.cmd.Process.Pid, Postmaster: findPostmaster(ctx, srv.db)},
 	}
 	report := Report{
@@ -100,7 +110,7 @@ func run(ctx context.Context, o options) error {
 		Machine: describeMachine(ctx, srv.db),
 		LogPath: srv.logPath,
 	}
-	logf("sluice %s, log %s", srv.baseURL, srv.logPath)
+	logf("sluice %s (pprof %s/debug/pprof/), log %s", srv.baseURL, srv.debugURL, srv.logPath)
 
 	for _, sc := range selected {
 		if ctx.Err() != nil {
@@ -108,8 +118,15 @@ func run(ctx context.Context, o options) error {
 		}
 		logf("scenario %s: %s", sc.Name, sc.Title)
 		t0, logFrom := time.Now(), srv.logSize()
+		profiled := func() string { return "" }
+		if o.profile != "" {
+			profiled = captureProfile(ctx, srv.debugURL, o.profileFor, filepath.Join(o.profile, sc.Name+".pprof"))
+		}
 		table, err := sc.Run(ctx, env)
 		table.Elapsed = time.Since(t0)
+		if note := profiled(); note != "" {
+			table.Notes = append(table.Notes, note)
+		}
 		if p := srv.logProblems(logFrom); p != "" {
 			table.Notes = append(table.Notes, p)
 			logf("  %s", p)

@@ -96,7 +96,7 @@ func (r Report) write(path string) error {
 	w("`make bench` runs `go run ./cmd/sluice-bench` inside `scripts/withpg.sh`, which starts a throwaway Postgres ")
 	w("(or uses `DATABASE_URL` when it is set). The benchmark drops and creates the database `%s` on that server, ", benchDB)
 	w("builds `./cmd/sluice`, runs `sluice migrate` and `sluice tenant create`, starts `sluice serve` on a free ")
-	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY` and `SLUICE_ALLOW_PRIVATE_TARGETS=true` (no other ")
+	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY` and `SLUICE_ALLOW_PRIVATE_TARGETS=true`, `SLUICE_DEBUG_ADDR` (pprof) on another free loopback port (no other ")
 	w("`SLUICE_*` setting is passed through), and stops it at the end (SIGTERM, SIGKILL after 10 s). ")
 	w("Before every run it waits until no delivery is queued and no fan-out or dispatch job is left; every run ")
 	w("makes its own endpoints, subscriptions and event types and deletes the subscriptions afterwards; ")
@@ -108,6 +108,8 @@ func (r Report) write(path string) error {
 	w("| `-scenarios LIST` | all | comma-separated: %s |\n", strings.Join(scenarioNames(), ", "))
 	w("| `-timeout D` | 60s | hard limit of one run; a run that hits it is reported with what it reached |\n")
 	w("| `-latency-rate R` | half the e2e-100 median | offered events/s of the latency scenario (1000 when e2e-100 did not run) |\n")
+	w("| `-profile DIR` | off | write a CPU profile of sluice per scenario to `DIR/<scenario>.pprof` (sluice runs with `SLUICE_DEBUG_ADDR` on a free loopback port) |\n")
+	w("| `-profile-for D` | 10s | length of each profile, from the scenario's start |\n")
 	w("| `-keep` | off | keep the sluice binary in its temp dir, so that `perf record -p <pid>` output can be symbolised |\n")
 	w("\nSluice's log of this run was at `%s` (a temp file).", r.LogPath)
 	if r.Shutdown != "" {

@@ -72,7 +72,8 @@ type Env struct {
 	LatencyRate float64       // -latency-rate; 0 means derive it
 	API         *Client
 	DB          *pgx.Conn
-	Procs       Procs // for CPU accounting
+	WaitDB      *pgx.Conn // for sampling pg_stat_activity, used only during runs
+	Procs       Procs     // for CPU accounting
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64

@@ -28,14 +28,17 @@ const benchDB = "sluice_bench"
 
 // server is a running `sluice serve` subprocess and what it was set up with.
 type server struct {
-	dir     string // temp dir: binary and log
-	logPath string
-	logFile *os.File
-	cmd     *exec.Cmd
-	done    chan struct{} // closed when the process has exited
-	baseURL string
-	apiKey  string
-	db      *pgx.Conn // to sluice_bench: settings, quiescence checks
+	dir      string // temp dir: binary and log
+	logPath  string
+	logFile  *os.File
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process has exited
+	baseURL  string
+	debugURL string // sluice's pprof (SLUICE_DEBUG_ADDR)
+	dbURL    string
+	apiKey   string
+	db       *pgx.Conn // to sluice_bench: settings, quiescence checks
+	waitDB   *pgx.Conn // to sluice_bench: sampling pg_stat_activity during runs
 
 	keepBinary bool // leave the binary for perf's symbols (-keep)
 	stopOnce   sync.Once
@@ -75,6 +78,9 @@ func startServer(ctx context.Context, keepBinary bool) (s *server, err error) {
 	if s.db, err = pgx.Connect(ctx, dbURL); err != nil {
 		return s, err
 	}
+	if s.waitDB, err = pgx.Connect(ctx, dbURL); err != nil {
+		return s, err
+	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	port, err := freePort()
@@ -82,11 +88,18 @@ func startServer(ctx context.Context, keepBinary bool) (s *server, err error) {
 		return s, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	debugPort, err := freePort()
+	if err != nil {
+		return s, err
+	}
+	debugAddr := fmt.Sprintf("127.0.0.1:%d", debugPort)
+	s.debugURL, s.dbURL = "http://"+debugAddr, dbURL
 	env := append(cleanEnv(),
 		"DATABASE_URL="+dbURL,
 		"SLUICE_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key),
 		"SLUICE_ALLOW_PRIVATE_TARGETS=true",
 		"SLUICE_ADDR="+addr,
+		"SLUICE_DEBUG_ADDR="+debugAddr,
 	)
 	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
 		return s, fmt.Errorf("sluice migrate: %v\n%s", err, out)
@@ -213,8 +226,10 @@ func (s *server) exited() bool {
 // than once and returns how the shutdown went.
 func (s *server) stop() string {
 	s.stopOnce.Do(func() {
-		if s.db != nil {
-			_ = s.db.Close(context.Background())
+		for _, c := range []*pgx.Conn{s.db, s.waitDB} {
+			if c != nil {
+				_ = c.Close(context.Background())
+			}
 		}
 		if s.cmd != nil && s.cmd.Process != nil {
 			s.shutdown = s.terminate()

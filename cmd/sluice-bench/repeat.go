@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Repeat runs once env.Runs times, each after the previous run's work has
+// drained and within env.Timeout, and aggregates the metrics. It stops at
+// the first error.
+func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx context.Context, run int) (Sample, error)) (Table, error) {
+	var (
+		t       Table
+		samples []Sample
+		cpu     cpuUse
+		waits   waitStats
+	)
+	for run := 1; run <= e.Runs; run++ {
+		waitStart := time.Now()
+		if note := e.quiesce(ctx, 60*time.Second); note != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, note))
+		} else if waited := time.Since(waitStart); waited > time.Second {
+			t.Notes = append(t.Notes, fmt.Sprintf("run %d: waited %s for the work of the previous run to drain (queued deliveries, fan-out and dispatch jobs)",
+				run, waited.Round(100*time.Millisecond)))
+		}
+		if note := e.waitIdle(ctx, 30*time.Second); note != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, note))
+		}
+		if err := ctx.Err(); err != nil {
+			return t.aggregate(metrics, samples, cpu, waits), err
+		}
+		whole, stopWaits := e.measureCPU(), sampleWaits(ctx, e.WaitDB)
+		runCtx, cancel := context.WithTimeout(ctx, e.Timeout)
+		s, err := once(runCtx, run)
+		cancel()
+		waits = waits.add(stopWaits())
+		if s.CPU.wall == 0 {
+			s.CPU = whole()
+		}
+		cpu = cpu.add(s.CPU)
+		if err != nil {
+			return t.aggregate(metrics, samples, cpu, waits), fmt.Errorf("run %d: %w", run, err)
+		}
+		if s.Note != "" {
+			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, s.Note))
+		}
+		samples = append(samples, s)
+		logf("  run %d/%d: %s", run, e.Runs, s.summary(metrics))
+	}
+	return t.aggregate(metrics, samples, cpu, waits), nil
+}
+
+func (t Table) aggregate(metrics []Metric, samples []Sample, cpu cpuUse, waits waitStats) Table {
+	for _, m := range metrics {
+		r := Row{Metric: m}
+		for _, s := range samples {
+			if v, ok := s.Values[m.Name]; ok {
+				r.Values = append(r.Values, v)
+			}
+			r.TimedOut = r.TimedOut || s.TimedOut
+		}
+		if len(r.Values) == 0 {
+			continue
+		}
+		r.Median, r.Min, r.Max = median(r.Values), slices.Min(r.Values), slices.Max(r.Values)
+		t.Rows = append(t.Rows, r)
+	}
+	if cpu.wall > 0 {
+		t.Notes = append(t.Notes, "CPU during the measured runs (mean): "+cpu.String())
+		if cpu.postgresKnown && cpu.others() > 0.1 {
+			t.Disturbed = true
+			t.Notes = append(t.Notes, fmt.Sprintf("**Disturbed:** other processes used %.2f cores during these runs, so these numbers are lower than this machine can do", cpu.others()))
+		}
+	}
+	if w := waits.String(); w != "" {
+		t.Notes = append(t.Notes, "Sluice's Postgres sessions during the runs (mean number per state, sampled every 50 ms): "+w)
+	}
+	return t
+}
+
+func (s Sample) summary(metrics []Metric) string {
+	var parts []string
+	for _, m := range metrics {
+		if v, ok := s.Values[m.Name]; ok {
+			parts = append(parts, fmt.Sprintf("%s %s %s", m.Name, m.format(v), m.Unit))
+		}
+	}
+	if s.TimedOut {
+		parts = append(parts, "TIMED OUT")
+	}
+	if s.Note != "" {
+		parts = append(parts, "("+s.Note+")")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// measureCPU starts measuring CPU use; call the result to stop.
+func (e *Env) measureCPU() func() cpuUse {
+	before := readCPU(e.Procs)
+	return func() cpuUse { return readCPU(e.Procs).since(before) }
+}
+
+// waitIdle waits, for at most limit, until other processes on the machine
+// use less than 0.15 cores (over one second), and returns a note when they
+// did not.
+func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
+	deadline := time.Now().Add(limit)
+	for {
+		stop := e.measureCPU()
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(time.Second):
+		}
+		u := stop()
+		if !u.postgresKnown || u.others() < 0.15 {
+			return ""
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("the machine was not idle: other processes used %.2f cores just before the run (waited %s)", u.others(), limit)
+		}
+	}
+}
+
+// quiesce waits until Sluice has no queued deliveries and no fan-out or
+// dispatch job left, so that runs do not overlap. It returns a note when
+// that did not happen within limit.
+func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
+	deadline := time.Now().Add(limit)
+	for {
+		var queued, jobs int64
+		err := e.DB.QueryRow(ctx, `
+			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
+			       (SELECT count(*) FROM river_job WHERE queue IN ('fanout', 'dispatch')
+			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending'))`).Scan(&queued, &jobs)
+		if err != nil {
+			return "quiescence check failed: " + err.Error()
+		}
+		if queued == 0 && jobs == 0 {
+			return ""
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Sprintf("not quiet after %s: %d deliveries queued, %d fan-out/dispatch jobs left", limit, queued, jobs)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
