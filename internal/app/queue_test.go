@@ -26,9 +26,8 @@ func TestFanoutTwiceInsertsNothingTwice(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return a.Count() == 1 && b.Count() == 1 }, "one each")
 
 	// Run the fan-out again by hand, twice, as a retried job would.
-	q := jobs.NewQueue(h.proc.River)
 	for range 2 {
-		n, err := h.proc.Store.FanOut(context.Background(), []uuid.UUID{id}, q, nil)
+		_, n, err := h.proc.Store.FanOut(context.Background(), []uuid.UUID{id}, nil)
 		require.NoError(t, err)
 		require.Zero(t, n, "a re-run creates no delivery")
 	}
@@ -55,7 +54,7 @@ func TestCoalescingReplacesQueuedPayload(t *testing.T) {
 		ids = append(ids, ev.ID)
 	}
 	for _, batch := range [][]uuid.UUID{ids[:1], ids[1:2], ids[2:], ids[:1]} {
-		_, err := h.proc.Store.FanOut(context.Background(), batch, q, nil)
+		_, _, err := h.proc.Store.FanOut(context.Background(), batch, nil)
 		require.NoError(t, err)
 	}
 	queued := h.deliveries("endpoint_id=" + epID)

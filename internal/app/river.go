@@ -47,7 +47,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		}
 		w := river.NewWorkers()
 		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))
-		river.AddWorker(w, fanout.NewWorker(st))
+		river.AddWorker(w, fanout.NewWorker(st, logger))
 		river.AddWorker(w, dispatch.NewWorker(st, dcfg))
 		river.AddWorker(w, dispatch.NewSweepWorker(st))
 		river.AddWorker(w, retention.NewWorker(st, cfg.Retention))

@@ -106,7 +106,7 @@ func (b *bundle) event(tenant sluice.Tenant, eventType, payload string) sluice.E
 	ctx := context.Background()
 	ev, _, err := b.store.CreateEvent(ctx, tenant.ID, sluice.NewEvent{Type: eventType, Payload: json.RawMessage(payload)}, b.jobs)
 	require.NoError(t, err)
-	_, err = b.store.FanOut(ctx, []uuid.UUID{ev.ID}, b.jobs, nil)
+	_, _, err = b.store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
 	require.NoError(t, err)
 	return ev
 }

@@ -5,6 +5,7 @@ package fanout
 
 import (
 	"context"
+	"log/slog"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -17,19 +18,30 @@ import (
 // Worker runs jobs.FanoutArgs.
 type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
-	store *store.Store
+	store  *store.Store
+	logger *slog.Logger
 }
 
 // NewWorker returns a fan-out worker on st.
-func NewWorker(st *store.Store) *Worker { return &Worker{store: st} }
+func NewWorker(st *store.Store, logger *slog.Logger) *Worker {
+	return &Worker{store: st, logger: logger}
+}
 
 // Work fans the job's events out and completes the job in the same
 // transaction, so a crash can never leave the deliveries without the job
-// being done, or the job done without the deliveries.
+// being done, or the job done without the deliveries; then it wakes the
+// endpoints' dispatchers (store.WakeDispatchers says why afterwards).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
-	_, err := w.store.FanOut(ctx, job.Args.EventIDs, jobs.FromContext(ctx), func(ctx context.Context, tx pgx.Tx) error {
+	touched, _, err := w.store.FanOut(ctx, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
-	return err
+	if err != nil {
+		return err
+	}
+	if err := w.store.WakeDispatchers(ctx, touched, jobs.FromContext(ctx)); err != nil {
+		// The job is complete; the sweeper wakes them within a second.
+		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
+	}
+	return nil
 }

@@ -34,7 +34,7 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 		ids = append(ids, uuid.MustParse(e.(map[string]any)["id"].(string)))
 	}
 	require.Len(t, ids, 3)
-	_, err := b.store.FanOut(t.Context(), ids, b.jobs, nil)
+	_, _, err := b.store.FanOut(t.Context(), ids, nil)
 	require.NoError(t, err)
 
 	got := b.do(b.keyA, http.MethodGet, "/v1/events/"+ev["id"].(string), nil).JSON(t)

@@ -12,13 +12,22 @@ import (
 )
 
 // FanOut turns events into deliveries, one per (event, endpoint subscribed
-// to its type), queues a dispatch for every endpoint that got one, and runs
-// done, all in one transaction. Running it twice for the same events inserts
-// nothing twice. An event with a coalesce key replaces the event of a
-// queued, never-attempted delivery with the same endpoint, type and key
-// instead of adding one. It returns the number of deliveries created.
-func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, jobs JobQueue, done TxHook) (int, error) {
-	var created int
+// to its type), runs done in the same transaction, and returns the
+// endpoints whose queues changed and the number of deliveries created.
+// Running it twice for the same events inserts nothing twice. An event with
+// a coalesce key replaces the event of a queued, never-attempted delivery
+// with the same endpoint, type and key instead of adding one.
+//
+// The caller wakes the returned endpoints' dispatchers (WakeDispatchers)
+// after the commit, not inside it: River's unique insert locks a live
+// dispatch job's row, and holding those locks for a whole fan-out
+// transaction convoyed dispatchers and deadlocked with River's completer.
+// Waking after the commit is still race-free; see WakeDispatchers.
+func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) ([]uuid.UUID, int, error) {
+	var (
+		created int
+		touched []uuid.UUID
+	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		events, err := q.EventsByID(ctx, eventIDs)
@@ -41,21 +50,32 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, jobs JobQueue,
 				plan.touched[id] = true
 			}
 		}
-		if len(plan.touched) > 0 {
-			endpoints := make([]uuid.UUID, 0, len(plan.touched))
-			for id := range plan.touched {
-				endpoints = append(endpoints, id)
-			}
-			if err := jobs.Dispatch(ctx, tx, endpoints); err != nil {
-				return err
-			}
+		touched = make([]uuid.UUID, 0, len(plan.touched))
+		for id := range plan.touched {
+			touched = append(touched, id)
 		}
 		if done != nil {
 			return done(ctx, tx)
 		}
 		return nil
 	})
-	return created, err
+	return touched, created, err
+}
+
+// WakeDispatchers makes sure each endpoint has a dispatch job queued or
+// running, after the deliveries that need it have committed. No delivery is
+// stranded by a dispatch job finishing meanwhile: a job finishes only in a
+// transaction that locks its endpoint row FOR UPDATE, which conflicts with
+// the KEY SHARE lock each delivery insert took. So either the job's final
+// check ran after the deliveries committed and saw them, or the deliveries
+// waited for the job's completion to commit, and this later insert finds no
+// live job and queues one. A crash between the two commits is covered by
+// the sweeper. The insert commits asynchronously for the same reason.
+func (s *Store) WakeDispatchers(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
+	if len(endpointIDs) == 0 {
+		return nil
+	}
+	return s.inAsyncTx(ctx, func(tx pgx.Tx) error { return jobs.Dispatch(ctx, tx, endpointIDs) })
 }
 
 // fanoutPlan collects the deliveries of a set of events, per tenant.
