@@ -24,6 +24,13 @@ import (
 // sweepInterval is how often due retries are looked for.
 const sweepInterval = time.Second
 
+// Dispatch queue size, and how many of its runs may linger idle waiting for
+// fan-out (half, so lingering never starves endpoints with work).
+const (
+	dispatchWorkers = 1000
+	lingerMax       = dispatchWorkers / 2
+)
+
 // NewRiver returns the River client. With workers false it only inserts
 // jobs (an API-only process); otherwise it also works every queue.
 func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
@@ -33,7 +40,9 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		CompletedJobRetentionPeriod: time.Hour,
 	}
 	if workers {
+		waker := dispatch.NewWaker(lingerMax)
 		dcfg := dispatch.Config{
+			Waker:            waker,
 			Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
 			DeliveryTimeout:  cfg.DeliveryTimeout,
 			Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
@@ -47,14 +56,14 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		}
 		w := river.NewWorkers()
 		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))
-		river.AddWorker(w, fanout.NewWorker(st, logger))
+		river.AddWorker(w, fanout.NewWorker(st, waker, logger))
 		river.AddWorker(w, dispatch.NewWorker(st, dcfg))
-		river.AddWorker(w, dispatch.NewSweepWorker(st))
+		river.AddWorker(w, dispatch.NewSweepWorker(st, waker))
 		river.AddWorker(w, retention.NewWorker(st, cfg.Retention))
 		rc.Workers = w
 		rc.Queues = map[string]river.QueueConfig{
 			jobs.QueueFanout:      {MaxWorkers: 20},
-			jobs.QueueDispatch:    {MaxWorkers: 1000},
+			jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers},
 			jobs.QueueMaintenance: {MaxWorkers: 5},
 		}
 		// Fetch eagerly: River's default 100ms cooldown would cap throughput

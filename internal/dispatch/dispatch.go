@@ -41,6 +41,9 @@ type Config struct {
 	// Budget is how long one job run keeps sending before it yields its
 	// worker slot and is queued again (default 5s).
 	Budget time.Duration
+	// Waker lets runs with nothing due linger for fan-out in this process;
+	// nil turns lingering off.
+	Waker  *Waker
 	Logger *slog.Logger
 }
 
@@ -111,7 +114,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 				return river.JobSnooze(min(plan.tokenWait, soon))
 			}
 		default:
-			if w.waitForSoonDue(ctx, endpointID, deadline) {
+			if w.waitForSoonDue(ctx, endpointID, deadline) || w.cfg.Waker.linger(ctx, endpointID, deadline) {
 				continue
 			}
 			finished, err := w.store.FinishDispatch(ctx, endpointID, completeJob(job))

@@ -17,10 +17,14 @@ import (
 type SweepWorker struct {
 	river.WorkerDefaults[jobs.SweepArgs]
 	store *store.Store
+	waker *Waker
 }
 
-// NewSweepWorker returns a sweep worker.
-func NewSweepWorker(st *store.Store) *SweepWorker { return &SweepWorker{store: st} }
+// NewSweepWorker returns a sweep worker; runs lingering in this process are
+// woken through waker rather than sent a job.
+func NewSweepWorker(st *store.Store, waker *Waker) *SweepWorker {
+	return &SweepWorker{store: st, waker: waker}
+}
 
 // Work implements river.Worker.
 func (w *SweepWorker) Work(ctx context.Context, job *river.Job[jobs.SweepArgs]) error {
@@ -28,5 +32,5 @@ func (w *SweepWorker) Work(ctx context.Context, job *river.Job[jobs.SweepArgs]) 
 	if err != nil {
 		return err
 	}
-	return jobs.FromContext(ctx).DispatchNow(ctx, ids)
+	return jobs.FromContext(ctx).DispatchNow(ctx, w.waker.Wake(ids))
 }

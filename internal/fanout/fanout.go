@@ -11,6 +11,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -19,12 +20,14 @@ import (
 type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
 	store  *store.Store
+	waker  *dispatch.Waker
 	logger *slog.Logger
 }
 
-// NewWorker returns a fan-out worker on st.
-func NewWorker(st *store.Store, logger *slog.Logger) *Worker {
-	return &Worker{store: st, logger: logger}
+// NewWorker returns a fan-out worker on st that hands new deliveries to
+// dispatch runs lingering in this process through waker.
+func NewWorker(st *store.Store, waker *dispatch.Waker, logger *slog.Logger) *Worker {
+	return &Worker{store: st, waker: waker, logger: logger}
 }
 
 // Work fans the job's events out and completes the job in the same
@@ -39,7 +42,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) erro
 	if err != nil {
 		return err
 	}
-	if err := w.store.WakeDispatchers(ctx, touched, jobs.FromContext(ctx)); err != nil {
+	if err := w.store.WakeDispatchers(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
 		// The job is complete; the sweeper wakes them within a second.
 		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
 	}

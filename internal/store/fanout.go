@@ -70,12 +70,20 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 // check ran after the deliveries committed and saw them, or the deliveries
 // waited for the job's completion to commit, and this later insert finds no
 // live job and queues one. A crash between the two commits is covered by
-// the sweeper. The insert commits asynchronously for the same reason.
+// the sweeper; the inserts commit asynchronously for the same reason.
+//
+// Each endpoint's job is inserted in its own transaction. River's unique
+// insert locks the live job's row; holding one such lock at a time, these
+// inserts can never be part of a deadlock with River's batch completer,
+// which locks many job rows in its own order.
 func (s *Store) WakeDispatchers(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
-	if len(endpointIDs) == 0 {
-		return nil
+	for _, id := range endpointIDs {
+		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error { return jobs.Dispatch(ctx, tx, []uuid.UUID{id}) })
+		if err != nil {
+			return err
+		}
 	}
-	return s.inAsyncTx(ctx, func(tx pgx.Tx) error { return jobs.Dispatch(ctx, tx, endpointIDs) })
+	return nil
 }
 
 // fanoutPlan collects the deliveries of a set of events, per tenant.

@@ -48,4 +48,3 @@ func (p *wrapUUIDPlan) SetNext(next pgtype.EncodePlan) { p.next = next }
 func (p *wrapUUIDPlan) Encode(value any, buf []byte) ([]byte, error) {
 	return p.next.Encode(nativeUUID(value.(uuid.UUID)), buf)
 }
-
