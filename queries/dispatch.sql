@@ -67,8 +67,14 @@ SELECT EXISTS (
 );
 
 -- name: RecordOutcomes :exec
--- Applies one batch of attempt outcomes. A delivery re-pointed at a newer
--- event while in flight (coalescing) stays pending, to send the new payload.
+-- Stores one batch of attempts and applies them to their deliveries, in one
+-- statement. A delivery re-pointed at a newer event while in flight
+-- (coalescing) stays pending, to send the new payload.
+WITH attempts AS (
+    INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
+    SELECT unnest(@ids::uuid[]), unnest(@ats::timestamptz[]), nullif(unnest(@status_codes::int[]), 0),
+           nullif(unnest(@errors::text[]), ''), unnest(@latencies_ms::int[]), nullif(unnest(@bodies::text[]), '')
+)
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
     attempt_count = d.attempt_count + 1,
@@ -84,11 +90,6 @@ FROM (
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
 ) u
 WHERE d.id = u.id;
-
--- name: InsertAttempts :exec
-INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
-SELECT unnest(@delivery_ids::uuid[]), unnest(@ats::timestamptz[]), nullif(unnest(@status_codes::int[]), 0),
-       nullif(unnest(@errors::text[]), ''), unnest(@latencies_ms::int[]), nullif(unnest(@bodies::text[]), '');
 
 -- name: EndpointsWithDueDeliveries :many
 SELECT e.id FROM endpoints e

@@ -98,7 +98,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 			return nil // the sweeper wakes it when it is enabled again
 		case len(claimed) > 0:
 			sent := w.sendBatch(ctx, target, claimed)
-			if err := w.store.Record(ctx, endpointID, outcomes(sent), queue, w.applyFlow(sent)); err != nil {
+			if err := w.store.Record(ctx, endpointID, target.Flow, outcomes(sent), queue, w.applyFlow(sent)); err != nil {
 				return err
 			}
 		case !plan.blockedUntil.IsZero():

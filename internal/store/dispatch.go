@@ -145,10 +145,19 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 
 // Record stores a batch of attempts and their effect on their deliveries,
 // and lets apply update the endpoint's flow state from them (circuit,
-// throttle) with the row locked, all in one transaction. The alerts apply
-// returns are stored and their emails queued in the same transaction, so a
-// transition is announced exactly when it is committed.
-func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
+// throttle), all in one transaction. The alerts apply returns are stored and
+// their emails queued in the same transaction, so a transition is announced
+// exactly when it is committed. known is the flow state the batch was
+// claimed under: when apply changes nothing in it (the common case of a
+// healthy endpoint) the endpoint row is not locked at all; otherwise apply
+// runs again on the state read under the row lock.
+func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, known Flow, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
+	probe := known
+	if alerts := apply(&probe); len(alerts) == 0 && probe == known {
+		return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
+			return s.q.WithTx(tx).RecordOutcomes(ctx, outcomeParams(outcomes))
+		})
+	}
 	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockEndpointForDispatch(ctx, endpointID)
@@ -161,7 +170,7 @@ func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Out
 		if err := s.saveFlow(ctx, q, endpointID, before, flow); err != nil {
 			return err
 		}
-		if err := recordOutcomes(ctx, q, outcomes); err != nil {
+		if err := q.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
 			return err
 		}
 		return s.insertAlerts(ctx, tx, row.Endpoint, alerts, jobs)
@@ -207,39 +216,33 @@ func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, ep dbq.Endpoint, al
 	return nil
 }
 
-// recordOutcomes stores a batch of attempts and applies them to their
-// deliveries.
-func recordOutcomes(ctx context.Context, q *dbq.Queries, outcomes []Outcome) error {
+// outcomeParams lays a batch of outcomes out as RecordOutcomes' arrays.
+func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 	n := len(outcomes)
-	rec := dbq.RecordOutcomesParams{
+	p := dbq.RecordOutcomesParams{
 		Ids: make([]uuid.UUID, n), EventIds: make([]uuid.UUID, n), Statuses: make([]string, n),
 		Failed: make([]int32, n), NextAttemptAts: make([]time.Time, n),
-	}
-	att := dbq.InsertAttemptsParams{
-		DeliveryIds: make([]uuid.UUID, n), Ats: make([]time.Time, n), StatusCodes: make([]int32, n),
-		Errors: make([]string, n), LatenciesMs: make([]int32, n), Bodies: make([]string, n),
+		Ats: make([]time.Time, n), StatusCodes: make([]int32, n), Errors: make([]string, n),
+		LatenciesMs: make([]int32, n), Bodies: make([]string, n),
 	}
 	for i, o := range outcomes {
-		rec.Ids[i], rec.EventIds[i], rec.Statuses[i], rec.NextAttemptAts[i] = o.DeliveryID, o.EventID, o.Status, o.NextAttemptAt
+		p.Ids[i], p.EventIds[i], p.Statuses[i], p.NextAttemptAts[i] = o.DeliveryID, o.EventID, o.Status, o.NextAttemptAt
 		if o.Failed {
-			rec.Failed[i] = 1
+			p.Failed[i] = 1
 		}
 		a := o.Attempt
-		att.DeliveryIds[i], att.Ats[i], att.LatenciesMs[i] = o.DeliveryID, a.At, int32(a.LatencyMS)
+		p.Ats[i], p.LatenciesMs[i] = a.At, int32(a.LatencyMS)
 		if a.StatusCode != nil {
-			att.StatusCodes[i] = int32(*a.StatusCode)
+			p.StatusCodes[i] = int32(*a.StatusCode)
 		}
 		if a.Error != nil {
-			att.Errors[i] = *a.Error
+			p.Errors[i] = *a.Error
 		}
 		if a.ResponseBody != nil {
-			att.Bodies[i] = *a.ResponseBody
+			p.Bodies[i] = *a.ResponseBody
 		}
 	}
-	if err := q.InsertAttempts(ctx, att); err != nil {
-		return err
-	}
-	return q.RecordOutcomes(ctx, rec)
+	return p
 }
 
 // Park ends a dispatch run that has to wait for an endpoint's throttle or

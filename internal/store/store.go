@@ -75,7 +75,11 @@ func page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv fu
 
 // inTx runs fn in a transaction, committing if it returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
+	return s.inTxWith(ctx, pgx.TxOptions{}, fn)
+}
+
+func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, opts)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -95,10 +99,6 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // still commits these in order, so a later synchronous commit makes every
 // earlier one durable too.
 func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, "SET LOCAL synchronous_commit = off"); err != nil {
-			return err
-		}
-		return fn(tx)
-	})
+	// One round trip: BEGIN and the setting go as one simple-protocol query.
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}, fn)
 }

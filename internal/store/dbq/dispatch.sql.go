@@ -118,33 +118,6 @@ func (q *Queries) HasDueDeliveries(ctx context.Context, endpointID uuid.UUID) (b
 	return exists, err
 }
 
-const insertAttempts = `-- name: InsertAttempts :exec
-INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
-SELECT unnest($1::uuid[]), unnest($2::timestamptz[]), nullif(unnest($3::int[]), 0),
-       nullif(unnest($4::text[]), ''), unnest($5::int[]), nullif(unnest($6::text[]), '')
-`
-
-type InsertAttemptsParams struct {
-	DeliveryIds []uuid.UUID
-	Ats         []time.Time
-	StatusCodes []int32
-	Errors      []string
-	LatenciesMs []int32
-	Bodies      []string
-}
-
-func (q *Queries) InsertAttempts(ctx context.Context, arg InsertAttemptsParams) error {
-	_, err := q.db.Exec(ctx, insertAttempts,
-		arg.DeliveryIds,
-		arg.Ats,
-		arg.StatusCodes,
-		arg.Errors,
-		arg.LatenciesMs,
-		arg.Bodies,
-	)
-	return err
-}
-
 const insertCircuitAlert = `-- name: InsertCircuitAlert :exec
 INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -264,6 +237,11 @@ func (q *Queries) QueuedDeliveries(ctx context.Context, endpointID uuid.UUID) (i
 }
 
 const recordOutcomes = `-- name: RecordOutcomes :exec
+WITH attempts AS (
+    INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
+    SELECT unnest($1::uuid[]), unnest($6::timestamptz[]), nullif(unnest($7::int[]), 0),
+           nullif(unnest($8::text[]), ''), unnest($9::int[]), nullif(unnest($10::text[]), '')
+)
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
     attempt_count = d.attempt_count + 1,
@@ -287,10 +265,16 @@ type RecordOutcomesParams struct {
 	Statuses       []string
 	Failed         []int32
 	NextAttemptAts []time.Time
+	Ats            []time.Time
+	StatusCodes    []int32
+	Errors         []string
+	LatenciesMs    []int32
+	Bodies         []string
 }
 
-// Applies one batch of attempt outcomes. A delivery re-pointed at a newer
-// event while in flight (coalescing) stays pending, to send the new payload.
+// Stores one batch of attempts and applies them to their deliveries, in one
+// statement. A delivery re-pointed at a newer event while in flight
+// (coalescing) stays pending, to send the new payload.
 func (q *Queries) RecordOutcomes(ctx context.Context, arg RecordOutcomesParams) error {
 	_, err := q.db.Exec(ctx, recordOutcomes,
 		arg.Ids,
@@ -298,6 +282,11 @@ func (q *Queries) RecordOutcomes(ctx context.Context, arg RecordOutcomesParams) 
 		arg.Statuses,
 		arg.Failed,
 		arg.NextAttemptAts,
+		arg.Ats,
+		arg.StatusCodes,
+		arg.Errors,
+		arg.LatenciesMs,
+		arg.Bodies,
 	)
 	return err
 }
