@@ -167,6 +167,7 @@ fsync = on
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '
 log_min_duration_statement = -1
+${SLUICE_PG_EXTRA_CONF:-}
 EOF
 
   as_owner touch "$log"

@@ -84,6 +84,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	endpointID := job.Args.EndpointID
 	queue := jobs.FromContext(ctx)
 	deadline := time.Now().Add(w.cfg.Budget)
+	wake := w.cfg.Waker.join(endpointID)
+	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
 	for time.Now().Before(deadline) {
 		plan := &planner{now: time.Now()}
 		target, claimed, err := w.store.Claim(ctx, endpointID, plan)
@@ -114,14 +116,15 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 				return river.JobSnooze(min(plan.tokenWait, soon))
 			}
 		default:
-			if w.waitForSoonDue(ctx, endpointID, deadline) || w.cfg.Waker.linger(ctx, endpointID, deadline) {
+			if w.waitForSoonDue(ctx, endpointID, deadline) || w.cfg.Waker.linger(ctx, wake, deadline) {
 				continue
 			}
+			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
 			finished, err := w.store.FinishDispatch(ctx, endpointID, completeJob(job))
 			if err != nil || finished {
 				return err
 			}
-			// something became due while we looked: go on
+			wake = w.cfg.Waker.join(endpointID) // something became due while we looked: go on
 		}
 	}
 	return river.JobSnooze(0) // budget spent: queue again behind other work

@@ -8,43 +8,48 @@ import (
 	"github.com/google/uuid"
 )
 
-// Lingering: a dispatch run whose endpoint has nothing due waits a moment
-// before it ends, and fan-out in the same process hands it new deliveries
-// directly (Waker.Wake) instead of queueing a new job. Under steady load an
-// endpoint then keeps one running job instead of one job per delivery.
+// A Waker connects fan-out to the dispatch runs in the same process. Each
+// run registers while it works; fan-out signals the registered runs of the
+// endpoints it gave deliveries to instead of queueing a dispatch job for
+// them, and a run with nothing due lingers a moment for such a signal
+// before it ends. Under steady load an endpoint so keeps one running job,
+// and fan-out inserts no job at all.
 //
 // It cannot strand a delivery: fan-out wakes only after its deliveries have
-// committed, and a run's final check (FinishDispatch) happens only after it
-// has left the Waker. So if Wake finds the run waiting, the run's final
+// committed, and a run leaves the Waker before its final check
+// (FinishDispatch). So if Wake finds the run registered, the run's final
 // check comes later and sees the deliveries; if not, Wake reports the
-// endpoint and fan-out queues a dispatch job the usual way.
+// endpoint and fan-out queues a dispatch job the usual way. A run that ends
+// without a final check (parked behind a throttle or an open circuit, or
+// requeued at the end of its budget) is followed by another run of the same
+// job, which sees them.
+type Waker struct {
+	maxLinger int // most runs lingering at once, so lingering never starves the queue
+
+	mu        sync.Mutex
+	runs      map[uuid.UUID]chan struct{}
+	lingering int
+}
 
 // lingerFor is how long a run with nothing due waits for more.
 const lingerFor = time.Second
 
-// Waker connects fan-out to lingering dispatch runs in one process.
-type Waker struct {
-	max     int // most runs lingering at once, so lingering never starves the queue
-	mu      sync.Mutex
-	waiting map[uuid.UUID]chan struct{}
+// NewWaker returns a Waker allowing at most maxLinger lingering runs.
+func NewWaker(maxLinger int) *Waker {
+	return &Waker{maxLinger: maxLinger, runs: map[uuid.UUID]chan struct{}{}}
 }
 
-// NewWaker returns a Waker allowing at most max lingering runs.
-func NewWaker(max int) *Waker {
-	return &Waker{max: max, waiting: map[uuid.UUID]chan struct{}{}}
-}
-
-// Wake signals the lingering runs of these endpoints and returns the
-// endpoints that have none, which need a dispatch job.
+// Wake signals the registered runs of these endpoints and returns the
+// endpoints that have none here, which need a dispatch job.
 func (w *Waker) Wake(endpointIDs []uuid.UUID) []uuid.UUID {
 	if w == nil {
 		return endpointIDs
 	}
-	rest := endpointIDs[:0:0]
+	var rest []uuid.UUID
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, id := range endpointIDs {
-		ch, ok := w.waiting[id]
+		ch, ok := w.runs[id]
 		if !ok {
 			rest = append(rest, id)
 			continue
@@ -57,38 +62,67 @@ func (w *Waker) Wake(endpointIDs []uuid.UUID) []uuid.UUID {
 	return rest
 }
 
-// linger waits up to lingerFor (within deadline) for fan-out to wake the
-// endpoint's run, and reports whether it was woken.
-func (w *Waker) linger(ctx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
-	wait := min(lingerFor, time.Until(deadline))
-	if w == nil || wait <= 0 {
-		return false
+// join registers a run of the endpoint and returns its wake-up channel, or
+// nil when the Waker is off or another run of the endpoint is registered.
+func (w *Waker) join(endpointID uuid.UUID) chan struct{} {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, taken := w.runs[endpointID]; taken {
+		return nil
 	}
 	ch := make(chan struct{}, 1)
+	w.runs[endpointID] = ch
+	return ch
+}
+
+// leave unregisters the run that joined with ch; it may be called again.
+func (w *Waker) leave(endpointID uuid.UUID, ch chan struct{}) {
+	if w == nil || ch == nil {
+		return
+	}
 	w.mu.Lock()
-	if _, taken := w.waiting[endpointID]; taken || len(w.waiting) >= w.max {
+	defer w.mu.Unlock()
+	if w.runs[endpointID] == ch {
+		delete(w.runs, endpointID)
+	}
+}
+
+// linger waits up to lingerFor (within deadline) for a signal on ch, and
+// reports whether one came.
+func (w *Waker) linger(ctx context.Context, ch chan struct{}, deadline time.Time) bool {
+	wait := min(lingerFor, time.Until(deadline))
+	if ch == nil || wait <= 0 {
+		return false
+	}
+	select {
+	case <-ch: // signalled while the run was busy
+		return true
+	default:
+	}
+	w.mu.Lock()
+	if w.lingering >= w.maxLinger {
 		w.mu.Unlock()
 		return false
 	}
-	w.waiting[endpointID] = ch
+	w.lingering++
 	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.lingering--
+		w.mu.Unlock()
+	}()
 
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
-	woken := false
 	select {
 	case <-ch:
-		woken = true
+		return true
 	case <-timer.C:
+		return false
 	case <-ctx.Done():
+		return false
 	}
-	w.mu.Lock()
-	delete(w.waiting, endpointID)
-	w.mu.Unlock()
-	select {
-	case <-ch: // woken just as the wait ended
-		woken = true
-	default:
-	}
-	return woken
 }
