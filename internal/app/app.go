@@ -70,6 +70,7 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
+	release func() // of the workers' resources, after River stops
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -85,7 +86,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+	if p.River, p.release, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -125,6 +126,7 @@ func (p *Process) Close() {
 	if p.roles.Worker {
 		stopRiver(p.River, p.logger)
 	}
+	p.release()
 	p.Pool.Close()
 }
 

@@ -31,9 +31,12 @@ const (
 	lingerMax       = dispatchWorkers / 2
 )
 
-// NewRiver returns the River client. With workers false it only inserts
-// jobs (an API-only process); otherwise it also works every queue.
-func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bool, logger *slog.Logger) (*river.Client[pgx.Tx], error) {
+// NewRiver returns the River client and a function that releases the
+// workers' resources once the client has stopped. With workers false it
+// only inserts jobs (an API-only process); otherwise it also works every
+// queue.
+func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bool, logger *slog.Logger) (*river.Client[pgx.Tx], func(), error) {
+	release := func() {}
 	rc := &river.Config{
 		Logger: logger,
 		// Dispatch and sweep jobs are many and short-lived: keep the table small.
@@ -52,12 +55,14 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 		}
 		mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		w := river.NewWorkers()
 		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))
 		river.AddWorker(w, fanout.NewWorker(st, waker, logger))
-		river.AddWorker(w, dispatch.NewWorker(st, dcfg))
+		dispatcher := dispatch.NewWorker(st, dcfg)
+		release = dispatcher.Close
+		river.AddWorker(w, dispatcher)
 		river.AddWorker(w, dispatch.NewSweepWorker(st, waker))
 		river.AddWorker(w, retention.NewWorker(st, cfg.Retention))
 		rc.Workers = w
@@ -83,5 +88,6 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bo
 				&river.PeriodicJobOpts{RunOnStart: true}),
 		}
 	}
-	return river.NewClient(riverpgxv5.New(pool), rc)
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	return client, release, err
 }

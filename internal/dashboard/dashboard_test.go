@@ -453,13 +453,13 @@ func TestEndpointsShowFlowState(t *testing.T) {
 
 	openedAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	probe := openedAt.Add(time.Minute)
-	require.NoError(t, b.store.Record(ctx, open.endpoint.ID, store.Flow{}, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	require.NoError(t, b.store.Record(ctx, open.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
 		f.Breaker = circuit.Breaker{State: sluice.CircuitOpen, Failures: 7, OpenedAt: &openedAt, NextProbeAt: &probe,
 			ProbeInterval: time.Minute, LastError: "HTTP 500"}
 		return nil
 	}))
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	require.NoError(t, b.store.Record(ctx, throttled.endpoint.ID, store.Flow{}, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	require.NoError(t, b.store.Record(ctx, throttled.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
 		f.Throttle = throttle.State{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
 		return nil
 	}))

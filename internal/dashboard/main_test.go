@@ -134,7 +134,7 @@ func (b *bundle) kill(endpointID uuid.UUID, status int, errMsg, body string) {
 			Attempt:       sluice.Attempt{At: time.Now(), StatusCode: &status, Error: &errMsg, LatencyMS: 12, ResponseBody: &body},
 		}
 	}
-	require.NoError(t, b.store.Record(ctx, endpointID, store.Flow{}, outcomes, b.jobs, func(*store.Flow) []store.Alert { return nil }))
+	require.NoError(t, b.store.Record(ctx, endpointID, outcomes, b.jobs, func(*store.Flow) []store.Alert { return nil }))
 }
 
 // browser is an HTTP client with a cookie jar that does not follow

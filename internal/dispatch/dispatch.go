@@ -50,8 +50,9 @@ type Config struct {
 // Worker runs jobs.DispatchArgs.
 type Worker struct {
 	river.WorkerDefaults[jobs.DispatchArgs]
-	store *store.Store
-	cfg   Config
+	store    *store.Store
+	cfg      Config
+	recorder *recorder
 }
 
 // NewWorker returns a dispatch worker.
@@ -62,8 +63,11 @@ func NewWorker(st *store.Store, cfg Config) *Worker {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Worker{store: st, cfg: cfg}
+	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2)}
 }
+
+// Close stops the worker's attempt recorder; call it after River has stopped.
+func (w *Worker) Close() { w.recorder.close() }
 
 // JobTimeout is the longest one dispatch run may take: its budget plus one
 // last batch of requests. River's rescuer must wait longer than this.
@@ -99,8 +103,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 		case target.Disabled:
 			return nil // the sweeper wakes it when it is enabled again
 		case len(claimed) > 0:
-			sent := w.sendBatch(ctx, target, claimed)
-			if err := w.store.Record(ctx, endpointID, target.Flow, outcomes(sent), queue, w.applyFlow(sent)); err != nil {
+			if err := w.record(ctx, target, w.sendBatch(ctx, target, claimed), queue); err != nil {
 				return err
 			}
 		case !plan.blockedUntil.IsZero():
@@ -128,6 +131,19 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 		}
 	}
 	return river.JobSnooze(0) // budget spent: queue again behind other work
+}
+
+// record stores a batch's attempts: with the other runs' through the
+// recorder when they change nothing in the endpoint's flow state (the
+// common case of a healthy endpoint), else on their own with the endpoint
+// row locked, applying them to its circuit and throttle.
+func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) error {
+	apply := w.applyFlow(sent)
+	probe := target.Flow
+	if alerts := apply(&probe); len(alerts) == 0 && probe == target.Flow {
+		return w.recorder.record(ctx, outcomes(sent))
+	}
+	return w.store.Record(ctx, target.ID, outcomes(sent), queue, apply)
 }
 
 // blockedUntil is when an endpoint's throttle or open circuit lifts (zero

@@ -145,19 +145,11 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 
 // Record stores a batch of attempts and their effect on their deliveries,
 // and lets apply update the endpoint's flow state from them (circuit,
-// throttle), all in one transaction. The alerts apply returns are stored and
-// their emails queued in the same transaction, so a transition is announced
-// exactly when it is committed. known is the flow state the batch was
-// claimed under: when apply changes nothing in it (the common case of a
-// healthy endpoint) the endpoint row is not locked at all; otherwise apply
-// runs again on the state read under the row lock.
-func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, known Flow, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
-	probe := known
-	if alerts := apply(&probe); len(alerts) == 0 && probe == known {
-		return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-			return s.q.WithTx(tx).RecordOutcomes(ctx, outcomeParams(outcomes))
-		})
-	}
+// throttle) with the endpoint row locked, all in one transaction. The
+// alerts apply returns are stored and their emails queued in the same
+// transaction, so a transition is announced exactly when it is committed.
+// Batches that cannot change flow state go through RecordPlain instead.
+func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
 	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.LockEndpointForDispatch(ctx, endpointID)
@@ -174,6 +166,14 @@ func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, known Flow, ou
 			return err
 		}
 		return s.insertAlerts(ctx, tx, row.Endpoint, alerts, jobs)
+	})
+}
+
+// RecordPlain stores attempts that change no endpoint's flow state, of any
+// endpoints, in one statement.
+func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
+	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
+		return s.q.WithTx(tx).RecordOutcomes(ctx, outcomeParams(outcomes))
 	})
 }
 
