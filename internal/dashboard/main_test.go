@@ -17,16 +17,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/pgtest"
-	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // dashboardKey stands in for SLUICE_ENCRYPTION_KEY.
@@ -47,18 +44,9 @@ type bundle struct {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	t.Parallel()
-	ctx := context.Background()
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	require.NoError(t, err)
-	st := store.New(pgtest.NewPool(t), box)
-	b := &bundle{t: t, store: st}
-	b.tenantA, b.keyA, err = st.CreateTenant(ctx, "Acme", "ops@acme.test")
-	require.NoError(t, err)
-	b.tenantB, b.keyB, err = st.CreateTenant(ctx, "Globex", "ops@globex.test")
-	require.NoError(t, err)
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{}) // inserts only
-	require.NoError(t, err)
-	b.jobs = jobs.NewQueue(rc)
+	f := storetest.New(t)
+	st := f.Store
+	b := &bundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	b.srv = httptest.NewServer(dashboard.New(st, dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
 	t.Cleanup(b.srv.Close)
 	return b

@@ -14,17 +14,14 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/api"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/pgtest"
-	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // contract is the OpenAPI document every response in these tests is checked
@@ -61,18 +58,9 @@ type testBundle struct {
 func setup(t *testing.T) *testBundle {
 	t.Helper()
 	t.Parallel()
-	ctx := context.Background()
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	require.NoError(t, err)
-	st := store.New(pgtest.NewPool(t), box)
-	b := &testBundle{t: t, store: st}
-	b.tenantA, b.keyA, err = st.CreateTenant(ctx, "Acme", "ops@acme.test")
-	require.NoError(t, err)
-	b.tenantB, b.keyB, err = st.CreateTenant(ctx, "Globex", "ops@globex.test")
-	require.NoError(t, err)
-	rc, err := river.NewClient(riverpgxv5.New(st.Pool()), &river.Config{}) // inserts only
-	require.NoError(t, err)
-	b.jobs = jobs.NewQueue(rc)
+	f := storetest.New(t)
+	st := f.Store
+	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs})
 	b.srv = httptest.NewServer(api.Handler())
 	t.Cleanup(func() { b.srv.Close(); api.Close() })
