@@ -126,16 +126,18 @@ func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
 }
 
 // quiesce waits until Sluice has no queued deliveries and no fan-out or
-// dispatch job left, so that runs do not overlap. It returns a note when
-// that did not happen within limit.
+// dispatch job left (those of e.Blocked aside), so that runs do not
+// overlap. It returns a note when that did not happen within limit.
 func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
 	for {
 		var queued, jobs int64
 		err := e.DB.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
+			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')
+			          AND NOT coalesce(endpoint_id::text = ANY($1::text[]), false)),
 			       (SELECT count(*) FROM river_job WHERE queue IN ('fanout', 'dispatch')
-			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending'))`).Scan(&queued, &jobs)
+			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')
+			          AND NOT coalesce(args->>'endpoint_id' = ANY($1::text[]), false))`, append([]string{}, e.Blocked...)).Scan(&queued, &jobs)
 		if err != nil {
 			return "quiescence check failed: " + err.Error()
 		}

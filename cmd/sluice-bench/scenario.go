@@ -28,6 +28,7 @@ func scenarios() []Scenario {
 		e2eOneScenario,
 		e2eHundredScenario,
 		latencyScenario,
+		isolationScenario,
 	}
 }
 
@@ -77,6 +78,10 @@ type Env struct {
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
+
+	// Blocked are endpoints a scenario left throttled or disabled with a
+	// backlog on purpose; quiesce ignores their queued deliveries and jobs.
+	Blocked []string
 }
 
 // size picks the full or the -quick count.
