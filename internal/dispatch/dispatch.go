@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -69,10 +70,11 @@ func NewWorker(st *store.Store, cfg Config) *Worker {
 // Close stops the worker's attempt recorder; call it after River has stopped.
 func (w *Worker) Close() { w.recorder.close() }
 
-// JobTimeout is the longest one dispatch run may take: its budget plus one
+// JobTimeout is the longest one dispatch run may take: its budget (with up
+// to a fifth of jitter) plus one
 // last batch of requests. River's rescuer must wait longer than this.
 func (cfg Config) JobTimeout() time.Duration {
-	return cfg.Budget + cfg.DeliveryTimeout + 5*time.Second
+	return cfg.Budget*6/5 + cfg.DeliveryTimeout + 5*time.Second
 }
 
 // Timeout implements river.Worker.
@@ -87,7 +89,9 @@ const soon = time.Second
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
 	endpointID := job.Args.EndpointID
 	queue := jobs.FromContext(ctx)
-	deadline := time.Now().Add(w.cfg.Budget)
+	// Runs end at slightly different times, so endpoints that started
+	// together do not all hand over at once.
+	deadline := time.Now().Add(time.Duration(float64(w.cfg.Budget) * (0.8 + 0.4*rand.Float64())))
 	wake := w.cfg.Waker.join(endpointID)
 	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
 	for time.Now().Before(deadline) {
@@ -130,7 +134,15 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 			wake = w.cfg.Waker.join(endpointID) // something became due while we looked: go on
 		}
 	}
-	return river.JobSnooze(0) // budget spent: queue again behind other work
+	// Budget spent: hand over to a successor queued behind other work. It
+	// is committed (and can be fetched) at once, where a snooze would wait
+	// for River's completer. Leave the Waker first: once the successor
+	// runs, fan-out must not hand deliveries to this run any more.
+	w.cfg.Waker.leave(endpointID, wake)
+	return w.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+		_, err := successor(job)(ctx, tx, time.Now())
+		return err
+	})
 }
 
 // record stores a batch's attempts: with the other runs' through the

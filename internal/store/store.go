@@ -73,6 +73,12 @@ func page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv fu
 	return out, nil
 }
 
+// InTx runs fn in a transaction, committing if it returns nil: for work
+// that is only River's (a job completing itself and queueing its successor).
+func (s *Store) InTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, tx) })
+}
+
 // inTx runs fn in a transaction, committing if it returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{}, fn)
