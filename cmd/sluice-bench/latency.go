@@ -52,7 +52,7 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 			wg               sync.WaitGroup
 			pending          = make(chan struct{}, maxPending)
 			accepted, failed atomic.Int64
-			firstErr         atomic.Value
+			firstErr         atomic.Pointer[error]
 			sent, skipped    int
 		)
 		cpu := env.measureCPU()
@@ -80,7 +80,7 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 				}
 				if err := env.API.PostBatch(ctx, batchBody(evs)); err != nil {
 					failed.Add(int64(k))
-					firstErr.CompareAndSwap(nil, err)
+					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
 				accepted.Add(int64(k))
@@ -92,7 +92,7 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 		arr := sinks.Await(ctx, want)
 		cpuUsed := cpu()
 		if n := failed.Load(); n > 0 {
-			return s, fmt.Errorf("%d events not accepted, first error: %v", n, firstErr.Load())
+			return s, fmt.Errorf("%d events not accepted, first error: %v", n, *firstErr.Load())
 		}
 		s = latencySample(arr, want, start)
 		s.CPU = cpuUsed

@@ -71,8 +71,8 @@ func NewWorker(st *store.Store, cfg Config) *Worker {
 func (w *Worker) Close() { w.recorder.close() }
 
 // JobTimeout is the longest one dispatch run may take: its budget (with up
-// to a fifth of jitter) plus one
-// last batch of requests. River's rescuer must wait longer than this.
+// to a fifth of jitter) plus one last batch of requests. River's rescuer
+// must wait longer than this.
 func (cfg Config) JobTimeout() time.Duration {
 	return cfg.Budget*6/5 + cfg.DeliveryTimeout + 5*time.Second
 }
