@@ -140,7 +140,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	// runs, fan-out must not hand deliveries to this run any more.
 	w.cfg.Waker.leave(endpointID, wake)
 	return w.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := successor(job)(ctx, tx, time.Now())
+		_, err := successor(job)(ctx, tx, time.Time{})
 		return err
 	})
 }
@@ -172,15 +172,21 @@ func blockedUntil(f store.Flow) time.Time {
 }
 
 // successor completes the running job and queues the endpoint's next
-// dispatch for a later time, in one transaction. Unlike a snooze, which
-// River applies after Work returns, the new job is visible (and can be
-// woken) the moment the transaction commits.
+// dispatch (for a later time, or at once for a zero time), in one
+// transaction. Unlike a snooze, which River applies after Work returns, the
+// new job is visible (and can be woken) the moment the transaction commits.
 func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, time.Time) (int64, error) {
 	return func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error) {
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return 0, err
 		}
-		res, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, job.Args, &river.InsertOpts{ScheduledAt: at})
+		// A zero time queues it as available at once: a scheduled job, even
+		// one due now, waits for River's scheduler to make it available.
+		var opts *river.InsertOpts
+		if !at.IsZero() {
+			opts = &river.InsertOpts{ScheduledAt: at}
+		}
+		res, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, job.Args, opts)
 		if err != nil {
 			return 0, err
 		}
