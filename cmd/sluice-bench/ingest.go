@@ -28,7 +28,7 @@ var ingestSingleScenario = Scenario{
 func ingestBatch(ctx context.Context, env *Env) (Table, error) {
 	requests, perRequest, clients := env.size(20, 4), 1000, 6
 	metrics := []Metric{
-		{Name: "throughput", Unit: "events/s"},
+		{Name: "throughput", Unit: "events/s", Target: 20000},
 		{Name: "request p50", Unit: "ms"},
 		{Name: "request p99", Unit: "ms"},
 	}
@@ -52,7 +52,7 @@ func ingestBatch(ctx context.Context, env *Env) (Table, error) {
 func ingestSingle(ctx context.Context, env *Env) (Table, error) {
 	events, clients := env.size(10000, 1000), 48
 	metrics := []Metric{
-		{Name: "throughput", Unit: "events/s"},
+		{Name: "throughput", Unit: "events/s", Target: 3000},
 		{Name: "request p50", Unit: "ms"},
 		{Name: "request p99", Unit: "ms"},
 	}
