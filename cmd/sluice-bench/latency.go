@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +18,7 @@ var latencyScenario = Scenario{
 }
 
 func latency(ctx context.Context, env *Env) (Table, error) {
-	const endpoints, maxInFlight, tick, maxPending = 100, 100, 10 * time.Millisecond, 64
+	const endpoints, maxInFlight, maxPending = 100, 100, 64 // maxPending: offerLoad's limit, for the note
 	duration := time.Duration(env.size(10, 3)) * time.Second
 	rate, rateNote := env.LatencyRate, "set by -latency-rate"
 	switch {
@@ -48,52 +46,15 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 		}
 		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
 
-		var (
-			wg               sync.WaitGroup
-			pending          = make(chan struct{}, maxPending)
-			accepted, failed atomic.Int64
-			firstErr         atomic.Pointer[error]
-			sent, skipped    int
-		)
 		cpu := env.measureCPU()
 		start := time.Now()
-		ticker := time.NewTicker(tick)
-		for now := start; now.Sub(start) < duration && ctx.Err() == nil; now = <-ticker.C {
-			k := min(int(rate*now.Sub(start).Seconds())-sent, 1000)
-			if k <= 0 {
-				continue
-			}
-			select {
-			case pending <- struct{}{}:
-			default:
-				skipped++ // too many posts outstanding: catch up next tick
-				continue
-			}
-			first := sent
-			sent += k
-			wg.Go(func() {
-				defer func() { <-pending }()
-				evs := make([]EventIn, k)
-				sentNS := time.Now().UnixNano()
-				for j := range evs {
-					evs[j] = EventIn{Type: sinks.Types[(first+j)%endpoints], Payload: payload(sentNS, first+j)}
-				}
-				if err := env.API.PostBatch(ctx, batchBody(evs)); err != nil {
-					failed.Add(int64(k))
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-				accepted.Add(int64(k))
-			})
+		accepted, skipped, err := offerLoad(ctx, env.API, sinks.Types, rate, duration)
+		if err != nil {
+			return s, err
 		}
-		ticker.Stop()
-		wg.Wait()
-		want := int(accepted.Load())
+		want := accepted
 		arr := sinks.Await(ctx, want)
 		cpuUsed := cpu()
-		if n := failed.Load(); n > 0 {
-			return s, fmt.Errorf("%d events not accepted, first error: %v", n, *firstErr.Load())
-		}
 		s = latencySample(arr, want, start)
 		s.CPU = cpuUsed
 		if skipped > 0 {
