@@ -128,3 +128,20 @@ func TestTestEvent(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	require.Zero(t, other.Count(), "test events go to the one endpoint only")
 }
+
+func TestServiceUnavailableRetryAfterIsObeyed(t *testing.T) {
+	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "10ms,10ms"})
+	rcv := receiver.New(t)
+	rcv.AnswerFunc(func(n int) receiver.Behavior {
+		if n == 1 {
+			return receiver.Behavior{Status: 503, RetryAfter: "1"}
+		}
+		return receiver.Behavior{}
+	})
+	epID, _ := h.endpoint(rcv, []string{"*"}, nil)
+	h.post("busy.receiver", map[string]int{"x": 1})
+	eventually(t, 10*time.Second, func() bool { return len(h.deliveries("status=delivered&endpoint_id="+epID)) == 1 }, "delivered")
+	reqs := rcv.Requests()
+	require.Len(t, reqs, 2)
+	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), time.Second, "a 503's Retry-After beats a 10ms schedule")
+}
