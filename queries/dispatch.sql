@@ -71,9 +71,17 @@ SELECT EXISTS (
 -- statement. A delivery re-pointed at a newer event while in flight
 -- (coalescing) stays pending, to send the new payload.
 WITH attempts AS (
+    -- Only for deliveries that still exist: one deleted with its endpoint
+    -- while in flight must not fail the other endpoints' attempts batched
+    -- with it.
     INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
-    SELECT unnest(@ids::uuid[]), unnest(@ats::timestamptz[]), nullif(unnest(@status_codes::int[]), 0),
-           nullif(unnest(@errors::text[]), ''), unnest(@latencies_ms::int[]), nullif(unnest(@bodies::text[]), '')
+    SELECT a.delivery_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
+    FROM (
+        SELECT unnest(@ids::uuid[]) AS delivery_id, unnest(@ats::timestamptz[]) AS at,
+               nullif(unnest(@status_codes::int[]), 0) AS status_code, nullif(unnest(@errors::text[]), '') AS error,
+               unnest(@latencies_ms::int[]) AS latency_ms, nullif(unnest(@bodies::text[]), '') AS response_body
+    ) a
+    JOIN deliveries live ON live.id = a.delivery_id
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,

@@ -238,9 +238,17 @@ func (q *Queries) QueuedDeliveries(ctx context.Context, endpointID uuid.UUID) (i
 
 const recordOutcomes = `-- name: RecordOutcomes :exec
 WITH attempts AS (
+    -- Only for deliveries that still exist: one deleted with its endpoint
+    -- while in flight must not fail the other endpoints' attempts batched
+    -- with it.
     INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
-    SELECT unnest($1::uuid[]), unnest($6::timestamptz[]), nullif(unnest($7::int[]), 0),
-           nullif(unnest($8::text[]), ''), unnest($9::int[]), nullif(unnest($10::text[]), '')
+    SELECT a.delivery_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
+    FROM (
+        SELECT unnest($1::uuid[]) AS delivery_id, unnest($6::timestamptz[]) AS at,
+               nullif(unnest($7::int[]), 0) AS status_code, nullif(unnest($8::text[]), '') AS error,
+               unnest($9::int[]) AS latency_ms, nullif(unnest($10::text[]), '') AS response_body
+    ) a
+    JOIN deliveries live ON live.id = a.delivery_id
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
