@@ -100,6 +100,20 @@ func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, plan Planner) (
 	return target, claimed, err
 }
 
+// ClaimPlain claims up to n of an endpoint's due deliveries without
+// touching the endpoint row: for a dispatcher that knows (from a Claim less
+// than a second ago) that the endpoint has no rate limit, no throttle and a
+// healthy circuit, so there is nothing to decide or save.
+func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
+	var claimed []Claimed
+	err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
+		rows, err := s.q.WithTx(tx).ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
+		claimed = claimedFromRows(rows)
+		return err
+	})
+	return claimed, err
+}
+
 func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {
 	out := make([]Claimed, len(rows))
 	for i, r := range rows {
