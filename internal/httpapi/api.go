@@ -71,7 +71,7 @@ func (a *API) Mount(r chi.Router) {
 	r.Handle("/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(middleware.Recoverer)
-		r.Use(a.authenticate)
+		r.Use(a.authenticate, a.checkText)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,25 +16,28 @@ import (
 // smaller limit checked after decoding.
 const maxBodyBytes = 8 << 20
 
-// decodeJSON reads the request body into dst strictly: unknown fields, wrong
-// types, trailing data and oversize bodies are all client errors, each with
-// a message that names what is wrong.
+// decodeJSON reads the request body into dst strictly: text that is not
+// UTF-8, unknown fields, wrong types, trailing data and oversize bodies are
+// all client errors, each with a message that names what is wrong; so are
+// decoded strings that Postgres could not store (checkFieldText).
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
-	body := http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		return decodeProblem(err, limit)
+	}
+	if err := checkBodyText(raw); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
 		return decodeProblem(err, limit)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			return decodeProblem(err, limit)
-		}
 		return &Problem{Type: typeMalformedJSON, Title: "Malformed JSON", Status: http.StatusBadRequest,
 			Detail: "the body holds more than one JSON value"}
 	}
-	return nil
+	return checkFieldText(dst)
 }
 
 func decodeProblem(err error, limit int64) error {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/textcheck"
 )
 
 // Limits on events.
@@ -17,6 +18,9 @@ const (
 	maxCoalesceKeyLength = 255
 	maxIdempotencyKey    = 255
 	maxBatchEvents       = 1000
+	// maxPayloadDepth bounds the nesting of arrays and objects in a
+	// payload, far below what a parser's stack would notice.
+	maxPayloadDepth = 64
 	// maxEventBody leaves room around the payload for the other fields.
 	maxEventBody = maxPayloadBytes + 4<<10
 	maxBatchBody = 32 << 20
@@ -50,13 +54,41 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	if len(in.Payload) > maxPayloadBytes {
 		return ev, payloadTooLarge()
 	}
-	if in.Payload == nil || bytes.Equal(in.Payload, []byte("null")) {
-		v.Add(prefix+"payload", "is required: any JSON value but null")
-	}
+	validatePayload(in.Payload, prefix+"payload", v)
 	if k := in.CoalesceKey; k != nil && (*k == "" || len(*k) > maxCoalesceKeyLength) {
 		v.Add(prefix+"coalesce_key", "must be 1 to %d characters", maxCoalesceKeyLength)
 	}
 	return ev, nil
+}
+
+// validatePayload requires a JSON object (Standard Webhooks' "data") nested
+// at most maxPayloadDepth deep. Its text was checked with the whole body.
+func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError) {
+	p = bytes.TrimLeft(p, " \t\r\n")
+	switch {
+	case len(p) == 0:
+		v.Add(field, "is required: a JSON object")
+	case p[0] != '{':
+		v.Add(field, "must be a JSON object, not %s", jsonKind(p[0]))
+	case textcheck.Depth(p) > maxPayloadDepth:
+		v.Add(field, "must nest arrays and objects at most %d deep", maxPayloadDepth)
+	}
+}
+
+// jsonKind names the kind of JSON value that starts with c.
+func jsonKind(c byte) string {
+	switch c {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
 }
 
 func payloadTooLarge() *Problem {

@@ -23,8 +23,8 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 	ev := r.JSON(t)
 	require.Equal(t, "o-1", ev["coalesce_key"])
 	r = b.do(b.keyA, http.MethodPost, "/v1/events/batch", map[string]any{"events": []any{
-		map[string]any{"type": "order.paid", "payload": []int{1, 2}},
-		map[string]any{"type": "user.created", "payload": "plain string"},
+		map[string]any{"type": "order.paid", "payload": map[string]any{"ids": []int{1, 2}}},
+		map[string]any{"type": "user.created", "payload": map[string]any{"note": "plain string"}},
 	}})
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	require.Len(t, r.JSON(t)["data"], 2)
@@ -92,8 +92,8 @@ func TestEventBadInput(t *testing.T) {
 		{"type not string", http.MethodPost, "/v1/events", `{"type":7,"payload":{}}`, 422},
 		{"unknown field", http.MethodPost, "/v1/events", `{"type":"a","payload":{},"data":{}}`, 422},
 		{"malformed", http.MethodPost, "/v1/events", `{"type":"a","payload":{`, 400},
-		{"payload too large", http.MethodPost, "/v1/events", `{"type":"a","payload":"` + strings.Repeat("x", 257<<10) + `"}`, 413},
-		{"empty coalesce key", http.MethodPost, "/v1/events", `{"type":"a","payload":1,"coalesce_key":""}`, 422},
+		{"payload too large", http.MethodPost, "/v1/events", `{"type":"a","payload":{"s":"` + strings.Repeat("x", 257<<10) + `"}}`, 413},
+		{"empty coalesce key", http.MethodPost, "/v1/events", `{"type":"a","payload":{},"coalesce_key":""}`, 422},
 		{"batch not array", http.MethodPost, "/v1/events/batch", `{"events":{}}`, 422},
 		{"batch missing", http.MethodPost, "/v1/events/batch", `{}`, 422},
 		{"bad event id", http.MethodGet, "/v1/events/nope", nil, 404},
@@ -111,7 +111,7 @@ func TestEventBadInput(t *testing.T) {
 		})
 	}
 	long := strings.Repeat("k", 256)
-	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/events", strings.NewReader(`{"type":"a","payload":1}`))
+	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/events", strings.NewReader(`{"type":"a","payload":{}}`))
 	req.Header.Set("Authorization", "Bearer "+b.keyA)
 	req.Header.Set("Idempotency-Key", long)
 	res, err := http.DefaultClient.Do(req)

@@ -47,6 +47,7 @@ func init() {
 type testBundle struct {
 	t       *testing.T
 	srv     *httptest.Server
+	handler http.Handler // the server's handler, for requests no client would send
 	store   *store.Store
 	jobs    *jobs.Queue
 	tenantA sluice.Tenant
@@ -62,7 +63,8 @@ func setup(t *testing.T) *testBundle {
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs})
-	b.srv = httptest.NewServer(api.Handler())
+	b.handler = api.Handler()
+	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(func() { b.srv.Close(); api.Close() })
 	return b
 }
