@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
@@ -14,6 +16,8 @@ type pageError struct {
 	status int
 	title  string
 	detail string
+	// retryAfter, in seconds, is sent as the Retry-After header when set.
+	retryAfter int
 }
 
 // Error implements error.
@@ -32,6 +36,13 @@ func errBadRequest(detail string) *pageError {
 	return &pageError{status: http.StatusBadRequest, title: "Bad request", detail: detail}
 }
 
+// errUnavailable is the page of a request made while the database cannot
+// be reached.
+func errUnavailable() *pageError {
+	return &pageError{status: http.StatusServiceUnavailable, title: "Temporarily unavailable",
+		detail: "Sluice cannot reach its database right now. Try again in a moment.", retryAfter: 1}
+}
+
 // pageErrorFor is the one table from errors to error pages; nil means an
 // internal error.
 func pageErrorFor(err error) *pageError {
@@ -41,6 +52,8 @@ func pageErrorFor(err error) *pageError {
 		return pe
 	case errors.Is(err, sluice.ErrNotFound):
 		return errNotFound()
+	case store.Unavailable(err):
+		return errUnavailable()
 	default:
 		return nil
 	}
@@ -58,13 +71,19 @@ func (d *Dashboard) handle(h func(http.ResponseWriter, *http.Request) error) htt
 
 func (d *Dashboard) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	pe := pageErrorFor(err)
-	if pe == nil {
+	switch {
+	case pe == nil:
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 			return // the browser went away
 		}
 		d.logger.ErrorContext(r.Context(), "dashboard request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		pe = &pageError{status: http.StatusInternalServerError, title: "Something went wrong",
 			detail: "The server failed to show this page; the error has been logged."}
+	case pe.status == http.StatusServiceUnavailable:
+		d.logger.WarnContext(r.Context(), "dashboard: database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if pe.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(pe.retryAfter))
 	}
 	v := web.ErrorView{Status: pe.status, Title: pe.title, Detail: pe.detail}
 	if rerr := d.render(w, r, pe.status, web.ErrorPage(chrome(r, ""), v)); rerr != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
@@ -133,25 +134,40 @@ func chrome(r *http.Request, section string) web.Chrome {
 	return web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section}
 }
 
+// errNoSession is a request without a valid session: no cookie, a bad or
+// expired one, or one of a tenant that no longer exists.
+var errNoSession = errors.New("not signed in")
+
 // sessionFrom reads and verifies the request's session cookie and loads its
-// tenant; a tenant that no longer exists ends the session.
+// tenant; a tenant that no longer exists ends the session. Any failure,
+// the database's included, counts as signed out.
 func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
+	s, err := d.loadSession(r)
+	if err != nil && !errors.Is(err, errNoSession) && !store.Unavailable(err) {
+		d.logger.ErrorContext(r.Context(), "dashboard session: load tenant", "err", err)
+	}
+	return s, err == nil
+}
+
+// loadSession is sessionFrom telling errNoSession apart from a failure to
+// load the tenant.
+func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	ck, err := r.Cookie(SessionCookie)
 	if err != nil {
-		return session{}, false
+		return session{}, errNoSession
 	}
 	id, err := d.sessions.decode(ck.Value, time.Now())
 	if err != nil {
-		return session{}, false
+		return session{}, errNoSession
 	}
 	tenant, err := d.store.GetTenant(r.Context(), id)
-	if err != nil {
-		if !errors.Is(err, sluice.ErrNotFound) {
-			d.logger.ErrorContext(r.Context(), "dashboard session: load tenant", "err", err)
-		}
-		return session{}, false
+	switch {
+	case errors.Is(err, sluice.ErrNotFound):
+		return session{}, errNoSession
+	case err != nil:
+		return session{}, err
 	}
-	return session{tenant: tenant, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, true
+	return session{tenant: tenant, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
 }
 
 // requireSession lets only signed-in requests through. A page asked for
@@ -159,9 +175,13 @@ func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 // is refused.
 func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := d.sessionFrom(r)
-		if ok {
+		s, err := d.loadSession(r)
+		switch {
+		case err == nil:
 			next.ServeHTTP(w, r.WithContext(withSession(r.Context(), s)))
+			return
+		case !errors.Is(err, errNoSession):
+			d.writeError(w, r, err) // the database, most likely: not a reason to sign out
 			return
 		}
 		if _, err := r.Cookie(SessionCookie); err == nil {

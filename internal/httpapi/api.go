@@ -117,7 +117,8 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := a.store.Ping(r.Context()); err != nil {
-		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable, Detail: "database unreachable"})
+		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
+			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // Problem types: stable URIs clients may switch on.
@@ -31,6 +33,8 @@ type Problem struct {
 	Status int                 `json:"status"`
 	Detail string              `json:"detail,omitempty"`
 	Errors []sluice.FieldError `json:"errors,omitempty"`
+	// RetryAfter, in seconds, is sent as the Retry-After header when set.
+	RetryAfter int `json:"-"`
 }
 
 // Error implements error.
@@ -38,6 +42,15 @@ func (p *Problem) Error() string { return p.Title + ": " + p.Detail }
 
 func badRequest(detail string) *Problem {
 	return &Problem{Type: typeBadRequest, Title: "Bad request", Status: http.StatusBadRequest, Detail: detail}
+}
+
+// unavailableRetryAfter is the Retry-After, in seconds, of an answer made
+// while the database cannot be reached.
+const unavailableRetryAfter = 1
+
+func unavailableProblem() *Problem {
+	return &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
+		Detail: "the database cannot be reached right now; retry shortly", RetryAfter: unavailableRetryAfter}
 }
 
 func notFoundProblem(detail string) *Problem {
@@ -60,6 +73,8 @@ func problemFor(err error) *Problem {
 		return notFoundProblem("no such object")
 	case errors.Is(err, sluice.ErrConflict):
 		return &Problem{Type: typeConflict, Title: "Conflict", Status: http.StatusConflict, Detail: err.Error()}
+	case store.Unavailable(err):
+		return unavailableProblem()
 	default:
 		return nil
 	}
@@ -77,16 +92,22 @@ func (a *API) handle(h func(http.ResponseWriter, *http.Request) error) http.Hand
 
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
-	if p == nil {
+	switch {
+	case p == nil:
 		a.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		p = &Problem{Type: typeInternal, Title: "Internal error", Status: http.StatusInternalServerError,
 			Detail: "the server failed to handle the request; it has been logged"}
+	case p.Status == http.StatusServiceUnavailable:
+		a.logger.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
 	writeProblem(w, p)
 }
 
 func writeProblem(w http.ResponseWriter, p *Problem) {
 	w.Header().Set("Content-Type", "application/problem+json")
+	if p.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(p.RetryAfter))
+	}
 	w.WriteHeader(p.Status)
 	_ = json.NewEncoder(w).Encode(p)
 }

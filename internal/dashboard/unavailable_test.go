@@ -1,0 +1,66 @@
+package dashboard_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// unreachableStore is a store on a pool whose server does not exist: a
+// local port nothing listens on.
+func unreachableStore(t *testing.T) *store.Store {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	pool, err := pgxpool.New(context.Background(), "postgres://sluice@"+addr+"/sluice?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
+	require.NoError(t, err)
+	return store.New(pool, box)
+}
+
+// TestDatabaseUnavailable checks that the dashboard answers 503 with
+// Retry-After, not 500 and not a sign-out, while its database cannot be
+// reached: for a signed-in page and for signing in.
+func TestDatabaseUnavailable(t *testing.T) {
+	b := setup(t)
+	br := b.browser()
+	br.login(b.keyA)
+	cookie := br.sessionCookie()
+	down := httptest.NewServer(dashboard.New(unreachableStore(t), dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
+	t.Cleanup(down.Close)
+
+	page, err := http.NewRequest(http.MethodGet, down.URL+"/events", nil)
+	require.NoError(t, err)
+	page.AddCookie(&http.Cookie{Name: dashboard.SessionCookie, Value: cookie})
+	login, err := http.NewRequest(http.MethodPost, down.URL+"/login", strings.NewReader(url.Values{"api_key": {b.keyA}}.Encode()))
+	require.NoError(t, err)
+	login.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+
+	for _, req := range []*http.Request{page, login} {
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s %s: %s", req.Method, req.URL.Path, body)
+		require.Equal(t, "1", res.Header.Get("Retry-After"))
+		require.Contains(t, string(body), "cannot reach its database")
+		require.Empty(t, res.Cookies(), "the session is kept")
+	}
+}

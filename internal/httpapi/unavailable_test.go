@@ -1,0 +1,81 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/apikey"
+	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// unreachableStore is a store on a pool whose server does not exist: a
+// local port nothing listens on.
+func unreachableStore(t *testing.T) *store.Store {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	pool, err := pgxpool.New(context.Background(), "postgres://sluice@"+addr+"/sluice?sslmode=disable&connect_timeout=2")
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
+	require.NoError(t, err)
+	return store.New(pool, box)
+}
+
+// TestDatabaseUnavailable checks that requests made while the database
+// cannot be reached answer 503 with Retry-After, logged as a warning, not
+// 500: when the key must be looked up, and when it is cached and the event
+// itself cannot be stored (batched, or alone with an Idempotency-Key).
+func TestDatabaseUnavailable(t *testing.T) {
+	t.Parallel()
+	var logs bytes.Buffer
+	api := New(unreachableStore(t), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	t.Cleanup(api.Close)
+	cached := apikey.New()
+	api.keys.put(cached, sluice.Tenant{ID: uuid.New(), Name: "cached"})
+	h := api.Handler()
+
+	cases := []struct{ name, key, idempotencyKey, path string }{
+		{"key lookup", apikey.New(), "", "/v1/events"},
+		{"batched event", cached, "", "/v1/events"},
+		{"event with Idempotency-Key", cached, "k-1", "/v1/events"},
+		{"batch", cached, "", "/v1/events/batch"},
+	}
+	for _, tc := range cases {
+		body := `{"type":"order.created","payload":{"id":1}}`
+		if tc.path == "/v1/events/batch" {
+			body = `{"events":[` + body + `]}`
+		}
+		req := httptest.NewRequest(http.MethodPost, tc.path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+tc.key)
+		req.Header.Set("Content-Type", "application/json")
+		if tc.idempotencyKey != "" {
+			req.Header.Set("Idempotency-Key", tc.idempotencyKey)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		res := rec.Result()
+		got, _ := io.ReadAll(res.Body)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "%s: %s", tc.name, got)
+		require.Equal(t, "1", res.Header.Get("Retry-After"), tc.name)
+		require.Equal(t, "application/problem+json", res.Header.Get("Content-Type"), tc.name)
+		require.Contains(t, string(got), typeUnavailable, tc.name)
+	}
+	require.Contains(t, logs.String(), "level=WARN")
+	require.NotContains(t, logs.String(), "level=ERROR")
+}
