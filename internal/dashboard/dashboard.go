@@ -67,7 +67,7 @@ func New(st *store.Store, cfg Config) *Dashboard {
 // dashboard's 404 page (sub-routers with their own, like /v1, keep theirs).
 func (d *Dashboard) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
-		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin)
+		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin, d.checkText)
 		r.Handle(web.StaticPrefix+"*", staticHandler(web.Static()))
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
