@@ -1,0 +1,343 @@
+package faults
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Workers is how many `sluice serve --worker` processes run.
+const Workers = 2
+
+// MaxInFlight is every endpoint's max_in_flight.
+const MaxInFlight = 10
+
+// Settings are the delivery settings of every sluice process: short, so
+// that runs are fast.
+var Settings = []string{
+	"SLUICE_DELIVERY_TIMEOUT=2s",
+	"SLUICE_RETRY_SCHEDULE=100ms,200ms,500ms,1s,1s,1s,2s",
+	"SLUICE_ALLOW_PRIVATE_TARGETS=true",
+}
+
+// Env is one scenario's world: a fresh database on the suite's cluster,
+// one API process, Workers worker processes, the receiver, and the faults
+// injected so far.
+type Env struct {
+	Dir      string // the scenario's logs
+	Cluster  *Cluster
+	API      *Proc
+	Workers  []*Proc
+	Receiver *Receiver
+	BaseURL  string
+	Keys     []string // API keys: [0] the main tenant, [1] a second one if asked for
+	DB       *pgxpool.Pool
+	Healthy  []string // healthy endpoint names at the receiver
+	URLs     map[string]string
+	Logf     func(format string, args ...any)
+	warmUpID string
+
+	mu     sync.Mutex
+	faults []Fault
+	maxRSS int64
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// envConfig is what a scenario needs from its Env.
+type envConfig struct {
+	name    string
+	healthy int
+	bad     []Mode
+	tenants int
+}
+
+// newEnv sets up a scenario. On error, the caller still calls close.
+func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
+	e.Dir = filepath.Join(s.dir, cfg.name)
+	e.Cluster, e.Logf, e.stop = s.cluster, s.logf, make(chan struct{})
+	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
+		return err
+	}
+	db := "faults_" + strings.ReplaceAll(cfg.name, "-", "_")
+	if err := s.cluster.CreateDatabase(ctx, db); err != nil {
+		return err
+	}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	e.BaseURL = "http://" + addr
+	env := append(cleanEnv(), append([]string{
+		"DATABASE_URL=" + s.cluster.URL(db),
+		"SLUICE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
+		"SLUICE_ADDR=" + addr,
+	}, Settings...)...)
+	if _, err := runOnce(ctx, env, s.bin, "migrate"); err != nil {
+		return err
+	}
+	for i := range cfg.tenants {
+		out, err := runOnce(ctx, env, s.bin, "tenant", "create", "--name", fmt.Sprintf("faults-%d", i), "--alert-email", "faults@example.com")
+		if err != nil {
+			return err
+		}
+		var t struct {
+			APIKey string `json:"api_key"`
+		}
+		if err := json.Unmarshal(out, &t); err != nil || t.APIKey == "" {
+			return fmt.Errorf("tenant create printed %q", out)
+		}
+		e.Keys = append(e.Keys, t.APIKey)
+	}
+	if e.DB, err = pgxpool.New(ctx, s.cluster.URL(db)); err != nil {
+		return err
+	}
+
+	modes := map[string]Mode{}
+	for i := range cfg.healthy {
+		name := fmt.Sprintf("ok%d", i)
+		modes[name] = ModeOK
+		e.Healthy = append(e.Healthy, name)
+	}
+	for _, m := range cfg.bad {
+		modes[string(m)] = m
+	}
+	if e.Receiver, err = StartReceiver(filepath.Join(e.Dir, "receiver.log"), modes); err != nil {
+		return err
+	}
+
+	e.API = NewProc("api", s.bin, filepath.Join(e.Dir, "api.log"), env, "serve", "--api")
+	if err := e.API.Start(); err != nil {
+		return err
+	}
+	if err := e.waitReady(ctx, 30*time.Second); err != nil {
+		return err
+	}
+	e.URLs = map[string]string{}
+	for name := range modes {
+		e.URLs[name] = e.Receiver.URL(name)
+		if err := e.createEndpoint(ctx, e.Receiver.URL(name)); err != nil {
+			return err
+		}
+	}
+	for i := range Workers {
+		w := NewProc(fmt.Sprintf("worker%d", i+1), s.bin, filepath.Join(e.Dir, fmt.Sprintf("worker%d.log", i+1)), env, "serve", "--worker")
+		e.Workers = append(e.Workers, w)
+		if err := w.Start(); err != nil {
+			return err
+		}
+	}
+	e.wg.Go(e.watchRSS)
+	return nil
+}
+
+// close stops every process, the receiver and the database pool.
+func (e *Env) close() {
+	if e.stop != nil {
+		select {
+		case <-e.stop:
+		default:
+			close(e.stop)
+		}
+	}
+	e.wg.Wait()
+	var wg sync.WaitGroup
+	for _, p := range append([]*Proc{e.API}, e.Workers...) {
+		if p != nil {
+			wg.Go(func() { p.Stop(10 * time.Second) })
+		}
+	}
+	wg.Wait()
+	if e.Receiver != nil {
+		e.Receiver.Close()
+	}
+	if e.DB != nil {
+		e.DB.Close()
+	}
+}
+
+func (e *Env) watchRSS() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		for _, w := range e.Workers {
+			if rss := w.RSS(); rss > 0 {
+				e.mu.Lock()
+				e.maxRSS = max(e.maxRSS, rss)
+				e.mu.Unlock()
+			}
+		}
+	}
+}
+
+// Faults returns the faults injected so far.
+func (e *Env) Faults() []Fault {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]Fault(nil), e.faults...)
+}
+
+func (e *Env) record(f Fault) {
+	e.mu.Lock()
+	e.faults = append(e.faults, f)
+	e.mu.Unlock()
+	e.Logf("  %s at %s, over after %s", f.Kind, f.At.Format("15:04:05.000"), f.End.Sub(f.At).Round(time.Millisecond))
+}
+
+// KillWorker kills worker i with SIGKILL and starts it again after down.
+func (e *Env) KillWorker(ctx context.Context, i int, down time.Duration) error {
+	w := e.Workers[i]
+	at := time.Now()
+	w.Kill()
+	sleep(ctx, down)
+	err := w.Start()
+	e.record(Fault{Kind: "kill -9 " + w.Name, At: at, End: time.Now()})
+	return err
+}
+
+// KillAPI kills the API process with SIGKILL and starts it again after
+// down; it is over when /readyz answers 200.
+func (e *Env) KillAPI(ctx context.Context, down time.Duration) error {
+	at := time.Now()
+	e.API.Kill()
+	sleep(ctx, down)
+	if err := e.API.Start(); err != nil {
+		return err
+	}
+	err := e.waitReady(ctx, 30*time.Second)
+	e.record(Fault{Kind: "kill -9 api", At: at, End: time.Now()})
+	return err
+}
+
+// CrashPG stops Postgres with -m immediate and starts it after down.
+func (e *Env) CrashPG(ctx context.Context, down time.Duration) error {
+	at := time.Now()
+	if err := e.Cluster.Crash(ctx); err != nil {
+		return err
+	}
+	sleep(ctx, down)
+	err := e.Cluster.Start(context.WithoutCancel(ctx))
+	e.record(Fault{Kind: "postgres stop -m immediate", At: at, End: time.Now(), Outage: true})
+	return err
+}
+
+// PausePG stops every process of the cluster with SIGSTOP for d.
+func (e *Env) PausePG(ctx context.Context, d time.Duration) error {
+	at := time.Now()
+	pids, err := e.Cluster.Pause()
+	if err != nil {
+		return err
+	}
+	sleep(ctx, d)
+	e.Cluster.Resume(pids)
+	e.record(Fault{Kind: fmt.Sprintf("SIGSTOP postgres (%d processes)", len(pids)), At: at, End: time.Now(), Outage: true})
+	return nil
+}
+
+func (e *Env) maxWorkerRSS() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.maxRSS
+}
+
+func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for time.Now().Before(deadline) {
+		if resp, err := client.Get(e.BaseURL + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if sleep(ctx, 100*time.Millisecond) != nil {
+			return ctx.Err()
+		}
+	}
+	return fmt.Errorf("api not ready after %s (log: %s)", limit, e.API.LogPath)
+}
+
+// createEndpoint registers url for the main tenant and subscribes it to *.
+func (e *Env) createEndpoint(ctx context.Context, url string) error {
+	var ep struct {
+		ID string `json:"id"`
+	}
+	if err := e.call(ctx, "/v1/endpoints", map[string]any{"url": url, "max_in_flight": MaxInFlight}, &ep); err != nil {
+		return err
+	}
+	return e.call(ctx, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": []string{"*"}}, nil)
+}
+
+func (e *Env) call(ctx context.Context, path string, body, out any) error {
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.BaseURL+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+e.Keys[0])
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated {
+		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, msg)
+	}
+	if out != nil {
+		return json.Unmarshal(msg, out)
+	}
+	return nil
+}
+
+// sleep waits d or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// cleanEnv is this process's environment without DATABASE_URL and
+// SLUICE_*, so only the suite's settings reach sluice.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "SLUICE_") && !strings.HasPrefix(kv, "DATABASE_URL=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}

@@ -1,0 +1,216 @@
+package faults
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Scenario is one fault run: a burst of single-event posts (Events at Rate
+// per second from Clients senders) to Healthy endpoints (and Bad ones),
+// with Inject injecting faults meanwhile.
+type Scenario struct {
+	Name, Title string
+	Events      int
+	Rate        float64
+	Clients     int
+	Healthy     int
+	Bad         []Mode
+	// Poison, when set, is how many bad requests a second tenant posts
+	// beside the main (victim) tenant's load.
+	Poison int
+	// Inject runs beside the load; burst is the load's planned duration.
+	Inject func(ctx context.Context, e *Env, burst time.Duration) error
+	Bounds Bounds
+}
+
+// Bounds are what a scenario must meet.
+type Bounds struct {
+	// Stall is the longest an endpoint with deliveries outstanding may go
+	// without a delivery, Postgres outages not counted.
+	Stall time.Duration
+	// PGBack, when set: after Postgres is back, the first delivery within
+	// PGBack and every endpoint with deliveries outstanding served within
+	// PGServeAll.
+	PGBack, PGServeAll time.Duration
+	// ConnErrors allows posts without an answer (the API is killed).
+	ConnErrors bool
+}
+
+// Scenario sizes: full (make faults) and short (-short, make test).
+type size struct {
+	events  int
+	rate    float64
+	kills   int
+	crashes int
+	pause   time.Duration
+}
+
+// Scenarios returns every scenario, full size or scaled down.
+func Scenarios(short bool) []Scenario {
+	// Rates stay below what two workers deliver to 4 endpoints while the
+	// API ingests single posts on a 2-core box (about 1,000 deliveries/s),
+	// so that settle times measure recovery rather than a backlog.
+	big := size{events: 10000, rate: 250, kills: 5, crashes: 3, pause: 5 * time.Second}
+	mid := size{events: 5000, rate: 200, crashes: 3, pause: 5 * time.Second}
+	if short {
+		big = size{events: 1500, rate: 150, kills: 1, crashes: 1, pause: 3 * time.Second}
+		mid = size{events: 1500, rate: 150, crashes: 1, pause: 3 * time.Second}
+	}
+	stall := Bounds{Stall: 10 * time.Second}
+	pg := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second}
+	return []Scenario{
+		{
+			Name: "workerkill", Title: fmt.Sprintf("kill -9 a worker %d times during a %d-event burst", big.kills, big.events),
+			Events: big.events, Rate: big.rate, Clients: 12, Healthy: 4, Bounds: stall,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				step := burst * 8 / 10 / time.Duration(big.kills)
+				for k := range big.kills {
+					if err := until(ctx, start, burst/10+time.Duration(k)*step); err != nil {
+						return err
+					}
+					if err := e.KillWorker(ctx, k%Workers, time.Second); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
+			Name: "apikill", Title: fmt.Sprintf("kill -9 the API mid-burst (%d events)", big.events),
+			Events: big.events, Rate: big.rate, Clients: 12, Healthy: 4,
+			Bounds: Bounds{Stall: 10 * time.Second, ConnErrors: true},
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				if err := until(ctx, start, burst*4/10); err != nil {
+					return err
+				}
+				return e.KillAPI(ctx, time.Second)
+			},
+		},
+		{
+			Name: "pgcrash", Title: fmt.Sprintf("postgres stop -m immediate + start, %d times during a %d-event burst", mid.crashes, mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				step := burst * 7 / 10 / time.Duration(mid.crashes)
+				for k := range mid.crashes {
+					if err := until(ctx, start, burst/5+time.Duration(k)*step); err != nil {
+						return err
+					}
+					if err := e.CrashPG(ctx, time.Second); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
+			Name: "pgcrash4", Title: fmt.Sprintf("postgres stop -m immediate 4 times in a row (0.5s up between) during a %d-event burst", mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				if err := until(ctx, start, burst*3/10); err != nil {
+					return err
+				}
+				for range 4 {
+					if err := e.CrashPG(ctx, 500*time.Millisecond); err != nil {
+						return err
+					}
+					if err := sleep(ctx, 500*time.Millisecond); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
+			Name: "pgpause", Title: fmt.Sprintf("SIGSTOP every postgres process for %s, then SIGCONT, during a %d-event burst", mid.pause, mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				if err := until(ctx, start, burst*3/10); err != nil {
+					return err
+				}
+				return e.PausePG(ctx, mid.pause)
+			},
+		},
+		{
+			Name: "badreceivers", Title: fmt.Sprintf("endpoints that hang, reset, stream 50 MB beside 4 healthy ones (%d events)", mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bad: []Mode{ModeHang, ModeReset, ModeStream},
+			Bounds: Bounds{Stall: 5 * time.Second},
+		},
+		{
+			Name: "poison", Title: fmt.Sprintf("a tenant posting invalid UTF-8 and NULs beside a victim tenant (%d events)", mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Poison: mid.events / 5,
+			Bounds: Bounds{Stall: 5 * time.Second},
+		},
+	}
+}
+
+// until waits until offset after start (the load starts with Inject).
+func until(ctx context.Context, start time.Time, offset time.Duration) error {
+	return sleep(ctx, time.Until(start.Add(offset)))
+}
+
+// Select returns the scenarios whose names are in the comma-separated
+// list run ("" or "all": every one).
+func Select(all []Scenario, run string) ([]Scenario, error) {
+	if run == "" || run == "all" {
+		return all, nil
+	}
+	var out []Scenario
+	for _, name := range strings.Split(run, ",") {
+		found := false
+		for _, sc := range all {
+			if sc.Name == strings.TrimSpace(name) {
+				out, found = append(out, sc), true
+			}
+		}
+		if !found {
+			var names []string
+			for _, sc := range all {
+				names = append(names, sc.Name)
+			}
+			return nil, fmt.Errorf("no scenario %q (have: %s)", name, strings.Join(names, ", "))
+		}
+	}
+	return out, nil
+}
+
+// poisonKinds names poisonRequest's requests by seq % len(poisonKinds).
+var poisonKinds = []string{
+	"payload invalid UTF-8 byte", "payload \\ud800", "payload \\u0000", "coalesce_key \\u0000",
+	"Idempotency-Key NUL byte", "Idempotency-Key invalid UTF-8", "type invalid UTF-8", "batch with a \\u0000 coalesce_key",
+}
+
+// poisonRequest is the poisoning tenant's request seq: each one carries
+// text Sluice must refuse with a 4xx (invalid UTF-8 or a NUL, in the
+// payload, the type, the coalesce_key or the Idempotency-Key header), sent
+// by hand so that nothing on the way cleans it up.
+func poisonRequest(seq int) ([]byte, map[string]string, bool) {
+	good := func(extra string) []byte {
+		return fmt.Appendf(nil, `{"type":"faults.poison","payload":{"seq":%d}%s}`, seq, extra)
+	}
+	switch seq % len(poisonKinds) {
+	case 0: // a raw invalid UTF-8 byte in a payload string
+		return fmt.Appendf(nil, `{"type":"faults.poison","payload":{"seq":%d,"s":"bad \xff\xfe byte"}}`, seq), nil, true
+	case 1: // an escaped lone surrogate in the payload
+		return fmt.Appendf(nil, `{"type":"faults.poison","payload":{"seq":%d,"s":"\ud800"}}`, seq), nil, true
+	case 2: // an escaped NUL in the payload
+		return fmt.Appendf(nil, `{"type":"faults.poison","payload":{"seq":%d,"s":"a\u0000b"}}`, seq), nil, true
+	case 3: // an escaped NUL in coalesce_key
+		return good(`,"coalesce_key":"k\u0000ey"`), nil, true
+	case 4: // a NUL byte in the Idempotency-Key header
+		return good(""), map[string]string{"Idempotency-Key": fmt.Sprintf("key-%d-\x00-nul", seq)}, true
+	case 5: // invalid UTF-8 in the Idempotency-Key header
+		return good(""), map[string]string{"Idempotency-Key": fmt.Sprintf("key-%d-\xff\xfe", seq)}, true
+	case 6: // invalid UTF-8 in the type
+		return fmt.Appendf(nil, `{"type":"faults.\xff","payload":{"seq":%d}}`, seq), nil, true
+	default: // a batch: one good event, one with a NUL in coalesce_key
+		return fmt.Appendf(nil, `{"events":[{"type":"faults.poison","payload":{"seq":%d}},{"type":"faults.poison","payload":{"seq":%d},"coalesce_key":"\u0000"}]}`, seq, seq),
+			map[string]string{"path": "/v1/events/batch"}, true
+	}
+}
