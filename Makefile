@@ -17,7 +17,7 @@ TESTFLAGS ?=
 BENCHFLAGS ?=
 GOTEST    = $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
 
-.PHONY: help run test bench generate vet build db-stop db-status clean distclean
+.PHONY: help run test bench faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -33,6 +33,9 @@ test: ## go vet + every test against a private throwaway Postgres
 
 bench: ## load benchmark (cmd/sluice-bench) against a throwaway Postgres
 	if [ -n "$$DATABASE_URL" ]; then $(GO) run ./cmd/sluice-bench $(BENCHFLAGS); else bash scripts/withpg.sh $(GO) run ./cmd/sluice-bench $(BENCHFLAGS); fi
+
+faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
+	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)
 
 generate: ## regenerate sqlc, oapi-codegen (and templ, when it is a go tool) code
 	$(GO) tool sqlc generate
