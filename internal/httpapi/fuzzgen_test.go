@@ -1,0 +1,263 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/url"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// fuzzGen makes hostile inputs from one seeded source, so a run can be
+// repeated exactly.
+type fuzzGen struct {
+	r   *rand.Rand
+	ids []string // real ids of objects, of both tenants
+}
+
+func (g *fuzzGen) chance(percent int) bool { return g.r.IntN(100) < percent }
+
+func pick[T any](g *fuzzGen, xs ...T) T { return xs[g.r.IntN(len(xs))] }
+
+// text is a string worth trying anywhere text goes.
+func (g *fuzzGen) text() string {
+	switch g.r.IntN(14) {
+	case 0:
+		return string(g.bytes(1 + g.r.IntN(40)))
+	case 1:
+		return "a\x00b"
+	case 2:
+		return "\xff\xfe"
+	case 3:
+		return "\xc3\x28 truncated \xe2\x82"
+	case 4:
+		return strings.Repeat("x", 300+g.r.IntN(5000))
+	case 5:
+		return strings.Repeat("9", 100)
+	case 6:
+		return pick(g, "1e999999", "-1", "0", "null", "true", "[]", "{}", "NaN")
+	case 7:
+		return g.id()
+	case 8:
+		return pick(g, "", " ", "order.created", "video.*", "*", "dead", "pending", "failed", "delivered")
+	case 9:
+		return pick(g, "' OR 1=1 --", "../../etc/passwd", "%00", "%ff", "<script>x</script>", "\\u0000")
+	case 10:
+		return pick(g, "💥🦀", "e\u0301", "\u202e", "\ufeff", "\U0010ffff")
+	case 11:
+		return pick(g, "2026-01-02T15:04:05Z", "0000-01-01T00:00:00Z", "9999-12-31T23:59:59.999999999+14:00", "yesterday")
+	case 12:
+		return "k-" + fmt.Sprint(g.r.IntN(50))
+	default:
+		return "https://example.com/" + pick(g, "hook", "\x00", "\xff", "a b", "#frag")
+	}
+}
+
+func (g *fuzzGen) bytes(n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(g.r.UintN(256))
+	}
+	return b
+}
+
+// id is a real id, a random one, or garbage.
+func (g *fuzzGen) id() string {
+	switch g.r.IntN(10) {
+	case 0, 1:
+		return uuid.NewString()
+	case 2:
+		return pick(g, "nope", "00000000-0000-0000-0000-000000000000", "\xff", "a\x00", "1", strings.Repeat("f", 100))
+	default:
+		return pick(g, g.ids...)
+	}
+}
+
+// jsonText writes s as a JSON string byte for byte: invalid UTF-8 stays
+// invalid (json.Marshal would replace it), and sometimes escapes that no
+// database can store are added.
+func (g *fuzzGen) jsonText(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20:
+			fmt.Fprintf(&b, `\u%04x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if g.chance(10) {
+		b.WriteString(pick(g, `\u0000`, `\ud800`, `\udfff`, `\ud83d\ude00`, `\ud800\u0041`))
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// number is a JSON number, sometimes one no machine type holds.
+func (g *fuzzGen) number() string {
+	return pick(g, "0", "-1", "1", "5", "1.5", "-0", "1e999999", "-1e999999", strings.Repeat("9", 100), "1E400", "100000000000000000000")
+}
+
+// value is a JSON value nested at most depth deep.
+func (g *fuzzGen) value(depth int) string {
+	switch n := g.r.IntN(7); {
+	case n == 0 || depth <= 0 && n >= 4:
+		return g.jsonText(g.text())
+	case n == 1:
+		return g.number()
+	case n == 2:
+		return pick(g, "true", "false", "null")
+	case n == 3:
+		return g.nested(1 + g.r.IntN(10001))
+	case n == 4:
+		return "[" + g.values(depth-1) + "]"
+	default:
+		return g.object(depth - 1)
+	}
+}
+
+func (g *fuzzGen) values(depth int) string {
+	parts := make([]string, g.r.IntN(4))
+	for i := range parts {
+		parts[i] = g.value(depth)
+	}
+	return strings.Join(parts, ",")
+}
+
+func (g *fuzzGen) object(depth int) string {
+	parts := make([]string, g.r.IntN(4))
+	for i := range parts {
+		parts[i] = g.jsonText(g.text()) + ":" + g.value(depth)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// nested is arrays nested n deep; over 10,000 no JSON decoder here takes.
+func (g *fuzzGen) nested(n int) string {
+	return strings.Repeat("[", n) + strings.Repeat("]", n)
+}
+
+// fields makes a JSON object of some of the named fields (plus, rarely,
+// an unknown one), each value made by its generator.
+func (g *fuzzGen) fields(gens map[string]func() string) string {
+	var parts []string
+	for _, name := range []string{"type", "payload", "coalesce_key", "url", "description", "rate_limit", "max_in_flight", "headers", "disabled", "endpoint_id", "event_types", "status", "since", "until", "events"} {
+		if f, ok := gens[name]; ok && g.chance(85) {
+			parts = append(parts, `"`+name+`":`+f())
+		}
+	}
+	if g.chance(5) {
+		parts = append(parts, g.jsonText(g.text())+":"+g.value(1))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+func (g *fuzzGen) event() string {
+	return g.fields(map[string]func() string{
+		"type": func() string {
+			return g.jsonText(pick(g, "order.created", "user.x", g.text()))
+		},
+		"payload": func() string {
+			if g.chance(70) {
+				return g.object(3)
+			}
+			return g.value(2)
+		},
+		"coalesce_key": func() string { return g.jsonText(g.text()) },
+	})
+}
+
+// body is a request body: usually one shaped for a route, or anything.
+func (g *fuzzGen) body() []byte {
+	switch g.r.IntN(16) {
+	case 0, 1, 2:
+		return []byte(g.event())
+	case 3:
+		evs := make([]string, 1+g.r.IntN(5))
+		for i := range evs {
+			evs[i] = g.event()
+		}
+		return []byte(`{"events":[` + strings.Join(evs, ",") + `]}`)
+	case 4, 5:
+		return []byte(g.fields(map[string]func() string{
+			"url":           func() string { return g.jsonText(pick(g, "https://example.com/hook", "http://127.0.0.1:9/x", g.text())) },
+			"description":   func() string { return g.jsonText(g.text()) },
+			"rate_limit":    func() string { return pick(g, "null", `{"per_second":`+g.number()+`}`, `{"per_minute":`+g.number()+`,"burst":`+g.number()+`}`, g.value(1)) },
+			"max_in_flight": g.number,
+			"headers":       func() string { return "{" + g.jsonText(g.text()) + ":" + g.jsonText(g.text()) + "}" },
+			"disabled":      func() string { return pick(g, "true", "false", g.value(0)) },
+		}))
+	case 6:
+		return []byte(g.fields(map[string]func() string{
+			"endpoint_id": func() string { return g.jsonText(g.id()) },
+			"event_types": func() string { return "[" + g.jsonText(g.text()) + "," + g.jsonText("order.*") + "]" },
+		}))
+	case 7:
+		return []byte(g.fields(map[string]func() string{
+			"status": func() string { return g.jsonText(g.text()) },
+			"since":  func() string { return g.jsonText(g.text()) },
+			"until":  func() string { return g.jsonText(g.text()) },
+		}))
+	case 8:
+		return g.bytes(g.r.IntN(200))
+	case 9:
+		return []byte(g.nested(10000 + g.r.IntN(2)))
+	case 10:
+		return []byte(`{"type":"a","payload":{"a":` + g.nested(9990) + `}}`)
+	case 11:
+		return []byte(pick(g, "", "null", "1e999999", strings.Repeat("9", 100), `{"type":"a","payload":{}}{}`, "{\"type\":\"a\xff\",\"payload\":{}}"))
+	default:
+		return []byte(g.value(3))
+	}
+}
+
+// query is a query string of list parameters with hostile values.
+func (g *fuzzGen) query() string {
+	if g.chance(5) {
+		return pick(g, "%zz", "a=%", "limit=1&limit=2", "=x", "%ff=1", "a%00=1", ";")
+	}
+	q := url.Values{}
+	for range g.r.IntN(4) {
+		name := pick(g, "limit", "cursor", "type", "status", "endpoint_id", "event_id", "queued", "replayed", "next", g.text())
+		var v string
+		switch name {
+		case "limit":
+			v = pick(g, "0", "-1", "1", "500", "501", "1e999999", strings.Repeat("9", 100), "abc", g.text())
+		case "cursor":
+			v = pick(g, "!!!", "AAAA", "AAAAAAAAAAAAAAAAAAAAAA", g.id(), g.text(), string(g.bytes(22)))
+		default:
+			v = g.text()
+		}
+		q.Add(name, v)
+	}
+	return q.Encode()
+}
+
+// form is a dashboard form body: usually with the session's CSRF token.
+func (g *fuzzGen) form(csrf string) []byte {
+	if g.chance(5) {
+		return g.bytes(g.r.IntN(100))
+	}
+	f := url.Values{}
+	if g.chance(85) {
+		f.Set("csrf_token", csrf)
+	}
+	for range g.r.IntN(4) {
+		f.Set(pick(g, "status", "since", "until", "from", "api_key", "next", g.text()), g.text())
+	}
+	return []byte(f.Encode())
+}
+
+// contentType is usually right for the body.
+func (g *fuzzGen) contentType(right string) string {
+	if g.chance(80) {
+		return right
+	}
+	return pick(g, "", "text/plain", "application/json; charset=latin1", "multipart/form-data; boundary=x",
+		"application/x-www-form-urlencoded", "application/json", "\xff/\x00")
+}
