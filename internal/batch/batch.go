@@ -1,0 +1,199 @@
+// Package batch commits concurrent requests in groups (group commit)
+// without letting one bad request fail the others (failure isolation).
+//
+// Each caller submits one request and waits for its answer. A few commit
+// loops each take whatever requests are already waiting, up to a bound,
+// and commit them with one call: under load many requests share one
+// transaction, so the database's per-commit cost is paid per group rather
+// than per request. A loop never waits for more requests to arrive, so at
+// low load a group is one request and batching adds no latency.
+//
+// Sharing a commit means sharing its failure. When a group's commit fails
+// with an error that Config.Isolate says may be one request's fault (a row
+// the database rejects), the group is split in halves and each half is
+// committed on its own, recursively, until the request at fault fails
+// alone with its own error and every other request commits. An error about
+// the database rather than the data (it is down, the context ended) fails
+// the whole group at once: splitting would only multiply the load of an
+// outage.
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// ErrClosed is returned for requests submitted after Close.
+var ErrClosed = errors.New("batch: closed")
+
+// Config tunes a Batcher. Zero fields take their defaults.
+type Config struct {
+	// Committers is how many groups may commit at once (default 4).
+	Committers int
+	// MaxBatch bounds the requests in one group (default 200).
+	MaxBatch int
+	// Isolate reports whether a failed commit's error may be the fault of
+	// one request in the group, so that splitting the group can find it.
+	// Nil never splits.
+	Isolate func(error) bool
+}
+
+// withDefaults returns c with its zero (or nonsensical) fields set.
+func (c Config) withDefaults() Config {
+	if c.Committers <= 0 {
+		c.Committers = 4
+	}
+	if c.MaxBatch <= 0 {
+		c.MaxBatch = 200
+	}
+	if c.Isolate == nil {
+		c.Isolate = func(error) bool { return false }
+	}
+	return c
+}
+
+// CommitFunc commits reqs together, all or nothing, and returns one result
+// per request, in the order of reqs.
+type CommitFunc[Req, Res any] func(ctx context.Context, reqs []Req) ([]Res, error)
+
+// Batcher commits submitted requests in groups. It is safe for concurrent
+// use.
+type Batcher[Req, Res any] struct {
+	cfg    Config
+	commit CommitFunc[Req, Res]
+	calls  chan call[Req, Res]
+	stop   chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+// call is one submitted request waiting for its answer.
+type call[Req, Res any] struct {
+	ctx    context.Context
+	req    Req
+	answer chan answer[Res]
+}
+
+type answer[Res any] struct {
+	res Res
+	err error
+}
+
+// New starts a Batcher that commits with commit; Close stops it.
+func New[Req, Res any](cfg Config, commit CommitFunc[Req, Res]) *Batcher[Req, Res] {
+	b := &Batcher[Req, Res]{
+		cfg:    cfg.withDefaults(),
+		commit: commit,
+		calls:  make(chan call[Req, Res]),
+		stop:   make(chan struct{}),
+	}
+	for range b.cfg.Committers {
+		b.wg.Go(b.loop)
+	}
+	return b
+}
+
+// Submit commits req, possibly with others, and returns its result. If
+// ctx ends before a commit loop takes req, req is not committed and
+// Submit returns ctx's error; once taken, the commit decides, and a commit
+// is never cut short by its callers' contexts ending.
+func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
+	c := call[Req, Res]{ctx: ctx, req: req, answer: make(chan answer[Res], 1)}
+	select {
+	case b.calls <- c:
+	case <-b.stop:
+		var zero Res
+		return zero, ErrClosed
+	case <-ctx.Done():
+		var zero Res
+		return zero, ctx.Err()
+	}
+	a := <-c.answer // always answered once taken
+	return a.res, a.err
+}
+
+// Close stops the Batcher once the groups being committed are done.
+// Requests not yet taken by then are answered with ErrClosed.
+func (b *Batcher[Req, Res]) Close() {
+	b.once.Do(func() { close(b.stop) })
+	b.wg.Wait()
+}
+
+func (b *Batcher[Req, Res]) loop() {
+	for {
+		select {
+		case first := <-b.calls:
+			group := live(b.gather(first))
+			// One client leaving must not cut short the others' commit.
+			b.settle(context.WithoutCancel(first.ctx), group)
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+// gather takes whatever else is already waiting, without waiting for more.
+func (b *Batcher[Req, Res]) gather(first call[Req, Res]) []call[Req, Res] {
+	group := []call[Req, Res]{first}
+	for len(group) < b.cfg.MaxBatch {
+		select {
+		case c := <-b.calls:
+			group = append(group, c)
+		default:
+			return group
+		}
+	}
+	return group
+}
+
+// live answers the calls whose context has ended with its error, without
+// committing them (their callers are gone), and returns the others.
+func live[Req, Res any](group []call[Req, Res]) []call[Req, Res] {
+	out := group[:0]
+	for _, c := range group {
+		if err := c.ctx.Err(); err != nil {
+			c.answer <- answer[Res]{err: err}
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// settle commits group and answers its calls. If the commit fails with an
+// isolable error, it settles each half of the group on its own instead, so
+// that the request at fault fails alone.
+func (b *Batcher[Req, Res]) settle(ctx context.Context, group []call[Req, Res]) {
+	if len(group) == 0 {
+		return
+	}
+	res, err := b.commitGroup(ctx, group)
+	if err != nil && len(group) > 1 && b.cfg.Isolate(err) {
+		half := len(group) / 2
+		b.settle(ctx, group[:half])
+		b.settle(ctx, group[half:])
+		return
+	}
+	for i, c := range group {
+		if err != nil {
+			c.answer <- answer[Res]{err: err}
+		} else {
+			c.answer <- answer[Res]{res: res[i]}
+		}
+	}
+}
+
+// commitGroup runs the commit function on the group's requests.
+func (b *Batcher[Req, Res]) commitGroup(ctx context.Context, group []call[Req, Res]) ([]Res, error) {
+	reqs := make([]Req, len(group))
+	for i, c := range group {
+		reqs[i] = c.req
+	}
+	res, err := b.commit(ctx, reqs)
+	if err == nil && len(res) != len(reqs) {
+		err = fmt.Errorf("batch: commit returned %d results for %d requests", len(res), len(reqs))
+	}
+	return res, err
+}

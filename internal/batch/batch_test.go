@@ -1,0 +1,279 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rejected is the error fakeDB returns for a negative request: one row's
+// fault, like a Postgres data exception.
+type rejected struct{ req int }
+
+func (e rejected) Error() string { return fmt.Sprintf("request %d rejected", e.req) }
+
+func isRejected(err error) bool { return errors.As(err, new(rejected)) }
+
+var errDown = errors.New("database is down")
+
+// fakeDB commits int requests all or nothing: a group holding a negative
+// request fails with rejected (naming the first one); every group fails
+// with down when it is set. A committed request's result is ten times it.
+type fakeDB struct {
+	mu        sync.Mutex
+	down      error
+	gate      chan struct{} // when set, commits wait for it to close
+	calls     int
+	committed map[int]int
+}
+
+func newFakeDB() *fakeDB { return &fakeDB{committed: map[int]int{}} }
+
+func (f *fakeDB) commit(_ context.Context, reqs []int) ([]int, error) {
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls++
+	if f.down != nil {
+		return nil, f.down
+	}
+	for _, r := range reqs {
+		if r < 0 {
+			return nil, rejected{r}
+		}
+	}
+	out := make([]int, len(reqs))
+	for i, r := range reqs {
+		f.committed[r]++
+		out[i] = r * 10
+	}
+	return out, nil
+}
+
+// group builds calls for reqs as a commit loop would have gathered them.
+func group(ctx context.Context, reqs ...int) []call[int, int] {
+	out := make([]call[int, int], len(reqs))
+	for i, r := range reqs {
+		out[i] = call[int, int]{ctx: ctx, req: r, answer: make(chan answer[int], 1)}
+	}
+	return out
+}
+
+// requireAnswers checks that every good request of g was committed once and
+// answered with its result, and every bad one failed with its own error.
+func requireAnswers(t *testing.T, db *fakeDB, g []call[int, int]) {
+	t.Helper()
+	for _, c := range g {
+		a := <-c.answer
+		if c.req < 0 {
+			require.Equal(t, rejected{c.req}, a.err, "a bad request fails alone, with its own error")
+			require.Zero(t, db.committed[c.req])
+			continue
+		}
+		require.NoError(t, a.err)
+		require.Equal(t, c.req*10, a.res)
+		require.Equal(t, 1, db.committed[c.req], "committed exactly once")
+	}
+}
+
+func TestOneBadRequestFailsAlone(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	g := group(context.Background(), 0, 1, 2, 3, 4, 5, -6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
+	b.settle(context.Background(), g)
+	requireAnswers(t, db, g)
+	require.LessOrEqual(t, db.calls, 2*bits.Len(uint(len(g)))+1, "bisection costs about 2·log2(n) commits")
+}
+
+func TestSeveralBadRequestsFailAlone(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	g := group(context.Background(), -1, 2, 3, -4, -5, 6, 7, 8, 9, 10, -11, 12, 13)
+	b.settle(context.Background(), g)
+	requireAnswers(t, db, g)
+
+	db = newFakeDB()
+	b.commit = db.commit
+	g = group(context.Background(), -1, -2, -3)
+	b.settle(context.Background(), g)
+	requireAnswers(t, db, g)
+}
+
+func TestNonIsolableErrorFailsGroupAtOnce(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	db.down = errDown
+	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	g := group(context.Background(), 1, 2, -3, 4, 5, 6, 7, 8)
+	b.settle(context.Background(), g)
+	for _, c := range g {
+		require.ErrorIs(t, (<-c.answer).err, errDown)
+	}
+	require.Equal(t, 1, db.calls, "no bisection during an outage")
+
+	db = newFakeDB()
+	b = &Batcher[int, int]{cfg: Config{}.withDefaults(), commit: db.commit}
+	g = group(context.Background(), 1, -2, 3)
+	b.settle(context.Background(), g)
+	for _, c := range g {
+		require.Equal(t, rejected{-2}, (<-c.answer).err)
+	}
+	require.Equal(t, 1, db.calls, "without Isolate nothing is split")
+}
+
+func TestCancelledRequestsAreNotCommitted(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	b := New(Config{}, db.commit)
+	defer b.Close()
+
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 20 { // whether refused at hand-off or when its group is taken
+		_, err := b.Submit(gone, i)
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	g := append(group(gone, 1), group(context.Background(), 2)...)
+	first := g[0] // live filters g in place
+	rest := live(g)
+	require.ErrorIs(t, (<-first.answer).err, context.Canceled)
+	require.Len(t, rest, 1)
+	require.Equal(t, 2, rest[0].req)
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	require.Zero(t, db.calls, "nothing of a gone caller was committed")
+}
+
+func TestCommitOutlivesCallerContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	b := New(Config{Committers: 1}, func(cctx context.Context, reqs []int) ([]int, error) {
+		close(started)
+		<-ctx.Done() // the caller leaves mid-commit
+		return reqs, cctx.Err()
+	})
+	defer b.Close()
+	go func() { <-started; cancel() }()
+	res, err := b.Submit(ctx, 7)
+	require.NoError(t, err, "once taken, the commit decides")
+	require.Equal(t, 7, res)
+}
+
+func TestCloseDrains(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	db.gate = make(chan struct{})
+	started := make(chan struct{})
+	var once sync.Once
+	b := New(Config{Committers: 2}, func(ctx context.Context, reqs []int) ([]int, error) {
+		once.Do(func() { close(started) })
+		return db.commit(ctx, reqs)
+	})
+
+	const n = 50
+	var (
+		wg             sync.WaitGroup
+		mu             sync.Mutex
+		answered, shut int
+	)
+	for i := range n {
+		wg.Go(func() {
+			_, err := b.Submit(context.Background(), i)
+			mu.Lock()
+			defer mu.Unlock()
+			if errors.Is(err, ErrClosed) {
+				shut++
+				return
+			}
+			require.NoError(t, err)
+			answered++
+		})
+	}
+	<-started
+	closed := make(chan struct{})
+	go func() { b.Close(); close(closed) }()
+	require.Never(t, func() bool {
+		select {
+		case <-closed:
+			return true
+		default:
+			return false
+		}
+	}, 50*time.Millisecond, 5*time.Millisecond, "Close waits for the commits in flight")
+	close(db.gate)
+	<-closed
+	wg.Wait()
+
+	require.Equal(t, n, answered+shut, "every Submit returned")
+	require.Equal(t, answered, len(db.committed), "answered ok exactly when committed")
+	_, err := b.Submit(context.Background(), 1)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+func TestConcurrentSubmits(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	b := New(Config{Committers: 3, MaxBatch: 32, Isolate: isRejected}, db.commit)
+	defer b.Close()
+
+	const n = 3000
+	var wg sync.WaitGroup
+	for i := range n {
+		req := i
+		if i%97 == 0 {
+			req = -i - 1
+		}
+		wg.Go(func() {
+			res, err := b.Submit(context.Background(), req)
+			if req < 0 {
+				require.Equal(t, rejected{req}, err)
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, req*10, res)
+		})
+	}
+	wg.Wait()
+
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	require.Len(t, db.committed, n-(n+96)/97)
+	for req, times := range db.committed {
+		require.Equal(t, 1, times, "request %d committed once", req)
+	}
+	t.Logf("%d requests, %d commits", n, db.calls)
+}
+
+func TestShortResultIsAnError(t *testing.T) {
+	t.Parallel()
+	b := New(Config{}, func(context.Context, []int) ([]int, error) { return nil, nil })
+	defer b.Close()
+	_, err := b.Submit(context.Background(), 1)
+	require.ErrorContains(t, err, "0 results for 1 requests")
+}
+
+// BenchmarkSubmit measures what the batcher adds per request: hand-off,
+// gathering and answering, around a commit that does nothing.
+func BenchmarkSubmit(b *testing.B) {
+	bt := New(Config{}, func(_ context.Context, reqs []int) ([]int, error) { return reqs, nil })
+	defer bt.Close()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := bt.Submit(context.Background(), 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
