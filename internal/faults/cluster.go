@@ -170,13 +170,18 @@ func (c *Cluster) Resume(pids []int) {
 }
 
 // Destroy stops the cluster (resuming it first if paused) and deletes its
-// directory.
-func (c *Cluster) Destroy() {
+// directory; its server log is copied to keepLog first, if given.
+func (c *Cluster) Destroy(keepLog string) {
 	if pids, err := c.pids(); err == nil {
 		c.Resume(pids)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	_ = exec.CommandContext(ctx, "bash", c.pgsh, "stop", c.Dir).Run()
+	if keepLog != "" {
+		if b, err := os.ReadFile(filepath.Join(c.Dir, "postgres.log")); err == nil {
+			_ = os.WriteFile(keepLog, b, 0o644)
+		}
+	}
 	_ = os.RemoveAll(c.Dir)
 }

@@ -15,14 +15,17 @@ import (
 	"time"
 )
 
-// Post is the outcome of one POST.
+// Post is the outcome of one event's POST, after any retries.
 type Post struct {
 	Seq     int
-	Sent    time.Time
-	Done    time.Time
-	Status  int    // 0 when no response came back
-	Err     string // transport error, if any
-	EventID string // from a 2xx answer
+	Sent    time.Time // the first attempt
+	Done    time.Time // the last attempt's answer
+	Status  int       // of the last attempt; 0 when no response came back
+	Err     string    // transport error of the last attempt, if any
+	EventID string    // from a 2xx answer
+	// Retried lists the outcomes (StatusKey) of the attempts before the
+	// last, which were answered 503 or 429 or not at all.
+	Retried []string
 }
 
 // StatusKey names the outcome for the status table: "202", "503", "conn".
@@ -50,6 +53,10 @@ type Load struct {
 	// client refuses to send, such as a NUL in a header value).
 	Request func(seq int) (body []byte, header map[string]string, raw bool)
 	Timeout time.Duration // per request; default 10s
+	// RetryFor, when set, makes a sender post an event again, as a client
+	// would, while it is answered 503 or 429 or not at all (Retry-After
+	// obeyed up to a second), for at most this long after the first try.
+	RetryFor time.Duration
 }
 
 // Run posts and returns every outcome, in seq order.
@@ -85,12 +92,23 @@ func (l Load) Run(ctx context.Context) []Post {
 				}
 				body, header, raw := l.Request(seq)
 				p := Post{Seq: seq, Sent: time.Now()}
-				if raw {
-					p.Status, p.Err = l.postRaw(ctx, body, header, timeout)
-				} else {
-					p.Status, p.EventID, p.Err = l.post(ctx, client, body, header)
+				for {
+					var wait time.Duration
+					if raw {
+						p.Status, p.Err = l.postRaw(ctx, body, header, timeout)
+					} else {
+						p.Status, p.EventID, wait, p.Err = l.post(ctx, client, body, header)
+					}
+					p.Done = time.Now()
+					retry := p.Status == 0 || p.Status == http.StatusServiceUnavailable || p.Status == http.StatusTooManyRequests
+					if !retry || time.Since(p.Sent) > l.RetryFor || ctx.Err() != nil {
+						break
+					}
+					p.Retried = append(p.Retried, p.StatusKey())
+					if sleep(ctx, min(max(wait, 200*time.Millisecond), time.Second)) != nil {
+						break
+					}
 				}
-				p.Done = time.Now()
 				posts[seq] = p
 			}
 		})
@@ -102,10 +120,12 @@ func (l Load) Run(ctx context.Context) []Post {
 	return posts
 }
 
-func (l Load) post(ctx context.Context, client *http.Client, body []byte, header map[string]string) (int, string, string) {
+// post sends one request and returns the status, the event id of a 2xx,
+// the Retry-After wait and any transport error.
+func (l Load) post(ctx context.Context, client *http.Client, body []byte, header map[string]string) (int, string, time.Duration, string) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.BaseURL+"/v1/events", bytes.NewReader(body))
 	if err != nil {
-		return 0, "", err.Error()
+		return 0, "", 0, err.Error()
 	}
 	req.Header.Set("Authorization", "Bearer "+l.APIKey)
 	req.Header.Set("Content-Type", "application/json")
@@ -114,9 +134,13 @@ func (l Load) post(ctx context.Context, client *http.Client, body []byte, header
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, "", err.Error()
+		return 0, "", 0, err.Error()
 	}
 	defer resp.Body.Close()
+	var wait time.Duration
+	if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		wait = time.Duration(n) * time.Second
+	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	var ev struct {
 		ID string `json:"id"`
@@ -124,7 +148,7 @@ func (l Load) post(ctx context.Context, client *http.Client, body []byte, header
 	if resp.StatusCode/100 == 2 {
 		_ = json.Unmarshal(b, &ev)
 	}
-	return resp.StatusCode, ev.ID, ""
+	return resp.StatusCode, ev.ID, wait, ""
 }
 
 // postRaw writes one HTTP/1.1 request by hand. header may hold a "path"

@@ -21,7 +21,10 @@ type Fault struct {
 // Figures are what the reconciliation of posts, receipts and faults found.
 type Figures struct {
 	Posted, Accepted int
-	Statuses         map[string]int
+	// Statuses counts every attempt's outcome, retries included; Retries
+	// counts the attempts that were retried.
+	Statuses map[string]int
+	Retries  int
 	Expected         int // accepted events × healthy endpoints
 	Delivered        int // of those, received at least once
 	Lost             int
@@ -60,6 +63,10 @@ func Reconcile(posts []Post, receipts []Receipt, healthy []string, faults []Faul
 		}
 		f.Posted++
 		f.Statuses[p.StatusKey()]++
+		for _, k := range p.Retried {
+			f.Statuses[k]++
+			f.Retries++
+		}
 		if p.Accepted() && p.EventID != "" {
 			accepted[p.EventID] = p.Sent
 			acceptedAt[p.EventID] = p.Done

@@ -68,7 +68,7 @@ func Scenarios(short bool) []Scenario {
 				start := time.Now()
 				step := burst * 8 / 10 / time.Duration(big.kills)
 				for k := range big.kills {
-					if err := until(ctx, start, burst/10+time.Duration(k)*step); err != nil {
+					if err := e.waitFault(ctx, start, burst/10+time.Duration(k)*step); err != nil {
 						return err
 					}
 					if err := e.KillWorker(ctx, k%Workers, time.Second); err != nil {
@@ -84,7 +84,7 @@ func Scenarios(short bool) []Scenario {
 			Bounds: Bounds{Stall: 10 * time.Second, ConnErrors: true},
 			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
 				start := time.Now()
-				if err := until(ctx, start, burst*4/10); err != nil {
+				if err := e.waitFault(ctx, start, burst*4/10); err != nil {
 					return err
 				}
 				return e.KillAPI(ctx, time.Second)
@@ -97,7 +97,7 @@ func Scenarios(short bool) []Scenario {
 				start := time.Now()
 				step := burst * 7 / 10 / time.Duration(mid.crashes)
 				for k := range mid.crashes {
-					if err := until(ctx, start, burst/5+time.Duration(k)*step); err != nil {
+					if err := e.waitFault(ctx, start, burst/5+time.Duration(k)*step); err != nil {
 						return err
 					}
 					if err := e.CrashPG(ctx, time.Second); err != nil {
@@ -112,7 +112,7 @@ func Scenarios(short bool) []Scenario {
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
 			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
 				start := time.Now()
-				if err := until(ctx, start, burst*3/10); err != nil {
+				if err := e.waitFault(ctx, start, burst*3/10); err != nil {
 					return err
 				}
 				for range 4 {
@@ -131,7 +131,7 @@ func Scenarios(short bool) []Scenario {
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
 			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
 				start := time.Now()
-				if err := until(ctx, start, burst*3/10); err != nil {
+				if err := e.waitFault(ctx, start, burst*3/10); err != nil {
 					return err
 				}
 				return e.PausePG(ctx, mid.pause)
@@ -150,9 +150,18 @@ func Scenarios(short bool) []Scenario {
 	}
 }
 
-// until waits until offset after start (the load starts with Inject).
-func until(ctx context.Context, start time.Time, offset time.Duration) error {
-	return sleep(ctx, time.Until(start.Add(offset)))
+// faultGap is the least time between the end of one fault and the next
+// (Postgres crash recovery can take seconds, and faults must not pile up).
+const faultGap = 4 * time.Second
+
+// waitFault waits until offset after start (the load starts with Inject),
+// and at least faultGap after the end of the last fault.
+func (e *Env) waitFault(ctx context.Context, start time.Time, offset time.Duration) error {
+	at := start.Add(offset)
+	if fs := e.Faults(); len(fs) > 0 {
+		at = maxTime(at, fs[len(fs)-1].End.Add(faultGap))
+	}
+	return sleep(ctx, time.Until(at))
 }
 
 // Select returns the scenarios whose names are in the comma-separated

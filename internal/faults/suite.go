@@ -93,7 +93,11 @@ func (s *Suite) Dir() string { return s.dir }
 // scenarios' logs when keepLogs is set.
 func (s *Suite) Close(keepLogs bool) {
 	if s.cluster != nil {
-		s.cluster.Destroy()
+		keep := ""
+		if keepLogs {
+			keep = filepath.Join(s.dir, "postgres.log")
+		}
+		s.cluster.Destroy(keep)
 	}
 	if !keepLogs {
 		_ = os.RemoveAll(s.dir)
@@ -132,7 +136,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 
 	// Load and faults at once; both bounded in count and time.
 	burst := time.Duration(float64(sc.Events) / sc.Rate * float64(time.Second))
-	loadCtx, cancelLoad := context.WithTimeout(ctx, 3*burst+60*time.Second)
+	loadCtx, cancelLoad := context.WithTimeout(ctx, 3*burst+120*time.Second)
 	defer cancelLoad()
 	var (
 		wg                  sync.WaitGroup
@@ -143,7 +147,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	loadStart = time.Now()
 	wg.Go(func() {
 		posts = Load{BaseURL: e.BaseURL, APIKey: e.Keys[0], Count: sc.Events, Clients: sc.Clients, Rate: sc.Rate,
-			Timeout: 15 * time.Second,
+			Timeout: 15 * time.Second, RetryFor: 60 * time.Second,
 			Request: func(seq int) ([]byte, map[string]string, bool) { return eventBody("faults.burst", seq), nil, false },
 		}.Run(loadCtx)
 		loadDone = time.Now()
