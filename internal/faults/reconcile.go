@@ -23,14 +23,14 @@ type Figures struct {
 	Posted, Accepted int
 	// Statuses counts every attempt's outcome, retries included; Retries
 	// counts the attempts that were retried.
-	Statuses map[string]int
-	Retries  int
-	Expected         int // accepted events × healthy endpoints
-	Delivered        int // of those, received at least once
-	Lost             int
-	LostSample       []string // "event-id@endpoint"
-	Duplicates       int      // receipts beyond the first of an (event, endpoint)
-	Unacked          int      // events received that were never answered 2xx
+	Statuses   map[string]int
+	Retries    int
+	Expected   int // accepted events × healthy endpoints
+	Delivered  int // of those, received at least once
+	Lost       int
+	LostSample []string // "event-id@endpoint"
+	Duplicates int      // receipts beyond the first of an (event, endpoint)
+	Unacked    int      // events received that were never answered 2xx
 	// Settle is from the end of the last fault (or of the load, if later)
 	// to the first receipt of the last expected delivery (negative: not
 	// settled).
