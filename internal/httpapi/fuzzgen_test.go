@@ -185,9 +185,13 @@ func (g *fuzzGen) body() []byte {
 		return []byte(`{"events":[` + strings.Join(evs, ",") + `]}`)
 	case 4, 5:
 		return []byte(g.fields(map[string]func() string{
-			"url":           func() string { return g.jsonText(pick(g, "https://example.com/hook", "http://127.0.0.1:9/x", g.text())) },
-			"description":   func() string { return g.jsonText(g.text()) },
-			"rate_limit":    func() string { return pick(g, "null", `{"per_second":`+g.number()+`}`, `{"per_minute":`+g.number()+`,"burst":`+g.number()+`}`, g.value(1)) },
+			"url": func() string {
+				return g.jsonText(pick(g, "https://example.com/hook", "http://127.0.0.1:9/x", g.text()))
+			},
+			"description": func() string { return g.jsonText(g.text()) },
+			"rate_limit": func() string {
+				return pick(g, "null", `{"per_second":`+g.number()+`}`, `{"per_minute":`+g.number()+`,"burst":`+g.number()+`}`, g.value(1))
+			},
 			"max_in_flight": g.number,
 			"headers":       func() string { return "{" + g.jsonText(g.text()) + ":" + g.jsonText(g.text()) + "}" },
 			"disabled":      func() string { return pick(g, "true", "false", g.value(0)) },
