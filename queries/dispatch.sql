@@ -61,9 +61,14 @@ ORDER BY next_attempt_at
 LIMIT 1;
 
 -- name: HasDueDeliveries :one
+-- The final check before a dispatch run ends. It compares with
+-- clock_timestamp(), the time it runs, not now(), its transaction's start:
+-- fan-out gives new deliveries its own transaction's now(), which can be
+-- later than this transaction's start if that fan-out began meanwhile and
+-- committed while this one waited for the endpoint lock.
 SELECT EXISTS (
     SELECT 1 FROM deliveries
-    WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed') AND next_attempt_at <= now()
+    WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed') AND next_attempt_at <= clock_timestamp()
 );
 
 -- name: RecordOutcomes :exec
@@ -98,13 +103,6 @@ FROM (
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
 ) u
 WHERE d.id = u.id;
-
--- name: EndpointsWithDueDeliveries :many
-SELECT e.id FROM endpoints e
-WHERE NOT e.disabled AND EXISTS (
-    SELECT 1 FROM deliveries d
-    WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
-);
 
 -- name: QueuedDeliveries :one
 SELECT count(*) FROM deliveries WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed');

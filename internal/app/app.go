@@ -70,7 +70,9 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
-	release func() // of the workers' resources, after River stops
+	workers *workers // nil without the worker role
+	stop    context.CancelFunc
+	swept   chan struct{} // closed when the sweeper has stopped
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -86,7 +88,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, p.release, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+	if p.River, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -111,9 +113,16 @@ func (p *Process) Start(ctx context.Context) error {
 	if !p.roles.Worker {
 		return nil
 	}
+	p.workers.leases.Start()
 	if err := p.River.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
+	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop, p.swept = stop, make(chan struct{})
+	go func() {
+		defer close(p.swept)
+		p.workers.sweeper.Run(sweepCtx)
+	}()
 	return nil
 }
 
@@ -123,10 +132,14 @@ func (p *Process) Close() {
 	if p.api != nil {
 		p.api.Close()
 	}
+	if p.stop != nil {
+		p.stop()
+		<-p.swept
+	}
 	if p.roles.Worker {
 		stopRiver(p.River, p.logger)
 	}
-	p.release()
+	p.workers.close()
 	p.Pool.Close()
 }
 

@@ -116,16 +116,17 @@ func TestBatchIngest(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 50 }, "batch delivered")
 
 	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": []any{}}, http.StatusUnprocessableEntity, nil)
-	bad := []any{map[string]any{"type": "ok", "payload": 1}, map[string]any{"type": "no spaces", "payload": 1}}
+	obj := map[string]int{"n": 1}
+	bad := []any{map[string]any{"type": "ok", "payload": obj}, map[string]any{"type": "no spaces", "payload": obj}}
 	var problem struct{ Errors []struct{ Field string } }
 	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": bad}, http.StatusUnprocessableEntity, &problem)
 	require.Equal(t, "events[1].type", problem.Errors[0].Field)
 	many := make([]any, 1001)
 	for i := range many {
-		many[i] = map[string]any{"type": "x", "payload": 1}
+		many[i] = map[string]any{"type": "x", "payload": obj}
 	}
 	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": many}, http.StatusUnprocessableEntity, nil)
-	big := map[string]any{"type": "x", "payload": strings.Repeat("a", 300<<10)}
+	big := map[string]any{"type": "x", "payload": map[string]string{"s": strings.Repeat("a", 300<<10)}}
 	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": []any{big}}, http.StatusRequestEntityTooLarge, nil)
 	h.call(http.MethodPost, "/v1/events", big, http.StatusRequestEntityTooLarge, nil)
 }

@@ -1,10 +1,12 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
@@ -21,34 +23,64 @@ func (h *harness) postBatch(eventType string, n int) {
 	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": events}, http.StatusAccepted, nil)
 }
 
-// auditRate checks a receiver's arrival times against a rate limit: no
-// one-second window holds more than burst + rate, and the achieved rate is
-// within 95-110% of the limit.
-func auditRate(t *testing.T, reqs []receiver.Request, perSecond float64, burst int) {
+// auditRate checks an endpoint's rate limit. The bucket paces the requests
+// Sluice starts, so the guarantee is checked on Sluice's own attempt log
+// (each attempt's start): no one-second window holds more than burst +
+// rate, and the achieved rate is within 95-110% of the limit. The receiver
+// sees the same requests shifted by scheduling jitter on both sides of the
+// loopback (on a loaded 2-core box, tens to hundreds of milliseconds), so
+// its busiest window is logged, not held to the bound.
+func auditRate(t *testing.T, h *harness, endpointID string, rcv *receiver.Receiver, perSecond float64, burst int) {
 	t.Helper()
-	maxWindow := 0
-	for i := range reqs {
-		j := i
-		for j < len(reqs) && reqs[j].At.Sub(reqs[i].At) < time.Second {
-			j++
-		}
-		maxWindow = max(maxWindow, j-i)
+	sent := h.attemptTimes(endpointID)
+	var arrived []time.Time
+	for _, r := range rcv.Requests() {
+		arrived = append(arrived, r.At)
 	}
-	require.LessOrEqual(t, float64(maxWindow), float64(burst)+perSecond, "busiest one-second window")
-	span := reqs[len(reqs)-1].At.Sub(reqs[0].At).Seconds()
-	achieved := float64(len(reqs)-burst) / span // the first burst arrives at once
-	t.Logf("busiest window %d, achieved %.2f/s of %.0f/s", maxWindow, achieved, perSecond)
+	sentMax, arrivedMax := busiestSecond(sent), busiestSecond(arrived)
+	span := sent[len(sent)-1].Sub(sent[0]).Seconds()
+	achieved := float64(len(sent)-burst) / span // the first burst goes at once
+	t.Logf("busiest one-second window: %d sent, %d arrived (bound %d); achieved %.2f/s of %.0f/s",
+		sentMax, arrivedMax, burst+int(perSecond), achieved, perSecond)
+	require.LessOrEqual(t, float64(sentMax), float64(burst)+perSecond, "busiest one-second window of requests sent")
 	require.GreaterOrEqual(t, achieved, 0.95*perSecond)
 	require.LessOrEqual(t, achieved, 1.10*perSecond)
+}
+
+// busiestSecond is the most of the (sorted) times in any one-second window.
+func busiestSecond(times []time.Time) int {
+	most := 0
+	for i := range times {
+		j := i
+		for j < len(times) && times[j].Sub(times[i]) < time.Second {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	return most
+}
+
+// attemptTimes is when Sluice started each attempt to the endpoint, from its
+// attempt log, in order.
+func (h *harness) attemptTimes(endpointID string) []time.Time {
+	h.t.Helper()
+	rows, err := h.proc.Pool.Query(context.Background(), `
+		SELECT a.at FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+		WHERE d.endpoint_id = $1 ORDER BY a.at`, endpointID)
+	require.NoError(h.t, err)
+	times, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	require.NoError(h.t, err)
+	return times
 }
 
 func TestRateLimitAudit(t *testing.T) {
 	h := start(t, nil)
 	rcv := receiver.New(t)
-	h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_second": 20, "burst": 5}})
+	epID, _ := h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_second": 20, "burst": 5}})
 	h.postBatch("audit.tick", 200)
 	eventually(t, 30*time.Second, func() bool { return rcv.Count() == 200 }, "200 delivered, got %d", rcv.Count())
-	auditRate(t, rcv.Requests(), 20, 5)
+	eventually(t, 5*time.Second, func() bool { return len(h.attemptTimes(epID)) == 200 }, "200 attempts recorded")
+	auditRate(t, h, epID, rcv, 20, 5)
 }
 
 func TestRateLimitHoldsAcrossWorkerProcesses(t *testing.T) {
@@ -56,10 +88,11 @@ func TestRateLimitHoldsAcrossWorkerProcesses(t *testing.T) {
 	h.process(app.Roles{Worker: true})
 	h.process(app.Roles{Worker: true})
 	rcv := receiver.New(t)
-	h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_second": 20, "burst": 5}})
+	epID, _ := h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_second": 20, "burst": 5}})
 	h.postBatch("audit.tick", 200)
 	eventually(t, 30*time.Second, func() bool { return rcv.Count() == 200 }, "200 delivered, got %d", rcv.Count())
-	auditRate(t, rcv.Requests(), 20, 5)
+	eventually(t, 5*time.Second, func() bool { return len(h.attemptTimes(epID)) == 200 }, "200 attempts recorded")
+	auditRate(t, h, epID, rcv, 20, 5)
 }
 
 func TestPerMinuteRateSpreadsOut(t *testing.T) {

@@ -15,14 +15,12 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/mail"
 	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/store"
 )
-
-// sweepInterval is how often due retries are looked for.
-const sweepInterval = time.Second
 
 // Dispatch queue size, and how many of its runs may linger idle waiting for
 // fan-out (half, so lingering never starves endpoints with work).
@@ -31,63 +29,94 @@ const (
 	lingerMax       = dispatchWorkers / 2
 )
 
-// NewRiver returns the River client and a function that releases the
-// workers' resources once the client has stopped. With workers false it
-// only inserts jobs (an API-only process); otherwise it also works every
-// queue.
-func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, workers bool, logger *slog.Logger) (*river.Client[pgx.Tx], func(), error) {
-	release := func() {}
+// workers is what a worker process runs besides River: the lease
+// connection its runs hold, and the sweeper.
+type workers struct {
+	leases   *lease.Holder
+	sweeper  *dispatch.Sweeper
+	dispatch *dispatch.Worker
+}
+
+// close releases the workers' resources; call it after River has stopped.
+func (w *workers) close() {
+	if w == nil {
+		return
+	}
+	w.dispatch.Close()
+	w.leases.Close()
+}
+
+// NewRiver returns the River client and, when workers is true, the worker
+// side of the process (nil otherwise: an API-only process only inserts
+// jobs).
+//
+// The job policy is resolved here, once: each worker kind has its own
+// timeout (dispatch from its resolved budget and delivery timeout, fan-out
+// from its size, retention a fixed bound), failed fan-out and dispatch runs
+// are retried within seconds (jobs.Backoff), and a fan-out or dispatch job
+// whose run died is replaced by the sweeper as soon as its lease is free.
+// River's own rescuer remains the backstop for the other kinds, after
+// longer than any of those timeouts.
+func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, logger *slog.Logger) (*river.Client[pgx.Tx], *workers, error) {
 	rc := &river.Config{
 		Logger: logger,
-		// Dispatch and sweep jobs are many and short-lived: keep the table small.
+		// Dispatch jobs are many and short-lived: keep the table small.
 		CompletedJobRetentionPeriod: time.Hour,
 	}
-	if workers {
-		waker := dispatch.NewWaker(lingerMax)
-		dcfg := dispatch.Config{
-			Waker:            waker,
-			Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
-			DeliveryTimeout:  cfg.DeliveryTimeout,
-			Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
-			ThrottleSchedule: cfg.ThrottleSchedule,
-			Circuit:          circuit.Config{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
-			Logger:           logger,
-		}
-		mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
-		if err != nil {
-			return nil, nil, err
-		}
-		w := river.NewWorkers()
-		river.AddWorker(w, alert.NewWorker(st, mailer, cfg.PublicURL))
-		river.AddWorker(w, fanout.NewWorker(st, waker, logger))
-		dispatcher := dispatch.NewWorker(st, dcfg)
-		release = dispatcher.Close
-		river.AddWorker(w, dispatcher)
-		river.AddWorker(w, dispatch.NewSweepWorker(st, waker))
-		river.AddWorker(w, retention.NewWorker(st, cfg.Retention))
-		rc.Workers = w
-		rc.Queues = map[string]river.QueueConfig{
-			jobs.QueueFanout:      {MaxWorkers: 20},
-			jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers},
-			jobs.QueueMaintenance: {MaxWorkers: 5},
-		}
-		// Fetch eagerly: River's default 100ms cooldown would cap throughput
-		// at MaxWorkers per 100ms and add that much latency to every event.
-		rc.FetchCooldown = 2 * time.Millisecond
-		rc.FetchPollInterval = 50 * time.Millisecond
-		// A dispatch run ends within its JobTimeout; one that has not after
-		// that is on a dead worker, and River frees its endpoint for another.
-		rc.JobTimeout = dcfg.JobTimeout()
-		rc.RescueStuckJobsAfter = dcfg.JobTimeout() + 5*time.Second
-		rc.PeriodicJobs = []*river.PeriodicJob{
-			river.NewPeriodicJob(river.PeriodicInterval(sweepInterval),
-				func() (river.JobArgs, *river.InsertOpts) { return jobs.SweepArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-			river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
-				func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },
-				&river.PeriodicJobOpts{RunOnStart: true}),
-		}
+	if !withWorkers {
+		client, err := river.NewClient(riverpgxv5.New(pool), rc)
+		return client, nil, err
+	}
+	w := &workers{leases: lease.New(lease.Config{ConnConfig: pool.Config().ConnConfig, Logger: logger})}
+	mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
+	if err != nil {
+		return nil, nil, err
+	}
+	waker := dispatch.NewWaker(lingerMax)
+	dcfg := dispatch.Config{
+		Waker:            waker,
+		Leases:           w.leases,
+		Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
+		DeliveryTimeout:  cfg.DeliveryTimeout,
+		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
+		ThrottleSchedule: cfg.ThrottleSchedule,
+		Circuit:          circuit.Config{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
+		Logger:           logger,
+	}
+	if dcfg, err = dcfg.Resolve(); err != nil {
+		return nil, nil, err
+	}
+	if w.dispatch, err = dispatch.NewWorker(st, dcfg); err != nil {
+		return nil, nil, err
+	}
+	ws := river.NewWorkers()
+	river.AddWorker(ws, alert.NewWorker(st, mailer, cfg.PublicURL))
+	river.AddWorker(ws, fanout.NewWorker(st, waker, w.leases, logger))
+	river.AddWorker(ws, w.dispatch)
+	river.AddWorker(ws, retention.NewWorker(st, cfg.Retention))
+	rc.Workers = ws
+	rc.Queues = map[string]river.QueueConfig{
+		jobs.QueueFanout:      {MaxWorkers: 20},
+		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers},
+		jobs.QueueMaintenance: {MaxWorkers: 5},
+	}
+	// Fetch eagerly: River's default 100ms cooldown would cap throughput
+	// at MaxWorkers per 100ms and add that much latency to every event.
+	rc.FetchCooldown = 2 * time.Millisecond
+	rc.FetchPollInterval = 50 * time.Millisecond
+	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
+	// fanout.Timeout of the largest batch, retention.Timeout), so River's
+	// rescuer never takes a live run's job.
+	rc.RescueStuckJobsAfter = max(dcfg.JobTimeout(), fanout.Timeout(1000), retention.Timeout) + time.Minute
+	rc.PeriodicJobs = []*river.PeriodicJob{
+		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
+			func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },
+			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
-	return client, release, err
+	if err != nil {
+		return nil, nil, err
+	}
+	w.sweeper = dispatch.NewSweeper(st, jobs.NewQueue(client), dispatch.SweepConfig{Interval: cfg.SweepInterval, Logger: logger})
+	return client, w, nil
 }

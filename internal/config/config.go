@@ -30,6 +30,10 @@ type Config struct {
 	CircuitThreshold    int
 	CircuitProbe        time.Duration
 	Retention           time.Duration
+	// SweepInterval is how often (across all workers) due retries are
+	// queued and the jobs of dead runs replaced; negative means never
+	// (SLUICE_SWEEP_INTERVAL=off, for tests of what holds without it).
+	SweepInterval time.Duration
 }
 
 // Defaults, as SPEC.md gives them.
@@ -41,6 +45,7 @@ const (
 	DefaultCircuitThreshold = 5
 	DefaultCircuitProbe     = time.Minute
 	DefaultRetention        = 336 * time.Hour
+	DefaultSweepInterval    = time.Second
 	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
 )
 
@@ -68,6 +73,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		CircuitThreshold:    p.positiveInt("SLUICE_CIRCUIT_THRESHOLD", DefaultCircuitThreshold),
 		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
+		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
 	}
 	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")
 	if c.DatabaseURL == "" {
@@ -135,6 +141,14 @@ func (p *parser) duration(name string, def time.Duration) time.Duration {
 		return def
 	}
 	return d
+}
+
+// durationOrOff is duration, or -1 for "off".
+func (p *parser) durationOrOff(name string, def time.Duration) time.Duration {
+	if p.getenv(name) == "off" {
+		return -1
+	}
+	return p.duration(name, def)
 }
 
 func (p *parser) schedule(name, def string) []time.Duration {

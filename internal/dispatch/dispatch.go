@@ -10,8 +10,10 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"time"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/lease"
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -44,8 +48,34 @@ type Config struct {
 	Budget time.Duration
 	// Waker lets runs with nothing due linger for fan-out in this process;
 	// nil turns lingering off.
-	Waker  *Waker
+	Waker *Waker
+	// Leases is the process's lease connection: each run holds a lock on it
+	// so that the sweeper can tell a dead run from a live one. Nil turns
+	// leases off (a dead run's job then waits for River's rescuer).
+	Leases *lease.Holder
 	Logger *slog.Logger
+}
+
+// Budget's default.
+const defaultBudget = 5 * time.Second
+
+// Resolve returns the configuration with defaults applied, or an error if
+// it cannot work. Everything derived from it (JobTimeout) must be computed
+// from the resolved value.
+func (c Config) Resolve() (Config, error) {
+	c.Budget = cmp.Or(c.Budget, defaultBudget)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Sender == nil:
+		return c, errors.New("dispatch: Sender is required")
+	case c.DeliveryTimeout <= 0:
+		return c, errors.New("dispatch: DeliveryTimeout must be positive")
+	case c.Budget < 0:
+		return c, errors.New("dispatch: Budget must be positive")
+	}
+	return c, nil
 }
 
 // Worker runs jobs.DispatchArgs.
@@ -57,37 +87,57 @@ type Worker struct {
 }
 
 // NewWorker returns a dispatch worker.
-func NewWorker(st *store.Store, cfg Config) *Worker {
-	if cfg.Budget == 0 {
-		cfg.Budget = 5 * time.Second
+func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2)}
+	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2)}, nil
 }
 
 // Close stops the worker's attempt recorder; call it after River has stopped.
 func (w *Worker) Close() { w.recorder.close() }
 
-// JobTimeout is the longest one dispatch run may take: its budget (with up
-// to a fifth of jitter) plus one last batch of requests. River's rescuer
-// must wait longer than this.
-func (cfg Config) JobTimeout() time.Duration {
-	return cfg.Budget*6/5 + cfg.DeliveryTimeout + 5*time.Second
+// JobTimeout is the longest one dispatch run of a resolved configuration
+// may take: its budget (with up to a fifth of jitter) plus one last batch of
+// requests and its record. River's rescuer must wait longer than this.
+func (c Config) JobTimeout() time.Duration {
+	return c.Budget*6/5 + c.DeliveryTimeout + 5*time.Second
 }
 
 // Timeout implements river.Worker.
 func (w *Worker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration { return w.cfg.JobTimeout() }
+
+// NextRetry implements river.Worker: a failed run (the database was
+// unreachable) is retried within seconds, not after River's default backoff.
+func (w *Worker) NextRetry(job *river.Job[jobs.DispatchArgs]) time.Time {
+	return time.Now().Add(jobs.Backoff(job.Attempt))
+}
 
 // soon is the longest wait (for a token, a retry, a throttle or a probe) a
 // dispatch run sleeps through itself; longer ones end or park the run.
 const soon = time.Second
 
 // Work sends the endpoint's due deliveries until none is due, the endpoint
-// is blocked, or the budget is spent.
+// is blocked, or the budget is spent. A failure is logged with the endpoint
+// and counted; River retries the job soon (NextRetry).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
+	err := w.run(ctx, job)
+	if err != nil && !errors.Is(err, &river.JobSnoozeError{}) {
+		metrics.JobErrors.WithLabelValues("dispatch").Inc()
+		w.cfg.Logger.WarnContext(ctx, "dispatch run failed; retrying soon",
+			"endpoint_id", job.Args.EndpointID, "job_id", job.ID, "attempt", job.Attempt, "err", err)
+	}
+	return err
+}
+
+func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
 	endpointID := job.Args.EndpointID
+	held, err := w.takeLease(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	defer held.Release()
 	queue := jobs.FromContext(ctx)
 	// Runs end at slightly different times, so endpoints that started
 	// together do not all hand over at once.
@@ -96,13 +146,16 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
 	var known knownTarget
 	for time.Now().Before(deadline) {
+		if err := held.Check(); err != nil {
+			return err // the sweeper may already have handed the endpoint to another run
+		}
 		plan := &planner{now: time.Now()}
 		target, claimed, err := w.claim(ctx, endpointID, plan, &known)
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("claim: %w", err)
 		}
 		switch {
 		case target.Disabled:
@@ -110,7 +163,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 		case len(claimed) > 0:
 			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed), queue)
 			if err != nil {
-				return err
+				return fmt.Errorf("record: %w", err)
 			}
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
@@ -120,8 +173,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 				continue
 			}
 			parked, err := w.store.Park(ctx, endpointID, blockedUntil, successor(job))
-			if err != nil || parked {
-				return err
+			if err != nil {
+				return fmt.Errorf("park: %w", err)
+			}
+			if parked {
+				return nil
 			}
 		case plan.tokenWait > 0:
 			if !sleepIfSoon(ctx, plan.tokenWait, deadline) {
@@ -133,8 +189,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 			}
 			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
 			finished, err := w.store.FinishDispatch(ctx, endpointID, completeJob(job))
-			if err != nil || finished {
-				return err
+			if err != nil {
+				return fmt.Errorf("finish: %w", err)
+			}
+			if finished {
+				return nil
 			}
 			wake = w.cfg.Waker.join(endpointID) // something became due while we looked: go on
 		}
@@ -144,25 +203,64 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	// for River's completer. Leave the Waker first: once the successor
 	// runs, fan-out must not hand deliveries to this run any more.
 	w.cfg.Waker.leave(endpointID, wake)
-	return w.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	err = w.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := successor(job)(ctx, tx, time.Time{})
 		return err
 	})
+	if err != nil {
+		return fmt.Errorf("hand over: %w", err)
+	}
+	return nil
 }
+
+// takeLease takes the run's lease (nothing when leases are off).
+func (w *Worker) takeLease(ctx context.Context, jobID int64) (runLease, error) {
+	if w.cfg.Leases == nil {
+		return noLease{}, nil
+	}
+	l, err := w.cfg.Leases.Acquire(ctx, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("take lease: %w", err)
+	}
+	return l, nil
+}
+
+// runLease is a run's *lease.Lease, or noLease.
+type runLease interface {
+	Check() error
+	Release()
+}
+
+type noLease struct{}
+
+func (noLease) Check() error { return nil }
+func (noLease) Release()     {}
 
 // record stores a batch's attempts: with the other runs' through the
 // recorder when they change nothing in the endpoint's flow state (the
 // common case of a healthy endpoint), else on their own with the endpoint
 // row locked, applying them to its circuit and throttle.
 // It reports whether the flow state changed.
+//
+// Attempts that were made are recorded even when the run is being cut short
+// (shutdown, job timeout): the receiver has them, and forgetting them would
+// only send them again.
 func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
-	apply := w.applyFlow(sent)
+	if len(sent) == 0 {
+		return false, ctx.Err() // every send was cut short: nothing happened
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	apply := w.applyFlow(sent, target.RateLimit)
 	probe := target.Flow
 	if alerts := apply(&probe); len(alerts) == 0 && probe == target.Flow {
 		return false, w.recorder.record(ctx, outcomes(sent))
 	}
 	return true, w.store.Record(ctx, target.ID, outcomes(sent), queue, apply)
 }
+
+// recordTimeout bounds the recording of a batch whose run is being cut short.
+const recordTimeout = 5 * time.Second
 
 // knownTarget is an endpoint as a dispatch run last read it.
 type knownTarget struct {
@@ -234,6 +332,12 @@ func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, 
 	}
 }
 
+// minDueWait is the shortest wait for a delivery that is due but could not
+// be claimed: one locked by a fan-out that is re-pointing it at a newer event
+// (coalescing). Claims skip locked rows; without this wait the run would
+// spin between NextDueAt and its claim until that fan-out commits.
+const minDueWait = 20 * time.Millisecond
+
 // waitForSoonDue sleeps until the endpoint's next queued delivery is due if
 // that is soon and within the run's deadline, and reports whether it did.
 func (w *Worker) waitForSoonDue(ctx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
@@ -241,7 +345,7 @@ func (w *Worker) waitForSoonDue(ctx context.Context, endpointID uuid.UUID, deadl
 	if err != nil || next == nil {
 		return false
 	}
-	return sleepIfSoon(ctx, time.Until(*next), deadline)
+	return sleepIfSoon(ctx, max(time.Until(*next), minDueWait), deadline)
 }
 
 // sleepIfSoon sleeps for wait if it is at most soon and ends before the

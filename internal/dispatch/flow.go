@@ -66,11 +66,16 @@ func (p *planner) Claimed(t *store.Target, n int) {
 
 // applyFlow returns the store.Record callback that folds a batch's results
 // into the endpoint's throttle and circuit, and names the transitions to
-// email about.
-func (w *Worker) applyFlow(sent []sentDelivery) func(*store.Flow) []store.Alert {
+// email about. For a rate-limited endpoint (rl not nil) it also restates
+// the token bucket as of when the batch's last request started
+// (ratelimit.Bucket.SentAt).
+func (w *Worker) applyFlow(sent []sentDelivery, rl *sluice.RateLimit) func(*store.Flow) []store.Alert {
 	return func(f *store.Flow) []store.Alert {
 		var alerts []store.Alert
 		now := time.Now()
+		if rl != nil {
+			f.Bucket = f.Bucket.SentAt(*rl, len(sent), lastStart(sent))
+		}
 		throttledNow := false
 		for _, s := range sent {
 			var tr circuit.Transition
@@ -102,4 +107,15 @@ func (w *Worker) applyFlow(sent []sentDelivery) func(*store.Flow) []store.Alert 
 		}
 		return alerts
 	}
+}
+
+// lastStart is when the last of a batch's requests started.
+func lastStart(sent []sentDelivery) time.Time {
+	var last time.Time
+	for _, s := range sent {
+		if s.result.At.After(last) {
+			last = s.result.At
+		}
+	}
+	return last
 }

@@ -19,9 +19,14 @@ type sentDelivery struct {
 	outcome store.Outcome
 }
 
-// sendBatch sends claimed deliveries concurrently.
+// sendBatch sends claimed deliveries concurrently. A send that the run cut
+// short (shutdown or the job's timeout cancelled ctx before any response
+// arrived) is left out: it is not the receiver's failure, costs the
+// delivery no retry budget and no circuit failure, and the delivery stays
+// due for the next run.
 func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []store.Claimed) []sentDelivery {
 	sent := make([]sentDelivery, len(claimed))
+	cut := make([]bool, len(claimed))
 	var wg sync.WaitGroup
 	for i, c := range claimed {
 		wg.Go(func() {
@@ -32,12 +37,22 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 				Keys:    target.Keys,
 				Headers: target.Headers,
 			})
+			if res.StatusCode == 0 && ctx.Err() != nil {
+				cut[i] = true
+				return
+			}
 			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res)}
 			observe(sent[i])
 		})
 	}
 	wg.Wait()
-	return sent
+	kept := sent[:0]
+	for i := range sent {
+		if !cut[i] {
+			kept = append(kept, sent[i])
+		}
+	}
+	return kept
 }
 
 func outcomes(sent []sentDelivery) []store.Outcome {

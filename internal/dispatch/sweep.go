@@ -2,35 +2,109 @@ package dispatch
 
 import (
 	"context"
-
-	"github.com/riverqueue/river"
+	"log/slog"
+	"math/rand/v2"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// SweepWorker runs jobs.SweepArgs: it queues a dispatch for every enabled
-// endpoint with deliveries due. Dispatch jobs end when nothing is due, so
-// this is what brings back retries once their backoff has passed, and
-// endpoints once they are enabled again. Endpoints already being dispatched
-// are skipped by the dispatch job's uniqueness.
-type SweepWorker struct {
-	river.WorkerDefaults[jobs.SweepArgs]
+// SweepConfig configures a Sweeper.
+type SweepConfig struct {
+	// Interval is how often, across all worker processes, a sweep runs
+	// (default 1s); negative turns the sweeper off (tests of what must hold
+	// without it).
+	Interval time.Duration
+	// RescueGrace is how long a job may show as running without its run
+	// holding its lease before it counts as dead: the moment between River
+	// fetching a job and the run taking its lease (default 3s).
+	RescueGrace time.Duration
+	Logger      *slog.Logger
+}
+
+// maxSweepEndpoints bounds the dispatch jobs one sweep queues (each in its
+// own transaction); the rest wait for the next sweep.
+const maxSweepEndpoints = 1000
+
+// maxRescues bounds the dead jobs one sweep replaces.
+const maxRescues = 100
+
+// A Sweeper runs in every worker process and, about once per Interval
+// across all of them (store.ClaimSweep), does two things:
+//
+//   - It replaces fan-out and dispatch jobs whose run died (a killed
+//     process, a broken connection) with new jobs, as soon as their lease is
+//     free (package lease), instead of after River's rescuer.
+//   - It queues a dispatch job for every endpoint with deliveries due and
+//     none queued, such as retries whose backoff has passed and endpoints
+//     enabled again. Dispatch runs end when nothing is due, so this is what
+//     brings them back.
+//
+// It does not depend on River's leader, which a killed process may have
+// been, and never queues more than one job per transaction.
+type Sweeper struct {
 	store *store.Store
-	waker *Waker
+	jobs  *jobs.Queue
+	cfg   SweepConfig
 }
 
-// NewSweepWorker returns a sweep worker; runs lingering in this process are
-// woken through waker rather than sent a job.
-func NewSweepWorker(st *store.Store, waker *Waker) *SweepWorker {
-	return &SweepWorker{store: st, waker: waker}
+// NewSweeper returns a Sweeper queueing jobs on q.
+func NewSweeper(st *store.Store, q *jobs.Queue, cfg SweepConfig) *Sweeper {
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Second
+	}
+	if cfg.RescueGrace == 0 {
+		cfg.RescueGrace = 3 * time.Second
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Sweeper{store: st, jobs: q, cfg: cfg}
 }
 
-// Work implements river.Worker.
-func (w *SweepWorker) Work(ctx context.Context, job *river.Job[jobs.SweepArgs]) error {
-	ids, err := w.store.EndpointsWithDueDeliveries(ctx)
+// Run sweeps until ctx ends.
+func (s *Sweeper) Run(ctx context.Context) {
+	if s.cfg.Interval < 0 {
+		return
+	}
+	for {
+		// Each process asks a little more often than the interval, at
+		// jittered times, so one of them claims each turn soon after it opens.
+		wait := time.Duration(float64(s.cfg.Interval) * (0.5 + 0.25*rand.Float64()))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			metrics.JobErrors.WithLabelValues("sweep").Inc()
+			s.cfg.Logger.Warn("sweep failed", "err", err)
+		}
+	}
+}
+
+// Sweep runs one sweep if it is this process's turn.
+func (s *Sweeper) Sweep(ctx context.Context) error {
+	mine, err := s.store.ClaimSweep(ctx, "dispatch", s.cfg.Interval)
+	if err != nil || !mine {
+		return err
+	}
+	for range maxRescues {
+		found, err := s.store.RescueDeadJob(ctx, []string{jobs.FanoutArgs{}.Kind(), jobs.DispatchArgs{}.Kind()}, s.cfg.RescueGrace, s.jobs)
+		if err != nil {
+			return err
+		}
+		if !found {
+			break
+		}
+		metrics.JobsRescued.Inc()
+		s.cfg.Logger.Info("replaced a job whose run died")
+	}
+	ids, err := s.store.EndpointsNeedingDispatch(ctx, maxSweepEndpoints)
 	if err != nil {
 		return err
 	}
-	return jobs.FromContext(ctx).DispatchNow(ctx, w.waker.Wake(ids))
+	return s.store.WakeDispatchers(ctx, ids, s.jobs)
 }

@@ -5,7 +5,9 @@ package fanout
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -13,6 +15,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/lease"
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -21,13 +25,32 @@ type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
 	store  *store.Store
 	waker  *dispatch.Waker
+	leases *lease.Holder
 	logger *slog.Logger
 }
 
 // NewWorker returns a fan-out worker on st that hands new deliveries to
-// dispatch runs lingering in this process through waker.
-func NewWorker(st *store.Store, waker *dispatch.Waker, logger *slog.Logger) *Worker {
-	return &Worker{store: st, waker: waker, logger: logger}
+// dispatch runs lingering in this process through waker. Each run holds a
+// lease on leases (nil: none), so that the sweeper replaces the job at once
+// if the process dies mid-run.
+func NewWorker(st *store.Store, waker *dispatch.Waker, leases *lease.Holder, logger *slog.Logger) *Worker {
+	return &Worker{store: st, waker: waker, leases: leases, logger: logger}
+}
+
+// Timeout implements river.Worker: a fan-out's work grows with its events.
+func (w *Worker) Timeout(job *river.Job[jobs.FanoutArgs]) time.Duration {
+	return Timeout(len(job.Args.EventIDs))
+}
+
+// Timeout is the longest a fan-out of n events may take.
+func Timeout(n int) time.Duration {
+	return 30*time.Second + time.Duration(n)*20*time.Millisecond
+}
+
+// NextRetry implements river.Worker: a fan-out fails only when the database
+// does, so it is retried within seconds.
+func (w *Worker) NextRetry(job *river.Job[jobs.FanoutArgs]) time.Time {
+	return time.Now().Add(jobs.Backoff(job.Attempt))
 }
 
 // Work fans the job's events out and completes the job in the same
@@ -35,12 +58,29 @@ func NewWorker(st *store.Store, waker *dispatch.Waker, logger *slog.Logger) *Wor
 // being done, or the job done without the deliveries; then it wakes the
 // endpoints' dispatchers (store.WakeDispatchers says why afterwards).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
+	err := w.fanOut(ctx, job)
+	if err != nil {
+		metrics.JobErrors.WithLabelValues("fanout").Inc()
+		w.logger.WarnContext(ctx, "fan-out failed; retrying soon",
+			"job_id", job.ID, "events", len(job.Args.EventIDs), "attempt", job.Attempt, "err", err)
+	}
+	return err
+}
+
+func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
+	if w.leases != nil {
+		held, err := w.leases.Acquire(ctx, job.ID)
+		if err != nil {
+			return fmt.Errorf("take lease: %w", err)
+		}
+		defer held.Release()
+	}
 	touched, _, err := w.store.FanOut(ctx, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
 		return err
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("fan out: %w", err)
 	}
 	if err := w.store.WakeDispatchers(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
 		// The job is complete; the sweeper wakes them within a second.

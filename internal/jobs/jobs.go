@@ -7,8 +7,12 @@ package jobs
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -61,18 +65,6 @@ func (DispatchArgs) InsertOpts() river.InsertOpts {
 	}
 }
 
-// SweepArgs is the periodic job that queues a dispatch for every endpoint
-// with deliveries due, such as retries whose backoff has passed.
-type SweepArgs struct{}
-
-// Kind implements river.JobArgs.
-func (SweepArgs) Kind() string { return "sweep" }
-
-// InsertOpts implements river.JobArgsWithInsertOpts.
-func (SweepArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 1}
-}
-
 // AlertArgs emails the tenant about one circuit transition.
 type AlertArgs struct {
 	AlertID uuid.UUID `json:"alert_id"`
@@ -96,6 +88,21 @@ func (RetentionArgs) Kind() string { return "retention" }
 // InsertOpts implements river.JobArgsWithInsertOpts.
 func (RetentionArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 3}
+}
+
+// Backoff is the wait before retrying a fan-out or dispatch job whose run
+// failed (attempt is the attempt that failed, from 1): 100ms doubling to a
+// cap of 2s, with up to a fifth of jitter. These jobs fail only when the
+// database does, and they hold no one else's work, so after an outage
+// every endpoint is served again within seconds, instead of after River's
+// default attempt⁴ seconds (81 s after the third failure).
+func Backoff(attempt int) time.Duration {
+	const first, limit = 100 * time.Millisecond, 2 * time.Second
+	d := limit
+	if attempt >= 1 && attempt <= 5 {
+		d = min(first<<(attempt-1), limit)
+	}
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
 // Queue inserts Sluice's jobs with a River client. It implements
@@ -148,6 +155,30 @@ func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parke
 		}
 	}
 	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
+}
+
+// Requeue inserts a new job of kind with the given JSON arguments: the
+// replacement of a job whose run died (store.RescueDeadJob).
+func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error {
+	var err error
+	switch kind {
+	case FanoutArgs{}.Kind():
+		var a FanoutArgs
+		if err = json.Unmarshal(args, &a); err == nil {
+			err = q.FanOut(ctx, tx, a.EventIDs)
+		}
+	case DispatchArgs{}.Kind():
+		var a DispatchArgs
+		if err = json.Unmarshal(args, &a); err == nil {
+			err = q.Dispatch(ctx, tx, []uuid.UUID{a.EndpointID})
+		}
+	default:
+		err = errors.New("no replacement for this kind")
+	}
+	if err != nil {
+		return fmt.Errorf("requeue %s job: %w", kind, err)
+	}
+	return nil
 }
 
 // DispatchNow is Dispatch outside any transaction.

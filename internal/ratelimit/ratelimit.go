@@ -40,6 +40,23 @@ func (b Bucket) Take(n int) Bucket {
 	return b
 }
 
+// SentAt restates a bucket that has just paid n tokens (Take) as if it
+// had paid them at t, when the requests actually started, and moves its
+// clock to t. Tokens are taken when deliveries are claimed, a moment before
+// they are sent; had the bucket been full meanwhile, the refill of that
+// moment would have been capped, and without this the next claim would
+// get it anyway: a receiver could see a one-second window with more than
+// burst + rate requests (rate × the delay more: 2 extra at 20/s after a
+// 100ms stall on a busy box). With it, the bound holds for the times
+// requests start, and nothing is forfeited unless the cap applied.
+func (b Bucket) SentAt(rl sluice.RateLimit, n int, t time.Time) Bucket {
+	if !t.After(b.At) {
+		return b
+	}
+	refilled := b.Tokens + t.Sub(b.At).Seconds()*rl.TokensPerSecond()
+	return Bucket{Tokens: min(float64(rl.Burst-n), refilled), At: t}
+}
+
 // Wait is how long until the bucket holds a whole token.
 func (b Bucket) Wait(rl sluice.RateLimit) time.Duration {
 	missing := 1 - b.Tokens

@@ -28,6 +28,13 @@ func NewWorker(st *store.Store, maxAge time.Duration) *Worker {
 	return &Worker{store: st, maxAge: maxAge}
 }
 
+// Timeout is the longest one retention run may take; an interrupted run
+// has made progress and the next one goes on from there.
+const Timeout = 10 * time.Minute
+
+// Timeout implements river.Worker.
+func (w *Worker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration { return Timeout }
+
 // Work deletes old delivered deliveries in chunks until none is left.
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
 	before := time.Now().Add(-w.maxAge)

@@ -318,8 +318,3 @@ func (s *Store) NextDueAt(ctx context.Context, endpointID uuid.UUID) (*time.Time
 	}
 	return t, err
 }
-
-// EndpointsWithDueDeliveries lists enabled endpoints with deliveries due now.
-func (s *Store) EndpointsWithDueDeliveries(ctx context.Context) ([]uuid.UUID, error) {
-	return s.q.EndpointsWithDueDeliveries(ctx)
-}

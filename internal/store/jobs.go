@@ -19,6 +19,9 @@ type JobQueue interface {
 	// Wake runs an endpoint's dispatch now: its parked job if it has one
 	// (parkedJobID), a new one otherwise.
 	Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
+	// Requeue queues a new job of kind with these JSON arguments, to replace
+	// one whose run died.
+	Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error
 }
 
 // TxHook runs inside a store transaction just before it commits, such as a

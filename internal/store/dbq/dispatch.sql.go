@@ -76,41 +76,18 @@ func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) erro
 	return err
 }
 
-const endpointsWithDueDeliveries = `-- name: EndpointsWithDueDeliveries :many
-SELECT e.id FROM endpoints e
-WHERE NOT e.disabled AND EXISTS (
-    SELECT 1 FROM deliveries d
-    WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
-)
-`
-
-func (q *Queries) EndpointsWithDueDeliveries(ctx context.Context) ([]uuid.UUID, error) {
-	rows, err := q.db.Query(ctx, endpointsWithDueDeliveries)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []uuid.UUID{}
-	for rows.Next() {
-		var id uuid.UUID
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const hasDueDeliveries = `-- name: HasDueDeliveries :one
 SELECT EXISTS (
     SELECT 1 FROM deliveries
-    WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= now()
+    WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= clock_timestamp()
 )
 `
 
+// The final check before a dispatch run ends. It compares with
+// clock_timestamp(), the time it runs, not now(), its transaction's start:
+// fan-out gives new deliveries its own transaction's now(), which can be
+// later than this transaction's start if that fan-out began meanwhile and
+// committed while this one waited for the endpoint lock.
 func (q *Queries) HasDueDeliveries(ctx context.Context, endpointID uuid.UUID) (bool, error) {
 	row := q.db.QueryRow(ctx, hasDueDeliveries, endpointID)
 	var exists bool

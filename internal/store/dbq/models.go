@@ -109,6 +109,11 @@ type Subscription struct {
 	CreatedAt  time.Time
 }
 
+type Sweep struct {
+	Name    string
+	SweptAt time.Time
+}
+
 type Tenant struct {
 	ID         uuid.UUID
 	Name       string
