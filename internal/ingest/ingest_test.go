@@ -1,22 +1,18 @@
 package ingest_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sync"
 	"testing"
 
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/ingest"
-	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/pgtest"
-	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // TestConcurrentSubmitsShareCommits posts events from many goroutines and
@@ -25,18 +21,10 @@ import (
 func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool := pgtest.NewPool(t)
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	require.NoError(t, err)
-	st := store.New(pool, box)
-	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
-	require.NoError(t, err)
-	tenantA, _, err := st.CreateTenant(ctx, "a", "a@a.test")
-	require.NoError(t, err)
-	tenantB, _, err := st.CreateTenant(ctx, "b", "b@b.test")
-	require.NoError(t, err)
+	f := storetest.New(t)
+	st, pool, tenantA, tenantB := f.Store, f.Store.Pool(), f.TenantA, f.TenantB
 
-	b := ingest.New(st, jobs.NewQueue(rc), ingest.Config{Committers: 2, MaxBatch: 50})
+	b := ingest.New(st, f.Jobs, ingest.Config{Committers: 2, MaxBatch: 50})
 	defer b.Close()
 	const n = 400
 	var wg sync.WaitGroup
@@ -66,6 +54,70 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	t.Logf("%d events in %d transactions", n, jobCount)
 
 	b.Close()
-	_, err = b.Submit(ctx, tenantA.ID, sluice.NewEvent{Type: "t.x", Payload: []byte(`1`)})
+	_, err := b.Submit(ctx, tenantA.ID, sluice.NewEvent{Type: "t.x", Payload: []byte(`1`)})
 	require.ErrorIs(t, err, ingest.ErrClosed)
+}
+
+// TestRejectedEventFailsAlone submits, bypassing the API's validation,
+// events that Postgres rejects (invalid UTF-8 inside a JSON string, a NUL
+// in the coalesce key) for one tenant while another tenant posts valid
+// events, all at once into a single committer so that they share groups.
+// Every valid event must be stored and answered as stored; every rejected
+// one must fail with an error store.RowRejected recognises, which is what
+// lets the API answer it with a 4xx rather than a 500.
+func TestRejectedEventFailsAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := storetest.New(t)
+	b := ingest.New(f.Store, f.Jobs, ingest.Config{Committers: 1, MaxBatch: 64})
+	defer b.Close()
+
+	rejected := []sluice.NewEvent{
+		{Type: "t.bad", Payload: []byte("{\"s\":\"a\xffb\"}")},
+		{Type: "t.bad", Payload: []byte(`{}`), CoalesceKey: new("k\x00")},
+	}
+	const valid, bad = 240, 24
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		ids = map[uuid.UUID]bool{}
+	)
+	for i := range valid {
+		wg.Go(func() {
+			ev, err := b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "t.ok", Payload: fmt.Appendf(nil, `{"i":%d}`, i)})
+			require.NoError(t, err)
+			mu.Lock()
+			ids[ev.ID] = true
+			mu.Unlock()
+		})
+		if i%(valid/bad) == 0 {
+			wg.Go(func() {
+				_, err := b.Submit(ctx, f.TenantB.ID, rejected[i%len(rejected)])
+				require.Error(t, err)
+				require.True(t, store.RowRejected(err), "a rejected row is recognisable: %v", err)
+			})
+		}
+	}
+	wg.Wait()
+
+	require.Len(t, ids, valid)
+	rows, err := f.Store.Pool().Query(ctx, `SELECT id FROM events WHERE tenant_id = $1`, f.TenantA.ID)
+	require.NoError(t, err)
+	var stored int
+	for rows.Next() {
+		var id uuid.UUID
+		require.NoError(t, rows.Scan(&id))
+		require.True(t, ids[id], "stored events are the ones answered")
+		stored++
+	}
+	require.NoError(t, rows.Err())
+	require.Equal(t, valid, stored, "every valid event is stored")
+
+	var others int
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE tenant_id = $1`, f.TenantB.ID).Scan(&others))
+	require.Zero(t, others, "no rejected event is stored")
+	var fanouts int
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'fanout'`).Scan(&fanouts))
+	require.Less(t, fanouts, valid, "events shared commits")
+	t.Logf("%d valid events in %d commits", valid, fanouts)
 }
