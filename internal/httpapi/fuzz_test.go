@@ -88,8 +88,8 @@ func TestFuzzRoutes(t *testing.T) {
 	for _, f := range res.failures() {
 		t.Error(f)
 	}
-	require.Zero(t, res.byClass[5].Load(), "5xx answers")
-	require.NotContains(t, logs.String(), "level=ERROR", "errors logged")
+	require.Zero(t, res.byClass[5].Load(), "5xx answers; logged:\n%.3000s", logs.String())
+	require.NotContains(t, logs.String(), "level=ERROR", "errors logged:\n%.3000s", logs.String())
 }
 
 func envUint(t *testing.T, name string, def uint64) uint64 {

@@ -100,7 +100,7 @@ func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.U
 			EndpointIds: []uuid.UUID{endpointID}, EventTypes: []string{row.Type}, CoalesceKeys: []string{""},
 		})
 		if err != nil {
-			return err
+			return notFound(err) // the endpoint was deleted meanwhile
 		}
 		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 	})

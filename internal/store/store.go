@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/secretbox"
@@ -35,9 +36,12 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // Ping checks that the database answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
-// notFound turns pgx.ErrNoRows into sluice.ErrNotFound.
+// notFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
+// key violation (SQLSTATE 23503): a row the statement refers to is gone,
+// deleted by a concurrent transaction after it was looked up.
 func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
+	var pgErr *pgconn.PgError
+	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return sluice.ErrNotFound
 	}
 	return err
