@@ -113,7 +113,7 @@ func (p *Process) Start(ctx context.Context) error {
 	if !p.roles.Worker {
 		return nil
 	}
-	p.workers.leases.Start()
+	p.workers.leases.Start(ctx)
 	if err := p.River.Start(ctx); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}

@@ -51,8 +51,9 @@ type Holder struct {
 	conn *pgx.Conn
 	gen  uint64 // incremented each time the connection is dropped
 
-	stop chan struct{}
-	done chan struct{}
+	started bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // Lease is one run's hold on its key.
@@ -78,8 +79,15 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// Start pings the lease connection every CheckInterval until Close.
-func (h *Holder) Start() {
+// Start connects (if it can; runs connect later otherwise) and pings the
+// lease connection every CheckInterval until Close.
+func (h *Holder) Start(ctx context.Context) {
+	h.mu.Lock()
+	h.started = true
+	if err := h.connect(ctx); err != nil {
+		h.cfg.Logger.Warn("lease connection not open yet", "err", err)
+	}
+	h.mu.Unlock()
 	go func() {
 		defer close(h.done)
 		t := time.NewTicker(h.cfg.CheckInterval)
@@ -98,14 +106,16 @@ func (h *Holder) Start() {
 // Close stops the health checks and closes the lease connection, which
 // releases every lock still held.
 func (h *Holder) Close() {
+	h.mu.Lock()
+	started := h.started
+	h.mu.Unlock()
 	select {
 	case <-h.stop:
 	default:
 		close(h.stop)
 	}
-	select {
-	case <-h.done:
-	case <-time.After(5 * time.Second):
+	if started {
+		<-h.done
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
