@@ -59,7 +59,7 @@ func (w *workers) close() {
 // longer than any of those timeouts.
 func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, logger *slog.Logger) (*river.Client[pgx.Tx], *workers, error) {
 	rc := &river.Config{
-		Logger: logger,
+		Logger: riverLogger(logger),
 		// Dispatch jobs are many and short-lived: keep the table small.
 		CompletedJobRetentionPeriod: time.Hour,
 	}
