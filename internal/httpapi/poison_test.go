@@ -23,8 +23,11 @@ import (
 // has sent this many requests.
 const (
 	poisonDuration    = 10 * time.Second
-	poisonMaxRequests = 20000
+	poisonMaxRequests = 60000
 	poisonWorkers     = 6
+	// poisonPause spaces each poisoner's requests: without it they would
+	// reach poisonMaxRequests in seconds, and starve the victim meanwhile.
+	poisonPause = time.Millisecond
 )
 
 // poisons are events that must be refused alone, whatever they are
@@ -51,6 +54,7 @@ func TestPoisonBesideVictim(t *testing.T) {
 	defer cancel()
 
 	var victim, poisoner poisonTally
+	var poisonerDone atomic.Int64 // nanoseconds after start the last poisoner stopped
 	var mu sync.Mutex
 	var accepted []uuid.UUID
 	var wg sync.WaitGroup
@@ -70,13 +74,15 @@ func TestPoisonBesideVictim(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil && poisoner.sent.Add(1) <= poisonMaxRequests; i++ {
 				poisoner.count(postPoison(b, i))
+				time.Sleep(poisonPause) // so the poison lasts the whole run
 			}
+			poisonerDone.Store(int64(time.Since(start)))
 		})
 	}
 	wg.Wait()
 
-	t.Logf("in %s: victim: %d requests, %d failed; poisoner: %d requests, %d 4xx, %d other",
-		time.Since(start).Round(time.Millisecond), len(accepted)+int(victim.failed.Load()), victim.failed.Load(), poisoner.total(), poisoner.clientErrors.Load(), poisoner.other.Load())
+	t.Logf("in %s (poisoners until %s): victim: %d requests, %d failed; poisoner: %d requests, %d 4xx, %d other",
+		time.Since(start).Round(time.Millisecond), time.Duration(poisonerDone.Load()).Round(time.Millisecond), len(accepted)+int(victim.failed.Load()), victim.failed.Load(), poisoner.total(), poisoner.clientErrors.Load(), poisoner.other.Load())
 	require.Zero(t, victim.failed.Load(), "victim failures, e.g. %v", victim.firstErr())
 	require.NotEmpty(t, accepted)
 	require.Zero(t, poisoner.other.Load(), "poisoner answers that were not 4xx")
