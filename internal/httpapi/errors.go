@@ -75,6 +75,11 @@ func problemFor(err error) *Problem {
 		return &Problem{Type: typeConflict, Title: "Conflict", Status: http.StatusConflict, Detail: err.Error()}
 	case store.Unavailable(err):
 		return unavailableProblem()
+	case store.RowRejected(err):
+		// Input checks should refuse such data first; if some slips
+		// through, it is still this request's fault, and fails it alone.
+		return &Problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
+			Detail: "the request holds data the database cannot store"}
 	default:
 		return nil
 	}

@@ -62,7 +62,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 }
 
 // validatePayload requires a JSON object (Standard Webhooks' "data") nested
-// at most maxPayloadDepth deep. Its text was checked with the whole body.
+// at most maxPayloadDepth deep, without NUL characters. Its text was
+// otherwise checked with the whole body.
 func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError) {
 	p = bytes.TrimLeft(p, " \t\r\n")
 	switch {
@@ -72,6 +73,8 @@ func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError)
 		v.Add(field, "must be a JSON object, not %s", jsonKind(p[0]))
 	case textcheck.Depth(p) > maxPayloadDepth:
 		v.Add(field, "must nest arrays and objects at most %d deep", maxPayloadDepth)
+	case textcheck.EscapedNUL(p):
+		v.Add(field, "must not contain NUL characters (\\u0000)")
 	}
 }
 

@@ -55,15 +55,22 @@ func TestTextHygiene(t *testing.T) {
 	}
 }
 
-// TestTextAccepted checks that what Postgres keeps is kept: \u0000 and
-// surrogate pairs inside a payload (a json column, stored as posted).
+// TestTextAccepted checks that what is valid text is kept as posted:
+// surrogate pairs and escaped backslashes inside a payload (a json column,
+// stored byte for byte); and that a payload holding an escaped NUL, which
+// Postgres would keep but many receivers' strings cannot hold, is refused
+// naming the payload, as NUL is in every other text (SPEC: Tenancy and auth).
 func TestTextAccepted(t *testing.T) {
 	b := setup(t)
-	payload := `{"nul":"a\u0000b","emoji":"\ud83d\ude00","quote":"\\ud800"}`
+	payload := `{"emoji":"\ud83d\ude00","quote":"\\ud800","slash":"\\u0000"}`
 	r := b.do(b.keyA, "POST", "/v1/events", `{"type":"a","payload":`+payload+`}`)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	got := b.do(b.keyA, "GET", "/v1/events/"+r.JSON(t)["id"].(string), nil)
-	require.Contains(t, string(got.Body), `"a\u0000b"`)
+	require.Contains(t, string(got.Body), `"\ud83d\ude00"`)
+
+	r = b.do(b.keyA, "POST", "/v1/events", `{"type":"a","payload":{"nul":"a\u0000b"}}`)
+	require.Equal(t, http.StatusUnprocessableEntity, r.Status, string(r.Body))
+	require.Contains(t, string(r.Body), `"field":"payload"`)
 }
 
 // TestIdempotencyKeyText checks the Idempotency-Key header, including a NUL

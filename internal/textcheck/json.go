@@ -36,9 +36,18 @@ func invalidAt(b []byte) int {
 
 // loneSurrogate returns the offset of the first \u escape of a surrogate
 // that is not a high one followed at once by an escaped low one, or -1.
-// Backslashes are only valid inside strings, so every one starts an
-// escape; one outside a string is a syntax error the decoder reports.
-func loneSurrogate(b []byte) int {
+func loneSurrogate(b []byte) int { return findEscape(b, false) }
+
+// EscapedNUL reports whether a JSON document holds a \u0000 escape: a NUL
+// character once decoded. Decoded string fields are checked by Fields; a
+// payload kept as raw JSON is checked with this.
+func EscapedNUL(b []byte) bool { return findEscape(b, true) >= 0 }
+
+// findEscape returns the offset of the first \u0000 escape (nul) or lone
+// surrogate escape (!nul), or -1. Backslashes are only valid inside
+// strings, so every one starts an escape; one outside a string is a syntax
+// error the decoder reports.
+func findEscape(b []byte, nul bool) int {
 	for i := 0; i < len(b); i++ {
 		if b[i] != '\\' {
 			continue
@@ -47,12 +56,18 @@ func loneSurrogate(b []byte) int {
 		switch {
 		case !ok:
 			i++ // \" \\ \n ...: skip the escaped byte
-		case r >= 0xDC00 && r <= 0xDFFF:
+		case nul && r == 0:
+			return i
+		case !nul && r >= 0xDC00 && r <= 0xDFFF:
 			return i
 		case r >= 0xD800 && r <= 0xDBFF:
 			low, ok := escapedRune(b, i+6)
 			if !ok || low < 0xDC00 || low > 0xDFFF {
-				return i
+				if !nul {
+					return i
+				}
+				i += 5
+				continue
 			}
 			i += 11
 		default:

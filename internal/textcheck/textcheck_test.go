@@ -29,6 +29,13 @@ func TestValues(t *testing.T) {
 	require.Empty(t, name+msg)
 }
 
+func TestEscapedNUL(t *testing.T) {
+	t.Parallel()
+	require.True(t, textcheck.EscapedNUL([]byte(`{"a":"x\u0000y"}`)))
+	require.True(t, textcheck.EscapedNUL([]byte(`{"a":"\ud800","b":"\u0000"}`)), "after a lone surrogate")
+	require.False(t, textcheck.EscapedNUL([]byte(`{"a":"\\u0000","b":"\u0001\ud83d\ude00"}`)), "an escaped backslash, other escapes")
+}
+
 func TestJSON(t *testing.T) {
 	t.Parallel()
 	for doc, ok := range map[string]bool{
