@@ -14,19 +14,19 @@ import (
 // Postgres paused with SIGSTOP for 3 s, each during a 1,500-event burst,
 // against separate sluice processes and a private cluster of its own.
 //
-// It asserts only what holds today: nothing lost, every accepted event
-// delivered within 120 s of the last fault, no 5xx but 503, nothing stuck
-// in the database. The stall bounds (endpoint stall ≤ 10 s, deliveries
-// flowing within 5 s of Postgres coming back) are logged, not asserted,
-// until dispatch recovers from a dead worker and a crashed Postgres without
-// waiting for River's rescuer and retry backoff; see docs/reliability.md.
+// Every check of each scenario must pass (report.go): nothing lost, every
+// accepted event delivered within 30 s of the last fault, duplicates within
+// the deliveries in flight at the faults, no endpoint with due deliveries
+// more than 10 s without an attempt, deliveries flowing within 5 s of
+// Postgres coming back and every endpoint served within 10 s, no 5xx but
+// 503, nothing stuck in the database.
 func TestFaultsShort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs sluice processes and crashes a Postgres cluster (~90 s)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	suite, err := NewSuite(ctx, Config{SettleLimit: 120 * time.Second, Logf: t.Logf})
+	suite, err := NewSuite(ctx, Config{SettleLimit: 30 * time.Second, Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,24 +45,14 @@ func TestFaultsShort(t *testing.T) {
 			var b strings.Builder
 			res.WriteDetail(&b)
 			t.Log(b.String())
-			f := res.Figures
-			if f.Accepted == 0 {
-				t.Fatalf("no post was accepted: %v", f.Statuses)
+			if res.Figures.Accepted == 0 {
+				t.Fatalf("no post was accepted: %v", res.Figures.Statuses)
 			}
-			if f.Lost != 0 {
-				t.Errorf("%d of %d deliveries lost, e.g. %v", f.Lost, f.Expected, f.LostSample)
-			}
-			for status, n := range f.Statuses {
-				if status != "503" && (strings.HasPrefix(status, "5") || status == "err") {
-					t.Errorf("%d posts answered %s (only 503 is expected during an outage)", n, status)
-				}
-			}
-			if res.DB.Stuck != 0 || res.DB.Unfanned != 0 {
-				t.Errorf("database: %d deliveries due without a dispatch job (%v), %d events without fan-out",
-					res.DB.Stuck, res.DB.StuckSample, res.DB.Unfanned)
+			for _, c := range res.Failed() {
+				t.Errorf("%s: %s", c.Name, c.Value)
 			}
 			for _, n := range res.Notes {
-				if strings.Contains(n, "exited by itself") || strings.HasPrefix(n, "fault injection failed") {
+				if strings.HasPrefix(n, "fault injection failed") {
 					t.Error(n)
 				}
 			}
