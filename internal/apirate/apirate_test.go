@@ -1,0 +1,117 @@
+package apirate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/apirate"
+)
+
+func TestParse(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]struct {
+		burst     int
+		perSecond float64
+	}{
+		"100/s":  {200, 100},
+		"6000/m": {200, 100},
+		"1/s":    {2, 1},
+		"30/m":   {1, 0.5},
+		"1/m":    {1, 1.0 / 60},
+	} {
+		r, err := apirate.Parse(in)
+		require.NoError(t, err, in)
+		require.Equal(t, want.burst, r.Burst(), in)
+		require.InDelta(t, want.perSecond, r.PerSecond(), 1e-9, in)
+		require.Equal(t, in, r.String())
+	}
+	for _, bad := range []string{"", "100", "0/s", "-1/s", "+5/s", "5/h", "x/s", "5/", "1000000000/s"} {
+		_, err := apirate.Parse(bad)
+		require.Error(t, err, bad)
+	}
+}
+
+// clock is a settable time for the limiter.
+type clock struct{ t time.Time }
+
+func (c *clock) now() time.Time          { return c.t }
+func (c *clock) advance(d time.Duration) { c.t = c.t.Add(d) }
+
+func TestLimiterTakeAndRefill(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.NewLimiter[string](c.now)
+	rate := apirate.MustParse("2/s") // burst 4
+	for i := range 4 {
+		res := l.Take("a", rate, 1)
+		require.True(t, res.Allowed, i)
+		require.Equal(t, 4, res.Limit)
+		require.Equal(t, 3-i, res.Remaining)
+	}
+	res := l.Take("a", rate, 1)
+	require.False(t, res.Allowed)
+	require.Equal(t, 0, res.Remaining)
+	require.Equal(t, 500*time.Millisecond, res.RetryAfter)
+	require.Equal(t, 2*time.Second, res.Reset)
+	require.Equal(t, 1, apirate.Seconds(res.RetryAfter))
+
+	require.True(t, l.Take("b", rate, 1).Allowed, "another key has its own bucket")
+
+	c.advance(500 * time.Millisecond)
+	require.True(t, l.Take("a", rate, 1).Allowed)
+	require.False(t, l.Take("a", rate, 1).Allowed)
+}
+
+func TestLimiterChargeGoesIntoDebt(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.NewLimiter[uuid.UUID](c.now)
+	id := uuid.New()
+	rate := apirate.MustParse("1/s") // burst 2
+	require.True(t, l.Take(id, rate, 1).Allowed)
+	res := l.Charge(id, rate, 9)
+	require.True(t, res.Allowed)
+	require.Equal(t, 0, res.Remaining)
+	require.Equal(t, 10*time.Second, res.Reset)
+	c.advance(8 * time.Second)
+	require.False(t, l.Take(id, rate, 1).Allowed, "8 tokens of debt to repay at 1/s")
+	c.advance(time.Second)
+	require.True(t, l.Take(id, rate, 1).Allowed)
+}
+
+func TestLimiterDropsFullBuckets(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.NewLimiter[int](c.now)
+	rate := apirate.MustParse("10/s")
+	for i := range 1000 {
+		l.Take(i, rate, 1)
+	}
+	require.Equal(t, 1000, l.Len())
+	c.advance(2 * time.Minute)
+	l.Take(-1, rate, 1)
+	require.Equal(t, 1, l.Len())
+}
+
+// BenchmarkLimiterTake is the limiter's cost per API request: one bucket
+// per tenant, 1,000 tenants, requests from all cores.
+func BenchmarkLimiterTake(b *testing.B) {
+	l := apirate.NewLimiter[uuid.UUID](nil)
+	rate := apirate.MustParse("1000000/s")
+	ids := make([]uuid.UUID, 1000)
+	for i := range ids {
+		ids[i] = uuid.New()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		i := 0
+		for pb.Next() {
+			l.Take(ids[i%len(ids)], rate, 1)
+			i++
+		}
+	})
+}
