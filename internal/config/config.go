@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 )
 
@@ -34,6 +35,9 @@ type Config struct {
 	// queued and the jobs of dead runs replaced; negative means never
 	// (SLUICE_SWEEP_INTERVAL=off, for tests of what holds without it).
 	SweepInterval time.Duration
+	// APIRate is the API's own rate limit per tenant (SLUICE_API_RATE),
+	// for tenants without their own (tenant set-rate).
+	APIRate apirate.Rate
 }
 
 // Defaults, as SPEC.md gives them.
@@ -74,6 +78,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
+		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),
 	}
 	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")
 	if c.DatabaseURL == "" {
@@ -149,6 +154,15 @@ func (p *parser) durationOrOff(name string, def time.Duration) time.Duration {
 		return -1
 	}
 	return p.duration(name, def)
+}
+
+func (p *parser) rate(name, def string) apirate.Rate {
+	r, err := apirate.Parse(p.str(name, def))
+	if err != nil {
+		p.errs = append(p.errs, fmt.Errorf("%s: %w", name, err))
+		return apirate.MustParse(def)
+	}
+	return r
 }
 
 func (p *parser) schedule(name, def string) []time.Duration {

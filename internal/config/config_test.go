@@ -51,3 +51,18 @@ func TestShortDurationsAndErrors(t *testing.T) {
 	require.ErrorContains(t, err, "SLUICE_DELIVERY_TIMEOUT")
 	require.ErrorContains(t, err, "SLUICE_ENCRYPTION_KEY")
 }
+
+func TestAPIRate(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	require.NoError(t, err)
+	require.Equal(t, "100/s", c.APIRate.String())
+	require.Equal(t, 200, c.APIRate.Burst())
+
+	c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_API_RATE": "6000/m"}), false)
+	require.NoError(t, err)
+	require.Equal(t, 200, c.APIRate.Burst())
+
+	_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_API_RATE": "lots"}), false)
+	require.ErrorContains(t, err, "SLUICE_API_RATE")
+}
