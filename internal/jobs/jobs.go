@@ -37,7 +37,7 @@ func (FanoutArgs) Kind() string { return "fanout" }
 
 // InsertOpts implements river.JobArgsWithInsertOpts.
 func (FanoutArgs) InsertOpts() river.InsertOpts {
-	return river.InsertOpts{Queue: QueueFanout, MaxAttempts: 25}
+	return river.InsertOpts{Queue: QueueFanout, MaxAttempts: retryAttempts}
 }
 
 // DispatchArgs sends one endpoint's due deliveries. It is unique per
@@ -54,7 +54,7 @@ func (DispatchArgs) Kind() string { return "dispatch" }
 func (DispatchArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
 		Queue:       QueueDispatch,
-		MaxAttempts: 1000, // a failing step is retried; it never loses deliveries
+		MaxAttempts: retryAttempts, // a failing run is retried (Backoff); it never loses deliveries
 		UniqueOpts: river.UniqueOpts{
 			ByArgs: true,
 			ByState: []rivertype.JobState{
@@ -91,19 +91,32 @@ func (RetentionArgs) InsertOpts() river.InsertOpts {
 }
 
 // Backoff is the wait before retrying a fan-out or dispatch job whose run
-// failed (attempt is the attempt that failed, from 1): 100ms doubling to a
-// cap of 2s, with up to a fifth of jitter. These jobs fail only when the
-// database does, and they hold no one else's work, so after an outage
-// every endpoint is served again within seconds, instead of after River's
+// failed (attempt is the attempt that failed, from 1): 100ms doubling to
+// 2s, 2s up to the 200th attempt (about seven minutes of failing), then
+// 30s; each with up to a fifth of jitter. These jobs fail only when the
+// database does, and a fan-out job must never run out of attempts while it
+// is down (its events would never be delivered), so they have many
+// attempts (MaxAttempts) spaced so that after an outage of minutes every
+// endpoint is served again within seconds, instead of after River's
 // default attempt⁴ seconds (81 s after the third failure).
 func Backoff(attempt int) time.Duration {
-	const first, limit = 100 * time.Millisecond, 2 * time.Second
-	d := limit
-	if attempt >= 1 && attempt <= 5 {
-		d = min(first<<(attempt-1), limit)
+	var d time.Duration
+	switch {
+	case attempt < 1:
+		d = 100 * time.Millisecond
+	case attempt <= 5:
+		d = 100 * time.Millisecond << (attempt - 1)
+	case attempt <= 200:
+		d = 2 * time.Second
+	default:
+		d = 30 * time.Second
 	}
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
+
+// retryAttempts is MaxAttempts of fan-out and dispatch jobs: with Backoff,
+// about three and a half days of continuous failure.
+const retryAttempts = 10_000
 
 // Queue inserts Sluice's jobs with a River client. It implements
 // store.JobQueue.
