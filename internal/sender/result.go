@@ -42,6 +42,8 @@ func describeErr(err error) string {
 	var certErr *tls.CertificateVerificationError
 	var recErr tls.RecordHeaderError
 	switch {
+	case errors.Is(err, ErrMetadataAddr):
+		return "destination address is not allowed (cloud metadata)"
 	case errors.Is(err, ssrf.ErrProhibitedIP):
 		return "destination address is not allowed (private/loopback)"
 	case errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrProhibitedPort), errors.Is(err, ssrf.ErrInvalidHostPort):

@@ -15,15 +15,15 @@ import (
 	"context"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"code.dny.dev/ssrf"
 
 	"github.com/sluice-dev/sluice/internal/signature"
 )
@@ -55,9 +55,10 @@ type Sender struct {
 	userAgent string
 }
 
-// privateV4 and privateV6 are the ranges AllowPrivate opens. Link-local
-// (169.254/16, including cloud metadata) and the other special ranges stay
-// refused even then.
+// privateV4 and privateV6 are the ranges AllowPrivate opens. Cloud
+// metadata addresses (IsMetadataAddr, fd00:ec2::254 inside fc00::/7
+// included), link-local and the other special ranges stay refused even
+// then.
 var (
 	privateV4 = []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"),
@@ -82,12 +83,7 @@ func New(cfg Config) *Sender {
 	if cfg.MaxIdleConnsPerHost <= 0 {
 		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
-	// Receivers often listen on ports other than 80/443; the IP check is the guard.
-	opts := []ssrf.Option{ssrf.WithAnyPort()}
-	if cfg.AllowPrivate {
-		opts = append(opts, ssrf.WithAllowedV4Prefixes(privateV4...), ssrf.WithAllowedV6Prefixes(privateV6...))
-	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: ssrf.New(opts...).Safe}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: newGuard(cfg.AllowPrivate).control}
 	transport := &http.Transport{
 		Proxy:                  nil, // a proxy would dial on our behalf and bypass the guard
 		DialContext:            dialer.DialContext,
@@ -118,16 +114,6 @@ type Message struct {
 	Body      []byte            // already-marshalled JSON body
 	Keys      [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
 	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
-}
-
-// reserved headers are set by Send (or by the HTTP stack) and never taken
-// from Message.Headers. Keys are canonical header names.
-var reserved = map[string]bool{
-	"Content-Type": true, "User-Agent": true,
-	"Webhook-Id": true, "Webhook-Timestamp": true, "Webhook-Signature": true,
-	// Connection-level headers would break keep-alive or HTTP/2.
-	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
-	"Keep-Alive": true, "Proxy-Connection": true, "Te": true, "Trailer": true, "Upgrade": true,
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -174,9 +160,11 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	if err != nil {
 		return nil, errors.New("invalid URL: " + err.Error())
 	}
-	for k, v := range m.Headers {
-		if !reserved[http.CanonicalHeaderKey(k)] {
-			req.Header.Set(k, v)
+	// In name order, so that of two names differing only in case (stored
+	// before the API refused that) the same one wins every time.
+	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
+		if !IsReservedHeader(k) {
+			req.Header.Set(k, m.Headers[k])
 		}
 	}
 	ts := m.Timestamp

@@ -262,12 +262,14 @@ func TestSSRFGuard(t *testing.T) {
 
 func TestSSRFGuardKeepsMetadataClosed(t *testing.T) {
 	t.Parallel()
-	// Link-local (cloud metadata) stays refused even with AllowPrivate; the
+	// Cloud metadata and link-local stay refused even with AllowPrivate; the
 	// check runs before connect, so nothing leaves the machine.
-	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fe80::1]:8080/", "http://0.0.0.0:1/"} {
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[fd00:ec2::254]/latest/meta-data/", "http://[fe80::1]:8080/"} {
 		res := devSender(0).Send(context.Background(), msg(u))
-		require.Equal(t, "destination address is not allowed (private/loopback)", res.Err, u)
+		require.Equal(t, "destination address is not allowed (cloud metadata)", res.Err, u)
 	}
+	res := devSender(0).Send(context.Background(), msg("http://0.0.0.0:1/"))
+	require.Equal(t, "destination address is not allowed (private/loopback)", res.Err)
 }
 
 func TestKeepAliveReuse(t *testing.T) {
@@ -282,4 +284,26 @@ func TestKeepAliveReuse(t *testing.T) {
 	}
 	require.EqualValues(t, 20, rec.hits.Load())
 	require.EqualValues(t, 1, rec.conns.Load())
+}
+
+func TestReservedHeadersNeverSent(t *testing.T) {
+	t.Parallel()
+	rec := newRecorder(t, nil)
+	m := msg(rec.srv.URL)
+	m.Headers = map[string]string{"X-Custom": "yes", "Expect": "100-continue"}
+	for _, h := range sender.ReservedHeaders {
+		if _, ok := m.Headers[h]; !ok && h != "Host" && h != "Content-Length" && h != "Transfer-Encoding" {
+			m.Headers[strings.ToLower(h)] = "forged"
+		}
+	}
+	res := devSender(0).Send(context.Background(), m)
+	require.True(t, res.Delivered(), res.Err)
+	require.Less(t, res.Latency, 900*time.Millisecond, "no Expect: 100-continue wait")
+	got := rec.last(t)
+	require.Equal(t, "yes", got.header.Get("X-Custom"))
+	for _, h := range []string{"Keep-Alive", "Proxy-Connection", "Trailer", "Proxy-Authorization", "Proxy-Authenticate", "Upgrade", "Te", "Expect"} {
+		require.Empty(t, got.header.Get(h), h)
+	}
+	require.NotEqual(t, "forged", got.header.Get("Webhook-Signature"))
+	require.NotEqual(t, "forged", got.header.Get("User-Agent"))
 }
