@@ -254,9 +254,29 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 	apply := w.applyFlow(sent, target.RateLimit)
 	probe := target.Flow
 	if alerts := apply(&probe); len(alerts) == 0 && probe == target.Flow {
-		return false, w.recorder.record(ctx, outcomes(sent))
+		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
+			return false, err
+		}
+		w.announce(target, nil, target.Flow, target.Flow, sent)
+		return false, nil
 	}
-	return true, w.store.Record(ctx, target.ID, outcomes(sent), queue, apply)
+	// The store applies the batch to the flow state it reads under the
+	// endpoint's lock; what it applied is announced once it has committed.
+	var (
+		alerts      []store.Alert
+		before, now store.Flow
+	)
+	err := w.store.Record(ctx, target.ID, outcomes(sent), queue, func(f *store.Flow) []store.Alert {
+		before = *f
+		alerts = apply(f)
+		now = *f
+		return alerts
+	})
+	if err != nil {
+		return true, err
+	}
+	w.announce(target, alerts, before, now, sent)
+	return true, nil
 }
 
 // recordTimeout bounds the recording of a batch whose run is being cut short.

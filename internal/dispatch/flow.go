@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/circuit"
-	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/ratelimit"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -94,11 +93,9 @@ func (w *Worker) applyFlow(sent []sentDelivery, rl *sluice.RateLimit) func(*stor
 			}
 			switch tr {
 			case circuit.Opened:
-				metrics.CircuitTransitions.WithLabelValues("opened").Inc()
 				alerts = append(alerts, store.Alert{Opened: true, LastError: f.Breaker.LastError,
 					Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
 			case circuit.Closed:
-				metrics.CircuitTransitions.WithLabelValues("closed").Inc()
 				alerts = append(alerts, store.Alert{Opened: false})
 				// The backlog drains at the rate limit from an empty bucket,
 				// never as a burst.
