@@ -44,7 +44,8 @@ UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
 
 -- name: ClaimDueDeliveries :many
-SELECT d.id, d.event_id, d.failure_count, d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
+       d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
 WHERE d.endpoint_id = @endpoint_id

@@ -16,12 +16,14 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -94,7 +96,10 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	router := chi.NewRouter()
 	if roles.API {
+		own := prometheus.NewRegistry()
+		own.MustRegister(metrics.NewQueueCollector(p.Store))
 		p.api = httpapi.New(p.Store, httpapi.Config{
+			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			Jobs:                jobs.NewQueue(p.River),
 			Logger:              logger,

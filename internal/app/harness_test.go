@@ -96,6 +96,9 @@ func (h *harness) call(method, path string, body any, status int, out any, heade
 	req, err := http.NewRequest(method, h.srv.URL+path, rd)
 	require.NoError(h.t, err)
 	req.Header.Set("Authorization", "Bearer "+h.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}

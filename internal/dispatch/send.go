@@ -43,6 +43,9 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 			}
 			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res)}
 			observe(sent[i])
+			if c.AttemptCount == 0 && !c.Replayed {
+				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())
+			}
 		})
 	}
 	wg.Wait()

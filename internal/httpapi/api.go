@@ -70,7 +70,7 @@ func (a *API) Mount(r chi.Router) {
 	r.Get("/readyz", a.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(middleware.Recoverer)
+		r.Use(observeRequests, middleware.Recoverer)
 		r.Use(a.authenticate, a.checkText)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))

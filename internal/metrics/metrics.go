@@ -42,4 +42,22 @@ var (
 		Name: "sluice_jobs_rescued_total",
 		Help: "Fan-out and dispatch jobs replaced because their run died.",
 	})
+	// FirstAttemptLag is the time from an event's acceptance to the first
+	// attempt of each of its deliveries (replays excluded).
+	FirstAttemptLag = promauto.NewHistogram(prometheus.HistogramOpts{
+		Name:    "sluice_event_first_attempt_lag_seconds",
+		Help:    "Time from an event's acceptance to the first attempt of each of its deliveries.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+	})
+	// APIRequests counts API requests by route pattern and status.
+	APIRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+		Name: "sluice_api_requests_total",
+		Help: "API requests by route pattern (e.g. /v1/endpoints/{id}) and status code.",
+	}, []string{"route", "status"})
+	// APISeconds is the latency of API requests by route pattern.
+	APISeconds = promauto.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "sluice_api_request_seconds",
+		Help:    "Latency of API requests by route pattern.",
+		Buckets: prometheus.ExponentialBuckets(0.0005, 2.5, 12),
+	}, []string{"route"})
 )

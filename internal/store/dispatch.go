@@ -33,6 +33,8 @@ type Claimed struct {
 	ID             uuid.UUID
 	EventID        uuid.UUID
 	FailureCount   int
+	AttemptCount   int       // attempts so far, 429s included
+	Replayed       bool      // a replay of an earlier delivery
 	NextAttemptAt  time.Time // when it came due
 	EventType      string
 	Payload        []byte
@@ -119,6 +121,7 @@ func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {
 	for i, r := range rows {
 		out[i] = Claimed{
 			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount), NextAttemptAt: *r.NextAttemptAt,
+			AttemptCount: int(r.AttemptCount), Replayed: r.Replayed,
 			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
 		}
 	}

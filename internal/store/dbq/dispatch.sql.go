@@ -13,7 +13,8 @@ import (
 )
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-SELECT d.id, d.event_id, d.failure_count, d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
+       d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
 FROM deliveries d
 JOIN events e ON e.id = d.event_id
 WHERE d.endpoint_id = $1
@@ -33,6 +34,8 @@ type ClaimDueDeliveriesRow struct {
 	ID             uuid.UUID
 	EventID        uuid.UUID
 	FailureCount   int32
+	AttemptCount   int32
+	Replayed       bool
 	NextAttemptAt  *time.Time
 	Type           string
 	Payload        []byte
@@ -52,6 +55,8 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.ID,
 			&i.EventID,
 			&i.FailureCount,
+			&i.AttemptCount,
+			&i.Replayed,
 			&i.NextAttemptAt,
 			&i.Type,
 			&i.Payload,
