@@ -49,20 +49,75 @@ SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND event_id = @event_id O
 -- name: AttemptsForDelivery :many
 SELECT * FROM delivery_attempts WHERE delivery_id = @delivery_id ORDER BY id;
 
+-- name: LockEndpointReplays :exec
+-- Serialises replays and retries of one endpoint's deliveries until the
+-- transaction ends, so two identical bulk replays cannot both see "nothing
+-- queued yet" and both queue. The two-key form keeps it apart from the
+-- one-key (bigint) locks of package lease and of River.
+SELECT pg_advisory_xact_lock(1936483683, hashtext(@endpoint_id::text));
+
+-- name: LockEndpointKeyShare :one
+-- Takes the KEY SHARE lock a delivery insert takes, for a write that makes
+-- a delivery due without inserting one: the dispatcher's final check
+-- (FOR UPDATE) then either sees the write or waits for it.
+SELECT id FROM endpoints WHERE id = @id FOR KEY SHARE;
+
+-- name: QueuedDeliveryOfEvent :one
+-- A delivery of the event to the endpoint that is still queued, if any.
+SELECT id FROM deliveries
+WHERE event_id = @event_id AND endpoint_id = @endpoint_id AND status IN ('pending', 'failed')
+LIMIT 1;
+
 -- name: ReplayDelivery :one
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from)
 SELECT @id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
 FROM deliveries d
-WHERE d.tenant_id = @tenant_id AND d.id = @source_id
+WHERE d.tenant_id = @tenant_id AND d.id = @source_id AND d.status IN ('delivered', 'dead')
+RETURNING *;
+
+-- name: RetryDelivery :one
+-- Makes a queued delivery due now; its attempts and retry budget stay.
+UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
+WHERE tenant_id = @tenant_id AND id = @id AND status IN ('pending', 'failed')
 RETURNING *;
 
 -- name: ReplayDeliveriesForEndpoint :execrows
+-- Replays, for each event, the newest delivery to the endpoint when it has
+-- the status and was created in the window: never an older one beside it
+-- (so never both a delivery and its replays), and nothing of an event that
+-- still has a delivery queued to the endpoint (so a second identical call
+-- queues nothing while the first one's replays wait). One statement
+-- whatever the number of rows.
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
 SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
 FROM deliveries d
 WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
-  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz);
+  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  );
+
+-- name: CountReplayable :one
+-- How many deliveries ReplayDeliveriesForEndpoint would replay now.
+SELECT count(*) FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
+  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  );
+
+-- name: NewestReplays :many
+-- The newest replay of each of these deliveries that has one.
+SELECT DISTINCT ON (replayed_from) replayed_from::uuid AS source_id, id, status
+FROM deliveries
+WHERE replayed_from = ANY(@source_ids::uuid[])
+ORDER BY replayed_from, id DESC;
 
 -- name: DeleteOldDelivered :execrows
 DELETE FROM deliveries

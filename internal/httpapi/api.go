@@ -100,6 +100,7 @@ func (a *API) Mount(r chi.Router) {
 		r.Get("/deliveries", a.handle(a.listDeliveries))
 		r.Get("/deliveries/{id}", a.handle(a.getDelivery))
 		r.Post("/deliveries/{id}/replay", a.handle(a.replayDelivery))
+		r.Post("/deliveries/{id}/retry", a.handle(a.retryDelivery))
 	})
 }
 

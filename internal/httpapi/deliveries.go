@@ -54,12 +54,31 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// replayDelivery is POST /v1/deliveries/{id}/replay: a new delivery of a
+// delivered or dead one (409 for a queued one, or while the event already
+// has a delivery queued to the endpoint).
 func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "delivery")
 	if err != nil {
 		return err
 	}
 	d, err := a.store.ReplayDelivery(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, d)
+	return nil
+}
+
+// retryDelivery is POST /v1/deliveries/{id}/retry: makes a pending or
+// failed delivery due now, without a new delivery (409 for a delivered or
+// dead one, which is replayed instead).
+func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "delivery")
+	if err != nil {
+		return err
+	}
+	d, err := a.store.RetryDelivery(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}
@@ -86,6 +105,9 @@ func timeField(raw *string, field string, v *sluice.ValidationError) *time.Time 
 	return &t
 }
 
+// replayEndpoint is POST /v1/endpoints/{id}/replay: replays the newest
+// delivery of each event to the endpoint that matches the filter, once, and
+// answers how many it queued.
 func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r, "endpoint")
 	if err != nil {
@@ -101,8 +123,12 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 	f := sluice.ReplayFilter{Status: sluice.DeliveryDead, Since: timeField(in.Since, "since", v), Until: timeField(in.Until, "until", v)}
 	if in.Status != nil {
 		f.Status = *in.Status
-		if f.Status != sluice.DeliveryDead && f.Status != sluice.DeliveryFailed && f.Status != sluice.DeliveryDelivered {
-			v.Add("status", "must be dead, failed or delivered")
+		switch f.Status {
+		case sluice.DeliveryDead, sluice.DeliveryDelivered:
+		case sluice.DeliveryPending, sluice.DeliveryFailed:
+			v.Add("status", "must be dead or delivered: %s deliveries are still queued (POST /v1/deliveries/{id}/retry makes one due now)", f.Status)
+		default:
+			v.Add("status", "must be dead or delivered")
 		}
 	}
 	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {

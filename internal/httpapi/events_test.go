@@ -48,9 +48,10 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 	require.Empty(t, d["attempts"])
 	require.Equal(t, "pending", d["status"])
 
-	r = b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+dID+"/replay", nil)
-	require.Equal(t, http.StatusAccepted, r.Status)
-	require.Equal(t, dID, r.JSON(t)["replayed_from"])
+	requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+dID+"/replay", nil), http.StatusConflict)
+	r = b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+dID+"/retry", nil)
+	require.Equal(t, http.StatusAccepted, r.Status, "a pending delivery is retried, not replayed")
+	require.Equal(t, dID, r.JSON(t)["id"])
 	r = b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+ep+"/replay", map[string]any{"status": "dead"})
 	require.Equal(t, http.StatusAccepted, r.Status)
 	require.EqualValues(t, 0, r.JSON(t)["queued"])
@@ -63,13 +64,13 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 	r = b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+ep+"/circuit/close", nil)
 	require.Equal(t, http.StatusOK, r.Status, "closing a closed circuit is a no-op")
 	require.Equal(t, "closed", r.JSON(t)["circuit"].(map[string]any)["state"])
-	require.EqualValues(t, 4, r.JSON(t)["queued_deliveries"], "two order.* deliveries, a replay and a test event, none sent (no workers)")
+	require.EqualValues(t, 3, r.JSON(t)["queued_deliveries"], "two order.* deliveries and a test event, none sent (no workers)")
 
 	// Another tenant sees none of it.
 	for _, path := range []string{"/v1/events/" + ev["id"].(string), "/v1/deliveries/" + dID} {
 		requireProblem(t, b.do(b.keyB, http.MethodGet, path, nil), http.StatusNotFound)
 	}
-	for _, path := range []string{"/v1/deliveries/" + dID + "/replay", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + ep + "/test", "/v1/endpoints/" + ep + "/circuit/close"} {
+	for _, path := range []string{"/v1/deliveries/" + dID + "/replay", "/v1/deliveries/" + dID + "/retry", "/v1/endpoints/" + ep + "/replay", "/v1/endpoints/" + ep + "/test", "/v1/endpoints/" + ep + "/circuit/close"} {
 		requireProblem(t, b.do(b.keyB, http.MethodPost, path, nil), http.StatusNotFound)
 	}
 	for _, path := range []string{"/v1/events", "/v1/deliveries", "/v1/deliveries?endpoint_id=" + ep, "/v1/deliveries?event_id=" + ev["id"].(string)} {
@@ -102,6 +103,7 @@ func TestEventBadInput(t *testing.T) {
 		{"bad status filter", http.MethodGet, "/v1/deliveries?status=lost", nil, 422},
 		{"bad endpoint filter", http.MethodGet, "/v1/deliveries?endpoint_id=x", nil, 422},
 		{"bad replay status", http.MethodPost, "/v1/endpoints/" + ep + "/replay", `{"status":"pending"}`, 422},
+		{"failed is not replayed", http.MethodPost, "/v1/endpoints/" + ep + "/replay", `{"status":"failed"}`, 422},
 		{"bad replay window", http.MethodPost, "/v1/endpoints/" + ep + "/replay", `{"since":"2026-01-02T00:00:00Z","until":"2026-01-01T00:00:00Z"}`, 422},
 		{"bad replay time", http.MethodPost, "/v1/endpoints/" + ep + "/replay", `{"since":"yesterday"}`, 422},
 	}

@@ -45,42 +45,6 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice
 		func(r dbq.Delivery) (sluice.Delivery, error) { return deliveryFromRow(r), nil })
 }
 
-// ReplayDelivery queues a new delivery of the same event to the same
-// endpoint, linked to the original by replayed_from.
-func (s *Store) ReplayDelivery(ctx context.Context, tenantID, id uuid.UUID, jobs JobQueue) (sluice.Delivery, error) {
-	var out sluice.Delivery
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.WithTx(tx).ReplayDelivery(ctx, dbq.ReplayDeliveryParams{ID: newID(), TenantID: tenantID, SourceID: id})
-		if err != nil {
-			return notFound(err)
-		}
-		out = deliveryFromRow(row)
-		return jobs.Dispatch(ctx, tx, []uuid.UUID{row.EndpointID})
-	})
-	return out, err
-}
-
-// ReplayEndpoint queues a new delivery for each of an endpoint's deliveries
-// that match f, and returns how many it queued.
-func (s *Store) ReplayEndpoint(ctx context.Context, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, jobs JobQueue) (int64, error) {
-	var n int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
-			return notFound(err)
-		}
-		var err error
-		n, err = q.ReplayDeliveriesForEndpoint(ctx, dbq.ReplayDeliveriesForEndpointParams{
-			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
-		})
-		if err != nil || n == 0 {
-			return err
-		}
-		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
-	})
-	return n, err
-}
-
 // CreateTestEvent stores a sluice.test event and its one delivery, to the
 // given endpoint only, and queues the endpoint's dispatch.
 func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.UUID, payload []byte, jobs JobQueue) (sluice.Event, error) {

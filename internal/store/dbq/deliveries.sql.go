@@ -79,6 +79,40 @@ func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryPara
 	return id, err
 }
 
+const countReplayable = `-- name: CountReplayable :one
+SELECT count(*) FROM deliveries d
+WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
+  AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
+  AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  )
+`
+
+type CountReplayableParams struct {
+	TenantID   uuid.UUID
+	EndpointID uuid.UUID
+	Status     string
+	Since      *time.Time
+	Until      *time.Time
+}
+
+// How many deliveries ReplayDeliveriesForEndpoint would replay now.
+func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
+	row := q.db.QueryRow(ctx, countReplayable,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Status,
+		arg.Since,
+		arg.Until,
+	)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteOldDelivered = `-- name: DeleteOldDelivered :execrows
 DELETE FROM deliveries
 WHERE id IN (
@@ -279,6 +313,33 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 	return items, nil
 }
 
+const lockEndpointKeyShare = `-- name: LockEndpointKeyShare :one
+SELECT id FROM endpoints WHERE id = $1 FOR KEY SHARE
+`
+
+// Takes the KEY SHARE lock a delivery insert takes, for a write that makes
+// a delivery due without inserting one: the dispatcher's final check
+// (FOR UPDATE) then either sees the write or waits for it.
+func (q *Queries) LockEndpointKeyShare(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, lockEndpointKeyShare, id)
+	var id_2 uuid.UUID
+	err := row.Scan(&id_2)
+	return id_2, err
+}
+
+const lockEndpointReplays = `-- name: LockEndpointReplays :exec
+SELECT pg_advisory_xact_lock(1936483683, hashtext($1::text))
+`
+
+// Serialises replays and retries of one endpoint's deliveries until the
+// transaction ends, so two identical bulk replays cannot both see "nothing
+// queued yet" and both queue. The two-key form keeps it apart from the
+// one-key (bigint) locks of package lease and of River.
+func (q *Queries) LockEndpointReplays(ctx context.Context, endpointID string) error {
+	_, err := q.db.Exec(ctx, lockEndpointReplays, endpointID)
+	return err
+}
+
 const newerCoalescedExists = `-- name: NewerCoalescedExists :one
 SELECT EXISTS (
     SELECT 1 FROM deliveries d
@@ -309,6 +370,59 @@ func (q *Queries) NewerCoalescedExists(ctx context.Context, arg NewerCoalescedEx
 	return exists, err
 }
 
+const newestReplays = `-- name: NewestReplays :many
+SELECT DISTINCT ON (replayed_from) replayed_from::uuid AS source_id, id, status
+FROM deliveries
+WHERE replayed_from = ANY($1::uuid[])
+ORDER BY replayed_from, id DESC
+`
+
+type NewestReplaysRow struct {
+	SourceID uuid.UUID
+	ID       uuid.UUID
+	Status   string
+}
+
+// The newest replay of each of these deliveries that has one.
+func (q *Queries) NewestReplays(ctx context.Context, sourceIds []uuid.UUID) ([]NewestReplaysRow, error) {
+	rows, err := q.db.Query(ctx, newestReplays, sourceIds)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []NewestReplaysRow{}
+	for rows.Next() {
+		var i NewestReplaysRow
+		if err := rows.Scan(&i.SourceID, &i.ID, &i.Status); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const queuedDeliveryOfEvent = `-- name: QueuedDeliveryOfEvent :one
+SELECT id FROM deliveries
+WHERE event_id = $1 AND endpoint_id = $2 AND status IN ('pending', 'failed')
+LIMIT 1
+`
+
+type QueuedDeliveryOfEventParams struct {
+	EventID    uuid.UUID
+	EndpointID uuid.UUID
+}
+
+// A delivery of the event to the endpoint that is still queued, if any.
+func (q *Queries) QueuedDeliveryOfEvent(ctx context.Context, arg QueuedDeliveryOfEventParams) (uuid.UUID, error) {
+	row := q.db.QueryRow(ctx, queuedDeliveryOfEvent, arg.EventID, arg.EndpointID)
+	var id uuid.UUID
+	err := row.Scan(&id)
+	return id, err
+}
+
 const replayDeliveriesForEndpoint = `-- name: ReplayDeliveriesForEndpoint :execrows
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
 SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
@@ -316,6 +430,11 @@ FROM deliveries d
 WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
   AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  )
 `
 
 type ReplayDeliveriesForEndpointParams struct {
@@ -326,6 +445,12 @@ type ReplayDeliveriesForEndpointParams struct {
 	Until      *time.Time
 }
 
+// Replays, for each event, the newest delivery to the endpoint when it has
+// the status and was created in the window: never an older one beside it
+// (so never both a delivery and its replays), and nothing of an event that
+// still has a delivery queued to the endpoint (so a second identical call
+// queues nothing while the first one's replays wait). One statement
+// whatever the number of rows.
 func (q *Queries) ReplayDeliveriesForEndpoint(ctx context.Context, arg ReplayDeliveriesForEndpointParams) (int64, error) {
 	result, err := q.db.Exec(ctx, replayDeliveriesForEndpoint,
 		arg.TenantID,
@@ -344,7 +469,7 @@ const replayDelivery = `-- name: ReplayDelivery :one
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from)
 SELECT $1, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
 FROM deliveries d
-WHERE d.tenant_id = $2 AND d.id = $3
+WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
 RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
 `
 
@@ -356,6 +481,39 @@ type ReplayDeliveryParams struct {
 
 func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) (Delivery, error) {
 	row := q.db.QueryRow(ctx, replayDelivery, arg.ID, arg.TenantID, arg.SourceID)
+	var i Delivery
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.EventID,
+		&i.EndpointID,
+		&i.EventType,
+		&i.CoalesceKey,
+		&i.Status,
+		&i.AttemptCount,
+		&i.FailureCount,
+		&i.NextAttemptAt,
+		&i.ReplayedFrom,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const retryDelivery = `-- name: RetryDelivery :one
+UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
+WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'failed')
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
+`
+
+type RetryDeliveryParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+// Makes a queued delivery due now; its attempts and retry budget stay.
+func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (Delivery, error) {
+	row := q.db.QueryRow(ctx, retryDelivery, arg.TenantID, arg.ID)
 	var i Delivery
 	err := row.Scan(
 		&i.ID,
