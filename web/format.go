@@ -27,6 +27,24 @@ func replayDeliveryPath(id uuid.UUID) string { return deliveryPath(id) + "/repla
 
 func replayEndpointPath(id uuid.UUID) string { return endpointPath(id) + "/replay" }
 
+func retryDeliveryPath(id uuid.UUID) string { return deliveryPath(id) + "/retry" }
+
+// replayConfirmPath is the confirmation page of replaying an endpoint's
+// dead deliveries; from names the page to return to.
+func replayConfirmPath(id uuid.UUID, from string) string {
+	return replayEndpointPath(id) + "?" + url.Values{"status": {sluice.DeliveryDead}, "from": {from}}.Encode()
+}
+
+// replayable reports whether a delivery may be replayed now: delivered or
+// dead, without a replay still queued.
+func replayable(d sluice.Delivery, replays map[uuid.UUID]ReplayMark) bool {
+	if d.Status != sluice.DeliveryDelivered && d.Status != sluice.DeliveryDead {
+		return false
+	}
+	m, ok := replays[d.ID]
+	return !ok || !m.Queued()
+}
+
 // deadPath is the dead-letter list, filtered to one endpoint.
 func deadPath(endpointID uuid.UUID) string {
 	return "/dead?" + url.Values{"endpoint_id": {endpointID.String()}}.Encode()

@@ -38,6 +38,23 @@ type EndpointView struct {
 	Status     string // the timeline's status filter, "" for all
 	Older      string
 	Queued     *int64 // replays just queued, to flash
+	// Replayable is how many dead deliveries "Replay all" would queue;
+	// the action is offered only when it is not 0.
+	Replayable int64
+	// Replays marks the listed deliveries that have been replayed.
+	Replays map[uuid.UUID]ReplayMark
+}
+
+// ReplayMark is the newest replay of a listed delivery.
+type ReplayMark struct {
+	ID     uuid.UUID
+	Status string
+}
+
+// Queued reports whether the replay still waits to be sent, so the
+// delivery cannot be replayed again yet.
+func (m ReplayMark) Queued() bool {
+	return m.Status == sluice.DeliveryPending || m.Status == sluice.DeliveryFailed
 }
 
 // DeliveryView is one delivery with its attempts.
@@ -46,6 +63,7 @@ type DeliveryView struct {
 	Attempts    []sluice.Attempt
 	EndpointURL string
 	Replayed    bool // it was just created by the Replay button
+	Retried     bool // the Retry now button just made it due
 }
 
 // DeadView is the dead-letter list.
@@ -60,8 +78,22 @@ type DeadView struct {
 	// ReplayTargets are the endpoints offered a "Replay all" form: the
 	// filtered one, or those of the listed deliveries.
 	ReplayTargets []uuid.UUID
-	Older         string
-	Queued        *int64 // replays just queued, to flash
+	// Replayable is how many deliveries "Replay all" would queue per
+	// target; targets with none are not offered the action.
+	Replayable map[uuid.UUID]int64
+	// Replays marks the listed deliveries that have been replayed.
+	Replays map[uuid.UUID]ReplayMark
+	Older   string
+	Queued  *int64 // replays just queued, to flash
+}
+
+// ReplayConfirmView is the confirmation step of "Replay all".
+type ReplayConfirmView struct {
+	Endpoint sluice.Endpoint
+	Status   string // the deliveries replayed: dead or delivered
+	From     string // the page to go back to: "endpoint" or "dead"
+	Count    int64  // how many replays confirming would queue now
+	Back     string // URL of the page the action came from
 }
 
 // EventsView is the events list.
@@ -77,6 +109,7 @@ type EventView struct {
 	Payload      string // pretty-printed JSON
 	Deliveries   []sluice.Delivery
 	EndpointURLs map[uuid.UUID]string
+	Replays      map[uuid.UUID]ReplayMark
 }
 
 // ErrorView is an error page.

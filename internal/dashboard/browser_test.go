@@ -134,18 +134,42 @@ func TestBrowser(t *testing.T) {
 	require.Contains(t, details, s.delivery.ID.String(), "links the original")
 	shot("5-replayed")
 
-	// The dead-letter list, and a bulk replay from it.
+	// The dead-letter list marks the dead delivery as replayed, and offers
+	// no "Replay all" while its replay is queued.
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.Click(chromedp.CSS(`header nav a[href="/dead"]`)),
+		chromedp.WaitVisible(chromedp.CSS("table.deliveries")),
+	))
+	require.Contains(t, text("table.deliveries"), "replayed as "+replays[0].ID.String()+" (pending)")
+	require.NotContains(t, text("body"), "Replay all", "nothing to replay: the event's replay is queued")
+
+	// The replay dies too; now "Replay all" is offered, behind a
+	// confirmation page that says what it will queue.
+	b.kill(s.endpoint.ID, 500, "boom", "again")
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Navigate(b.srv.URL+"/dead"),
 		chromedp.WaitVisible(chromedp.CSS("section.replay-all")),
 	))
 	shot("6-dead")
+	require.Contains(t, text("section.replay-all"), "Replay all 1 dead delivery")
 	require.NoError(t, chromedp.Do(bctx,
-		chromedp.Click(chromedp.CSS(`section.replay-all form[action="/endpoints/`+s.endpoint.ID.String()+`/replay"] button`)),
+		chromedp.Click(chromedp.CSS(`section.replay-all a[href^="/endpoints/`+s.endpoint.ID.String()+`/replay"]`)),
+		chromedp.WaitVisible(chromedp.CSS("form.confirm")),
+	))
+	require.True(t, strings.HasPrefix(location(), "/endpoints/"+s.endpoint.ID.String()+"/replay?"), location())
+	require.Contains(t, text("#replay-count"), "1 new delivery")
+	requireReplays(t, b, s, 1) // nothing queued before confirming
+	shot("7-confirm")
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Click(chromedp.CSS(`form.confirm button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("p.flash")),
 	))
 	require.Contains(t, text("p.flash"), "Queued 1 replay.")
-	requireReplays(t, b, s, 2)
+	page, err := b.store.ListDeliveries(context.Background(), b.tenantA.ID,
+		sluice.DeliveryFilter{EndpointID: &s.endpoint.ID}, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 3, "the original, its replay, and one replay of that replay")
+	require.Equal(t, replays[0].ID, *page.Items[0].ReplayedFrom, "the newest delivery is the one replayed")
 
 	// The event with its fan-out, then sign out.
 	require.NoError(t, chromedp.Do(bctx,
@@ -153,7 +177,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS("pre.payload")),
 	))
 	require.Contains(t, text("pre.payload"), `"total": "9.99"`)
-	shot("7-event")
+	shot("8-event")
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.Click(chromedp.CSS(`form.logout button`)),
 		chromedp.WaitVisible(chromedp.ID("api_key")),

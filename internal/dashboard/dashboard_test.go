@@ -330,17 +330,29 @@ func TestReplayAllMatching(t *testing.T) {
 	p := br.get("/dead")
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p, "Replay all matching", s.endpoint.URL, other.endpoint.URL,
-		`action="/endpoints/`+s.endpoint.ID.String()+`/replay"`, `action="/endpoints/`+other.endpoint.ID.String()+`/replay"`)
+		replayAllHref(s.endpoint.ID, "dead"), replayAllHref(other.endpoint.ID, "dead"), "Replay all 3 dead deliveries")
 	require.Equal(t, 4, strings.Count(p.Body, `class="badge badge-dead"`), "four dead deliveries listed")
 	token := br.csrf("/dead")
 
+	// "Replay all" is confirmed first: the link leads to a page saying
+	// what will be queued, and an unconfirmed POST lands there too.
+	p = br.get("/endpoints/" + s.endpoint.ID.String() + "/replay?status=dead&from=dead")
+	require.Equal(t, http.StatusOK, p.Status, p.Body)
+	requireContains(t, p, "3 new deliveries", `name="confirm" value="yes"`, s.endpoint.URL)
 	p = br.post("/endpoints/"+s.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "status": {"dead"}, "from": {"dead"}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, "/endpoints/"+s.endpoint.ID.String()+"/replay?from=dead&status=dead", p.Location())
+	requireReplays(t, b, other, 0)
+
+	p = br.post("/endpoints/"+s.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "status": {"dead"}, "from": {"dead"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
 	require.Equal(t, "/dead?endpoint_id="+s.endpoint.ID.String()+"&queued=3", p.Location())
 	p = br.get(p.Location())
 	requireContains(t, p, "Queued 3 replays.")
-	require.NotContains(t, p.Body, `action="/endpoints/`+other.endpoint.ID.String()+`/replay"`, "filtered to one endpoint")
+	require.NotContains(t, p.Body, replayAllHref(other.endpoint.ID, "dead"), "filtered to one endpoint")
+	require.NotContains(t, p.Body, "Replay all matching", "nothing left to replay: each event has a replay queued")
 	require.Equal(t, 3, strings.Count(p.Body, `class="badge badge-dead"`), "the endpoint's three dead deliveries")
+	require.Equal(t, 3, strings.Count(p.Body, `replayed as`), "each marked with its replay")
 
 	pending := sluice.DeliveryPending
 	page, err := b.store.ListDeliveries(context.Background(), b.tenantA.ID,
@@ -356,16 +368,27 @@ func TestReplayAllMatching(t *testing.T) {
 	requireReplays(t, b, other, 0)
 
 	// From the endpoint page, back to the endpoint page.
-	p = br.post("/endpoints/"+other.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "from": {"endpoint"}})
+	requireContains(t, br.get("/endpoints/"+other.endpoint.ID.String()), replayAllHref(other.endpoint.ID, "endpoint"))
+	p = br.post("/endpoints/"+other.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "from": {"endpoint"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
 	require.Equal(t, "/endpoints/"+other.endpoint.ID.String()+"?queued=1", p.Location())
-	requireContains(t, br.get(p.Location()), "Queued 1 replay.")
+	p = br.get(p.Location())
+	requireContains(t, p, "Queued 1 replay.")
+	require.NotContains(t, p.Body, replayAllHref(other.endpoint.ID, "endpoint"), "hidden with nothing to replay")
+	requireReplays(t, b, other, 1)
+	p = br.post("/endpoints/"+other.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "from": {"endpoint"}, "confirm": {"yes"}})
+	require.Equal(t, "/endpoints/"+other.endpoint.ID.String()+"?queued=0", p.Location(), "a second call queues nothing")
 	requireReplays(t, b, other, 1)
 
 	p = br.post("/endpoints/"+other.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "status": {"pending"}})
 	require.Equal(t, http.StatusBadRequest, p.Status)
 	p = br.post("/endpoints/"+other.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "since": {"yesterday"}})
 	require.Equal(t, http.StatusBadRequest, p.Status)
+}
+
+// replayAllHref is the "Replay all" link to an endpoint's confirmation page.
+func replayAllHref(id uuid.UUID, from string) string {
+	return `href="/endpoints/` + id.String() + `/replay?from=` + from + `&amp;status=dead"`
 }
 
 func TestPagesShowState(t *testing.T) {
@@ -387,7 +410,7 @@ func TestPagesShowState(t *testing.T) {
 	p = br.get("/endpoints/" + s.endpoint.ID.String())
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p, s.endpoint.ID.String(), "orders", "badge-dead", "order.created",
-		`href="/deliveries/`+s.delivery.ID.String()+`"`, "Replay all dead deliveries", "UTC")
+		`href="/deliveries/`+s.delivery.ID.String()+`"`, "Replay all 1 dead delivery", "UTC")
 	p = br.get("/endpoints/" + s.endpoint.ID.String() + "?status=delivered")
 	requireContains(t, p, "No deliveries.")
 	require.Equal(t, http.StatusBadRequest, br.get("/endpoints/"+s.endpoint.ID.String()+"?status=weird").Status)

@@ -21,7 +21,7 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := web.DeliveryView{Delivery: del, Attempts: attempts, EndpointURL: del.EndpointID.String(),
-		Replayed: r.URL.Query().Get("replayed") == "1"}
+		Replayed: r.URL.Query().Get("replayed") == "1", Retried: r.URL.Query().Get("retried") == "1"}
 	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), del.EndpointID)
 	switch {
 	case err == nil:
@@ -82,6 +82,19 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		v.ReplayTargets = endpointIDs(page.Items)
 	}
 	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenant, v.ReplayTargets, v.Endpoints); err != nil {
+		return err
+	}
+	v.Replayable = map[uuid.UUID]int64{}
+	for _, id := range v.ReplayTargets {
+		n, err := d.store.CountReplayable(r.Context(), tenant, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			v.Replayable[id] = n
+		}
+	}
+	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.DeadPage(chrome(r, web.SectionDead), v))

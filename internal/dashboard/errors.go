@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -52,6 +53,8 @@ func pageErrorFor(err error) *pageError {
 		return pe
 	case errors.Is(err, sluice.ErrNotFound):
 		return errNotFound()
+	case errors.Is(err, sluice.ErrConflict):
+		return &pageError{status: http.StatusConflict, title: "Not possible now", detail: conflictDetail(err)}
 	case store.Unavailable(err):
 		return errUnavailable()
 	default:
@@ -98,4 +101,14 @@ func (d *Dashboard) notFound(w http.ResponseWriter, r *http.Request) error {
 		r = r.WithContext(withSession(r.Context(), s))
 	}
 	return errNotFound()
+}
+
+// conflictDetail is a conflict's message as a sentence, without the
+// "conflict: " prefix of sluice.ErrConflict.
+func conflictDetail(err error) string {
+	msg := strings.TrimPrefix(err.Error(), sluice.ErrConflict.Error()+": ")
+	if msg == "" {
+		return "The request conflicts with the current state."
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:] + "."
 }

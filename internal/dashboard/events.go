@@ -43,6 +43,9 @@ func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
 	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenantID(r), endpointIDs(deliveries), nil); err != nil {
 		return err
 	}
+	if v.Replays, err = d.replayMarks(r.Context(), deliveries); err != nil {
+		return err
+	}
 	return d.render(w, r, http.StatusOK, web.EventPage(chrome(r, web.SectionEvents), v))
 }
 
