@@ -15,19 +15,33 @@ endif
 GO        ?= go
 TESTFLAGS ?=
 BENCHFLAGS ?=
-GOTEST    = $(GO) test -count=1 -timeout 15m $(TESTFLAGS) ./...
+# -race: the batchers, wakers and recorders are concurrent code; the race
+# detector needs cgo (gcc), which .ci/run installs when missing.
+GOTEST    = $(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) ./...
 
-.PHONY: help run test bench faults generate vet build db-stop db-status clean distclean
+# Developer tools (sqlc, oapi-codegen, templ, staticcheck, govulncheck) are
+# pinned in their own module, tools/go.mod, so they add nothing to the
+# product's go.mod.
+TOOL      = $(GO) tool -modfile=tools/go.mod
+# Generated code, committed; `make check-generate` fails when it is stale.
+GENERATED = internal/store/dbq api/spec.gen.go web
+# Redocly CLI 2.x needs Node >= 20.19; older Node (Debian's 18) gets 1.x.
+REDOCLY_VERSION        ?= 2.77.0
+REDOCLY_VERSION_NODE18 ?= 1.34.21
+# govulncheck's database; VULNDB=file:///path for an offline copy.
+VULNDB    ?= https://vuln.go.dev
+
+.PHONY: help run test check staticcheck vulncheck check-generate lint-openapi bench faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
 
 run: ## build and serve API + dashboard + workers against ./.data (or DATABASE_URL)
 	bash scripts/run.sh
 
 # Without DATABASE_URL, tests get a throwaway cluster (scripts/withpg.sh) that
 # is stopped and deleted afterwards. Extra flags: make test TESTFLAGS='-run X -v'
-test: ## go vet + every test against a private throwaway Postgres
+test: ## go vet + every test (-race) against a private throwaway Postgres
 	$(GO) vet ./...
 	if [ -n "$$DATABASE_URL" ]; then $(GOTEST); else bash scripts/withpg.sh $(GOTEST); fi
 
@@ -37,10 +51,31 @@ bench: ## load benchmark (cmd/sluice-bench) against a throwaway Postgres
 faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
 	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)
 
-generate: ## regenerate sqlc, oapi-codegen (and templ, when it is a go tool) code
-	$(GO) tool sqlc generate
-	$(GO) tool oapi-codegen -config api/oapi-codegen.yaml openapi.yaml
-	@if $(GO) tool -n templ >/dev/null 2>&1; then echo "$(GO) tool templ generate"; $(GO) tool templ generate; fi
+check: vet staticcheck vulncheck check-generate lint-openapi ## static checks: vet, staticcheck, govulncheck, generated code current, OpenAPI lint
+
+staticcheck: ## staticcheck (honnef.co/go/tools), pinned in tools/go.mod
+	$(TOOL) staticcheck ./...
+
+# Exit status 3 is "vulnerabilities found": that fails. Any other failure
+# means govulncheck could not run (most often: its database is out of
+# reach); that only warns, unless VULNCHECK_STRICT=1.
+vulncheck: ## govulncheck: known vulnerabilities reachable from the code
+	@rc=0; $(TOOL) govulncheck -db '$(VULNDB)' ./... || rc=$$?; \
+	if [ $$rc -eq 0 ]; then exit 0; fi; \
+	if [ $$rc -eq 3 ] || [ "$${VULNCHECK_STRICT:-0}" = 1 ]; then exit $$rc; fi; \
+	echo "vulncheck: WARNING: govulncheck could not run (exit $$rc); no vulnerability check was made" >&2
+
+check-generate: ## fail if `make generate` changes the generated code
+	bash scripts/checkgen.sh $(GENERATED) -- $(MAKE) --no-print-directory generate
+
+lint-openapi: ## lint openapi.yaml with Redocly CLI (npx; redocly.yaml is its config)
+	@v=$(REDOCLY_VERSION); node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=19)?0:1)' || v=$(REDOCLY_VERSION_NODE18); \
+	echo "npx -y @redocly/cli@$$v lint openapi.yaml"; npx -y @redocly/cli@$$v lint openapi.yaml
+
+generate: ## regenerate sqlc, oapi-codegen and templ code (tools pinned in tools/go.mod)
+	$(TOOL) sqlc generate
+	$(TOOL) oapi-codegen -config api/oapi-codegen.yaml openapi.yaml
+	$(TOOL) templ generate
 
 vet: ## go vet
 	$(GO) vet ./...
