@@ -119,7 +119,10 @@ func (p *Process) Start(ctx context.Context) error {
 		return nil
 	}
 	p.workers.leases.Start(ctx)
-	if err := p.River.Start(ctx); err != nil {
+	// Not ctx itself: River treats the end of Start's context as an abrupt
+	// stop that cancels running jobs, cutting requests in flight. SIGTERM
+	// ends ctx; Close stops River gently.
+	if err := p.River.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
 	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -142,6 +145,7 @@ func (p *Process) Close() {
 		<-p.swept
 	}
 	if p.roles.Worker {
+		p.workers.dispatch.Stop() // runs hand their endpoints over instead of waiting
 		stopRiver(p.River, p.logger)
 	}
 	p.workers.close()
@@ -159,13 +163,22 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 		return err
 	}
 	if cfg.DebugAddr != "" {
-		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger) }()
+		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger, nil) }()
 	}
 	if !roles.API && !roles.Dashboard {
+		logger.Info("ready: working jobs")
 		<-ctx.Done()
+		logger.Info("shutting down: finishing in-flight deliveries")
 		return nil
 	}
-	return listen(ctx, cfg.Addr, p.Handler, logger)
+	drain := func() {
+		if p.api != nil {
+			p.api.Drain()
+		}
+		logger.Info("shutting down: /readyz answers 503", "drain_delay", cfg.DrainDelay)
+		time.Sleep(cfg.DrainDelay)
+	}
+	return listen(ctx, cfg.Addr, p.Handler, logger, drain)
 }
 
 // stopRiver lets running jobs finish (a dispatch run ends within seconds),
@@ -179,7 +192,9 @@ func stopRiver(rc *river.Client[pgx.Tx], logger *slog.Logger) {
 	}
 }
 
-func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logger) error {
+// listen serves h on addr until ctx ends, then runs drain (nil: none) and
+// shuts the server down, letting requests in progress finish.
+func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, drain func()) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -187,11 +202,14 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("listening", "addr", ln.Addr().String())
+	logger.Info("ready: listening", "url", "http://"+ln.Addr().String())
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
+	}
+	if drain != nil {
+		drain()
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"syscall"
 	"testing"
 	"time"
@@ -19,26 +20,31 @@ import (
 	"github.com/sluice-dev/sluice/internal/receiver"
 )
 
-// childWorkerEnv makes the test binary run as a worker-only Sluice process
-// (see TestMain), so a test can kill it with SIGKILL.
-const childWorkerEnv = "SLUICE_TEST_CHILD_WORKER"
+// childWorkerEnv makes the test binary run as a Sluice process (see
+// TestMain) with the roles it names ("worker" or "api"), so a test can kill
+// it with SIGKILL or stop it with SIGTERM as an operator would.
+const childWorkerEnv = "SLUICE_TEST_CHILD_ROLES"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(childWorkerEnv) != "" {
-		runChildWorker()
+	if roles := os.Getenv(childWorkerEnv); roles != "" {
+		runChild(roles)
 		return
 	}
 	os.Exit(m.Run())
 }
 
-func runChildWorker() {
+// runChild serves the roles until SIGTERM, like `sluice serve`.
+func runChild(roles string) {
 	cfg, err := config.FromEnv(true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if err := app.Serve(context.Background(), cfg, app.Roles{Worker: true}, logger); err != nil {
+	r := app.Roles{Worker: roles == "worker", API: roles == "api"}
+	if err := app.Serve(ctx, cfg, r, logger); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -47,9 +53,19 @@ func runChildWorker() {
 // startChild runs a worker process on the harness's database.
 func (h *harness) startChild() *exec.Cmd {
 	h.t.Helper()
+	return h.startChildWith("worker", nil)
+}
+
+// startChildWith runs a process with the roles on the harness's database,
+// with extra settings.
+func (h *harness) startChildWith(roles string, env map[string]string) *exec.Cmd {
+	h.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childWorkerEnv+"=1")
+	cmd.Env = append(os.Environ(), childWorkerEnv+"="+roles)
 	for k, v := range h.env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for k, v := range env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
 	cmd.Stderr = os.Stderr

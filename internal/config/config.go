@@ -38,6 +38,9 @@ type Config struct {
 	// APIRate is the API's own rate limit per tenant (SLUICE_API_RATE),
 	// for tenants without their own (tenant set-rate).
 	APIRate apirate.Rate
+	// DrainDelay is how long a stopping API process answers /readyz with
+	// 503 before it stops accepting connections (SLUICE_DRAIN_DELAY).
+	DrainDelay time.Duration
 }
 
 // Defaults, as SPEC.md gives them.
@@ -50,6 +53,7 @@ const (
 	DefaultCircuitProbe     = time.Minute
 	DefaultRetention        = 336 * time.Hour
 	DefaultSweepInterval    = time.Second
+	DefaultDrainDelay       = 2 * time.Second
 	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
 )
 
@@ -78,6 +82,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
+		DrainDelay:          p.duration("SLUICE_DRAIN_DELAY", DefaultDrainDelay),
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),
 	}
 	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")

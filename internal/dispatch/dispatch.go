@@ -84,6 +84,8 @@ type Worker struct {
 	store    *store.Store
 	cfg      Config
 	recorder *recorder
+	stopping context.Context // done once Stop is called
+	stop     context.CancelFunc
 }
 
 // NewWorker returns a dispatch worker.
@@ -92,8 +94,15 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2)}, nil
+	stopping, stop := context.WithCancel(context.Background())
+	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2), stopping: stopping, stop: stop}, nil
 }
+
+// Stop asks every run to hand its endpoint over to a successor job (which
+// another worker process picks up) after the requests it has in flight,
+// instead of waiting, lingering or claiming more: call it when the process
+// begins to shut down, before River stops.
+func (w *Worker) Stop() { w.stop() }
 
 // Close stops the worker's attempt recorder; call it after River has stopped.
 func (w *Worker) Close() { w.recorder.close() }
@@ -145,7 +154,12 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	wake := w.cfg.Waker.join(endpointID)
 	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
 	var known knownTarget
-	for time.Now().Before(deadline) {
+	// Waits end early when the worker is stopping; requests and database
+	// calls keep the job's own ctx.
+	waitCtx, cancelWait := context.WithCancel(ctx)
+	defer cancelWait()
+	defer context.AfterFunc(w.stopping, cancelWait)()
+	for time.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
 		}
@@ -169,7 +183,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
 		case !plan.blockedUntil.IsZero():
-			if sleepIfSoon(ctx, time.Until(plan.blockedUntil), deadline) {
+			if sleepIfSoon(waitCtx, time.Until(plan.blockedUntil), deadline) {
 				continue
 			}
 			parked, err := w.store.Park(ctx, endpointID, blockedUntil, successor(job))
@@ -180,11 +194,11 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				return nil
 			}
 		case plan.tokenWait > 0:
-			if !sleepIfSoon(ctx, plan.tokenWait, deadline) {
+			if !sleepIfSoon(waitCtx, plan.tokenWait, deadline) {
 				return river.JobSnooze(min(plan.tokenWait, soon))
 			}
 		default:
-			if w.waitForSoonDue(ctx, endpointID, deadline) || w.cfg.Waker.linger(ctx, wake, deadline) {
+			if w.waitForSoonDue(ctx, waitCtx, endpointID, deadline) || w.cfg.Waker.linger(waitCtx, wake, deadline) {
 				continue
 			}
 			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
@@ -198,7 +212,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			wake = w.cfg.Waker.join(endpointID) // something became due while we looked: go on
 		}
 	}
-	// Budget spent: hand over to a successor queued behind other work. It
+	// Budget spent, or the worker is stopping: hand over to a successor
+	// queued behind other work. It
 	// is committed (and can be fetched) at once, where a snooze would wait
 	// for River's completer. Leave the Waker first: once the successor
 	// runs, fan-out must not hand deliveries to this run any more.
@@ -360,12 +375,13 @@ const minDueWait = 20 * time.Millisecond
 
 // waitForSoonDue sleeps until the endpoint's next queued delivery is due if
 // that is soon and within the run's deadline, and reports whether it did.
-func (w *Worker) waitForSoonDue(ctx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
+// The sleep ends early when waitCtx does.
+func (w *Worker) waitForSoonDue(ctx, waitCtx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
 	next, err := w.store.NextDueAt(ctx, endpointID)
 	if err != nil || next == nil {
 		return false
 	}
-	return sleepIfSoon(ctx, max(time.Until(*next), minDueWait), deadline)
+	return sleepIfSoon(waitCtx, max(time.Until(*next), minDueWait), deadline)
 }
 
 // sleepIfSoon sleeps for wait if it is at most soon and ends before the

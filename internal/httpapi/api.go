@@ -6,6 +6,7 @@ package httpapi
 import (
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -33,11 +34,12 @@ type Config struct {
 
 // API serves the /v1 routes.
 type API struct {
-	store  *store.Store
-	cfg    Config
-	logger *slog.Logger
-	keys   *keyCache
-	ingest *ingest.Batcher
+	draining atomic.Bool // set by Drain: /readyz answers 503
+	store    *store.Store
+	cfg      Config
+	logger   *slog.Logger
+	keys     *keyCache
+	ingest   *ingest.Batcher
 }
 
 // New returns the API on st.
@@ -116,7 +118,16 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// Drain makes /readyz answer 503 from now on, so load balancers stop
+// sending requests while the server finishes the ones it has.
+func (a *API) Drain() { a.draining.Store(true) }
+
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if a.draining.Load() {
+		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
+			Detail: "shutting down", RetryAfter: unavailableRetryAfter})
+		return
+	}
 	if err := a.store.Ping(r.Context()); err != nil {
 		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
 			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
