@@ -1,5 +1,5 @@
 // Command sluice is the Sluice server and its admin tool: serve, migrate,
-// tenant create and apikey create.
+// tenant create, and apikey create, list and revoke.
 package main
 
 import (
@@ -14,12 +14,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/migrate"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -27,7 +29,9 @@ const usage = `usage:
   sluice serve [--api] [--worker] [--dashboard]   run the chosen roles (default: all)
   sluice migrate                                  apply database migrations
   sluice tenant create --name N --alert-email E   create a tenant and its first API key
-  sluice apikey create --tenant ID                create another API key for a tenant
+  sluice apikey create --tenant ID [--name N]     create another API key for a tenant
+  sluice apikey list --tenant ID                  list a tenant's API keys (never the keys)
+  sluice apikey revoke --id ID                    revoke an API key at once
 `
 
 func main() {
@@ -53,6 +57,10 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return tenantCreate(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "create":
 		return apikeyCreate(ctx, args[2:], stdout)
+	case cmd == "apikey" && len(args) > 1 && args[1] == "list":
+		return apikeyList(ctx, args[2:], stdout)
+	case cmd == "apikey" && len(args) > 1 && args[1] == "revoke":
+		return apikeyRevoke(ctx, args[2:], stdout)
 	case cmd == "help" || cmd == "-h" || cmd == "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -124,6 +132,31 @@ func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	tenant := fs.String("tenant", "", "tenant id")
+	name := fs.String("name", "cli", "a name for the key, to recognise it in lists")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	tenantID, err := uuid.Parse(*tenant)
+	if err != nil {
+		return fmt.Errorf("--tenant must be a tenant id: %w", err)
+	}
+	p := sluice.NewAPIKeyParams{Name: *name}
+	if err := p.Validate(time.Now()); err != nil {
+		return fmt.Errorf("--name: %w", err)
+	}
+	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
+		key, err := s.CreateAPIKey(ctx, tenantID, p)
+		if err != nil {
+			return fmt.Errorf("tenant %s: %w", tenantID, err)
+		}
+		return json.NewEncoder(stdout).Encode(map[string]string{"api_key": key.Key})
+	})
+}
+
+func apikeyList(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	tenant := fs.String("tenant", "", "tenant id")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,11 +165,45 @@ func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("--tenant must be a tenant id: %w", err)
 	}
 	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
-		key, err := s.CreateAPIKey(ctx, tenantID)
-		if err != nil {
+		if _, err := s.GetTenant(ctx, tenantID); err != nil {
 			return fmt.Errorf("tenant %s: %w", tenantID, err)
 		}
-		return json.NewEncoder(stdout).Encode(map[string]string{"api_key": key})
+		keys := []sluice.APIKey{}
+		p := sluice.PageParams{Limit: sluice.MaxPageLimit}
+		for {
+			page, err := s.ListAPIKeys(ctx, tenantID, p)
+			if err != nil {
+				return err
+			}
+			keys = append(keys, page.Items...)
+			if page.Next == nil {
+				break
+			}
+			p.After = page.Next
+		}
+		return json.NewEncoder(stdout).Encode(map[string][]sluice.APIKey{"api_keys": keys})
+	})
+}
+
+func apikeyRevoke(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("apikey revoke", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	idFlag := fs.String("id", "", "API key id (from apikey list)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	id, err := uuid.Parse(*idFlag)
+	if err != nil {
+		return fmt.Errorf("--id must be an API key id: %w", err)
+	}
+	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
+		key, tenantID, err := s.RevokeAPIKeyByID(ctx, id)
+		if err != nil {
+			return fmt.Errorf("API key %s: %w", id, err)
+		}
+		return json.NewEncoder(stdout).Encode(map[string]string{
+			"revoked": key.ID.String(), "tenant_id": tenantID.String(), "prefix": key.Prefix,
+		})
 	})
 }
 

@@ -169,7 +169,7 @@ func TestUnknownCommand(t *testing.T) {
 		{"tenant"},
 		{"tenant", "delete"},
 		{"apikey"},
-		{"apikey", "revoke"},
+		{"apikey", "delete"},
 		{"Serve"},
 	} {
 		t.Run(strings.Join(args, " "), func(t *testing.T) {

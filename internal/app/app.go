@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -107,7 +108,10 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		p.api.Mount(router)
 	}
 	if roles.Dashboard {
-		dashboard.New(p.Store, dashboard.Config{Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Logger: logger}).Mount(router)
+		dashboard.New(p.Store, dashboard.Config{
+			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Logger: logger,
+			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
+		}).Mount(router)
 	}
 	p.Handler = router
 	return p, nil

@@ -1,9 +1,9 @@
 // Package dashboard is Sluice's browser dashboard: a chi sub-router of
 // server-rendered pages (the templ components of package web) over the
-// store. It signs in with an API key, keeps a stateless signed session
-// cookie (session.go), protects every form with a CSRF token (csrf.go) and
-// needs no JavaScript. Handlers live one file per page group and return
-// errors to one error handler (errors.go).
+// store. It signs in with an API key, keeps the session on the server with
+// only a random token in the cookie (session.go), protects every form with
+// a CSRF token (csrf.go) and needs no JavaScript. Handlers live one file
+// per page group and return errors to one error handler (errors.go).
 package dashboard
 
 import (
@@ -23,9 +23,13 @@ import (
 
 // Config is what the dashboard needs besides the store.
 type Config struct {
-	// Key is SLUICE_ENCRYPTION_KEY. The session and CSRF keys are derived
-	// from it; it is never used as is.
+	// Key is SLUICE_ENCRYPTION_KEY. The CSRF key is derived from it; it is
+	// never used as is.
 	Key []byte
+	// SecureCookies marks the session cookie Secure on every answer; set it
+	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
+	// X-Forwarded-Proto).
+	SecureCookies bool
 	// Jobs queues the dispatch of replayed deliveries; required.
 	Jobs store.JobQueue
 	// Logger records internal errors; nil means slog.Default().
@@ -34,11 +38,12 @@ type Config struct {
 
 // Dashboard serves the dashboard's pages.
 type Dashboard struct {
-	store    *store.Store
-	jobs     store.JobQueue
-	logger   *slog.Logger
-	sessions sessionCodec
-	csrf     csrfSigner
+	store  *store.Store
+	jobs   store.JobQueue
+	logger *slog.Logger
+	csrf   csrfSigner
+
+	secureCookies bool
 }
 
 // New returns the dashboard on st. It panics when cfg.Key is empty (without
@@ -54,11 +59,12 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		cfg.Logger = slog.Default()
 	}
 	return &Dashboard{
-		store:    st,
-		jobs:     cfg.Jobs,
-		logger:   cfg.Logger,
-		sessions: sessionCodec{key: deriveKey(cfg.Key, sessionKeyLabel)},
-		csrf:     csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
+		store:  st,
+		jobs:   cfg.Jobs,
+		logger: cfg.Logger,
+		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
+
+		secureCookies: cfg.SecureCookies,
 	}
 }
 
@@ -85,6 +91,10 @@ func (d *Dashboard) Mount(r chi.Router) {
 			r.Get("/dead", d.handle(d.listDead))
 			r.Get("/events", d.handle(d.listEvents))
 			r.Get("/events/{id}", d.handle(d.showEvent))
+			r.Get("/api-keys", d.handle(d.listAPIKeys))
+			r.Post("/api-keys", d.handle(d.createAPIKey))
+			r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
+			r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
 		})
 	})
 	r.NotFound(securityHeaders(d.handle(d.notFound)).ServeHTTP)

@@ -38,26 +38,38 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if key == "" {
 		return d.render(w, r, http.StatusBadRequest, web.LoginPage("Enter an API key.", formNext))
 	}
-	tenant, err := d.store.TenantByAPIKey(r.Context(), key)
+	cred, err := d.store.AuthenticateAPIKey(r.Context(), key)
 	if errors.Is(err, sluice.ErrNotFound) {
 		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
 	}
 	if err != nil {
 		return err
 	}
+	token := newSessionToken()
 	expires := time.Now().Add(SessionTTL)
-	setSessionCookie(w, r, d.sessions.encode(tenant.ID, expires), expires)
+	err = d.store.CreateDashboardSession(r.Context(), tokenHash(token), cred.Tenant.ID, cred.APIKeyID, expires)
+	if errors.Is(err, sluice.ErrNotFound) { // the key was revoked meanwhile
+		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
+	}
+	if err != nil {
+		return err
+	}
+	d.setSessionCookie(w, r, token, expires)
 	return redirect(w, r, next)
 }
 
-// logout is POST /logout: ends the session. A signed-in request must carry
+// logout is POST /logout: ends the session on the server, so the cookie is
+// worthless even if a copy of it survives. A signed-in request must carry
 // its CSRF token, so no other site can sign anyone out.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
 	if s, ok := d.sessionFrom(r); ok {
 		if err := d.checkCSRF(w, r, s); err != nil {
 			return err
 		}
+		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(s.cookie)); err != nil {
+			return err
+		}
 	}
-	clearSessionCookie(w, r)
+	d.clearSessionCookie(w, r)
 	return redirect(w, r, "/login")
 }

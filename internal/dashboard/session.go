@@ -9,7 +9,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,11 +25,8 @@ const SessionCookie = "sluice_session"
 // SessionTTL is how long a sign-in lasts.
 const SessionTTL = 12 * time.Hour
 
-// Labels of the keys derived from the configured key, one per use.
-const (
-	sessionKeyLabel = "sluice-dashboard-session"
-	csrfKeyLabel    = "sluice-dashboard-csrf"
-)
+// csrfKeyLabel labels the CSRF key derived from the configured key.
+const csrfKeyLabel = "sluice-dashboard-csrf"
 
 // deriveKey derives a key for one purpose: HMAC-SHA256(key, label).
 func deriveKey(key []byte, label string) []byte {
@@ -41,70 +37,44 @@ func deriveKey(key []byte, label string) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// sessionVersion prefixes every cookie value, so the format can change.
-const sessionVersion = "v1"
+// Sessions live on the server, in the dashboard_sessions table: the cookie
+// holds only a random token, the table its SHA-256, the tenant, the API
+// key the session was opened with and its expiry. Sign-out deletes the row;
+// revoking the key deletes it too (a foreign key cascade), and an expired
+// key's sessions stop at once (checked on every request).
 
-// sessionCodec signs and verifies session cookie values. Sessions are
-// stateless: a value is
-//
-//	v1.<tenant id>.<expiry, unix seconds>.<nonce>.<HMAC-SHA256 of what precedes>
-//
-// The random nonce makes every sign-in's value, and so its CSRF token,
-// unique.
-type sessionCodec struct {
-	key []byte
+// tokenBytes is the entropy of a session token.
+const tokenBytes = 32
+
+// newSessionToken returns a fresh random session token, the cookie's value.
+func newSessionToken() string {
+	b := make([]byte, tokenBytes)
+	_, _ = rand.Read(b) // never fails
+	return b64.EncodeToString(b)
 }
 
-// errBadSession reports a session cookie that is malformed, forged or
-// expired.
-var errBadSession = errors.New("invalid session")
-
-func (c sessionCodec) sign(payload string) string {
-	m := hmac.New(sha256.New, c.key)
-	m.Write([]byte(payload))
-	return b64.EncodeToString(m.Sum(nil))
+// tokenHash is what the database stores of a session token.
+func tokenHash(token string) []byte {
+	sum := sha256.Sum256([]byte(token))
+	return sum[:]
 }
 
-// encode returns the cookie value of a session of tenantID until expires.
-func (c sessionCodec) encode(tenantID uuid.UUID, expires time.Time) string {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce) // never fails
-	payload := strings.Join([]string{sessionVersion, tenantID.String(),
-		strconv.FormatInt(expires.Unix(), 10), b64.EncodeToString(nonce)}, ".")
-	return payload + "." + c.sign(payload)
-}
-
-// decode verifies a cookie value and returns its tenant id, if it is
-// well-formed, signed with this key and not expired at now.
-func (c sessionCodec) decode(value string, now time.Time) (uuid.UUID, error) {
-	i := strings.LastIndexByte(value, '.')
-	if i < 0 {
-		return uuid.Nil, errBadSession
+// wellFormedToken reports whether a cookie value could be a session token,
+// so garbage costs no database round trip.
+func wellFormedToken(v string) bool {
+	if len(v) != b64.EncodedLen(tokenBytes) {
+		return false
 	}
-	payload, sig := value[:i], value[i+1:]
-	if !hmac.Equal([]byte(sig), []byte(c.sign(payload))) {
-		return uuid.Nil, errBadSession
-	}
-	parts := strings.Split(payload, ".")
-	if len(parts) != 4 || parts[0] != sessionVersion {
-		return uuid.Nil, errBadSession
-	}
-	tenantID, err := uuid.Parse(parts[1])
-	if err != nil {
-		return uuid.Nil, errBadSession
-	}
-	exp, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || !now.Before(time.Unix(exp, 0)) {
-		return uuid.Nil, errBadSession
-	}
-	return tenantID, nil
+	_, err := b64.DecodeString(v)
+	return err == nil
 }
 
 // session is a signed-in tenant, as the pages see it.
 type session struct {
-	tenant sluice.Tenant
-	cookie string // the cookie value, to which CSRF tokens are bound
-	csrf   string
+	tenant   sluice.Tenant
+	apiKeyID uuid.UUID // the key it was opened with
+	cookie   string    // the cookie value (the token), to which CSRF tokens are bound
+	csrf     string
 }
 
 type sessionKey struct{}
@@ -134,40 +104,36 @@ func chrome(r *http.Request, section string) web.Chrome {
 	return web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section}
 }
 
-// errNoSession is a request without a valid session: no cookie, a bad or
-// expired one, or one of a tenant that no longer exists.
+// errNoSession is a request without a live session: no cookie, a
+// malformed or unknown token, or a session that expired, was signed out,
+// or whose API key was revoked or expired.
 var errNoSession = errors.New("not signed in")
 
-// sessionFrom reads and verifies the request's session cookie and loads its
-// tenant; a tenant that no longer exists ends the session. Any failure,
+// sessionFrom loads the request's session from the database. Any failure,
 // the database's included, counts as signed out.
 func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 	s, err := d.loadSession(r)
 	if err != nil && !errors.Is(err, errNoSession) && !store.Unavailable(err) {
-		d.logger.ErrorContext(r.Context(), "dashboard session: load tenant", "err", err)
+		d.logger.ErrorContext(r.Context(), "dashboard session: load", "err", err)
 	}
 	return s, err == nil
 }
 
 // loadSession is sessionFrom telling errNoSession apart from a failure to
-// load the tenant.
+// load the session.
 func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	ck, err := r.Cookie(SessionCookie)
-	if err != nil {
+	if err != nil || !wellFormedToken(ck.Value) {
 		return session{}, errNoSession
 	}
-	id, err := d.sessions.decode(ck.Value, time.Now())
-	if err != nil {
-		return session{}, errNoSession
-	}
-	tenant, err := d.store.GetTenant(r.Context(), id)
+	ds, err := d.store.DashboardSession(r.Context(), tokenHash(ck.Value))
 	switch {
 	case errors.Is(err, sluice.ErrNotFound):
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
 	}
-	return session{tenant: tenant, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
+	return session{tenant: ds.Tenant, apiKeyID: ds.APIKeyID, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
 }
 
 // requireSession lets only signed-in requests through. A page asked for
@@ -185,7 +151,7 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 			return
 		}
 		if _, err := r.Cookie(SessionCookie); err == nil {
-			clearSessionCookie(w, r)
+			d.clearSessionCookie(w, r)
 		}
 		if r.Method == http.MethodGet || r.Method == http.MethodHead {
 			to := "/login"
@@ -199,24 +165,26 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 	})
 }
 
-// isHTTPS reports whether the browser reached us over https, directly or
-// through a proxy that says so.
-func isHTTPS(r *http.Request) bool {
-	return r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+// secure reports whether the session cookie must be Secure: always when
+// the dashboard's public URL is https (Config.SecureCookies), and whenever
+// the browser reached us over https, directly or through a proxy that says
+// so.
+func (d *Dashboard) secure(r *http.Request) bool {
+	return d.secureCookies || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
 }
 
-func setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
+func (d *Dashboard) setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: value, Path: "/",
 		Expires: expires, MaxAge: int(time.Until(expires).Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isHTTPS(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: d.secure(r),
 	})
 }
 
-func clearSessionCookie(w http.ResponseWriter, r *http.Request) {
+func (d *Dashboard) clearSessionCookie(w http.ResponseWriter, r *http.Request) {
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", MaxAge: -1,
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isHTTPS(r),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: d.secure(r),
 	})
 }
 

@@ -53,11 +53,9 @@ func New(st *store.Store, cfg Config) *API {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	// Keys cannot be revoked yet, so a cached key is never wrongly valid;
-	// keep the window short anyway for when they can.
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
-		keys:   newKeyCache(30*time.Second, 10000),
+		keys:   newKeyCache(keyCacheTTL, 10000),
 		ingest: ingest.New(st, cfg.Jobs, ingest.Config{}),
 	}
 }
@@ -76,6 +74,10 @@ func (a *API) Mount(r chi.Router) {
 		r.Use(a.authenticate, a.checkText)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
+
+		r.Post("/api-keys", a.handle(a.createAPIKey))
+		r.Get("/api-keys", a.handle(a.listAPIKeys))
+		r.Delete("/api-keys/{id}", a.handle(a.revokeAPIKey))
 
 		r.Post("/endpoints", a.handle(a.createEndpoint))
 		r.Get("/endpoints", a.handle(a.listEndpoints))

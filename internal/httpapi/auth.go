@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -18,7 +19,8 @@ func tenantFrom(ctx context.Context) sluice.Tenant {
 }
 
 // authenticate resolves "Authorization: Bearer <key>" to a tenant, or
-// answers 401.
+// answers 401. A revoked or expired key answers 401 within keyCacheTTL on
+// every process.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := bearer(r.Header.Get("Authorization"))
@@ -32,17 +34,18 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		}
 		tenant, ok := a.keys.get(key)
 		if !ok {
-			var err error
-			tenant, err = a.store.TenantByAPIKey(r.Context(), key)
+			looked := time.Now()
+			cred, err := a.store.AuthenticateAPIKey(r.Context(), key)
 			if errors.Is(err, sluice.ErrNotFound) {
-				writeUnauthorized(w, "the API key is not valid")
+				writeUnauthorized(w, "the API key is not valid: unknown, revoked or expired")
 				return
 			}
 			if err != nil {
 				a.writeError(w, r, err)
 				return
 			}
-			a.keys.put(key, tenant)
+			a.keys.put(key, cred, looked)
+			tenant = cred.Tenant
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 	})

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
+
 	"github.com/sluice-dev/sluice/internal/apikey"
 )
 
@@ -50,8 +52,9 @@ func TestAuth(t *testing.T) {
 
 	// A second key of the same tenant sees the same objects.
 	ep := b.createEndpoint(b.keyA, nil)
-	key2, err := b.store.CreateAPIKey(t.Context(), b.tenantA.ID)
+	k2, err := b.store.CreateAPIKey(t.Context(), b.tenantA.ID, sluice.NewAPIKeyParams{Name: "second"})
 	require.NoError(t, err)
+	key2 := k2.Key
 	r = b.do(key2, http.MethodGet, "/v1/endpoints/"+ep["id"].(string), nil)
 	require.Equal(t, http.StatusOK, r.Status)
 }

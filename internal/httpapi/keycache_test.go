@@ -12,23 +12,39 @@ import (
 
 func TestKeyCache(t *testing.T) {
 	t.Parallel()
-	c := newKeyCache(50*time.Millisecond, 2)
-	tenant := sluice.Tenant{ID: uuid.New()}
+	now := time.Now()
+	c := newKeyCache(time.Second, 2)
+	c.now = func() time.Time { return now }
+	cred := sluice.Credential{Tenant: sluice.Tenant{ID: uuid.New()}}
 	_, ok := c.get("sk_a")
 	require.False(t, ok)
-	c.put("sk_a", tenant)
+	c.put("sk_a", cred, now)
 	got, ok := c.get("sk_a")
 	require.True(t, ok)
-	require.Equal(t, tenant.ID, got.ID)
+	require.Equal(t, cred.Tenant.ID, got.ID)
 	_, ok = c.get("sk_b")
 	require.False(t, ok, "another key is not a hit")
 
-	time.Sleep(60 * time.Millisecond)
+	now = now.Add(time.Second)
 	_, ok = c.get("sk_a")
-	require.False(t, ok, "entries expire")
+	require.False(t, ok, "entries live ttl from the lookup's start")
 
-	c.put("sk_a", tenant)
-	c.put("sk_b", tenant)
-	c.put("sk_c", tenant)
+	// An entry never outlives its key.
+	exp := now.Add(100 * time.Millisecond)
+	c.put("sk_a", sluice.Credential{Tenant: cred.Tenant, ExpiresAt: &exp}, now)
+	_, ok = c.get("sk_a")
+	require.True(t, ok)
+	now = exp
+	_, ok = c.get("sk_a")
+	require.False(t, ok, "the key expired")
+
+	c.put("sk_a", cred, now)
+	c.put("sk_b", cred, now)
+	c.put("sk_c", cred, now)
 	require.LessOrEqual(t, len(c.entries), 2, "bounded")
+	c.put("sk_a", cred, now)
+	require.Len(t, c.entries, 2)
+	now = now.Add(2 * time.Second)
+	c.put("sk_d", cred, now)
+	require.Len(t, c.entries, 1, "expired entries go first")
 }

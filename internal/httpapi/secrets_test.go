@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // TestNoPlaintextSecretsAtRest creates keys and secrets (rotating one, so
@@ -19,8 +21,9 @@ func TestNoPlaintextSecretsAtRest(t *testing.T) {
 	ep := b.createEndpoint(b.keyA, nil)
 	id := ep["id"].(string)
 	rotated := b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+id+"/secret/rotate", nil).JSON(t)
-	key2, err := b.store.CreateAPIKey(t.Context(), b.tenantB.ID)
+	k2, err := b.store.CreateAPIKey(t.Context(), b.tenantB.ID, sluice.NewAPIKeyParams{Name: "second"})
 	require.NoError(t, err)
+	key2 := k2.Key
 
 	needles := []string{b.keyA, b.keyB, key2, ep["secret"].(string), rotated["secret"].(string)}
 	for _, n := range append([]string(nil), needles...) {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -47,7 +48,8 @@ func TestDatabaseUnavailable(t *testing.T) {
 	api := New(unreachableStore(t), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(api.Close)
 	cached := apikey.New()
-	api.keys.put(cached, sluice.Tenant{ID: uuid.New(), Name: "cached"})
+	// Looked up "in an hour": the entry stays for the whole test.
+	api.keys.put(cached, sluice.Credential{Tenant: sluice.Tenant{ID: uuid.New(), Name: "cached"}}, time.Now().Add(time.Hour))
 	h := api.Handler()
 
 	cases := []struct{ name, key, idempotencyKey, path string }{

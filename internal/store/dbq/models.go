@@ -11,11 +11,14 @@ import (
 )
 
 type ApiKey struct {
-	ID        uuid.UUID
-	TenantID  uuid.UUID
-	Prefix    string
-	KeyHash   []byte
-	CreatedAt time.Time
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	Prefix     string
+	KeyHash    []byte
+	CreatedAt  time.Time
+	Name       string
+	ExpiresAt  *time.Time
+	LastUsedAt *time.Time
 }
 
 type CircuitAlert struct {
@@ -28,6 +31,14 @@ type CircuitAlert struct {
 	NextProbeAt *time.Time
 	CreatedAt   time.Time
 	SentAt      *time.Time
+}
+
+type DashboardSession struct {
+	TokenHash []byte
+	TenantID  uuid.UUID
+	ApiKeyID  uuid.UUID
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 type Delivery struct {
@@ -119,4 +130,5 @@ type Tenant struct {
 	Name       string
 	AlertEmail string
 	CreatedAt  time.Time
+	ApiRate    *string
 }

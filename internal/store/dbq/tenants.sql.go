@@ -11,32 +11,10 @@ import (
 	"github.com/google/uuid"
 )
 
-const createAPIKey = `-- name: CreateAPIKey :exec
-INSERT INTO api_keys (id, tenant_id, prefix, key_hash)
-VALUES ($1, $2, $3, $4)
-`
-
-type CreateAPIKeyParams struct {
-	ID       uuid.UUID
-	TenantID uuid.UUID
-	Prefix   string
-	KeyHash  []byte
-}
-
-func (q *Queries) CreateAPIKey(ctx context.Context, arg CreateAPIKeyParams) error {
-	_, err := q.db.Exec(ctx, createAPIKey,
-		arg.ID,
-		arg.TenantID,
-		arg.Prefix,
-		arg.KeyHash,
-	)
-	return err
-}
-
 const createTenant = `-- name: CreateTenant :one
 INSERT INTO tenants (id, name, alert_email)
 VALUES ($1, $2, $3)
-RETURNING id, name, alert_email, created_at
+RETURNING id, name, alert_email, created_at, api_rate
 `
 
 type CreateTenantParams struct {
@@ -53,12 +31,13 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) (Ten
 		&i.Name,
 		&i.AlertEmail,
 		&i.CreatedAt,
+		&i.ApiRate,
 	)
 	return i, err
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, alert_email, created_at FROM tenants WHERE id = $1
+SELECT id, name, alert_email, created_at, api_rate FROM tenants WHERE id = $1
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
@@ -69,25 +48,7 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 		&i.Name,
 		&i.AlertEmail,
 		&i.CreatedAt,
-	)
-	return i, err
-}
-
-const tenantByAPIKeyHash = `-- name: TenantByAPIKeyHash :one
-SELECT t.id, t.name, t.alert_email, t.created_at
-FROM api_keys k
-JOIN tenants t ON t.id = k.tenant_id
-WHERE k.key_hash = $1
-`
-
-func (q *Queries) TenantByAPIKeyHash(ctx context.Context, keyHash []byte) (Tenant, error) {
-	row := q.db.QueryRow(ctx, tenantByAPIKeyHash, keyHash)
-	var i Tenant
-	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.AlertEmail,
-		&i.CreatedAt,
+		&i.ApiRate,
 	)
 	return i, err
 }

@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/apikey"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// CreateAPIKey adds an API key to a tenant and returns it, in plaintext
+// this once. An unknown tenant is sluice.ErrNotFound.
+func (s *Store) CreateAPIKey(ctx context.Context, tenantID uuid.UUID, p sluice.NewAPIKeyParams) (sluice.NewAPIKey, error) {
+	k, err := createAPIKey(ctx, s.q, tenantID, p)
+	return k, notFound(err) // the tenant's foreign key
+}
+
+func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p sluice.NewAPIKeyParams) (sluice.NewAPIKey, error) {
+	key := apikey.New()
+	row, err := q.CreateAPIKey(ctx, dbq.CreateAPIKeyParams{
+		ID:        newID(),
+		TenantID:  tenantID,
+		Name:      p.Name,
+		Prefix:    apikey.DisplayPrefix(key),
+		KeyHash:   apikey.Hash(key),
+		ExpiresAt: p.ExpiresAt,
+	})
+	if err != nil {
+		return sluice.NewAPIKey{}, err
+	}
+	return sluice.NewAPIKey{Key: key, APIKey: apiKeyFromRow(row)}, nil
+}
+
+// ListAPIKeys returns a page of a tenant's API keys, newest first; expired
+// keys are listed until they are revoked.
+func (s *Store) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.APIKey], error) {
+	rows, err := s.q.ListAPIKeys(ctx, dbq.ListAPIKeysParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
+	if err != nil {
+		return sluice.Page[sluice.APIKey]{}, err
+	}
+	return page(rows, p, func(r dbq.ApiKey) uuid.UUID { return r.ID },
+		func(r dbq.ApiKey) (sluice.APIKey, error) { return apiKeyFromRow(r), nil })
+}
+
+// GetAPIKey returns one of a tenant's API keys (never the key itself).
+func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.APIKey, error) {
+	row, err := s.q.GetAPIKey(ctx, dbq.GetAPIKeyParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return sluice.APIKey{}, notFound(err)
+	}
+	return apiKeyFromRow(row), nil
+}
+
+// RevokeAPIKey deletes one of a tenant's API keys, and with it every
+// dashboard session opened with it. Another tenant's key is
+// sluice.ErrNotFound.
+func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
+	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
+	}
+	return err
+}
+
+// RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key
+// alone; it returns the key revoked and its tenant's id.
+func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIKey, uuid.UUID, error) {
+	row, err := s.q.DeleteAPIKeyByID(ctx, id)
+	if err != nil {
+		return sluice.APIKey{}, uuid.Nil, notFound(err)
+	}
+	return apiKeyFromRow(row), row.TenantID, nil
+}
+
+// AuthenticateAPIKey resolves a plaintext API key to what it authenticates
+// as. A key that does not exist, was revoked or has expired is
+// sluice.ErrNotFound. It records the key's use, at most once a minute.
+func (s *Store) AuthenticateAPIKey(ctx context.Context, key string) (sluice.Credential, error) {
+	row, err := s.q.AuthenticateAPIKey(ctx, apikey.Hash(key))
+	if err != nil {
+		return sluice.Credential{}, notFound(err)
+	}
+	return sluice.Credential{
+		Tenant:    sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
+		APIKeyID:  row.ApiKeyID,
+		ExpiresAt: row.KeyExpiresAt,
+	}, nil
+}
+
+// TenantByAPIKey resolves a plaintext API key to its tenant, as
+// AuthenticateAPIKey does.
+func (s *Store) TenantByAPIKey(ctx context.Context, key string) (sluice.Tenant, error) {
+	c, err := s.AuthenticateAPIKey(ctx, key)
+	return c.Tenant, err
+}
+
+func apiKeyFromRow(r dbq.ApiKey) sluice.APIKey {
+	return sluice.APIKey{
+		ID: r.ID, Name: r.Name, Prefix: r.Prefix,
+		LastUsedAt: r.LastUsedAt, ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt,
+	}
+}
