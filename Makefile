@@ -27,7 +27,7 @@ TOOL      = $(GO) tool -modfile=tools/go.mod
 GENERATED = internal/store/dbq api/spec.gen.go web
 # Redocly CLI 2.x needs Node >= 20.19; older Node (Debian's 18) gets 1.x.
 REDOCLY_VERSION        ?= 2.77.0
-REDOCLY_VERSION_NODE18 ?= 1.34.21
+REDOCLY_VERSION_NODE18 ?= 1.34.5
 # govulncheck's database; VULNDB=file:///path for an offline copy.
 VULNDB    ?= https://vuln.go.dev
 

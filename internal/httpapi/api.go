@@ -68,7 +68,7 @@ func (a *API) Close() { a.ingest.Close() }
 func (a *API) Mount(r chi.Router) {
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
-	r.Handle("/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(observeRequests, middleware.Recoverer)
 		r.Use(a.authenticate, a.checkText)

@@ -37,6 +37,9 @@ func init() {
 	if err := doc.Validate(context.Background()); err != nil {
 		panic(err)
 	}
+	// The document's servers name a deployment's address; the test server
+	// listens elsewhere, so match operations on any host.
+	doc.Servers = nil
 	contract, err = gorillamux.NewRouter(doc)
 	if err != nil {
 		panic(err)
