@@ -10,14 +10,17 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 COPY . .
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/sluice ./cmd/sluice
+    go build -ldflags="-s -w" -o /out/ ./cmd/sluice ./cmd/sluice-healthcheck
 
 # ---- runtime -------------------------------------------------------------------
 # distroless/static: CA certificates and tzdata, no shell, runs as uid 65532.
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/sluice /usr/local/bin/sluice
+# sluice-healthcheck GETs /healthz: the health check of API processes
+# (docker-compose.yml), as the image has no shell or curl. No HEALTHCHECK
+# here: a worker-only process serves no HTTP.
+COPY --from=build /out/sluice /out/sluice-healthcheck /usr/local/bin/
 ENV SLUICE_ADDR=0.0.0.0:8080
 USER nonroot:nonroot
 EXPOSE 8080
-ENTRYPOINT ["sluice"]
+ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["serve"]
