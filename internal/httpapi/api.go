@@ -4,6 +4,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -29,7 +31,13 @@ type Config struct {
 	Jobs store.JobQueue
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
-	Logger   *slog.Logger
+	// APIRate is the API's rate limit per tenant for tenants without their
+	// own; zero means apirate.DefaultRate.
+	APIRate apirate.Rate
+	// MaxLargeBatches is how many batches over 1 MiB are read at once;
+	// zero means DefaultMaxLargeBatches.
+	MaxLargeBatches int
+	Logger          *slog.Logger
 }
 
 // API serves the /v1 routes.
@@ -40,6 +48,7 @@ type API struct {
 	logger   *slog.Logger
 	keys     *keyCache
 	ingest   *ingest.Batcher
+	limits   *limits
 }
 
 // New returns the API on st.
@@ -53,10 +62,15 @@ func New(st *store.Store, cfg Config) *API {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
+	if cfg.APIRate.IsZero() {
+		cfg.APIRate = apirate.MustParse(apirate.DefaultRate)
+	}
+	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:   newKeyCache(keyCacheTTL, 10000),
 		ingest: ingest.New(st, cfg.Jobs, ingest.Config{}),
+		limits: newLimits(cfg.APIRate, cfg.MaxLargeBatches),
 	}
 }
 
@@ -71,7 +85,7 @@ func (a *API) Mount(r chi.Router) {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(observeRequests, middleware.Recoverer)
-		r.Use(a.authenticate, a.checkText)
+		r.Use(a.authenticate, a.limitRate, a.checkText, a.requireJSON)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
 

@@ -48,10 +48,16 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
-	var in batchInput
-	if err := decodeJSON(w, r, &in, maxBatchBody); err != nil {
+	release, ok := a.admitBatch(w, r)
+	if !ok {
+		return nil
+	}
+	defer release()
+	in, err := decodeBatch(w, r)
+	if err != nil {
 		return err
 	}
+	a.chargeBatch(w, r, len(in.Events))
 	v := &sluice.ValidationError{}
 	switch n := len(in.Events); {
 	case n == 0:
@@ -69,12 +75,14 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
+	in = batchInput{} // evs holds what is still needed
 	out, err := a.store.CreateEvents(r.Context(), tenantFrom(r.Context()).ID, evs, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}
+	evs = nil
 	metrics.EventsIngested.Add(float64(len(out)))
-	writeJSON(w, http.StatusAccepted, listBody[sluice.Event]{Data: out})
+	writeEventList(w, http.StatusAccepted, out)
 	return nil
 }
 

@@ -115,6 +115,7 @@ func TestEventBadInput(t *testing.T) {
 	long := strings.Repeat("k", 256)
 	req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/events", strings.NewReader(`{"type":"a","payload":{}}`))
 	req.Header.Set("Authorization", "Bearer "+b.keyA)
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", long)
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)

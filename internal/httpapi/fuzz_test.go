@@ -107,7 +107,7 @@ func envUint(t *testing.T, name string, def uint64) uint64 {
 // returns their ids.
 func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	f := storetest.New(t)
-	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Jobs: f.Jobs, Logger: logger})
+	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Jobs: f.Jobs, Logger: logger, APIRate: testRate})
 	t.Cleanup(a.Close)
 	r := chi.NewRouter()
 	a.Mount(r)

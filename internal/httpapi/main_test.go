@@ -65,7 +65,7 @@ func setup(t *testing.T) *testBundle {
 	f := storetest.New(t)
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs})
+	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, APIRate: testRate})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(func() { b.srv.Close(); api.Close() })
@@ -119,6 +119,7 @@ func (b *testBundle) do(key, method, path string, body any) response {
 	require.NoError(t, err)
 	require.NotEqual(t, http.StatusInternalServerError, res.StatusCode, "%s %s answered 500: %s", method, path, resBody)
 	checkContract(t, req, raw, res, resBody)
+	checkRateHeaders(t, req, res)
 	return response{Status: res.StatusCode, Header: res.Header, Body: resBody}
 }
 

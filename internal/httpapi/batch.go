@@ -1,0 +1,61 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Bounds on the memory that batches take.
+const (
+	// largeBatchBytes is the body size above which a batch is large: it
+	// waits for none, but at most maxLargeBatches are read at once.
+	largeBatchBytes = 1 << 20
+	// DefaultMaxLargeBatches is Config.MaxLargeBatches' default.
+	DefaultMaxLargeBatches = 4
+)
+
+// admitBatch lets a batch's body be read, or answers 503 (and false) before
+// a byte of it is read when maxLargeBatches large ones (by Content-Length,
+// or of unknown length) are being handled already. release ends its turn.
+func (a *API) admitBatch(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	if r.ContentLength >= 0 && r.ContentLength <= largeBatchBytes {
+		return func() {}, true
+	}
+	select {
+	case a.limits.batches <- struct{}{}:
+		return func() { <-a.limits.batches }, true
+	default:
+		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
+			Detail: "too many large batches are being handled right now; retry shortly", RetryAfter: 1})
+		return nil, false
+	}
+}
+
+// writeEventList answers {"data": [event, ...]} one event at a time, and
+// lets go of each event once written, so that the answer to a large batch
+// never holds a second copy of it in memory.
+func writeEventList(w http.ResponseWriter, status int, evs []sluice.Event) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if _, err := w.Write([]byte(`{"data":[`)); err != nil {
+		return
+	}
+	for i := range evs {
+		b, err := json.Marshal(evs[i])
+		evs[i] = sluice.Event{}
+		if err != nil {
+			return // cannot happen: events are made of JSON
+		}
+		if i > 0 {
+			if _, err := w.Write([]byte{','}); err != nil {
+				return
+			}
+		}
+		if _, err := w.Write(b); err != nil {
+			return
+		}
+	}
+	_, _ = w.Write([]byte("]}\n"))
+}
