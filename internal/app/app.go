@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		p.api = httpapi.New(p.Store, httpapi.Config{
 			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			APIRate:             cfg.APIRate,
 			Jobs:                jobs.NewQueue(p.River),
 			Logger:              logger,
 		})
@@ -203,7 +204,7 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	logger.Info("ready: listening", "url", "http://"+ln.Addr().String())
@@ -221,6 +222,34 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 		return err
 	}
 	return nil
+}
+
+// Bounds of every request the HTTP server reads.
+const (
+	// ReadHeaderTimeout is how long a client has to send a request's
+	// headers.
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout is how long a client has to send a whole request, body
+	// included: a 32 MiB batch at 1.1 MiB/s fits, a connection trickling a
+	// byte at a time is cut.
+	ReadTimeout = 30 * time.Second
+	// IdleTimeout is how long a keep-alive connection waits for its next
+	// request.
+	IdleTimeout = 2 * time.Minute
+	// MaxHeaderBytes bounds a request's headers.
+	MaxHeaderBytes = 64 << 10
+)
+
+// NewHTTPServer is the HTTP server of API and dashboard, with its bounds
+// on every request (bodies are bounded by the handlers).
+func NewHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+	}
 }
 
 // debugHandler serves Go's pprof profiles, on SLUICE_DEBUG_ADDR only: keep

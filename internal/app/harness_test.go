@@ -53,6 +53,7 @@ func startWith(t *testing.T, env map[string]string, roles app.Roles) *harness {
 		"SLUICE_CIRCUIT_THRESHOLD":     "1000", // circuit tests lower it
 		"SLUICE_CIRCUIT_PROBE":         "100ms",
 		"SLUICE_THROTTLE_SCHEDULE":     "200ms,400ms",
+		"SLUICE_API_RATE":              "1000000/s", // rate-limit tests lower it
 	}}
 	h.env["DATABASE_URL"] = h.dbURL
 	for k, v := range env {
