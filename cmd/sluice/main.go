@@ -29,6 +29,7 @@ const usage = `usage:
   sluice serve [--api] [--worker] [--dashboard]   run the chosen roles (default: all)
   sluice migrate                                  apply database migrations
   sluice tenant create --name N --alert-email E   create a tenant and its first API key
+  sluice tenant set-rate --tenant ID --rate R     a tenant's own API rate (50/s, 600/m or default)
   sluice apikey create --tenant ID [--name N]     create another API key for a tenant
   sluice apikey list --tenant ID                  list a tenant's API keys (never the keys)
   sluice apikey revoke --id ID                    revoke an API key at once
@@ -55,6 +56,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return migrateCmd(ctx, logger)
 	case cmd == "tenant" && len(args) > 1 && args[1] == "create":
 		return tenantCreate(ctx, args[2:], stdout)
+	case cmd == "tenant" && len(args) > 1 && args[1] == "set-rate":
+		return tenantSetRate(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "create":
 		return apikeyCreate(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "list":
