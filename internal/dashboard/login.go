@@ -23,8 +23,12 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) error {
 	return d.render(w, r, http.StatusOK, web.LoginPage("", next))
 }
 
-// login is POST /login: checks the API key and starts a session.
+// login is POST /login: checks the API key and starts a session. Each
+// client address may try 10 times a minute (signin_limit.go).
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
+	if err := d.limitSignIn(r); err != nil {
+		return err
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return errBadRequest("The form could not be read.")
