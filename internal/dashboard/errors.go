@@ -95,12 +95,14 @@ func (d *Dashboard) writeError(w http.ResponseWriter, r *http.Request, err error
 	}
 }
 
-// notFound answers paths no route knows.
+// notFound answers paths no route knows, inside the signed-in chrome when
+// the request carries a session.
 func (d *Dashboard) notFound(w http.ResponseWriter, r *http.Request) error {
 	if s, ok := d.sessionFrom(r); ok {
 		r = r.WithContext(withSession(r.Context(), s))
 	}
-	return errNotFound()
+	d.writeError(w, r, errNotFound())
+	return nil
 }
 
 // conflictDetail is a conflict's message as a sentence, without the

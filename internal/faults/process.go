@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,9 +18,9 @@ import (
 // BuildSluice builds ./cmd/sluice of the repository at root into dir and
 // returns the binary's path.
 func BuildSluice(ctx context.Context, root, dir string) (string, error) {
-	goBin, err := exec.LookPath("go")
+	goBin, err := exec.LookPath("go") // go test and make put Go's own bin first on PATH
 	if err != nil {
-		goBin = filepath.Join(runtime.GOROOT(), "bin", "go")
+		return "", fmt.Errorf("build sluice: %w", err)
 	}
 	bin := filepath.Join(dir, "sluice")
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/sluice")

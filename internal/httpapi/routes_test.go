@@ -37,7 +37,7 @@ func TestRoutesMatchOpenAPI(t *testing.T) {
 	}))
 	require.NotEmpty(t, routed)
 
-	doc, err := api.GetSwagger()
+	doc, err := api.GetSpec()
 	require.NoError(t, err)
 	documented := map[string]bool{}
 	for path, item := range doc.Paths.Map() {
