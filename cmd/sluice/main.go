@@ -47,7 +47,7 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logger) error {
 	if len(args) == 0 {
-		return errors.New("no command\n" + usage)
+		return fmt.Errorf("no command\n%s", usage)
 	}
 	switch cmd := args[0]; {
 	case cmd == "serve":

@@ -155,7 +155,7 @@ func walkRoutes(t *testing.T, r chi.Routes) []fuzzRoute {
 // requireOpenAPIRoutes checks that the walk found every operation of
 // openapi.yaml, so the fuzz covers the whole documented API.
 func requireOpenAPIRoutes(t *testing.T, routes []fuzzRoute) {
-	doc, err := api.GetSwagger()
+	doc, err := api.GetSpec()
 	require.NoError(t, err)
 	for path, item := range doc.Paths.Map() {
 		for method := range item.Operations() {
