@@ -81,7 +81,7 @@ func setRateHeaders(h http.Header, res apirate.Result) {
 func rateLimited(res apirate.Result) *Problem {
 	after := max(1, apirate.Seconds(res.RetryAfter))
 	return &Problem{Type: typeRateLimited, Title: "Too many requests", Status: http.StatusTooManyRequests,
-		Detail: fmt.Sprintf("this tenant's API rate limit (bursts of %d) is used up; retry in %d s", res.Limit, after),
+		Detail:     fmt.Sprintf("this tenant's API rate limit (bursts of %d) is used up; retry in %d s", res.Limit, after),
 		RetryAfter: after}
 }
 
