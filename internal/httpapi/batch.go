@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"net/http"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -14,6 +15,10 @@ const (
 	largeBatchBytes = 1 << 20
 	// DefaultMaxLargeBatches is Config.MaxLargeBatches' default.
 	DefaultMaxLargeBatches = 4
+	// batchWriteTimeout is how long a client has to take a batch's answer,
+	// so that one that never reads it cannot hold a turn and the batch's
+	// memory for ever.
+	batchWriteTimeout = 30 * time.Second
 )
 
 // admitBatch lets a batch's body be read, or answers 503 (and false) before
@@ -37,6 +42,13 @@ func (a *API) admitBatch(w http.ResponseWriter, r *http.Request) (release func()
 // lets go of each event once written, so that the answer to a large batch
 // never holds a second copy of it in memory.
 func writeEventList(w http.ResponseWriter, status int, evs []sluice.Event) {
+	// The deadline would outlive the request on a keep-alive connection
+	// (the server sets none of its own), so it is lifted once written.
+	// Recorders in tests do not support it; nothing is lost then.
+	rc := http.NewResponseController(w)
+	if rc.SetWriteDeadline(time.Now().Add(batchWriteTimeout)) == nil {
+		defer func() { _ = rc.SetWriteDeadline(time.Time{}) }()
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	if _, err := w.Write([]byte(`{"data":[`)); err != nil {
