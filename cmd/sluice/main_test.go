@@ -272,7 +272,7 @@ func TestServeAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--api"}, io.Discard, logger) }()
 
-	listening := regexp.MustCompile(`msg=listening addr=(\S+)`)
+	listening := regexp.MustCompile(`msg="ready: listening" url=http://(\S+)`)
 	var addr string
 	deadline := time.Now().Add(30 * time.Second)
 	for addr == "" {

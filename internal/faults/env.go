@@ -31,6 +31,9 @@ var Settings = []string{
 	"SLUICE_DELIVERY_TIMEOUT=2s",
 	"SLUICE_RETRY_SCHEDULE=100ms,200ms,500ms,1s,1s,1s,2s",
 	"SLUICE_ALLOW_PRIVATE_TARGETS=true",
+	// The suite's senders are one tenant posting hundreds of events a
+	// second: above the API's default rate limit, which is not under test.
+	"SLUICE_API_RATE=100000/s",
 }
 
 // Env is one scenario's world: a fresh database on the suite's cluster,
