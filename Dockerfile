@@ -8,9 +8,12 @@ COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod \
     go mod download
 COPY . .
+# The version `sluice version` and /healthz report: docker build --build-arg VERSION=v1.2.3
+ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w" -o /out/ ./cmd/sluice ./cmd/sluice-healthcheck
+    go build -ldflags="-s -w -X github.com/sluice-dev/sluice/internal/version.Version=${VERSION}" \
+      -o /out/ ./cmd/sluice ./cmd/sluice-healthcheck
 
 # ---- runtime -------------------------------------------------------------------
 # distroless/static: CA certificates and tzdata, no shell, runs as uid 65532.

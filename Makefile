@@ -80,8 +80,11 @@ generate: ## regenerate sqlc, oapi-codegen and templ code (tools pinned in tools
 vet: ## go vet
 	$(GO) vet ./...
 
-build: ## build bin/sluice
-	$(GO) build -o bin/sluice ./cmd/sluice
+# The version `sluice version` and /healthz report.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+
+build: ## build bin/sluice (VERSION=... names the build; default from git)
+	$(GO) build -ldflags "-X github.com/sluice-dev/sluice/internal/version.Version=$(VERSION)" -o bin/sluice ./cmd/sluice
 
 db-stop: ## stop the ./.data Postgres cluster left running by `make run`
 	bash scripts/pg.sh stop .data/pg

@@ -23,10 +23,12 @@ import (
 	"github.com/sluice-dev/sluice/internal/migrate"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/version"
 )
 
 const usage = `usage:
   sluice serve [--api] [--worker] [--dashboard]   run the chosen roles (default: all)
+  sluice version                                  print the version of this build
   sluice migrate                                  apply database migrations
   sluice tenant create --name N --alert-email E   create a tenant and its first API key
   sluice tenant set-rate --tenant ID --rate R     a tenant's own API rate (50/s, 600/m or default)
@@ -38,7 +40,11 @@ const usage = `usage:
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	logger, err := newLogger(os.Stderr, os.Getenv("SLUICE_LOG_FORMAT"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(2)
+	}
 	if err := run(ctx, os.Args[1:], os.Stdout, logger); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice:", err)
 		os.Exit(1)
@@ -52,6 +58,9 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	switch cmd := args[0]; {
 	case cmd == "serve":
 		return serve(ctx, args[1:], logger)
+	case cmd == "version":
+		_, err := fmt.Fprintln(stdout, version.String())
+		return err
 	case cmd == "migrate":
 		return migrateCmd(ctx, logger)
 	case cmd == "tenant" && len(args) > 1 && args[1] == "create":

@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/version"
 )
 
 // Roles choose what a serve process runs.
@@ -171,7 +172,7 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger, nil) }()
 	}
 	if !roles.API && !roles.Dashboard {
-		logger.Info("ready: working jobs")
+		logger.Info("ready: working jobs", "version", version.String())
 		<-ctx.Done()
 		logger.Info("shutting down: finishing in-flight deliveries")
 		return nil
@@ -207,7 +208,7 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 	srv := NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("ready: listening", "url", "http://"+ln.Addr().String())
+	logger.Info("ready: listening", "url", "http://"+ln.Addr().String(), "version", version.String())
 	select {
 	case err := <-errc:
 		return err

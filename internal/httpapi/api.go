@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/version"
 )
 
 // Config is what the API needs besides the store.
@@ -131,7 +132,7 @@ func (a *API) Handler() http.Handler {
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
 }
 
 // Drain makes /readyz answer 503 from now on, so load balancers stop
@@ -149,5 +150,5 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
 }
