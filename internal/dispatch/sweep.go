@@ -28,7 +28,7 @@ type SweepConfig struct {
 // own transaction); the rest wait for the next sweep.
 const maxSweepEndpoints = 1000
 
-// maxRescues bounds the dead jobs one sweep replaces.
+// maxRescues bounds the dead jobs of each kind one sweep replaces.
 const maxRescues = 100
 
 // A Sweeper runs in every worker process and, about once per Interval
@@ -91,20 +91,42 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil || !mine {
 		return err
 	}
-	for range maxRescues {
-		found, err := s.store.RescueDeadJob(ctx, []string{jobs.FanoutArgs{}.Kind(), jobs.DispatchArgs{}.Kind()}, s.cfg.RescueGrace, s.jobs)
-		if err != nil {
-			return err
-		}
-		if !found {
-			break
-		}
-		metrics.JobsRescued.Inc()
-		s.cfg.Logger.Info("replaced a job whose run died")
+	if err := s.rescue(ctx); err != nil {
+		return err
 	}
 	ids, err := s.store.EndpointsNeedingDispatch(ctx, maxSweepEndpoints)
 	if err != nil {
 		return err
 	}
 	return s.store.WakeDispatchers(ctx, ids, s.jobs)
+}
+
+// rescue replaces the jobs of dead runs: dispatch jobs first, since each
+// holds back an endpoint's whole queue, one per transaction (their unique
+// insert locks); then fan-out jobs, many per transaction (plain inserts).
+func (s *Sweeper) rescue(ctx context.Context) error {
+	grace := s.cfg.RescueGrace
+	for range maxRescues {
+		n, err := s.store.RescueDeadJobs(ctx, jobs.DispatchArgs{}.Kind(), grace, 1, s.jobs)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		s.rescued(n, "dispatch")
+	}
+	n, err := s.store.RescueDeadJobs(ctx, jobs.FanoutArgs{}.Kind(), grace, maxRescues, s.jobs)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		s.rescued(n, "fanout")
+	}
+	return nil
+}
+
+func (s *Sweeper) rescued(n int, kind string) {
+	metrics.JobsRescued.Add(float64(n))
+	s.cfg.Logger.Info("replaced jobs whose runs died", "kind", kind, "jobs", n)
 }

@@ -2,14 +2,13 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// rescueOneSQL finds one job of the given kinds that River shows as running
+// rescueSQL finds up to $3 jobs of the given kinds that River shows as running
 // for longer than the grace period although no session holds its lease
 // (package lease: every live run holds a session advisory lock keyed by its
 // job id), and cancels it, so that a replacement can be inserted in the same
@@ -22,7 +21,7 @@ import (
 // is what River itself does when it gives up on one; a late completion from
 // a run that was not dead after all (JobSetStateIfRunning) then changes
 // nothing.
-const rescueOneSQL = `
+const rescueSQL = `
 WITH candidates AS MATERIALIZED (
     SELECT id FROM river_job
     WHERE state = 'running' AND kind = ANY($1::text[])
@@ -32,7 +31,7 @@ WITH candidates AS MATERIALIZED (
 ), dead AS (
     -- Only candidates are tried: a lock taken on a live run's key, even for
     -- a moment, would make that run's own Acquire fail.
-    SELECT id FROM candidates WHERE pg_try_advisory_xact_lock(id) LIMIT 1
+    SELECT id FROM candidates WHERE pg_try_advisory_xact_lock(id) LIMIT $3
 )
 UPDATE river_job j SET
     state = 'cancelled',
@@ -45,26 +44,34 @@ FROM dead
 WHERE j.id = dead.id AND j.state = 'running'
 RETURNING j.kind, j.args`
 
-// RescueDeadJob replaces one job of the given kinds whose run has died (see
-// rescueOneSQL) with a new job of the same kind and arguments, queued by
+// RescueDeadJobs replaces up to limit jobs of kind whose runs have died
+// (see rescueSQL) with new jobs of the same kind and arguments, queued by
 // jobs.Requeue in the same transaction, so the work is never without a job.
-// It reports whether it found one; callers loop, one job per transaction.
-func (s *Store) RescueDeadJob(ctx context.Context, kinds []string, grace time.Duration, jobs JobQueue) (bool, error) {
-	found := false
+// It returns how many it replaced. Dispatch jobs are unique per endpoint,
+// and their insert locks a live job's row: replace them one per
+// transaction (limit 1) so that no transaction holds many such locks.
+func (s *Store) RescueDeadJobs(ctx context.Context, kind string, grace time.Duration, limit int, jobs JobQueue) (int, error) {
+	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var (
-			kind string
-			args []byte
-		)
-		err := tx.QueryRow(ctx, rescueOneSQL, kinds, grace.Seconds()).Scan(&kind, &args)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
+		rows, err := tx.Query(ctx, rescueSQL, []string{kind}, grace.Seconds(), limit)
 		if err != nil {
-			return fmt.Errorf("rescue dead job: %w", err)
+			return fmt.Errorf("rescue dead jobs: %w", err)
 		}
-		found = true
-		return jobs.Requeue(ctx, tx, kind, args)
+		type dead struct {
+			Kind string
+			Args []byte
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dead])
+		if err != nil {
+			return fmt.Errorf("rescue dead jobs: %w", err)
+		}
+		for _, d := range found {
+			if err := jobs.Requeue(ctx, tx, d.Kind, d.Args); err != nil {
+				return err
+			}
+		}
+		n = len(found)
+		return nil
 	})
-	return found, err
+	return n, err
 }
