@@ -9,19 +9,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/receiver"
 	"github.com/sluice-dev/sluice/internal/smtpsink"
 )
 
 func TestCircuitOpensProbesClosesAndEmails(t *testing.T) {
 	sink := smtpsink.Start(t)
-	h := start(t, map[string]string{
+	h := startTimed(t, map[string]string{
 		"SLUICE_CIRCUIT_THRESHOLD": "3",
 		"SLUICE_CIRCUIT_PROBE":     "200ms",
 		"SLUICE_RETRY_SCHEDULE":    "10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms",
 		"SLUICE_SMTP_URL":          sink.URL(),
 		"SLUICE_PUBLIC_URL":        "http://sluice.test",
-	})
+	}, app.Roles{API: true, Worker: true})
 	var healthy atomic.Bool
 	rcv := receiver.New(t)
 	rcv.AnswerFunc(func(int) receiver.Behavior {

@@ -45,6 +45,22 @@ func start(t *testing.T, env map[string]string) *harness {
 func startWith(t *testing.T, env map[string]string, roles app.Roles) *harness {
 	t.Helper()
 	t.Parallel()
+	return setup(t, env, roles)
+}
+
+// startTimed is startWith for tests that hold Sluice to the clock (rate
+// limits, throttle windows, probe intervals): they do not run in parallel
+// with this package's other tests, which would otherwise starve the
+// dispatcher they time of the box's two cores. Other packages' tests still
+// run beside them.
+func startTimed(t *testing.T, env map[string]string, roles app.Roles) *harness {
+	t.Helper()
+	return setup(t, env, roles)
+}
+
+// setup builds the harness.
+func setup(t *testing.T, env map[string]string, roles app.Roles) *harness {
+	t.Helper()
 	h := &harness{t: t, dbURL: pgtest.NewDatabase(t), env: map[string]string{
 		"SLUICE_ENCRYPTION_KEY":        testKey,
 		"SLUICE_ALLOW_PRIVATE_TARGETS": "true",

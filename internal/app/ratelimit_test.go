@@ -74,7 +74,7 @@ func (h *harness) attemptTimes(endpointID string) []time.Time {
 }
 
 func TestRateLimitAudit(t *testing.T) {
-	h := start(t, nil)
+	h := startTimed(t, nil, app.Roles{API: true, Worker: true})
 	rcv := receiver.New(t)
 	epID, _ := h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_second": 20, "burst": 5}})
 	h.postBatch("audit.tick", 200)
@@ -84,7 +84,7 @@ func TestRateLimitAudit(t *testing.T) {
 }
 
 func TestRateLimitHoldsAcrossWorkerProcesses(t *testing.T) {
-	h := startWith(t, nil, app.Roles{API: true})
+	h := startTimed(t, nil, app.Roles{API: true})
 	h.process(app.Roles{Worker: true})
 	h.process(app.Roles{Worker: true})
 	rcv := receiver.New(t)
@@ -96,7 +96,7 @@ func TestRateLimitHoldsAcrossWorkerProcesses(t *testing.T) {
 }
 
 func TestPerMinuteRateSpreadsOut(t *testing.T) {
-	h := start(t, nil)
+	h := startTimed(t, nil, app.Roles{API: true, Worker: true})
 	rcv := receiver.New(t)
 	h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_minute": 120}}) // 2/s, burst 1
 	h.postBatch("slow.tick", 6)
@@ -115,7 +115,7 @@ func TestPerMinuteRateSpreadsOut(t *testing.T) {
 }
 
 func TestRateLimitChangeTakesEffectWithinASecond(t *testing.T) {
-	h := start(t, nil)
+	h := startTimed(t, nil, app.Roles{API: true, Worker: true})
 	rcv := receiver.New(t)
 	epID, _ := h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_minute": 1}})
 	h.postBatch("patch.tick", 50)

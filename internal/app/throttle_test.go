@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/receiver"
 )
 
@@ -31,7 +32,7 @@ func (h *harness) endpointState(id string) endpointView {
 }
 
 func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
-	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "50ms"}) // two attempts at most
+	h := startTimed(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "50ms"}, app.Roles{API: true, Worker: true}) // two attempts at most
 	limited, healthy := receiver.New(t), receiver.New(t)
 	limited.AnswerFunc(func(n int) receiver.Behavior {
 		switch n {
