@@ -126,3 +126,12 @@ WHERE id IN (
     WHERE old.status = 'delivered' AND old.updated_at < @before
     LIMIT @max_rows
 );
+
+-- name: DeleteOldDead :execrows
+-- Dead deliveries past SLUICE_DEAD_RETENTION, kept until then for replay.
+DELETE FROM deliveries
+WHERE id IN (
+    SELECT old.id FROM deliveries old
+    WHERE old.status = 'dead' AND old.updated_at < @before
+    LIMIT @max_rows
+);

@@ -13,6 +13,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/retention"
 )
 
+// TestRetentionDeletesOldDeliveredKeepsDead: delivered deliveries go after
+// SLUICE_RETENTION, dead ones are kept for replay until
+// SLUICE_DEAD_RETENTION.
 func TestRetentionDeletesOldDeliveredKeepsDead(t *testing.T) {
 	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "10ms"})
 	ok, bad := receiver.New(t), receiver.New(t)
@@ -26,14 +29,15 @@ func TestRetentionDeletesOldDeliveredKeepsDead(t *testing.T) {
 	}, "one delivered, one dead")
 
 	// Nothing is old enough yet.
-	work := func(maxAge time.Duration) {
-		require.NoError(t, retention.NewWorker(h.proc.Store, maxAge).Work(context.Background(), &river.Job[jobs.RetentionArgs]{}))
+	work := func(delivered, dead time.Duration) {
+		w := retention.NewWorker(h.proc.Store, retention.Config{Delivered: delivered, Dead: dead})
+		require.NoError(t, w.Work(context.Background(), &river.Job[jobs.RetentionArgs]{}))
 	}
-	work(time.Hour)
+	work(time.Hour, time.Hour)
 	require.Len(t, h.deliveries("endpoint_id="+okID), 1)
 
 	time.Sleep(20 * time.Millisecond)
-	work(10 * time.Millisecond)
+	work(10*time.Millisecond, time.Hour)
 	require.Empty(t, h.deliveries("endpoint_id="+okID), "delivered and old: deleted")
 	require.Len(t, h.deliveries("status=dead&endpoint_id="+badID), 1, "dead ones are kept for replay")
 	var attempts int
@@ -44,4 +48,7 @@ func TestRetentionDeletesOldDeliveredKeepsDead(t *testing.T) {
 	require.NoError(t, h.proc.Pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM delivery_attempts a WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = a.delivery_id)`).Scan(&orphans))
 	require.Zero(t, orphans, "attempts go with their delivery")
+
+	work(10*time.Millisecond, 10*time.Millisecond)
+	require.Empty(t, h.deliveries("endpoint_id="+badID), "dead and past SLUICE_DEAD_RETENTION: deleted")
 }

@@ -93,7 +93,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, alert.NewWorker(st, mailer, cfg.PublicURL))
 	river.AddWorker(ws, fanout.NewWorker(st, waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
-	river.AddWorker(ws, retention.NewWorker(st, cfg.Retention))
+	river.AddWorker(ws, retention.NewWorker(st, retention.Config{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
 	rc.Workers = ws
 	rc.Queues = map[string]river.QueueConfig{
 		jobs.QueueFanout:      {MaxWorkers: 20},

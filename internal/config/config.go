@@ -31,6 +31,9 @@ type Config struct {
 	CircuitThreshold    int
 	CircuitProbe        time.Duration
 	Retention           time.Duration
+	// DeadRetention is how long dead deliveries are kept for replay
+	// (SLUICE_DEAD_RETENTION).
+	DeadRetention time.Duration
 	// SweepInterval is how often (across all workers) due retries are
 	// queued and the jobs of dead runs replaced; negative means never
 	// (SLUICE_SWEEP_INTERVAL=off, for tests of what holds without it).
@@ -52,6 +55,7 @@ const (
 	DefaultCircuitThreshold = 5
 	DefaultCircuitProbe     = time.Minute
 	DefaultRetention        = 336 * time.Hour
+	DefaultDeadRetention    = 720 * time.Hour
 	DefaultSweepInterval    = time.Second
 	DefaultDrainDelay       = 2 * time.Second
 	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
@@ -81,6 +85,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		CircuitThreshold:    p.positiveInt("SLUICE_CIRCUIT_THRESHOLD", DefaultCircuitThreshold),
 		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
+		DeadRetention:       p.duration("SLUICE_DEAD_RETENTION", DefaultDeadRetention),
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
 		DrainDelay:          p.duration("SLUICE_DRAIN_DELAY", DefaultDrainDelay),
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),

@@ -77,6 +77,12 @@ func (s *Store) DeleteOldDelivered(ctx context.Context, before time.Time, limit 
 	return s.q.DeleteOldDelivered(ctx, dbq.DeleteOldDeliveredParams{Before: before, MaxRows: int32(limit)})
 }
 
+// DeleteOldDead deletes up to limit dead deliveries (and their attempts)
+// last updated before before: the end of their keeping for replay.
+func (s *Store) DeleteOldDead(ctx context.Context, before time.Time, limit int) (int64, error) {
+	return s.q.DeleteOldDead(ctx, dbq.DeleteOldDeadParams{Before: before, MaxRows: int32(limit)})
+}
+
 func deliveryFromRow(r dbq.Delivery) sluice.Delivery {
 	return sluice.Delivery{
 		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, EndpointID: r.EndpointID,

@@ -113,6 +113,29 @@ func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams
 	return count, err
 }
 
+const deleteOldDead = `-- name: DeleteOldDead :execrows
+DELETE FROM deliveries
+WHERE id IN (
+    SELECT old.id FROM deliveries old
+    WHERE old.status = 'dead' AND old.updated_at < $1
+    LIMIT $2
+)
+`
+
+type DeleteOldDeadParams struct {
+	Before  time.Time
+	MaxRows int32
+}
+
+// Dead deliveries past SLUICE_DEAD_RETENTION, kept until then for replay.
+func (q *Queries) DeleteOldDead(ctx context.Context, arg DeleteOldDeadParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteOldDead, arg.Before, arg.MaxRows)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const deleteOldDelivered = `-- name: DeleteOldDelivered :execrows
 DELETE FROM deliveries
 WHERE id IN (
