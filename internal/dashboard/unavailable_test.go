@@ -1,39 +1,18 @@
 package dashboard_test
 
 import (
-	"bytes"
-	"context"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
-	"github.com/sluice-dev/sluice/internal/secretbox"
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
-
-// unreachableStore is a store on a pool whose server does not exist: a
-// local port nothing listens on.
-func unreachableStore(t *testing.T) *store.Store {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	pool, err := pgxpool.New(context.Background(), "postgres://sluice@"+addr+"/sluice?sslmode=disable&connect_timeout=2")
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	require.NoError(t, err)
-	return store.New(pool, box)
-}
 
 // TestDatabaseUnavailable checks that the dashboard answers 503 with
 // Retry-After, not 500 and not a sign-out, while its database cannot be
@@ -43,7 +22,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	br := b.browser()
 	br.login(b.keyA)
 	cookie := br.sessionCookie()
-	down := httptest.NewServer(dashboard.New(unreachableStore(t), dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
+	down := httptest.NewServer(dashboard.New(storetest.Unreachable(t), dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
 	t.Cleanup(down.Close)
 
 	page, err := http.NewRequest(http.MethodGet, down.URL+"/events", nil)

@@ -2,10 +2,8 @@ package httpapi
 
 import (
 	"bytes"
-	"context"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,30 +11,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/apikey"
-	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
-
-// unreachableStore is a store on a pool whose server does not exist: a
-// local port nothing listens on.
-func unreachableStore(t *testing.T) *store.Store {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	pool, err := pgxpool.New(context.Background(), "postgres://sluice@"+addr+"/sluice?sslmode=disable&connect_timeout=2")
-	require.NoError(t, err)
-	t.Cleanup(pool.Close)
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	require.NoError(t, err)
-	return store.New(pool, box)
-}
 
 // TestDatabaseUnavailable checks that requests made while the database
 // cannot be reached answer 503 with Retry-After, logged as a warning, not
@@ -45,7 +25,7 @@ func unreachableStore(t *testing.T) *store.Store {
 func TestDatabaseUnavailable(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	api := New(unreachableStore(t), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	api := New(storetest.Unreachable(t), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	t.Cleanup(api.Close)
 	cached := apikey.New()
 	// Looked up "in an hour": the entry stays for the whole test.

@@ -6,8 +6,10 @@ package storetest
 import (
 	"bytes"
 	"context"
+	"net"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
@@ -49,4 +51,29 @@ func New(t testing.TB) Fixture {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// Unreachable returns a store on a pool whose server does not exist (a
+// loopback port nothing listens on): every query fails the way it does
+// while the database is down.
+func Unreachable(t testing.TB) *store.Store {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	if err := ln.Close(); err != nil {
+		t.Fatal(err)
+	}
+	pool, err := pgxpool.New(context.Background(), "postgres://sluice@"+addr+"/sluice?sslmode=disable&connect_timeout=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store.New(pool, box)
 }
