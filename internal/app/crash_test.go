@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -89,12 +88,8 @@ func TestWorkerKilledMidBurstLosesNothing(t *testing.T) {
 	first := h.startChild()
 
 	const batches, perBatch = 6, 100
-	for b := range batches {
-		events := make([]map[string]any, perBatch)
-		for i := range events {
-			events[i] = map[string]any{"type": "crash.burst", "payload": map[string]int{"b": b, "i": i}}
-		}
-		h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": events}, http.StatusAccepted, nil)
+	for range batches {
+		h.postBatch("crash.burst", perBatch)
 	}
 	eventually(t, 30*time.Second, func() bool { return rcvs[0].Count() >= 50 && rcvs[1].Count() >= 50 }, "burst under way")
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))

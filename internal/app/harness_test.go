@@ -156,6 +156,16 @@ func (h *harness) post(eventType string, payload any) string {
 	return ev.ID
 }
 
+// postBatch posts n events of one type in one request.
+func (h *harness) postBatch(eventType string, n int) {
+	h.t.Helper()
+	events := make([]map[string]any, n)
+	for i := range events {
+		events[i] = map[string]any{"type": eventType, "payload": map[string]int{"i": i}}
+	}
+	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": events}, http.StatusAccepted, nil)
+}
+
 // delivery is a delivery as the API shows it, with attempts.
 type delivery struct {
 	ID           string `json:"id"`

@@ -13,16 +13,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/receiver"
 )
 
-// postBatch posts n events of one type in one request.
-func (h *harness) postBatch(eventType string, n int) {
-	h.t.Helper()
-	events := make([]map[string]any, n)
-	for i := range events {
-		events[i] = map[string]any{"type": eventType, "payload": map[string]int{"i": i}}
-	}
-	h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": events}, http.StatusAccepted, nil)
-}
-
 // auditRate checks an endpoint's rate limit. The bucket paces the requests
 // Sluice starts, so the guarantee is checked on Sluice's own attempt log
 // (each attempt's start): no one-second window holds more than burst +

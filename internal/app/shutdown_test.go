@@ -33,12 +33,8 @@ func TestSigtermDrainsWithoutLoss(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return readyz(addr) == http.StatusOK }, "the API process is ready")
 
 	const batches, perBatch = 6, 100
-	for b := range batches {
-		events := make([]map[string]any, perBatch)
-		for i := range events {
-			events[i] = map[string]any{"type": "stop.burst", "payload": map[string]int{"b": b, "i": i}}
-		}
-		h.call(http.MethodPost, "/v1/events/batch", map[string]any{"events": events}, http.StatusAccepted, nil)
+	for range batches {
+		h.postBatch("stop.burst", perBatch)
 	}
 	eventually(t, 30*time.Second, func() bool { return rcvs[0].Count() >= 50 }, "burst under way")
 

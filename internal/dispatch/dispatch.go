@@ -269,11 +269,7 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 	apply := w.applyFlow(sent, target.RateLimit)
 	probe := target.Flow
 	if alerts := apply(&probe); len(alerts) == 0 && probe == target.Flow {
-		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
-			return false, err
-		}
-		w.announce(target, nil, target.Flow, target.Flow, sent)
-		return false, nil
+		return false, w.recorder.record(ctx, outcomes(sent))
 	}
 	// The store applies the batch to the flow state it reads under the
 	// endpoint's lock; what it applied is announced once it has committed.
