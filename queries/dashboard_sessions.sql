@@ -1,16 +1,20 @@
 -- name: CreateDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, expires_at)
-VALUES (@token_hash, @tenant_id, @api_key_id, @expires_at);
+INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, consumer_id, read_only, expires_at)
+VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), @read_only, @expires_at);
 
 -- DashboardSession loads a live session: not expired, and its API key
--- neither revoked (the row would be gone) nor expired.
+-- neither revoked (the row would be gone) nor expired. A portal session has
+-- a consumer (revoking the portal deletes the row) instead of a key.
 -- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at
+SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at,
+    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
 FROM dashboard_sessions s
-JOIN api_keys k ON k.id = s.api_key_id
 JOIN tenants t ON t.id = s.tenant_id
+LEFT JOIN api_keys k ON k.id = s.api_key_id
+LEFT JOIN consumers c ON c.id = s.consumer_id
 WHERE s.token_hash = @token_hash
   AND s.expires_at > now()
+  AND (k.id IS NOT NULL OR c.id IS NOT NULL)
   AND (k.expires_at IS NULL OR k.expires_at > now());
 
 -- name: DeleteDashboardSession :exec

@@ -2,11 +2,11 @@
 INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
-    max_in_flight, headers, disabled, secret_enc
+    max_in_flight, headers, disabled, secret_enc, consumer
 ) VALUES (
     @id, @tenant_id, @url, @description,
     @rate_limit_per_second, @rate_limit_per_minute, @rate_limit_burst,
-    @max_in_flight, @headers, @disabled, @secret_enc
+    @max_in_flight, @headers, @disabled, @secret_enc, sqlc.narg(consumer)
 )
 RETURNING *;
 
@@ -25,6 +25,7 @@ SELECT sqlc.embed(e), t.throttled_until, t.reason AS throttle_reason,
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.tenant_id = @tenant_id
+  AND (sqlc.narg(consumer)::text IS NULL OR e.consumer = sqlc.narg(consumer)::text)
   AND (sqlc.narg(after)::uuid IS NULL OR e.id < sqlc.narg(after)::uuid)
 ORDER BY e.id DESC
 LIMIT @max_rows;

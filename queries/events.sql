@@ -1,6 +1,6 @@
 -- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key)
-VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key)
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
+VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast)
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
 
@@ -24,8 +24,15 @@ LIMIT @max_rows;
 -- name: EventsByID :many
 SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 
--- name: SubscriptionsForTenant :many
-SELECT s.endpoint_id, s.event_types
-FROM subscriptions s
-JOIN endpoints e ON e.id = s.endpoint_id
-WHERE s.tenant_id = @tenant_id AND NOT e.disabled;
+-- SubscriptionsForEvents returns the subscriptions of a tenant's enabled
+-- endpoints that a group of events can reach: every endpoint when one of
+-- them is broadcast, else the tenant's own endpoints (when one of them has
+-- no consumer) and those of the consumers they name.
+-- name: SubscriptionsForEvents :many
+SELECT s.endpoint_id, s.event_types, e.consumer
+FROM endpoints e
+JOIN subscriptions s ON s.endpoint_id = e.id
+WHERE e.tenant_id = @tenant_id AND NOT e.disabled
+  AND (@broadcast::boolean
+       OR (@own::boolean AND e.consumer IS NULL)
+       OR e.consumer = ANY(@consumers::text[]));

@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/version"
@@ -105,6 +106,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			APIRate:             cfg.APIRate,
 			Jobs:                jobs.NewQueue(p.River),
+			Portal:              portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL),
 			Logger:              logger,
 		})
 		p.api.Mount(router)

@@ -65,7 +65,7 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		}
 		v.Filter = &id
 	}
-	endpoints, err := d.store.ListEndpoints(r.Context(), tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	endpoints, err := d.store.ListEndpoints(r.Context(), tenant, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,7 @@ func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListEndpoints(r.Context(), tenantID(r), p)
+	page, err := d.store.ListEndpoints(r.Context(), tenantID(r), nil, p)
 	if err != nil {
 		return err
 	}

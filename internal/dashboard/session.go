@@ -132,8 +132,10 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
+	case ds.APIKeyID == nil:
+		return session{}, errNoSession // a portal session: not served by these pages yet
 	}
-	return session{tenant: ds.Tenant, apiKeyID: ds.APIKeyID, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
+	return session{tenant: ds.Tenant, apiKeyID: *ds.APIKeyID, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
 }
 
 // requireSession lets only signed-in requests through. A page asked for

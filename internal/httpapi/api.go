@@ -12,11 +12,14 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/version"
 )
@@ -38,7 +41,10 @@ type Config struct {
 	// MaxLargeBatches is how many batches over 1 MiB are read at once;
 	// zero means DefaultMaxLargeBatches.
 	MaxLargeBatches int
-	Logger          *slog.Logger
+	// Portal signs portal links. Nil means links signed with a random key
+	// under http://localhost, which only this process accepts: for tests.
+	Portal *portal.Links
+	Logger *slog.Logger
 }
 
 // API serves the /v1 routes.
@@ -50,10 +56,15 @@ type API struct {
 	keys     *keyCache
 	ingest   *ingest.Batcher
 	limits   *limits
+	portal   *portal.Links
+	schemas  *eventschema.Cache
 }
 
 // New returns the API on st.
 func New(st *store.Store, cfg Config) *API {
+	if cfg.Portal == nil {
+		cfg.Portal = portal.New(st, []byte(uuid.NewString()), "http://localhost")
+	}
 	if cfg.SecretGrace == 0 {
 		cfg.SecretGrace = 24 * time.Hour
 	}
@@ -69,9 +80,11 @@ func New(st *store.Store, cfg Config) *API {
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
-		keys:   newKeyCache(keyCacheTTL, 10000),
-		ingest: ingest.New(st, cfg.Jobs, ingest.Config{}),
-		limits: newLimits(cfg.APIRate, cfg.MaxLargeBatches),
+		keys:    newKeyCache(keyCacheTTL, 10000),
+		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{}),
+		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches),
+		portal:  cfg.Portal,
+		schemas: eventschema.NewCache(st.EventSchemas),
 	}
 }
 
@@ -93,6 +106,18 @@ func (a *API) Mount(r chi.Router) {
 		r.Post("/api-keys", a.handle(a.createAPIKey))
 		r.Get("/api-keys", a.handle(a.listAPIKeys))
 		r.Delete("/api-keys/{id}", a.handle(a.revokeAPIKey))
+
+		r.Put("/consumers/{uid}", a.handle(a.putConsumer))
+		r.Get("/consumers", a.handle(a.listConsumers))
+		r.Get("/consumers/{uid}", a.handle(a.getConsumer))
+		r.Delete("/consumers/{uid}", a.handle(a.deleteConsumer))
+		r.Post("/consumers/{uid}/portal", a.handle(a.createPortalLink))
+		r.Post("/consumers/{uid}/portal/revoke", a.handle(a.revokePortal))
+
+		r.Put("/event-types/{name}", a.handle(a.putEventType))
+		r.Get("/event-types", a.handle(a.listEventTypes))
+		r.Get("/event-types/{name}", a.handle(a.getEventType))
+		r.Delete("/event-types/{name}", a.handle(a.deleteEventType))
 
 		r.Post("/endpoints", a.handle(a.createEndpoint))
 		r.Get("/endpoints", a.handle(a.listEndpoints))

@@ -40,12 +40,14 @@ type endpointInput struct {
 	MaxInFlight *int               `json:"max_in_flight"`
 	Headers     *map[string]string `json:"headers"`
 	Disabled    *bool              `json:"disabled"`
+	// Consumer is chosen at creation only (consumer below).
+	Consumer *string `json:"consumer"`
 
 	nulls []string // fields sent as null that cannot be null
 }
 
 // nonNullable are the fields an explicit null cannot clear.
-var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled"}
+var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer"}
 
 // UnmarshalJSON decodes strictly (unknown fields refused), names a
 // fractional or huge max_in_flight plainly, and records explicit nulls,
@@ -83,9 +85,26 @@ type rateLimitInput struct {
 	Burst     *int `json:"burst"`
 }
 
+// consumer returns the consumer of a new endpoint, or checks that an update
+// leaves the endpoint's (current) unchanged: an endpoint never moves
+// between consumers, or between a consumer and the tenant.
+func (in endpointInput) consumer(current *string, creating bool, v *sluice.ValidationError) *string {
+	switch {
+	case in.Consumer == nil:
+	case creating && !sluice.ValidConsumerUID(*in.Consumer):
+		v.Add("consumer", sluice.ConsumerUIDRule)
+	case creating:
+		return in.Consumer
+	case current == nil || *current != *in.Consumer:
+		v.Add("consumer", "is chosen when the endpoint is created and cannot change")
+	}
+	return current
+}
+
 // apply writes the fields present in in over set, then validates the result.
-func (in endpointInput) apply(set *sluice.EndpointSettings, allowPrivate bool) error {
+func (in endpointInput) apply(set *sluice.EndpointSettings, creating, allowPrivate bool) error {
 	v := &sluice.ValidationError{}
+	set.Consumer = in.consumer(set.Consumer, creating, v)
 	for _, name := range in.nulls {
 		v.Add(name, "must not be null; leave it out to keep the current value")
 	}

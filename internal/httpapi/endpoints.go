@@ -23,7 +23,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight}
-	if err := in.apply(&set, a.cfg.AllowPrivateTargets); err != nil {
+	if err := in.apply(&set, true, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}
 	ep, secret, err := a.store.CreateEndpoint(r.Context(), tenantFrom(r.Context()).ID, set)
@@ -37,10 +37,11 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	v := &sluice.ValidationError{}
 	p := pageParams(r, v)
+	consumer := consumerParam(r, v)
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListEndpoints(r.Context(), tenantFrom(r.Context()).ID, p)
+	page, err := a.store.ListEndpoints(r.Context(), tenantFrom(r.Context()).ID, consumer, p)
 	if err != nil {
 		return err
 	}
@@ -76,7 +77,7 @@ func (a *API) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	set := ep.Settings()
-	if err := in.apply(&set, a.cfg.AllowPrivateTargets); err != nil {
+	if err := in.apply(&set, false, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}
 	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set)

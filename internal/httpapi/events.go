@@ -34,7 +34,14 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out, created, err := a.storeEvent(r.Context(), tenantFrom(r.Context()).ID, ev)
+	tenantID := tenantFrom(r.Context()).ID
+	if err := a.checkEvents(r.Context(), tenantID, []sluice.NewEvent{ev}, noPrefix, v); err != nil {
+		return err
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	out, created, err := a.storeEvent(r.Context(), tenantID, ev)
 	if err != nil {
 		return err
 	}
@@ -76,7 +83,14 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	in = batchInput{} // evs holds what is still needed
-	out, err := a.store.CreateEvents(r.Context(), tenantFrom(r.Context()).ID, evs, a.cfg.Jobs)
+	tenantID := tenantFrom(r.Context()).ID
+	if err := a.checkEvents(r.Context(), tenantID, evs, batchPrefix, v); err != nil {
+		return err
+	}
+	if err := v.Err(); err != nil {
+		return err
+	}
+	out, err := a.store.CreateEvents(r.Context(), tenantID, evs, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}
@@ -116,6 +130,10 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, eventWithDeliveries{Event: ev, Deliveries: deliveries})
 	return nil
 }
+
+func noPrefix(int) string { return "" }
+
+func batchPrefix(i int) string { return fmt.Sprintf("events[%d].", i) }
 
 // storeEvent commits one event: through the group-commit batcher, or on its
 // own when it carries an Idempotency-Key (which needs its own lookup).

@@ -33,6 +33,8 @@ type eventInput struct {
 	Type        *string         `json:"type"`
 	Payload     json.RawMessage `json:"payload"`
 	CoalesceKey *string         `json:"coalesce_key"`
+	Consumer    *string         `json:"consumer"`
+	Broadcast   *bool           `json:"broadcast"`
 }
 
 type batchInput struct {
@@ -42,7 +44,10 @@ type batchInput struct {
 // toNewEvent validates in, naming fields under prefix. An oversize payload
 // is a 413, not a validation failure.
 func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluice.NewEvent, error) {
-	ev := sluice.NewEvent{Payload: in.Payload, CoalesceKey: in.CoalesceKey}
+	ev := sluice.NewEvent{Payload: in.Payload, CoalesceKey: in.CoalesceKey, Consumer: in.Consumer}
+	if in.Broadcast != nil {
+		ev.Broadcast = *in.Broadcast
+	}
 	switch {
 	case in.Type == nil || *in.Type == "":
 		v.Add(prefix+"type", "is required")
@@ -57,6 +62,13 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	validatePayload(in.Payload, prefix+"payload", v)
 	if k := in.CoalesceKey; k != nil && (*k == "" || len(*k) > maxCoalesceKeyLength) {
 		v.Add(prefix+"coalesce_key", "must be 1 to %d characters", maxCoalesceKeyLength)
+	}
+	switch c := in.Consumer; {
+	case c == nil:
+	case !sluice.ValidConsumerUID(*c):
+		v.Add(prefix+"consumer", sluice.ConsumerUIDRule)
+	case ev.Broadcast:
+		v.Add(prefix+"broadcast", "must not be true for an event addressed to a consumer")
 	}
 	return ev, nil
 }

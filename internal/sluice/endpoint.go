@@ -60,6 +60,7 @@ type Endpoint struct {
 	MaxInFlight      int               `json:"max_in_flight"`
 	Headers          map[string]string `json:"headers"`
 	Disabled         bool              `json:"disabled"`
+	Consumer         *string           `json:"consumer"`
 	Status           string            `json:"status"`
 	ThrottledUntil   *time.Time        `json:"throttled_until"`
 	ThrottleReason   *string           `json:"throttle_reason"`
@@ -77,6 +78,9 @@ type EndpointSettings struct {
 	MaxInFlight int
 	Headers     map[string]string
 	Disabled    bool
+	// Consumer is the uid of the consumer the endpoint belongs to; it is
+	// chosen at creation and never changes.
+	Consumer *string
 }
 
 // Settings returns the tenant-chosen fields of e.
@@ -88,5 +92,6 @@ func (e Endpoint) Settings() EndpointSettings {
 		MaxInFlight: e.MaxInFlight,
 		Headers:     e.Headers,
 		Disabled:    e.Disabled,
+		Consumer:    e.Consumer,
 	}
 }

@@ -18,7 +18,11 @@ type Event struct {
 	Type        string          `json:"type"`
 	Payload     json.RawMessage `json:"payload"`
 	CoalesceKey *string         `json:"coalesce_key"`
-	CreatedAt   time.Time       `json:"created_at"`
+	// Consumer is the uid of the consumer the event is addressed to.
+	Consumer *string `json:"consumer"`
+	// Broadcast events go to every matching endpoint, consumers' included.
+	Broadcast bool      `json:"broadcast"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // NewEvent is an event as posted, before it is stored.
@@ -27,6 +31,8 @@ type NewEvent struct {
 	Payload        json.RawMessage
 	CoalesceKey    *string
 	IdempotencyKey string
+	Consumer       *string // a consumer's uid, or nil
+	Broadcast      bool
 }
 
 // Delivery statuses.

@@ -51,10 +51,15 @@ func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.U
 	var out sluice.Event
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
+		ep, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID})
+		if err != nil {
 			return notFound(err)
 		}
-		row, err := insertEvent(ctx, q, tenantID, sluice.NewEvent{Type: sluice.TestEventType, Payload: payload})
+		// Addressed to the endpoint's consumer, so it shows among that
+		// consumer's events and nowhere else.
+		row, err := insertEvent(ctx, q, tenantID, sluice.NewEvent{
+			Type: sluice.TestEventType, Payload: payload, Consumer: ep.Endpoint.Consumer,
+		})
 		if err != nil {
 			return err
 		}

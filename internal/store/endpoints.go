@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,7 +34,13 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 		Headers:            headers,
 		Disabled:           set.Disabled,
 		SecretEnc:          s.box.Seal([]byte(secret)),
+		Consumer:           set.Consumer,
 	})
+	if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
+		v := &sluice.ValidationError{}
+		v.Add("consumer", "names no consumer of this tenant")
+		return sluice.Endpoint{}, "", v
+	}
 	if err != nil {
 		return sluice.Endpoint{}, "", err
 	}
@@ -50,9 +57,10 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	return endpointFromRow(endpointView(row))
 }
 
-// ListEndpoints returns a page of a tenant's endpoints, newest first.
-func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Endpoint], error) {
-	rows, err := s.q.ListEndpoints(ctx, dbq.ListEndpointsParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
+// ListEndpoints returns a page of a tenant's endpoints, newest first: those
+// of one consumer when consumer is not nil.
+func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer *string, p sluice.PageParams) (sluice.Page[sluice.Endpoint], error) {
+	rows, err := s.q.ListEndpoints(ctx, dbq.ListEndpointsParams{TenantID: tenantID, Consumer: consumer, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
 		return sluice.Page[sluice.Endpoint]{}, err
 	}
@@ -172,6 +180,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
 		MaxInFlight: int(r.MaxInFlight),
 		Disabled:    r.Disabled,
+		Consumer:    r.Consumer,
 		Circuit: sluice.Circuit{
 			State: b.State, ConsecutiveFailures: b.Failures,
 			OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt,

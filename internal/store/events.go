@@ -40,7 +40,8 @@ func (s *Store) CreateEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.N
 			}
 			if time.Since(row.CreatedAt) < IdempotencyWindow {
 				out = eventFromRow(row)
-				if row.Type != ev.Type || !bytes.Equal(row.Payload, ev.Payload) {
+				if row.Type != ev.Type || !bytes.Equal(row.Payload, ev.Payload) ||
+					deref(row.Consumer) != deref(ev.Consumer) || row.Broadcast != ev.Broadcast {
 					return ErrIdempotencyMismatch
 				}
 				return nil
@@ -66,7 +67,7 @@ func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev slu
 	}
 	return q.InsertEvent(ctx, dbq.InsertEventParams{
 		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
-		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key,
+		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
 	})
 }
 
@@ -97,12 +98,15 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 	for i, te := range evs {
 		ev := te.Event
 		ids[i] = newID()
-		out[i] = sluice.Event{ID: ids[i], TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey, CreatedAt: now}
-		rows[i] = []any{ids[i], te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, now}
+		out[i] = sluice.Event{
+			ID: ids[i], TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
+			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now,
+		}
+		rows[i] = []any{ids[i], te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, now}
 	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
-			[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "created_at"}, pgx.CopyFromRows(rows))
+			[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
 		if err != nil {
 			return err
 		}
@@ -142,6 +146,6 @@ func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, eventType *s
 func eventFromRow(r dbq.Event) sluice.Event {
 	return sluice.Event{
 		ID: r.ID, TenantID: r.TenantID, Type: r.Type, Payload: r.Payload,
-		CoalesceKey: r.CoalesceKey, CreatedAt: r.CreatedAt,
+		CoalesceKey: r.CoalesceKey, Consumer: r.Consumer, Broadcast: r.Broadcast, CreatedAt: r.CreatedAt,
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -34,9 +33,9 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 		if err != nil {
 			return err
 		}
-		plan := fanoutPlan{q: q, subs: map[uuid.UUID][]dbq.SubscriptionsForTenantRow{}, touched: map[uuid.UUID]bool{}}
-		for _, ev := range events {
-			if err := plan.add(ctx, ev); err != nil {
+		plan := fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
+		for tenantID, evs := range byTenant(events) {
+			if err := plan.addTenant(ctx, tenantID, evs); err != nil {
 				return err
 			}
 		}
@@ -89,39 +88,41 @@ func (s *Store) WakeDispatchers(ctx context.Context, endpointIDs []uuid.UUID, jo
 // fanoutPlan collects the deliveries of a set of events, per tenant.
 type fanoutPlan struct {
 	q       *dbq.Queries
-	subs    map[uuid.UUID][]dbq.SubscriptionsForTenantRow
 	batches map[uuid.UUID]*deliveryBatch
 	touched map[uuid.UUID]bool // endpoints whose queue changed
 }
 
-func (p *fanoutPlan) add(ctx context.Context, ev dbq.Event) error {
-	subs, ok := p.subs[ev.TenantID]
-	if !ok {
-		var err error
-		if subs, err = p.q.SubscriptionsForTenant(ctx, ev.TenantID); err != nil {
-			return err
-		}
-		p.subs[ev.TenantID] = subs
+// byTenant groups events by tenant, keeping their order.
+func byTenant(events []dbq.Event) map[uuid.UUID][]dbq.Event {
+	out := map[uuid.UUID][]dbq.Event{}
+	for _, ev := range events {
+		out[ev.TenantID] = append(out[ev.TenantID], ev)
 	}
-	if p.batches == nil {
-		p.batches = map[uuid.UUID]*deliveryBatch{}
+	return out
+}
+
+// addTenant plans the deliveries of one tenant's events with one query for
+// the subscriptions they can reach (routing.load).
+func (p *fanoutPlan) addTenant(ctx context.Context, tenantID uuid.UUID, evs []dbq.Event) error {
+	routes, err := loadRoutes(ctx, p.q, tenantID, evs)
+	if err != nil {
+		return err
 	}
-	batch := p.batches[ev.TenantID]
-	if batch == nil {
-		batch = &deliveryBatch{coalesced: map[coalesceKey]int{}}
-		p.batches[ev.TenantID] = batch
-	}
-	for _, endpointID := range matchingEndpoints(subs, ev.Type) {
-		if ev.CoalesceKey != nil {
-			replaced, err := p.coalesce(ctx, batch, ev, endpointID)
-			if err != nil {
-				return err
+	batch := &deliveryBatch{coalesced: map[coalesceKey]int{}}
+	p.batches[tenantID] = batch
+	for _, ev := range evs {
+		for _, endpointID := range routes.endpoints(ev) {
+			if ev.CoalesceKey != nil {
+				replaced, err := p.coalesce(ctx, batch, ev, endpointID)
+				if err != nil {
+					return err
+				}
+				if replaced {
+					continue
+				}
 			}
-			if replaced {
-				continue
-			}
+			batch.add(ev, endpointID)
 		}
-		batch.add(ev, endpointID)
 	}
 	return nil
 }
@@ -153,24 +154,6 @@ func (p *fanoutPlan) coalesce(ctx context.Context, batch *deliveryBatch, ev dbq.
 	}
 	p.touched[endpointID] = true
 	return true, nil
-}
-
-func matchingEndpoints(subs []dbq.SubscriptionsForTenantRow, eventType string) []uuid.UUID {
-	var out []uuid.UUID
-	seen := map[uuid.UUID]bool{}
-	for _, sub := range subs {
-		if seen[sub.EndpointID] {
-			continue
-		}
-		for _, pattern := range sub.EventTypes {
-			if sluice.MatchEventType(pattern, eventType) {
-				seen[sub.EndpointID] = true
-				out = append(out, sub.EndpointID)
-				break
-			}
-		}
-	}
-	return out
 }
 
 type coalesceKey struct {

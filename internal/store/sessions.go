@@ -10,11 +10,24 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// DashboardSession is a live dashboard sign-in.
+// DashboardSession is a live dashboard sign-in: a tenant's, opened with an
+// API key, or a consumer's portal session, opened with a portal link.
 type DashboardSession struct {
-	Tenant    sluice.Tenant
-	APIKeyID  uuid.UUID // the key it was opened with
+	Tenant   sluice.Tenant
+	APIKeyID *uuid.UUID // the key a tenant's session was opened with
+	// Consumer is the consumer a portal session is scoped to; nil for a
+	// tenant's session.
+	Consumer *PortalConsumer
+	// ReadOnly sessions may look but not change anything.
+	ReadOnly  bool
 	ExpiresAt time.Time
+}
+
+// PortalConsumer names the consumer of a portal session.
+type PortalConsumer struct {
+	ID   uuid.UUID
+	UID  string
+	Name string
 }
 
 // CreateDashboardSession records a sign-in of tenantID with the key
@@ -26,7 +39,7 @@ func (s *Store) CreateDashboardSession(ctx context.Context, tokenHash []byte, te
 		return err
 	}
 	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
-		TokenHash: tokenHash, TenantID: tenantID, ApiKeyID: apiKeyID, ExpiresAt: expires,
+		TokenHash: tokenHash, TenantID: tenantID, ApiKeyID: &apiKeyID, ExpiresAt: expires,
 	}))
 }
 
@@ -38,14 +51,27 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 	if err != nil {
 		return DashboardSession{}, notFound(err)
 	}
-	return DashboardSession{
+	ds := DashboardSession{
 		Tenant:    sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
 		APIKeyID:  row.ApiKeyID,
+		ReadOnly:  row.ReadOnly,
 		ExpiresAt: row.ExpiresAt,
-	}, nil
+	}
+	if row.ConsumerID != nil {
+		ds.Consumer = &PortalConsumer{ID: *row.ConsumerID, UID: deref(row.ConsumerUid), Name: deref(row.ConsumerName)}
+	}
+	return ds, nil
 }
 
 // DeleteDashboardSession ends a session: sign-out.
 func (s *Store) DeleteDashboardSession(ctx context.Context, tokenHash []byte) error {
 	return s.q.DeleteDashboardSession(ctx, tokenHash)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

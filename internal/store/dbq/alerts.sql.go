@@ -13,10 +13,13 @@ import (
 )
 
 const getCircuitAlert = `-- name: GetCircuitAlert :one
-SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, t.name AS tenant_name, t.alert_email, e.url AS endpoint_url
+SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, t.name AS tenant_name,
+    coalesce(c.alert_email, t.alert_email)::text AS alert_email,
+    e.url AS endpoint_url, e.consumer
 FROM circuit_alerts a
 JOIN tenants t ON t.id = a.tenant_id
 JOIN endpoints e ON e.id = a.endpoint_id
+LEFT JOIN consumers c ON c.tenant_id = e.tenant_id AND c.uid = e.consumer
 WHERE a.id = $1
 `
 
@@ -33,8 +36,11 @@ type GetCircuitAlertRow struct {
 	TenantName  string
 	AlertEmail  string
 	EndpointUrl string
+	Consumer    *string
 }
 
+// The alert goes to the endpoint's owner: its consumer's alert address when
+// it has one, else the tenant's.
 func (q *Queries) GetCircuitAlert(ctx context.Context, id uuid.UUID) (GetCircuitAlertRow, error) {
 	row := q.db.QueryRow(ctx, getCircuitAlert, id)
 	var i GetCircuitAlertRow
@@ -51,6 +57,7 @@ func (q *Queries) GetCircuitAlert(ctx context.Context, id uuid.UUID) (GetCircuit
 		&i.TenantName,
 		&i.AlertEmail,
 		&i.EndpointUrl,
+		&i.Consumer,
 	)
 	return i, err
 }

@@ -13,15 +13,17 @@ import (
 )
 
 const createDashboardSession = `-- name: CreateDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, expires_at)
-VALUES ($1, $2, $3, $4)
+INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, consumer_id, read_only, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type CreateDashboardSessionParams struct {
-	TokenHash []byte
-	TenantID  uuid.UUID
-	ApiKeyID  uuid.UUID
-	ExpiresAt time.Time
+	TokenHash  []byte
+	TenantID   uuid.UUID
+	ApiKeyID   *uuid.UUID
+	ConsumerID *uuid.UUID
+	ReadOnly   bool
+	ExpiresAt  time.Time
 }
 
 func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboardSessionParams) error {
@@ -29,32 +31,42 @@ func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboar
 		arg.TokenHash,
 		arg.TenantID,
 		arg.ApiKeyID,
+		arg.ConsumerID,
+		arg.ReadOnly,
 		arg.ExpiresAt,
 	)
 	return err
 }
 
 const dashboardSession = `-- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at
+SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at,
+    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
 FROM dashboard_sessions s
-JOIN api_keys k ON k.id = s.api_key_id
 JOIN tenants t ON t.id = s.tenant_id
+LEFT JOIN api_keys k ON k.id = s.api_key_id
+LEFT JOIN consumers c ON c.id = s.consumer_id
 WHERE s.token_hash = $1
   AND s.expires_at > now()
+  AND (k.id IS NOT NULL OR c.id IS NOT NULL)
   AND (k.expires_at IS NULL OR k.expires_at > now())
 `
 
 type DashboardSessionRow struct {
-	ID         uuid.UUID
-	Name       string
-	AlertEmail string
-	CreatedAt  time.Time
-	ApiKeyID   uuid.UUID
-	ExpiresAt  time.Time
+	ID           uuid.UUID
+	Name         string
+	AlertEmail   string
+	CreatedAt    time.Time
+	ApiKeyID     *uuid.UUID
+	ExpiresAt    time.Time
+	ConsumerID   *uuid.UUID
+	ConsumerUid  *string
+	ConsumerName *string
+	ReadOnly     bool
 }
 
 // DashboardSession loads a live session: not expired, and its API key
-// neither revoked (the row would be gone) nor expired.
+// neither revoked (the row would be gone) nor expired. A portal session has
+// a consumer (revoking the portal deletes the row) instead of a key.
 func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (DashboardSessionRow, error) {
 	row := q.db.QueryRow(ctx, dashboardSession, tokenHash)
 	var i DashboardSessionRow
@@ -65,6 +77,10 @@ func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (Dashb
 		&i.CreatedAt,
 		&i.ApiKeyID,
 		&i.ExpiresAt,
+		&i.ConsumerID,
+		&i.ConsumerUid,
+		&i.ConsumerName,
+		&i.ReadOnly,
 	)
 	return i, err
 }

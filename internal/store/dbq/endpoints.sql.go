@@ -16,13 +16,13 @@ const createEndpoint = `-- name: CreateEndpoint :one
 INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
-    max_in_flight, headers, disabled, secret_enc
+    max_in_flight, headers, disabled, secret_enc, consumer
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
-    $8, $9, $10, $11
+    $8, $9, $10, $11, $12
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer
 `
 
 type CreateEndpointParams struct {
@@ -37,6 +37,7 @@ type CreateEndpointParams struct {
 	Headers            []byte
 	Disabled           bool
 	SecretEnc          []byte
+	Consumer           *string
 }
 
 func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) (Endpoint, error) {
@@ -52,6 +53,7 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		arg.Headers,
 		arg.Disabled,
 		arg.SecretEnc,
+		arg.Consumer,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -79,6 +81,7 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.CircuitProbeMs,
 		&i.LastError,
 		&i.ParkedJobID,
+		&i.Consumer,
 	)
 	return i, err
 }
@@ -101,7 +104,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -149,6 +152,7 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.CircuitProbeMs,
 		&i.Endpoint.LastError,
 		&i.Endpoint.ParkedJobID,
+		&i.Endpoint.Consumer,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.QueuedDeliveries,
@@ -181,19 +185,21 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.tenant_id = $1
-  AND ($2::uuid IS NULL OR e.id < $2::uuid)
+  AND ($2::text IS NULL OR e.consumer = $2::text)
+  AND ($3::uuid IS NULL OR e.id < $3::uuid)
 ORDER BY e.id DESC
-LIMIT $3
+LIMIT $4
 `
 
 type ListEndpointsParams struct {
 	TenantID uuid.UUID
+	Consumer *string
 	After    *uuid.UUID
 	MaxRows  int32
 }
@@ -206,7 +212,12 @@ type ListEndpointsRow struct {
 }
 
 func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([]ListEndpointsRow, error) {
-	rows, err := q.db.Query(ctx, listEndpoints, arg.TenantID, arg.After, arg.MaxRows)
+	rows, err := q.db.Query(ctx, listEndpoints,
+		arg.TenantID,
+		arg.Consumer,
+		arg.After,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -239,6 +250,7 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.CircuitProbeMs,
 			&i.Endpoint.LastError,
 			&i.Endpoint.ParkedJobID,
+			&i.Endpoint.Consumer,
 			&i.ThrottledUntil,
 			&i.ThrottleReason,
 			&i.QueuedDeliveries,

@@ -12,7 +12,7 @@ import (
 )
 
 const eventByIdempotencyKey = `-- name: EventByIdempotencyKey :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at FROM events WHERE tenant_id = $1 AND idempotency_key = $2
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE tenant_id = $1 AND idempotency_key = $2
 `
 
 type EventByIdempotencyKeyParams struct {
@@ -31,12 +31,14 @@ func (q *Queries) EventByIdempotencyKey(ctx context.Context, arg EventByIdempote
 		&i.CoalesceKey,
 		&i.IdempotencyKey,
 		&i.CreatedAt,
+		&i.Consumer,
+		&i.Broadcast,
 	)
 	return i, err
 }
 
 const eventsByID = `-- name: EventsByID :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
 `
 
 func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, error) {
@@ -56,6 +58,8 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 			&i.CoalesceKey,
 			&i.IdempotencyKey,
 			&i.CreatedAt,
+			&i.Consumer,
+			&i.Broadcast,
 		); err != nil {
 			return nil, err
 		}
@@ -68,7 +72,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 }
 
 const getEvent = `-- name: GetEvent :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at FROM events WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE tenant_id = $1 AND id = $2
 `
 
 type GetEventParams struct {
@@ -87,15 +91,17 @@ func (q *Queries) GetEvent(ctx context.Context, arg GetEventParams) (Event, erro
 		&i.CoalesceKey,
 		&i.IdempotencyKey,
 		&i.CreatedAt,
+		&i.Consumer,
+		&i.Broadcast,
 	)
 	return i, err
 }
 
 const insertEvent = `-- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at
+RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast
 `
 
 type InsertEventParams struct {
@@ -105,6 +111,8 @@ type InsertEventParams struct {
 	Payload        []byte
 	CoalesceKey    *string
 	IdempotencyKey *string
+	Consumer       *string
+	Broadcast      bool
 }
 
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event, error) {
@@ -115,6 +123,8 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		arg.Payload,
 		arg.CoalesceKey,
 		arg.IdempotencyKey,
+		arg.Consumer,
+		arg.Broadcast,
 	)
 	var i Event
 	err := row.Scan(
@@ -125,12 +135,14 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		&i.CoalesceKey,
 		&i.IdempotencyKey,
 		&i.CreatedAt,
+		&i.Consumer,
+		&i.Broadcast,
 	)
 	return i, err
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at FROM events
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR type = $2::text)
   AND ($3::uuid IS NULL OR id < $3::uuid)
@@ -167,6 +179,8 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 			&i.CoalesceKey,
 			&i.IdempotencyKey,
 			&i.CreatedAt,
+			&i.Consumer,
+			&i.Broadcast,
 		); err != nil {
 			return nil, err
 		}
@@ -187,28 +201,48 @@ func (q *Queries) ReleaseIdempotencyKey(ctx context.Context, id uuid.UUID) error
 	return err
 }
 
-const subscriptionsForTenant = `-- name: SubscriptionsForTenant :many
-SELECT s.endpoint_id, s.event_types
-FROM subscriptions s
-JOIN endpoints e ON e.id = s.endpoint_id
-WHERE s.tenant_id = $1 AND NOT e.disabled
+const subscriptionsForEvents = `-- name: SubscriptionsForEvents :many
+SELECT s.endpoint_id, s.event_types, e.consumer
+FROM endpoints e
+JOIN subscriptions s ON s.endpoint_id = e.id
+WHERE e.tenant_id = $1 AND NOT e.disabled
+  AND ($2::boolean
+       OR ($3::boolean AND e.consumer IS NULL)
+       OR e.consumer = ANY($4::text[]))
 `
 
-type SubscriptionsForTenantRow struct {
-	EndpointID uuid.UUID
-	EventTypes []string
+type SubscriptionsForEventsParams struct {
+	TenantID  uuid.UUID
+	Broadcast bool
+	Own       bool
+	Consumers []string
 }
 
-func (q *Queries) SubscriptionsForTenant(ctx context.Context, tenantID uuid.UUID) ([]SubscriptionsForTenantRow, error) {
-	rows, err := q.db.Query(ctx, subscriptionsForTenant, tenantID)
+type SubscriptionsForEventsRow struct {
+	EndpointID uuid.UUID
+	EventTypes []string
+	Consumer   *string
+}
+
+// SubscriptionsForEvents returns the subscriptions of a tenant's enabled
+// endpoints that a group of events can reach: every endpoint when one of
+// them is broadcast, else the tenant's own endpoints (when one of them has
+// no consumer) and those of the consumers they name.
+func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsForEventsParams) ([]SubscriptionsForEventsRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionsForEvents,
+		arg.TenantID,
+		arg.Broadcast,
+		arg.Own,
+		arg.Consumers,
+	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []SubscriptionsForTenantRow{}
+	items := []SubscriptionsForEventsRow{}
 	for rows.Next() {
-		var i SubscriptionsForTenantRow
-		if err := rows.Scan(&i.EndpointID, &i.EventTypes); err != nil {
+		var i SubscriptionsForEventsRow
+		if err := rows.Scan(&i.EndpointID, &i.EventTypes, &i.Consumer); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

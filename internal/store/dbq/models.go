@@ -33,12 +33,25 @@ type CircuitAlert struct {
 	SentAt      *time.Time
 }
 
+type Consumer struct {
+	ID               uuid.UUID
+	TenantID         uuid.UUID
+	Uid              string
+	Name             string
+	AlertEmail       *string
+	PortalGeneration uuid.UUID
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
+}
+
 type DashboardSession struct {
-	TokenHash []byte
-	TenantID  uuid.UUID
-	ApiKeyID  uuid.UUID
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	TokenHash  []byte
+	TenantID   uuid.UUID
+	ApiKeyID   *uuid.UUID
+	CreatedAt  time.Time
+	ExpiresAt  time.Time
+	ConsumerID *uuid.UUID
+	ReadOnly   bool
 }
 
 type Delivery struct {
@@ -100,6 +113,7 @@ type Endpoint struct {
 	CircuitProbeMs          *int64
 	LastError               *string
 	ParkedJobID             *int64
+	Consumer                *string
 }
 
 type Event struct {
@@ -110,6 +124,20 @@ type Event struct {
 	CoalesceKey    *string
 	IdempotencyKey *string
 	CreatedAt      time.Time
+	Consumer       *string
+	Broadcast      bool
+}
+
+type EventType struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	Name        string
+	Description string
+	Example     []byte
+	Schema      []byte
+	Deprecated  bool
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }
 
 type Subscription struct {

@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sluice-dev/sluice/internal/eventschema"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Limits on event types.
+const (
+	// maxEventTypeDescription bounds a description, in characters.
+	maxEventTypeDescription = 4096
+	// maxEventTypeBody leaves room for an example as large as a payload
+	// and the largest schema.
+	maxEventTypeBody = maxPayloadBytes + eventschema.MaxSchemaBytes + 8<<10
+)
+
+// eventTypeInput is the body of PUT /v1/event-types/{name}: the whole entry.
+type eventTypeInput struct {
+	Description *string         `json:"description"`
+	Example     json.RawMessage `json:"example"`
+	Schema      json.RawMessage `json:"schema"`
+	Deprecated  *bool           `json:"deprecated"`
+}
+
+// eventType validates in as the entry name. A schema must compile, and an
+// example must satisfy it.
+func (in eventTypeInput) eventType(name string) (sluice.EventType, error) {
+	v := &sluice.ValidationError{}
+	et := sluice.EventType{Name: name, Example: jsonOrNil(in.Example), Schema: jsonOrNil(in.Schema)}
+	if in.Description != nil {
+		et.Description = *in.Description
+	}
+	if utf8.RuneCountInString(et.Description) > maxEventTypeDescription {
+		v.Add("description", "must be at most %d characters", maxEventTypeDescription)
+	}
+	if in.Deprecated != nil {
+		et.Deprecated = *in.Deprecated
+	}
+	if et.Example != nil {
+		validatePayload(et.Example, "example", v)
+	}
+	if et.Schema == nil {
+		return et, v.Err()
+	}
+	sch, err := eventschema.Compile(et.Schema)
+	if err != nil {
+		v.Add("schema", "%s", err.Error())
+		return et, v.Err()
+	}
+	if et.Example != nil {
+		if bad := eventschema.Check(sch, et.Example); bad != nil {
+			v.Add("example"+bad.Location, "does not satisfy the schema: %s", bad.Message)
+		}
+	}
+	return et, v.Err()
+}
+
+// jsonOrNil is nil for an absent or null field.
+func jsonOrNil(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	return raw
+}
+
+// pathEventType parses the {name} path parameter; a malformed name names no
+// event type, so it answers 404 like an unknown one.
+func pathEventType(r *http.Request) (string, error) {
+	name := chi.URLParam(r, "name")
+	if len(name) > maxEventTypeLength || !eventTypeRE.MatchString(name) {
+		return "", notFoundProblem(fmt.Sprintf("%q is not a valid event type name", name))
+	}
+	return name, nil
+}
+
+// putEventType is PUT /v1/event-types/{name}: 201 when it created the
+// entry, 200 when it replaced it.
+func (a *API) putEventType(w http.ResponseWriter, r *http.Request) error {
+	name, err := pathEventType(r)
+	if err != nil {
+		return err
+	}
+	var in eventTypeInput
+	if err := decodeJSON(w, r, &in, maxEventTypeBody); err != nil {
+		return err
+	}
+	et, err := in.eventType(name)
+	if err != nil {
+		return err
+	}
+	tenantID := tenantFrom(r.Context()).ID
+	out, created, err := a.store.UpsertEventType(r.Context(), tenantID, et)
+	if err != nil {
+		return err
+	}
+	a.schemas.Forget(tenantID)
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, out)
+	return nil
+}
+
+func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) error {
+	v := &sluice.ValidationError{}
+	p := pageParams(r, v)
+	if err := v.Err(); err != nil {
+		return err
+	}
+	page, err := a.store.ListEventTypes(r.Context(), tenantFrom(r.Context()).ID, p)
+	if err != nil {
+		return err
+	}
+	writePage(w, page)
+	return nil
+}
+
+func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {
+	name, err := pathEventType(r)
+	if err != nil {
+		return err
+	}
+	et, err := a.store.GetEventType(r.Context(), tenantFrom(r.Context()).ID, name)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, et)
+	return nil
+}
+
+func (a *API) deleteEventType(w http.ResponseWriter, r *http.Request) error {
+	name, err := pathEventType(r)
+	if err != nil {
+		return err
+	}
+	tenantID := tenantFrom(r.Context()).ID
+	if err := a.store.DeleteEventType(r.Context(), tenantID, name); err != nil {
+		return err
+	}
+	a.schemas.Forget(tenantID)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// UpsertConsumer creates the tenant's consumer uid or updates its settings,
+// and reports which it did.
+func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid string, set sluice.ConsumerSettings) (sluice.Consumer, bool, error) {
+	row, err := s.q.UpsertConsumer(ctx, dbq.UpsertConsumerParams{
+		ID: newID(), TenantID: tenantID, Uid: uid, Name: set.Name, AlertEmail: set.AlertEmail,
+		PortalGeneration: uuid.New(),
+	})
+	if err != nil {
+		return sluice.Consumer{}, false, err
+	}
+	c, err := s.GetConsumer(ctx, tenantID, uid)
+	return c, row.Inserted, err
+}
+
+// GetConsumer returns one of a tenant's consumers by its uid.
+func (s *Store) GetConsumer(ctx context.Context, tenantID uuid.UUID, uid string) (sluice.Consumer, error) {
+	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
+	if err != nil {
+		return sluice.Consumer{}, notFound(err)
+	}
+	return consumerFromRow(row.Consumer, row.EndpointCount), nil
+}
+
+// ListConsumers returns a page of a tenant's consumers, newest first.
+func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Consumer], error) {
+	rows, err := s.q.ListConsumers(ctx, dbq.ListConsumersParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
+	if err != nil {
+		return sluice.Page[sluice.Consumer]{}, err
+	}
+	return page(rows, p, func(r dbq.ListConsumersRow) uuid.UUID { return r.Consumer.ID },
+		func(r dbq.ListConsumersRow) (sluice.Consumer, error) {
+			return consumerFromRow(r.Consumer, r.EndpointCount), nil
+		})
+}
+
+// DeleteConsumer removes a consumer with its endpoints, their subscriptions
+// and deliveries, and its portal sessions. Its events stay.
+func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid string) error {
+	n, err := s.q.DeleteConsumer(ctx, dbq.DeleteConsumerParams{TenantID: tenantID, Uid: uid})
+	if err == nil && n == 0 {
+		err = sluice.ErrNotFound
+	}
+	return err
+}
+
+// MissingConsumers returns those of uids that name none of the tenant's
+// consumers, with one query.
+func (s *Store) MissingConsumers(ctx context.Context, tenantID uuid.UUID, uids []string) ([]string, error) {
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	found, err := s.q.ConsumersByUID(ctx, dbq.ConsumersByUIDParams{TenantID: tenantID, Uids: uids})
+	if err != nil {
+		return nil, err
+	}
+	exists := make(map[string]bool, len(found))
+	for _, uid := range found {
+		exists[uid] = true
+	}
+	var missing []string
+	for _, uid := range uids {
+		if !exists[uid] {
+			missing = append(missing, uid)
+		}
+	}
+	return missing, nil
+}
+
+func consumerFromRow(r dbq.Consumer, endpoints int64) sluice.Consumer {
+	return sluice.Consumer{
+		ID: r.ID, TenantID: r.TenantID, UID: r.Uid, Name: r.Name, AlertEmail: r.AlertEmail,
+		EndpointCount: endpoints, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// PortalTarget is what a portal link is checked against: its consumer, the
+// consumer's tenant and the generation every live link must carry.
+type PortalTarget struct {
+	Tenant     sluice.Tenant
+	Consumer   sluice.Consumer
+	Generation uuid.UUID
+}
+
+// PortalTarget loads the consumer a portal link names. A deleted consumer
+// is sluice.ErrNotFound.
+func (s *Store) PortalTarget(ctx context.Context, consumerID uuid.UUID) (PortalTarget, error) {
+	row, err := s.q.ConsumerForPortal(ctx, consumerID)
+	if err != nil {
+		return PortalTarget{}, notFound(err)
+	}
+	t := row.Tenant
+	return PortalTarget{
+		Tenant:     sluice.Tenant{ID: t.ID, Name: t.Name, AlertEmail: t.AlertEmail, CreatedAt: t.CreatedAt},
+		Consumer:   consumerFromRow(row.Consumer, 0),
+		Generation: row.Consumer.PortalGeneration,
+	}, nil
+}
+
+// PortalGeneration returns the generation of the tenant's consumer uid, with
+// its id: what a new portal link for it signs.
+func (s *Store) PortalGeneration(ctx context.Context, tenantID uuid.UUID, uid string) (consumerID, generation uuid.UUID, err error) {
+	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
+	if err != nil {
+		return uuid.Nil, uuid.Nil, notFound(err)
+	}
+	return row.Consumer.ID, row.Consumer.PortalGeneration, nil
+}
+
+// RevokePortal voids every portal link of the tenant's consumer uid (a new
+// generation) and ends its portal sessions, in one transaction.
+func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		id, err := q.RenewPortalGeneration(ctx, dbq.RenewPortalGenerationParams{
+			TenantID: tenantID, Uid: uid, PortalGeneration: uuid.New(),
+		})
+		if err != nil {
+			return notFound(err)
+		}
+		return q.DeletePortalSessions(ctx, &id)
+	})
+}
+
+// CreatePortalSession records a portal sign-in of a consumer, known by the
+// SHA-256 of its token, until expires. A consumer deleted meanwhile is
+// sluice.ErrNotFound.
+func (s *Store) CreatePortalSession(ctx context.Context, tokenHash []byte, t PortalTarget, readOnly bool, expires time.Time) error {
+	if err := s.q.DeleteExpiredDashboardSessions(ctx, t.Tenant.ID); err != nil {
+		return err
+	}
+	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
+		TokenHash: tokenHash, TenantID: t.Tenant.ID, ConsumerID: &t.Consumer.ID,
+		ReadOnly: readOnly, ExpiresAt: expires,
+	}))
+}
