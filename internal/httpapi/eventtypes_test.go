@@ -1,0 +1,99 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+var invoiceSchema = map[string]any{
+	"type":     "object",
+	"required": []string{"amount"},
+	"properties": map[string]any{
+		"amount":   map[string]any{"type": "integer", "minimum": 0},
+		"currency": map[string]any{"enum": []string{"EUR", "USD"}},
+	},
+}
+
+func TestEventTypeCatalogue(t *testing.T) {
+	b := setup(t)
+	r := b.do(b.keyA, http.MethodPut, "/v1/event-types/invoice.paid", map[string]any{
+		"description": "An invoice was paid.", "schema": invoiceSchema,
+		"example": map[string]any{"amount": 4200, "currency": "EUR"},
+	})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	et := r.JSON(t)
+	require.Equal(t, "invoice.paid", et["name"])
+	require.Equal(t, false, et["deprecated"])
+	r = b.do(b.keyA, http.MethodPut, "/v1/event-types/invoice.paid", map[string]any{"description": "Paid.", "schema": invoiceSchema, "deprecated": true})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Nil(t, r.JSON(t)["example"], "PUT replaces the whole entry")
+	r = b.do(b.keyA, http.MethodPut, "/v1/event-types/user.created", map[string]any{"description": "No schema."})
+	require.Equal(t, http.StatusCreated, r.Status)
+
+	require.Len(t, b.do(b.keyA, http.MethodGet, "/v1/event-types", nil).JSON(t)["data"], 2)
+	require.Len(t, b.do(b.keyA, http.MethodGet, "/v1/event-types?limit=1", nil).JSON(t)["data"], 1)
+	require.Equal(t, "Paid.", b.do(b.keyA, http.MethodGet, "/v1/event-types/invoice.paid", nil).JSON(t)["description"])
+
+	// Another tenant's catalogue is its own.
+	requireProblem(t, b.do(b.keyB, http.MethodGet, "/v1/event-types/invoice.paid", nil), http.StatusNotFound)
+	requireProblem(t, b.do(b.keyB, http.MethodDelete, "/v1/event-types/invoice.paid", nil), http.StatusNotFound)
+	require.Empty(t, b.do(b.keyB, http.MethodGet, "/v1/event-types", nil).JSON(t)["data"])
+	r = b.do(b.keyB, http.MethodPost, "/v1/events", map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": -1}})
+	require.Equal(t, http.StatusAccepted, r.Status, "A's schema does not apply to B")
+
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/event-types/not..valid", nil), http.StatusNotFound)
+	r = b.do(b.keyA, http.MethodDelete, "/v1/event-types/user.created", nil)
+	require.Equal(t, http.StatusNoContent, r.Status)
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/event-types/user.created", nil), http.StatusNotFound)
+}
+
+func TestEventTypeSchemaRefusals(t *testing.T) {
+	b := setup(t)
+	cases := map[string]map[string]any{
+		"not a schema":        {"schema": map[string]any{"type": 12}},
+		"external ref":        {"schema": map[string]any{"$ref": "https://example.com/schema.json"}},
+		"file ref":            {"schema": map[string]any{"$ref": "file:///etc/passwd"}},
+		"example fails":       {"schema": invoiceSchema, "example": map[string]any{"amount": "12"}},
+		"example not object":  {"example": []int{1}},
+		"schema not object":   {"schema": "string"},
+		"unknown field":       {"descripton": "typo"},
+		"description too big": {"description": strings.Repeat("d", 4097)},
+	}
+	for name, body := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := b.do(b.keyA, http.MethodPut, "/v1/event-types/order.created", body)
+			require.Contains(t, []int{http.StatusBadRequest, http.StatusUnprocessableEntity}, r.Status, string(r.Body))
+		})
+	}
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/event-types/order.created", nil), http.StatusNotFound)
+}
+
+func TestEventsValidatedAgainstSchema(t *testing.T) {
+	b := setup(t)
+	r := b.do(b.keyA, http.MethodPut, "/v1/event-types/invoice.paid", map[string]any{"schema": invoiceSchema})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": 12, "currency": "EUR"}})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	p := requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": -3}}), http.StatusUnprocessableEntity)
+	require.Equal(t, "payload/amount", p["errors"].([]any)[0].(map[string]any)["field"])
+	p = requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "invoice.paid", "payload": map[string]any{"currency": "EUR"}}), http.StatusUnprocessableEntity)
+	require.Equal(t, "payload", p["errors"].([]any)[0].(map[string]any)["field"], "a missing property fails at the object")
+	p = requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/events/batch", map[string]any{"events": []any{
+		map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": 1}},
+		map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": 1, "currency": "GBP"}},
+	}}), http.StatusUnprocessableEntity)
+	require.Equal(t, "events[1].payload/currency", p["errors"].([]any)[0].(map[string]any)["field"])
+
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "not.catalogued", "payload": map[string]any{"anything": true}})
+	require.Equal(t, http.StatusAccepted, r.Status, "types outside the catalogue stay allowed")
+
+	// Removing the schema lifts the check at once on this process.
+	r = b.do(b.keyA, http.MethodPut, "/v1/event-types/invoice.paid", map[string]any{"description": "no schema now"})
+	require.Equal(t, http.StatusOK, r.Status)
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "invoice.paid", "payload": map[string]any{"amount": -3}})
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+}
