@@ -1,0 +1,112 @@
+package eventschema
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+const invoice = `{"type":"object","required":["amount"],"properties":{
+	"amount":{"type":"integer","minimum":0},
+	"currency":{"enum":["EUR","USD"]},
+	"lines":{"type":"array","items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string"}}}}}}`
+
+func TestCheckNamesTheFailingLocation(t *testing.T) {
+	t.Parallel()
+	sch, err := Compile([]byte(invoice))
+	require.NoError(t, err)
+	require.Nil(t, Check(sch, []byte(`{"amount":1,"currency":"EUR","lines":[{"sku":"a"}]}`)))
+	for doc, loc := range map[string]string{
+		`{"amount":-1}`:                     "/amount",
+		`{"currency":"EUR"}`:                "",
+		`{"amount":1,"lines":[{},{"x":1}]}`: "/lines/0",
+		`{"amount":1,"currency":"GBP"}`:     "/currency",
+	} {
+		v := Check(sch, []byte(doc))
+		require.NotNil(t, v, doc)
+		require.Equal(t, loc, v.Location, doc)
+		require.NotEmpty(t, v.Message)
+	}
+}
+
+func TestCompileRefusesOutsideReferences(t *testing.T) {
+	t.Parallel()
+	for _, s := range []string{
+		`{"$ref":"file:///etc/passwd"}`,
+		`{"$ref":"http://127.0.0.1:1/x.json"}`,
+		`{"properties":{"a":{"$ref":"https://example.com/a.json#/x"}}}`,
+	} {
+		_, err := Compile([]byte(s))
+		require.ErrorContains(t, err, "may not refer to other documents", s)
+	}
+	_, err := Compile([]byte(`{"$defs":{"p":{"type":"integer"}},"properties":{"a":{"$ref":"#/$defs/p"}}}`))
+	require.NoError(t, err, "references inside the schema work")
+	_, err = Compile(make([]byte, MaxSchemaBytes+1))
+	require.Error(t, err)
+}
+
+// TestCacheReloadsOnlyWhatChanged: a tenant's schemas are read at most once
+// a second, recompiled only when their updated_at moved, and re-read at
+// once after Forget.
+func TestCacheReloadsOnlyWhatChanged(t *testing.T) {
+	t.Parallel()
+	tenant := uuid.New()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sources := []Source{{Name: "invoice.paid", Schema: []byte(invoice), UpdatedAt: t0}}
+	loads := 0
+	c := NewCache(func(_ context.Context, id uuid.UUID) ([]Source, error) {
+		require.Equal(t, tenant, id)
+		loads++
+		return sources, nil
+	})
+	now := t0
+	c.now = func() time.Time { return now }
+
+	first, err := c.Schemas(t.Context(), tenant)
+	require.NoError(t, err)
+	require.NotNil(t, first.For("invoice.paid"))
+	require.Nil(t, first.For("other"))
+
+	now = now.Add(999 * time.Millisecond)
+	_, err = c.Schemas(t.Context(), tenant)
+	require.NoError(t, err)
+	require.Equal(t, 1, loads, "within a second: no query")
+
+	now = now.Add(time.Millisecond)
+	again, err := c.Schemas(t.Context(), tenant)
+	require.NoError(t, err)
+	require.Equal(t, 2, loads)
+	require.Same(t, first.For("invoice.paid"), again.For("invoice.paid"), "unchanged: not recompiled")
+
+	sources = []Source{{Name: "invoice.paid", Schema: []byte(`{"type":"object"}`), UpdatedAt: t0.Add(time.Hour)}}
+	c.Forget(tenant)
+	changed, err := c.Schemas(t.Context(), tenant)
+	require.NoError(t, err)
+	require.Equal(t, 3, loads, "Forget: read again at once")
+	require.Nil(t, Check(changed.For("invoice.paid"), []byte(`{"amount":-1}`)), "the new schema applies")
+	require.NotNil(t, Check(first.For("invoice.paid"), []byte(`{"amount":-1}`)), "a Set already handed out never changes")
+}
+
+// BenchmarkCheck is the ingest cost of a schema: an invoice-sized payload
+// checked against a compiled, cached schema (the lookup included).
+func BenchmarkCheck(b *testing.B) {
+	tenant := uuid.New()
+	c := NewCache(func(context.Context, uuid.UUID) ([]Source, error) {
+		return []Source{{Name: "invoice.paid", Schema: []byte(invoice), UpdatedAt: time.Unix(0, 0)}}, nil
+	})
+	doc := []byte(`{"amount":4200,"currency":"EUR","customer":"cus_42","lines":[{"sku":"a-1","qty":1},{"sku":"b-2","qty":3}],"note":"thanks"}`)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		set, err := c.Schemas(ctx, tenant)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v := Check(set.For("invoice.paid"), doc); v != nil {
+			b.Fatal(v)
+		}
+	}
+}
