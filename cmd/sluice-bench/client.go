@@ -36,8 +36,9 @@ func newClient(base, apiKey string) *Client {
 
 // EventIn is one event as posted.
 type EventIn struct {
-	Type    string          `json:"type"`
-	Payload json.RawMessage `json:"payload"`
+	Type     string          `json:"type"`
+	Payload  json.RawMessage `json:"payload"`
+	Consumer string          `json:"consumer,omitempty"`
 }
 
 // do sends body (raw JSON bytes, or a value to marshal, or nil) and expects
@@ -80,12 +81,30 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 
 // CreateEndpoint registers url with max_in_flight and returns its id.
 func (c *Client) CreateEndpoint(ctx context.Context, url string, maxInFlight int) (string, error) {
+	return c.CreateConsumerEndpoint(ctx, url, maxInFlight, "")
+}
+
+// CreateConsumerEndpoint is CreateEndpoint for an endpoint of a consumer
+// (none when consumer is empty).
+func (c *Client) CreateConsumerEndpoint(ctx context.Context, url string, maxInFlight int, consumer string) (string, error) {
 	var ep struct {
 		ID string `json:"id"`
 	}
-	err := c.do(ctx, http.MethodPost, "/v1/endpoints",
-		map[string]any{"url": url, "max_in_flight": maxInFlight}, http.StatusCreated, &ep)
+	body := map[string]any{"url": url, "max_in_flight": maxInFlight}
+	if consumer != "" {
+		body["consumer"] = consumer
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/endpoints", body, http.StatusCreated, &ep)
 	return ep.ID, err
+}
+
+// PutConsumer creates (or updates) a consumer.
+func (c *Client) PutConsumer(ctx context.Context, uid string) error {
+	err := c.do(ctx, http.MethodPut, "/v1/consumers/"+uid, map[string]any{"name": uid}, http.StatusCreated, nil)
+	if err != nil {
+		err = c.do(ctx, http.MethodPut, "/v1/consumers/"+uid, map[string]any{"name": uid}, http.StatusOK, nil)
+	}
+	return err
 }
 
 // Subscribe subscribes an endpoint to event types and returns the

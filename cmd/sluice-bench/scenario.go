@@ -29,6 +29,8 @@ func scenarios() []Scenario {
 		e2eHundredScenario,
 		latencyScenario,
 		isolationScenario,
+		consumersIngestScenario,
+		consumersE2EScenario,
 	}
 }
 

@@ -52,6 +52,12 @@ type Sinks struct {
 // newSinks makes one endpoint with max_in_flight per receiver; receiver i
 // is subscribed to typeOf(i).
 func newSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
+	return newConsumerSinks(ctx, api, rs, maxInFlight, typeOf, func(int) string { return "" })
+}
+
+// newConsumerSinks is newSinks with receiver i's endpoint belonging to the
+// consumer consumerOf(i) (none when ""), which must exist.
+func newConsumerSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf, consumerOf func(i int) string) (*Sinks, error) {
 	n := len(rs)
 	s := &Sinks{Types: make([]string, n), receivers: rs, base: make([]int, n), subscriptions: make([]string, n)}
 	for i, r := range rs {
@@ -59,7 +65,7 @@ func newSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, t
 		s.Types[i] = typeOf(i)
 	}
 	err := parallel(n, 8, func(i int) error {
-		id, err := api.CreateEndpoint(ctx, rs[i].URL(), maxInFlight)
+		id, err := api.CreateConsumerEndpoint(ctx, rs[i].URL(), maxInFlight, consumerOf(i))
 		if err != nil {
 			return err
 		}
