@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/version"
@@ -74,7 +75,9 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
-	workers *workers // nil without the worker role
+	workers *workers     // nil without the worker role
+	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
+	stopUI  context.CancelFunc
 	stop    context.CancelFunc
 	swept   chan struct{} // closed when the sweeper has stopped
 	roles   Roles
@@ -115,12 +118,27 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
+	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {
+		if p.ui, err = operator.New(p.River, cfg.OperatorToken, logger); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		p.ui.Mount(router)
+	}
 	p.Handler = router
 	return p, nil
 }
 
-// Start starts the workers, when this process has them.
+// Start starts the workers, when this process has them, and the operator
+// UI's background services.
 func (p *Process) Start(ctx context.Context) error {
+	if p.ui != nil {
+		uiCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		p.stopUI = stop
+		if err := p.ui.Start(uiCtx); err != nil {
+			return fmt.Errorf("start operator UI: %w", err)
+		}
+	}
 	if !p.roles.Worker {
 		return nil
 	}
@@ -145,6 +163,9 @@ func (p *Process) Start(ctx context.Context) error {
 func (p *Process) Close() {
 	if p.api != nil {
 		p.api.Close()
+	}
+	if p.stopUI != nil {
+		p.stopUI()
 	}
 	if p.stop != nil {
 		p.stop()
