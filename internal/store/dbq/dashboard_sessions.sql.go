@@ -42,6 +42,7 @@ JOIN tenants t ON t.id = s.tenant_id
 WHERE s.token_hash = $1
   AND s.expires_at > now()
   AND (k.expires_at IS NULL OR k.expires_at > now())
+  AND t.disabled_at IS NULL
 `
 
 type DashboardSessionRow struct {
@@ -53,8 +54,8 @@ type DashboardSessionRow struct {
 	ExpiresAt  time.Time
 }
 
-// DashboardSession loads a live session: not expired, and its API key
-// neither revoked (the row would be gone) nor expired.
+// DashboardSession loads a live session: not expired, its API key neither
+// revoked (the row would be gone) nor expired, its tenant not disabled.
 func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (DashboardSessionRow, error) {
 	row := q.db.QueryRow(ctx, dashboardSession, tokenHash)
 	var i DashboardSessionRow
@@ -84,5 +85,14 @@ DELETE FROM dashboard_sessions WHERE tenant_id = $1 AND expires_at <= now()
 
 func (q *Queries) DeleteExpiredDashboardSessions(ctx context.Context, tenantID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteExpiredDashboardSessions, tenantID)
+	return err
+}
+
+const deleteTenantDashboardSessions = `-- name: DeleteTenantDashboardSessions :exec
+DELETE FROM dashboard_sessions WHERE tenant_id = $1
+`
+
+func (q *Queries) DeleteTenantDashboardSessions(ctx context.Context, tenantID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteTenantDashboardSessions, tenantID)
 	return err
 }
