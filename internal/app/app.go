@@ -192,11 +192,24 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 	if cfg.DebugAddr != "" {
 		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger, nil) }()
 	}
+	var probes *probeListener
+	if !roles.API && cfg.HealthAddr != "" {
+		if probes, err = listenProbes(cfg.HealthAddr, p.Store); err != nil {
+			return err
+		}
+	}
 	if !roles.API && !roles.Dashboard {
 		logger.Info("ready: working jobs", "version", version.String())
-		<-ctx.Done()
+		if probes != nil {
+			err = probes.serve(ctx, logger) // until ctx ends
+		} else {
+			<-ctx.Done()
+		}
 		logger.Info("shutting down: finishing in-flight deliveries")
-		return nil
+		return err
+	}
+	if probes != nil {
+		go func() { _ = probes.serve(ctx, logger) }()
 	}
 	drain := func() {
 		if p.api != nil {
@@ -226,6 +239,11 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, ln, h, logger, drain)
+}
+
+// serveOn is listen on a listener already bound.
+func serveOn(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, drain func()) error {
 	srv := NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

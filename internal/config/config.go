@@ -17,9 +17,12 @@ import (
 
 // Config is every setting of a Sluice process.
 type Config struct {
-	DatabaseURL         string
-	Addr                string
-	DebugAddr           string
+	DatabaseURL string
+	Addr        string
+	DebugAddr   string
+	// HealthAddr is where a process without the API role serves /healthz,
+	// /readyz and /metrics (SLUICE_HEALTH_ADDR); empty means nowhere.
+	HealthAddr          string
 	PublicURL           string
 	EncryptionKey       []byte
 	AllowPrivateTargets bool
@@ -83,6 +86,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		DatabaseURL:         getenv("DATABASE_URL"),
 		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
 		DebugAddr:           getenv("SLUICE_DEBUG_ADDR"),
+		HealthAddr:          getenv("SLUICE_HEALTH_ADDR"),
 		SMTPURL:             getenv("SLUICE_SMTP_URL"),
 		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
 		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
