@@ -18,12 +18,13 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 # ---- runtime -------------------------------------------------------------------
 # distroless/static: CA certificates and tzdata, no shell, runs as uid 65532.
 FROM gcr.io/distroless/static-debian12:nonroot
-# sluice-healthcheck GETs /healthz: the health check of API processes
-# (docker-compose.yml), as the image has no shell or curl. No HEALTHCHECK
-# here: a worker-only process serves no HTTP.
+# sluice-healthcheck GETs /healthz: the health check (docker-compose.yml),
+# as the image has no shell or curl. No HEALTHCHECK here, as the address
+# depends on the role: an API process answers on SLUICE_ADDR (8080), any
+# other (serve --worker) on SLUICE_HEALTH_ADDR (8081).
 COPY --from=build /out/sluice /out/sluice-healthcheck /usr/local/bin/
-ENV SLUICE_ADDR=0.0.0.0:8080
+ENV SLUICE_ADDR=0.0.0.0:8080 SLUICE_HEALTH_ADDR=0.0.0.0:8081
 USER nonroot:nonroot
-EXPOSE 8080
+EXPOSE 8080 8081
 ENTRYPOINT ["/usr/local/bin/sluice"]
 CMD ["serve"]

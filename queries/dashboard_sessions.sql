@@ -2,9 +2,10 @@
 INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, consumer_id, read_only, expires_at)
 VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), @read_only, @expires_at);
 
--- DashboardSession loads a live session: not expired, and its API key
--- neither revoked (the row would be gone) nor expired. A portal session has
--- a consumer (revoking the portal deletes the row) instead of a key.
+-- DashboardSession loads a live session: not expired, its tenant not
+-- disabled, and its API key neither revoked (the row would be gone) nor
+-- expired. A portal session has a consumer (revoking the portal deletes the
+-- row) instead of a key.
 -- name: DashboardSession :one
 SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at,
     s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
@@ -15,10 +16,14 @@ LEFT JOIN consumers c ON c.id = s.consumer_id
 WHERE s.token_hash = @token_hash
   AND s.expires_at > now()
   AND (k.id IS NOT NULL OR c.id IS NOT NULL)
-  AND (k.expires_at IS NULL OR k.expires_at > now());
+  AND (k.expires_at IS NULL OR k.expires_at > now())
+  AND t.disabled_at IS NULL;
 
 -- name: DeleteDashboardSession :exec
 DELETE FROM dashboard_sessions WHERE token_hash = @token_hash;
 
 -- name: DeleteExpiredDashboardSessions :exec
 DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id AND expires_at <= now();
+
+-- name: DeleteTenantDashboardSessions :exec
+DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id;

@@ -1,5 +1,6 @@
 // Command sluice is the Sluice server and its admin tool: serve, migrate,
-// tenant create, and apikey create, list and revoke.
+// tenant create, list, set-rate, disable and enable, and apikey create,
+// list and revoke.
 package main
 
 import (
@@ -31,7 +32,10 @@ const usage = `usage:
   sluice version                                  print the version of this build
   sluice migrate                                  apply database migrations
   sluice tenant create --name N --alert-email E   create a tenant and its first API key
+  sluice tenant list                              list every tenant (id, name, alert email, created, disabled)
   sluice tenant set-rate --tenant ID --rate R     a tenant's own API rate (50/s, 600/m or default)
+  sluice tenant disable --tenant ID               refuse its API keys (403) and end its dashboard sessions
+  sluice tenant enable --tenant ID                undo tenant disable
   sluice apikey create --tenant ID [--name N]     create another API key for a tenant
   sluice apikey list --tenant ID                  list a tenant's API keys (never the keys)
   sluice apikey revoke --id ID                    revoke an API key at once
@@ -65,8 +69,14 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return migrateCmd(ctx, logger)
 	case cmd == "tenant" && len(args) > 1 && args[1] == "create":
 		return tenantCreate(ctx, args[2:], stdout)
+	case cmd == "tenant" && len(args) > 1 && args[1] == "list":
+		return tenantList(ctx, args[2:], stdout)
 	case cmd == "tenant" && len(args) > 1 && args[1] == "set-rate":
 		return tenantSetRate(ctx, args[2:], stdout)
+	case cmd == "tenant" && len(args) > 1 && args[1] == "disable":
+		return tenantSetDisabled(true)(ctx, args[2:], stdout)
+	case cmd == "tenant" && len(args) > 1 && args[1] == "enable":
+		return tenantSetDisabled(false)(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "create":
 		return apikeyCreate(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "list":

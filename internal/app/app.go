@@ -26,6 +26,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/portal"
+	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/version"
@@ -75,7 +76,9 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
-	workers *workers // nil without the worker role
+	workers *workers     // nil without the worker role
+	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
+	stopUI  context.CancelFunc
 	stop    context.CancelFunc
 	swept   chan struct{} // closed when the sweeper has stopped
 	roles   Roles
@@ -117,12 +120,27 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
+	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {
+		if p.ui, err = operator.New(p.River, cfg.OperatorToken, logger); err != nil {
+			pool.Close()
+			return nil, err
+		}
+		p.ui.Mount(router)
+	}
 	p.Handler = router
 	return p, nil
 }
 
-// Start starts the workers, when this process has them.
+// Start starts the workers, when this process has them, and the operator
+// UI's background services.
 func (p *Process) Start(ctx context.Context) error {
+	if p.ui != nil {
+		uiCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		p.stopUI = stop
+		if err := p.ui.Start(uiCtx); err != nil {
+			return fmt.Errorf("start operator UI: %w", err)
+		}
+	}
 	if !p.roles.Worker {
 		return nil
 	}
@@ -147,6 +165,9 @@ func (p *Process) Start(ctx context.Context) error {
 func (p *Process) Close() {
 	if p.api != nil {
 		p.api.Close()
+	}
+	if p.stopUI != nil {
+		p.stopUI()
 	}
 	if p.stop != nil {
 		p.stop()
@@ -173,11 +194,24 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 	if cfg.DebugAddr != "" {
 		go func() { _ = listen(ctx, cfg.DebugAddr, debugHandler(), logger, nil) }()
 	}
+	var probes *probeListener
+	if !roles.API && cfg.HealthAddr != "" {
+		if probes, err = listenProbes(cfg.HealthAddr, p.Store); err != nil {
+			return err
+		}
+	}
 	if !roles.API && !roles.Dashboard {
 		logger.Info("ready: working jobs", "version", version.String())
-		<-ctx.Done()
+		if probes != nil {
+			err = probes.serve(ctx, logger) // until ctx ends
+		} else {
+			<-ctx.Done()
+		}
 		logger.Info("shutting down: finishing in-flight deliveries")
-		return nil
+		return err
+	}
+	if probes != nil {
+		go func() { _ = probes.serve(ctx, logger) }()
 	}
 	drain := func() {
 		if p.api != nil {
@@ -207,6 +241,11 @@ func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logge
 	if err != nil {
 		return err
 	}
+	return serveOn(ctx, ln, h, logger, drain)
+}
+
+// serveOn is listen on a listener already bound.
+func serveOn(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.Logger, drain func()) error {
 	srv := NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -17,9 +17,12 @@ import (
 
 // Config is every setting of a Sluice process.
 type Config struct {
-	DatabaseURL         string
-	Addr                string
-	DebugAddr           string
+	DatabaseURL string
+	Addr        string
+	DebugAddr   string
+	// HealthAddr is where a process without the API role serves /healthz,
+	// /readyz and /metrics (SLUICE_HEALTH_ADDR); empty means nowhere.
+	HealthAddr          string
 	PublicURL           string
 	EncryptionKey       []byte
 	AllowPrivateTargets bool
@@ -44,7 +47,14 @@ type Config struct {
 	// DrainDelay is how long a stopping API process answers /readyz with
 	// 503 before it stops accepting connections (SLUICE_DRAIN_DELAY).
 	DrainDelay time.Duration
+	// OperatorToken is the operators' credential for River's web UI
+	// (SLUICE_OPERATOR_TOKEN); empty means the UI is not served.
+	OperatorToken string
 }
+
+// MinOperatorTokenLen is the shortest SLUICE_OPERATOR_TOKEN accepted: it
+// guards every job of every tenant, so it must not be guessable.
+const MinOperatorTokenLen = 32
 
 // Defaults, as SPEC.md gives them.
 const (
@@ -76,6 +86,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		DatabaseURL:         getenv("DATABASE_URL"),
 		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
 		DebugAddr:           getenv("SLUICE_DEBUG_ADDR"),
+		HealthAddr:          getenv("SLUICE_HEALTH_ADDR"),
 		SMTPURL:             getenv("SLUICE_SMTP_URL"),
 		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
 		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
@@ -89,6 +100,10 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
 		DrainDelay:          p.duration("SLUICE_DRAIN_DELAY", DefaultDrainDelay),
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),
+		OperatorToken:       getenv("SLUICE_OPERATOR_TOKEN"),
+	}
+	if n := len(c.OperatorToken); n > 0 && n < MinOperatorTokenLen {
+		p.errs = append(p.errs, fmt.Errorf("SLUICE_OPERATOR_TOKEN: %d characters, at least %d needed (e.g. openssl rand -base64 32)", n, MinOperatorTokenLen))
 	}
 	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")
 	if c.DatabaseURL == "" {

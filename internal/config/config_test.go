@@ -66,3 +66,18 @@ func TestAPIRate(t *testing.T) {
 	_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_API_RATE": "lots"}), false)
 	require.ErrorContains(t, err, "SLUICE_API_RATE")
 }
+
+func TestOperatorToken(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	require.NoError(t, err)
+	require.Empty(t, c.OperatorToken, "unset: no operator UI")
+
+	token := "0123456789abcdef0123456789abcdef"
+	c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_OPERATOR_TOKEN": token}), false)
+	require.NoError(t, err)
+	require.Equal(t, token, c.OperatorToken)
+
+	_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_OPERATOR_TOKEN": "hunter2"}), false)
+	require.ErrorContains(t, err, "SLUICE_OPERATOR_TOKEN")
+}

@@ -49,6 +49,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if cred.Tenant.Disabled() {
+		return d.render(w, r, http.StatusForbidden, web.LoginPage("This account is disabled. Ask the operator of this Sluice to enable it.", formNext))
+	}
 	token := newSessionToken()
 	expires := time.Now().Add(SessionTTL)
 	err = d.store.CreateDashboardSession(r.Context(), tokenHash(token), cred.Tenant.ID, cred.APIKeyID, expires)

@@ -99,7 +99,7 @@ func (a *API) Mount(r chi.Router) {
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(observeRequests, middleware.Recoverer)
-		r.Use(a.authenticate, a.limitRate, a.checkText, a.requireJSON)
+		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
 

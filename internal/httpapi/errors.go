@@ -17,6 +17,7 @@ const (
 	typeMalformedJSON    = problemBase + "malformed-json"
 	typeBadRequest       = problemBase + "bad-request"
 	typeUnauthorized     = problemBase + "unauthorized"
+	typeTenantDisabled   = problemBase + "tenant-disabled"
 	typeNotFound         = problemBase + "not-found"
 	typeMethodNotAllowed = problemBase + "method-not-allowed"
 	typeConflict         = problemBase + "conflict"

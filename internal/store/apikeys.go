@@ -76,14 +76,17 @@ func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIK
 
 // AuthenticateAPIKey resolves a plaintext API key to what it authenticates
 // as. A key that does not exist, was revoked or has expired is
-// sluice.ErrNotFound. It records the key's use, at most once a minute.
+// sluice.ErrNotFound; a disabled tenant's key resolves, with
+// Tenant.DisabledAt set, for the caller to refuse. It records the key's use, at most once a minute.
 func (s *Store) AuthenticateAPIKey(ctx context.Context, key string) (sluice.Credential, error) {
 	row, err := s.q.AuthenticateAPIKey(ctx, apikey.Hash(key))
 	if err != nil {
 		return sluice.Credential{}, notFound(err)
 	}
 	return sluice.Credential{
-		Tenant:    sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
+		Tenant: sluice.Tenant{
+			ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt, DisabledAt: row.DisabledAt,
+		},
 		APIKeyID:  row.ApiKeyID,
 		ExpiresAt: row.KeyExpiresAt,
 	}, nil

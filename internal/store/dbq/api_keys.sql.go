@@ -21,7 +21,7 @@ WITH k AS (
     WHERE u.id = (SELECT k.id FROM k)
       AND (u.last_used_at IS NULL OR u.last_used_at < now() - interval '1 minute')
 )
-SELECT t.id, t.name, t.alert_email, t.created_at, k.id AS api_key_id, k.expires_at AS key_expires_at
+SELECT t.id, t.name, t.alert_email, t.created_at, t.disabled_at, k.id AS api_key_id, k.expires_at AS key_expires_at
 FROM k JOIN tenants t ON t.id = k.tenant_id
 `
 
@@ -30,12 +30,14 @@ type AuthenticateAPIKeyRow struct {
 	Name         string
 	AlertEmail   string
 	CreatedAt    time.Time
+	DisabledAt   *time.Time
 	ApiKeyID     uuid.UUID
 	KeyExpiresAt *time.Time
 }
 
 // AuthenticateAPIKey resolves a key's hash to its tenant, unless the key is
-// revoked (gone) or expired. In the same round trip it records the use,
+// revoked (gone) or expired, with its tenant's disabled_at (the caller
+// refuses a disabled tenant). In the same round trip it records the use,
 // but writes at most once a minute per key: the UPDATE matches no row
 // otherwise.
 func (q *Queries) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (AuthenticateAPIKeyRow, error) {
@@ -46,6 +48,7 @@ func (q *Queries) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (Authe
 		&i.Name,
 		&i.AlertEmail,
 		&i.CreatedAt,
+		&i.DisabledAt,
 		&i.ApiKeyID,
 		&i.KeyExpiresAt,
 	)

@@ -12,7 +12,7 @@ import (
 )
 
 const consumerForPortal = `-- name: ConsumerForPortal :one
-SELECT c.id, c.tenant_id, c.uid, c.name, c.alert_email, c.portal_generation, c.created_at, c.updated_at, t.id, t.name, t.alert_email, t.created_at, t.api_rate
+SELECT c.id, c.tenant_id, c.uid, c.name, c.alert_email, c.portal_generation, c.created_at, c.updated_at, t.id, t.name, t.alert_email, t.created_at, t.api_rate, t.disabled_at
 FROM consumers c
 JOIN tenants t ON t.id = c.tenant_id
 WHERE c.id = $1
@@ -41,6 +41,7 @@ func (q *Queries) ConsumerForPortal(ctx context.Context, id uuid.UUID) (Consumer
 		&i.Tenant.AlertEmail,
 		&i.Tenant.CreatedAt,
 		&i.Tenant.ApiRate,
+		&i.Tenant.DisabledAt,
 	)
 	return i, err
 }

@@ -49,6 +49,7 @@ WHERE s.token_hash = $1
   AND s.expires_at > now()
   AND (k.id IS NOT NULL OR c.id IS NOT NULL)
   AND (k.expires_at IS NULL OR k.expires_at > now())
+  AND t.disabled_at IS NULL
 `
 
 type DashboardSessionRow struct {
@@ -64,9 +65,10 @@ type DashboardSessionRow struct {
 	ReadOnly     bool
 }
 
-// DashboardSession loads a live session: not expired, and its API key
-// neither revoked (the row would be gone) nor expired. A portal session has
-// a consumer (revoking the portal deletes the row) instead of a key.
+// DashboardSession loads a live session: not expired, its tenant not
+// disabled, and its API key neither revoked (the row would be gone) nor
+// expired. A portal session has a consumer (revoking the portal deletes the
+// row) instead of a key.
 func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (DashboardSessionRow, error) {
 	row := q.db.QueryRow(ctx, dashboardSession, tokenHash)
 	var i DashboardSessionRow
@@ -100,5 +102,14 @@ DELETE FROM dashboard_sessions WHERE tenant_id = $1 AND expires_at <= now()
 
 func (q *Queries) DeleteExpiredDashboardSessions(ctx context.Context, tenantID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteExpiredDashboardSessions, tenantID)
+	return err
+}
+
+const deleteTenantDashboardSessions = `-- name: DeleteTenantDashboardSessions :exec
+DELETE FROM dashboard_sessions WHERE tenant_id = $1
+`
+
+func (q *Queries) DeleteTenantDashboardSessions(ctx context.Context, tenantID uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteTenantDashboardSessions, tenantID)
 	return err
 }

@@ -159,4 +159,5 @@ type Tenant struct {
 	AlertEmail string
 	CreatedAt  time.Time
 	ApiRate    *string
+	DisabledAt *time.Time
 }

@@ -14,7 +14,7 @@ import (
 const createTenant = `-- name: CreateTenant :one
 INSERT INTO tenants (id, name, alert_email)
 VALUES ($1, $2, $3)
-RETURNING id, name, alert_email, created_at, api_rate
+RETURNING id, name, alert_email, created_at, api_rate, disabled_at
 `
 
 type CreateTenantParams struct {
@@ -32,12 +32,13 @@ func (q *Queries) CreateTenant(ctx context.Context, arg CreateTenantParams) (Ten
 		&i.AlertEmail,
 		&i.CreatedAt,
 		&i.ApiRate,
+		&i.DisabledAt,
 	)
 	return i, err
 }
 
 const getTenant = `-- name: GetTenant :one
-SELECT id, name, alert_email, created_at, api_rate FROM tenants WHERE id = $1
+SELECT id, name, alert_email, created_at, api_rate, disabled_at FROM tenants WHERE id = $1
 `
 
 func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
@@ -49,6 +50,74 @@ func (q *Queries) GetTenant(ctx context.Context, id uuid.UUID) (Tenant, error) {
 		&i.AlertEmail,
 		&i.CreatedAt,
 		&i.ApiRate,
+		&i.DisabledAt,
+	)
+	return i, err
+}
+
+const listTenants = `-- name: ListTenants :many
+SELECT id, name, alert_email, created_at, api_rate, disabled_at FROM tenants
+WHERE ($1::uuid IS NULL OR id < $1::uuid)
+ORDER BY id DESC
+LIMIT $2
+`
+
+type ListTenantsParams struct {
+	After   *uuid.UUID
+	MaxRows int32
+}
+
+func (q *Queries) ListTenants(ctx context.Context, arg ListTenantsParams) ([]Tenant, error) {
+	rows, err := q.db.Query(ctx, listTenants, arg.After, arg.MaxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Tenant{}
+	for rows.Next() {
+		var i Tenant
+		if err := rows.Scan(
+			&i.ID,
+			&i.Name,
+			&i.AlertEmail,
+			&i.CreatedAt,
+			&i.ApiRate,
+			&i.DisabledAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const setTenantDisabled = `-- name: SetTenantDisabled :one
+UPDATE tenants
+SET disabled_at = CASE WHEN $1::boolean THEN coalesce(disabled_at, now()) END
+WHERE id = $2
+RETURNING id, name, alert_email, created_at, api_rate, disabled_at
+`
+
+type SetTenantDisabledParams struct {
+	Disabled bool
+	ID       uuid.UUID
+}
+
+// SetTenantDisabled disables (keeping the first time it was disabled) or
+// enables a tenant.
+func (q *Queries) SetTenantDisabled(ctx context.Context, arg SetTenantDisabledParams) (Tenant, error) {
+	row := q.db.QueryRow(ctx, setTenantDisabled, arg.Disabled, arg.ID)
+	var i Tenant
+	err := row.Scan(
+		&i.ID,
+		&i.Name,
+		&i.AlertEmail,
+		&i.CreatedAt,
+		&i.ApiRate,
+		&i.DisabledAt,
 	)
 	return i, err
 }

@@ -1,0 +1,37 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net"
+
+	"github.com/sluice-dev/sluice/internal/health"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// probeListener is /healthz, /readyz and /metrics on SLUICE_HEALTH_ADDR,
+// for a process without the API role (which serves them on SLUICE_ADDR).
+type probeListener struct {
+	ln     net.Listener
+	probes *health.Server
+}
+
+// listenProbes binds addr now, so that a bad or busy address stops the
+// process at start.
+func listenProbes(addr string, st *store.Store) (*probeListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	// The default registry holds this process's own metrics (attempts,
+	// latency, job errors); the queue gauges, read from the database, are
+	// left to the API's /metrics.
+	return &probeListener{ln: ln, probes: health.New(st.Ping, nil)}, nil
+}
+
+// serve answers the probes until ctx ends; from then on /readyz answers
+// 503 until the listener closes.
+func (p *probeListener) serve(ctx context.Context, logger *slog.Logger) error {
+	logger = logger.With("probes", "/healthz /readyz /metrics")
+	return serveOn(ctx, p.ln, p.probes.Handler(), logger, p.probes.Drain)
+}

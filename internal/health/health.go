@@ -1,0 +1,74 @@
+// Package health serves /healthz, /readyz and /metrics for a process that
+// does not serve the API (a worker-only or dashboard-only `sluice serve`),
+// on SLUICE_HEALTH_ADDR, so an orchestrator can probe it and Prometheus
+// scrape it. They answer as the API's own do.
+package health
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluice-dev/sluice/internal/version"
+)
+
+// Server answers the probes of one process.
+type Server struct {
+	ping     func(context.Context) error
+	gatherer prometheus.Gatherer
+	draining atomic.Bool
+}
+
+// New returns the probes of a process: ping tells whether its database
+// answers; gatherer (nil: the Prometheus default registry) serves /metrics.
+func New(ping func(context.Context) error, gatherer prometheus.Gatherer) *Server {
+	if gatherer == nil {
+		gatherer = prometheus.DefaultGatherer
+	}
+	return &Server{ping: ping, gatherer: gatherer}
+}
+
+// Drain makes /readyz answer 503 from now on: the process is stopping.
+func (s *Server) Drain() { s.draining.Store(true) }
+
+// Handler serves GET /healthz (the process is up: 200 with its version),
+// GET /readyz (200, or 503 while stopping or while the database does not
+// answer) and GET /metrics; anything else is 404.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": version.String()})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	detail := ""
+	switch {
+	case s.draining.Load():
+		detail = "shutting down"
+	case s.ping(r.Context()) != nil:
+		detail = "database unreachable"
+	default:
+		writeJSON(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": version.String()})
+		return
+	}
+	w.Header().Set("Retry-After", "1")
+	writeJSON(w, http.StatusServiceUnavailable, "application/problem+json", map[string]any{
+		"type": "https://sluice.dev/problems/unavailable", "title": "Not ready",
+		"status": http.StatusServiceUnavailable, "detail": detail,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, contentType string, v any) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
