@@ -1,0 +1,60 @@
+package store_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// claimSQL is the claim query as queries/dispatch.sql has it, with its
+// named parameters numbered.
+func claimSQL(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../queries/dispatch.sql")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(raw), "-- name: ClaimDueDeliveries :many")
+	require.True(t, ok, "ClaimDueDeliveries is in queries/dispatch.sql")
+	q, _, _ := strings.Cut(rest, "-- name:")
+	return strings.NewReplacer("@endpoint_id", "$1", "@max_rows", "$2").Replace(q)
+}
+
+// TestClaimPlanDoesNotDependOnTheBacklog: with 100,000 due deliveries on one
+// endpoint in a table Postgres has no statistics for, the claim reads its
+// index in order and stops at the limit: no sort of the backlog, no join of
+// every due row to its event.
+func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
+	require.NoError(t, err)
+	_, err = f.Store.Pool().Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, tenant_id, type, payload)
+			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, 100000)
+			RETURNING id)
+		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
+		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
+		f.TenantA.ID, ep.ID)
+	require.NoError(t, err)
+
+	rows, err := f.Store.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+claimSQL(t), ep.ID, 10)
+	require.NoError(t, err)
+	var lines []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rows.Err())
+	plan := strings.Join(lines, "\n")
+	t.Logf("claim over a 100,000-delivery backlog, no statistics:\n%s", plan)
+	require.Contains(t, plan, "deliveries_claim_idx", "the claim reads the claim index")
+	require.NotContains(t, plan, "Sort", "the index gives the order; nothing is sorted")
+	require.Regexp(t, `Index Scan using deliveries_claim_idx on deliveries d .*\(actual .* rows=10 `, plan, "ten index entries read for ten rows")
+}
