@@ -25,7 +25,7 @@ var consumersIngestScenario = Scenario{
 var consumersE2EScenario = Scenario{
 	Name:  "consumers-e2e",
 	Title: "End to end, 1,000 consumers",
-	What: "1,000 consumers, one loopback receiver and endpoint each (max_in_flight 100); events posted through " +
+	What: "1,000 consumers with one endpoint each (max_in_flight 100) on 100 loopback receivers; events posted through " +
 		"/v1/events/batch (1000 per request, 4 clients), event i addressed to consumer i mod 1000; deliveries/s = " +
 		"distinct deliveries ÷ (first post sent → last delivery received). Compare e2e-100.",
 	Run: func(ctx context.Context, env *Env) (Table, error) {
@@ -44,11 +44,11 @@ func consumersRun(ctx context.Context, env *Env, mode string, events int) (Table
 	if mode == "ingest" {
 		metrics = []Metric{{Name: "throughput", Unit: "events/s"}, {Name: "request p50", Unit: "ms"}, {Name: "request p99", Unit: "ms"}}
 	}
-	receivers := newReceivers(benchConsumers)
+	receivers := newReceivers(benchConsumers / 10) // ten consumers' endpoints each: 1,000 listeners run out of descriptors
 	defer receivers.Close()
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
 		typ := fmt.Sprintf("bench.consumers.%s.r%d", mode, run)
-		sinks, err := newConsumerSinks(ctx, env.API, receivers, maxInFlight,
+		sinks, err := newConsumerSinks(ctx, env.API, receivers, benchConsumers, maxInFlight,
 			func(int) string { return typ }, consumerUID)
 		if err != nil {
 			return s, fmt.Errorf("set up endpoints: %w", err)

@@ -43,7 +43,7 @@ func (rs Receivers) Close() {
 // has no index), which would make teardown quadratic. Endpoints without a
 // subscription get nothing and cost fan-out nothing.
 type Sinks struct {
-	Types         []string // Types[i] reaches only receiver i
+	Types         []string // Types[i] reaches only endpoint i
 	receivers     Receivers
 	base          []int // requests each receiver had before this run
 	subscriptions []string
@@ -52,20 +52,27 @@ type Sinks struct {
 // newSinks makes one endpoint with max_in_flight per receiver; receiver i
 // is subscribed to typeOf(i).
 func newSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf func(i int) string) (*Sinks, error) {
-	return newConsumerSinks(ctx, api, rs, maxInFlight, typeOf, func(int) string { return "" })
+	return newConsumerSinks(ctx, api, rs, len(rs), maxInFlight, typeOf, func(int) string { return "" })
 }
 
-// newConsumerSinks is newSinks with receiver i's endpoint belonging to the
-// consumer consumerOf(i) (none when ""), which must exist.
-func newConsumerSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf, consumerOf func(i int) string) (*Sinks, error) {
-	n := len(rs)
-	s := &Sinks{Types: make([]string, n), receivers: rs, base: make([]int, n), subscriptions: make([]string, n)}
+// newConsumerSinks makes n endpoints spread over the receivers (endpoint i
+// on receiver i mod len(rs), at a path of its own when n > len(rs)),
+// endpoint i subscribed to typeOf(i) and belonging to the consumer
+// consumerOf(i) (none when ""), which must exist.
+func newConsumerSinks(ctx context.Context, api *Client, rs Receivers, n, maxInFlight int, typeOf, consumerOf func(i int) string) (*Sinks, error) {
+	s := &Sinks{Types: make([]string, n), receivers: rs, base: make([]int, len(rs)), subscriptions: make([]string, n)}
 	for i, r := range rs {
 		s.base[i] = r.Count()
+	}
+	for i := range n {
 		s.Types[i] = typeOf(i)
 	}
 	err := parallel(n, 8, func(i int) error {
-		id, err := api.CreateConsumerEndpoint(ctx, rs[i].URL(), maxInFlight, consumerOf(i))
+		url := rs[i%len(rs)].URL()
+		if n > len(rs) {
+			url += fmt.Sprintf("/e%d", i)
+		}
+		id, err := api.CreateConsumerEndpoint(ctx, url, maxInFlight, consumerOf(i))
 		if err != nil {
 			return err
 		}

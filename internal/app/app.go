@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -80,7 +81,7 @@ type Process struct {
 	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
-	swept   chan struct{} // closed when the sweeper has stopped
+	swept   sync.WaitGroup // the sweeper and the wake-up listener
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -151,12 +152,10 @@ func (p *Process) Start(ctx context.Context) error {
 	if err := p.River.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start workers: %w", err)
 	}
-	sweepCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	p.stop, p.swept = stop, make(chan struct{})
-	go func() {
-		defer close(p.swept)
-		p.workers.sweeper.Run(sweepCtx)
-	}()
+	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	p.stop = stop
+	p.swept.Go(func() { p.workers.sweeper.Run(bgCtx) })
+	p.swept.Go(func() { p.workers.waker.Listen(bgCtx, p.Pool.Config().ConnConfig, p.logger) })
 	return nil
 }
 
@@ -171,7 +170,7 @@ func (p *Process) Close() {
 	}
 	if p.stop != nil {
 		p.stop()
-		<-p.swept
+		p.swept.Wait()
 	}
 	if p.roles.Worker {
 		p.workers.dispatch.Stop() // runs hand their endpoints over instead of waiting

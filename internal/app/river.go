@@ -35,6 +35,7 @@ type workers struct {
 	leases   *lease.Holder
 	sweeper  *dispatch.Sweeper
 	dispatch *dispatch.Worker
+	waker    *dispatch.Waker // Listen carries wake-ups from other processes
 }
 
 // close releases the workers' resources; call it after River has stopped.
@@ -72,9 +73,9 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	if err != nil {
 		return nil, nil, err
 	}
-	waker := dispatch.NewWaker(lingerMax)
+	w.waker = dispatch.NewWaker(lingerMax)
 	dcfg := dispatch.Config{
-		Waker:            waker,
+		Waker:            w.waker,
 		Leases:           w.leases,
 		Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
 		DeliveryTimeout:  cfg.DeliveryTimeout,
@@ -91,7 +92,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	}
 	ws := river.NewWorkers()
 	river.AddWorker(ws, alert.NewWorker(st, mailer, cfg.PublicURL))
-	river.AddWorker(ws, fanout.NewWorker(st, waker, w.leases, logger))
+	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, retention.NewWorker(st, retention.Config{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
 	rc.Workers = ws
