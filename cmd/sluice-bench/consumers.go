@@ -18,7 +18,17 @@ var consumersIngestScenario = Scenario{
 		"consumer i mod 1000 (each with one endpoint, all subscribed to the type); events/s = events accepted ÷ " +
 		"(first request sent → last 202 received). Compare ingest-single (no consumer, no subscription).",
 	Run: func(ctx context.Context, env *Env) (Table, error) {
-		return consumersRun(ctx, env, "ingest", env.size(10000, 1000))
+		return consumersRun(ctx, env, "ingest", env.size(10000, 1000), true)
+	},
+}
+
+var typesIngestScenario = Scenario{
+	Name:  "types-ingest",
+	Title: "Ingest, single events to 1,000 endpoints by type (baseline of consumers-ingest)",
+	What: "As consumers-ingest, but without consumers: endpoint i is subscribed to type i and event i has type " +
+		"i mod 1000, so each event reaches exactly one endpoint by its type alone.",
+	Run: func(ctx context.Context, env *Env) (Table, error) {
+		return consumersRun(ctx, env, "ingest", env.size(10000, 1000), false)
 	},
 }
 
@@ -29,13 +39,25 @@ var consumersE2EScenario = Scenario{
 		"/v1/events/batch (1000 per request, 4 clients), event i addressed to consumer i mod 1000; deliveries/s = " +
 		"distinct deliveries ÷ (first post sent → last delivery received). Compare e2e-100.",
 	Run: func(ctx context.Context, env *Env) (Table, error) {
-		return consumersRun(ctx, env, "e2e", env.size(20000, 4000))
+		return consumersRun(ctx, env, "e2e", env.size(20000, 4000), true)
 	},
 }
 
-// consumersRun posts events addressed to the consumers, singly (mode
-// "ingest", measuring acceptance) or in batches ("e2e", measuring delivery).
-func consumersRun(ctx context.Context, env *Env, mode string, events int) (Table, error) {
+var typesE2EScenario = Scenario{
+	Name:  "types-e2e",
+	Title: "End to end, 1,000 endpoints by type (baseline of consumers-e2e)",
+	What: "As consumers-e2e, but without consumers: endpoint i is subscribed to type i and event i has type " +
+		"i mod 1000.",
+	Run: func(ctx context.Context, env *Env) (Table, error) {
+		return consumersRun(ctx, env, "e2e", env.size(20000, 4000), false)
+	},
+}
+
+// consumersRun posts events to 1,000 endpoints, singly (mode "ingest",
+// measuring acceptance) or in batches ("e2e", measuring delivery): each
+// event addressed to a consumer (addressed) or of a type only one endpoint
+// is subscribed to (not addressed, the baseline).
+func consumersRun(ctx context.Context, env *Env, mode string, events int, addressed bool) (Table, error) {
 	const maxInFlight, batch = 100, 1000
 	if err := parallel(benchConsumers, 8, func(i int) error { return env.API.PutConsumer(ctx, consumerUID(i)) }); err != nil {
 		return Table{}, fmt.Errorf("create consumers: %w", err)
@@ -47,9 +69,13 @@ func consumersRun(ctx context.Context, env *Env, mode string, events int) (Table
 	receivers := newReceivers(benchConsumers / 10) // ten consumers' endpoints each: 1,000 listeners run out of descriptors
 	defer receivers.Close()
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
-		typ := fmt.Sprintf("bench.consumers.%s.r%d", mode, run)
-		sinks, err := newConsumerSinks(ctx, env.API, receivers, benchConsumers, maxInFlight,
-			func(int) string { return typ }, consumerUID)
+		typ := fmt.Sprintf("bench.consumers.%s.%t.r%d", mode, addressed, run)
+		typeOf, consumerOf := func(int) string { return typ }, consumerUID
+		if !addressed {
+			typeOf = func(i int) string { return fmt.Sprintf("%s.%d", typ, i) }
+			consumerOf = func(int) string { return "" }
+		}
+		sinks, err := newConsumerSinks(ctx, env.API, receivers, benchConsumers, maxInFlight, typeOf, consumerOf)
 		if err != nil {
 			return s, fmt.Errorf("set up endpoints: %w", err)
 		}
@@ -57,6 +83,9 @@ func consumersRun(ctx context.Context, env *Env, mode string, events int) (Table
 		evs := make([]EventIn, events)
 		for k := range evs {
 			evs[k] = EventIn{Type: typ, Payload: payload(0, k), Consumer: consumerUID(k % benchConsumers)}
+			if !addressed {
+				evs[k] = EventIn{Type: typeOf(k % benchConsumers), Payload: payload(0, k)}
+			}
 		}
 		cpu := env.measureCPU()
 		if mode == "ingest" {
@@ -82,7 +111,11 @@ func consumersRun(ctx context.Context, env *Env, mode string, events int) (Table
 		s.CPU = cpu()
 		return s, nil
 	})
-	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run, %d consumers of one endpoint each", events, benchConsumers))
+	note := fmt.Sprintf("%d events per run, %d consumers of one endpoint each", events, benchConsumers)
+	if !addressed {
+		note = fmt.Sprintf("%d events per run, %d endpoints with a type each, no consumers", events, benchConsumers)
+	}
+	t.Notes = append(t.Notes, note)
 	return t, err
 }
 

@@ -29,7 +29,9 @@ func scenarios() []Scenario {
 		e2eHundredScenario,
 		latencyScenario,
 		isolationScenario,
+		typesIngestScenario,
 		consumersIngestScenario,
+		typesE2EScenario,
 		consumersE2EScenario,
 	}
 }
