@@ -153,14 +153,14 @@ func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
 func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey create", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	tenant := fs.String("tenant", "", "tenant id")
+	tenant := tenantFlag(fs)
 	name := fs.String("name", "cli", "a name for the key, to recognise it in lists")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tenantID, err := uuid.Parse(*tenant)
+	tenantID, err := tenant()
 	if err != nil {
-		return fmt.Errorf("--tenant must be a tenant id: %w", err)
+		return err
 	}
 	p := sluice.NewAPIKeyParams{Name: *name}
 	if err := p.Validate(time.Now()); err != nil {
@@ -178,13 +178,13 @@ func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 func apikeyList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	tenant := fs.String("tenant", "", "tenant id")
+	tenant := tenantFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tenantID, err := uuid.Parse(*tenant)
+	tenantID, err := tenant()
 	if err != nil {
-		return fmt.Errorf("--tenant must be a tenant id: %w", err)
+		return err
 	}
 	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
 		if _, err := s.GetTenant(ctx, tenantID); err != nil {
@@ -242,4 +242,17 @@ func withStore(ctx context.Context, fn func(context.Context, *store.Store) error
 	}
 	defer pool.Close()
 	return fn(ctx, store.New(pool, nil))
+}
+
+// tenantFlag defines the --tenant flag on fs and returns its parser, which
+// names the flag in its error.
+func tenantFlag(fs *flag.FlagSet) func() (uuid.UUID, error) {
+	raw := fs.String("tenant", "", "tenant id")
+	return func() (uuid.UUID, error) {
+		id, err := uuid.Parse(*raw)
+		if err != nil {
+			return uuid.Nil, fmt.Errorf("--tenant must be a tenant id: %w", err)
+		}
+		return id, nil
+	}
 }

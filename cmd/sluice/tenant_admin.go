@@ -70,13 +70,13 @@ func tenantSetDisabled(disabled bool) func(context.Context, []string, io.Writer)
 	return func(ctx context.Context, args []string, stdout io.Writer) error {
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
-		tenant := fs.String("tenant", "", "tenant id")
+		tenant := tenantFlag(fs)
 		if err := fs.Parse(args); err != nil {
 			return err
 		}
-		tenantID, err := uuid.Parse(*tenant)
+		tenantID, err := tenant()
 		if err != nil {
-			return fmt.Errorf("--tenant must be a tenant id: %w", err)
+			return err
 		}
 		return withStore(ctx, func(ctx context.Context, s *store.Store) error {
 			t, err := s.SetTenantDisabled(ctx, tenantID, disabled)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/google/uuid"
-
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -20,14 +18,14 @@ import (
 func tenantSetRate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tenant set-rate", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	tenant := fs.String("tenant", "", "tenant id")
+	tenant := tenantFlag(fs)
 	rate := fs.String("rate", "", `the API rate, such as 50/s or 600/m, or "default"`)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	tenantID, err := uuid.Parse(*tenant)
+	tenantID, err := tenant()
 	if err != nil {
-		return fmt.Errorf("--tenant must be a tenant id: %w", err)
+		return err
 	}
 	var text *string
 	switch *rate {
