@@ -11,6 +11,7 @@ const (
 	SectionEndpoints = "endpoints"
 	SectionDead      = "dead"
 	SectionEvents    = "events"
+	SectionConsumers = "consumers"
 )
 
 // Chrome is what every page's frame needs: who is signed in, the CSRF token
@@ -20,10 +21,20 @@ type Chrome struct {
 	TenantName string
 	CSRF       string
 	Section    string
+	// Portal frames belong to a consumer's portal session; Consumer names
+	// the consumer.
+	Portal   bool
+	Consumer string
+	// ReadOnly sessions get no forms at all.
+	ReadOnly bool
 }
 
 // SignedIn reports whether the frame belongs to a session.
 func (c Chrome) SignedIn() bool { return c.CSRF != "" }
+
+// Writable reports whether the page may show forms: a session that is not
+// read-only.
+func (c Chrome) Writable() bool { return c.SignedIn() && !c.ReadOnly }
 
 // EndpointsView is the endpoints list.
 type EndpointsView struct {
@@ -117,4 +128,17 @@ type ErrorView struct {
 	Status int
 	Title  string
 	Detail string
+}
+
+// ConsumersView is the tenant's consumers list.
+type ConsumersView struct {
+	Consumers []sluice.Consumer
+	Older     string
+}
+
+// ConsumerView is one consumer with its endpoints.
+type ConsumerView struct {
+	Consumer  sluice.Consumer
+	Endpoints []sluice.Endpoint
+	Older     string
 }

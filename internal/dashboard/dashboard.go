@@ -17,6 +17,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -32,6 +33,10 @@ type Config struct {
 	SecureCookies bool
 	// Jobs queues the dispatch of replayed deliveries; required.
 	Jobs store.JobQueue
+	// Portal checks the portal links GET /portal signs consumers in with;
+	// nil means links keyed from Key, as the API signs them when it is
+	// given the same key.
+	Portal *portal.Links
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -40,6 +45,7 @@ type Config struct {
 type Dashboard struct {
 	store  *store.Store
 	jobs   store.JobQueue
+	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
 
@@ -58,9 +64,13 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Portal == nil {
+		cfg.Portal = portal.New(st, cfg.Key, "")
+	}
 	return &Dashboard{
 		store:  st,
 		jobs:   cfg.Jobs,
+		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 
@@ -69,8 +79,15 @@ func New(st *store.Store, cfg Config) *Dashboard {
 }
 
 // Mount adds the dashboard's routes to r, at its root: the pages, /login,
-// /logout and /static/. It also makes r answer unknown paths with the
-// dashboard's 404 page (sub-routers with their own, like /v1, keep theirs).
+// /logout, /portal (where portal links point) and /static/. It also makes
+// r answer unknown paths with the dashboard's 404 page (sub-routers with
+// their own, like /v1, keep theirs).
+//
+// Every page behind a session sees it through its scope (scope.go). A
+// read-only session's non-GET requests are refused whatever their route
+// (readOnlyGuard); pages that only lead to a change are refused to it
+// outright (writersOnly); the tenant's own pages answer 404 to portal
+// sessions (tenantOnly).
 func (d *Dashboard) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin, d.checkText)
@@ -78,26 +95,51 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
+		r.Get(portal.Path, d.handle(d.openPortal))
 
 		r.Group(func(r chi.Router) {
-			r.Use(d.requireSession, d.requireCSRF)
-			r.Get("/", d.handle(d.listEndpoints))
-			r.Get("/endpoints/{id}", d.handle(d.showEndpoint))
-			r.Get("/endpoints/{id}/replay", d.handle(d.confirmReplay))
-			r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
-			r.Get("/deliveries/{id}", d.handle(d.showDelivery))
-			r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
-			r.Post("/deliveries/{id}/retry", d.handle(d.retryDelivery))
-			r.Get("/dead", d.handle(d.listDead))
-			r.Get("/events", d.handle(d.listEvents))
-			r.Get("/events/{id}", d.handle(d.showEvent))
-			r.Get("/api-keys", d.handle(d.listAPIKeys))
-			r.Post("/api-keys", d.handle(d.createAPIKey))
-			r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
-			r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
+			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF)
+			d.readRoutes(r)
+			r.Group(func(r chi.Router) {
+				r.Use(d.writersOnly)
+				d.writeRoutes(r)
+			})
+			r.Group(func(r chi.Router) {
+				r.Use(d.tenantOnly)
+				d.tenantRoutes(r)
+			})
 		})
 	})
 	r.NotFound(securityHeaders(d.handle(d.notFound)).ServeHTTP)
+}
+
+// readRoutes are the pages every session may see, within its scope.
+func (d *Dashboard) readRoutes(r chi.Router) {
+	r.Get("/", d.handle(d.listEndpoints))
+	r.Get("/endpoints/{id}", d.handle(d.showEndpoint))
+	r.Get("/deliveries/{id}", d.handle(d.showDelivery))
+	r.Get("/dead", d.handle(d.listDead))
+	r.Get("/events", d.handle(d.listEvents))
+	r.Get("/events/{id}", d.handle(d.showEvent))
+}
+
+// writeRoutes are the changes, and the pages that lead to them, of every
+// session that is not read-only, within its scope.
+func (d *Dashboard) writeRoutes(r chi.Router) {
+	r.Get("/endpoints/{id}/replay", d.handle(d.confirmReplay))
+	r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
+	r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
+	r.Post("/deliveries/{id}/retry", d.handle(d.retryDelivery))
+}
+
+// tenantRoutes are the pages of a tenant's session only.
+func (d *Dashboard) tenantRoutes(r chi.Router) {
+	r.Get("/api-keys", d.handle(d.listAPIKeys))
+	r.Post("/api-keys", d.handle(d.createAPIKey))
+	r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
+	r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
+	r.Get("/consumers", d.handle(d.listConsumers))
+	r.Get("/consumers/{uid}", d.handle(d.showConsumer))
 }
 
 // Handler returns a router serving only the dashboard, for tests and for

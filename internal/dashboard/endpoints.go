@@ -7,13 +7,13 @@ import (
 	"github.com/sluice-dev/sluice/web"
 )
 
-// listEndpoints is GET /: the tenant's endpoints with their state.
+// listEndpoints is GET /: the scope's endpoints with their state.
 func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListEndpoints(r.Context(), tenantID(r), nil, p)
+	page, err := d.in(r).endpoints(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -36,11 +36,12 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), id)
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListDeliveries(r.Context(), tenantID(r), sluice.DeliveryFilter{EndpointID: &id, Status: status}, p)
+	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: &id, Status: status}, p)
 	if err != nil {
 		return err
 	}
@@ -48,7 +49,7 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if status != nil {
 		v.Status = *status
 	}
-	if v.Replayable, err = d.store.CountReplayable(r.Context(), tenantID(r), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
+	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
 		return err
 	}
 	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
