@@ -32,6 +32,14 @@ type Chrome struct {
 // SignedIn reports whether the frame belongs to a session.
 func (c Chrome) SignedIn() bool { return c.CSRF != "" }
 
+// Who names the session: the tenant, and the consumer of a portal session.
+func (c Chrome) Who() string {
+	if c.Portal {
+		return c.TenantName + " · " + c.Consumer
+	}
+	return c.TenantName
+}
+
 // Writable reports whether the page may show forms: a session that is not
 // read-only.
 func (c Chrome) Writable() bool { return c.SignedIn() && !c.ReadOnly }
