@@ -269,7 +269,7 @@ func scopedGets(s seeded) []string {
 func scopedPosts(s seeded) map[string]url.Values {
 	ep, del := s.endpoint.ID.String(), s.delivery.ID.String()
 	return map[string]url.Values{
-		"/endpoints/" + ep + "/replay": {"status": {"dead"}, "from": {"endpoint"}, "confirm": {"yes"}},
+		"/endpoints/" + ep + "/replay":   {"status": {"dead"}, "from": {"endpoint"}, "confirm": {"yes"}},
 		"/deliveries/" + del + "/replay": {},
 		"/deliveries/" + del + "/retry":  {},
 	}
