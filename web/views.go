@@ -46,13 +46,17 @@ func (c Chrome) Writable() bool { return c.SignedIn() && !c.ReadOnly }
 
 // EndpointsView is the endpoints list.
 type EndpointsView struct {
+	Flash     string // the outcome of the last action, if any
 	Endpoints []sluice.Endpoint
 	Older     string // URL of the next page, "" on the last
 }
 
 // EndpointView is one endpoint with its delivery timeline.
 type EndpointView struct {
-	Endpoint   sluice.Endpoint
+	Endpoint sluice.Endpoint
+	// Subscriptions are the patterns it is subscribed to.
+	Subscriptions []string
+	Flash         string // the outcome of the last action, if any
 	Deliveries []sluice.Delivery
 	Status     string // the timeline's status filter, "" for all
 	Older      string

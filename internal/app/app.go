@@ -115,7 +115,8 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
 			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger,
-			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
+			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
 	p.Handler = router

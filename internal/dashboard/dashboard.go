@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
@@ -37,6 +38,13 @@ type Config struct {
 	// nil means links keyed from Key, as the API signs them when it is
 	// given the same key.
 	Portal *portal.Links
+	// AllowPrivateTargets lets endpoint forms name loopback and private
+	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
+	// API does.
+	AllowPrivateTargets bool
+	// SecretGrace is how long a rotated-out secret keeps signing; 0 means
+	// 24 hours, as in the API.
+	SecretGrace time.Duration
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -48,6 +56,9 @@ type Dashboard struct {
 	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
+
+	allowPrivate bool
+	secretGrace  time.Duration
 
 	secureCookies bool
 }
@@ -64,6 +75,9 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SecretGrace == 0 {
+		cfg.SecretGrace = 24 * time.Hour
+	}
 	if cfg.Portal == nil {
 		cfg.Portal = portal.New(st, cfg.Key, "")
 	}
@@ -75,6 +89,8 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 
 		secureCookies: cfg.SecureCookies,
+		allowPrivate:  cfg.AllowPrivateTargets,
+		secretGrace:   cfg.SecretGrace,
 	}
 }
 
@@ -130,6 +146,18 @@ func (d *Dashboard) writeRoutes(r chi.Router) {
 	r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
 	r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
 	r.Post("/deliveries/{id}/retry", d.handle(d.retryDelivery))
+	r.Get("/endpoints/new", d.handle(d.newEndpoint))
+	r.Post("/endpoints", d.handle(d.createEndpoint))
+	r.Get("/endpoints/{id}/edit", d.handle(d.editEndpoint))
+	r.Post("/endpoints/{id}/edit", d.handle(d.updateEndpoint))
+	r.Post("/endpoints/{id}/disable", d.handle(d.setDisabled))
+	r.Get("/endpoints/{id}/delete", d.handle(d.confirmDeleteEndpoint))
+	r.Post("/endpoints/{id}/delete", d.handle(d.deleteEndpoint))
+	r.Post("/endpoints/{id}/secret", d.handle(d.revealSecret))
+	r.Get("/endpoints/{id}/secret/rotate", d.handle(d.confirmRotateSecret))
+	r.Post("/endpoints/{id}/secret/rotate", d.handle(d.rotateSecret))
+	r.Post("/endpoints/{id}/test", d.handle(d.testEndpoint))
+	r.Post("/endpoints/{id}/circuit/close", d.handle(d.closeCircuit))
 }
 
 // tenantRoutes are the pages of a tenant's session only.

@@ -17,7 +17,7 @@ func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	v := web.EndpointsView{Endpoints: page.Items, Older: olderURL(r, page.Next)}
+	v := web.EndpointsView{Endpoints: page.Items, Older: olderURL(r, page.Next), Flash: doneFlash(r)}
 	return d.render(w, r, http.StatusOK, web.EndpointsPage(chrome(r, web.SectionEndpoints), v))
 }
 
@@ -45,7 +45,10 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Older: olderURL(r, page.Next), Queued: queuedFlash(r)}
+	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Older: olderURL(r, page.Next), Queued: queuedFlash(r), Flash: doneFlash(r)}
+	if v.Subscriptions, err = sc.subscriptions(r.Context(), id); err != nil {
+		return err
+	}
 	if status != nil {
 		v.Status = *status
 	}

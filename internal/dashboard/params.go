@@ -43,6 +43,7 @@ func olderURL(r *http.Request, next *uuid.UUID) string {
 	q := r.URL.Query()
 	q.Del("queued")
 	q.Del("replayed")
+	q.Del("done")
 	q.Set("cursor", next.String())
 	return r.URL.Path + "?" + q.Encode()
 }

@@ -155,3 +155,33 @@ func (sc scoped) endpointURLs(ctx context.Context, ids []uuid.UUID, known []slui
 	}
 	return out, nil
 }
+
+// subscriptions are the event-type patterns an endpoint of the scope is
+// subscribed to, across its subscriptions, in order and without repeats.
+func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) ([]string, error) {
+	if _, err := sc.endpoint(ctx, endpointID); err != nil {
+		return nil, err
+	}
+	page, err := sc.st.ListSubscriptions(ctx, sc.tenant, &endpointID, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{}
+	for i := len(page.Items) - 1; i >= 0; i-- { // oldest first
+		for _, p := range page.Items[i].EventTypes {
+			if !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
+// catalogue is the tenant's event-type catalogue, which every session
+// subscribes from.
+func (sc scoped) catalogue(ctx context.Context) ([]sluice.EventType, error) {
+	page, err := sc.st.ListEventTypes(ctx, sc.tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	return page.Items, err
+}
