@@ -57,10 +57,10 @@ type EndpointView struct {
 	// Subscriptions are the patterns it is subscribed to.
 	Subscriptions []string
 	Flash         string // the outcome of the last action, if any
-	Deliveries []sluice.Delivery
-	Status     string // the timeline's status filter, "" for all
-	Older      string
-	Queued     *int64 // replays just queued, to flash
+	Deliveries    []sluice.Delivery
+	Status        string // the timeline's status filter, "" for all
+	Older         string
+	Queued        *int64 // replays just queued, to flash
 	// Replayable is how many dead deliveries "Replay all" would queue;
 	// the action is offered only when it is not 0.
 	Replayable int64

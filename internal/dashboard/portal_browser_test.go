@@ -28,8 +28,8 @@ import (
 // wholeSluice is a whole Sluice process (API, dashboard and workers) on its
 // own database, served at srv: what `sluice serve` runs.
 type wholeSluice struct {
-	t    *testing.T
-	srv  *httptest.Server
+	t      *testing.T
+	srv    *httptest.Server
 	proc   *app.Process
 	tenant sluice.Tenant
 	key    string

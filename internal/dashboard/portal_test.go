@@ -50,11 +50,11 @@ func (b *bundle) seedFor(tenant sluice.Tenant, uid, url string) seeded {
 	if uid != "" {
 		set.Consumer, ev.Consumer = &uid, &uid
 	}
-	ep, _, err := b.store.CreateEndpoint(ctx, tenant.ID, set)
+	ep, secret, err := b.store.CreateEndpoint(ctx, tenant.ID, set)
 	require.NoError(t, err)
 	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
 	require.NoError(t, err)
-	s := seeded{endpoint: ep, event: b.postEvent(tenant, ev)}
+	s := seeded{endpoint: ep, event: b.postEvent(tenant, ev), secret: secret}
 	b.kill(ep.ID, 500, "boom", "down")
 	page, err := b.store.ListDeliveries(ctx, tenant.ID, sluice.DeliveryFilter{EndpointID: &ep.ID}, sluice.PageParams{Limit: 10})
 	require.NoError(t, err)
@@ -259,6 +259,9 @@ func scopedGets(s seeded) []string {
 		"/endpoints/" + ep,
 		"/endpoints/" + ep + "?status=dead",
 		"/endpoints/" + ep + "/replay?status=dead&from=endpoint",
+		"/endpoints/" + ep + "/edit",
+		"/endpoints/" + ep + "/delete",
+		"/endpoints/" + ep + "/secret/rotate",
 		"/deliveries/" + del,
 		"/events/" + ev,
 		"/dead?endpoint_id=" + ep,
@@ -269,9 +272,16 @@ func scopedGets(s seeded) []string {
 func scopedPosts(s seeded) map[string]url.Values {
 	ep, del := s.endpoint.ID.String(), s.delivery.ID.String()
 	return map[string]url.Values{
-		"/endpoints/" + ep + "/replay":   {"status": {"dead"}, "from": {"endpoint"}, "confirm": {"yes"}},
-		"/deliveries/" + del + "/replay": {},
-		"/deliveries/" + del + "/retry":  {},
+		"/endpoints/" + ep + "/replay":        {"status": {"dead"}, "from": {"endpoint"}, "confirm": {"yes"}},
+		"/deliveries/" + del + "/replay":      {},
+		"/deliveries/" + del + "/retry":       {},
+		"/endpoints/" + ep + "/edit":          {"url": {"https://moved.test/x"}, "max_in_flight": {"5"}},
+		"/endpoints/" + ep + "/disable":       {"disabled": {"1"}},
+		"/endpoints/" + ep + "/secret":        {},
+		"/endpoints/" + ep + "/secret/rotate": {"confirm": {"yes"}},
+		"/endpoints/" + ep + "/test":          {},
+		"/endpoints/" + ep + "/circuit/close": {},
+		"/endpoints/" + ep + "/delete":        {"confirm": {"yes"}},
 	}
 }
 
@@ -290,6 +300,13 @@ func requireNoReplays(t *testing.T, b *bundle, ss ...seeded) {
 		del, _, err := b.store.GetDelivery(context.Background(), b.tenantA.ID, s.delivery.ID)
 		require.NoError(t, err)
 		require.Equal(t, sluice.DeliveryDead, del.Status)
+		ep, err := b.store.GetEndpoint(context.Background(), b.tenantA.ID, s.endpoint.ID)
+		require.NoError(t, err, "not deleted")
+		require.Equal(t, s.endpoint.URL, ep.URL, "not edited")
+		require.False(t, ep.Disabled, "not disabled")
+		secret, err := b.store.EndpointSecret(context.Background(), b.tenantA.ID, s.endpoint.ID)
+		require.NoError(t, err)
+		require.Equal(t, s.secret, secret, "not rotated")
 	}
 }
 
