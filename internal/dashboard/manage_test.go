@@ -214,4 +214,15 @@ func TestManageBrowser(t *testing.T) {
 	require.Contains(t, text("table.deliveries"), "replay of "+s.delivery.ID.String())
 	require.Contains(t, text("table.deliveries"), "replayed as")
 	screenshot(t, bctx, "dashboard-endpoint")
+
+	// At 1366 px the event's fan-out table shows its Replay column without
+	// scrolling.
+	require.NoError(t, chromedp.Do(bctx,
+		chromedp.Navigate(b.srv.URL+"/events/"+s.event.ID.String()),
+		chromedp.WaitVisible(chromedp.CSS("table.deliveries")),
+	))
+	overflow, err := chromedp.Run(bctx, chromedp.Evaluate[int](
+		`(() => { const s = document.querySelector("table.deliveries").parentElement; return s.scrollWidth - s.clientWidth })()`))
+	require.NoError(t, err)
+	require.LessOrEqual(t, overflow, 0, "the fan-out table scrolls sideways at 1366 px")
 }
