@@ -116,15 +116,18 @@ func chromium(t *testing.T, timeout time.Duration) context.Context {
 	return bctx
 }
 
-// screenshot saves the page as docs/<name>.png when SLUICE_SCREENSHOTS=1.
+// screenshot saves the page as <dir>/<name>.png when SLUICE_SCREENSHOTS
+// is a directory, as TestBrowser does (quality 100 makes a PNG) (the README's pictures are made with
+// SLUICE_SCREENSHOTS=$PWD/docs).
 func screenshot(t *testing.T, bctx context.Context, name string) {
 	t.Helper()
-	if os.Getenv("SLUICE_SCREENSHOTS") != "1" {
+	dir := os.Getenv("SLUICE_SCREENSHOTS")
+	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join("..", "..", "docs", name+".png"), png, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 }
 
 // TestPortalBrowser: a tenant makes a consumer and a portal link through
