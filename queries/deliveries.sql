@@ -34,13 +34,16 @@ SELECT EXISTS (
 SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: ListDeliveries :many
-SELECT * FROM deliveries
-WHERE tenant_id = @tenant_id
-  AND (sqlc.narg(endpoint_id)::uuid IS NULL OR endpoint_id = sqlc.narg(endpoint_id)::uuid)
-  AND (sqlc.narg(event_id)::uuid IS NULL OR event_id = sqlc.narg(event_id)::uuid)
-  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status)::text)
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)
-ORDER BY id DESC
+SELECT d.* FROM deliveries d
+WHERE d.tenant_id = @tenant_id
+  AND (sqlc.narg(endpoint_id)::uuid IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::uuid)
+  AND (sqlc.narg(event_id)::uuid IS NULL OR d.event_id = sqlc.narg(event_id)::uuid)
+  AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status)::text)
+  AND (sqlc.narg(consumer)::text IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = sqlc.narg(consumer)::text))
+  AND (sqlc.narg(after)::uuid IS NULL OR d.id < sqlc.narg(after)::uuid)
+ORDER BY d.id DESC
 LIMIT @max_rows;
 
 -- name: DeliveriesForEvent :many

@@ -17,6 +17,7 @@ SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id;
 SELECT * FROM events
 WHERE tenant_id = @tenant_id
   AND (sqlc.narg(type)::text IS NULL OR type = sqlc.narg(type)::text)
+  AND (sqlc.narg(consumer)::text IS NULL OR consumer = sqlc.narg(consumer)::text OR broadcast)
   AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)
 ORDER BY id DESC
 LIMIT @max_rows;

@@ -18,3 +18,6 @@ LIMIT @max_rows;
 
 -- name: DeleteSubscription :execrows
 DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: DeleteEndpointSubscriptions :exec
+DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND endpoint_id = @endpoint_id;

@@ -45,6 +45,11 @@ func replayable(d sluice.Delivery, replays map[uuid.UUID]ReplayMark) bool {
 	return !ok || !m.Queued()
 }
 
+// eventsOfTypePath is the events list filtered to one type.
+func eventsOfTypePath(eventType string) string {
+	return "/events?" + url.Values{"type": {eventType}}.Encode()
+}
+
 // deadPath is the dead-letter list, filtered to one endpoint.
 func deadPath(endpointID uuid.UUID) string {
 	return "/dead?" + url.Values{"endpoint_id": {endpointID.String()}}.Encode()
@@ -105,3 +110,5 @@ func statusClass(code int) string {
 		return "code-5xx"
 	}
 }
+
+func consumerPath(uid string) string { return "/consumers/" + url.PathEscape(uid) }

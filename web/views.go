@@ -11,6 +11,7 @@ const (
 	SectionEndpoints = "endpoints"
 	SectionDead      = "dead"
 	SectionEvents    = "events"
+	SectionConsumers = "consumers"
 )
 
 // Chrome is what every page's frame needs: who is signed in, the CSRF token
@@ -20,24 +21,46 @@ type Chrome struct {
 	TenantName string
 	CSRF       string
 	Section    string
+	// Portal frames belong to a consumer's portal session; Consumer names
+	// the consumer.
+	Portal   bool
+	Consumer string
+	// ReadOnly sessions get no forms at all.
+	ReadOnly bool
 }
 
 // SignedIn reports whether the frame belongs to a session.
 func (c Chrome) SignedIn() bool { return c.CSRF != "" }
 
+// Who names the session: the tenant, and the consumer of a portal session.
+func (c Chrome) Who() string {
+	if c.Portal {
+		return c.TenantName + " · " + c.Consumer
+	}
+	return c.TenantName
+}
+
+// Writable reports whether the page may show forms: a session that is not
+// read-only.
+func (c Chrome) Writable() bool { return c.SignedIn() && !c.ReadOnly }
+
 // EndpointsView is the endpoints list.
 type EndpointsView struct {
+	Flash     string // the outcome of the last action, if any
 	Endpoints []sluice.Endpoint
 	Older     string // URL of the next page, "" on the last
 }
 
 // EndpointView is one endpoint with its delivery timeline.
 type EndpointView struct {
-	Endpoint   sluice.Endpoint
-	Deliveries []sluice.Delivery
-	Status     string // the timeline's status filter, "" for all
-	Older      string
-	Queued     *int64 // replays just queued, to flash
+	Endpoint sluice.Endpoint
+	// Subscriptions are the patterns it is subscribed to.
+	Subscriptions []string
+	Flash         string // the outcome of the last action, if any
+	Deliveries    []sluice.Delivery
+	Status        string // the timeline's status filter, "" for all
+	Older         string
+	Queued        *int64 // replays just queued, to flash
 	// Replayable is how many dead deliveries "Replay all" would queue;
 	// the action is offered only when it is not 0.
 	Replayable int64
@@ -117,4 +140,17 @@ type ErrorView struct {
 	Status int
 	Title  string
 	Detail string
+}
+
+// ConsumersView is the tenant's consumers list.
+type ConsumersView struct {
+	Consumers []sluice.Consumer
+	Older     string
+}
+
+// ConsumerView is one consumer with its endpoints.
+type ConsumerView struct {
+	Consumer  sluice.Consumer
+	Endpoints []sluice.Endpoint
+	Older     string
 }

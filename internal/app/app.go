@@ -102,6 +102,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		return nil, err
 	}
 	router := chi.NewRouter()
+	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
 	if roles.API {
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
@@ -110,15 +111,16 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			APIRate:             cfg.APIRate,
 			Jobs:                jobs.NewQueue(p.River),
-			Portal:              portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL),
+			Portal:              links,
 			Logger:              logger,
 		})
 		p.api.Mount(router)
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Logger: logger,
-			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
+			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger,
+			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
 	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {

@@ -12,11 +12,13 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -32,6 +34,17 @@ type Config struct {
 	SecureCookies bool
 	// Jobs queues the dispatch of replayed deliveries; required.
 	Jobs store.JobQueue
+	// Portal checks the portal links GET /portal signs consumers in with;
+	// nil means links keyed from Key, as the API signs them when it is
+	// given the same key.
+	Portal *portal.Links
+	// AllowPrivateTargets lets endpoint forms name loopback and private
+	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
+	// API does.
+	AllowPrivateTargets bool
+	// SecretGrace is how long a rotated-out secret keeps signing; 0 means
+	// 24 hours, as in the API.
+	SecretGrace time.Duration
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -40,8 +53,12 @@ type Config struct {
 type Dashboard struct {
 	store  *store.Store
 	jobs   store.JobQueue
+	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
+
+	allowPrivate bool
+	secretGrace  time.Duration
 
 	secureCookies bool
 }
@@ -58,19 +75,35 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.SecretGrace == 0 {
+		cfg.SecretGrace = 24 * time.Hour
+	}
+	if cfg.Portal == nil {
+		cfg.Portal = portal.New(st, cfg.Key, "")
+	}
 	return &Dashboard{
 		store:  st,
 		jobs:   cfg.Jobs,
+		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 
 		secureCookies: cfg.SecureCookies,
+		allowPrivate:  cfg.AllowPrivateTargets,
+		secretGrace:   cfg.SecretGrace,
 	}
 }
 
 // Mount adds the dashboard's routes to r, at its root: the pages, /login,
-// /logout and /static/. It also makes r answer unknown paths with the
-// dashboard's 404 page (sub-routers with their own, like /v1, keep theirs).
+// /logout, /portal (where portal links point) and /static/. It also makes
+// r answer unknown paths with the dashboard's 404 page (sub-routers with
+// their own, like /v1, keep theirs).
+//
+// Every page behind a session sees it through its scope (scope.go). A
+// read-only session's non-GET requests are refused whatever their route
+// (readOnlyGuard); pages that only lead to a change are refused to it
+// outright (writersOnly); the tenant's own pages answer 404 to portal
+// sessions (tenantOnly).
 func (d *Dashboard) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin, d.checkText)
@@ -78,26 +111,63 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
+		r.Get(portal.Path, d.handle(d.openPortal))
 
 		r.Group(func(r chi.Router) {
-			r.Use(d.requireSession, d.requireCSRF)
-			r.Get("/", d.handle(d.listEndpoints))
-			r.Get("/endpoints/{id}", d.handle(d.showEndpoint))
-			r.Get("/endpoints/{id}/replay", d.handle(d.confirmReplay))
-			r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
-			r.Get("/deliveries/{id}", d.handle(d.showDelivery))
-			r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
-			r.Post("/deliveries/{id}/retry", d.handle(d.retryDelivery))
-			r.Get("/dead", d.handle(d.listDead))
-			r.Get("/events", d.handle(d.listEvents))
-			r.Get("/events/{id}", d.handle(d.showEvent))
-			r.Get("/api-keys", d.handle(d.listAPIKeys))
-			r.Post("/api-keys", d.handle(d.createAPIKey))
-			r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
-			r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
+			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF)
+			d.readRoutes(r)
+			r.Group(func(r chi.Router) {
+				r.Use(d.writersOnly)
+				d.writeRoutes(r)
+			})
+			r.Group(func(r chi.Router) {
+				r.Use(d.tenantOnly)
+				d.tenantRoutes(r)
+			})
 		})
 	})
 	r.NotFound(securityHeaders(d.handle(d.notFound)).ServeHTTP)
+}
+
+// readRoutes are the pages every session may see, within its scope.
+func (d *Dashboard) readRoutes(r chi.Router) {
+	r.Get("/", d.handle(d.listEndpoints))
+	r.Get("/endpoints/{id}", d.handle(d.showEndpoint))
+	r.Get("/deliveries/{id}", d.handle(d.showDelivery))
+	r.Get("/dead", d.handle(d.listDead))
+	r.Get("/events", d.handle(d.listEvents))
+	r.Get("/events/{id}", d.handle(d.showEvent))
+}
+
+// writeRoutes are the changes, and the pages that lead to them, of every
+// session that is not read-only, within its scope.
+func (d *Dashboard) writeRoutes(r chi.Router) {
+	r.Get("/endpoints/{id}/replay", d.handle(d.confirmReplay))
+	r.Post("/endpoints/{id}/replay", d.handle(d.replayEndpoint))
+	r.Post("/deliveries/{id}/replay", d.handle(d.replayDelivery))
+	r.Post("/deliveries/{id}/retry", d.handle(d.retryDelivery))
+	r.Get("/endpoints/new", d.handle(d.newEndpoint))
+	r.Post("/endpoints", d.handle(d.createEndpoint))
+	r.Get("/endpoints/{id}/edit", d.handle(d.editEndpoint))
+	r.Post("/endpoints/{id}/edit", d.handle(d.updateEndpoint))
+	r.Post("/endpoints/{id}/disable", d.handle(d.setDisabled))
+	r.Get("/endpoints/{id}/delete", d.handle(d.confirmDeleteEndpoint))
+	r.Post("/endpoints/{id}/delete", d.handle(d.deleteEndpoint))
+	r.Post("/endpoints/{id}/secret", d.handle(d.revealSecret))
+	r.Get("/endpoints/{id}/secret/rotate", d.handle(d.confirmRotateSecret))
+	r.Post("/endpoints/{id}/secret/rotate", d.handle(d.rotateSecret))
+	r.Post("/endpoints/{id}/test", d.handle(d.testEndpoint))
+	r.Post("/endpoints/{id}/circuit/close", d.handle(d.closeCircuit))
+}
+
+// tenantRoutes are the pages of a tenant's session only.
+func (d *Dashboard) tenantRoutes(r chi.Router) {
+	r.Get("/api-keys", d.handle(d.listAPIKeys))
+	r.Post("/api-keys", d.handle(d.createAPIKey))
+	r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
+	r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
+	r.Get("/consumers", d.handle(d.listConsumers))
+	r.Get("/consumers/{uid}", d.handle(d.showConsumer))
 }
 
 // Handler returns a router serving only the dashboard, for tests and for

@@ -16,13 +16,14 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	del, attempts, err := d.store.GetDelivery(r.Context(), tenantID(r), id)
+	sc := d.in(r)
+	del, attempts, err := sc.delivery(r.Context(), id)
 	if err != nil {
 		return err
 	}
 	v := web.DeliveryView{Delivery: del, Attempts: attempts, EndpointURL: del.EndpointID.String(),
 		Replayed: r.URL.Query().Get("replayed") == "1", Retried: r.URL.Query().Get("retried") == "1"}
-	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), del.EndpointID)
+	ep, err := sc.endpoint(r.Context(), del.EndpointID)
 	switch {
 	case err == nil:
 		v.EndpointURL = ep.URL
@@ -39,7 +40,7 @@ func (d *Dashboard) replayDelivery(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	replay, err := d.store.ReplayDelivery(r.Context(), tenantID(r), id, d.jobs)
+	replay, err := d.in(r).replayDelivery(r.Context(), id, d.jobs)
 	if err != nil {
 		return err
 	}
@@ -53,25 +54,25 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	tenant := tenantID(r)
+	sc := d.in(r)
 	v := web.DeadView{Queued: queuedFlash(r)}
 	if raw := r.URL.Query().Get("endpoint_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
 			return errNotFound()
 		}
-		if _, err := d.store.GetEndpoint(r.Context(), tenant, id); err != nil {
+		if _, err := sc.endpoint(r.Context(), id); err != nil {
 			return err
 		}
 		v.Filter = &id
 	}
-	endpoints, err := d.store.ListEndpoints(r.Context(), tenant, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	endpoints, err := sc.endpoints(r.Context(), sluice.PageParams{Limit: sluice.MaxPageLimit})
 	if err != nil {
 		return err
 	}
 	v.Endpoints = endpoints.Items
 	dead := sluice.DeliveryDead
-	page, err := d.store.ListDeliveries(r.Context(), tenant, sluice.DeliveryFilter{EndpointID: v.Filter, Status: &dead}, p)
+	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: v.Filter, Status: &dead}, p)
 	if err != nil {
 		return err
 	}
@@ -81,12 +82,12 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		v.ReplayTargets = endpointIDs(page.Items)
 	}
-	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenant, v.ReplayTargets, v.Endpoints); err != nil {
+	if v.EndpointURLs, err = sc.endpointURLs(r.Context(), v.ReplayTargets, v.Endpoints); err != nil {
 		return err
 	}
 	v.Replayable = map[uuid.UUID]int64{}
 	for _, id := range v.ReplayTargets {
-		n, err := d.store.CountReplayable(r.Context(), tenant, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
+		n, err := sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
 		if err != nil {
 			return err
 		}

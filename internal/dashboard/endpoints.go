@@ -7,17 +7,17 @@ import (
 	"github.com/sluice-dev/sluice/web"
 )
 
-// listEndpoints is GET /: the tenant's endpoints with their state.
+// listEndpoints is GET /: the scope's endpoints with their state.
 func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListEndpoints(r.Context(), tenantID(r), nil, p)
+	page, err := d.in(r).endpoints(r.Context(), p)
 	if err != nil {
 		return err
 	}
-	v := web.EndpointsView{Endpoints: page.Items, Older: olderURL(r, page.Next)}
+	v := web.EndpointsView{Endpoints: page.Items, Older: olderURL(r, page.Next), Flash: doneFlash(r)}
 	return d.render(w, r, http.StatusOK, web.EndpointsPage(chrome(r, web.SectionEndpoints), v))
 }
 
@@ -36,19 +36,23 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), id)
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListDeliveries(r.Context(), tenantID(r), sluice.DeliveryFilter{EndpointID: &id, Status: status}, p)
+	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: &id, Status: status}, p)
 	if err != nil {
 		return err
 	}
-	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Older: olderURL(r, page.Next), Queued: queuedFlash(r)}
+	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Older: olderURL(r, page.Next), Queued: queuedFlash(r), Flash: doneFlash(r)}
+	if v.Subscriptions, err = sc.subscriptions(r.Context(), id); err != nil {
+		return err
+	}
 	if status != nil {
 		v.Status = *status
 	}
-	if v.Replayable, err = d.store.CountReplayable(r.Context(), tenantID(r), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
+	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
 		return err
 	}
 	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {

@@ -33,6 +33,18 @@ func errForbidden(detail string) *pageError {
 	return &pageError{status: http.StatusForbidden, title: "Forbidden", detail: detail}
 }
 
+// errReadOnly answers a read-only session's attempt to change something.
+func errReadOnly() *pageError {
+	return errForbidden("This portal link is read-only: it can look but not change anything.")
+}
+
+// errInvalidLink answers a portal link that is malformed, forged, expired
+// or revoked, or whose consumer is gone.
+func errInvalidLink() *pageError {
+	return &pageError{status: http.StatusForbidden, title: "Portal link not valid",
+		detail: "This portal link is not valid: it has expired, was revoked, or was copied incompletely. Ask for a new link."}
+}
+
 func errBadRequest(detail string) *pageError {
 	return &pageError{status: http.StatusBadRequest, title: "Bad request", detail: detail}
 }

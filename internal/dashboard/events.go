@@ -9,7 +9,7 @@ import (
 	"github.com/sluice-dev/sluice/web"
 )
 
-// listEvents is GET /events: the tenant's events, newest first, optionally
+// listEvents is GET /events: the scope's events, newest first, optionally
 // of one type (?type=).
 func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
@@ -21,7 +21,7 @@ func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if v.Type != "" {
 		eventType = &v.Type
 	}
-	page, err := d.store.ListEvents(r.Context(), tenantID(r), eventType, p)
+	page, err := d.in(r).events(r.Context(), eventType, p)
 	if err != nil {
 		return err
 	}
@@ -35,12 +35,13 @@ func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev, deliveries, err := d.store.GetEvent(r.Context(), tenantID(r), id)
+	sc := d.in(r)
+	ev, deliveries, err := sc.event(r.Context(), id)
 	if err != nil {
 		return err
 	}
 	v := web.EventView{Event: ev, Payload: prettyJSON(ev.Payload), Deliveries: deliveries}
-	if v.EndpointURLs, err = d.endpointURLs(r.Context(), tenantID(r), endpointIDs(deliveries), nil); err != nil {
+	if v.EndpointURLs, err = sc.endpointURLs(r.Context(), endpointIDs(deliveries), nil); err != nil {
 		return err
 	}
 	if v.Replays, err = d.replayMarks(r.Context(), deliveries); err != nil {

@@ -55,6 +55,7 @@ func setup(t *testing.T) *bundle {
 // seeded is an endpoint with one event fanned out to it.
 type seeded struct {
 	endpoint sluice.Endpoint
+	secret   string // set by seedFor
 	event    sluice.Event
 	delivery sluice.Delivery
 }

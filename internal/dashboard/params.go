@@ -1,8 +1,6 @@
 package dashboard
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,6 +43,7 @@ func olderURL(r *http.Request, next *uuid.UUID) string {
 	q := r.URL.Query()
 	q.Del("queued")
 	q.Del("replayed")
+	q.Del("done")
 	q.Set("cursor", next.String())
 	return r.URL.Path + "?" + q.Encode()
 }
@@ -80,29 +79,6 @@ func withQuery(path string, q url.Values) string {
 		return path
 	}
 	return path + "?" + q.Encode()
-}
-
-// endpointURLs names the endpoints with ids: from known when there, else
-// from the store. Endpoints that no longer exist are left out.
-func (d *Dashboard) endpointURLs(ctx context.Context, tenantID uuid.UUID, ids []uuid.UUID, known []sluice.Endpoint) (map[uuid.UUID]string, error) {
-	out := make(map[uuid.UUID]string, len(known))
-	for _, e := range known {
-		out[e.ID] = e.URL
-	}
-	for _, id := range ids {
-		if _, ok := out[id]; ok {
-			continue
-		}
-		e, err := d.store.GetEndpoint(ctx, tenantID, id)
-		if errors.Is(err, sluice.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		out[id] = e.URL
-	}
-	return out, nil
 }
 
 // endpointIDs lists the distinct endpoints of deliveries, in order.

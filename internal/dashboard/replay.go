@@ -64,11 +64,12 @@ func (d *Dashboard) confirmReplay(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	ep, err := d.store.GetEndpoint(r.Context(), tenantID(r), id)
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	n, err := d.store.CountReplayable(r.Context(), tenantID(r), id, f)
+	n, err := sc.countReplayable(r.Context(), id, f)
 	if err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (d *Dashboard) replayEndpoint(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		if _, err := d.store.GetEndpoint(r.Context(), tenantID(r), id); err != nil {
+		if _, err := d.in(r).endpoint(r.Context(), id); err != nil {
 			return err
 		}
 		q := url.Values{"status": {f.Status}, "from": {from}}
@@ -102,7 +103,7 @@ func (d *Dashboard) replayEndpoint(w http.ResponseWriter, r *http.Request) error
 		}
 		return redirect(w, r, withQuery("/endpoints/"+id.String()+"/replay", q))
 	}
-	n, err := d.store.ReplayEndpoint(r.Context(), tenantID(r), id, f, d.jobs)
+	n, err := d.in(r).replayEndpoint(r.Context(), id, f, d.jobs)
 	if err != nil {
 		return err
 	}
@@ -116,7 +117,7 @@ func (d *Dashboard) retryDelivery(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if _, err := d.store.RetryDelivery(r.Context(), tenantID(r), id, d.jobs); err != nil {
+	if _, err := d.in(r).retryDelivery(r.Context(), id, d.jobs); err != nil {
 		return err
 	}
 	return redirect(w, r, "/deliveries/"+id.String()+"?retried=1")

@@ -69,11 +69,16 @@ func wellFormedToken(v string) bool {
 	return err == nil
 }
 
-// session is a signed-in tenant, as the pages see it.
+// session is a signed-in tenant, or a consumer signed in with a portal
+// link, as the pages see it.
 type session struct {
 	tenant   sluice.Tenant
-	apiKeyID uuid.UUID // the key it was opened with
-	cookie   string    // the cookie value (the token), to which CSRF tokens are bound
+	apiKeyID uuid.UUID // the key a tenant's session was opened with
+	// consumer is the consumer a portal session is scoped to (scope.go);
+	// nil for a tenant's session.
+	consumer *store.PortalConsumer
+	readOnly bool   // a read-only portal session: no forms, no POSTs
+	cookie   string // the cookie value (the token), to which CSRF tokens are bound
 	csrf     string
 }
 
@@ -101,7 +106,14 @@ func chrome(r *http.Request, section string) web.Chrome {
 	if !ok {
 		return web.Chrome{}
 	}
-	return web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section}
+	c := web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section, ReadOnly: s.readOnly}
+	if s.consumer != nil {
+		c.Portal, c.Consumer = true, s.consumer.Name
+		if c.Consumer == "" {
+			c.Consumer = s.consumer.UID
+		}
+	}
+	return c
 }
 
 // errNoSession is a request without a live session: no cookie, a
@@ -132,10 +144,53 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
-	case ds.APIKeyID == nil:
-		return session{}, errNoSession // a portal session: not served by these pages yet
+	case ds.APIKeyID == nil && ds.Consumer == nil:
+		return session{}, errNoSession // neither a tenant's nor a portal session
 	}
-	return session{tenant: ds.Tenant, apiKeyID: *ds.APIKeyID, cookie: ck.Value, csrf: d.csrf.token(ck.Value)}, nil
+	s := session{tenant: ds.Tenant, consumer: ds.Consumer, readOnly: ds.ReadOnly,
+		cookie: ck.Value, csrf: d.csrf.token(ck.Value)}
+	if ds.APIKeyID != nil {
+		s.apiKeyID, s.consumer, s.readOnly = *ds.APIKeyID, nil, false
+	}
+	return s, nil
+}
+
+// readOnlyGuard refuses, with 403, every request of a read-only session
+// that is not a GET or HEAD, whatever its route: read-only sessions change
+// nothing. It runs after requireSession.
+func (d *Dashboard) readOnlyGuard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s, _ := sessionFromContext(r.Context())
+		if s.readOnly && r.Method != http.MethodGet && r.Method != http.MethodHead {
+			d.writeError(w, r, errReadOnly())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// writersOnly refuses, with 403, every request of a read-only session: for
+// the pages that exist only to lead to a change, such as confirmations.
+func (d *Dashboard) writersOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s, _ := sessionFromContext(r.Context()); s.readOnly {
+			d.writeError(w, r, errReadOnly())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// tenantOnly answers the dashboard's 404 to portal sessions: for the pages
+// only a tenant has (API keys, consumers).
+func (d *Dashboard) tenantOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s, _ := sessionFromContext(r.Context()); s.consumer != nil {
+			d.writeError(w, r, errNotFound())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // requireSession lets only signed-in requests through. A page asked for

@@ -3,17 +3,12 @@ package httpapi
 import (
 	"errors"
 	"net/http"
-	"regexp"
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/endpointrules"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
-
-const maxPatterns = 50
-
-// patternRE accepts "*", an exact type, or a type prefix followed by ".*".
-var patternRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$`)
 
 type subscriptionInput struct {
 	EndpointID *string  `json:"endpoint_id"`
@@ -30,17 +25,7 @@ func (in subscriptionInput) validate() (uuid.UUID, error) {
 	} else {
 		endpointID = id
 	}
-	switch {
-	case len(in.EventTypes) == 0:
-		v.Add("event_types", "must list at least one pattern")
-	case len(in.EventTypes) > maxPatterns:
-		v.Add("event_types", "must list at most %d patterns", maxPatterns)
-	}
-	for _, p := range in.EventTypes {
-		if len(p) > maxEventTypeLength || !patternRE.MatchString(p) {
-			v.Add("event_types", "%q is not \"*\", an event type or a prefix such as \"video.*\"", p)
-		}
-	}
+	endpointrules.Patterns("event_types", in.EventTypes, v)
 	return endpointID, v.Err()
 }
 

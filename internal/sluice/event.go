@@ -72,6 +72,8 @@ type DeliveryFilter struct {
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
+	// Consumer keeps only the deliveries to that consumer's endpoints.
+	Consumer *string
 }
 
 // ReplayFilter selects an endpoint's deliveries to replay in bulk.

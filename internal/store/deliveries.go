@@ -35,7 +35,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 // ListDeliveries returns a page of a tenant's deliveries, newest first.
 func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
 	rows, err := s.q.ListDeliveries(ctx, dbq.ListDeliveriesParams{
-		TenantID: tenantID, EndpointID: f.EndpointID, EventID: f.EventID, Status: f.Status,
+		TenantID: tenantID, EndpointID: f.EndpointID, EventID: f.EventID, Status: f.Status, Consumer: f.Consumer,
 		After: p.After, MaxRows: limitRows(p),
 	})
 	if err != nil {

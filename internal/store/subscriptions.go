@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -66,4 +67,27 @@ func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
 		EventTypes: r.EventTypes,
 		CreatedAt:  r.CreatedAt,
 	}
+}
+
+// SetSubscriptions replaces every subscription of one of a tenant's
+// endpoints with one to patterns (with none when patterns is empty), in one
+// transaction: the dashboard's subscription form. An endpoint that is not
+// the tenant's is sluice.ErrNotFound.
+func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.UUID, patterns []string) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
+			return notFound(err)
+		}
+		if err := q.DeleteEndpointSubscriptions(ctx, dbq.DeleteEndpointSubscriptionsParams{TenantID: tenantID, EndpointID: endpointID}); err != nil {
+			return err
+		}
+		if len(patterns) == 0 {
+			return nil
+		}
+		_, err := q.CreateSubscription(ctx, dbq.CreateSubscriptionParams{
+			ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: patterns,
+		})
+		return notFound(err)
+	})
 }

@@ -276,14 +276,17 @@ func (q *Queries) InsertDeliveries(ctx context.Context, arg InsertDeliveriesPara
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at FROM deliveries
-WHERE tenant_id = $1
-  AND ($2::uuid IS NULL OR endpoint_id = $2::uuid)
-  AND ($3::uuid IS NULL OR event_id = $3::uuid)
-  AND ($4::text IS NULL OR status = $4::text)
-  AND ($5::uuid IS NULL OR id < $5::uuid)
-ORDER BY id DESC
-LIMIT $6
+SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at FROM deliveries d
+WHERE d.tenant_id = $1
+  AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
+  AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
+  AND ($4::text IS NULL OR d.status = $4::text)
+  AND ($5::text IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = $5::text))
+  AND ($6::uuid IS NULL OR d.id < $6::uuid)
+ORDER BY d.id DESC
+LIMIT $7
 `
 
 type ListDeliveriesParams struct {
@@ -291,6 +294,7 @@ type ListDeliveriesParams struct {
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
+	Consumer   *string
 	After      *uuid.UUID
 	MaxRows    int32
 }
@@ -301,6 +305,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 		arg.EndpointID,
 		arg.EventID,
 		arg.Status,
+		arg.Consumer,
 		arg.After,
 		arg.MaxRows,
 	)

@@ -145,14 +145,16 @@ const listEvents = `-- name: ListEvents :many
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR type = $2::text)
-  AND ($3::uuid IS NULL OR id < $3::uuid)
+  AND ($3::text IS NULL OR consumer = $3::text OR broadcast)
+  AND ($4::uuid IS NULL OR id < $4::uuid)
 ORDER BY id DESC
-LIMIT $4
+LIMIT $5
 `
 
 type ListEventsParams struct {
 	TenantID uuid.UUID
 	Type     *string
+	Consumer *string
 	After    *uuid.UUID
 	MaxRows  int32
 }
@@ -161,6 +163,7 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 	rows, err := q.db.Query(ctx, listEvents,
 		arg.TenantID,
 		arg.Type,
+		arg.Consumer,
 		arg.After,
 		arg.MaxRows,
 	)

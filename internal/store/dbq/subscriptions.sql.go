@@ -44,6 +44,20 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 	return i, err
 }
 
+const deleteEndpointSubscriptions = `-- name: DeleteEndpointSubscriptions :exec
+DELETE FROM subscriptions WHERE tenant_id = $1 AND endpoint_id = $2
+`
+
+type DeleteEndpointSubscriptionsParams struct {
+	TenantID   uuid.UUID
+	EndpointID uuid.UUID
+}
+
+func (q *Queries) DeleteEndpointSubscriptions(ctx context.Context, arg DeleteEndpointSubscriptionsParams) error {
+	_, err := q.db.Exec(ctx, deleteEndpointSubscriptions, arg.TenantID, arg.EndpointID)
+	return err
+}
+
 const deleteSubscription = `-- name: DeleteSubscription :execrows
 DELETE FROM subscriptions WHERE tenant_id = $1 AND id = $2
 `

@@ -1,4 +1,4 @@
-package httpapi
+package endpointrules
 
 import (
 	"testing"
@@ -24,13 +24,13 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 		"https://100.64.0.1/hook",
 	} {
 		v := &sluice.ValidationError{}
-		validateTargetURL(url, false, v)
+		TargetURL(url, false, v)
 		require.NotEmpty(t, v.Fields, "%s must be refused", url)
 		v = &sluice.ValidationError{}
-		validateTargetURL(url, true, v)
+		TargetURL(url, true, v)
 		require.Empty(t, v.Fields, "%s must be allowed with private targets on", url)
 	}
 	v := &sluice.ValidationError{}
-	validateTargetURL("https://hooks.example.com/in?x=1", false, v)
+	TargetURL("https://hooks.example.com/in?x=1", false, v)
 	require.Empty(t, v.Fields)
 }

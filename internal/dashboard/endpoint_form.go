@@ -1,0 +1,148 @@
+package dashboard
+
+import (
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// The endpoint form: its fields as sent, read back into settings and
+// subscription patterns under the API's own rules (endpointrules).
+
+// Rate-limit kinds of the form's rate_kind field.
+const (
+	rateNone      = ""
+	ratePerSecond = "per_second"
+	ratePerMinute = "per_minute"
+)
+
+// readEndpointForm reads the fields of a submitted endpoint form.
+func readEndpointForm(f url.Values) web.EndpointForm {
+	form := web.EndpointForm{
+		URL: strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
+		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
+		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
+		Types: map[string]bool{}, Patterns: f.Get("patterns"),
+	}
+	for _, t := range f["event_types"] {
+		form.Types[t] = true
+	}
+	return form
+}
+
+// endpointForm fills the form with an endpoint's settings and patterns:
+// those of the catalogue (and "*") as ticked boxes, the rest as free text.
+func endpointForm(ep sluice.Endpoint, patterns []string, catalogue []sluice.EventType) web.EndpointForm {
+	form := web.EndpointForm{
+		URL: ep.URL, Description: ep.Description, MaxInFlight: strconv.Itoa(ep.MaxInFlight),
+		Disabled: ep.Disabled, Types: map[string]bool{},
+	}
+	if rl := ep.RateLimit; rl != nil {
+		form.Burst = strconv.Itoa(rl.Burst)
+		if rl.PerSecond > 0 {
+			form.RateKind, form.Rate = ratePerSecond, strconv.Itoa(rl.PerSecond)
+		} else {
+			form.RateKind, form.Rate = ratePerMinute, strconv.Itoa(rl.PerMinute)
+		}
+	}
+	var free []string
+	for _, p := range patterns {
+		if p == "*" || inCatalogue(catalogue, p) {
+			form.Types[p] = true
+		} else {
+			free = append(free, p)
+		}
+	}
+	form.Patterns = strings.Join(free, " ")
+	return form
+}
+
+func inCatalogue(catalogue []sluice.EventType, name string) bool {
+	return slices.ContainsFunc(catalogue, func(et sluice.EventType) bool { return et.Name == name })
+}
+
+// settings checks the form and returns the endpoint settings it asks for,
+// over base (which keeps what the form does not show: headers, consumer),
+// and its subscription patterns. A portal session (free false) subscribes
+// only from the catalogue, or to everything; a tenant may add free-text
+// patterns.
+func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue []sluice.EventType, free, allowPrivate bool) (sluice.EndpointSettings, []string, error) {
+	v := &sluice.ValidationError{}
+	set := base
+	set.URL, set.Description, set.Disabled = form.URL, form.Description, form.Disabled
+	if set.Headers == nil {
+		set.Headers = map[string]string{}
+	}
+	n, err := strconv.Atoi(form.MaxInFlight)
+	if err != nil {
+		n = 0 // reported as out of range below
+	}
+	set.MaxInFlight = n
+	set.RateLimit = formRateLimit(form, v)
+	endpointrules.Settings(set, allowPrivate, v)
+	patterns := formPatterns(form, catalogue, free, v)
+	return set, patterns, v.Err()
+}
+
+// formRateLimit reads the rate-limit fields: none, or a rate per second or
+// per minute with an optional burst (by default the rate per second, or 1).
+func formRateLimit(form web.EndpointForm, v *sluice.ValidationError) *sluice.RateLimit {
+	if form.RateKind == rateNone {
+		return nil
+	}
+	if form.RateKind != ratePerSecond && form.RateKind != ratePerMinute {
+		v.Add("rate_limit", "must be none, per second or per minute")
+		return nil
+	}
+	rate := atoiOrZero(form.Rate)
+	endpointrules.Rate(form.RateKind, rate, v)
+	rl := &sluice.RateLimit{Burst: 1}
+	if form.RateKind == ratePerSecond {
+		rl.PerSecond, rl.Burst = rate, rate
+	} else {
+		rl.PerMinute = rate
+	}
+	if form.Burst != "" {
+		rl.Burst = atoiOrZero(form.Burst)
+		endpointrules.Rate("burst", rl.Burst, v)
+	}
+	return rl
+}
+
+// formPatterns collects the subscription's patterns: the ticked boxes
+// ("*" or names of the catalogue) and, when free, the free-text patterns.
+func formPatterns(form web.EndpointForm, catalogue []sluice.EventType, free bool, v *sluice.ValidationError) []string {
+	var patterns []string
+	for t := range form.Types {
+		if t != "*" && !inCatalogue(catalogue, t) {
+			v.Add("event_types", "%q is not in the event-type catalogue", t)
+			continue
+		}
+		patterns = append(patterns, t)
+	}
+	slices.Sort(patterns)
+	if free {
+		for _, p := range strings.FieldsFunc(form.Patterns, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }) {
+			if !slices.Contains(patterns, p) {
+				patterns = append(patterns, p)
+			}
+		}
+	}
+	if len(patterns) > 0 {
+		endpointrules.Patterns("event_types", patterns, v)
+	}
+	return patterns
+}
+
+func atoiOrZero(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return n
+}

@@ -1,0 +1,265 @@
+package dashboard
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// Endpoint management: create, edit (with the subscription), disable and
+// enable, delete, reveal and rotate the secret, send a test event, close
+// the circuit. Every action goes through the session's scope, and the
+// destructive ones (delete, rotate) through a confirmation page.
+
+// flashes are the outcomes of actions, shown once by the page an action
+// redirects to (?done=).
+var flashes = map[string]string{
+	"created":  "Endpoint created.",
+	"saved":    "Endpoint saved.",
+	"deleted":  "Endpoint deleted.",
+	"disabled": "Endpoint disabled: nothing is sent to it until it is enabled.",
+	"enabled":  "Endpoint enabled.",
+	"closed":   "Circuit closed: its queued deliveries are sent at its rate limit.",
+}
+
+func doneFlash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
+
+// newEndpoint is GET /endpoints/new: the empty endpoint form.
+func (d *Dashboard) newEndpoint(w http.ResponseWriter, r *http.Request) error {
+	return d.renderEndpointForm(w, r, http.StatusOK, nil, web.EndpointForm{MaxInFlight: "10", Types: map[string]bool{}}, "")
+}
+
+// createEndpoint is POST /endpoints: a new endpoint of the scope (a portal
+// session's belongs to its consumer) with its subscription.
+func (d *Dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) error {
+	sc := d.in(r)
+	form := readEndpointForm(r.PostForm)
+	catalogue, err := sc.catalogue(r.Context())
+	if err != nil {
+		return err
+	}
+	set, patterns, err := formSettings(form, sluice.EndpointSettings{}, catalogue, !sc.portal(), d.allowPrivate)
+	if err == nil {
+		var ep sluice.Endpoint
+		if ep, err = sc.createEndpoint(r.Context(), set, patterns); err == nil {
+			return redirect(w, r, endpointDone(ep.ID, "created"))
+		}
+	}
+	return d.formRefused(w, r, nil, form, err)
+}
+
+// editEndpoint is GET /endpoints/{id}/edit: the form filled with the
+// endpoint's settings and subscription.
+func (d *Dashboard) editEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	patterns, err := sc.subscriptions(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	catalogue, err := sc.catalogue(r.Context())
+	if err != nil {
+		return err
+	}
+	return d.renderEndpointForm(w, r, http.StatusOK, &ep, endpointForm(ep, patterns, catalogue), "")
+}
+
+// updateEndpoint is POST /endpoints/{id}/edit: saves the form. Headers,
+// which the form does not show, are kept.
+func (d *Dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	form := readEndpointForm(r.PostForm)
+	catalogue, err := sc.catalogue(r.Context())
+	if err != nil {
+		return err
+	}
+	set, patterns, err := formSettings(form, ep.Settings(), catalogue, !sc.portal(), d.allowPrivate)
+	if err == nil {
+		if err = sc.updateEndpoint(r.Context(), id, set, patterns); err == nil {
+			return redirect(w, r, endpointDone(id, "saved"))
+		}
+	}
+	return d.formRefused(w, r, &ep, form, err)
+}
+
+// formRefused answers a refused endpoint form with the form again, saying
+// why (422); any other error goes to the error page.
+func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, ep *sluice.Endpoint, form web.EndpointForm, err error) error {
+	var v *sluice.ValidationError
+	if !errors.As(err, &v) {
+		return err
+	}
+	return d.renderEndpointForm(w, r, http.StatusUnprocessableEntity, ep, form, fieldErrors(err))
+}
+
+func (d *Dashboard) renderEndpointForm(w http.ResponseWriter, r *http.Request, status int, ep *sluice.Endpoint, form web.EndpointForm, msg string) error {
+	sc := d.in(r)
+	catalogue, err := sc.catalogue(r.Context())
+	if err != nil {
+		return err
+	}
+	v := web.EndpointFormView{Endpoint: ep, Form: form, Catalogue: catalogue, Free: !sc.portal(), Error: msg}
+	return d.render(w, r, status, web.EndpointFormPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// setDisabled is POST /endpoints/{id}/disable with disabled=1 or 0.
+func (d *Dashboard) setDisabled(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	disabled := r.PostForm.Get("disabled") != "0"
+	if err := d.in(r).setDisabled(r.Context(), id, disabled); err != nil {
+		return err
+	}
+	done := "enabled"
+	if disabled {
+		done = "disabled"
+	}
+	return redirect(w, r, endpointDone(id, done))
+}
+
+// confirmDeleteEndpoint is GET /endpoints/{id}/delete: what deleting does.
+func (d *Dashboard) confirmDeleteEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	ep, err := d.in(r).endpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	v := web.ConfirmView{Title: "Delete endpoint", Question: "Delete " + ep.URL + "?",
+		Detail: "The endpoint goes with its subscriptions and every delivery to it, queued or past. This cannot be undone.",
+		Action: r.URL.Path, Button: "Delete endpoint", Back: "/endpoints/" + id.String()}
+	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// deleteEndpoint is POST /endpoints/{id}/delete: once confirmed, deletes
+// the endpoint; unconfirmed, it shows the confirmation page.
+func (d *Dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if r.PostForm.Get("confirm") != "yes" {
+		return redirect(w, r, r.URL.Path)
+	}
+	if err := d.in(r).deleteEndpoint(r.Context(), id); err != nil {
+		return err
+	}
+	return redirect(w, r, "/?done=deleted")
+}
+
+// revealSecret is POST /endpoints/{id}/secret: shows the signing secret in
+// the answer (a POST, so it lands in no URL or history).
+func (d *Dashboard) revealSecret(w http.ResponseWriter, r *http.Request) error {
+	return d.showSecret(w, r, false)
+}
+
+// confirmRotateSecret is GET /endpoints/{id}/secret/rotate.
+func (d *Dashboard) confirmRotateSecret(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	ep, err := d.in(r).endpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	v := web.ConfirmView{Title: "Rotate secret", Question: "Rotate the signing secret of " + ep.URL + "?",
+		Detail: "A new secret signs every message from now on. The current one keeps signing beside it for " +
+			d.secretGrace.String() + ", so receivers can switch to the new one without losing a message.",
+		Action: r.URL.Path, Button: "Rotate secret", Back: "/endpoints/" + id.String()}
+	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// rotateSecret is POST /endpoints/{id}/secret/rotate: once confirmed,
+// makes a new secret and shows it.
+func (d *Dashboard) rotateSecret(w http.ResponseWriter, r *http.Request) error {
+	if r.PostForm.Get("confirm") != "yes" {
+		return redirect(w, r, r.URL.Path)
+	}
+	return d.showSecret(w, r, true)
+}
+
+func (d *Dashboard) showSecret(w http.ResponseWriter, r *http.Request, rotate bool) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	sc := d.in(r)
+	ep, err := sc.endpoint(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	v := web.SecretView{Endpoint: ep, Rotated: rotate}
+	if rotate {
+		v.Secret, err = sc.rotateSecret(r.Context(), id, d.secretGrace)
+	} else {
+		v.Secret, err = sc.secret(r.Context(), id)
+	}
+	if err != nil {
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.SecretPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// testEndpoint is POST /endpoints/{id}/test: sends a sluice.test event to
+// the endpoint alone and shows the event with its delivery.
+func (d *Dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	payload, err := json.Marshal(map[string]string{
+		"message":     "This is a test event from Sluice.",
+		"endpoint_id": id.String(),
+	})
+	if err != nil {
+		return err
+	}
+	ev, err := d.in(r).sendTest(r.Context(), id, payload, d.jobs)
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/events/"+ev.ID.String())
+}
+
+// closeCircuit is POST /endpoints/{id}/circuit/close.
+func (d *Dashboard) closeCircuit(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if err := d.in(r).closeCircuit(r.Context(), id, d.jobs); err != nil {
+		return err
+	}
+	return redirect(w, r, endpointDone(id, "closed"))
+}
+
+// endpointDone is an endpoint's page flashing the outcome of an action.
+func endpointDone(id uuid.UUID, done string) string {
+	return withQuery("/endpoints/"+id.String(), url.Values{"done": {done}})
+}

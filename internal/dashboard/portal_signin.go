@@ -1,0 +1,40 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/sluice-dev/sluice/internal/portal"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// openPortal is GET /portal?token=…, where a portal link points: it checks
+// the link, starts a portal session of its consumer until the link
+// expires, and redirects to the endpoints, so the token leaves the address
+// bar (and the history entry the browser keeps). A session the browser
+// already had ends first. A link that is not valid answers 403, whatever is
+// wrong with it.
+func (d *Dashboard) openPortal(w http.ResponseWriter, r *http.Request) error {
+	g, err := d.portal.Open(r.Context(), r.URL.Query().Get("token"))
+	if errors.Is(err, portal.ErrInvalidLink) {
+		return errInvalidLink()
+	}
+	if err != nil {
+		return err
+	}
+	if old, ok := d.sessionFrom(r); ok {
+		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(old.cookie)); err != nil {
+			return err
+		}
+	}
+	token := newSessionToken()
+	err = d.store.CreatePortalSession(r.Context(), tokenHash(token), g.Target, g.ReadOnly, g.ExpiresAt)
+	if errors.Is(err, sluice.ErrNotFound) { // the consumer was deleted meanwhile
+		return errInvalidLink()
+	}
+	if err != nil {
+		return err
+	}
+	d.setSessionCookie(w, r, token, g.ExpiresAt)
+	return redirect(w, r, "/")
+}

@@ -1,0 +1,189 @@
+// Package endpointrules holds the rules an endpoint's settings and
+// subscriptions must follow, shared by the API and the dashboard so both
+// accept and refuse the same things with the same messages.
+package endpointrules
+
+import (
+	"maps"
+	"net"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+
+	"golang.org/x/net/http/httpguts"
+
+	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Limits on endpoint fields.
+const (
+	MaxURLLength         = 2048
+	MaxDescriptionLength = 1024
+	MaxInFlight          = 100
+	MaxHeaders           = 20
+	MaxHeaderValueLength = 1024
+	MaxPerSecond         = 10000
+	MaxPerMinute         = 600000
+	MaxBurst             = 10000
+)
+
+// Settings checks an endpoint's settings once every field is set: its
+// URL (TargetURL), description, max_in_flight and headers. The rate
+// limit's fields are checked as they are read (Rate).
+func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
+	TargetURL(set.URL, allowPrivate, v)
+	if len(set.Description) > MaxDescriptionLength {
+		v.Add("description", "must be at most %d characters", MaxDescriptionLength)
+	}
+	if set.MaxInFlight < 1 || set.MaxInFlight > MaxInFlight {
+		v.Add("max_in_flight", "must be a whole number from 1 to %d", MaxInFlight)
+	}
+	Headers(set.Headers, v)
+}
+
+// RateMax is the largest value of each rate_limit field.
+var RateMax = map[string]int{"per_second": MaxPerSecond, "per_minute": MaxPerMinute, "burst": MaxBurst}
+
+// Rate checks the value n of one rate_limit field: "per_second",
+// "per_minute" or "burst".
+func Rate(field string, n int, v *sluice.ValidationError) {
+	if n < 1 || n > RateMax[field] {
+		v.Add("rate_limit."+field, "must be a whole number from 1 to %d", RateMax[field])
+	}
+}
+
+// Subscription patterns: "*", an exact type, or a type prefix followed by
+// ".*"; at most MaxPatterns of them, each at most MaxEventTypeLength long.
+const (
+	MaxPatterns        = 50
+	MaxEventTypeLength = 128
+)
+
+var patternRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$`)
+
+// Patterns checks a subscription's event-type patterns, as field.
+func Patterns(field string, patterns []string, v *sluice.ValidationError) {
+	switch {
+	case len(patterns) == 0:
+		v.Add(field, "must list at least one pattern")
+	case len(patterns) > MaxPatterns:
+		v.Add(field, "must list at most %d patterns", MaxPatterns)
+	}
+	for _, p := range patterns {
+		if len(p) > MaxEventTypeLength || !patternRE.MatchString(p) {
+			v.Add(field, "%q is not \"*\", an event type or a prefix such as \"video.*\"", p)
+		}
+	}
+}
+
+// TargetURL accepts absolute https URLs (and http ones when private
+// targets are allowed) without credentials, whose host is not a loopback,
+// private or otherwise special address unless private targets are allowed.
+// Names are checked again when dialled, against what they resolve to.
+func TargetURL(raw string, allowPrivate bool, v *sluice.ValidationError) {
+	if raw == "" {
+		v.Add("url", "is required")
+		return
+	}
+	if len(raw) > MaxURLLength {
+		v.Add("url", "must be at most %d characters", MaxURLLength)
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		v.Add("url", "must be an absolute URL such as https://example.com/webhooks")
+		return
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && allowPrivate:
+	case u.Scheme == "http":
+		v.Add("url", "must use https")
+		return
+	case allowPrivate:
+		v.Add("url", "must use http or https, not %q", u.Scheme)
+		return
+	default:
+		v.Add("url", "must use https, not %q", u.Scheme)
+		return
+	}
+	if u.User != nil {
+		v.Add("url", "must not contain a username or password")
+		return
+	}
+	if u.Fragment != "" {
+		v.Add("url", "must not contain a #fragment")
+		return
+	}
+	if isMetadataHost(u.Hostname()) {
+		v.Add("url", "must not point at a cloud metadata address (%q)", u.Hostname())
+		return
+	}
+	if !allowPrivate && isPrivateHost(u.Hostname()) {
+		v.Add("url", "must point at a public address, not %q", u.Hostname())
+	}
+}
+
+// isPrivateHost reports whether host names a loopback, private, link-local,
+// unspecified or otherwise non-public address, or a localhost name.
+func isPrivateHost(host string) bool {
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		// Not a canonical literal; refuse the odd legacy forms (0x7f.1,
+		// 2130706433) that resolvers may still read as addresses.
+		return net.ParseIP(host) != nil || looksNumeric(host)
+	}
+	addr = addr.Unmap()
+	return !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() ||
+		addr.IsLinkLocalUnicast() || sharedAddressSpace.Contains(addr)
+}
+
+// isMetadataHost reports whether host is a literal cloud metadata address,
+// refused even when private targets are allowed (the sender's dialer
+// checks names again once resolved).
+func isMetadataHost(host string) bool {
+	addr, err := netip.ParseAddr(strings.TrimSuffix(host, "."))
+	return err == nil && sender.IsMetadataAddr(addr)
+}
+
+// sharedAddressSpace is carrier-grade NAT space (RFC 6598), not public.
+var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
+
+func looksNumeric(host string) bool {
+	return strings.Trim(host, "0123456789abcdefx.") == "" && strings.ContainsAny(host, "0123456789")
+}
+
+// Headers checks an endpoint's static headers: valid names and
+// values, none of sender.ReservedHeaders (which Sluice or the HTTP stack
+// sets, or which are hop-by-hop), and no two names that differ only in
+// case (HTTP names are case-insensitive: only one could be sent).
+func Headers(headers map[string]string, v *sluice.ValidationError) {
+	if len(headers) > MaxHeaders {
+		v.Add("headers", "must hold at most %d headers", MaxHeaders)
+	}
+	seen := make(map[string]string, len(headers))
+	for _, name := range slices.Sorted(maps.Keys(headers)) {
+		value := headers[name]
+		field := "headers." + name
+		switch {
+		case !httpguts.ValidHeaderFieldName(name):
+			v.Add(field, "is not a valid header name")
+		case sender.IsReservedHeader(name):
+			v.Add(field, "is set by Sluice or by HTTP itself and cannot be set here")
+		case seen[strings.ToLower(name)] != "":
+			v.Add(field, "repeats headers.%s: header names are case-insensitive", seen[strings.ToLower(name)])
+		case !httpguts.ValidHeaderFieldValue(value) || len(value) > MaxHeaderValueLength:
+			v.Add(field, "must be a valid header value of at most %d characters", MaxHeaderValueLength)
+		}
+		if seen[strings.ToLower(name)] == "" {
+			seen[strings.ToLower(name)] = name
+		}
+	}
+}

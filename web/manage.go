@@ -1,0 +1,67 @@
+package web
+
+import (
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// EndpointForm is the endpoint form's fields, as sent or as filled from an
+// endpoint.
+type EndpointForm struct {
+	URL         string
+	Description string
+	RateKind    string // "", "per_second" or "per_minute"
+	Rate        string
+	Burst       string
+	MaxInFlight string
+	Disabled    bool
+	// Types are the ticked event types: "*" or names of the catalogue.
+	Types map[string]bool
+	// Patterns are free-text patterns (a tenant's only), space-separated.
+	Patterns string
+}
+
+// EndpointFormView is the page that creates or edits an endpoint with its
+// subscription.
+type EndpointFormView struct {
+	Endpoint  *sluice.Endpoint // nil when creating
+	Form      EndpointForm
+	Catalogue []sluice.EventType
+	// Free offers the free-text patterns field: a tenant's sessions only.
+	Free  bool
+	Error string // why the form was refused
+}
+
+// ConfirmView is the confirmation step of a destructive action: what it
+// does, and the one form that does it.
+type ConfirmView struct {
+	Title    string
+	Question string
+	Detail   string
+	Action   string // the form's action
+	Button   string
+	Back     string
+}
+
+// SecretView shows an endpoint's signing secret, once asked for.
+type SecretView struct {
+	Endpoint sluice.Endpoint
+	Secret   string
+	Rotated  bool // it was just made: the old one signs beside it for a while
+}
+
+func newEndpointPath() string                 { return "/endpoints/new" }
+func editEndpointPath(id uuid.UUID) string    { return endpointPath(id) + "/edit" }
+func deleteEndpointPath(id uuid.UUID) string  { return endpointPath(id) + "/delete" }
+func secretPath(id uuid.UUID) string          { return endpointPath(id) + "/secret" }
+func rotateSecretPath(id uuid.UUID) string    { return secretPath(id) + "/rotate" }
+func testEndpointPath(id uuid.UUID) string    { return endpointPath(id) + "/test" }
+func closeCircuitPath(id uuid.UUID) string    { return endpointPath(id) + "/circuit/close" }
+func disableEndpointPath(id uuid.UUID) string { return endpointPath(id) + "/disable" }
+func formAction(v EndpointFormView) string {
+	if v.Endpoint == nil {
+		return "/endpoints"
+	}
+	return editEndpointPath(v.Endpoint.ID)
+}
