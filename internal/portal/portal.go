@@ -128,7 +128,7 @@ func (l *Links) sign(g grant) string {
 }
 
 func (l *Links) verify(token string) (grant, bool) {
-	b, err := base64.RawURLEncoding.DecodeString(token)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(token) // one spelling per token
 	if err != nil || len(b) != bodyLen+macLen || b[0] != tokenVersion {
 		return grant{}, false
 	}
