@@ -19,7 +19,7 @@ const clockTick = 100
 
 // Procs are the processes whose CPU time is accounted separately.
 type Procs struct {
-	Sluice     int
+	Sluice     []int // every sluice process
 	Postmaster int // 0 when Postgres runs elsewhere or could not be found
 }
 
@@ -56,7 +56,10 @@ type cpuUse struct {
 }
 
 func readCPU(p Procs) cpuSnap {
-	s := cpuSnap{at: time.Now(), sluice: jiffies(procStat(strconv.Itoa(p.Sluice)), false), bench: jiffies(procStat("self"), false)}
+	s := cpuSnap{at: time.Now(), bench: jiffies(procStat("self"), false)}
+	for _, pid := range p.Sluice {
+		s.sluice += jiffies(procStat(strconv.Itoa(pid)), false)
+	}
 	if p.Postmaster > 0 {
 		s.postgres = postgresJiffies(p.Postmaster)
 	}

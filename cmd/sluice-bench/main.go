@@ -25,6 +25,9 @@
 //	                 endpoint, SLUICE_DEBUG_ADDR) per scenario to
 //	                 DIR/<scenario>.pprof, covering its first -profile-for
 //	                 (default 10s)
+//	-workers N       run sluice as `serve --api --dashboard` beside N
+//	                 `serve --worker` processes (default 0: one process
+//	                 serving every role)
 package main
 
 import (
@@ -50,6 +53,7 @@ type options struct {
 	keep        bool
 	profile     string
 	profileFor  time.Duration
+	workers     int
 }
 
 func main() {
@@ -60,6 +64,7 @@ func main() {
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "hard time limit of one run")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0, "offered events/s of the latency scenario (0: half the e2e-100 median, or 1000)")
+	flag.IntVar(&o.workers, "workers", 0, "serve --api --dashboard beside this many serve --worker processes (0: one process for every role)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the sluice binary in its temp dir after the run (for perf symbols)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of sluice per scenario to DIR/<scenario>.pprof")
 	flag.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each -profile profile, from the scenario's start")
@@ -88,7 +93,7 @@ func run(ctx context.Context, o options) error {
 	}
 	started := time.Now()
 
-	srv, err := startServer(ctx, o.keep)
+	srv, err := startServer(ctx, o.keep, o.workers)
 	if err != nil {
 		return err
 	}
@@ -102,7 +107,7 @@ func run(ctx context.Context, o options) error {
 		API:         newClient(srv.baseURL, srv.apiKey),
 		DB:          srv.db,
 		WaitDB:      srv.waitDB,
-		Procs:       Procs{Sluice: srv.cmd.Process.Pid, Postmaster: findPostmaster(ctx, srv.db)},
+		Procs:       Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
 	}
 	report := Report{
 		Started: started,

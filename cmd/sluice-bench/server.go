@@ -41,13 +41,18 @@ type server struct {
 	waitDB   *pgx.Conn // to sluice_bench: sampling pg_stat_activity during runs
 
 	keepBinary bool // leave the binary for perf's symbols (-keep)
-	stopOnce   sync.Once
+	// workers are the `serve --worker` processes beside cmd (-workers);
+	// with none, cmd serves every role.
+	workers  []*exec.Cmd
+	stopOnce sync.Once
 	shutdown   string // how the stop went
 }
 
 // startServer builds sluice, prepares the database and starts `sluice
-// serve`. On error everything it started is stopped again.
-func startServer(ctx context.Context, keepBinary bool) (s *server, err error) {
+// serve`: one process serving every role, or with workers > 0 one
+// `serve --api --dashboard` and that many `serve --worker` processes. On
+// error everything it started is stopped again.
+func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, err error) {
 	base := os.Getenv("DATABASE_URL")
 	if base == "" {
 		return nil, errors.New("DATABASE_URL is not set (run through `make bench`)")
@@ -120,17 +125,55 @@ func startServer(ctx context.Context, keepBinary bool) (s *server, err error) {
 	if s.logFile, err = os.Create(s.logPath); err != nil {
 		return s, err
 	}
-	s.cmd = exec.Command(bin, "serve")
-	s.cmd.Env = env
-	s.cmd.Stdout, s.cmd.Stderr = s.logFile, s.logFile
-	// If the benchmark dies without stopping it, the kernel does.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if workers == 0 {
+		s.cmd = s.command(bin, env, "serve")
+	} else {
+		s.cmd = s.command(bin, env, "serve", "--api", "--dashboard")
+	}
 	if err := s.cmd.Start(); err != nil {
 		return s, err
 	}
 	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	for range workers {
+		w := s.command(bin, withoutDebugAddr(env), "serve", "--worker")
+		if err := w.Start(); err != nil {
+			return s, err
+		}
+		s.workers = append(s.workers, w)
+	}
 	s.baseURL = "http://" + addr
 	return s, s.waitReady(ctx, 30*time.Second)
+}
+
+// command is a sluice subprocess logging to the server's log.
+func (s *server) command(bin string, env []string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = s.logFile, s.logFile
+	// If the benchmark dies without stopping it, the kernel does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return cmd
+}
+
+// withoutDebugAddr drops SLUICE_DEBUG_ADDR: only the first process serves
+// pprof on it.
+func withoutDebugAddr(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "SLUICE_DEBUG_ADDR=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// pids are the sluice processes, for CPU accounting.
+func (s *server) pids() []int {
+	out := []int{s.cmd.Process.Pid}
+	for _, w := range s.workers {
+		out = append(out, w.Process.Pid)
+	}
+	return out
 }
 
 // createDatabase drops and creates benchDB on the server of base and
@@ -231,6 +274,10 @@ func (s *server) stop() string {
 			if c != nil {
 				_ = c.Close(context.Background())
 			}
+		}
+		for _, w := range s.workers { // first, so the API's jobs still have somewhere to go
+			_ = w.Process.Signal(syscall.SIGTERM)
+			_ = w.Wait()
 		}
 		if s.cmd != nil && s.cmd.Process != nil {
 			s.shutdown = s.terminate()
