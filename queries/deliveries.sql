@@ -93,6 +93,12 @@ RETURNING *;
 -- one's replays wait). Records their ids as a replay request, in one
 -- statement whatever their number, and returns how many; no row (and no
 -- request) when none matches. ReplayStaged then replays them.
+--
+-- The other deliveries of an event are looked up by event_id alone: "IS
+-- NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
+-- planner from also scanning the endpoint's whole index for each row, the
+-- plan it chose without statistics (quadratic: 1.6 s for 10,000
+-- deliveries instead of 14 ms).
 INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
 SELECT @id::uuid, @tenant_id::uuid, @endpoint_id::uuid, @status::text,
        sqlc.narg(since)::timestamptz, sqlc.narg(until)::timestamptz, array_agg(d.id), count(*)
@@ -102,7 +108,7 @@ WHERE d.tenant_id = @tenant_id::uuid AND d.endpoint_id = @endpoint_id::uuid AND 
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id::uuid)
@@ -117,7 +123,7 @@ WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id);

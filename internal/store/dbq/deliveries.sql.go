@@ -100,7 +100,7 @@ WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
   AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
@@ -594,7 +594,7 @@ WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::tex
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $3::uuid)
@@ -619,6 +619,12 @@ type StageReplayParams struct {
 // one's replays wait). Records their ids as a replay request, in one
 // statement whatever their number, and returns how many; no row (and no
 // request) when none matches. ReplayStaged then replays them.
+//
+// The other deliveries of an event are looked up by event_id alone: "IS
+// NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
+// planner from also scanning the endpoint's whole index for each row, the
+// plan it chose without statistics (quadratic: 1.6 s for 10,000
+// deliveries instead of 14 ms).
 func (q *Queries) StageReplay(ctx context.Context, arg StageReplayParams) (int32, error) {
 	row := q.db.QueryRow(ctx, stageReplay,
 		arg.ID,
