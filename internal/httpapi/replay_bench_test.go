@@ -19,7 +19,7 @@ import (
 // request to answer (what the client waits for; work left to a background
 // job is not in it). Between iterations, untimed, the replays and whatever
 // the call left queued are removed, so each call matches all n again.
-// bench/replay.md has its numbers.
+// bench/replay.md has its numbers, before and after the background job.
 func BenchmarkBulkReplayRequest(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) { benchBulkReplay(b, n) })
