@@ -66,9 +66,12 @@ SELECT pg_advisory_xact_lock(1936483683, hashtext(@endpoint_id::text));
 SELECT id FROM endpoints WHERE id = @id FOR KEY SHARE;
 
 -- name: QueuedDeliveryOfEvent :one
--- A delivery of the event to the endpoint that is still queued, if any.
-SELECT id FROM deliveries
-WHERE event_id = @event_id AND endpoint_id = @endpoint_id AND status IN ('pending', 'failed')
+-- A delivery of the event to the endpoint that is still queued, or staged
+-- by an unfinished bulk replay, if any.
+SELECT d.id FROM deliveries d
+WHERE d.event_id = @event_id AND d.endpoint_id = @endpoint_id
+  AND (d.status IN ('pending', 'failed')
+       OR d.id IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id))
 LIMIT 1;
 
 -- name: ReplayDelivery :one
@@ -84,36 +87,70 @@ UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id AND status IN ('pending', 'failed')
 RETURNING *;
 
--- name: ReplayDeliveriesForEndpoint :execrows
--- Replays, for each event, the newest delivery to the endpoint when it has
+-- name: StageReplay :one
+-- Chooses, for each event, the newest delivery to the endpoint when it has
 -- the status and was created in the window: never an older one beside it
 -- (so never both a delivery and its replays), and nothing of an event that
--- still has a delivery queued to the endpoint (so a second identical call
--- queues nothing while the first one's replays wait). One statement
--- whatever the number of rows.
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
-SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
+-- still has a delivery queued to the endpoint, or staged by an unfinished
+-- bulk replay (so a second identical call queues nothing while the first
+-- one's replays wait). Records their ids as a replay request, in one
+-- statement whatever their number, and returns how many; no row (and no
+-- request) when none matches. ReplayStaged then replays them.
+--
+-- The other deliveries of an event are looked up by event_id alone: "IS
+-- NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
+-- planner from also scanning the endpoint's whole index for each row, the
+-- plan it chose without statistics (quadratic: 1.6 s for 10,000
+-- deliveries instead of 14 ms).
+INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
+SELECT @id::uuid, @tenant_id::uuid, @endpoint_id::uuid, @status::text,
+       sqlc.narg(since)::timestamptz, sqlc.narg(until)::timestamptz, array_agg(d.id), count(*)
 FROM deliveries d
-WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
+WHERE d.tenant_id = @tenant_id::uuid AND d.endpoint_id = @endpoint_id::uuid AND d.status = @status::text
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  );
+  )
+  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id::uuid)
+HAVING count(*) > 0
+RETURNING queued;
 
 -- name: CountReplayable :one
--- How many deliveries ReplayDeliveriesForEndpoint would replay now.
+-- How many deliveries StageReplay would choose now.
 SELECT count(*) FROM deliveries d
 WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  );
+  )
+  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id);
+
+-- name: LockReplayRequest :one
+-- A replay request's progress, locked until the transaction ends, so two
+-- runs of its job take turns and neither replays a chunk twice.
+SELECT done, queued FROM replay_requests WHERE id = @id FOR UPDATE;
+
+-- name: ReplayStaged :execrows
+-- Replays the staged deliveries at positions first..last (from 1) of a
+-- replay request; one deleted meanwhile (by retention, say) is skipped.
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
+SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
+FROM replay_requests r
+CROSS JOIN LATERAL unnest(r.delivery_ids[@first::int:@last::int]) AS s (id)
+JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
+WHERE r.id = @request_id;
+
+-- name: AdvanceReplayRequest :exec
+UPDATE replay_requests SET done = @done WHERE id = @id;
+
+-- name: DeleteReplayRequest :exec
+DELETE FROM replay_requests WHERE id = @id;
 
 -- name: NewestReplays :many
 -- The newest replay of each of these deliveries that has one.

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/mail"
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -94,21 +95,25 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, alert.NewWorker(st, mailer, cfg.PublicURL))
 	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
+	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
 	river.AddWorker(ws, retention.NewWorker(st, retention.Config{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
 	rc.Workers = ws
 	rc.Queues = map[string]river.QueueConfig{
 		jobs.QueueFanout:      {MaxWorkers: 20},
 		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers},
 		jobs.QueueMaintenance: {MaxWorkers: 5},
+		// Each bulk replay writes its deliveries in large chunks: two at a
+		// time keep them from crowding out fan-out and dispatch.
+		jobs.QueueReplay: {MaxWorkers: 2},
 	}
 	// Fetch eagerly: River's default 100ms cooldown would cap throughput
 	// at MaxWorkers per 100ms and add that much latency to every event.
 	rc.FetchCooldown = 2 * time.Millisecond
 	rc.FetchPollInterval = 50 * time.Millisecond
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
-	// fanout.Timeout of the largest batch, retention.Timeout), so River's
-	// rescuer never takes a live run's job.
-	rc.RescueStuckJobsAfter = max(dcfg.JobTimeout(), fanout.Timeout(1000), retention.Timeout) + time.Minute
+	// fanout.Timeout of the largest batch, retention.Timeout,
+	// replay.Timeout), so River's rescuer never takes a live run's job.
+	rc.RescueStuckJobsAfter = max(dcfg.JobTimeout(), fanout.Timeout(1000), retention.Timeout, replay.Timeout) + time.Minute
 	rc.PeriodicJobs = []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },

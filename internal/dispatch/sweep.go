@@ -103,7 +103,8 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 
 // rescue replaces the jobs of dead runs: dispatch jobs first, since each
 // holds back an endpoint's whole queue, one per transaction (their unique
-// insert locks); then fan-out jobs, many per transaction (plain inserts).
+// insert locks); then fan-out and bulk replay jobs, many per transaction
+// (plain inserts).
 func (s *Sweeper) rescue(ctx context.Context) error {
 	grace := s.cfg.RescueGrace
 	for range maxRescues {
@@ -116,12 +117,14 @@ func (s *Sweeper) rescue(ctx context.Context) error {
 		}
 		s.rescued(n, "dispatch")
 	}
-	n, err := s.store.RescueDeadJobs(ctx, jobs.FanoutArgs{}.Kind(), grace, maxRescues, s.jobs)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		s.rescued(n, "fanout")
+	for _, kind := range []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()} {
+		n, err := s.store.RescueDeadJobs(ctx, kind, grace, maxRescues, s.jobs)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			s.rescued(n, kind)
+		}
 	}
 	return nil
 }

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -8,10 +10,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // claimAll is a dispatch planner that claims everything due.
@@ -166,4 +173,87 @@ func TestRetryMakesAQueuedDeliveryDueNow(t *testing.T) {
 	require.Len(t, b.deliveries("endpoint_id="+ep), 2, "no new delivery")
 	requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+uuid.NewString()+"/retry", nil), http.StatusNotFound)
 	requireProblem(t, b.do(b.keyB, http.MethodPost, "/v1/deliveries/"+fID+"/retry", nil), http.StatusNotFound)
+}
+
+// workReplays starts a River client that works the bulk replay queue (and
+// nothing else) of the bundle's database until the test ends.
+func (b *testBundle) workReplays() {
+	t := b.t
+	ws := river.NewWorkers()
+	river.AddWorker(ws, replay.NewWorker(b.store, nil, slog.New(slog.DiscardHandler)))
+	client, err := river.NewClient(riverpgxv5.New(b.store.Pool()), &river.Config{
+		Workers: ws,
+		Queues:  map[string]river.QueueConfig{jobs.QueueReplay: {MaxWorkers: 1}},
+		Logger:  slog.New(slog.DiscardHandler),
+		// It inserts dispatch jobs, which only the real worker process works.
+		SkipUnknownJobCheck: true,
+	})
+	require.NoError(t, err)
+	require.NoError(t, client.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = client.Stop(ctx)
+	})
+}
+
+// replayCounts is how many replays of the endpoint's deliveries are
+// pending, of how many distinct events and source deliveries, and how many
+// staged ones are not replayed yet.
+func (b *testBundle) replayCounts(endpointID uuid.UUID) (replays, events, sources, staged int) {
+	b.t.Helper()
+	const q = `
+SELECT count(*), count(DISTINCT event_id), count(DISTINCT replayed_from),
+       (SELECT coalesce(sum(queued - done), 0) FROM replay_requests WHERE endpoint_id = $1)
+FROM deliveries WHERE endpoint_id = $1 AND replayed_from IS NOT NULL AND status = 'pending'`
+	require.NoError(b.t, b.store.Pool().QueryRow(context.Background(), q, endpointID).Scan(&replays, &events, &sources, &staged))
+	return replays, events, sources, staged
+}
+
+// TestLargeBulkReplayInBackground: 20,000 dead deliveries answer at once
+// with the exact count; the first 1,000 are replayed by the request, the
+// rest stay staged (and count as queued, so four more calls and single
+// replays queue nothing) until the replay job has replayed them, each
+// event once.
+func TestLargeBulkReplayInBackground(t *testing.T) {
+	b := setup(t)
+	const n = 20_000
+	ep := b.createEndpoint(b.keyA, map[string]any{"url": "http://127.0.0.1:9/hook"})["id"].(string)
+	id := uuid.MustParse(ep)
+	storetest.DeadBacklog(t, b.store, b.tenantA.ID, id, n)
+	dead := map[string]any{"status": "dead"}
+
+	requireProblem(t, b.do(b.keyB, http.MethodPost, "/v1/endpoints/"+ep+"/replay", dead), http.StatusNotFound)
+	require.Equal(t, n, b.bulkReplay(ep, dead))
+	replays, _, _, staged := b.replayCounts(id)
+	require.Equal(t, store.InlineReplays, replays, "the request replays the first chunk itself")
+	require.Equal(t, n-store.InlineReplays, staged, "and leaves the rest to the job")
+	for range 4 {
+		require.Zero(t, b.bulkReplay(ep, dead), "staged deliveries count as queued")
+	}
+	count, err := b.store.CountReplayable(t.Context(), b.tenantA.ID, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
+	require.NoError(t, err)
+	require.Zero(t, count)
+	var stagedID uuid.UUID
+	require.NoError(t, b.store.Pool().QueryRow(t.Context(),
+		"SELECT delivery_ids[cardinality(delivery_ids)] FROM replay_requests WHERE endpoint_id = $1", id).Scan(&stagedID))
+	p := requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+stagedID.String()+"/replay", nil), http.StatusConflict)
+	require.Contains(t, p["detail"], "already queued")
+
+	b.workReplays()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		replays, events, sources, staged := b.replayCounts(id)
+		if staged == 0 {
+			require.Equal(t, [3]int{n, n, n}, [3]int{replays, events, sources}, "each event replayed once, from its one dead delivery")
+			break
+		}
+		if time.Now().After(deadline) {
+			var state, errs string
+			_ = b.store.Pool().QueryRow(t.Context(), "SELECT state, errors::text FROM river_job WHERE kind = 'replay'").Scan(&state, &errs)
+			t.Fatalf("the job left %d of %d staged; job %s, errors %s", staged, n, state, errs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	require.Zero(t, b.bulkReplay(ep, dead), "the replays are queued")
 }

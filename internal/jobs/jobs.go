@@ -1,7 +1,7 @@
 // Package jobs defines Sluice's River jobs (their arguments, queues and
 // insert options) and Queue, which inserts them inside a caller's
 // transaction. The workers live with the logic they run: package fanout,
-// dispatch and retention.
+// dispatch, replay and retention.
 package jobs
 
 import (
@@ -25,6 +25,7 @@ import (
 const (
 	QueueFanout      = "fanout"
 	QueueDispatch    = "dispatch"
+	QueueReplay      = "replay"
 	QueueMaintenance = river.QueueDefault
 )
 
@@ -64,6 +65,23 @@ func (DispatchArgs) InsertOpts() river.InsertOpts {
 			},
 		},
 	}
+}
+
+// ReplayArgs creates the replays of a bulk replay request staged by
+// store.ReplayEndpoint, a chunk at a time.
+type ReplayArgs struct {
+	RequestID  uuid.UUID `json:"request_id"`
+	EndpointID uuid.UUID `json:"endpoint_id"`
+}
+
+// Kind implements river.JobArgs.
+func (ReplayArgs) Kind() string { return "replay" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts. Its staged deliveries
+// count as queued until it has run, so like a fan-out it must not run out
+// of attempts while the database is down.
+func (ReplayArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueReplay, MaxAttempts: retryAttempts}
 }
 
 // AlertArgs emails the tenant about one circuit transition.
@@ -115,7 +133,7 @@ func Backoff(attempt int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
-// retryAttempts is MaxAttempts of fan-out and dispatch jobs: with Backoff,
+// retryAttempts is MaxAttempts of fan-out, dispatch and replay jobs: with Backoff,
 // about three and a half days of continuous failure.
 const retryAttempts = 10_000
 
@@ -208,6 +226,12 @@ func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parke
 	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 }
 
+// Replay implements store.JobQueue.
+func (q *Queue) Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error {
+	_, err := q.client.InsertTx(ctx, tx, ReplayArgs{RequestID: requestID, EndpointID: endpointID}, nil)
+	return err
+}
+
 // Requeue inserts a new job of kind with the given JSON arguments: the
 // replacement of a job whose run died (store.RescueDeadJob).
 func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error {
@@ -222,6 +246,11 @@ func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte
 		var a DispatchArgs
 		if err = json.Unmarshal(args, &a); err == nil {
 			err = q.Dispatch(ctx, tx, []uuid.UUID{a.EndpointID})
+		}
+	case ReplayArgs{}.Kind():
+		var a ReplayArgs
+		if err = json.Unmarshal(args, &a); err == nil {
+			err = q.Replay(ctx, tx, a.RequestID, a.EndpointID)
 		}
 	default:
 		err = errors.New("no replacement for this kind")

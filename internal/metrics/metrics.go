@@ -31,16 +31,16 @@ var (
 		Help: "Circuit breaker transitions by kind (opened, closed).",
 	}, []string{"kind"})
 	// JobErrors counts background runs that failed (and are retried), by
-	// kind: fanout, dispatch, sweep.
+	// kind: fanout, dispatch, sweep, replay.
 	JobErrors = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_job_errors_total",
 		Help: "Failed runs of background jobs by kind; they are retried.",
 	}, []string{"kind"})
-	// JobsRescued counts fan-out and dispatch jobs replaced because their
+	// JobsRescued counts fan-out, dispatch and replay jobs replaced because their
 	// run had died (a killed worker, a broken database connection).
 	JobsRescued = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_jobs_rescued_total",
-		Help: "Fan-out and dispatch jobs replaced because their run died.",
+		Help: "Fan-out, dispatch and bulk replay jobs replaced because their run died.",
 	})
 	// FirstAttemptLag is the time from an event's acceptance to the first
 	// attempt of each of its deliveries (replays excluded).

@@ -93,14 +93,27 @@ func (s *Store) RetryDelivery(ctx context.Context, tenantID, id uuid.UUID, jobs 
 	return out, err
 }
 
+// Chunks of a bulk replay: the request replays up to InlineReplays of the
+// deliveries it chose in its own transaction, and its job the rest,
+// ReplayChunk at a time.
+const (
+	InlineReplays = 1000
+	ReplayChunk   = 5000
+)
+
 // ReplayEndpoint replays, for each event, the newest delivery to the
-// endpoint when it matches f, in one statement whatever their number, and
-// returns how many it queued. Events with a delivery to the endpoint still
-// queued are skipped, so an identical call made while the first one's
-// replays wait queues nothing; concurrent calls for one endpoint take
-// turns (LockEndpointReplays) so they cannot both queue.
+// endpoint when it matches f, and returns how many it queued. Events with
+// a delivery to the endpoint still queued, or staged by an earlier call
+// whose job has not replayed it yet, are skipped, so an identical call made
+// while the first one's replays wait queues nothing; concurrent calls for
+// one endpoint take turns (LockEndpointReplays) so they cannot both queue.
+//
+// One statement chooses the deliveries and stages their ids, whatever
+// their number (StageReplay); up to InlineReplays of them are replayed at
+// once, and the rest by a job (ReplayStaged) inserted in the same
+// transaction, so the count is exact and the request stays short.
 func (s *Store) ReplayEndpoint(ctx context.Context, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, jobs JobQueue) (int64, error) {
-	var n int64
+	var n int32
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
@@ -109,16 +122,75 @@ func (s *Store) ReplayEndpoint(ctx context.Context, tenantID, endpointID uuid.UU
 		if err := q.LockEndpointReplays(ctx, endpointID.String()); err != nil {
 			return err
 		}
+		requestID := newID()
 		var err error
-		n, err = q.ReplayDeliveriesForEndpoint(ctx, dbq.ReplayDeliveriesForEndpointParams{
-			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
+		n, err = q.StageReplay(ctx, dbq.StageReplayParams{
+			ID: requestID, TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
 		})
-		if err != nil || n == 0 {
-			return notFound(err)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil // nothing matches
+		case err != nil:
+			return notFound(err) // the endpoint was deleted meanwhile
 		}
-		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
+		finished, err := replayChunk(ctx, q, tx, requestID, endpointID, InlineReplays, jobs)
+		if err != nil || finished {
+			return err
+		}
+		return jobs.Replay(ctx, tx, requestID, endpointID)
 	})
-	return n, err
+	return int64(n), err
+}
+
+// ReplayStaged replays the next limit staged deliveries of a bulk replay
+// request in one transaction, and reports whether the request is finished
+// (its last chunk done, or the request gone with its endpoint). Each
+// chunk's replays and its progress commit together, so running it again
+// after any failure, or twice, never replays a delivery twice.
+func (s *Store) ReplayStaged(ctx context.Context, requestID, endpointID uuid.UUID, limit int, jobs JobQueue) (bool, error) {
+	var finished bool
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		// The insert's lock first, as deleting the endpoint takes it before
+		// the request's row: taken the other way round, they deadlock.
+		if _, err := q.LockEndpointKeyShare(ctx, endpointID); errors.Is(err, pgx.ErrNoRows) {
+			finished = true // deleted, and the request with it
+			return nil
+		} else if err != nil {
+			return err
+		}
+		var err error
+		finished, err = replayChunk(ctx, q, tx, requestID, endpointID, limit, jobs)
+		return err
+	})
+	return finished, err
+}
+
+// replayChunk replays the next limit staged deliveries of a request, records
+// the progress (deleting the request with its last chunk), and makes sure
+// the endpoint's dispatcher runs.
+func replayChunk(ctx context.Context, q *dbq.Queries, tx pgx.Tx, requestID, endpointID uuid.UUID, limit int, jobs JobQueue) (bool, error) {
+	req, err := q.LockReplayRequest(ctx, requestID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil // finished, or deleted with its endpoint
+	} else if err != nil {
+		return false, err
+	}
+	last := min(req.Done+int32(limit), req.Queued)
+	n, err := q.ReplayStaged(ctx, dbq.ReplayStagedParams{RequestID: requestID, First: req.Done + 1, Last: last})
+	if err != nil {
+		return false, notFound(err)
+	}
+	finished := last == req.Queued
+	if finished {
+		err = q.DeleteReplayRequest(ctx, requestID)
+	} else {
+		err = q.AdvanceReplayRequest(ctx, dbq.AdvanceReplayRequestParams{ID: requestID, Done: last})
+	}
+	if err != nil || n == 0 {
+		return finished, err
+	}
+	return finished, jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 }
 
 // CountReplayable is how many deliveries ReplayEndpoint with f would

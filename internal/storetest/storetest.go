@@ -9,6 +9,7 @@ import (
 	"net"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
@@ -76,4 +77,25 @@ func Unreachable(t testing.TB) *store.Store {
 		t.Fatal(err)
 	}
 	return store.New(pool, box)
+}
+
+// DeadBacklog gives the endpoint n events of tenantID, each with one dead
+// delivery to it, inserted set-based (seconds for a hundred thousand,
+// where the API and a dispatcher would take minutes).
+func DeadBacklog(t testing.TB, st *store.Store, tenantID, endpointID uuid.UUID, n int) {
+	t.Helper()
+	const seed = `
+WITH ev AS (
+    INSERT INTO events (id, tenant_id, type, payload)
+    SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, $3)
+    RETURNING id, tenant_id, type
+)
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status, attempt_count, failure_count)
+SELECT sluice_uuidv7(), tenant_id, id, $2, type, 'dead', 1, 1 FROM ev`
+	if _, err := st.Pool().Exec(context.Background(), seed, tenantID, endpointID, n); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool().Exec(context.Background(), "ANALYZE events, deliveries"); err != nil {
+		t.Fatal(err)
+	}
 }

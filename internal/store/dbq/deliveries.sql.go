@@ -12,6 +12,20 @@ import (
 	"github.com/google/uuid"
 )
 
+const advanceReplayRequest = `-- name: AdvanceReplayRequest :exec
+UPDATE replay_requests SET done = $1 WHERE id = $2
+`
+
+type AdvanceReplayRequestParams struct {
+	Done int32
+	ID   uuid.UUID
+}
+
+func (q *Queries) AdvanceReplayRequest(ctx context.Context, arg AdvanceReplayRequestParams) error {
+	_, err := q.db.Exec(ctx, advanceReplayRequest, arg.Done, arg.ID)
+	return err
+}
+
 const attemptsForDelivery = `-- name: AttemptsForDelivery :many
 SELECT id, delivery_id, at, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
 `
@@ -86,9 +100,10 @@ WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
   AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
+  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
 `
 
 type CountReplayableParams struct {
@@ -99,7 +114,7 @@ type CountReplayableParams struct {
 	Until      *time.Time
 }
 
-// How many deliveries ReplayDeliveriesForEndpoint would replay now.
+// How many deliveries StageReplay would choose now.
 func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countReplayable,
 		arg.TenantID,
@@ -156,6 +171,15 @@ func (q *Queries) DeleteOldDelivered(ctx context.Context, arg DeleteOldDelivered
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const deleteReplayRequest = `-- name: DeleteReplayRequest :exec
+DELETE FROM replay_requests WHERE id = $1
+`
+
+func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteReplayRequest, id)
+	return err
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
@@ -368,6 +392,24 @@ func (q *Queries) LockEndpointReplays(ctx context.Context, endpointID string) er
 	return err
 }
 
+const lockReplayRequest = `-- name: LockReplayRequest :one
+SELECT done, queued FROM replay_requests WHERE id = $1 FOR UPDATE
+`
+
+type LockReplayRequestRow struct {
+	Done   int32
+	Queued int32
+}
+
+// A replay request's progress, locked until the transaction ends, so two
+// runs of its job take turns and neither replays a chunk twice.
+func (q *Queries) LockReplayRequest(ctx context.Context, id uuid.UUID) (LockReplayRequestRow, error) {
+	row := q.db.QueryRow(ctx, lockReplayRequest, id)
+	var i LockReplayRequestRow
+	err := row.Scan(&i.Done, &i.Queued)
+	return i, err
+}
+
 const newerCoalescedExists = `-- name: NewerCoalescedExists :one
 SELECT EXISTS (
     SELECT 1 FROM deliveries d
@@ -433,8 +475,10 @@ func (q *Queries) NewestReplays(ctx context.Context, sourceIds []uuid.UUID) ([]N
 }
 
 const queuedDeliveryOfEvent = `-- name: QueuedDeliveryOfEvent :one
-SELECT id FROM deliveries
-WHERE event_id = $1 AND endpoint_id = $2 AND status IN ('pending', 'failed')
+SELECT d.id FROM deliveries d
+WHERE d.event_id = $1 AND d.endpoint_id = $2
+  AND (d.status IN ('pending', 'failed')
+       OR d.id IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2))
 LIMIT 1
 `
 
@@ -443,54 +487,13 @@ type QueuedDeliveryOfEventParams struct {
 	EndpointID uuid.UUID
 }
 
-// A delivery of the event to the endpoint that is still queued, if any.
+// A delivery of the event to the endpoint that is still queued, or staged
+// by an unfinished bulk replay, if any.
 func (q *Queries) QueuedDeliveryOfEvent(ctx context.Context, arg QueuedDeliveryOfEventParams) (uuid.UUID, error) {
 	row := q.db.QueryRow(ctx, queuedDeliveryOfEvent, arg.EventID, arg.EndpointID)
 	var id uuid.UUID
 	err := row.Scan(&id)
 	return id, err
-}
-
-const replayDeliveriesForEndpoint = `-- name: ReplayDeliveriesForEndpoint :execrows
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
-SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
-FROM deliveries d
-WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
-  AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
-  AND NOT EXISTS (
-      SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id = d.endpoint_id
-        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  )
-`
-
-type ReplayDeliveriesForEndpointParams struct {
-	TenantID   uuid.UUID
-	EndpointID uuid.UUID
-	Status     string
-	Since      *time.Time
-	Until      *time.Time
-}
-
-// Replays, for each event, the newest delivery to the endpoint when it has
-// the status and was created in the window: never an older one beside it
-// (so never both a delivery and its replays), and nothing of an event that
-// still has a delivery queued to the endpoint (so a second identical call
-// queues nothing while the first one's replays wait). One statement
-// whatever the number of rows.
-func (q *Queries) ReplayDeliveriesForEndpoint(ctx context.Context, arg ReplayDeliveriesForEndpointParams) (int64, error) {
-	result, err := q.db.Exec(ctx, replayDeliveriesForEndpoint,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Status,
-		arg.Since,
-		arg.Until,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const replayDelivery = `-- name: ReplayDelivery :one
@@ -528,6 +531,31 @@ func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) 
 	return i, err
 }
 
+const replayStaged = `-- name: ReplayStaged :execrows
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
+SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
+FROM replay_requests r
+CROSS JOIN LATERAL unnest(r.delivery_ids[$1::int:$2::int]) AS s (id)
+JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
+WHERE r.id = $3
+`
+
+type ReplayStagedParams struct {
+	First     int32
+	Last      int32
+	RequestID uuid.UUID
+}
+
+// Replays the staged deliveries at positions first..last (from 1) of a
+// replay request; one deleted meanwhile (by retention, say) is skipped.
+func (q *Queries) ReplayStaged(ctx context.Context, arg ReplayStagedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, replayStaged, arg.First, arg.Last, arg.RequestID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const retryDelivery = `-- name: RetryDelivery :one
 UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'failed')
@@ -559,4 +587,59 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (D
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const stageReplay = `-- name: StageReplay :one
+INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
+SELECT $1::uuid, $2::uuid, $3::uuid, $4::text,
+       $5::timestamptz, $6::timestamptz, array_agg(d.id), count(*)
+FROM deliveries d
+WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::text
+  AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
+  AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  )
+  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $3::uuid)
+HAVING count(*) > 0
+RETURNING queued
+`
+
+type StageReplayParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	EndpointID uuid.UUID
+	Status     string
+	Since      *time.Time
+	Until      *time.Time
+}
+
+// Chooses, for each event, the newest delivery to the endpoint when it has
+// the status and was created in the window: never an older one beside it
+// (so never both a delivery and its replays), and nothing of an event that
+// still has a delivery queued to the endpoint, or staged by an unfinished
+// bulk replay (so a second identical call queues nothing while the first
+// one's replays wait). Records their ids as a replay request, in one
+// statement whatever their number, and returns how many; no row (and no
+// request) when none matches. ReplayStaged then replays them.
+//
+// The other deliveries of an event are looked up by event_id alone: "IS
+// NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
+// planner from also scanning the endpoint's whole index for each row, the
+// plan it chose without statistics (quadratic: 1.6 s for 10,000
+// deliveries instead of 14 ms).
+func (q *Queries) StageReplay(ctx context.Context, arg StageReplayParams) (int32, error) {
+	row := q.db.QueryRow(ctx, stageReplay,
+		arg.ID,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.Status,
+		arg.Since,
+		arg.Until,
+	)
+	var queued int32
+	err := row.Scan(&queued)
+	return queued, err
 }

@@ -140,6 +140,19 @@ type EventType struct {
 	UpdatedAt   time.Time
 }
 
+type ReplayRequest struct {
+	ID          uuid.UUID
+	TenantID    uuid.UUID
+	EndpointID  uuid.UUID
+	Status      string
+	Since       *time.Time
+	Until       *time.Time
+	DeliveryIds []uuid.UUID
+	Queued      int32
+	Done        int32
+	CreatedAt   time.Time
+}
+
 type Subscription struct {
 	ID         uuid.UUID
 	TenantID   uuid.UUID

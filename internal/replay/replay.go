@@ -1,0 +1,85 @@
+// Package replay is the River worker that finishes a bulk replay: it turns
+// the deliveries a POST /v1/endpoints/{id}/replay staged (store.ReplayEndpoint)
+// into new deliveries, a chunk per transaction, and wakes the endpoint's
+// dispatcher as each chunk commits.
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/riverqueue/river"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/lease"
+	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Timeout is the longest one run may take. A run cut short keeps the
+// chunks it committed; the retry goes on from there.
+const Timeout = 10 * time.Minute
+
+// Worker runs jobs.ReplayArgs.
+type Worker struct {
+	river.WorkerDefaults[jobs.ReplayArgs]
+	store  *store.Store
+	leases *lease.Holder
+	logger *slog.Logger
+}
+
+// NewWorker returns a replay worker on st. Each run holds a lease on
+// leases (nil: none), so that the sweeper replaces the job within seconds
+// if the process dies mid-run, instead of River's rescuer much later.
+func NewWorker(st *store.Store, leases *lease.Holder, logger *slog.Logger) *Worker {
+	return &Worker{store: st, leases: leases, logger: logger}
+}
+
+// Timeout implements river.Worker.
+func (w *Worker) Timeout(*river.Job[jobs.ReplayArgs]) time.Duration { return Timeout }
+
+// NextRetry implements river.Worker: a run fails only when the database
+// does, and the request's deliveries wait for it, so it is retried within
+// seconds.
+func (w *Worker) NextRetry(job *river.Job[jobs.ReplayArgs]) time.Time {
+	return time.Now().Add(jobs.Backoff(job.Attempt))
+}
+
+// Work replays the request's staged deliveries. A run whose lease is lost
+// (its connection broke) may go on beside the job that replaces it: Run
+// is safe to run twice at once.
+func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.ReplayArgs]) error {
+	err := w.run(ctx, job)
+	if err != nil {
+		metrics.JobErrors.WithLabelValues("replay").Inc()
+		w.logger.WarnContext(ctx, "bulk replay failed; retrying soon",
+			"job_id", job.ID, "request_id", job.Args.RequestID, "attempt", job.Attempt, "err", err)
+	}
+	return err
+}
+
+func (w *Worker) run(ctx context.Context, job *river.Job[jobs.ReplayArgs]) error {
+	if w.leases != nil {
+		held, err := w.leases.Acquire(ctx, job.ID)
+		if err != nil {
+			return fmt.Errorf("take lease: %w", err)
+		}
+		defer held.Release()
+	}
+	return Run(ctx, w.store, job.Args, jobs.FromContext(ctx))
+}
+
+// Run replays a request's staged deliveries store.ReplayChunk at a time
+// until none is left. Each chunk commits with its progress, so Run may be
+// cut short and run again, or run twice at once, and still replays each
+// staged delivery once.
+func Run(ctx context.Context, st *store.Store, args jobs.ReplayArgs, q store.JobQueue) error {
+	for {
+		finished, err := st.ReplayStaged(ctx, args.RequestID, args.EndpointID, store.ReplayChunk, q)
+		if err != nil || finished {
+			return err
+		}
+	}
+}
