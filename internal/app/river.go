@@ -64,6 +64,13 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		Logger: riverLogger(logger),
 		// Dispatch jobs are many and short-lived: keep the table small.
 		CompletedJobRetentionPeriod: time.Hour,
+		// Fetch eagerly: River's default 100ms cooldown would cap throughput
+		// at MaxWorkers per 100ms and add that much latency to every event.
+		// It also spaces the insert notifications a client sends per queue,
+		// so an API-only process needs it too: with the default, workers in
+		// other processes heard of new fan-out jobs at most every 100 ms and
+		// otherwise found them by polling.
+		FetchCooldown: 2 * time.Millisecond,
 	}
 	if !withWorkers {
 		client, err := river.NewClient(riverpgxv5.New(pool), rc)
@@ -106,9 +113,6 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		// time keep them from crowding out fan-out and dispatch.
 		jobs.QueueReplay: {MaxWorkers: 2},
 	}
-	// Fetch eagerly: River's default 100ms cooldown would cap throughput
-	// at MaxWorkers per 100ms and add that much latency to every event.
-	rc.FetchCooldown = 2 * time.Millisecond
 	rc.FetchPollInterval = 50 * time.Millisecond
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
 	// fanout.Timeout of the largest batch, retention.Timeout,

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // listenRetry is how long Listen waits before connecting again after its
@@ -17,9 +17,10 @@ import (
 const listenRetry = time.Second
 
 // Listen carries wake-ups between processes: on a connection of its own it
-// listens on jobs.WakeChannel, where jobs.Queue.Dispatch names endpoints
-// whose dispatch job is already live (possibly running here), and signals
-// those endpoints' runs registered in this Waker. It returns when ctx ends.
+// listens on store.DispatchWakeChannel, where store.WakeDispatchers names
+// endpoints whose dispatch job is already live (possibly running here),
+// and signals those endpoints' runs registered in this Waker. It returns
+// when ctx ends.
 //
 // A notification only hastens what would happen anyway: a lost one (while
 // the connection is down) costs a lingering run the rest of its linger, and
@@ -44,7 +45,7 @@ func (w *Waker) listenOnce(ctx context.Context, connConfig *pgx.ConnConfig) erro
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{jobs.WakeChannel}.Sanitize()); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.DispatchWakeChannel}.Sanitize()); err != nil {
 		return err
 	}
 	for {

@@ -1,21 +1,19 @@
 package dispatch
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
-// TestWakeCrossesProcesses: queueing the dispatch of an endpoint whose job
+// TestWakeCrossesProcesses: waking the dispatcher of an endpoint whose job
 // is already live signals that endpoint's run registered in another
 // process's Waker (here: another Waker on its own connection), also after
 // that Waker's connection was cut; queueing a new job signals nobody.
@@ -36,10 +34,8 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return listener() != 0 }, 10*time.Second, 10*time.Millisecond)
 
-	dispatch := func() {
-		require.NoError(t, f.Store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-			return f.Jobs.Dispatch(ctx, tx, []uuid.UUID{ep.ID})
-		}))
+	dispatch := func() { // what fan-out does after its commit
+		require.NoError(t, f.Store.WakeDispatchers(ctx, []uuid.UUID{ep.ID}, f.Jobs))
 	}
 	dispatch() // a new job: nothing live to wake
 	select {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -158,50 +157,34 @@ func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) err
 }
 
 // Dispatch implements store.JobQueue. Endpoints that already have a dispatch
-// job queued or running are skipped by River's uniqueness; for those, a
-// notification on WakeChannel (sent when tx commits) tells every worker
-// process, so that a run lingering in another process than the caller's
-// picks the new deliveries up at once instead of after its linger.
+// job queued or running are skipped by River's uniqueness.
 func (q *Queue) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error {
+	_, err := q.DispatchLive(ctx, tx, endpointIDs)
+	return err
+}
+
+// DispatchLive implements store.JobQueue: Dispatch, returning the endpoints
+// whose job was already live (skipped as a duplicate).
+func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) ([]uuid.UUID, error) {
 	if len(endpointIDs) == 0 {
-		return nil
+		return nil, nil
 	}
 	results, err := q.client.InsertManyTx(ctx, tx, dispatchParams(endpointIDs))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var live []string
+	var live []uuid.UUID
 	for _, r := range results {
 		if !r.UniqueSkippedAsDuplicate {
 			continue
 		}
 		var a DispatchArgs
 		if err := json.Unmarshal(r.Job.EncodedArgs, &a); err != nil {
-			return fmt.Errorf("dispatch job args: %w", err)
+			return nil, fmt.Errorf("dispatch job args: %w", err)
 		}
-		live = append(live, a.EndpointID.String())
+		live = append(live, a.EndpointID)
 	}
-	return notifyWake(ctx, tx, live)
-}
-
-// WakeChannel is the Postgres notification channel on which Dispatch names
-// endpoints whose dispatch job is already live (dispatch.Waker.Listen
-// listens to it).
-const WakeChannel = "sluice_dispatch_wake"
-
-// wakePayloadIDs keeps a notification's payload (comma-separated endpoint
-// ids) under Postgres's 8,000-byte limit.
-const wakePayloadIDs = 200
-
-func notifyWake(ctx context.Context, tx pgx.Tx, endpointIDs []string) error {
-	for len(endpointIDs) > 0 {
-		n := min(len(endpointIDs), wakePayloadIDs)
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", WakeChannel, strings.Join(endpointIDs[:n], ",")); err != nil {
-			return fmt.Errorf("notify dispatchers: %w", err)
-		}
-		endpointIDs = endpointIDs[n:]
-	}
-	return nil
+	return live, nil
 }
 
 // Alert implements store.JobQueue.

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -75,12 +77,49 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 // insert locks the live job's row; holding one such lock at a time, these
 // inserts can never be part of a deadlock with River's batch completer,
 // which locks many job rows in its own order.
+//
+// Endpoints whose job was already live may have their run lingering in
+// another worker process, out of reach of that process's Waker: one
+// notification on DispatchWakeChannel, after all the inserts, names them
+// all (one, because Postgres lets one transaction with a NOTIFY commit at
+// a time).
 func (s *Store) WakeDispatchers(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
+	var live []uuid.UUID
 	for _, id := range endpointIDs {
-		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error { return jobs.Dispatch(ctx, tx, []uuid.UUID{id}) })
+		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
+			l, err := jobs.DispatchLive(ctx, tx, []uuid.UUID{id})
+			live = append(live, l...)
+			return err
+		})
 		if err != nil {
 			return err
 		}
+	}
+	return s.NotifyDispatchWake(ctx, live)
+}
+
+// DispatchWakeChannel is the Postgres notification channel that names, as
+// comma-separated ids, endpoints whose dispatch run should look for new
+// deliveries now (dispatch.Waker.Listen listens to it).
+const DispatchWakeChannel = "sluice_dispatch_wake"
+
+// wakePayloadIDs keeps a notification's payload under Postgres's
+// 8,000-byte limit.
+const wakePayloadIDs = 200
+
+// NotifyDispatchWake names endpoints on DispatchWakeChannel, in as few
+// notifications as fit.
+func (s *Store) NotifyDispatchWake(ctx context.Context, endpointIDs []uuid.UUID) error {
+	for len(endpointIDs) > 0 {
+		n := min(len(endpointIDs), wakePayloadIDs)
+		ids := make([]string, n)
+		for i, id := range endpointIDs[:n] {
+			ids[i] = id.String()
+		}
+		if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", DispatchWakeChannel, strings.Join(ids, ",")); err != nil {
+			return fmt.Errorf("notify dispatchers: %w", err)
+		}
+		endpointIDs = endpointIDs[n:]
 	}
 	return nil
 }

@@ -14,6 +14,9 @@ type JobQueue interface {
 	FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error
 	// Dispatch makes sure each endpoint has a dispatch job queued or running.
 	Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error
+	// DispatchLive is Dispatch, returning the endpoints whose job was
+	// already queued or running.
+	DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) ([]uuid.UUID, error)
 	// Replay queues the job that replays a bulk replay request's staged
 	// deliveries to the endpoint.
 	Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error
