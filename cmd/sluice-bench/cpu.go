@@ -20,7 +20,7 @@ const clockTick = 100
 // Procs are the processes whose CPU time is accounted separately.
 type Procs struct {
 	Sluice     []int // every sluice process
-	Postmaster int // 0 when Postgres runs elsewhere or could not be found
+	Postmaster int   // 0 when Postgres runs elsewhere or could not be found
 }
 
 // findPostmaster returns the pid of the Postgres server behind db, when it

@@ -45,7 +45,7 @@ type server struct {
 	// with none, cmd serves every role.
 	workers  []*exec.Cmd
 	stopOnce sync.Once
-	shutdown   string // how the stop went
+	shutdown string // how the stop went
 }
 
 // startServer builds sluice, prepares the database and starts `sluice
