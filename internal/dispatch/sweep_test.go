@@ -163,3 +163,23 @@ func TestSweepTakesTurns(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, second, "the turn is taken for the next hour")
 }
+
+// TestSweepReplacesDeadReplayJobs: a bulk replay job whose run died is
+// replaced like a fan-out's, with the same request.
+func TestSweepReplacesDeadReplayJobs(t *testing.T) {
+	b := setupSweep(t)
+	requestID := uuid.New()
+	require.NoError(t, b.f.Store.InTx(b.ctx, func(ctx context.Context, tx pgx.Tx) error {
+		return b.f.Jobs.Replay(ctx, tx, requestID, b.endpointID)
+	}))
+	js := b.jobs()
+	replay := js[len(js)-1]
+	require.Equal(t, "replay", replay.Kind)
+	b.runJob(replay.ID, 10*time.Second)
+	b.sweep()
+	js = b.jobs()
+	require.Equal(t, "cancelled", js[len(js)-2].State, "the dead run's job is given up")
+	require.Equal(t, "replay", js[len(js)-1].Kind)
+	require.Equal(t, "available", js[len(js)-1].State)
+	require.JSONEq(t, replay.Args, js[len(js)-1].Args, "the replacement replays the same request")
+}
