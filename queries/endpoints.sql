@@ -30,7 +30,9 @@ WHERE e.tenant_id = @tenant_id
 ORDER BY e.id DESC
 LIMIT @max_rows;
 
--- name: UpdateEndpoint :execrows
+-- UpdateEndpoint returns the endpoint's parked dispatch job, if any, so
+-- that the change can wake it (a new rate limit may let it send now).
+-- name: UpdateEndpoint :one
 UPDATE endpoints SET
     url = @url,
     description = @description,
@@ -41,7 +43,8 @@ UPDATE endpoints SET
     headers = @headers,
     disabled = @disabled,
     updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id;
+WHERE tenant_id = @tenant_id AND id = @id
+RETURNING parked_job_id;
 
 -- name: DeleteEndpoint :execrows
 DELETE FROM endpoints WHERE tenant_id = @tenant_id AND id = @id;

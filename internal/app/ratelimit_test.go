@@ -116,3 +116,25 @@ func TestRateLimitChangeTakesEffectWithinASecond(t *testing.T) {
 	first := rcv.Requests()[1].At
 	require.Less(t, first.Sub(patched), 1200*time.Millisecond, "the new rate applied within about a second")
 }
+
+// TestSlowRateLimitParksToTheMoment: a rate too slow to sleep through (one
+// delivery every 3 s) parks the endpoint until its next token, and the
+// parked job runs when the token is due, not when River's scheduler next
+// looks (up to 5 s later): the gaps stay at the rate.
+func TestSlowRateLimitParksToTheMoment(t *testing.T) {
+	h := startTimed(t, nil, app.Roles{API: true, Worker: true})
+	rcv := receiver.New(t)
+	epID, _ := h.endpoint(rcv, []string{"*"}, map[string]any{"rate_limit": map[string]int{"per_minute": 20, "burst": 1}})
+	h.postBatch("slow.park", 3)
+	eventually(t, 15*time.Second, func() bool { return rcv.Count() == 3 }, "3 delivered")
+	reqs := rcv.Requests()
+	for i := 1; i < 3; i++ {
+		gap := reqs[i].At.Sub(reqs[i-1].At)
+		require.GreaterOrEqual(t, gap, 2900*time.Millisecond, "gap %d: never faster than the rate", i)
+		require.Less(t, gap, 4500*time.Millisecond, "gap %d: the parked job runs when its token is due", i)
+	}
+	var parked int
+	require.NoError(t, h.proc.Store.Pool().QueryRow(t.Context(),
+		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1 AND state = 'completed'`, epID).Scan(&parked))
+	require.GreaterOrEqual(t, parked, 2, "each wait ended its run: the endpoint was parked, not polled")
+}

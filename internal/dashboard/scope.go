@@ -24,6 +24,7 @@ import (
 // scoped is the store as one session may see it.
 type scoped struct {
 	st     *store.Store
+	jobs   store.JobQueue // wakes the dispatch an endpoint's change concerns
 	tenant uuid.UUID
 	// consumer is the uid a portal session is scoped to; nil for a
 	// tenant's session.
@@ -33,7 +34,7 @@ type scoped struct {
 // in is the scope of a request that passed requireSession.
 func (d *Dashboard) in(r *http.Request) scoped {
 	s, _ := sessionFromContext(r.Context())
-	sc := scoped{st: d.store, tenant: s.tenant.ID}
+	sc := scoped{st: d.store, jobs: d.jobs, tenant: s.tenant.ID}
 	if s.consumer != nil {
 		uid := s.consumer.UID
 		sc.consumer = &uid

@@ -59,7 +59,7 @@ func (sc scoped) updateEndpoint(ctx context.Context, id uuid.UUID, set sluice.En
 		return err
 	}
 	set.Consumer = ep.Consumer
-	if _, err := sc.st.UpdateEndpoint(ctx, sc.tenant, id, set); err != nil {
+	if _, err := sc.st.UpdateEndpoint(ctx, sc.tenant, id, set, sc.jobs); err != nil {
 		return err
 	}
 	return sc.st.SetSubscriptions(ctx, sc.tenant, id, patterns)
@@ -73,7 +73,7 @@ func (sc scoped) setDisabled(ctx context.Context, id uuid.UUID, disabled bool) e
 	}
 	set := ep.Settings()
 	set.Disabled = disabled
-	_, err = sc.st.UpdateEndpoint(ctx, sc.tenant, id, set)
+	_, err = sc.st.UpdateEndpoint(ctx, sc.tenant, id, set, sc.jobs)
 	return err
 }
 

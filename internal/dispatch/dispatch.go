@@ -182,20 +182,20 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
-		case !plan.blockedUntil.IsZero():
-			if sleepIfSoon(waitCtx, time.Until(plan.blockedUntil), deadline) {
+		case !plan.blockedUntil.IsZero() || plan.tokenWait > 0:
+			// A wait under a second is slept through; a longer one (a
+			// throttle, an open circuit, a slow rate limit) parks the
+			// endpoint: its next job is scheduled for when the wait ends,
+			// and closing the circuit or changing the endpoint wakes it.
+			if sleepIfSoon(waitCtx, plan.wait(), deadline) {
 				continue
 			}
-			parked, err := w.store.Park(ctx, endpointID, blockedUntil, successor(job))
+			parked, err := w.store.Park(ctx, endpointID, waitUntil, successor(job))
 			if err != nil {
 				return fmt.Errorf("park: %w", err)
 			}
 			if parked {
 				return nil
-			}
-		case plan.tokenWait > 0:
-			if !sleepIfSoon(waitCtx, plan.tokenWait, deadline) {
-				return river.JobSnooze(min(plan.tokenWait, soon))
 			}
 		default:
 			if w.waitForSoonDue(ctx, waitCtx, endpointID, deadline) || w.cfg.Waker.linger(waitCtx, wake, deadline) {
@@ -327,6 +327,20 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, plan *planner,
 	return target, claimed, err
 }
 
+// waitUntil is when an endpoint may send again: when its throttle or open
+// circuit lifts, or else when its token bucket next holds a token (zero
+// when it may send now).
+func waitUntil(f store.Flow, rl *sluice.RateLimit) time.Time {
+	if until := blockedUntil(f); !until.IsZero() || rl == nil {
+		return until
+	}
+	now := time.Now()
+	if b := f.Bucket.Refill(*rl, now); b.Available() == 0 {
+		return now.Add(b.Wait(*rl))
+	}
+	return time.Time{}
+}
+
 // blockedUntil is when an endpoint's throttle or open circuit lifts (zero
 // if neither holds it).
 func blockedUntil(f store.Flow) time.Time {
@@ -349,17 +363,7 @@ func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, 
 		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
 			return 0, err
 		}
-		// A zero time queues it as available at once: a scheduled job, even
-		// one due now, waits for River's scheduler to make it available.
-		var opts *river.InsertOpts
-		if !at.IsZero() {
-			opts = &river.InsertOpts{ScheduledAt: at}
-		}
-		res, err := river.ClientFromContext[pgx.Tx](ctx).InsertTx(ctx, tx, job.Args, opts)
-		if err != nil {
-			return 0, err
-		}
-		return res.Job.ID, nil
+		return jobs.FromContext(ctx).DispatchAt(ctx, tx, job.Args, at)
 	}
 }
 

@@ -53,6 +53,14 @@ func (p *planner) Plan(t *store.Target) int {
 	return n
 }
 
+// wait is how long the claim said to wait before sending again.
+func (p *planner) wait() time.Duration {
+	if !p.blockedUntil.IsZero() {
+		return time.Until(p.blockedUntil)
+	}
+	return p.tokenWait
+}
+
 // Claimed implements store.Planner.
 func (p *planner) Claimed(t *store.Target, n int) {
 	if t.RateLimit != nil {

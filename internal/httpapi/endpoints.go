@@ -80,7 +80,7 @@ func (a *API) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := in.apply(&set, false, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}
-	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set)
+	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}

@@ -193,12 +193,37 @@ func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 	return err
 }
 
-// Wake makes an endpoint's parked dispatch job (snoozed until its throttle
-// or circuit lifts) run now, or queues a dispatch if none is parked.
+// DispatchAt queues a dispatch job to run at (at once for a zero time) and
+// returns its id: the successor of a run that parks its endpoint. The job is
+// inserted available with a future scheduled_at, as River itself makes a
+// short snooze, rather than scheduled: River's fetch takes it the moment it
+// is due, where a scheduled job waits for River's scheduler (every 5 s, on
+// the leader) to make it available, which would stretch a slow rate
+// limit's gaps by up to 5 s. Wake makes it due now.
+func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at time.Time) (int64, error) {
+	var opts *river.InsertOpts
+	if !at.IsZero() {
+		opts = &river.InsertOpts{ScheduledAt: at}
+	}
+	res, err := q.client.InsertTx(ctx, tx, args, opts)
+	if err != nil {
+		return 0, err
+	}
+	if res.Job.State == rivertype.JobStateScheduled {
+		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'available' WHERE id = $1 AND state = 'scheduled'`, res.Job.ID)
+	}
+	return res.Job.ID, err
+}
+
+// Wake makes an endpoint's parked dispatch job (due when its throttle,
+// circuit or next token allows) run now, or queues a dispatch if none is
+// parked.
 func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
 	if parkedJobID != nil {
 		job, err := q.client.JobGetTx(ctx, tx, *parkedJobID)
-		if err == nil && job.State == rivertype.JobStateScheduled {
+		parked := err == nil && (job.State == rivertype.JobStateScheduled ||
+			job.State == rivertype.JobStateAvailable && job.ScheduledAt.After(time.Now()))
+		if parked {
 			_, err = q.client.JobRetryTx(ctx, tx, *parkedJobID)
 			return err
 		}

@@ -263,12 +263,13 @@ func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 }
 
 // Park ends a dispatch run that has to wait for an endpoint's throttle or
-// circuit to lift. With the endpoint row locked it asks blockedUntil whether
-// the endpoint is still blocked (a circuit may have been closed by hand
-// meanwhile); if so, successor completes the running job and queues the
-// next one for that time, returning its id, which is recorded so closing
-// the circuit by hand can wake it. Park reports whether it parked.
-func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, blockedUntil func(Flow) time.Time,
+// circuit to lift, or for its next token. With the endpoint row locked it
+// asks blockedUntil whether the endpoint still has to wait (a circuit may
+// have been closed by hand meanwhile, a rate limit changed); if so,
+// successor completes the running job and queues the next one for that
+// time, returning its id, which is recorded so that closing the circuit by
+// hand or changing the endpoint can wake it. Park reports whether it parked.
+func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, blockedUntil func(Flow, *sluice.RateLimit) time.Time,
 	successor func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error)) (bool, error) {
 	parked := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
@@ -277,7 +278,8 @@ func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, blockedUntil fun
 		if err != nil {
 			return notFound(err)
 		}
-		until := blockedUntil(flowFromRow(row))
+		e := row.Endpoint
+		until := blockedUntil(flowFromRow(row), rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst))
 		if !time.Now().Before(until) {
 			return nil
 		}

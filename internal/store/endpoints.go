@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -68,28 +69,34 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
 }
 
-// UpdateEndpoint replaces the tenant-chosen fields of an endpoint.
-func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (sluice.Endpoint, error) {
+// UpdateEndpoint replaces the tenant-chosen fields of an endpoint and wakes
+// its parked dispatch, if it has one, in the same transaction: a run parked
+// until its next token (or a throttle or probe) looks again at once, so a
+// new rate limit applies within a second on every worker.
+func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, jobs JobQueue) (sluice.Endpoint, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
-	n, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
-		TenantID:           tenantID,
-		ID:                 id,
-		Url:                set.URL,
-		Description:        set.Description,
-		RateLimitPerSecond: perSecond,
-		RateLimitPerMinute: perMinute,
-		RateLimitBurst:     burst,
-		MaxInFlight:        int32(set.MaxInFlight),
-		Headers:            headers,
-		Disabled:           set.Disabled,
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		parked, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+			TenantID:           tenantID,
+			ID:                 id,
+			Url:                set.URL,
+			Description:        set.Description,
+			RateLimitPerSecond: perSecond,
+			RateLimitPerMinute: perMinute,
+			RateLimitBurst:     burst,
+			MaxInFlight:        int32(set.MaxInFlight),
+			Headers:            headers,
+			Disabled:           set.Disabled,
+		})
+		if err != nil || parked == nil {
+			return notFound(err)
+		}
+		return jobs.Wake(ctx, tx, id, parked)
 	})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
-	}
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}

@@ -294,7 +294,7 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 	return result.RowsAffected(), nil
 }
 
-const updateEndpoint = `-- name: UpdateEndpoint :execrows
+const updateEndpoint = `-- name: UpdateEndpoint :one
 UPDATE endpoints SET
     url = $1,
     description = $2,
@@ -306,6 +306,7 @@ UPDATE endpoints SET
     disabled = $8,
     updated_at = now()
 WHERE tenant_id = $9 AND id = $10
+RETURNING parked_job_id
 `
 
 type UpdateEndpointParams struct {
@@ -321,8 +322,10 @@ type UpdateEndpointParams struct {
 	ID                 uuid.UUID
 }
 
-func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (int64, error) {
-	result, err := q.db.Exec(ctx, updateEndpoint,
+// UpdateEndpoint returns the endpoint's parked dispatch job, if any, so
+// that the change can wake it (a new rate limit may let it send now).
+func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (*int64, error) {
+	row := q.db.QueryRow(ctx, updateEndpoint,
 		arg.Url,
 		arg.Description,
 		arg.RateLimitPerSecond,
@@ -334,8 +337,7 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.TenantID,
 		arg.ID,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var parked_job_id *int64
+	err := row.Scan(&parked_job_id)
+	return parked_job_id, err
 }
