@@ -105,15 +105,22 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
 	river.AddWorker(ws, retention.NewWorker(st, retention.Config{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
 	rc.Workers = ws
+	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
+	// jobs that become due without an insert: retries and parked
+	// dispatches, whose due time is a scheduled_at in the future. Polls
+	// are what an idle worker spends its time on, so each queue polls as
+	// rarely as its due times allow: dispatch often (a parked endpoint's
+	// next token is due to the moment; 50 ms keeps a slow rate limit
+	// within a few percent), fan-out and bulk replay for their retries,
+	// maintenance seldom.
 	rc.Queues = map[string]river.QueueConfig{
-		jobs.QueueFanout:      {MaxWorkers: 20},
-		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers},
-		jobs.QueueMaintenance: {MaxWorkers: 5},
+		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 200 * time.Millisecond},
+		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 50 * time.Millisecond},
+		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: time.Second},
 		// Each bulk replay writes its deliveries in large chunks: two at a
 		// time keep them from crowding out fan-out and dispatch.
-		jobs.QueueReplay: {MaxWorkers: 2},
+		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: 500 * time.Millisecond},
 	}
-	rc.FetchPollInterval = 50 * time.Millisecond
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
 	// fanout.Timeout of the largest batch, retention.Timeout,
 	// replay.Timeout), so River's rescuer never takes a live run's job.
