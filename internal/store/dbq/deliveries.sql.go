@@ -13,7 +13,7 @@ import (
 )
 
 const attemptsForDelivery = `-- name: AttemptsForDelivery :many
-SELECT id, delivery_id, at, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
+SELECT id, delivery_id, at, status_code, error, latency_ms, response_body, endpoint_id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
 `
 
 func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID) ([]DeliveryAttempt, error) {
@@ -33,6 +33,7 @@ func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID)
 			&i.Error,
 			&i.LatencyMs,
 			&i.ResponseBody,
+			&i.EndpointID,
 		); err != nil {
 			return nil, err
 		}
