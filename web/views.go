@@ -66,6 +66,8 @@ type EndpointView struct {
 	Replayable int64
 	// Replays marks the listed deliveries that have been replayed.
 	Replays map[uuid.UUID]ReplayMark
+	// Charts are its attempts over the last hour and the last day.
+	Charts []AttemptChart
 }
 
 // ReplayMark is the newest replay of a listed delivery.
@@ -85,7 +87,9 @@ type DeliveryView struct {
 	Delivery    sluice.Delivery
 	Attempts    []sluice.Attempt
 	EndpointURL string
-	Replayed    bool // it was just created by the Replay button
+	// Next is when it will really be attempted next; nil when it is done.
+	Next     *NextAttempt
+	Replayed bool // it was just created by the Replay button
 	Retried     bool // the Retry now button just made it due
 }
 

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -27,10 +28,37 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case err == nil:
 		v.EndpointURL = ep.URL
-	case !errors.Is(err, sluice.ErrNotFound):
+		v.Next = nextAttempt(del, &ep, d.now())
+	case errors.Is(err, sluice.ErrNotFound):
+		v.Next = nextAttempt(del, nil, d.now())
+	default:
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.DeliveryPage(chrome(r, ""), v))
+}
+
+// nextAttempt is when a delivery will really be attempted next, given its
+// endpoint's state at now: not before the endpoint's throttle lifts or its
+// open circuit's next probe, and "due now" rather than a time in the
+// past. It is nil for a delivery that is done (delivered or dead).
+func nextAttempt(del sluice.Delivery, ep *sluice.Endpoint, now time.Time) *web.NextAttempt {
+	if del.NextAttemptAt == nil || (del.Status != sluice.DeliveryPending && del.Status != sluice.DeliveryFailed) {
+		return nil
+	}
+	n := web.NextAttempt{At: *del.NextAttemptAt}
+	if ep != nil {
+		n.Paused = ep.Disabled
+		if u := ep.ThrottledUntil; u != nil && u.After(n.At) {
+			n.At, n.Reason = *u, "throttled"
+		}
+		if p := ep.Circuit.NextProbeAt; ep.Circuit.State == sluice.CircuitOpen && p != nil && p.After(n.At) {
+			n.At, n.Reason = *p, "circuit open: next probe"
+		}
+	}
+	if !n.At.After(now) {
+		n.At, n.DueNow, n.Reason = now, true, ""
+	}
+	return &n
 }
 
 // replayDelivery is POST /deliveries/{id}/replay: queues a new delivery of

@@ -58,5 +58,8 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
 		return err
 	}
+	if v.Charts, err = sc.attemptCharts(r.Context(), id, d.now()); err != nil {
+		return err
+	}
 	return d.render(w, r, http.StatusOK, web.EndpointPage(chrome(r, web.SectionEndpoints), v))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -130,6 +131,14 @@ func (sc scoped) countReplayable(ctx context.Context, endpointID uuid.UUID, f sl
 		return 0, err
 	}
 	return sc.st.CountReplayable(ctx, sc.tenant, endpointID, f)
+}
+
+// attemptStats is store.AttemptStats for an endpoint of the scope.
+func (sc scoped) attemptStats(ctx context.Context, endpointID uuid.UUID, since, until time.Time, bucket time.Duration) ([]sluice.AttemptBucket, error) {
+	if _, err := sc.endpoint(ctx, endpointID); err != nil {
+		return nil, err
+	}
+	return sc.st.AttemptStats(ctx, endpointID, since, until, bucket)
 }
 
 // endpointURLs names the endpoints with ids: from known when there, else
