@@ -90,7 +90,7 @@ type DeliveryView struct {
 	// Next is when it will really be attempted next; nil when it is done.
 	Next     *NextAttempt
 	Replayed bool // it was just created by the Replay button
-	Retried     bool // the Retry now button just made it due
+	Retried  bool // the Retry now button just made it due
 }
 
 // DeadView is the dead-letter list.
