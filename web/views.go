@@ -58,7 +58,7 @@ type EndpointView struct {
 	Subscriptions []string
 	Flash         string // the outcome of the last action, if any
 	Deliveries    []sluice.Delivery
-	Status        string // the timeline's status filter, "" for all
+	Filters       DeliveryFilters // of the deliveries
 	Older         string
 	Queued        *int64 // replays just queued, to flash
 	// Replayable is how many dead deliveries "Replay all" would queue;
@@ -102,6 +102,8 @@ type DeadView struct {
 	EndpointURLs map[uuid.UUID]string
 	// Filter is the endpoint the list is filtered to, if any.
 	Filter *uuid.UUID
+	// Filters are the list's filters, the endpoint's included.
+	Filters DeliveryFilters
 	// ReplayTargets are the endpoints offered a "Replay all" form: the
 	// filtered one, or those of the listed deliveries.
 	ReplayTargets []uuid.UUID

@@ -145,6 +145,7 @@ func (d *Dashboard) readRoutes(r chi.Router) {
 	r.Get("/dead", d.handle(d.listDead))
 	r.Get("/events", d.handle(d.listEvents))
 	r.Get("/events/{id}", d.handle(d.showEvent))
+	r.Get("/lookup", d.handle(d.lookup))
 }
 
 // writeRoutes are the changes, and the pages that lead to them, of every

@@ -76,14 +76,19 @@ func (d *Dashboard) replayDelivery(w http.ResponseWriter, r *http.Request) error
 }
 
 // listDead is GET /dead: dead deliveries, newest first, optionally of one
-// endpoint (?endpoint_id=).
+// endpoint (?endpoint_id=), filtered by event type and creation time.
 func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
 	sc := d.in(r)
-	v := web.DeadView{Queued: queuedFlash(r)}
+	v := web.DeadView{Queued: queuedFlash(r), Filters: web.DeliveryFilters{Path: "/dead", Now: d.now()}}
+	dead := sluice.DeliveryDead
+	f := sluice.DeliveryFilter{Status: &dead}
+	if err := deliveryFilters(r, false, &f, &v.Filters); err != nil {
+		return err
+	}
 	if raw := r.URL.Query().Get("endpoint_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
@@ -99,8 +104,12 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v.Endpoints = endpoints.Items
-	dead := sluice.DeliveryDead
-	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: v.Filter, Status: &dead}, p)
+	v.Filters.Endpoints, v.Filters.Endpoint = endpoints.Items, v.Filter
+	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
+		return err
+	}
+	f.EndpointID = v.Filter
+	page, err := sc.deliveries(r.Context(), f, p)
 	if err != nil {
 		return err
 	}

@@ -194,3 +194,17 @@ func (sc scoped) catalogue(ctx context.Context) ([]sluice.EventType, error) {
 	page, err := sc.st.ListEventTypes(ctx, sc.tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	return page.Items, err
 }
+
+// catalogueNames are the names of the catalogue's event types, which the
+// deliveries filters offer.
+func (sc scoped) catalogueNames(ctx context.Context) ([]string, error) {
+	types, err := sc.catalogue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = t.Name
+	}
+	return out, nil
+}
