@@ -147,10 +147,15 @@ func timeTicks(c AttemptChart) []tick {
 	return out
 }
 
-// valueTicks labels a value axis from 0 to top at 0, half and top.
+// valueTicks labels a value axis from 0 to top at 0, top and half of it
+// when that is a whole number.
 func valueTicks(top float64, unit string) []tick {
-	out := make([]tick, 0, 3)
-	for _, v := range []float64{0, top / 2, top} {
+	values := []float64{0, top / 2, top}
+	if top/2 != math.Floor(top/2) {
+		values = []float64{0, top}
+	}
+	out := make([]tick, 0, len(values))
+	for _, v := range values {
 		out = append(out, tick{Pos: valueY(v, top), Label: strconv.FormatFloat(v, 'f', -1, 64) + unit})
 	}
 	return out

@@ -55,7 +55,9 @@ func TestPlotCounts(t *testing.T) {
 		{Pos: plotLeft + 2*w, Label: "12:02", Anchor: "middle"},
 		{Pos: plotRight, Label: "12:04", Anchor: "end"},
 	}, p.XTicks)
-	require.Equal(t, []tick{{Pos: plotBottom, Label: "0"}, {Pos: plotBottom - plotH/2, Label: "2.5"}, {Pos: plotTop, Label: "5"}}, p.YTicks)
+	require.Equal(t, []tick{{Pos: plotBottom, Label: "0"}, {Pos: plotTop, Label: "5"}}, p.YTicks, "no 2.5 on a count axis")
+	require.Equal(t, []tick{{Pos: plotBottom, Label: "0 ms"}, {Pos: plotBottom - plotH/2, Label: "100 ms"}, {Pos: plotTop, Label: "200 ms"}},
+		valueTicks(200, " ms"))
 }
 
 func TestPlotLatency(t *testing.T) {

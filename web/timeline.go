@@ -25,10 +25,10 @@ type NextAttempt struct {
 
 // The timeline's frame, in viewBox units.
 const (
-	timelineWidth  = 640
+	timelineWidth  = 1200
 	timelineHeight = 64
 	timelineLeft   = 14
-	timelineRight  = 626
+	timelineRight  = 1186
 	timelineAxisY  = 28
 )
 

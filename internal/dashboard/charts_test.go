@@ -31,6 +31,27 @@ func (b *bundle) attempt(s seeded, at time.Time, status, latencyMS int) {
 	require.NoError(b.t, err)
 }
 
+// history gives an endpoint a day of made-up attempts (of its seeded
+// delivery), about three a minute: mostly 2xx, some 429s and failures, an
+// outage of 5xx about six hours ago, latency that wanders with some slow
+// ones; for the charts of the screenshots.
+func (b *bundle) history(s seeded) {
+	b.t.Helper()
+	_, err := b.store.Pool().Exec(context.Background(), `
+		INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms)
+		SELECT $1, $2, now() - g * interval '20 seconds' - random() * interval '15 seconds',
+		       CASE WHEN g BETWEEN 1000 AND 1090 OR g % 37 = 0 THEN 503
+		            WHEN g % 23 = 0 THEN 429
+		            WHEN g % 61 = 0 THEN NULL
+		            ELSE 200 END,
+		       CASE WHEN g % 61 = 0 THEN 'connection refused' END,
+		       (120 + 60 * sin(g / 90.0) + random() * 50 + CASE WHEN g % 11 = 0 THEN 300 + random() * 400 ELSE 0 END)::int
+		FROM generate_series(1, 4300) g
+		WHERE g % 200 NOT BETWEEN 150 AND 170 OR g < 200`,
+		s.delivery.ID, s.endpoint.ID)
+	require.NoError(b.t, err)
+}
+
 // svgOf is the SVG element with id on a page.
 func svgOf(t *testing.T, p page, id string) string {
 	t.Helper()
