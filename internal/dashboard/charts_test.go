@@ -127,6 +127,7 @@ func TestEndpointCharts(t *testing.T) {
 	p = br.get("/endpoints/" + other.endpoint.ID.String())
 	require.Contains(t, svgOf(t, p, "chart-hour-counts"), "No attempts from 2031-05-08 11:35:00 UTC to 2031-05-08 12:35:00 UTC.")
 	require.NotContains(t, svgOf(t, p, "chart-day-counts"), `<g class="bar">`)
+	require.Contains(t, svgOf(t, p, "chart-day-latency"), `>No attempts</text>`)
 }
 
 // TestDeliveryTimeline: the delivery page draws each attempt as a mark at
