@@ -39,6 +39,9 @@ WHERE d.tenant_id = @tenant_id
   AND (sqlc.narg(endpoint_id)::uuid IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::uuid)
   AND (sqlc.narg(event_id)::uuid IS NULL OR d.event_id = sqlc.narg(event_id)::uuid)
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status)::text)
+  AND (sqlc.narg(event_type)::text IS NULL OR d.event_type = sqlc.narg(event_type)::text)
+  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
+  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND (sqlc.narg(consumer)::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
        WHERE e.tenant_id = d.tenant_id AND e.consumer = sqlc.narg(consumer)::text))

@@ -55,14 +55,6 @@ func deadPath(endpointID uuid.UUID) string {
 	return "/dead?" + url.Values{"endpoint_id": {endpointID.String()}}.Encode()
 }
 
-// timelinePath is an endpoint's timeline filtered by status ("" for all).
-func timelinePath(id uuid.UUID, status string) string {
-	if status == "" {
-		return endpointPath(id)
-	}
-	return endpointPath(id) + "?" + url.Values{"status": {status}}.Encode()
-}
-
 func rateLimit(rl *sluice.RateLimit) string {
 	switch {
 	case rl == nil:

@@ -58,7 +58,7 @@ type EndpointView struct {
 	Subscriptions []string
 	Flash         string // the outcome of the last action, if any
 	Deliveries    []sluice.Delivery
-	Status        string // the timeline's status filter, "" for all
+	Filters       DeliveryFilters // of the deliveries
 	Older         string
 	Queued        *int64 // replays just queued, to flash
 	// Replayable is how many dead deliveries "Replay all" would queue;
@@ -66,6 +66,8 @@ type EndpointView struct {
 	Replayable int64
 	// Replays marks the listed deliveries that have been replayed.
 	Replays map[uuid.UUID]ReplayMark
+	// Charts are its attempts over the last hour and the last day.
+	Charts []AttemptChart
 }
 
 // ReplayMark is the newest replay of a listed delivery.
@@ -85,8 +87,10 @@ type DeliveryView struct {
 	Delivery    sluice.Delivery
 	Attempts    []sluice.Attempt
 	EndpointURL string
-	Replayed    bool // it was just created by the Replay button
-	Retried     bool // the Retry now button just made it due
+	// Next is when it will really be attempted next; nil when it is done.
+	Next     *NextAttempt
+	Replayed bool // it was just created by the Replay button
+	Retried  bool // the Retry now button just made it due
 }
 
 // DeadView is the dead-letter list.
@@ -98,6 +102,8 @@ type DeadView struct {
 	EndpointURLs map[uuid.UUID]string
 	// Filter is the endpoint the list is filtered to, if any.
 	Filter *uuid.UUID
+	// Filters are the list's filters, the endpoint's included.
+	Filters DeliveryFilters
 	// ReplayTargets are the endpoints offered a "Replay all" form: the
 	// filtered one, or those of the listed deliveries.
 	ReplayTargets []uuid.UUID

@@ -47,6 +47,9 @@ type Config struct {
 	SecretGrace time.Duration
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
+	// Now is the clock of the charts and of "next attempt"; nil means
+	// time.Now.
+	Now func() time.Time
 }
 
 // Dashboard serves the dashboard's pages.
@@ -59,6 +62,7 @@ type Dashboard struct {
 
 	allowPrivate bool
 	secretGrace  time.Duration
+	now          func() time.Time
 
 	secureCookies bool
 }
@@ -81,6 +85,9 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Portal == nil {
 		cfg.Portal = portal.New(st, cfg.Key, "")
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	return &Dashboard{
 		store:  st,
 		jobs:   cfg.Jobs,
@@ -91,6 +98,7 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		secureCookies: cfg.SecureCookies,
 		allowPrivate:  cfg.AllowPrivateTargets,
 		secretGrace:   cfg.SecretGrace,
+		now:           cfg.Now,
 	}
 }
 
@@ -137,6 +145,7 @@ func (d *Dashboard) readRoutes(r chi.Router) {
 	r.Get("/dead", d.handle(d.listDead))
 	r.Get("/events", d.handle(d.listEvents))
 	r.Get("/events/{id}", d.handle(d.showEvent))
+	r.Get("/lookup", d.handle(d.lookup))
 }
 
 // writeRoutes are the changes, and the pages that lead to them, of every

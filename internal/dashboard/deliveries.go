@@ -3,6 +3,7 @@ package dashboard
 import (
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -27,10 +28,37 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 	switch {
 	case err == nil:
 		v.EndpointURL = ep.URL
-	case !errors.Is(err, sluice.ErrNotFound):
+		v.Next = nextAttempt(del, &ep, d.now())
+	case errors.Is(err, sluice.ErrNotFound):
+		v.Next = nextAttempt(del, nil, d.now())
+	default:
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.DeliveryPage(chrome(r, ""), v))
+}
+
+// nextAttempt is when a delivery will really be attempted next, given its
+// endpoint's state at now: not before the endpoint's throttle lifts or its
+// open circuit's next probe, and "due now" rather than a time in the
+// past. It is nil for a delivery that is done (delivered or dead).
+func nextAttempt(del sluice.Delivery, ep *sluice.Endpoint, now time.Time) *web.NextAttempt {
+	if del.NextAttemptAt == nil || (del.Status != sluice.DeliveryPending && del.Status != sluice.DeliveryFailed) {
+		return nil
+	}
+	n := web.NextAttempt{At: *del.NextAttemptAt}
+	if ep != nil {
+		n.Paused = ep.Disabled
+		if u := ep.ThrottledUntil; u != nil && u.After(n.At) {
+			n.At, n.Reason = *u, "throttled"
+		}
+		if p := ep.Circuit.NextProbeAt; ep.Circuit.State == sluice.CircuitOpen && p != nil && p.After(n.At) {
+			n.At, n.Reason = *p, "circuit open: next probe"
+		}
+	}
+	if !n.At.After(now) {
+		n.At, n.DueNow, n.Reason = now, true, ""
+	}
+	return &n
 }
 
 // replayDelivery is POST /deliveries/{id}/replay: queues a new delivery of
@@ -48,14 +76,19 @@ func (d *Dashboard) replayDelivery(w http.ResponseWriter, r *http.Request) error
 }
 
 // listDead is GET /dead: dead deliveries, newest first, optionally of one
-// endpoint (?endpoint_id=).
+// endpoint (?endpoint_id=), filtered by event type and creation time.
 func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
 	sc := d.in(r)
-	v := web.DeadView{Queued: queuedFlash(r)}
+	v := web.DeadView{Queued: queuedFlash(r), Filters: web.DeliveryFilters{Path: "/dead", Now: d.now()}}
+	dead := sluice.DeliveryDead
+	f := sluice.DeliveryFilter{Status: &dead}
+	if err := deliveryFilters(r, false, &f, &v.Filters); err != nil {
+		return err
+	}
 	if raw := r.URL.Query().Get("endpoint_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
@@ -71,8 +104,12 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v.Endpoints = endpoints.Items
-	dead := sluice.DeliveryDead
-	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: v.Filter, Status: &dead}, p)
+	v.Filters.Endpoints, v.Filters.Endpoint = endpoints.Items, v.Filter
+	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
+		return err
+	}
+	f.EndpointID = v.Filter
+	page, err := sc.deliveries(r.Context(), f, p)
 	if err != nil {
 		return err
 	}

@@ -21,15 +21,16 @@ func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error 
 	return d.render(w, r, http.StatusOK, web.EndpointsPage(chrome(r, web.SectionEndpoints), v))
 }
 
-// showEndpoint is GET /endpoints/{id}: one endpoint and its delivery
-// timeline, optionally of one status.
+// showEndpoint is GET /endpoints/{id}: one endpoint, its charts and its
+// deliveries, filtered by event type, status and creation time.
 func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	status, err := deliveryStatus(r.URL.Query().Get("status"))
-	if err != nil {
+	f := sluice.DeliveryFilter{EndpointID: &id}
+	filters := web.DeliveryFilters{Path: r.URL.Path, Now: d.now()}
+	if err := deliveryFilters(r, true, &f, &filters); err != nil {
 		return err
 	}
 	p, err := pageParams(r)
@@ -41,21 +42,25 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	page, err := sc.deliveries(r.Context(), sluice.DeliveryFilter{EndpointID: &id, Status: status}, p)
+	page, err := sc.deliveries(r.Context(), f, p)
 	if err != nil {
 		return err
 	}
-	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Older: olderURL(r, page.Next), Queued: queuedFlash(r), Flash: doneFlash(r)}
-	if v.Subscriptions, err = sc.subscriptions(r.Context(), id); err != nil {
+	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Filters: filters, Older: olderURL(r, page.Next),
+		Queued: queuedFlash(r), Flash: doneFlash(r)}
+	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
 		return err
 	}
-	if status != nil {
-		v.Status = *status
+	if v.Subscriptions, err = sc.subscriptions(r.Context(), id); err != nil {
+		return err
 	}
 	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
 		return err
 	}
 	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
+		return err
+	}
+	if v.Charts, err = sc.attemptCharts(r.Context(), id, d.now()); err != nil {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.EndpointPage(chrome(r, web.SectionEndpoints), v))

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +40,19 @@ type bundle struct {
 	keyA    string
 	tenantB sluice.Tenant
 	keyB    string
+	// clock, when set, is the dashboard's time (setClock); else time.Now.
+	clock atomic.Pointer[time.Time]
+}
+
+// setClock stops the dashboard's clock at now.
+func (b *bundle) setClock(now time.Time) { b.clock.Store(&now) }
+
+// now is the dashboard's clock.
+func (b *bundle) now() time.Time {
+	if t := b.clock.Load(); t != nil {
+		return *t
+	}
+	return time.Now()
 }
 
 func setup(t *testing.T) *bundle {
@@ -47,7 +61,7 @@ func setup(t *testing.T) *bundle {
 	f := storetest.New(t)
 	st := f.Store
 	b := &bundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	b.srv = httptest.NewServer(dashboard.New(st, dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
+	b.srv = httptest.NewServer(dashboard.New(st, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, Now: b.now}).Handler())
 	t.Cleanup(b.srv.Close)
 	return b
 }

@@ -213,6 +213,13 @@ func TestManageBrowser(t *testing.T) {
 	require.NotContains(t, text("main"), "Replay all", "nothing left to replay")
 	require.Contains(t, text("table.deliveries"), "replay of "+s.delivery.ID.String())
 	require.Contains(t, text("table.deliveries"), "replayed as")
+
+	// With a day of attempts, the charts draw them.
+	b.history(s)
+	require.NoError(t, chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("chart-day-counts"))))
+	bars, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#chart-hour-counts g.bar").length`))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, bars, 55, "a bar for (nearly) every minute of the hour")
 	screenshot(t, bctx, "dashboard-endpoint")
 
 	// At 1366 px the event's fan-out table shows its Replay column without

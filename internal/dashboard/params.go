@@ -4,11 +4,14 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
 )
 
 // pathID parses the {id} of a route; a malformed one is not found, like an
@@ -71,6 +74,56 @@ func deliveryStatus(raw string) (*string, error) {
 	default:
 		return nil, errBadRequest("Unknown delivery status " + strconv.Quote(raw) + ".")
 	}
+}
+
+// deliveryFilters reads the filters of a deliveries list into f, and into
+// v as the page shows them: ?type= (an exact event type), ?status= when
+// statuses, and ?since= and ?until= (the creation time range [since,
+// until), in UTC, as an HTML datetime-local input sends it).
+func deliveryFilters(r *http.Request, statuses bool, f *sluice.DeliveryFilter, v *web.DeliveryFilters) error {
+	q := r.URL.Query()
+	v.Statuses = statuses
+	if t := strings.TrimSpace(q.Get("type")); t != "" {
+		f.EventType, v.Type = &t, t
+	}
+	if statuses {
+		status, err := deliveryStatus(q.Get("status"))
+		if err != nil {
+			return err
+		}
+		if status != nil {
+			f.Status, v.Status = status, *status
+		}
+	}
+	var err error
+	if f.Since, v.Since, err = filterTime(q.Get("since")); err != nil {
+		return err
+	}
+	f.Until, v.Until, err = filterTime(q.Get("until"))
+	return err
+}
+
+// filterTimeLayouts are the time filters' accepted forms: a datetime-local
+// input's, with or without seconds, and RFC 3339.
+var filterTimeLayouts = []string{web.DateTimeLocal, "2006-01-02T15:04:05", time.RFC3339}
+
+// filterTime reads a time filter, UTC unless it says otherwise; "" is no
+// filter. It returns the time and its value for the filter's input.
+func filterTime(raw string) (*time.Time, string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, "", nil
+	}
+	for _, layout := range filterTimeLayouts {
+		if t, err := time.ParseInLocation(layout, raw, time.UTC); err == nil {
+			t = t.UTC()
+			if t.Second() != 0 {
+				return &t, t.Format("2006-01-02T15:04:05"), nil
+			}
+			return &t, t.Format(web.DateTimeLocal), nil
+		}
+	}
+	return nil, "", errBadRequest("The time " + strconv.Quote(raw) + " is not a date and time like 2030-01-31T14:05.")
 }
 
 // withQuery appends query parameters to a path.

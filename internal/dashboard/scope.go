@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -133,6 +134,14 @@ func (sc scoped) countReplayable(ctx context.Context, endpointID uuid.UUID, f sl
 	return sc.st.CountReplayable(ctx, sc.tenant, endpointID, f)
 }
 
+// attemptStats is store.AttemptStats for an endpoint of the scope.
+func (sc scoped) attemptStats(ctx context.Context, endpointID uuid.UUID, since, until time.Time, bucket time.Duration) ([]sluice.AttemptBucket, error) {
+	if _, err := sc.endpoint(ctx, endpointID); err != nil {
+		return nil, err
+	}
+	return sc.st.AttemptStats(ctx, endpointID, since, until, bucket)
+}
+
 // endpointURLs names the endpoints with ids: from known when there, else
 // from the store. Endpoints that no longer exist, or are outside the
 // scope, are left out.
@@ -185,4 +194,18 @@ func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) ([]str
 func (sc scoped) catalogue(ctx context.Context) ([]sluice.EventType, error) {
 	page, err := sc.st.ListEventTypes(ctx, sc.tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	return page.Items, err
+}
+
+// catalogueNames are the names of the catalogue's event types, which the
+// deliveries filters offer.
+func (sc scoped) catalogueNames(ctx context.Context) ([]string, error) {
+	types, err := sc.catalogue(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = t.Name
+	}
+	return out, nil
 }

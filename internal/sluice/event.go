@@ -72,6 +72,9 @@ type DeliveryFilter struct {
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
+	EventType  *string
+	// Since and Until keep the deliveries created in [Since, Until).
+	Since, Until *time.Time
 	// Consumer keeps only the deliveries to that consumer's endpoints.
 	Consumer *string
 }

@@ -36,6 +36,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
 	rows, err := s.q.ListDeliveries(ctx, dbq.ListDeliveriesParams{
 		TenantID: tenantID, EndpointID: f.EndpointID, EventID: f.EventID, Status: f.Status, Consumer: f.Consumer,
+		EventType: f.EventType, Since: f.Since, Until: f.Until,
 		After: p.After, MaxRows: limitRows(p),
 	})
 	if err != nil {

@@ -27,7 +27,7 @@ func (q *Queries) AdvanceReplayRequest(ctx context.Context, arg AdvanceReplayReq
 }
 
 const attemptsForDelivery = `-- name: AttemptsForDelivery :many
-SELECT id, delivery_id, at, status_code, error, latency_ms, response_body FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
+SELECT id, delivery_id, at, status_code, error, latency_ms, response_body, endpoint_id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
 `
 
 func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID) ([]DeliveryAttempt, error) {
@@ -47,6 +47,7 @@ func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID)
 			&i.Error,
 			&i.LatencyMs,
 			&i.ResponseBody,
+			&i.EndpointID,
 		); err != nil {
 			return nil, err
 		}
@@ -305,12 +306,15 @@ WHERE d.tenant_id = $1
   AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
   AND ($4::text IS NULL OR d.status = $4::text)
-  AND ($5::text IS NULL OR d.endpoint_id IN (
+  AND ($5::text IS NULL OR d.event_type = $5::text)
+  AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
+  AND ($7::timestamptz IS NULL OR d.created_at < $7::timestamptz)
+  AND ($8::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
-       WHERE e.tenant_id = d.tenant_id AND e.consumer = $5::text))
-  AND ($6::uuid IS NULL OR d.id < $6::uuid)
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = $8::text))
+  AND ($9::uuid IS NULL OR d.id < $9::uuid)
 ORDER BY d.id DESC
-LIMIT $7
+LIMIT $10
 `
 
 type ListDeliveriesParams struct {
@@ -318,6 +322,9 @@ type ListDeliveriesParams struct {
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
+	EventType  *string
+	Since      *time.Time
+	Until      *time.Time
 	Consumer   *string
 	After      *uuid.UUID
 	MaxRows    int32
@@ -329,6 +336,9 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 		arg.EndpointID,
 		arg.EventID,
 		arg.Status,
+		arg.EventType,
+		arg.Since,
+		arg.Until,
 		arg.Consumer,
 		arg.After,
 		arg.MaxRows,

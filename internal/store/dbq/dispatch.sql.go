@@ -224,8 +224,8 @@ WITH attempts AS (
     -- Only for deliveries that still exist: one deleted with its endpoint
     -- while in flight must not fail the other endpoints' attempts batched
     -- with it.
-    INSERT INTO delivery_attempts (delivery_id, at, status_code, error, latency_ms, response_body)
-    SELECT a.delivery_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
+    INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_body)
+    SELECT a.delivery_id, live.endpoint_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
     FROM (
         SELECT unnest($1::uuid[]) AS delivery_id, unnest($6::timestamptz[]) AS at,
                nullif(unnest($7::int[]), 0) AS status_code, nullif(unnest($8::text[]), '') AS error,

@@ -78,6 +78,7 @@ type DeliveryAttempt struct {
 	Error        *string
 	LatencyMs    int32
 	ResponseBody *string
+	EndpointID   uuid.UUID
 }
 
 type DestinationThrottle struct {

@@ -1,0 +1,133 @@
+package store_test
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// Sizes of TestAttemptStatsPlan: 1,000 events fanned out to 100 endpoints,
+// 10 attempts per delivery, spread over a week: 1,000,000 attempts, 10,000
+// per endpoint, about 1,430 of them in one endpoint's last day.
+const (
+	planEndpoints           = 100
+	planEvents              = 1000
+	planAttemptsPerDelivery = 10
+)
+
+// attemptStatsSQL is the chart query as queries/attempt_stats.sql has it,
+// with its named parameters numbered.
+func attemptStatsSQL(t *testing.T) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../queries/attempt_stats.sql")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(raw), "-- name: AttemptStats :many")
+	require.True(t, ok, "AttemptStats is in queries/attempt_stats.sql")
+	q, _, _ := strings.Cut(rest, "-- name:")
+	return strings.NewReplacer("@bucket_seconds", "$1", "@since", "$2", "@endpoint_id", "$3", "@until", "$4").Replace(q)
+}
+
+// TestAttemptStatsPlan: with 1,000,000 attempts of 100 endpoints over a
+// week, the chart query of one endpoint's last day reads only that
+// endpoint's index entries in the day (an index or bitmap index scan of
+// delivery_attempts_endpoint_at_idx returning as many rows as the day
+// holds, none filtered out, no sequential scan, no join to deliveries),
+// before and after the table has statistics; and the buckets add up.
+func TestAttemptStatsPlan(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ids := make([]uuid.UUID, planEndpoints)
+	for i := range ids {
+		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h" + strconv.Itoa(i), MaxInFlight: 10})
+		require.NoError(t, err)
+		ids[i] = ep.ID
+	}
+	now := time.Now().UTC().Truncate(time.Minute)
+	start := time.Now()
+	tag, err := f.Store.Pool().Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, tenant_id, type, payload)
+			SELECT sluice_uuidv7(), $1, 'load', '{}' FROM generate_series(1, $3::int)
+			RETURNING id),
+		d AS (
+			INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status)
+			SELECT sluice_uuidv7(), $1, ev.id, ep, 'load', 'delivered' FROM ev, unnest($2::uuid[]) ep
+			RETURNING id, endpoint_id)
+		INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, latency_ms)
+		SELECT d.id, d.endpoint_id, $4::timestamptz - random() * interval '7 days',
+		       (ARRAY[200, 200, 200, 200, 200, 204, 500, 503, 429, NULL])[1 + floor(random() * 10)::int],
+		       (random() * 2000)::int
+		FROM d, generate_series(1, $5::int)`,
+		f.TenantA.ID, ids, planEvents, now, planAttemptsPerDelivery)
+	require.NoError(t, err)
+	require.EqualValues(t, planEndpoints*planEvents*planAttemptsPerDelivery, tag.RowsAffected())
+	t.Logf("inserted %d attempts in %s", tag.RowsAffected(), time.Since(start).Round(time.Millisecond))
+
+	ep := ids[planEndpoints/2]
+	since, until := now.Add(-24*time.Hour), now
+	var want int64
+	require.NoError(t, f.Store.Pool().QueryRow(ctx,
+		`SELECT count(*) FROM delivery_attempts WHERE endpoint_id = $1 AND at >= $2 AND at < $3`, ep, since, until).Scan(&want))
+	require.Greater(t, want, int64(1000), "the endpoint has attempts in its last day")
+
+	requireIndexPlan(t, f.Store, ep, since, until, want, "no statistics")
+	_, err = f.Store.Pool().Exec(ctx, "ANALYZE delivery_attempts")
+	require.NoError(t, err)
+	requireIndexPlan(t, f.Store, ep, since, until, want, "after ANALYZE")
+
+	buckets, err := f.Store.AttemptStats(ctx, ep, since, until, 30*time.Minute)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(buckets), 48)
+	var got int64
+	for _, b := range buckets {
+		require.False(t, b.Start.Before(since))
+		require.Zero(t, b.Start.Sub(since)%(30*time.Minute), "buckets start on the half hour from since")
+		require.LessOrEqual(t, b.P50MS, b.P95MS)
+		got += b.Attempts()
+	}
+	require.Equal(t, want, got, "the buckets hold every attempt of the day")
+}
+
+var (
+	indexNodeRe = regexp.MustCompile(`(?:Bitmap Index Scan on|Index Scan using|Index Only Scan using) delivery_attempts_endpoint_at_idx .*\(actual time=\S+ rows=(\d+) `)
+	execTimeRe  = regexp.MustCompile(`Execution Time: ([\d.]+) ms`)
+)
+
+// requireIndexPlan runs EXPLAIN ANALYZE of the day chart of an endpoint and
+// requires it to read want index entries and nothing else.
+func requireIndexPlan(t *testing.T, st *store.Store, ep uuid.UUID, since, until time.Time, want int64, when string) {
+	t.Helper()
+	ctx := context.Background()
+	rows, err := st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+attemptStatsSQL(t), int32(1800), since, ep, until)
+	require.NoError(t, err)
+	var lines []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rows.Err())
+	plan := strings.Join(lines, "\n")
+	t.Logf("day chart of 1 endpoint among %d, 1,000,000 attempts, %s:\n%s", planEndpoints, when, plan)
+	require.NotContains(t, plan, "Seq Scan", "nothing is read sequentially")
+	require.NotContains(t, plan, "deliveries", "no join to deliveries")
+	require.NotContains(t, plan, "Rows Removed by", "no entry read is thrown away")
+	m := indexNodeRe.FindStringSubmatch(plan)
+	require.NotNil(t, m, "the query reads delivery_attempts_endpoint_at_idx")
+	require.Equal(t, strconv.FormatInt(want, 10), m[1], "the index scan reads exactly the endpoint's attempts of the day")
+	if ms := execTimeRe.FindStringSubmatch(plan); ms != nil {
+		t.Logf("day chart query, %s: %s ms for %d of %d attempts", when, ms[1], want, planEndpoints*planEvents*planAttemptsPerDelivery)
+	}
+}
