@@ -66,6 +66,8 @@ type EndpointView struct {
 	Replayable int64
 	// Replays marks the listed deliveries that have been replayed.
 	Replays map[uuid.UUID]ReplayMark
+	// Next is when each listed delivery will really be tried next.
+	Next map[uuid.UUID]*NextAttempt
 	// Charts are its attempts over the last hour and the last day.
 	Charts []AttemptChart
 }
@@ -139,6 +141,7 @@ type EventView struct {
 	Deliveries   []sluice.Delivery
 	EndpointURLs map[uuid.UUID]string
 	Replays      map[uuid.UUID]ReplayMark
+	Next         map[uuid.UUID]*NextAttempt // when each delivery will really be tried next
 }
 
 // ErrorView is an error page.

@@ -225,3 +225,33 @@ func (b *bundle) setNext(id uuid.UUID, status string, next time.Time) {
 
 // utcText is a time as the dashboard writes it.
 func utcText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") }
+
+// TestDeliveryTablesShowTheRealNextAttempt: the endpoint page's and the
+// event page's tables say when a delivery will really go, like its own
+// page: after a throttle, and "due now" rather than a past time.
+func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	s := b.seed(b.tenantA, "https://hooks.acme.test/tables", false)
+	past := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
+	b.setNext(s.delivery.ID, "failed", past)
+	br := b.browser()
+	br.login(b.keyA)
+	pages := []string{"/endpoints/" + s.endpoint.ID.String(), "/events/" + s.delivery.EventID.String()}
+	for _, path := range pages {
+		p := br.get(path)
+		require.Equal(t, http.StatusOK, p.Status)
+		require.Contains(t, p.Body, "due now", path)
+		require.NotContains(t, p.Body, `datetime="`+past.Format(time.RFC3339)+`"`, "%s: no past time as the next attempt", path)
+	}
+	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
+	require.NoError(t, b.store.Record(ctx, s.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+		f.Throttle = throttle.State{Until: until, Reason: "429", Count: 1}
+		return nil
+	}))
+	for _, path := range pages {
+		p := br.get(path)
+		require.Contains(t, p.Body, `datetime="`+until.Format(time.RFC3339)+`"`, path)
+		require.Contains(t, p.Body, "(throttled)", path)
+	}
+}

@@ -41,6 +41,20 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 // endpoint's state at now: not before the endpoint's throttle lifts or its
 // open circuit's next probe, and "due now" rather than a time in the
 // past. It is nil for a delivery that is done (delivered or dead).
+// nextAttempts is nextAttempt of each delivery, by delivery id, with the
+// endpoints it was sent to (nil entries for those not listed).
+func nextAttempts(ds []sluice.Delivery, endpoints map[uuid.UUID]sluice.Endpoint, now time.Time) map[uuid.UUID]*web.NextAttempt {
+	out := make(map[uuid.UUID]*web.NextAttempt, len(ds))
+	for _, d := range ds {
+		var ep *sluice.Endpoint
+		if e, ok := endpoints[d.EndpointID]; ok {
+			ep = &e
+		}
+		out[d.ID] = nextAttempt(d, ep, now)
+	}
+	return out
+}
+
 func nextAttempt(del sluice.Delivery, ep *sluice.Endpoint, now time.Time) *web.NextAttempt {
 	if del.NextAttemptAt == nil || (del.Status != sluice.DeliveryPending && del.Status != sluice.DeliveryFailed) {
 		return nil
@@ -119,9 +133,11 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		v.ReplayTargets = endpointIDs(page.Items)
 	}
-	if v.EndpointURLs, err = sc.endpointURLs(r.Context(), v.ReplayTargets, v.Endpoints); err != nil {
+	eps, err := sc.endpointsByID(r.Context(), v.ReplayTargets, v.Endpoints)
+	if err != nil {
 		return err
 	}
+	v.EndpointURLs = urls(eps)
 	v.Replayable = map[uuid.UUID]int64{}
 	for _, id := range v.ReplayTargets {
 		n, err := sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead})

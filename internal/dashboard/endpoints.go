@@ -3,6 +3,8 @@ package dashboard
 import (
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -47,7 +49,8 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Filters: filters, Older: olderURL(r, page.Next),
-		Queued: queuedFlash(r), Flash: doneFlash(r)}
+		Queued: queuedFlash(r), Flash: doneFlash(r),
+		Next: nextAttempts(page.Items, map[uuid.UUID]sluice.Endpoint{ep.ID: ep}, d.now())}
 	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
 		return err
 	}

@@ -41,9 +41,11 @@ func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v := web.EventView{Event: ev, Payload: prettyJSON(ev.Payload), Deliveries: deliveries}
-	if v.EndpointURLs, err = sc.endpointURLs(r.Context(), endpointIDs(deliveries), nil); err != nil {
+	eps, err := sc.endpointsByID(r.Context(), endpointIDs(deliveries), nil)
+	if err != nil {
 		return err
 	}
+	v.EndpointURLs, v.Next = urls(eps), nextAttempts(deliveries, eps, d.now())
 	if v.Replays, err = d.replayMarks(r.Context(), deliveries); err != nil {
 		return err
 	}

@@ -142,13 +142,13 @@ func (sc scoped) attemptStats(ctx context.Context, endpointID uuid.UUID, since, 
 	return sc.st.AttemptStats(ctx, endpointID, since, until, bucket)
 }
 
-// endpointURLs names the endpoints with ids: from known when there, else
+// endpointsByID returns the endpoints with ids: from known when there, else
 // from the store. Endpoints that no longer exist, or are outside the
 // scope, are left out.
-func (sc scoped) endpointURLs(ctx context.Context, ids []uuid.UUID, known []sluice.Endpoint) (map[uuid.UUID]string, error) {
-	out := make(map[uuid.UUID]string, len(known))
+func (sc scoped) endpointsByID(ctx context.Context, ids []uuid.UUID, known []sluice.Endpoint) (map[uuid.UUID]sluice.Endpoint, error) {
+	out := make(map[uuid.UUID]sluice.Endpoint, len(known))
 	for _, e := range known {
-		out[e.ID] = e.URL
+		out[e.ID] = e
 	}
 	for _, id := range ids {
 		if _, ok := out[id]; ok {
@@ -161,9 +161,18 @@ func (sc scoped) endpointURLs(ctx context.Context, ids []uuid.UUID, known []slui
 		if err != nil {
 			return nil, err
 		}
-		out[id] = e.URL
+		out[id] = e
 	}
 	return out, nil
+}
+
+// urls names endpoints by their URLs.
+func urls(endpoints map[uuid.UUID]sluice.Endpoint) map[uuid.UUID]string {
+	out := make(map[uuid.UUID]string, len(endpoints))
+	for id, e := range endpoints {
+		out[id] = e.URL
+	}
+	return out
 }
 
 // subscriptions are the event-type patterns an endpoint of the scope is
