@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// End-to-end throughput scenarios: events posted in batches, each matching
-// exactly one endpoint, measured from the first post to the last delivery
-// received.
+// End-to-end throughput scenarios: events posted in batches (or one per
+// request, the way most customers send), each matching exactly one
+// endpoint, measured from the first post to the last delivery received.
 
 var e2eOneScenario = Scenario{
 	Name:  "e2e-1",
@@ -38,10 +38,27 @@ var e2eHundredScenario = Scenario{
 	},
 }
 
-// e2e posts events spread over endpoints sinks and measures deliveries/s
-// against target (0: none).
+var e2eSingleScenario = Scenario{
+	Name:  "e2e-single",
+	Title: "End to end, single posts, 100 endpoints",
+	What: "100 loopback receivers, one endpoint each (max_in_flight 100); events posted one per request to " +
+		"/v1/events by 64 concurrent clients, event i matching exactly endpoint i mod 100; deliveries/s = distinct " +
+		"deliveries ÷ (first post sent → last delivery received).",
+	Run: func(ctx context.Context, env *Env) (Table, error) {
+		return e2eWith(ctx, env, "e2esingle", 100, env.size(20000, 4000), 4000, 1, 64)
+	},
+}
+
+// e2e posts events in batches of 1000 (4 clients) spread over endpoints
+// sinks and measures deliveries/s against target (0: none).
 func e2e(ctx context.Context, env *Env, label string, endpoints, events int, target float64) (Table, error) {
-	const perRequest, clients, maxInFlight = 1000, 4, 100
+	return e2eWith(ctx, env, label, endpoints, events, target, 1000, 4)
+}
+
+// e2eWith is e2e with perRequest events a request (1: POST /v1/events) from
+// clients concurrent senders.
+func e2eWith(ctx context.Context, env *Env, label string, endpoints, events int, target float64, perRequest, clients int) (Table, error) {
+	const maxInFlight = 100
 	metrics := []Metric{
 		{Name: "throughput", Unit: "deliveries/s", Target: target},
 		{Name: "posting done", Unit: "s"},
@@ -59,11 +76,16 @@ func e2e(ctx context.Context, env *Env, label string, endpoints, events int, tar
 		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
 
 		var bodies [][]byte
+		post := env.API.PostBatch
 		for first := 0; first < events; first += perRequest {
 			evs := make([]EventIn, min(perRequest, events-first))
 			for j := range evs {
 				k := first + j
 				evs[j] = EventIn{Type: sinks.Types[k%endpoints], Payload: payload(0, k)}
+			}
+			if perRequest == 1 {
+				bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent
+				continue
 			}
 			bodies = append(bodies, batchBody(evs))
 		}
@@ -73,7 +95,7 @@ func e2e(ctx context.Context, env *Env, label string, endpoints, events int, tar
 		defer stopAwait()
 		posted := make(chan postResult, 1)
 		go func() {
-			res := postAll(ctx, bodies, clients, env.API.PostBatch)
+			res := postAll(ctx, bodies, clients, post)
 			if res.failed > 0 {
 				stopAwait()
 			}
@@ -88,7 +110,8 @@ func e2e(ctx context.Context, env *Env, label string, endpoints, events int, tar
 		s.CPU = cpu()
 		return s, nil
 	})
-	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run over %d endpoint(s), max_in_flight %d", events, endpoints, maxInFlight))
+	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run over %d endpoint(s), max_in_flight %d, %d per request from %d clients",
+		events, endpoints, maxInFlight, perRequest, clients))
 	return t, err
 }
 

@@ -27,6 +27,7 @@ func scenarios() []Scenario {
 		ingestSingleScenario,
 		e2eOneScenario,
 		e2eHundredScenario,
+		e2eSingleScenario,
 		latencyScenario,
 		isolationScenario,
 		typesIngestScenario,
