@@ -43,6 +43,17 @@ UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 -- SHARE) before the dispatch job decides it is done: see 00002_events.sql.
 SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
 
+-- ClaimDueDeliveries reads an endpoint's next due deliveries, oldest due
+-- first. It locks nothing, because nothing here needs excluding: only one
+-- dispatch run serves an endpoint at a time (River's unique dispatch job,
+-- and the run's lease, which the sweeper checks before it replaces a job),
+-- and a row lock would be released when the claim commits, before anything
+-- is sent. What a concurrent writer may do to a claimed delivery is made
+-- safe where it is written: a fan-out re-pointing it at a newer event
+-- (coalescing) is seen by RecordOutcomes, which compares event ids and
+-- keeps it pending for the new payload; a replay or deletion is seen there
+-- too. Its index (deliveries_claim_idx) is its order, so it reads max_rows
+-- index entries whatever the backlog.
 -- name: ClaimDueDeliveries :many
 SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
        d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
@@ -52,8 +63,7 @@ WHERE d.endpoint_id = @endpoint_id
   AND d.status IN ('pending', 'failed')
   AND d.next_attempt_at <= now()
 ORDER BY d.next_attempt_at, d.id
-LIMIT @max_rows
-FOR UPDATE OF d SKIP LOCKED;
+LIMIT @max_rows;
 
 -- name: NextDueAt :one
 SELECT next_attempt_at FROM deliveries

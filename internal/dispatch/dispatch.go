@@ -367,10 +367,10 @@ func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, 
 	}
 }
 
-// minDueWait is the shortest wait for a delivery that is due but could not
-// be claimed: one locked by a fan-out that is re-pointing it at a newer event
-// (coalescing). Claims skip locked rows; without this wait the run would
-// spin between NextDueAt and its claim until that fan-out commits.
+// minDueWait is the shortest wait for a delivery that NextDueAt found due
+// but the claim did not return (committed just after the claim read, or due
+// by a clock a hair ahead of the claim's): without it the run could spin
+// between the two.
 const minDueWait = 20 * time.Millisecond
 
 // waitForSoonDue sleeps until the endpoint's next queued delivery is due if

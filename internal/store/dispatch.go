@@ -105,15 +105,11 @@ func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, plan Planner) (
 // ClaimPlain claims up to n of an endpoint's due deliveries without
 // touching the endpoint row: for a dispatcher that knows (from a Claim less
 // than a second ago) that the endpoint has no rate limit, no throttle and a
-// healthy circuit, so there is nothing to decide or save.
+// healthy circuit, so there is nothing to decide or save. It is one read,
+// outside any transaction (ClaimDueDeliveries says why nothing is locked).
 func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	var claimed []Claimed
-	err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-		rows, err := s.q.WithTx(tx).ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
-		claimed = claimedFromRows(rows)
-		return err
-	})
-	return claimed, err
+	rows, err := s.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
+	return claimedFromRows(rows), err
 }
 
 func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {

@@ -22,7 +22,6 @@ WHERE d.endpoint_id = $1
   AND d.next_attempt_at <= now()
 ORDER BY d.next_attempt_at, d.id
 LIMIT $2
-FOR UPDATE OF d SKIP LOCKED
 `
 
 type ClaimDueDeliveriesParams struct {
@@ -42,6 +41,17 @@ type ClaimDueDeliveriesRow struct {
 	EventCreatedAt time.Time
 }
 
+// ClaimDueDeliveries reads an endpoint's next due deliveries, oldest due
+// first. It locks nothing, because nothing here needs excluding: only one
+// dispatch run serves an endpoint at a time (River's unique dispatch job,
+// and the run's lease, which the sweeper checks before it replaces a job),
+// and a row lock would be released when the claim commits, before anything
+// is sent. What a concurrent writer may do to a claimed delivery is made
+// safe where it is written: a fan-out re-pointing it at a newer event
+// (coalescing) is seen by RecordOutcomes, which compares event ids and
+// keeps it pending for the new payload; a replay or deletion is seen there
+// too. Its index (deliveries_claim_idx) is its order, so it reads max_rows
+// index entries whatever the backlog.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries, arg.EndpointID, arg.MaxRows)
 	if err != nil {

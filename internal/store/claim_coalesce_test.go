@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestCoalescedWhileInFlightIsSentAgain: the claim locks nothing, so a
+// fan-out may re-point a claimed, in-flight delivery at a newer event.
+// Recording the older event's attempt then keeps the delivery pending and
+// due, so the newer payload is sent too: nothing newer is lost.
+func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
+	require.NoError(t, err)
+	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"*"})
+	require.NoError(t, err)
+	key := "user-1"
+	post := func(payload string) uuid.UUID {
+		ev, _, err := f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: "profile.updated", Payload: []byte(payload), CoalesceKey: &key}, f.Jobs)
+		require.NoError(t, err)
+		_, _, err = f.Store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
+		require.NoError(t, err)
+		return ev.ID
+	}
+	older := post(`{"v":1}`)
+	claimed, err := f.Store.ClaimPlain(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, claimed, 1)
+	require.Equal(t, older, claimed[0].EventID)
+
+	newer := post(`{"v":2}`) // re-points the in-flight delivery
+	require.NoError(t, f.Store.RecordPlain(ctx, []store.Outcome{{
+		DeliveryID: claimed[0].ID, EventID: older, Status: sluice.DeliveryDelivered,
+		Attempt: sluice.Attempt{At: time.Now(), StatusCode: new(200), LatencyMS: 5},
+	}}))
+
+	again, err := f.Store.ClaimPlain(ctx, ep.ID, 10)
+	require.NoError(t, err)
+	require.Len(t, again, 1, "the delivery is due again")
+	require.Equal(t, claimed[0].ID, again[0].ID)
+	require.Equal(t, newer, again[0].EventID, "with the newer event")
+}
