@@ -92,7 +92,7 @@ func (s *Store) CloseCircuit(ctx context.Context, tenantID, endpointID uuid.UUID
 		if err := s.saveFlow(ctx, q, endpointID, before, after); err != nil {
 			return err
 		}
-		if err := s.insertAlerts(ctx, tx, row.Endpoint, []Alert{{Opened: false}}, jobs); err != nil {
+		if err := s.insertAlerts(ctx, tx, row.Endpoint.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
 			return err
 		}
 		return jobs.Wake(ctx, tx, endpointID, row.Endpoint.ParkedJobID)
