@@ -6,7 +6,23 @@
 // re-checks the queue with the endpoint row locked against fan-out, so no
 // delivery is ever left without a dispatcher. A throttled endpoint or an
 // open circuit parks the job until it lifts; retries that come due later are
-// picked up by the sweeper (sweep.go).
+// picked up by the sweeper (sweep.go). Each step of a run (claim, record,
+// park, finish, hand over) is one transaction against store.DispatchTx,
+// written top to bottom in step.go; its decisions are plain functions of
+// values in flow.go and retry.go.
+//
+// Four words name the ways a dispatch is brought about, each for one thing.
+// To dispatch an endpoint is to queue its dispatch job (jobs.Queue.Dispatch,
+// unique, so a no-op when one is live; DispatchAt for a successor due
+// later). To park is to end a blocked run with its successor due when the
+// block lifts (Worker.park); to unpark is to make that parked job due now
+// (jobs.Queue.Unpark, when the endpoint changes or its circuit is closed by
+// hand). To wake is to signal a run that is already live, lingering with
+// nothing due, that new deliveries have come: in this process through the
+// Waker (Waker.Wake), in other processes through a Postgres notification
+// (store.NotifyDispatchWake, heard by Waker.Listen). store.DispatchOrWake,
+// what fan-out and the sweeper call, does the two: it dispatches each
+// endpoint and wakes the runs of those whose job was already live.
 package dispatch
 
 import (

@@ -1,6 +1,6 @@
 // Package fanout is the River worker that turns stored events into
 // deliveries, one per subscribed endpoint, and wakes those endpoints'
-// dispatchers.
+// lingering dispatch runs or queues their dispatch jobs.
 package fanout
 
 import (
@@ -56,7 +56,8 @@ func (w *Worker) NextRetry(job *river.Job[jobs.FanoutArgs]) time.Time {
 // Work fans the job's events out and completes the job in the same
 // transaction, so a crash can never leave the deliveries without the job
 // being done, or the job done without the deliveries; then it wakes the
-// endpoints' dispatchers (store.WakeDispatchers says why afterwards).
+// endpoints' lingering runs or queues their dispatch jobs
+// (store.DispatchOrWake says why afterwards).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
 	err := w.fanOut(ctx, job)
 	if err != nil {
@@ -82,8 +83,8 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 	if err != nil {
 		return fmt.Errorf("fan out: %w", err)
 	}
-	if err := w.store.WakeDispatchers(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
-		// The job is complete; the sweeper wakes them within a second.
+	if err := w.store.DispatchOrWake(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
+		// The job is complete; the sweeper queues them within a second.
 		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
 	}
 	return nil

@@ -199,7 +199,7 @@ func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 // short snooze, rather than scheduled: River's fetch takes it the moment it
 // is due, where a scheduled job waits for River's scheduler (every 5 s, on
 // the leader) to make it available, which would stretch a slow rate
-// limit's gaps by up to 5 s. Wake makes it due now.
+// limit's gaps by up to 5 s. Unpark makes it due now.
 func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at time.Time) (int64, error) {
 	var opts *river.InsertOpts
 	if !at.IsZero() {
@@ -215,10 +215,10 @@ func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at
 	return res.Job.ID, err
 }
 
-// Wake makes an endpoint's parked dispatch job (due when its throttle,
-// circuit or next token allows) run now, or queues a dispatch if none is
-// parked.
-func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
+// Unpark implements store.JobQueue: it makes an endpoint's parked dispatch
+// job (due when its throttle, circuit or next token allows) due now, or
+// queues a dispatch if none is parked.
+func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
 	if parkedJobID != nil {
 		job, err := q.client.JobGetTx(ctx, tx, *parkedJobID)
 		parked := err == nil && (job.State == rivertype.JobStateScheduled ||
