@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -194,7 +193,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 	if due {
 		return false, tx.Commit(ctx) // something became due while we looked
 	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx.Tx(), job); err != nil {
+	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return false, fmt.Errorf("complete job: %w", err)
 	}
 	return true, tx.Commit(ctx)
@@ -221,7 +220,7 @@ func (w *Worker) handOver(ctx context.Context, job *river.Job[jobs.DispatchArgs]
 // applies after Work returns, the new job is visible (and can be unparked)
 // the moment the transaction commits.
 func (w *Worker) successor(ctx context.Context, tx *store.DispatchTx, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, at time.Time) (int64, error) {
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx.Tx(), job); err != nil {
+	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return 0, fmt.Errorf("complete job: %w", err)
 	}
 	id, err := queue.DispatchAt(ctx, tx.Tx(), job.Args, at)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -77,8 +76,7 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 		defer held.Release()
 	}
 	touched, _, err := w.store.FanOut(ctx, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		return jobs.Complete(ctx, tx, job)
 	})
 	if err != nil {
 		return fmt.Errorf("fan out: %w", err)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -267,6 +268,14 @@ func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte
 		return fmt.Errorf("requeue %s job: %w", kind, err)
 	}
 	return nil
+}
+
+// Complete marks a running job completed in tx, so that it completes
+// exactly when the work it did in tx commits (River then leaves it alone
+// when Work returns). Every worker that completes itself calls this.
+func Complete[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]) error {
+	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	return err
 }
 
 // DispatchNow is Dispatch outside any transaction.
