@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/mail"
@@ -60,7 +59,6 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error
 		return err
 	}
 	return w.store.MarkCircuitAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		return jobs.Complete(ctx, tx, job)
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
@@ -136,7 +137,6 @@ func TestEndpointCharts(t *testing.T) {
 // time already past is "due now".
 func TestDeliveryTimeline(t *testing.T) {
 	b := setup(t)
-	ctx := context.Background()
 	s := b.seed(b.tenantA, "https://hooks.acme.test/timeline", false)
 	first := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
 	b.attempt(s, first, 429, 40)
@@ -165,10 +165,9 @@ func TestDeliveryTimeline(t *testing.T) {
 
 	// Throttled for an hour: the next attempt waits for the throttle.
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-	require.NoError(t, b.store.Record(ctx, s.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
 		f.Throttle = throttle.State{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
-		return nil
-	}))
+	})
 	p = br.get(path)
 	require.Contains(t, svgOf(t, p, "timeline"), "<title>next attempt at "+utcText(until)+" (throttled)</title>")
 	require.Contains(t, p.Body, `<span id="next-attempt"><time datetime="`+until.Format(time.RFC3339)+`">`)
@@ -179,22 +178,20 @@ func TestDeliveryTimeline(t *testing.T) {
 	// waits for the probe.
 	opened := time.Now().UTC().Truncate(time.Second)
 	probe := opened.Add(2 * time.Hour)
-	require.NoError(t, b.store.Record(ctx, s.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
 		f.Throttle = throttle.State{}
 		f.Breaker = circuit.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &probe,
 			ProbeInterval: 2 * time.Hour, LastError: "HTTP 503"}
-		return nil
-	}))
+	})
 	p = br.get(path)
 	require.Contains(t, svgOf(t, p, "timeline"), "<title>next attempt at "+utcText(probe)+" (circuit open: next probe)</title>")
 	require.Contains(t, p.Body, `<span id="next-attempt"><time datetime="`+probe.Format(time.RFC3339)+`">`)
 
 	// A next attempt time already past, the endpoint well again: due now,
 	// no past time shown as next.
-	require.NoError(t, b.store.Record(ctx, s.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
 		f.Breaker = circuit.Breaker{State: sluice.CircuitClosed}
-		return nil
-	}))
+	})
 	past := time.Now().UTC().Add(-3 * time.Minute).Truncate(time.Second)
 	b.setNext(s.delivery.ID, "failed", past)
 	p = br.get(path)
@@ -231,7 +228,6 @@ func utcText(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UT
 // page: after a throttle, and "due now" rather than a past time.
 func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 	b := setup(t)
-	ctx := context.Background()
 	s := b.seed(b.tenantA, "https://hooks.acme.test/tables", false)
 	past := time.Now().UTC().Add(-10 * time.Minute).Truncate(time.Second)
 	b.setNext(s.delivery.ID, "failed", past)
@@ -245,10 +241,9 @@ func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 		require.NotContains(t, p.Body, `datetime="`+past.Format(time.RFC3339)+`"`, "%s: no past time as the next attempt", path)
 	}
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-	require.NoError(t, b.store.Record(ctx, s.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
 		f.Throttle = throttle.State{Until: until, Reason: "429", Count: 1}
-		return nil
-	}))
+	})
 	for _, path := range pages {
 		p := br.get(path)
 		require.Contains(t, p.Body, `datetime="`+until.Format(time.RFC3339)+`"`, path)

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
@@ -455,16 +456,14 @@ func TestEndpointsShowFlowState(t *testing.T) {
 
 	openedAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	probe := openedAt.Add(time.Minute)
-	require.NoError(t, b.store.Record(ctx, open.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, open.endpoint.ID, func(f *store.Flow) {
 		f.Breaker = circuit.Breaker{State: sluice.CircuitOpen, Failures: 7, OpenedAt: &openedAt, NextProbeAt: &probe,
 			ProbeInterval: time.Minute, LastError: "HTTP 500"}
-		return nil
-	}))
+	})
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	require.NoError(t, b.store.Record(ctx, throttled.endpoint.ID, nil, b.jobs, func(f *store.Flow) []store.Alert {
+	storetest.SetFlow(t, b.store, throttled.endpoint.ID, func(f *store.Flow) {
 		f.Throttle = throttle.State{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
-		return nil
-	}))
+	})
 
 	br := b.browser()
 	br.login(b.keyA)

@@ -114,30 +114,19 @@ func (b *bundle) event(tenant sluice.Tenant, eventType, payload string) sluice.E
 	return ev
 }
 
-// claimAll is a dispatch planner that claims everything due.
-type claimAll struct{}
-
-func (claimAll) Plan(*store.Target) int     { return 1000 }
-func (claimAll) Claimed(*store.Target, int) {}
-
 // kill makes every due delivery of an endpoint fail its last attempt, as
 // a dispatcher would record it.
 func (b *bundle) kill(endpointID uuid.UUID, status int, errMsg, body string) {
 	t := b.t
 	t.Helper()
-	ctx := context.Background()
-	_, claimed, err := b.store.Claim(ctx, endpointID, claimAll{})
-	require.NoError(t, err)
-	require.NotEmpty(t, claimed)
-	outcomes := make([]store.Outcome, len(claimed))
-	for i, c := range claimed {
-		outcomes[i] = store.Outcome{
+	n := storetest.Settle(t, b.store, endpointID, func(c store.Claimed) store.Outcome {
+		return store.Outcome{
 			DeliveryID: c.ID, EventID: c.EventID, Status: sluice.DeliveryDead, Failed: true,
 			NextAttemptAt: time.Now(),
-			Attempt:       sluice.Attempt{At: time.Now(), StatusCode: &status, Error: &errMsg, LatencyMS: 12, ResponseBody: &body},
+			At:            time.Now(), StatusCode: status, Error: errMsg, LatencyMS: 12, ResponseBody: body,
 		}
-	}
-	require.NoError(t, b.store.Record(ctx, endpointID, outcomes, b.jobs, func(*store.Flow) []store.Alert { return nil }))
+	})
+	require.NotZero(t, n)
 }
 
 // browser is an HTTP client with a cookie jar that does not follow

@@ -25,7 +25,7 @@ import (
 // scoped is the store as one session may see it.
 type scoped struct {
 	st     *store.Store
-	jobs   store.JobQueue // wakes the dispatch an endpoint's change concerns
+	jobs   store.JobQueue // unparks the dispatch an endpoint's change concerns
 	tenant uuid.UUID
 	// consumer is the uid a portal session is scoped to; nil for a
 	// tenant's session.

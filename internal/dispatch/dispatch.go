@@ -6,7 +6,23 @@
 // re-checks the queue with the endpoint row locked against fan-out, so no
 // delivery is ever left without a dispatcher. A throttled endpoint or an
 // open circuit parks the job until it lifts; retries that come due later are
-// picked up by the sweeper (sweep.go).
+// picked up by the sweeper (sweep.go). Each step of a run (claim, record,
+// park, finish, hand over) is one transaction against store.DispatchTx,
+// written top to bottom in step.go; its decisions are plain functions of
+// values in flow.go and retry.go.
+//
+// Four words name the ways a dispatch is brought about, each for one thing.
+// To dispatch an endpoint is to queue its dispatch job (jobs.Queue.Dispatch,
+// unique, so a no-op when one is live; DispatchAt for a successor due
+// later). To park is to end a blocked run with its successor due when the
+// block lifts (Worker.park); to unpark is to make that parked job due now
+// (jobs.Queue.Unpark, when the endpoint changes or its circuit is closed by
+// hand). To wake is to signal a run that is already live, lingering with
+// nothing due, that new deliveries have come: in this process through the
+// Waker (Waker.Wake), in other processes through a Postgres notification
+// (store.NotifyDispatchWake, heard by Waker.Listen). store.DispatchOrWake,
+// what fan-out and the sweeper call, does the two: it dispatches each
+// endpoint and wakes the runs of those whose job was already live.
 package dispatch
 
 import (
@@ -19,9 +35,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -83,6 +97,7 @@ type Worker struct {
 	river.WorkerDefaults[jobs.DispatchArgs]
 	store    *store.Store
 	cfg      Config
+	flow     flowPolicy
 	recorder *recorder
 	stopping context.Context // done once Stop is called
 	stop     context.CancelFunc
@@ -95,7 +110,10 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	stopping, stop := context.WithCancel(context.Background())
-	return &Worker{store: st, cfg: cfg, recorder: newRecorder(st, 2), stopping: stopping, stop: stop}, nil
+	return &Worker{
+		store: st, cfg: cfg, recorder: newRecorder(st.RecordPlain, 2), stopping: stopping, stop: stop,
+		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
+	}, nil
 }
 
 // Stop asks every run to hand its endpoint over to a successor job (which
@@ -163,8 +181,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
 		}
-		plan := &planner{now: time.Now()}
-		target, claimed, err := w.claim(ctx, endpointID, plan, &known)
+		target, plan, claimed, err := w.claim(ctx, endpointID, time.Now(), &known)
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
@@ -173,7 +190,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		}
 		switch {
 		case target.Disabled:
-			return nil // the sweeper wakes it when it is enabled again
+			return nil // the sweeper queues it when it is enabled again
 		case len(claimed) > 0:
 			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed), queue)
 			if err != nil {
@@ -182,15 +199,15 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
-		case !plan.blockedUntil.IsZero() || plan.tokenWait > 0:
+		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
 			// endpoint: its next job is scheduled for when the wait ends,
-			// and closing the circuit or changing the endpoint wakes it.
-			if sleepIfSoon(waitCtx, plan.wait(), deadline) {
+			// and closing the circuit or changing the endpoint unparks it.
+			if sleepIfSoon(waitCtx, plan.wait(time.Now()), deadline) {
 				continue
 			}
-			parked, err := w.store.Park(ctx, endpointID, waitUntil, successor(job))
+			parked, err := w.park(ctx, job, queue)
 			if err != nil {
 				return fmt.Errorf("park: %w", err)
 			}
@@ -202,7 +219,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				continue
 			}
 			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
-			finished, err := w.store.FinishDispatch(ctx, endpointID, completeJob(job))
+			finished, err := w.finish(ctx, job)
 			if err != nil {
 				return fmt.Errorf("finish: %w", err)
 			}
@@ -218,11 +235,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// for River's completer. Leave the Waker first: once the successor
 	// runs, fan-out must not hand deliveries to this run any more.
 	w.cfg.Waker.leave(endpointID, wake)
-	err = w.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := successor(job)(ctx, tx, time.Time{})
-		return err
-	})
-	if err != nil {
+	if err := w.handOver(ctx, job, queue); err != nil {
 		return fmt.Errorf("hand over: %w", err)
 	}
 	return nil
@@ -250,122 +263,6 @@ type noLease struct{}
 
 func (noLease) Check() error { return nil }
 func (noLease) Release()     {}
-
-// record stores a batch's attempts: with the other runs' through the
-// recorder when they change nothing in the endpoint's flow state (the
-// common case of a healthy endpoint), else on their own with the endpoint
-// row locked, applying them to its circuit and throttle.
-// It reports whether the flow state changed.
-//
-// Attempts that were made are recorded even when the run is being cut short
-// (shutdown, job timeout): the receiver has them, and forgetting them would
-// only send them again.
-func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
-	if len(sent) == 0 {
-		return false, ctx.Err() // every send was cut short: nothing happened
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	apply := w.applyFlow(sent, target.RateLimit)
-	probe := target.Flow
-	if alerts := apply(&probe); len(alerts) == 0 && probe == target.Flow {
-		return false, w.recorder.record(ctx, outcomes(sent))
-	}
-	// The store applies the batch to the flow state it reads under the
-	// endpoint's lock; what it applied is announced once it has committed.
-	var (
-		alerts      []store.Alert
-		before, now store.Flow
-	)
-	err := w.store.Record(ctx, target.ID, outcomes(sent), queue, func(f *store.Flow) []store.Alert {
-		before = *f
-		alerts = apply(f)
-		now = *f
-		return alerts
-	})
-	if err != nil {
-		return true, err
-	}
-	w.announce(target, alerts, before, now, sent)
-	return true, nil
-}
-
-// recordTimeout bounds the recording of a batch whose run is being cut short.
-const recordTimeout = 5 * time.Second
-
-// knownTarget is an endpoint as a dispatch run last read it.
-type knownTarget struct {
-	target store.Target
-	at     time.Time
-}
-
-// refreshTarget is how long a run trusts what it last read of its endpoint
-// on the plain path; a PATCH takes effect within it.
-const refreshTarget = time.Second
-
-// plain reports whether nothing about the endpoint needs deciding under its
-// row lock: no rate limit, no throttle, a closed circuit without failures.
-func (k knownTarget) plain(now time.Time) bool {
-	t := k.target
-	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && t.RateLimit == nil &&
-		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
-		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
-}
-
-// claim claims due deliveries: on the plain path with a single statement,
-// otherwise through store.Claim, which locks the endpoint and lets plan
-// apply its rate limit, throttle and circuit.
-func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, plan *planner, known *knownTarget) (store.Target, []store.Claimed, error) {
-	if known.plain(plan.now) {
-		claimed, err := w.store.ClaimPlain(ctx, endpointID, known.target.MaxInFlight)
-		return known.target, claimed, err
-	}
-	target, claimed, err := w.store.Claim(ctx, endpointID, plan)
-	if err == nil {
-		*known = knownTarget{target: target, at: plan.now}
-	}
-	return target, claimed, err
-}
-
-// waitUntil is when an endpoint may send again: when its throttle or open
-// circuit lifts, or else when its token bucket next holds a token (zero
-// when it may send now).
-func waitUntil(f store.Flow, rl *sluice.RateLimit) time.Time {
-	if until := blockedUntil(f); !until.IsZero() || rl == nil {
-		return until
-	}
-	now := time.Now()
-	if b := f.Bucket.Refill(*rl, now); b.Available() == 0 {
-		return now.Add(b.Wait(*rl))
-	}
-	return time.Time{}
-}
-
-// blockedUntil is when an endpoint's throttle or open circuit lifts (zero
-// if neither holds it).
-func blockedUntil(f store.Flow) time.Time {
-	now := time.Now()
-	if f.Throttle.Active(now) {
-		return f.Throttle.Until
-	}
-	if _, allow := f.Breaker.Allow(now); allow == 0 {
-		return *f.Breaker.NextProbeAt
-	}
-	return time.Time{}
-}
-
-// successor completes the running job and queues the endpoint's next
-// dispatch (for a later time, or at once for a zero time), in one
-// transaction. Unlike a snooze, which River applies after Work returns, the
-// new job is visible (and can be woken) the moment the transaction commits.
-func successor(job *river.Job[jobs.DispatchArgs]) func(context.Context, pgx.Tx, time.Time) (int64, error) {
-	return func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error) {
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
-			return 0, err
-		}
-		return jobs.FromContext(ctx).DispatchAt(ctx, tx, job.Args, at)
-	}
-}
 
 // minDueWait is the shortest wait for a delivery that NextDueAt found due
 // but the claim did not return (committed just after the claim read, or due
@@ -398,12 +295,5 @@ func sleepIfSoon(ctx context.Context, wait time.Duration, deadline time.Time) bo
 		return true
 	case <-ctx.Done():
 		return false
-	}
-}
-
-func completeJob(job *river.Job[jobs.DispatchArgs]) store.TxHook {
-	return func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
 	}
 }

@@ -10,108 +10,135 @@ import (
 	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
-// planner is the store.Planner of one claim: it lets through as many
-// deliveries as the throttle, the circuit, the token bucket and
-// max_in_flight allow, and notes why it let none.
-type planner struct {
-	now          time.Time
-	probe        bool
+// claimPlan is what one claim may take from an endpoint, decided from its
+// target as read under the row lock: as many deliveries as the throttle,
+// the circuit, the token bucket and max_in_flight allow, and why none when
+// none.
+type claimPlan struct {
+	n            int           // deliveries that may be claimed now
+	flow         store.Flow    // the flow state the claim leaves (half-open, refilled bucket)
+	probe        bool          // n is a half-open circuit's one probe
 	blockedUntil time.Time     // throttle or open circuit
 	tokenWait    time.Duration // rate limit
 }
 
-// Plan implements store.Planner.
-func (p *planner) Plan(t *store.Target) int {
+// planClaim decides how many of t's due deliveries may be claimed at now.
+func planClaim(t store.Target, now time.Time) claimPlan {
+	p := claimPlan{flow: t.Flow}
 	if t.Disabled {
-		return 0
+		return p
 	}
-	f := &t.Flow
-	if f.Throttle.Active(p.now) {
+	f := &p.flow
+	if f.Throttle.Active(now) {
 		p.blockedUntil = f.Throttle.Until
-		return 0
+		return p
 	}
 	var allow int
-	f.Breaker, allow = f.Breaker.Allow(p.now)
+	f.Breaker, allow = f.Breaker.Allow(now)
 	if allow == 0 {
 		p.blockedUntil = *f.Breaker.NextProbeAt
-		return 0
+		return p
 	}
-	n := t.MaxInFlight
+	p.n = t.MaxInFlight
 	switch {
 	case allow == 1:
-		n, p.probe = 1, true
+		p.n, p.probe = 1, true
 	case f.Throttle.Count > 0:
-		n = 1 // the throttle has lifted: one request first, to see it stays lifted
+		p.n = 1 // the throttle has lifted: one request first, to see it stays lifted
 	}
 	if rl := t.RateLimit; rl != nil {
-		f.Bucket = f.Bucket.Refill(*rl, p.now)
-		n = min(n, f.Bucket.Available())
-		if n == 0 {
+		f.Bucket = f.Bucket.Refill(*rl, now)
+		p.n = min(p.n, f.Bucket.Available())
+		if p.n == 0 {
 			p.tokenWait = f.Bucket.Wait(*rl)
 		}
 	}
-	return n
+	return p
 }
 
-// wait is how long the claim said to wait before sending again.
-func (p *planner) wait() time.Duration {
+// claimed is the flow state after claiming n of the plan's deliveries: the
+// tokens paid, and an unused probe given back (the circuit stays open and
+// probes when there is something to probe with).
+func (p claimPlan) claimed(rl *sluice.RateLimit, n int) store.Flow {
+	f := p.flow
+	if rl != nil {
+		f.Bucket = f.Bucket.Take(n)
+	}
+	if p.probe && n == 0 {
+		f.Breaker.State = sluice.CircuitOpen
+	}
+	return f
+}
+
+// blocked reports whether the plan let nothing through because of a
+// throttle, an open circuit or an empty bucket.
+func (p claimPlan) blocked() bool { return !p.blockedUntil.IsZero() || p.tokenWait > 0 }
+
+// wait is how long, from now, the plan said to wait before sending again.
+func (p claimPlan) wait(now time.Time) time.Duration {
 	if !p.blockedUntil.IsZero() {
-		return time.Until(p.blockedUntil)
+		return p.blockedUntil.Sub(now)
 	}
 	return p.tokenWait
 }
 
-// Claimed implements store.Planner.
-func (p *planner) Claimed(t *store.Target, n int) {
-	if t.RateLimit != nil {
-		t.Flow.Bucket = t.Flow.Bucket.Take(n)
-	}
-	if p.probe && n == 0 {
-		t.Flow.Breaker.State = sluice.CircuitOpen // nothing to probe with: stay open, probe when there is
-	}
+// flowPolicy is what decides how a batch's results change an endpoint's
+// flow state.
+type flowPolicy struct {
+	throttle []time.Duration // waits after consecutive 429s without Retry-After
+	circuit  circuit.Config
 }
 
-// applyFlow returns the store.Record callback that folds a batch's results
-// into the endpoint's throttle and circuit, and names the transitions to
-// email about. For a rate-limited endpoint (rl not nil) it also restates
-// the token bucket as of when the batch's last request started
-// (ratelimit.Bucket.SentAt).
-func (w *Worker) applyFlow(sent []sentDelivery, rl *sluice.RateLimit) func(*store.Flow) []store.Alert {
-	return func(f *store.Flow) []store.Alert {
-		var alerts []store.Alert
-		now := time.Now()
-		if rl != nil {
-			f.Bucket = f.Bucket.SentAt(*rl, len(sent), lastStart(sent))
-		}
-		throttledNow := false
-		for _, s := range sent {
-			var tr circuit.Transition
-			switch res := s.result; {
-			case res.Throttled():
-				f.Throttle = throttle.Next(f.Throttle, res.RetryAfter, w.cfg.ThrottleSchedule, now)
-				throttledNow = true
-				continue
-			case res.Delivered():
-				if !throttledNow {
-					f.Throttle = throttle.State{}
-				}
-				f.Breaker, tr = f.Breaker.Record(true, "", now, w.cfg.Circuit)
-			default:
-				f.Breaker, tr = f.Breaker.Record(false, res.Err, now, w.cfg.Circuit)
-			}
-			switch tr {
-			case circuit.Opened:
-				alerts = append(alerts, store.Alert{Opened: true, LastError: f.Breaker.LastError,
-					Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
-			case circuit.Closed:
-				alerts = append(alerts, store.Alert{Opened: false})
-				// The backlog drains at the rate limit from an empty bucket,
-				// never as a burst.
-				f.Bucket = ratelimit.Bucket{Tokens: 0, At: now}
-			}
-		}
-		return alerts
+// apply folds a batch's results into flow state f at now: 429s throttle
+// the endpoint, failures count towards opening its circuit, a success
+// closes it (emptying a rate-limited endpoint's bucket, so the backlog
+// drains at the rate, never as a burst) and lifts the throttle. For a
+// rate-limited endpoint (rl not nil) it also restates the token bucket as
+// of when the batch's last request started (ratelimit.Bucket.SentAt). It
+// returns the new state and the circuit transitions to email about; it has
+// no other effect, so calling it to see whether a batch changes anything
+// counts nothing.
+func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (store.Flow, []store.Alert) {
+	var alerts []store.Alert
+	if rl != nil {
+		f.Bucket = f.Bucket.SentAt(*rl, len(sent), lastStart(sent))
 	}
+	throttledNow := false
+	for _, s := range sent {
+		var tr circuit.Transition
+		switch res := s.result; {
+		case res.Throttled():
+			f.Throttle = throttle.Next(f.Throttle, res.RetryAfter, pol.throttle, now)
+			throttledNow = true
+			continue
+		case res.Delivered():
+			if !throttledNow {
+				f.Throttle = throttle.State{}
+			}
+			f.Breaker, tr = f.Breaker.Record(true, "", now, pol.circuit)
+		default:
+			f.Breaker, tr = f.Breaker.Record(false, res.Err, now, pol.circuit)
+		}
+		switch tr {
+		case circuit.Opened:
+			alerts = append(alerts, store.Alert{Opened: true, LastError: f.Breaker.LastError,
+				Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
+		case circuit.Closed:
+			alerts = append(alerts, store.Alert{Opened: false})
+			// The backlog drains at the rate limit from an empty bucket,
+			// never as a burst.
+			f.Bucket = ratelimit.Bucket{Tokens: 0, At: now}
+		}
+	}
+	return f, alerts
+}
+
+// changes reports whether a batch would change flow state f or announce a
+// transition: if not, its attempts are recorded without the endpoint's
+// lock (the plain path).
+func (pol flowPolicy) changes(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
+	after, alerts := pol.apply(f, rl, sent, now)
+	return len(alerts) > 0 || after != f
 }
 
 // lastStart is when the last of a batch's requests started.
@@ -123,4 +150,29 @@ func lastStart(sent []sentDelivery) time.Time {
 		}
 	}
 	return last
+}
+
+// waitUntil is when an endpoint with flow state f and rate limit rl may
+// send again: when its throttle or open circuit lifts, or else when its
+// token bucket next holds a token; zero when it may send at now.
+func waitUntil(f store.Flow, rl *sluice.RateLimit, now time.Time) time.Time {
+	if until := blockedUntil(f, now); !until.IsZero() || rl == nil {
+		return until
+	}
+	if b := f.Bucket.Refill(*rl, now); b.Available() == 0 {
+		return now.Add(b.Wait(*rl))
+	}
+	return time.Time{}
+}
+
+// blockedUntil is when an endpoint's throttle or open circuit lifts (zero
+// if neither holds it at now).
+func blockedUntil(f store.Flow, now time.Time) time.Time {
+	if f.Throttle.Active(now) {
+		return f.Throttle.Until
+	}
+	if _, allow := f.Breaker.Allow(now); allow == 0 {
+		return *f.Breaker.NextProbeAt
+	}
+	return time.Time{}
 }

@@ -17,7 +17,7 @@ import (
 //
 // It cannot strand a delivery: fan-out wakes only after its deliveries have
 // committed, and a run leaves the Waker before its final check
-// (FinishDispatch). So if Wake finds the run registered, the run's final
+// (Worker.finish). So if Wake finds the run registered, the run's final
 // check comes later and sees the deliveries; if not, Wake reports the
 // endpoint and fan-out queues a dispatch job the usual way. A run that ends
 // without a final check (parked behind a throttle or an open circuit, or

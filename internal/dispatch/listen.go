@@ -17,7 +17,7 @@ import (
 const listenRetry = time.Second
 
 // Listen carries wake-ups between processes: on a connection of its own it
-// listens on store.DispatchWakeChannel, where store.WakeDispatchers names
+// listens on store.DispatchWakeChannel, where store.DispatchOrWake names
 // endpoints whose dispatch job is already live (possibly running here),
 // and signals those endpoints' runs registered in this Waker. It returns
 // when ctx ends.

@@ -35,7 +35,7 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	require.Eventually(t, func() bool { return listener() != 0 }, 10*time.Second, 10*time.Millisecond)
 
 	dispatch := func() { // what fan-out does after its commit
-		require.NoError(t, f.Store.WakeDispatchers(ctx, []uuid.UUID{ep.ID}, f.Jobs))
+		require.NoError(t, f.Store.DispatchOrWake(ctx, []uuid.UUID{ep.ID}, f.Jobs))
 	}
 	dispatch() // a new job: nothing live to wake
 	select {

@@ -16,27 +16,33 @@ import (
 // recorded. A run's attempts that Postgres rejects (store.RowRejected) fail
 // that run alone; the other runs' attempts are stored.
 type recorder struct {
-	store *store.Store
+	save  saveFunc
 	batch *batch.Batcher[[]store.Outcome, struct{}]
 }
+
+// saveFunc stores attempts of any endpoints in one statement:
+// store.Store.RecordPlain.
+type saveFunc func(context.Context, []store.Outcome) error
 
 // maxRecordRuns bounds the runs whose attempts one statement stores: at
 // most max_in_flight (default 10) attempts each.
 const maxRecordRuns = 100
 
-func newRecorder(st *store.Store, committers int) *recorder {
+// newRecorder returns a recorder storing with save, through committers
+// concurrent statements.
+func newRecorder(save saveFunc, committers int) *recorder {
 	cfg := batch.Config{Committers: committers, MaxBatch: maxRecordRuns, Isolate: store.RowRejected}
-	return &recorder{store: st, batch: batch.New(cfg, recordPlain(st))}
+	return &recorder{save: save, batch: batch.New(cfg, recordRuns(save))}
 }
 
-// recordPlain stores the attempts of a group of runs with one statement.
-func recordPlain(st *store.Store) batch.CommitFunc[[]store.Outcome, struct{}] {
+// recordRuns stores the attempts of a group of runs with one call of save.
+func recordRuns(save saveFunc) batch.CommitFunc[[]store.Outcome, struct{}] {
 	return func(ctx context.Context, runs [][]store.Outcome) ([]struct{}, error) {
 		var outcomes []store.Outcome
 		for _, run := range runs {
 			outcomes = append(outcomes, run...)
 		}
-		return make([]struct{}, len(runs)), st.RecordPlain(ctx, outcomes)
+		return make([]struct{}, len(runs)), save(ctx, outcomes)
 	}
 }
 
@@ -45,7 +51,7 @@ func recordPlain(st *store.Store) batch.CommitFunc[[]store.Outcome, struct{}] {
 func (r *recorder) record(ctx context.Context, outcomes []store.Outcome) error {
 	_, err := r.batch.Submit(ctx, outcomes)
 	if errors.Is(err, batch.ErrClosed) {
-		return r.store.RecordPlain(ctx, outcomes)
+		return r.save(ctx, outcomes)
 	}
 	return err
 }

@@ -27,7 +27,7 @@ func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 	f := storetest.New(t)
 	good := newDeliveries(t, f, f.TenantA.ID, 60)
 	bad := newDeliveries(t, f, f.TenantB.ID, 6)
-	r := newRecorder(f.Store, 1)
+	r := newRecorder(f.Store.RecordPlain, 1)
 	defer r.close()
 
 	var wg sync.WaitGroup
@@ -75,10 +75,10 @@ func newDeliveries(t *testing.T, f storetest.Fixture, tenant uuid.UUID, n int) [
 // outcomeFor is a delivered attempt of d, or a failed one with errText.
 func outcomeFor(d sluice.Delivery, errText *string) store.Outcome {
 	o := store.Outcome{DeliveryID: d.ID, EventID: d.EventID, Status: sluice.DeliveryDelivered,
-		Attempt: sluice.Attempt{At: time.Now(), StatusCode: new(200), LatencyMS: 3}}
+		At: time.Now(), StatusCode: 200, LatencyMS: 3}
 	if errText != nil {
 		o.Status, o.Failed, o.NextAttemptAt = sluice.DeliveryFailed, true, time.Now().Add(time.Minute)
-		o.Attempt.StatusCode, o.Attempt.Error = nil, errText
+		o.StatusCode, o.Error = 0, *errText
 	}
 	return o
 }

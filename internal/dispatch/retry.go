@@ -17,10 +17,15 @@ type Retry struct {
 	Jitter float64
 }
 
-// Outcome applies the retry policy to one attempt of c.
-func (r Retry) Outcome(c store.Claimed, res sender.Result) store.Outcome {
-	o := store.Outcome{DeliveryID: c.ID, EventID: c.EventID, Attempt: attempt(res)}
-	now := time.Now()
+// Outcome applies the retry policy to one attempt of c that got res at
+// now: what the store records of the attempt, and what it does to the
+// delivery. It is the one conversion of a send's result.
+func (r Retry) Outcome(c store.Claimed, res sender.Result, now time.Time) store.Outcome {
+	o := store.Outcome{
+		DeliveryID: c.ID, EventID: c.EventID,
+		At: res.At, StatusCode: res.StatusCode, Error: res.Err,
+		LatencyMS: int(res.Latency.Milliseconds()), ResponseBody: res.Body,
+	}
 	switch {
 	case res.Delivered():
 		o.Status = sluice.DeliveryDelivered

@@ -8,7 +8,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sender"
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -41,7 +40,7 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 				cut[i] = true
 				return
 			}
-			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res)}
+			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, time.Now())}
 			observe(sent[i])
 			if c.AttemptCount == 0 && !c.Replayed {
 				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())
@@ -79,21 +78,6 @@ func Body(c store.Claimed) []byte {
 	b = append(b, `","data":`...)
 	b = append(b, c.Payload...)
 	return append(b, '}')
-}
-
-// attempt converts a send result into the attempt log's form.
-func attempt(res sender.Result) sluice.Attempt {
-	a := sluice.Attempt{At: res.At, LatencyMS: int(res.Latency.Milliseconds())}
-	if res.StatusCode != 0 {
-		a.StatusCode = new(res.StatusCode)
-	}
-	if res.Err != "" {
-		a.Error = new(res.Err)
-	}
-	if res.Body != "" {
-		a.ResponseBody = new(res.Body)
-	}
-	return a
 }
 
 // observe counts an attempt in the Prometheus metrics.

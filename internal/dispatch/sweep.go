@@ -98,7 +98,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.store.WakeDispatchers(ctx, ids, s.jobs)
+	return s.store.DispatchOrWake(ctx, ids, s.jobs)
 }
 
 // rescue replaces the jobs of dead runs: dispatch jobs first, since each

@@ -1,6 +1,6 @@
 // Package fanout is the River worker that turns stored events into
 // deliveries, one per subscribed endpoint, and wakes those endpoints'
-// dispatchers.
+// lingering dispatch runs or queues their dispatch jobs.
 package fanout
 
 import (
@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -56,7 +55,8 @@ func (w *Worker) NextRetry(job *river.Job[jobs.FanoutArgs]) time.Time {
 // Work fans the job's events out and completes the job in the same
 // transaction, so a crash can never leave the deliveries without the job
 // being done, or the job done without the deliveries; then it wakes the
-// endpoints' dispatchers (store.WakeDispatchers says why afterwards).
+// endpoints' lingering runs or queues their dispatch jobs
+// (store.DispatchOrWake says why afterwards).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
 	err := w.fanOut(ctx, job)
 	if err != nil {
@@ -76,14 +76,13 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 		defer held.Release()
 	}
 	touched, _, err := w.store.FanOut(ctx, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
-		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-		return err
+		return jobs.Complete(ctx, tx, job)
 	})
 	if err != nil {
 		return fmt.Errorf("fan out: %w", err)
 	}
-	if err := w.store.WakeDispatchers(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
-		// The job is complete; the sweeper wakes them within a second.
+	if err := w.store.DispatchOrWake(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
+		// The job is complete; the sweeper queues them within a second.
 		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
 	}
 	return nil

@@ -21,33 +21,22 @@ import (
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
-// claimAll is a dispatch planner that claims everything due.
-type claimAll struct{}
-
-func (claimAll) Plan(*store.Target) int     { return 10000 }
-func (claimAll) Claimed(*store.Target, int) {}
-
 // settle sends every due delivery of the endpoint, as a dispatcher would,
 // with this outcome (next is a failed one's next attempt), and returns how
 // many it settled.
 func (b *testBundle) settle(endpointID uuid.UUID, status string, next time.Time) int {
 	t := b.t
 	t.Helper()
-	_, claimed, err := b.store.Claim(t.Context(), endpointID, claimAll{})
-	require.NoError(t, err)
 	code := map[string]int{sluice.DeliveryDelivered: 200}[status]
 	if code == 0 {
 		code = 500
 	}
-	outcomes := make([]store.Outcome, len(claimed))
-	for i, c := range claimed {
-		outcomes[i] = store.Outcome{
+	return storetest.Settle(t, b.store, endpointID, func(c store.Claimed) store.Outcome {
+		return store.Outcome{
 			DeliveryID: c.ID, EventID: c.EventID, Status: status, Failed: status != sluice.DeliveryDelivered,
-			NextAttemptAt: next, Attempt: sluice.Attempt{At: time.Now(), StatusCode: &code, LatencyMS: 1},
+			NextAttemptAt: next, At: time.Now(), StatusCode: code, LatencyMS: 1,
 		}
-	}
-	require.NoError(t, b.store.Record(t.Context(), endpointID, outcomes, b.jobs, func(*store.Flow) []store.Alert { return nil }))
-	return len(claimed)
+	})
 }
 
 // deadBacklog makes an endpoint with n events whose deliveries are dead.

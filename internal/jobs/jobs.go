@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 )
 
@@ -199,7 +200,7 @@ func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 // short snooze, rather than scheduled: River's fetch takes it the moment it
 // is due, where a scheduled job waits for River's scheduler (every 5 s, on
 // the leader) to make it available, which would stretch a slow rate
-// limit's gaps by up to 5 s. Wake makes it due now.
+// limit's gaps by up to 5 s. Unpark makes it due now.
 func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at time.Time) (int64, error) {
 	var opts *river.InsertOpts
 	if !at.IsZero() {
@@ -215,10 +216,10 @@ func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at
 	return res.Job.ID, err
 }
 
-// Wake makes an endpoint's parked dispatch job (due when its throttle,
-// circuit or next token allows) run now, or queues a dispatch if none is
-// parked.
-func (q *Queue) Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
+// Unpark implements store.JobQueue: it makes an endpoint's parked dispatch
+// job (due when its throttle, circuit or next token allows) due now, or
+// queues a dispatch if none is parked.
+func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
 	if parkedJobID != nil {
 		job, err := q.client.JobGetTx(ctx, tx, *parkedJobID)
 		parked := err == nil && (job.State == rivertype.JobStateScheduled ||
@@ -267,6 +268,14 @@ func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte
 		return fmt.Errorf("requeue %s job: %w", kind, err)
 	}
 	return nil
+}
+
+// Complete marks a running job completed in tx, so that it completes
+// exactly when the work it did in tx commits (River then leaves it alone
+// when Work returns). Every worker that completes itself calls this.
+func Complete[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]) error {
+	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+	return err
 }
 
 // DispatchNow is Dispatch outside any transaction.

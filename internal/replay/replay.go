@@ -1,7 +1,7 @@
 // Package replay is the River worker that finishes a bulk replay: it turns
 // the deliveries a POST /v1/endpoints/{id}/replay staged (store.ReplayEndpoint)
-// into new deliveries, a chunk per transaction, and wakes the endpoint's
-// dispatcher as each chunk commits.
+// into new deliveries, a chunk per transaction, and queues the endpoint's
+// dispatch job as each chunk commits.
 package replay
 
 import (

@@ -41,7 +41,7 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	newer := post(`{"v":2}`) // re-points the in-flight delivery
 	require.NoError(t, f.Store.RecordPlain(ctx, []store.Outcome{{
 		DeliveryID: claimed[0].ID, EventID: older, Status: sluice.DeliveryDelivered,
-		Attempt: sluice.Attempt{At: time.Now(), StatusCode: new(200), LatencyMS: 5},
+		At: time.Now(), StatusCode: 200, LatencyMS: 5,
 	}}))
 
 	again, err := f.Store.ClaimPlain(ctx, ep.ID, 10)

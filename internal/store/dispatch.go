@@ -41,24 +41,20 @@ type Claimed struct {
 	EventCreatedAt time.Time
 }
 
-// Outcome is what one attempt did to its delivery.
+// Outcome is one attempt and what it did to its delivery: a row of
+// delivery_attempts and the delivery's new state.
 type Outcome struct {
 	DeliveryID    uuid.UUID
 	EventID       uuid.UUID // the event that was sent
 	Status        string
 	Failed        bool // the attempt spends retry budget
 	NextAttemptAt time.Time
-	Attempt       sluice.Attempt
-}
 
-// Planner decides, inside the claim transaction, how many deliveries an
-// endpoint may be sent now. It may change t.Flow (refilling the bucket,
-// moving the circuit to half-open); the store saves what it changes.
-type Planner interface {
-	// Plan returns how many deliveries may be claimed.
-	Plan(t *Target) int
-	// Claimed accounts for the n deliveries actually claimed.
-	Claimed(t *Target, n int)
+	At           time.Time // when the attempt started
+	StatusCode   int       // 0 when no response arrived
+	Error        string    // "" when none
+	LatencyMS    int
+	ResponseBody string // "" when none
 }
 
 // Alert is a circuit transition to email the tenant about.
@@ -67,39 +63,6 @@ type Alert struct {
 	LastError   string
 	Failures    int
 	NextProbeAt *time.Time
-}
-
-// Claim locks an endpoint, asks plan how many deliveries may go now, claims
-// up to that many due ones (oldest due first) and saves the flow state.
-func (s *Store) Claim(ctx context.Context, endpointID uuid.UUID, plan Planner) (Target, []Claimed, error) {
-	var (
-		target  Target
-		claimed []Claimed
-	)
-	err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.LockEndpointForDispatch(ctx, endpointID)
-		if err != nil {
-			return notFound(err)
-		}
-		if target, err = s.target(row); err != nil {
-			return err
-		}
-		before := target.Flow
-		if n := plan.Plan(&target); n > 0 {
-			rows, err := q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
-			if err != nil {
-				return err
-			}
-			claimed = claimedFromRows(rows)
-		}
-		plan.Claimed(&target, len(claimed))
-		if target.Flow == before {
-			return nil
-		}
-		return q.SaveFlow(ctx, saveFlowParams(endpointID, target.Flow))
-	})
-	return target, claimed, err
 }
 
 // ClaimPlain claims up to n of an endpoint's due deliveries without
@@ -156,32 +119,6 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 	return t, nil
 }
 
-// Record stores a batch of attempts and their effect on their deliveries,
-// and lets apply update the endpoint's flow state from them (circuit,
-// throttle) with the endpoint row locked, all in one transaction. The
-// alerts apply returns are stored and their emails queued in the same
-// transaction, so a transition is announced exactly when it is committed.
-// Batches that cannot change flow state go through RecordPlain instead.
-func (s *Store) Record(ctx context.Context, endpointID uuid.UUID, outcomes []Outcome, jobs JobQueue, apply func(*Flow) []Alert) error {
-	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.LockEndpointForDispatch(ctx, endpointID)
-		if err != nil {
-			return notFound(err)
-		}
-		flow := flowFromRow(row)
-		before := flow
-		alerts := apply(&flow)
-		if err := s.saveFlow(ctx, q, endpointID, before, flow); err != nil {
-			return err
-		}
-		if err := q.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
-			return err
-		}
-		return s.insertAlerts(ctx, tx, row.Endpoint, alerts, jobs)
-	})
-}
-
 // RecordPlain stores attempts that change no endpoint's flow state, of any
 // endpoints, in one statement.
 func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
@@ -211,12 +148,12 @@ func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UU
 	return q.SaveFlow(ctx, saveFlowParams(endpointID, after))
 }
 
-func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, ep dbq.Endpoint, alerts []Alert, jobs JobQueue) error {
+func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, tenantID, endpointID uuid.UUID, alerts []Alert, jobs JobQueue) error {
 	q := s.q.WithTx(tx)
 	for _, a := range alerts {
 		id := newID()
 		err := q.InsertCircuitAlert(ctx, dbq.InsertCircuitAlertParams{
-			ID: id, TenantID: ep.TenantID, EndpointID: ep.ID, Opened: a.Opened,
+			ID: id, TenantID: tenantID, EndpointID: endpointID, Opened: a.Opened,
 			LastError: a.LastError, Failures: int32(a.Failures), NextProbeAt: a.NextProbeAt,
 		})
 		if err != nil {
@@ -243,71 +180,10 @@ func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 		if o.Failed {
 			p.Failed[i] = 1
 		}
-		a := o.Attempt
-		p.Ats[i], p.LatenciesMs[i] = a.At, int32(a.LatencyMS)
-		if a.StatusCode != nil {
-			p.StatusCodes[i] = int32(*a.StatusCode)
-		}
-		if a.Error != nil {
-			p.Errors[i] = *a.Error
-		}
-		if a.ResponseBody != nil {
-			p.Bodies[i] = *a.ResponseBody
-		}
+		p.Ats[i], p.StatusCodes[i], p.Errors[i] = o.At, int32(o.StatusCode), o.Error
+		p.LatenciesMs[i], p.Bodies[i] = int32(o.LatencyMS), o.ResponseBody
 	}
 	return p
-}
-
-// Park ends a dispatch run that has to wait for an endpoint's throttle or
-// circuit to lift, or for its next token. With the endpoint row locked it
-// asks blockedUntil whether the endpoint still has to wait (a circuit may
-// have been closed by hand meanwhile, a rate limit changed); if so,
-// successor completes the running job and queues the next one for that
-// time, returning its id, which is recorded so that closing the circuit by
-// hand or changing the endpoint can wake it. Park reports whether it parked.
-func (s *Store) Park(ctx context.Context, endpointID uuid.UUID, blockedUntil func(Flow, *sluice.RateLimit) time.Time,
-	successor func(ctx context.Context, tx pgx.Tx, at time.Time) (int64, error)) (bool, error) {
-	parked := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.LockEndpointForDispatch(ctx, endpointID)
-		if err != nil {
-			return notFound(err)
-		}
-		e := row.Endpoint
-		until := blockedUntil(flowFromRow(row), rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst))
-		if !time.Now().Before(until) {
-			return nil
-		}
-		jobID, err := successor(ctx, tx, until)
-		if err != nil {
-			return err
-		}
-		parked = true
-		return q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
-	})
-	return parked, err
-}
-
-// FinishDispatch ends an endpoint's dispatch when nothing is due: with the
-// endpoint row locked against fan-out it checks once more for due
-// deliveries, and only if there are none runs done (the job completing
-// itself) and commits. It reports whether the dispatch finished.
-func (s *Store) FinishDispatch(ctx context.Context, endpointID uuid.UUID, done TxHook) (bool, error) {
-	finished := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		if _, err := q.LockEndpointToFinish(ctx, endpointID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
-		}
-		due, err := q.HasDueDeliveries(ctx, endpointID)
-		if err != nil || due {
-			return err
-		}
-		finished = true
-		return done(ctx, tx)
-	})
-	return finished, err
 }
 
 // NextDueAt is when the endpoint's earliest queued delivery is due, nil when

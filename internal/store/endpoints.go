@@ -69,8 +69,8 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
 }
 
-// UpdateEndpoint replaces the tenant-chosen fields of an endpoint and wakes
-// its parked dispatch, if it has one, in the same transaction: a run parked
+// UpdateEndpoint replaces the tenant-chosen fields of an endpoint and
+// unparks its parked dispatch, if it has one, in the same transaction: a run parked
 // until its next token (or a throttle or probe) looks again at once, so a
 // new rate limit applies within a second on every worker.
 func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, jobs JobQueue) (sluice.Endpoint, error) {
@@ -95,7 +95,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 		if err != nil || parked == nil {
 			return notFound(err)
 		}
-		return jobs.Wake(ctx, tx, id, parked)
+		return jobs.Unpark(ctx, tx, id, parked)
 	})
 	if err != nil {
 		return sluice.Endpoint{}, err

@@ -19,11 +19,11 @@ import (
 // a coalesce key replaces the event of a queued, never-attempted delivery
 // with the same endpoint, type and key instead of adding one.
 //
-// The caller wakes the returned endpoints' dispatchers (WakeDispatchers)
+// The caller dispatches the returned endpoints (DispatchOrWake)
 // after the commit, not inside it: River's unique insert locks a live
 // dispatch job's row, and holding those locks for a whole fan-out
 // transaction convoyed dispatchers and deadlocked with River's completer.
-// Waking after the commit is still race-free; see WakeDispatchers.
+// Doing so after the commit is still race-free; see DispatchOrWake.
 func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) ([]uuid.UUID, int, error) {
 	var (
 		created int
@@ -63,7 +63,7 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 	return touched, created, err
 }
 
-// WakeDispatchers makes sure each endpoint has a dispatch job queued or
+// DispatchOrWake makes sure each endpoint has a dispatch job queued or
 // running, after the deliveries that need it have committed. No delivery is
 // stranded by a dispatch job finishing meanwhile: a job finishes only in a
 // transaction that locks its endpoint row FOR UPDATE, which conflicts with
@@ -83,7 +83,7 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 // notification on DispatchWakeChannel, after all the inserts, names them
 // all (one, because Postgres lets one transaction with a NOTIFY commit at
 // a time).
-func (s *Store) WakeDispatchers(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
+func (s *Store) DispatchOrWake(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
 	var live []uuid.UUID
 	for _, id := range endpointIDs {
 		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {

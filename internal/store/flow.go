@@ -74,7 +74,7 @@ func saveFlowParams(id uuid.UUID, f Flow) dbq.SaveFlowParams {
 
 // CloseCircuit closes an endpoint's circuit by hand. If it was open, the
 // tenant is told (one alert, as for any close), the backlog starts from an
-// empty token bucket, and the endpoint's parked dispatch is woken.
+// empty token bucket, and the endpoint's parked dispatch is unparked.
 func (s *Store) CloseCircuit(ctx context.Context, tenantID, endpointID uuid.UUID, jobs JobQueue) (sluice.Endpoint, error) {
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -92,10 +92,10 @@ func (s *Store) CloseCircuit(ctx context.Context, tenantID, endpointID uuid.UUID
 		if err := s.saveFlow(ctx, q, endpointID, before, after); err != nil {
 			return err
 		}
-		if err := s.insertAlerts(ctx, tx, row.Endpoint, []Alert{{Opened: false}}, jobs); err != nil {
+		if err := s.insertAlerts(ctx, tx, row.Endpoint.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
 			return err
 		}
-		return jobs.Wake(ctx, tx, endpointID, row.Endpoint.ParkedJobID)
+		return jobs.Unpark(ctx, tx, endpointID, row.Endpoint.ParkedJobID)
 	})
 	if err != nil {
 		return sluice.Endpoint{}, err

@@ -22,9 +22,9 @@ type JobQueue interface {
 	Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error
 	// Alert queues the email of a circuit transition.
 	Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error
-	// Wake runs an endpoint's dispatch now: its parked job if it has one
+	// Unpark runs an endpoint's dispatch now: its parked job if it has one
 	// (parkedJobID), a new one otherwise.
-	Wake(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
+	Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
 	// Requeue queues a new job of kind with these JSON arguments, to replace
 	// one whose run died.
 	Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error

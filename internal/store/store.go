@@ -109,6 +109,5 @@ func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx
 // still commits these in order, so a later synchronous commit makes every
 // earlier one durable too.
 func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	// One round trip: BEGIN and the setting go as one simple-protocol query.
-	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN; SET LOCAL synchronous_commit = off"}, fn)
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }

@@ -25,7 +25,7 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 // endpointsNeedingDispatchSQL lists enabled endpoints with a delivery due now
 // and no dispatch job queued, running, scheduled (parked) or waiting to
 // retry. Endpoints held by a throttle or an open circuit are skipped: their
-// parked job wakes them. Each endpoint costs one probe of the due-queue
+// parked job comes due when the wait ends. Each endpoint costs one probe of the due-queue
 // index and one of River's GIN index on job arguments, however long its
 // backlog; in steady state the answer is empty. Hand-written because sqlc
 // does not see River's tables.

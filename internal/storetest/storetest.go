@@ -99,3 +99,47 @@ SELECT sluice_uuidv7(), tenant_id, id, $2, type, 'dead', 1, 1 FROM ev`
 		t.Fatal(err)
 	}
 }
+
+// SetFlow changes an endpoint's flow state (circuit, throttle, token
+// bucket) the way a dispatcher saves it, with the endpoint row locked.
+func SetFlow(t testing.TB, st *store.Store, endpointID uuid.UUID, change func(*store.Flow)) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := st.BeginDispatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	locked, err := tx.LockFlow(ctx, endpointID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := locked.Flow
+	change(&after)
+	if err := tx.SaveFlow(ctx, endpointID, locked.Flow, after); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Settle claims every due delivery of an endpoint (up to 10,000) and
+// records outcome of each, as a dispatcher would after sending them. It
+// returns how many it settled.
+func Settle(t testing.TB, st *store.Store, endpointID uuid.UUID, outcome func(store.Claimed) store.Outcome) int {
+	t.Helper()
+	ctx := context.Background()
+	claimed, err := st.ClaimPlain(ctx, endpointID, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcomes := make([]store.Outcome, len(claimed))
+	for i, c := range claimed {
+		outcomes[i] = outcome(c)
+	}
+	if err := st.RecordPlain(ctx, outcomes); err != nil {
+		t.Fatal(err)
+	}
+	return len(claimed)
+}

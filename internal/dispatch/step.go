@@ -1,0 +1,231 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// The steps of a dispatch run. Each is one transaction read top to bottom:
+// the store's typed operations (store.DispatchTx) in the order they run,
+// and between them the decisions, as plain functions of values (flow.go).
+
+// knownTarget is an endpoint as a dispatch run last read it.
+type knownTarget struct {
+	target store.Target
+	at     time.Time
+}
+
+// refreshTarget is how long a run trusts what it last read of its endpoint
+// on the plain path; a PATCH takes effect within it.
+const refreshTarget = time.Second
+
+// plain reports whether nothing about the endpoint needs deciding under its
+// row lock: no rate limit, no throttle, a closed circuit without failures.
+func (k knownTarget) plain(now time.Time) bool {
+	t := k.target
+	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && t.RateLimit == nil &&
+		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
+		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
+}
+
+// claim claims the endpoint's due deliveries at now: on the plain path with
+// a single read, otherwise with claimLocked, which decides under the
+// endpoint's lock. The plan says why nothing was claimed.
+func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, []store.Claimed, error) {
+	if known.plain(now) {
+		claimed, err := w.store.ClaimPlain(ctx, endpointID, known.target.MaxInFlight)
+		return known.target, claimPlan{}, claimed, err
+	}
+	target, plan, claimed, err := w.claimLocked(ctx, endpointID, now)
+	if err == nil {
+		*known = knownTarget{target: target, at: now}
+	}
+	return target, plan, claimed, err
+}
+
+// claimLocked locks the endpoint, plans the claim from its rate limit,
+// throttle and circuit, claims up to that many due deliveries (oldest due
+// first) and saves the flow state the claim leaves. The target returned
+// holds that flow state.
+func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, now time.Time) (store.Target, claimPlan, []store.Claimed, error) {
+	tx, err := w.store.BeginDispatch(ctx)
+	if err != nil {
+		return store.Target{}, claimPlan{}, nil, err
+	}
+	defer tx.Rollback(ctx)
+	target, err := tx.LockEndpoint(ctx, endpointID)
+	if err != nil {
+		return target, claimPlan{}, nil, err
+	}
+	plan := planClaim(target, now)
+	var claimed []store.Claimed
+	if plan.n > 0 {
+		if claimed, err = tx.ClaimDue(ctx, endpointID, plan.n); err != nil {
+			return target, plan, nil, fmt.Errorf("claim due: %w", err)
+		}
+	}
+	flow := plan.claimed(target.RateLimit, len(claimed))
+	if err := tx.SaveFlow(ctx, endpointID, target.Flow, flow); err != nil {
+		return target, plan, nil, fmt.Errorf("save flow: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return target, plan, nil, err
+	}
+	target.Flow = flow
+	return target, plan, claimed, nil
+}
+
+// record stores a batch's attempts: with the other runs' through the
+// recorder when they change nothing in the endpoint's flow state as the
+// run last read it (the common case of a healthy endpoint), else with
+// recordLocked. It reports whether the flow state changed.
+//
+// Attempts that were made are recorded even when the run is being cut short
+// (shutdown, job timeout): the receiver has them, and forgetting them would
+// only send them again.
+func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
+	if len(sent) == 0 {
+		return false, ctx.Err() // every send was cut short: nothing happened
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if !w.flow.changes(target.Flow, target.RateLimit, sent, time.Now()) {
+		return false, w.recorder.record(ctx, outcomes(sent))
+	}
+	alerts, before, after, err := w.recordLocked(ctx, target, sent, queue)
+	if err != nil {
+		return true, err
+	}
+	w.announce(target, alerts, before, after, sent)
+	return true, nil
+}
+
+// recordTimeout bounds the recording of a batch whose run is being cut short.
+const recordTimeout = 5 * time.Second
+
+// recordLocked locks the endpoint, applies the batch to the flow state it
+// reads there, saves that, stores the attempts and the circuit transitions
+// (queueing their emails), all in one transaction. It returns what it
+// applied, for announce once it has committed.
+func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (alerts []store.Alert, before, after store.Flow, err error) {
+	tx, err := w.store.BeginDispatch(ctx)
+	if err != nil {
+		return nil, before, after, err
+	}
+	defer tx.Rollback(ctx)
+	locked, err := tx.LockFlow(ctx, target.ID)
+	if err != nil {
+		return nil, before, after, err
+	}
+	before = locked.Flow
+	after, alerts = w.flow.apply(before, target.RateLimit, sent, time.Now())
+	if err := tx.SaveFlow(ctx, target.ID, before, after); err != nil {
+		return nil, before, after, fmt.Errorf("save flow: %w", err)
+	}
+	if err := tx.RecordOutcomes(ctx, outcomes(sent)); err != nil {
+		return nil, before, after, fmt.Errorf("record outcomes: %w", err)
+	}
+	if err := tx.InsertAlerts(ctx, locked.TenantID, target.ID, alerts, queue); err != nil {
+		return nil, before, after, fmt.Errorf("insert alerts: %w", err)
+	}
+	return alerts, before, after, tx.Commit(ctx)
+}
+
+// park ends a run that has to wait for its endpoint's throttle or circuit
+// to lift, or for its next token. With the endpoint row locked it checks
+// that the endpoint still has to wait (a circuit may have been closed by
+// hand meanwhile, a rate limit changed); if so it completes the job and
+// queues its successor for when the wait ends, recording the successor's id
+// so that closing the circuit by hand or changing the endpoint can unpark
+// it. It reports whether it parked.
+func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) (bool, error) {
+	endpointID := job.Args.EndpointID
+	tx, err := w.store.BeginDispatchSync(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	locked, err := tx.LockFlow(ctx, endpointID)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now()
+	until := waitUntil(locked.Flow, locked.RateLimit, now)
+	if !now.Before(until) {
+		return false, tx.Commit(ctx) // free to send: go on
+	}
+	jobID, err := w.successor(ctx, tx, job, queue, until)
+	if err != nil {
+		return false, err
+	}
+	if err := tx.SetParkedJob(ctx, endpointID, jobID); err != nil {
+		return false, fmt.Errorf("set parked job: %w", err)
+	}
+	return true, tx.Commit(ctx)
+}
+
+// finish ends the run when nothing is due: with the endpoint row locked
+// FOR UPDATE against fan-out (whose delivery inserts take KEY SHARE) it
+// checks once more for due deliveries, and only if there are none completes
+// the job, in the same transaction. It reports whether the run finished.
+func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
+	endpointID := job.Args.EndpointID
+	tx, err := w.store.BeginDispatchSync(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx)
+	if err := tx.LockToFinish(ctx, endpointID); err != nil {
+		return false, fmt.Errorf("lock endpoint: %w", err)
+	}
+	due, err := tx.HasDue(ctx, endpointID)
+	if err != nil {
+		return false, fmt.Errorf("final check: %w", err)
+	}
+	if due {
+		return false, tx.Commit(ctx) // something became due while we looked
+	}
+	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
+		return false, fmt.Errorf("complete job: %w", err)
+	}
+	return true, tx.Commit(ctx)
+}
+
+// handOver ends a run whose budget is spent, or whose worker is stopping:
+// it completes the job and queues a successor, due at once, behind other
+// work.
+func (w *Worker) handOver(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
+	tx, err := w.store.BeginDispatchSync(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := w.successor(ctx, tx, job, queue, time.Time{}); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// successor completes the running job and queues the endpoint's next
+// dispatch (for a later time, or at once for a zero time) in the step's
+// transaction, returning the new job's id. Unlike a snooze, which River
+// applies after Work returns, the new job is visible (and can be unparked)
+// the moment the transaction commits.
+func (w *Worker) successor(ctx context.Context, tx *store.DispatchTx, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, at time.Time) (int64, error) {
+	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
+		return 0, fmt.Errorf("complete job: %w", err)
+	}
+	id, err := queue.DispatchAt(ctx, tx.Tx(), job.Args, at)
+	if err != nil {
+		return 0, fmt.Errorf("queue successor: %w", err)
+	}
+	return id, nil
+}

@@ -1,0 +1,364 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/circuit"
+	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/ratelimit"
+	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/throttle"
+)
+
+// The unit tests of one dispatch step's decisions: plain functions of
+// values on a fixed clock, with no database and no sleeping
+// (go test ./internal/dispatch -run Unit).
+
+// clock is the tests' now.
+var clock = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+// openBreaker is a circuit opened at clock, its next probe after probeIn.
+func openBreaker(probeIn time.Duration) circuit.Breaker {
+	opened, next := clock, clock.Add(probeIn)
+	return circuit.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &next,
+		ProbeInterval: probeIn, LastError: "status 500"}
+}
+
+func TestUnitPlanClaim(t *testing.T) {
+	t.Parallel()
+	healthy := store.Target{MaxInFlight: 7}
+
+	t.Run("max_in_flight", func(t *testing.T) {
+		p := planClaim(healthy, clock)
+		require.Equal(t, 7, p.n)
+		require.False(t, p.blocked())
+		require.Equal(t, healthy.Flow, p.claimed(nil, 7), "nothing to save for a healthy endpoint")
+	})
+	t.Run("disabled", func(t *testing.T) {
+		p := planClaim(store.Target{MaxInFlight: 7, Disabled: true}, clock)
+		require.Zero(t, p.n)
+		require.False(t, p.blocked())
+	})
+	t.Run("throttled", func(t *testing.T) {
+		tg := healthy
+		tg.Flow.Throttle = throttle.State{Until: clock.Add(time.Minute), Count: 2}
+		p := planClaim(tg, clock)
+		require.Zero(t, p.n)
+		require.True(t, p.blocked())
+		require.Equal(t, time.Minute, p.wait(clock))
+		require.Equal(t, tg.Flow, p.claimed(nil, 0), "a throttle is left as it is")
+	})
+	t.Run("throttle lifted: one request first", func(t *testing.T) {
+		tg := healthy
+		tg.Flow.Throttle = throttle.State{Until: clock.Add(-time.Second), Count: 2}
+		p := planClaim(tg, clock)
+		require.Equal(t, 1, p.n)
+		require.False(t, p.probe)
+	})
+	t.Run("circuit open", func(t *testing.T) {
+		tg := healthy
+		tg.Flow.Breaker = openBreaker(time.Minute)
+		p := planClaim(tg, clock.Add(10*time.Second))
+		require.Zero(t, p.n)
+		require.Equal(t, clock.Add(time.Minute), p.blockedUntil)
+		require.Equal(t, 50*time.Second, p.wait(clock.Add(10*time.Second)))
+	})
+	t.Run("circuit probe", func(t *testing.T) {
+		tg := healthy
+		tg.Flow.Breaker = openBreaker(time.Minute)
+		p := planClaim(tg, clock.Add(time.Minute))
+		require.Equal(t, 1, p.n)
+		require.True(t, p.probe)
+		require.Equal(t, sluice.CircuitHalfOpen, p.claimed(nil, 1).Breaker.State, "probing: half-open")
+		require.Equal(t, sluice.CircuitOpen, p.claimed(nil, 0).Breaker.State, "nothing to probe with: stays open")
+	})
+	t.Run("half-open probes again", func(t *testing.T) {
+		tg := healthy
+		tg.Flow.Breaker = openBreaker(time.Minute)
+		tg.Flow.Breaker.State = sluice.CircuitHalfOpen
+		p := planClaim(tg, clock)
+		require.Equal(t, 1, p.n)
+		require.True(t, p.probe)
+	})
+	t.Run("token bucket", func(t *testing.T) {
+		tg := healthy
+		tg.RateLimit = &sluice.RateLimit{PerSecond: 2, Burst: 3}
+		p := planClaim(tg, clock)
+		require.Equal(t, 3, p.n, "a new bucket starts full: burst, under max_in_flight")
+		tg.Flow = p.claimed(tg.RateLimit, 3)
+		require.Equal(t, ratelimit.Bucket{Tokens: 0, At: clock}, tg.Flow.Bucket, "the claim pays its tokens")
+
+		later := clock.Add(100 * time.Millisecond)
+		p = planClaim(tg, later)
+		require.Zero(t, p.n)
+		require.True(t, p.blocked())
+		require.Equal(t, 400*time.Millisecond, p.wait(later), "0.2 tokens in: 0.8 to go at 2/s")
+		require.Equal(t, later.Add(400*time.Millisecond), waitUntil(tg.Flow, tg.RateLimit, later))
+
+		p = planClaim(tg, clock.Add(time.Second))
+		require.Equal(t, 2, p.n)
+		require.Equal(t, 1, planClaim(store.Target{MaxInFlight: 1, RateLimit: tg.RateLimit}, clock).n, "max_in_flight under the bucket")
+	})
+	t.Run("waitUntil", func(t *testing.T) {
+		require.True(t, waitUntil(store.Flow{}, nil, clock).IsZero(), "free to send")
+		f := store.Flow{Throttle: throttle.State{Until: clock.Add(time.Hour), Count: 1}}
+		require.Equal(t, clock.Add(time.Hour), waitUntil(f, nil, clock))
+		f = store.Flow{Breaker: openBreaker(time.Minute)}
+		require.Equal(t, clock.Add(time.Minute), waitUntil(f, nil, clock))
+		require.True(t, waitUntil(f, nil, clock.Add(time.Minute)).IsZero(), "probe due")
+	})
+}
+
+// sent is a batch of attempts with these status codes (0: no response),
+// started at clock.
+func sent(codes ...int) []sentDelivery {
+	out := make([]sentDelivery, len(codes))
+	for i, code := range codes {
+		res := sender.Result{At: clock, StatusCode: code, Latency: 30 * time.Millisecond}
+		if !res.Delivered() {
+			res.Err = "status 500"
+			if code == 0 {
+				res.Err = "connection refused"
+			}
+		}
+		out[i] = sentDelivery{result: res}
+	}
+	return out
+}
+
+var testPolicy = flowPolicy{
+	throttle: []time.Duration{time.Minute, 5 * time.Minute},
+	circuit:  circuit.Config{Threshold: 3, FirstProbe: 30 * time.Second},
+}
+
+func TestUnitFlowApply(t *testing.T) {
+	t.Parallel()
+	now := clock.Add(time.Second)
+
+	t.Run("healthy batch changes nothing", func(t *testing.T) {
+		f := store.Flow{Breaker: circuit.Breaker{State: sluice.CircuitClosed}}
+		after, alerts := testPolicy.apply(f, nil, sent(200, 204), now)
+		require.Equal(t, f, after)
+		require.Empty(t, alerts)
+		require.False(t, testPolicy.changes(f, nil, sent(200, 204), now), "recorded on the plain path")
+		require.True(t, testPolicy.changes(f, nil, sent(200, 500), now), "a failure counts: under the lock")
+	})
+	t.Run("429 throttles", func(t *testing.T) {
+		batch := sent(429)
+		batch[0].result.RetryAfter = 7 * time.Second
+		after, alerts := testPolicy.apply(store.Flow{}, nil, batch, now)
+		require.Empty(t, alerts)
+		require.Equal(t, now.Add(7*time.Second), after.Throttle.Until, "Retry-After")
+		require.Equal(t, 1, after.Throttle.Count)
+
+		after, _ = testPolicy.apply(after, nil, sent(429), now)
+		require.Equal(t, now.Add(5*time.Minute), after.Throttle.Until, "second in a row: the schedule's second step")
+		require.Equal(t, 2, after.Throttle.Count)
+		require.Zero(t, after.Breaker.Failures, "a 429 is no failure")
+
+		kept, _ := testPolicy.apply(after, nil, sent(429, 200), now)
+		require.Equal(t, 3, kept.Throttle.Count, "a success in the batch that was throttled keeps the throttle")
+		lifted, _ := testPolicy.apply(after, nil, sent(200), now)
+		require.Equal(t, throttle.State{}, lifted.Throttle, "a success lifts it")
+	})
+	t.Run("failures open the circuit at the threshold, once", func(t *testing.T) {
+		after, alerts := testPolicy.apply(store.Flow{}, nil, sent(500, 0), now)
+		require.Empty(t, alerts)
+		require.Equal(t, 2, after.Breaker.Failures)
+
+		after, alerts = testPolicy.apply(after, nil, sent(500, 500, 500), now)
+		require.Len(t, alerts, 1, "one transition, however many failures follow it in the batch")
+		require.Equal(t, store.Alert{Opened: true, LastError: "status 500", Failures: 3, NextProbeAt: alerts[0].NextProbeAt}, alerts[0])
+		require.Equal(t, now.Add(30*time.Second), *alerts[0].NextProbeAt)
+		require.Equal(t, sluice.CircuitOpen, after.Breaker.State)
+		require.Equal(t, 5, after.Breaker.Failures)
+
+		again, alerts := testPolicy.apply(after, nil, sent(500), now)
+		require.Empty(t, alerts, "open already: no second transition")
+		require.Equal(t, 6, again.Breaker.Failures)
+	})
+	t.Run("success closes the circuit and empties the bucket", func(t *testing.T) {
+		rl := &sluice.RateLimit{PerSecond: 10, Burst: 10}
+		f := store.Flow{Breaker: openBreaker(time.Minute), Bucket: ratelimit.Bucket{Tokens: 9, At: clock}}
+		f.Breaker.State = sluice.CircuitHalfOpen
+		after, alerts := testPolicy.apply(f, rl, sent(200), now)
+		require.Equal(t, []store.Alert{{Opened: false}}, alerts)
+		require.Equal(t, circuit.Breaker{State: sluice.CircuitClosed}, after.Breaker)
+		require.Equal(t, ratelimit.Bucket{Tokens: 0, At: now}, after.Bucket, "the backlog drains at the rate, not as a burst")
+	})
+	t.Run("failed probe reopens with the interval doubled", func(t *testing.T) {
+		f := store.Flow{Breaker: openBreaker(time.Minute)}
+		f.Breaker.State = sluice.CircuitHalfOpen
+		after, alerts := testPolicy.apply(f, nil, sent(500), now)
+		require.Empty(t, alerts, "still open: nothing to tell")
+		require.Equal(t, sluice.CircuitOpen, after.Breaker.State)
+		require.Equal(t, now.Add(2*time.Minute), *after.Breaker.NextProbeAt)
+	})
+	t.Run("rate-limited bucket restated at the last start", func(t *testing.T) {
+		rl := &sluice.RateLimit{PerSecond: 10, Burst: 5}
+		f := store.Flow{Bucket: ratelimit.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
+		after, _ := testPolicy.apply(f, rl, sent(200, 200), now)
+		require.Equal(t, ratelimit.Bucket{Tokens: 3, At: clock}, after.Bucket, "refilled up to burst minus the batch, as of clock")
+	})
+}
+
+// TestUnitTransitionAnnouncedOnce: the record step checks the batch
+// against the flow state it last read (changes) and applies it under the
+// lock (apply); only announce, once per committed batch, counts and logs.
+func TestUnitTransitionAnnouncedOnce(t *testing.T) {
+	w := &Worker{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, flow: testPolicy}
+	opened := metrics.CircuitTransitions.WithLabelValues("opened")
+	start := counted(t, opened)
+
+	f := store.Flow{Breaker: circuit.Breaker{State: sluice.CircuitClosed, Failures: 2}}
+	batch := sent(500, 500)
+	require.True(t, w.flow.changes(f, nil, batch, clock))
+	after, alerts := w.flow.apply(f, nil, batch, clock)
+	require.Equal(t, start, counted(t, opened), "deciding counts nothing")
+	w.announce(store.Target{ID: uuid.New()}, alerts, f, after, batch)
+	require.Equal(t, start+1, counted(t, opened))
+}
+
+func TestUnitRetryOutcome(t *testing.T) {
+	t.Parallel()
+	r := Retry{Schedule: []time.Duration{time.Minute, 10 * time.Minute}, Jitter: 0.2}
+	fresh := store.Claimed{ID: uuid.New(), EventID: uuid.New(), NextAttemptAt: clock.Add(-time.Second)}
+	now := clock.Add(time.Second)
+
+	t.Run("delivered: the attempt as sent", func(t *testing.T) {
+		res := sender.Result{At: clock, StatusCode: 200, Latency: 1500 * time.Microsecond, Body: "ok"}
+		o := r.Outcome(fresh, res, now)
+		require.Equal(t, store.Outcome{
+			DeliveryID: fresh.ID, EventID: fresh.EventID, Status: sluice.DeliveryDelivered,
+			At: clock, StatusCode: 200, LatencyMS: 1, ResponseBody: "ok",
+		}, o)
+	})
+	t.Run("429 keeps its place and its budget", func(t *testing.T) {
+		o := r.Outcome(fresh, sender.Result{At: clock, StatusCode: 429, Err: "status 429"}, now)
+		require.Equal(t, sluice.DeliveryPending, o.Status)
+		require.False(t, o.Failed)
+		require.Equal(t, fresh.NextAttemptAt, o.NextAttemptAt)
+		retried := fresh
+		retried.FailureCount = 1
+		require.Equal(t, sluice.DeliveryFailed, r.Outcome(retried, sender.Result{StatusCode: 429}, now).Status)
+	})
+	t.Run("schedule with jitter", func(t *testing.T) {
+		res := sender.Result{At: clock, Err: "connection refused"}
+		lo, hi := time.Duration(1<<62), time.Duration(0)
+		for range 2000 {
+			o := r.Outcome(fresh, res, now)
+			require.Equal(t, sluice.DeliveryFailed, o.Status)
+			require.True(t, o.Failed)
+			require.Equal(t, "connection refused", o.Error)
+			require.Zero(t, o.StatusCode)
+			wait := o.NextAttemptAt.Sub(now)
+			lo, hi = min(lo, wait), max(hi, wait)
+		}
+		require.GreaterOrEqual(t, lo, 48*time.Second, "at most a fifth earlier")
+		require.LessOrEqual(t, hi, 72*time.Second, "at most a fifth later")
+		require.Less(t, lo, 55*time.Second, "spread")
+		require.Greater(t, hi, 65*time.Second, "spread")
+
+		second := fresh
+		second.FailureCount = 1
+		wait := r.Outcome(second, res, now).NextAttemptAt.Sub(now)
+		require.True(t, wait >= 8*time.Minute && wait <= 12*time.Minute, "the schedule's second step: %s", wait)
+	})
+	t.Run("dead after the last attempt", func(t *testing.T) {
+		last := fresh
+		last.FailureCount = len(r.Schedule)
+		o := r.Outcome(last, sender.Result{At: clock, StatusCode: 500, Err: "status 500"}, now)
+		require.Equal(t, sluice.DeliveryDead, o.Status)
+		require.True(t, o.Failed)
+		require.True(t, o.NextAttemptAt.IsZero())
+	})
+	t.Run("503 Retry-After", func(t *testing.T) {
+		long := sender.Result{At: clock, StatusCode: 503, Err: "status 503", RetryAfter: time.Hour}
+		require.Equal(t, now.Add(time.Hour), r.Outcome(fresh, long, now).NextAttemptAt, "longer than the schedule: waited")
+		short := long
+		short.RetryAfter = time.Second
+		wait := r.Outcome(fresh, short, now).NextAttemptAt.Sub(now)
+		require.True(t, wait >= 48*time.Second && wait <= 72*time.Second, "shorter: the schedule's: %s", wait)
+		other := long
+		other.StatusCode = 500
+		wait = r.Outcome(fresh, other, now).NextAttemptAt.Sub(now)
+		require.LessOrEqual(t, wait, 72*time.Second, "only a 503's Retry-After postpones a retry")
+	})
+}
+
+func TestUnitRecorderGroups(t *testing.T) {
+	t.Parallel()
+	outcome := func() store.Outcome { return store.Outcome{DeliveryID: uuid.New()} }
+
+	t.Run("one statement per group", func(t *testing.T) {
+		var saved [][]store.Outcome
+		save := func(_ context.Context, o []store.Outcome) error { saved = append(saved, o); return nil }
+		a, b, c := outcome(), outcome(), outcome()
+		res, err := recordRuns(save)(t.Context(), [][]store.Outcome{{a}, {b, c}, nil})
+		require.NoError(t, err)
+		require.Len(t, res, 3, "one answer per run")
+		require.Equal(t, [][]store.Outcome{{a, b, c}}, saved, "the runs' attempts in one call, in order")
+	})
+	t.Run("a rejected run fails alone", func(t *testing.T) {
+		bad := outcome()
+		var mu sync.Mutex
+		stored := map[uuid.UUID]bool{}
+		save := func(_ context.Context, os []store.Outcome) error {
+			for _, o := range os {
+				if o.DeliveryID == bad.DeliveryID {
+					return &pgconn.PgError{Code: "22021"} // a NUL byte, say
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, o := range os {
+				stored[o.DeliveryID] = true
+			}
+			return nil
+		}
+		r := newRecorder(save, 1)
+		defer r.close()
+		good := make([]store.Outcome, 40)
+		var wg sync.WaitGroup
+		for i := range good {
+			good[i] = outcome()
+			wg.Go(func() { require.NoError(t, r.record(t.Context(), []store.Outcome{good[i]})) })
+		}
+		wg.Go(func() {
+			err := r.record(t.Context(), []store.Outcome{bad})
+			require.True(t, store.RowRejected(err), "%v", err)
+		})
+		wg.Wait()
+		for _, o := range good {
+			require.True(t, stored[o.DeliveryID])
+		}
+	})
+	t.Run("after close, on its own", func(t *testing.T) {
+		calls := 0
+		r := newRecorder(func(context.Context, []store.Outcome) error { calls++; return nil }, 1)
+		r.close()
+		require.NoError(t, r.record(t.Context(), []store.Outcome{outcome()}))
+		require.Equal(t, 1, calls)
+	})
+}
+
+// counted is a counter's value.
+func counted(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
+}

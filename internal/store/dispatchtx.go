@@ -1,0 +1,148 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// DispatchTx is the transaction of one dispatch step (claim, record, park,
+// finish, hand over): the typed operations a dispatch run calls in order,
+// between BeginDispatch and Commit. The decisions between them (how many to
+// claim, what a batch does to the circuit) are the caller's; the store only
+// reads and writes.
+type DispatchTx struct {
+	s  *Store
+	tx pgx.Tx
+	q  *dbq.Queries
+}
+
+// asyncCommit begins a transaction whose commit does not wait for the WAL
+// flush: see inAsyncTx. One round trip: BEGIN and the setting go as one
+// simple-protocol query.
+const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
+
+// BeginDispatch begins a claim or a record: a transaction whose loss in a
+// Postgres crash only means a delivery is sent again (see inAsyncTx), so
+// its commit does not wait for the WAL flush.
+func (s *Store) BeginDispatch(ctx context.Context) (*DispatchTx, error) {
+	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: asyncCommit})
+}
+
+// BeginDispatchSync begins a step that changes River's jobs (park, finish,
+// hand over): an ordinary, synchronously committed transaction.
+func (s *Store) BeginDispatchSync(ctx context.Context) (*DispatchTx, error) {
+	return s.beginDispatch(ctx, pgx.TxOptions{})
+}
+
+func (s *Store) beginDispatch(ctx context.Context, opts pgx.TxOptions) (*DispatchTx, error) {
+	tx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("begin: %w", err)
+	}
+	return &DispatchTx{s: s, tx: tx, q: s.q.WithTx(tx)}, nil
+}
+
+// Tx is the transaction itself, for River: a job completing itself and
+// queueing its successor in the step's transaction.
+func (t *DispatchTx) Tx() pgx.Tx { return t.tx }
+
+// Commit commits the step.
+func (t *DispatchTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+
+// Rollback abandons the step unless it has committed; defer it after
+// BeginDispatch.
+func (t *DispatchTx) Rollback(ctx context.Context) { _ = t.tx.Rollback(ctx) }
+
+// LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
+// which does not block fan-out's delivery inserts) and returns what a
+// dispatcher needs to send to it, with its flow state. A deleted endpoint
+// is sluice.ErrNotFound.
+func (t *DispatchTx) LockEndpoint(ctx context.Context, endpointID uuid.UUID) (Target, error) {
+	row, err := t.q.LockEndpointForDispatch(ctx, endpointID)
+	if err != nil {
+		return Target{}, notFound(err)
+	}
+	return t.s.target(row)
+}
+
+// LockedFlow is an endpoint's flow-control state as read under its row
+// lock, with what the caller needs to act on it.
+type LockedFlow struct {
+	TenantID  uuid.UUID
+	RateLimit *sluice.RateLimit
+	Flow      Flow
+}
+
+// LockFlow locks the endpoint row as LockEndpoint does and returns only its
+// flow state: for the steps that send nothing (record, park), so nothing is
+// decrypted.
+func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (LockedFlow, error) {
+	row, err := t.q.LockEndpointForDispatch(ctx, endpointID)
+	if err != nil {
+		return LockedFlow{}, notFound(err)
+	}
+	e := row.Endpoint
+	return LockedFlow{
+		TenantID:  e.TenantID,
+		RateLimit: rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst),
+		Flow:      flowFromRow(row),
+	}, nil
+}
+
+// ClaimDue returns up to n of the endpoint's due deliveries, oldest due
+// first (ClaimDueDeliveries says why it locks nothing).
+func (t *DispatchTx) ClaimDue(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
+	rows, err := t.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
+	if err != nil {
+		return nil, err
+	}
+	return claimedFromRows(rows), nil
+}
+
+// SaveFlow writes what changed from before to after in the endpoint's flow
+// state (its throttle row, its bucket and circuit columns); nothing when
+// nothing changed.
+func (t *DispatchTx) SaveFlow(ctx context.Context, endpointID uuid.UUID, before, after Flow) error {
+	return t.s.saveFlow(ctx, t.q, endpointID, before, after)
+}
+
+// RecordOutcomes stores a batch of attempts and applies them to their
+// deliveries, in one statement.
+func (t *DispatchTx) RecordOutcomes(ctx context.Context, outcomes []Outcome) error {
+	return t.q.RecordOutcomes(ctx, outcomeParams(outcomes))
+}
+
+// InsertAlerts stores circuit transitions and queues their emails, so a
+// transition is announced exactly when it is committed.
+func (t *DispatchTx) InsertAlerts(ctx context.Context, tenantID, endpointID uuid.UUID, alerts []Alert, jobs JobQueue) error {
+	return t.s.insertAlerts(ctx, t.tx, tenantID, endpointID, alerts, jobs)
+}
+
+// SetParkedJob records the endpoint's parked dispatch job, so that closing
+// its circuit by hand or changing the endpoint can unpark it.
+func (t *DispatchTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, jobID int64) error {
+	return t.q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
+}
+
+// LockToFinish locks the endpoint row FOR UPDATE, against fan-out (whose
+// delivery inserts take KEY SHARE), before a dispatch run decides it is
+// done: see 00002_events.sql. A deleted endpoint is no error.
+func (t *DispatchTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) error {
+	if _, err := t.q.LockEndpointToFinish(ctx, endpointID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	return nil
+}
+
+// HasDue reports whether any of the endpoint's deliveries is due, by the
+// clock at the time it runs (HasDueDeliveries says why).
+func (t *DispatchTx) HasDue(ctx context.Context, endpointID uuid.UUID) (bool, error) {
+	return t.q.HasDueDeliveries(ctx, endpointID)
+}
