@@ -37,7 +37,7 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 	limited.AnswerFunc(func(n int) receiver.Behavior {
 		switch n {
 		case 1:
-			return receiver.Behavior{Status: 429, RetryAfter: "1"}
+			return receiver.Behavior{Status: 429, RetryAfter: "3"} // long enough to outlast the checks below on a loaded box
 		case 2, 3:
 			return receiver.Behavior{Status: 429} // no Retry-After: the throttle schedule
 		default:
@@ -55,7 +55,7 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 	}
 	eventually(t, 2*time.Second, func() bool { return healthy.Count() == 5 }, "healthy endpoint unaffected")
 	// Held by the other endpoint's throttle, a delivery would wait its
-	// Retry-After (1s); unheld, it takes milliseconds (a few hundred on a
+	// Retry-After (3s); unheld, it takes milliseconds (a few hundred on a
 	// loaded 2-core box).
 	for i, r := range healthy.Requests() {
 		require.Less(t, r.At.Sub(posted[i]), 900*time.Millisecond, "healthy delivery %d was not held by the throttle", i)
@@ -70,7 +70,7 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 
 	eventually(t, 10*time.Second, func() bool { return limited.Count() == 8 }, "all delivered after the throttle")
 	reqs := limited.Requests()
-	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), 950*time.Millisecond, "Retry-After: 1 obeyed")
+	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), 2950*time.Millisecond, "Retry-After: 3 obeyed")
 	require.GreaterOrEqual(t, reqs[2].At.Sub(reqs[1].At), 180*time.Millisecond, "then 200ms")
 	require.GreaterOrEqual(t, reqs[3].At.Sub(reqs[2].At), 380*time.Millisecond, "then 400ms")
 
