@@ -127,6 +127,7 @@ func run(ctx context.Context, o options) error {
 		if o.profile != "" {
 			profiled = captureProfile(ctx, srv.debugURL, o.profileFor, filepath.Join(o.profile, sc.Name+".pprof"))
 		}
+		env.Timeout, env.NoWaits = max(o.timeout, sc.MinTimeout), sc.NoWaitSampling
 		table, err := sc.Run(ctx, env)
 		table.Elapsed = time.Since(t0)
 		if note := profiled(); note != "" {
