@@ -235,7 +235,8 @@ func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing 
 
 // awaitBlocked waits (at most 2 min) until the first half of ids is
 // throttled for more than 30 min, the second half has its circuit open and
-// no dispatch job of theirs is running or available (all parked).
+// no dispatch job of theirs is running or due: all parked (a parked job is
+// 'available' with scheduled_at when the throttle or circuit lifts).
 func awaitBlocked(ctx context.Context, env *Env, ids []string) (string, error) {
 	half := len(ids) / 2
 	deadline := time.Now().Add(2 * time.Minute)
@@ -245,7 +246,8 @@ func awaitBlocked(ctx context.Context, env *Env, ids []string) (string, error) {
 			SELECT (SELECT count(*) FROM destination_throttle
 			         WHERE endpoint_id = ANY($1::uuid[]) AND throttled_until > now() + interval '30 minutes'),
 			       (SELECT count(*) FROM endpoints WHERE id = ANY($2::uuid[]) AND circuit_state = 'open'),
-			       (SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND state IN ('available', 'running')
+			       (SELECT count(*) FROM river_job WHERE kind = 'dispatch'
+			         AND (state = 'running' OR state = 'available' AND scheduled_at <= now())
 			         AND args->>'endpoint_id' = ANY($3::text[]))`,
 			ids[:half], ids[half:], ids).Scan(&throttled, &open, &active)
 		if err != nil {

@@ -315,12 +315,17 @@ func statementTime(ctx context.Context, db *pgx.Conn, delivered int) (ms float64
 
 var spaces = regexp.MustCompile(`\s+`)
 
-// shortSQL is a statement on one line, cut to 110 characters.
+// shortSQL names a statement: sqlc's name, or its text on one line cut
+// to 110 characters.
 func shortSQL(q string) string {
 	q = strings.TrimSpace(spaces.ReplaceAllString(q, " "))
+	if rest, ok := strings.CutPrefix(q, "-- name: "); ok {
+		name, _, _ := strings.Cut(rest, " ")
+		return name
+	}
 	q = strings.ReplaceAll(q, "`", "'")
-	if len(q) > 110 {
-		q = q[:110] + "…"
+	if r := []rune(q); len(r) > 110 {
+		q = string(r[:110]) + "…"
 	}
 	return q
 }

@@ -122,6 +122,8 @@ func (m Metric) format(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)
+	case v < 0.1 && v > -0.1 && v != 0: // idle costs in cores, database time per delivery
+		return fmt.Sprintf("%.3f", v)
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
