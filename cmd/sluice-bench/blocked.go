@@ -26,8 +26,8 @@ var blockedScenario = Scenario{
 		"the second has its circuit open (5 consecutive failures, the default SLUICE_CIRCUIT_THRESHOLD; the default " +
 		"SLUICE_CIRCUIT_PROBE of 1 min, so the measurement ends before the first probe is due), then 3 s more. " +
 		"Phase B: the same healthy load beside them. Targets: healthy p99 in B ≤ 1.2 × A, and Sluice + Postgres CPU " +
-		"in B no more than 0.05 cores above A. CPU is also measured over 5 s windows with no load, before the " +
-		"blocked endpoints exist and while they wait (same target on the difference). At the end of a run the " +
+		"in B no more than 0.05 cores above A. CPU is also measured over 5 s windows with no load, 3 s after " +
+		"the warm-up before the blocked endpoints exist, and while they wait (same target on the difference). At the end of a run the " +
 		"blocked endpoints are disabled through the API (the quiescence check before later runs ignores disabled " +
 		"endpoints' queued deliveries and jobs).",
 	Run:        blocked,
@@ -101,6 +101,10 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 
 		if _, err := healthyPhaseAt(ctx, env, sinks, blockedRate, 2*time.Second); err != nil {
 			return s, fmt.Errorf("warm-up: %w", err)
+		}
+		select { // let the warm-up's work (and Postgres's after it) settle
+		case <-ctx.Done():
+		case <-time.After(3 * time.Second):
 		}
 		idleAlone := env.idleCPU(ctx, idle)
 		cpuValues("idle alone", idleAlone)

@@ -21,6 +21,7 @@ var idleScenario = Scenario{
 		"during these runs (its queries would be Postgres CPU). Targets from the scale issue: Sluice + Postgres ≤ 0.02 " +
 		"cores idle and ≤ 0.05 cores at 25 events/s.",
 	Run:            idle,
+	MinTimeout:     2 * time.Minute,
 	NoWaitSampling: true,
 }
 
