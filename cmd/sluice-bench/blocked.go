@@ -25,8 +25,10 @@ var blockedScenario = Scenario{
 		"(25,000 deliveries). The run waits until every one of the first half is throttled for ~1 h and every one of " +
 		"the second has its circuit open (5 consecutive failures, the default SLUICE_CIRCUIT_THRESHOLD; the default " +
 		"SLUICE_CIRCUIT_PROBE of 1 min, so the measurement ends before the first probe is due), then 3 s more. " +
-		"Phase B: the same healthy load beside them. Targets: healthy p99 in B ≤ 1.2 × A, and Sluice + Postgres CPU " +
-		"in B no more than 0.05 cores above A. CPU is also measured over 5 s windows with no load, 3 s after " +
+		"Phase B: the same healthy load beside them. Then the blocked endpoints' 5,000 subscriptions are deleted " +
+		"(they stay blocked, their deliveries queued) and after 3 s phase C: the same load again, so that C − A is " +
+		"what waiting costs and B − C what routing each event past 5,000 more subscriptions costs. Targets: healthy " +
+		"p99 in B (and C) ≤ 1.2 × A, and Sluice + Postgres CPU in B (and C) no more than 0.05 cores above A. CPU is also measured over 5 s windows with no load, 3 s after " +
 		"the warm-up before the blocked endpoints exist, and while they wait (same target on the difference). At the end of a run the " +
 		"blocked endpoints are disabled through the API (the quiescence check before later runs ignores disabled " +
 		"endpoints' queued deliveries and jobs).",
@@ -48,15 +50,21 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 	metrics := []Metric{
 		{Name: "healthy p99, B ÷ A", Unit: "×", Target: 1.2, AtMost: true},
 		{Name: "Sluice + Postgres, B − A", Unit: "cores", Target: 0.05, AtMost: true},
+		{Name: "healthy p99, C ÷ A", Unit: "×", Target: 1.2, AtMost: true},
+		{Name: "Sluice + Postgres, C − A", Unit: "cores", Target: 0.05, AtMost: true},
 		{Name: "Sluice + Postgres, idle: blocked − alone", Unit: "cores", Target: 0.05, AtMost: true},
 		{Name: "healthy p50, A alone", Unit: "ms"},
 		{Name: "healthy p99, A alone", Unit: "ms"},
 		{Name: "healthy p50, B beside blocked", Unit: "ms"},
 		{Name: "healthy p99, B beside blocked", Unit: "ms"},
+		{Name: "healthy p50, C beside blocked, unsubscribed", Unit: "ms"},
+		{Name: "healthy p99, C beside blocked, unsubscribed", Unit: "ms"},
 		{Name: "Sluice CPU, A", Unit: "cores"},
 		{Name: "Postgres CPU, A", Unit: "cores"},
 		{Name: "Sluice CPU, B", Unit: "cores"},
 		{Name: "Postgres CPU, B", Unit: "cores"},
+		{Name: "Sluice CPU, C", Unit: "cores"},
+		{Name: "Postgres CPU, C", Unit: "cores"},
 		{Name: "Sluice CPU, idle alone", Unit: "cores"},
 		{Name: "Postgres CPU, idle alone", Unit: "cores"},
 		{Name: "Sluice CPU, idle + blocked", Unit: "cores"},
@@ -114,7 +122,7 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 		}
 
 		t0 := time.Now()
-		ids, err := makeBlocked(ctx, env, run, nBlocked, throttling, failing)
+		ids, subs, err := makeBlocked(ctx, env, run, nBlocked, throttling, failing)
 		defer func() {
 			// Disabled, they cost the next runs nothing and the quiescence
 			// check ignores them.
@@ -149,6 +157,17 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 		if err != nil {
 			return s, fmt.Errorf("phase B: %w", err)
 		}
+		if err := parallel(len(subs), 16, func(i int) error { return env.API.DeleteSubscription(ctx, subs[i]) }); err != nil {
+			return s, fmt.Errorf("delete the blocked endpoints' subscriptions: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(3 * time.Second):
+		}
+		c, err := healthyPhaseAt(ctx, env, sinks, blockedRate, duration)
+		if err != nil {
+			return s, fmt.Errorf("phase C: %w", err)
+		}
 		end := time.Now()
 		s.Values["requests to blocked receivers while measured"] = float64(blockedCount() - before)
 
@@ -170,20 +189,25 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 		s.Values["healthy p99, A alone"] = a.lat.Values["p99"]
 		s.Values["healthy p50, B beside blocked"] = b.lat.Values["p50"]
 		s.Values["healthy p99, B beside blocked"] = b.lat.Values["p99"]
+		s.Values["healthy p50, C beside blocked, unsubscribed"] = c.lat.Values["p50"]
+		s.Values["healthy p99, C beside blocked, unsubscribed"] = c.lat.Values["p99"]
 		if a.lat.Values["p99"] > 0 {
 			s.Values["healthy p99, B ÷ A"] = b.lat.Values["p99"] / a.lat.Values["p99"]
+			s.Values["healthy p99, C ÷ A"] = c.lat.Values["p99"] / a.lat.Values["p99"]
 		}
 		cpuValues("A", a.cpu)
 		cpuValues("B", b.cpu)
+		cpuValues("C", c.cpu)
 		s.Values["Sluice + Postgres, B − A"] = b.cpu.cores(b.cpu.sluice+b.cpu.postgres) - a.cpu.cores(a.cpu.sluice+a.cpu.postgres)
+		s.Values["Sluice + Postgres, C − A"] = c.cpu.cores(c.cpu.sluice+c.cpu.postgres) - a.cpu.cores(a.cpu.sluice+a.cpu.postgres)
 		s.Values["Sluice + Postgres, idle: blocked − alone"] = idleBlocked.cores(idleBlocked.sluice+idleBlocked.postgres) -
 			idleAlone.cores(idleAlone.sluice+idleAlone.postgres)
-		s.CPU = a.cpu.add(b.cpu)
-		s.TimedOut = a.lat.TimedOut || b.lat.TimedOut
+		s.CPU = a.cpu.add(b.cpu).add(c.cpu)
+		s.TimedOut = a.lat.TimedOut || b.lat.TimedOut || c.lat.TimedOut
 		for _, p := range []struct {
 			name string
 			ph   isoPhase
-		}{{"phase A", a}, {"phase B", b}} {
+		}{{"phase A", a}, {"phase B", b}, {"phase C", c}} {
 			if p.ph.lat.Note != "" {
 				s.Note = joinNotes(s.Note, p.name+": "+p.ph.lat.Note)
 			}
@@ -205,11 +229,12 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 // makeBlocked creates n endpoints, the first half on the throttling
 // receivers and subscribed to one type, the second half on the failing
 // ones and subscribed to another, and posts blockedPerEndpoint events of
-// each type. It returns the endpoints' ids (those it made, on error).
-func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing Receivers) ([]string, error) {
-	ids := make([]string, n)
+// each type. It returns the endpoints' and the subscriptions' ids (those
+// it made, on error).
+func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing Receivers) (ids, subs []string, err error) {
+	ids, subs = make([]string, n), make([]string, n)
 	types := [2]string{fmt.Sprintf("bench.blocked.r%d.throttled", run), fmt.Sprintf("bench.blocked.r%d.failing", run)}
-	err := parallel(n, 16, func(i int) error {
+	err = parallel(n, 16, func(i int) error {
 		half, rs := 0, throttling
 		if i >= n/2 {
 			half, rs = 1, failing
@@ -219,11 +244,11 @@ func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing 
 			return err
 		}
 		ids[i] = id
-		_, err = env.API.Subscribe(ctx, id, types[half])
+		subs[i], err = env.API.Subscribe(ctx, id, types[half])
 		return err
 	})
 	if err != nil {
-		return ids, fmt.Errorf("create the blocked endpoints: %w", err)
+		return ids, subs, fmt.Errorf("create the blocked endpoints: %w", err)
 	}
 	var evs []EventIn
 	for _, typ := range types {
@@ -232,9 +257,9 @@ func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing 
 		}
 	}
 	if err := env.API.PostBatch(ctx, batchBody(evs)); err != nil {
-		return ids, fmt.Errorf("post the blocked endpoints' events: %w", err)
+		return ids, subs, fmt.Errorf("post the blocked endpoints' events: %w", err)
 	}
-	return ids, nil
+	return ids, subs, nil
 }
 
 // awaitBlocked waits (at most 2 min) until the first half of ids is

@@ -131,17 +131,9 @@ func drain(ctx context.Context, env *Env) (Table, error) {
 	if err := env.DB.QueryRow(ctx, `SELECT tenant_id::text FROM endpoints WHERE id = $1`, ids[0]).Scan(&tenant); err != nil {
 		return t, fmt.Errorf("read the tenant: %w", err)
 	}
-	pgss := true
-	if _, err := env.DB.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err == nil {
-		_, err = env.DB.Exec(ctx, `SELECT 1 FROM pg_stat_statements LIMIT 1`)
-		if err != nil {
-			pgss = false
-			t.Notes = append(t.Notes, "pg_stat_statements is not loaded by this Postgres ("+err.Error()+"): no database time measured; "+
-				"run with SLUICE_PG_EXTRA_CONF=\"shared_preload_libraries = 'pg_stat_statements'\"")
-		}
-	} else {
-		pgss = false
-		t.Notes = append(t.Notes, "pg_stat_statements is not available: "+err.Error())
+	pgss, note := pgssReady(ctx, env)
+	if note != "" {
+		t.Notes = append(t.Notes, note+": no database time measured")
 	}
 
 	var tops [2]string
@@ -268,7 +260,7 @@ func drainOnce(ctx context.Context, env *Env, recv countingReceivers, tenant, ty
 	}
 	d.rate = float64(d.delivered) / end.Sub(start).Seconds()
 	if pgss {
-		d.dbMS, d.calls, d.top, err = statementTime(ctx, env.DB, d.delivered)
+		d.dbMS, d.calls, d.top, err = statementTime(ctx, env.DB, float64(d.delivered), "delivery")
 		if err != nil {
 			return d, err
 		}
@@ -276,9 +268,23 @@ func drainOnce(ctx context.Context, env *Env, recv countingReceivers, tenant, ty
 	return d, nil
 }
 
+// pgssReady makes sure pg_stat_statements can be read in the benchmark's
+// database; when it cannot, it returns false and why.
+func pgssReady(ctx context.Context, env *Env) (bool, string) {
+	if _, err := env.DB.Exec(ctx, `CREATE EXTENSION IF NOT EXISTS pg_stat_statements`); err != nil {
+		return false, "pg_stat_statements is not available (" + err.Error() + ")"
+	}
+	if _, err := env.DB.Exec(ctx, `SELECT 1 FROM pg_stat_statements LIMIT 1`); err != nil {
+		return false, "pg_stat_statements is not loaded by this Postgres (" + err.Error() + "); run with " +
+			"SLUICE_PG_EXTRA_CONF=\"shared_preload_libraries = 'pg_stat_statements'\""
+	}
+	return true, ""
+}
+
 // statementTime sums pg_stat_statements over this database's statements,
-// the benchmark's own aside, and describes the six that took longest.
-func statementTime(ctx context.Context, db *pgx.Conn, delivered int) (ms float64, calls int64, top string, err error) {
+// the benchmark's own aside, and describes the six that took longest, per
+// unit (per is how many units: deliveries, seconds).
+func statementTime(ctx context.Context, db *pgx.Conn, per float64, unit string) (ms float64, calls int64, top string, err error) {
 	rows, err := db.Query(ctx, `/* bench-drain */
 		SELECT query, calls, total_exec_time FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
@@ -305,12 +311,12 @@ func statementTime(ctx context.Context, db *pgx.Conn, delivered int) (ms float64
 		ms += s.ms
 		calls += s.calls
 		if i < 6 {
-			parts = append(parts, fmt.Sprintf("`%s` %.3f ms/delivery (%d calls, %.2f ms each)",
-				shortSQL(s.query), s.ms/float64(delivered), s.calls, s.ms/float64(max(s.calls, 1))))
+			parts = append(parts, fmt.Sprintf("`%s` %.3f ms/%s (%.2f calls/%s, %.2f ms each)",
+				shortSQL(s.query), s.ms/per, unit, float64(s.calls)/per, unit, s.ms/float64(max(s.calls, 1))))
 		}
 	}
-	return ms, calls, fmt.Sprintf("total %.3f ms/delivery over %d statements; top: %s",
-		ms/float64(delivered), len(stmts), strings.Join(parts, "; ")), nil
+	return ms, calls, fmt.Sprintf("total %.3f ms/%s, %.2f statements/%s, %d distinct; top: %s",
+		ms/per, unit, float64(calls)/per, unit, len(stmts), strings.Join(parts, "; ")), nil
 }
 
 var spaces = regexp.MustCompile(`\s+`)

@@ -17,7 +17,9 @@ var idleScenario = Scenario{
 		"Postgres: the postmaster, its exited children (cutime) and every live child — the whole cluster, background " +
 		"workers included). Then single posts to /v1/events, one every 40 ms (25 events/s, 500 events), each matching " +
 		"the endpoint, for 20 s; CPU from the first post to the end of the window (the last delivery received, when " +
-		"later). The benchmark's own CPU (its client and receiver) is not counted. pg_stat_activity is not sampled " +
+		"later). The benchmark's own CPU (its client and receiver) is not counted. When Postgres has " +
+		"pg_stat_statements, it is reset at the start of each window and read at its end (two statements of the " +
+		"benchmark's, not counted), and the notes list what Sluice's statements cost per second. pg_stat_activity is not sampled " +
 		"during these runs (its queries would be Postgres CPU). Targets from the scale issue: Sluice + Postgres ≤ 0.02 " +
 		"cores idle and ≤ 0.05 cores at 25 events/s.",
 	Run:            idle,
@@ -41,6 +43,23 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 	}
 	receivers := newReceivers(1)
 	defer receivers.Close()
+	pgss, pgssNote := pgssReady(ctx, env)
+	var statements [2]string
+	// resetStatements and readStatements bracket a window with
+	// pg_stat_statements, when Postgres has it: what Sluice asks of it.
+	resetStatements := func(ctx context.Context) {
+		if pgss {
+			_, _ = env.DB.Exec(ctx, `/* bench-drain */ SELECT pg_stat_statements_reset()`)
+		}
+	}
+	readStatements := func(ctx context.Context, k int, label string, wall time.Duration, run int) {
+		if !pgss {
+			return
+		}
+		if _, _, top, err := statementTime(ctx, env.DB, wall.Seconds(), "s"); err == nil {
+			statements[k] = fmt.Sprintf("run %d, %s: %s", run, label, top)
+		}
+	}
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
 		s.Values = map[string]float64{}
 		sinks, err := newSinks(ctx, env.API, receivers, 10, func(int) string {
@@ -63,10 +82,13 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 		case <-ctx.Done():
 		case <-time.After(settle):
 		}
+		resetStatements(ctx)
 		idleUse := env.idleCPU(ctx, window)
 		cpuValues("idle", idleUse)
+		readStatements(ctx, 0, "idle", idleUse.wall, run)
 
 		view := sinks.from()
+		resetStatements(ctx)
 		stop := env.measureCPU()
 		start := time.Now()
 		posted, err := postAtRate(ctx, env.API, sinks.Types[0], idleRate, window)
@@ -79,6 +101,7 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 		}
 		loadUse := stop()
 		cpuValues("25 events/s", loadUse)
+		readStatements(ctx, 1, "25 events/s", loadUse.wall, run)
 		if arr.Unique > 0 {
 			s.Values["delivered, 25 events/s"] = float64(arr.Unique) / loadUse.wall.Seconds()
 		}
@@ -94,6 +117,14 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("idle window %s after a %s settle; then %.0f events/s for %s, one event per POST /v1/events",
 		window, settle, idleRate, window))
+	if pgssNote != "" {
+		t.Notes = append(t.Notes, pgssNote)
+	}
+	for _, st := range statements {
+		if st != "" {
+			t.Notes = append(t.Notes, "Sluice's statements by database time (pg_stat_statements, reset at the window's start), "+st)
+		}
+	}
 	return t, err
 }
 
