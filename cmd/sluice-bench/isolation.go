@@ -192,10 +192,15 @@ type isoPhase struct {
 // healthyPhase offers the healthy load for duration and waits (at most
 // 15 s more) for its deliveries.
 func healthyPhase(ctx context.Context, env *Env, sinks *Sinks, duration time.Duration) (p isoPhase, err error) {
+	return healthyPhaseAt(ctx, env, sinks, isoRate, duration)
+}
+
+// healthyPhaseAt is healthyPhase at rate events/s.
+func healthyPhaseAt(ctx context.Context, env *Env, sinks *Sinks, rate float64, duration time.Duration) (p isoPhase, err error) {
 	view := sinks.from()
 	cpu := env.measureCPU()
 	start := time.Now()
-	accepted, skipped, err := offerLoad(ctx, env.API, sinks.Types, isoRate, duration)
+	accepted, skipped, err := offerLoad(ctx, env.API, sinks.Types, rate, duration)
 	if err != nil {
 		return p, err
 	}

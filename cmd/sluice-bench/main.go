@@ -16,7 +16,8 @@
 //	-quick           small counts, for a smoke run
 //	-out FILE        results file (default bench/RESULTS.md)
 //	-scenarios LIST  comma-separated scenario names (default all)
-//	-timeout D       hard limit of one run (default 60s)
+//	-timeout D       hard limit of one run (default 60s; a scenario whose
+//	                 setup takes minutes asks for more: Scenario.MinTimeout)
 //	-latency-rate R  offered events/s of the latency scenario
 //	                 (default half the e2e-100 median, or 1000)
 //	-keep            keep the sluice binary after the run, so that a
@@ -127,6 +128,7 @@ func run(ctx context.Context, o options) error {
 		if o.profile != "" {
 			profiled = captureProfile(ctx, srv.debugURL, o.profileFor, filepath.Join(o.profile, sc.Name+".pprof"))
 		}
+		env.Timeout, env.NoWaits = max(o.timeout, sc.MinTimeout), sc.NoWaitSampling
 		table, err := sc.Run(ctx, env)
 		table.Elapsed = time.Since(t0)
 		if note := profiled(); note != "" {

@@ -32,7 +32,10 @@ func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx contex
 		if err := ctx.Err(); err != nil {
 			return t.aggregate(metrics, samples, cpu, waits), err
 		}
-		whole, stopWaits := e.measureCPU(), sampleWaits(ctx, e.WaitDB)
+		whole, stopWaits := e.measureCPU(), func() waitStats { return waitStats{} }
+		if !e.NoWaits {
+			stopWaits = sampleWaits(ctx, e.WaitDB)
+		}
 		runCtx, cancel := context.WithTimeout(ctx, e.Timeout)
 		s, err := once(runCtx, run)
 		cancel()
@@ -126,18 +129,20 @@ func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
 }
 
 // quiesce waits until Sluice has no queued deliveries and no fan-out or
-// dispatch job left (those of e.Blocked aside), so that runs do not
-// overlap. It returns a note when that did not happen within limit.
+// dispatch job left (those of e.Blocked and of disabled endpoints aside),
+// so that runs do not overlap. It returns a note when that did not happen within limit.
 func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
 	for {
 		var queued, jobs int64
 		err := e.DB.QueryRow(ctx, `
-			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')
-			          AND NOT coalesce(endpoint_id::text = ANY($1::text[]), false)),
+			SELECT (SELECT count(*) FROM deliveries d WHERE status IN ('pending', 'failed')
+			          AND NOT coalesce(endpoint_id::text = ANY($1::text[]), false)
+			          AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.disabled)),
 			       (SELECT count(*) FROM river_job WHERE queue IN ('fanout', 'dispatch')
 			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')
-			          AND NOT coalesce(args->>'endpoint_id' = ANY($1::text[]), false))`, append([]string{}, e.Blocked...)).Scan(&queued, &jobs)
+			          AND NOT coalesce(args->>'endpoint_id' = ANY($1::text[]), false)
+			          AND NOT coalesce(args->>'endpoint_id' IN (SELECT id::text FROM endpoints WHERE disabled), false))`, append([]string{}, e.Blocked...)).Scan(&queued, &jobs)
 		if err != nil {
 			return "quiescence check failed: " + err.Error()
 		}

@@ -18,6 +18,13 @@ type Scenario struct {
 	Title string
 	What  string // how it is measured, for RESULTS.md
 	Run   func(ctx context.Context, env *Env) (Table, error)
+
+	// MinTimeout is the least time one run gets, whatever -timeout says
+	// (0: -timeout), for scenarios whose setup alone takes minutes.
+	MinTimeout time.Duration
+	// NoWaitSampling turns off the pg_stat_activity sampling during runs:
+	// its queries would be a noticeable part of what an idle run measures.
+	NoWaitSampling bool
 }
 
 // scenarios lists every scenario, in the order they run.
@@ -34,6 +41,9 @@ func scenarios() []Scenario {
 		consumersIngestScenario,
 		typesE2EScenario,
 		consumersE2EScenario,
+		idleScenario,
+		blockedScenario,
+		drainScenario,
 	}
 }
 
@@ -80,6 +90,7 @@ type Env struct {
 	DB          *pgx.Conn
 	WaitDB      *pgx.Conn // for sampling pg_stat_activity, used only during runs
 	Procs       Procs     // for CPU accounting
+	NoWaits     bool      // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
@@ -111,6 +122,8 @@ func (m Metric) format(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	case v >= 10:
 		return fmt.Sprintf("%.1f", v)
+	case v < 0.1 && v > -0.1 && v != 0: // idle costs in cores, database time per delivery
+		return fmt.Sprintf("%.3f", v)
 	default:
 		return fmt.Sprintf("%.2f", v)
 	}
