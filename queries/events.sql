@@ -28,12 +28,16 @@ SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- SubscriptionsForEvents returns the subscriptions of a tenant's enabled
 -- endpoints that a group of events can reach: every endpoint when one of
 -- them is broadcast, else the tenant's own endpoints (when one of them has
--- no consumer) and those of the consumers they name.
+-- no consumer) and those of the consumers they name; and of those, only
+-- subscriptions holding one of the patterns that could match the group's
+-- types (sluice.CandidatePatterns), found through the GIN index on
+-- event_types.
 -- name: SubscriptionsForEvents :many
 SELECT s.endpoint_id, s.event_types, e.consumer
-FROM endpoints e
-JOIN subscriptions s ON s.endpoint_id = e.id
-WHERE e.tenant_id = @tenant_id AND NOT e.disabled
+FROM subscriptions s
+JOIN endpoints e ON e.id = s.endpoint_id
+WHERE s.tenant_id = @tenant_id AND s.event_types && @patterns::text[]
+  AND NOT e.disabled
   AND (@broadcast::boolean
        OR (@own::boolean AND e.consumer IS NULL)
        OR e.consumer = ANY(@consumers::text[]));

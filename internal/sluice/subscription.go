@@ -30,3 +30,17 @@ func MatchEventType(pattern, eventType string) bool {
 		return pattern == eventType
 	}
 }
+
+// CandidatePatterns returns every pattern that could match eventType: the
+// type itself, "*", and "prefix.*" for each dotted prefix of it (for
+// "a.b.c": "a.b.c", "*", "a.*", "a.b.*"). A subscription matches the type
+// only if it holds one of them.
+func CandidatePatterns(eventType string) []string {
+	out := []string{eventType, "*"}
+	for i := range len(eventType) {
+		if eventType[i] == '.' {
+			out = append(out, eventType[:i+1]+"*")
+		}
+	}
+	return out
+}

@@ -21,8 +21,12 @@ type routes struct {
 // loadRoutes loads, with one query, the subscriptions evs can reach.
 func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event) (routes, error) {
 	params := dbq.SubscriptionsForEventsParams{TenantID: tenantID, Consumers: []string{}}
-	seen := map[string]bool{}
+	seen, seenType := map[string]bool{}, map[string]bool{}
 	for _, ev := range evs {
+		if !seenType[ev.Type] {
+			seenType[ev.Type] = true
+			params.Patterns = append(params.Patterns, sluice.CandidatePatterns(ev.Type)...)
+		}
 		switch {
 		case ev.Broadcast:
 			params.Broadcast = true

@@ -206,16 +206,18 @@ func (q *Queries) ReleaseIdempotencyKey(ctx context.Context, id uuid.UUID) error
 
 const subscriptionsForEvents = `-- name: SubscriptionsForEvents :many
 SELECT s.endpoint_id, s.event_types, e.consumer
-FROM endpoints e
-JOIN subscriptions s ON s.endpoint_id = e.id
-WHERE e.tenant_id = $1 AND NOT e.disabled
-  AND ($2::boolean
-       OR ($3::boolean AND e.consumer IS NULL)
-       OR e.consumer = ANY($4::text[]))
+FROM subscriptions s
+JOIN endpoints e ON e.id = s.endpoint_id
+WHERE s.tenant_id = $1 AND s.event_types && $2::text[]
+  AND NOT e.disabled
+  AND ($3::boolean
+       OR ($4::boolean AND e.consumer IS NULL)
+       OR e.consumer = ANY($5::text[]))
 `
 
 type SubscriptionsForEventsParams struct {
 	TenantID  uuid.UUID
+	Patterns  []string
 	Broadcast bool
 	Own       bool
 	Consumers []string
@@ -230,10 +232,14 @@ type SubscriptionsForEventsRow struct {
 // SubscriptionsForEvents returns the subscriptions of a tenant's enabled
 // endpoints that a group of events can reach: every endpoint when one of
 // them is broadcast, else the tenant's own endpoints (when one of them has
-// no consumer) and those of the consumers they name.
+// no consumer) and those of the consumers they name; and of those, only
+// subscriptions holding one of the patterns that could match the group's
+// types (sluice.CandidatePatterns), found through the GIN index on
+// event_types.
 func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsForEventsParams) ([]SubscriptionsForEventsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptionsForEvents,
 		arg.TenantID,
+		arg.Patterns,
 		arg.Broadcast,
 		arg.Own,
 		arg.Consumers,
