@@ -142,6 +142,16 @@ func (d *Dashboard) setDisabled(w http.ResponseWriter, r *http.Request) error {
 
 // confirmDeleteEndpoint is GET /endpoints/{id}/delete: what deleting does.
 func (d *Dashboard) confirmDeleteEndpoint(w http.ResponseWriter, r *http.Request) error {
+	return d.confirmEndpointAction(w, r, func(ep sluice.Endpoint) web.ConfirmView {
+		return web.ConfirmView{Title: "Delete endpoint", Question: "Delete " + ep.URL + "?",
+			Detail: "The endpoint goes with its subscriptions and every delivery to it, queued or past. This cannot be undone.",
+			Button: "Delete endpoint"}
+	})
+}
+
+// confirmEndpointAction shows the confirmation page view makes for the
+// endpoint of the path, posting back to the same path.
+func (d *Dashboard) confirmEndpointAction(w http.ResponseWriter, r *http.Request, view func(sluice.Endpoint) web.ConfirmView) error {
 	id, err := pathID(r)
 	if err != nil {
 		return err
@@ -150,9 +160,8 @@ func (d *Dashboard) confirmDeleteEndpoint(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	v := web.ConfirmView{Title: "Delete endpoint", Question: "Delete " + ep.URL + "?",
-		Detail: "The endpoint goes with its subscriptions and every delivery to it, queued or past. This cannot be undone.",
-		Action: r.URL.Path, Button: "Delete endpoint", Back: "/endpoints/" + id.String()}
+	v := view(ep)
+	v.Action, v.Back = r.URL.Path, "/endpoints/"+id.String()
 	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionEndpoints), v))
 }
 
@@ -180,19 +189,12 @@ func (d *Dashboard) revealSecret(w http.ResponseWriter, r *http.Request) error {
 
 // confirmRotateSecret is GET /endpoints/{id}/secret/rotate.
 func (d *Dashboard) confirmRotateSecret(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r)
-	if err != nil {
-		return err
-	}
-	ep, err := d.in(r).endpoint(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	v := web.ConfirmView{Title: "Rotate secret", Question: "Rotate the signing secret of " + ep.URL + "?",
-		Detail: "A new secret signs every message from now on. The current one keeps signing beside it for " +
-			d.secretGrace.String() + ", so receivers can switch to the new one without losing a message.",
-		Action: r.URL.Path, Button: "Rotate secret", Back: "/endpoints/" + id.String()}
-	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionEndpoints), v))
+	return d.confirmEndpointAction(w, r, func(ep sluice.Endpoint) web.ConfirmView {
+		return web.ConfirmView{Title: "Rotate secret", Question: "Rotate the signing secret of " + ep.URL + "?",
+			Detail: "A new secret signs every message from now on. The current one keeps signing beside it for " +
+				d.secretGrace.String() + ", so receivers can switch to the new one without losing a message.",
+			Button: "Rotate secret"}
+	})
 }
 
 // rotateSecret is POST /endpoints/{id}/secret/rotate: once confirmed,
