@@ -1,11 +1,8 @@
 package store_test
 
 import (
-	"context"
-	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,18 +22,6 @@ const (
 	planEvents              = 1000
 	planAttemptsPerDelivery = 10
 )
-
-// attemptStatsSQL is the chart query as queries/attempt_stats.sql has it,
-// with its named parameters numbered.
-func attemptStatsSQL(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile("../../queries/attempt_stats.sql")
-	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(raw), "-- name: AttemptStats :many")
-	require.True(t, ok, "AttemptStats is in queries/attempt_stats.sql")
-	q, _, _ := strings.Cut(rest, "-- name:")
-	return strings.NewReplacer("@bucket_seconds", "$1", "@since", "$2", "@endpoint_id", "$3", "@until", "$4").Replace(q)
-}
 
 // TestAttemptStatsPlan: with 1,000,000 attempts of 100 endpoints over a
 // week, the chart query of one endpoint's last day reads only that
@@ -109,17 +94,8 @@ var (
 // requires it to read want index entries and nothing else.
 func requireIndexPlan(t *testing.T, st *store.Store, ep uuid.UUID, since, until time.Time, want int64, when string) {
 	t.Helper()
-	ctx := context.Background()
-	rows, err := st.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+attemptStatsSQL(t), int32(1800), since, ep, until)
-	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		lines = append(lines, line)
-	}
-	require.NoError(t, rows.Err())
-	plan := strings.Join(lines, "\n")
+	plan := explainAnalyze(t, st, querySQL(t, "attempt_stats.sql", "AttemptStats", "bucket_seconds", "since", "endpoint_id", "until"),
+		int32(1800), since, ep, until)
 	t.Logf("day chart of 1 endpoint among %d, 1,000,000 attempts, %s:\n%s", planEndpoints, when, plan)
 	require.NotContains(t, plan, "Seq Scan", "nothing is read sequentially")
 	require.NotContains(t, plan, "deliveries", "no join to deliveries")

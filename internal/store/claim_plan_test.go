@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,18 +8,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
-
-// claimSQL is the claim query as queries/dispatch.sql has it, with its
-// named parameters numbered.
-func claimSQL(t *testing.T) string {
-	t.Helper()
-	raw, err := os.ReadFile("../../queries/dispatch.sql")
-	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(raw), "-- name: ClaimDueDeliveries :many")
-	require.True(t, ok, "ClaimDueDeliveries is in queries/dispatch.sql")
-	q, _, _ := strings.Cut(rest, "-- name:")
-	return strings.NewReplacer("@endpoint_id", "$1", "@max_rows", "$2").Replace(q)
-}
 
 // TestClaimPlanDoesNotDependOnTheBacklog: with 100,000 due deliveries on one
 // endpoint in a table Postgres has no statistics for, the claim reads its
@@ -43,16 +29,7 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 		f.TenantA.ID, ep.ID)
 	require.NoError(t, err)
 
-	rows, err := f.Store.Pool().Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+claimSQL(t), ep.ID, 10)
-	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		lines = append(lines, line)
-	}
-	require.NoError(t, rows.Err())
-	plan := strings.Join(lines, "\n")
+	plan := explainAnalyze(t, f.Store, querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_id", "max_rows"), ep.ID, 10)
 	t.Logf("claim over a 100,000-delivery backlog, no statistics:\n%s", plan)
 	require.Contains(t, plan, "deliveries_claim_idx", "the claim reads the claim index")
 	require.NotContains(t, plan, "Sort", "the index gives the order; nothing is sorted")

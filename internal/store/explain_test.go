@@ -1,0 +1,47 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// querySQL returns the query named name in queries/file as sqlc reads it,
+// with its named parameters (params, in order) numbered $1, $2, …: the SQL
+// the plan tests EXPLAIN.
+func querySQL(t *testing.T, file, name string, params ...string) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../queries/" + file)
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(raw), "-- name: "+name+" ")
+	require.True(t, ok, "%s is in queries/%s", name, file)
+	_, rest, _ = strings.Cut(rest, "\n") // past the ":many" of the name line
+	q, _, _ := strings.Cut(rest, "-- name:")
+	var pairs []string
+	for i, p := range params {
+		pairs = append(pairs, "@"+p, fmt.Sprintf("$%d", i+1))
+	}
+	return strings.NewReplacer(pairs...).Replace(q)
+}
+
+// explainAnalyze runs sql under EXPLAIN (ANALYZE, BUFFERS) and returns the
+// plan as text.
+func explainAnalyze(t *testing.T, st *store.Store, sql string, args ...any) string {
+	t.Helper()
+	rows, err := st.Pool().Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
+	require.NoError(t, err)
+	var lines []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(lines, "\n")
+}
