@@ -23,7 +23,13 @@ ORDER BY c.id DESC
 LIMIT @max_rows;
 
 -- name: DeleteConsumer :execrows
-DELETE FROM consumers WHERE tenant_id = @tenant_id AND uid = @uid;
+-- Its endpoints go by cascade, and their deliveries with them; their
+-- attempts, which have no foreign key (00014_time_partitions.sql), here.
+WITH attempts AS (
+    DELETE FROM delivery_attempts a USING endpoints e
+    WHERE e.tenant_id = @tenant_id AND e.consumer = @uid AND a.endpoint_id = e.id
+)
+DELETE FROM consumers c WHERE c.tenant_id = @tenant_id AND c.uid = @uid;
 
 -- ConsumersByUID returns which of uids name consumers of the tenant.
 -- name: ConsumersByUID :many

@@ -14,6 +14,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = @endpoint_id AND d.coalesce_key = @coalesce_key AND d.event_type = @event_type
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < @event_id
+      -- Within the event's own day: moving a delivery to another day's
+      -- partition would be a delete and an insert.
+      AND d.event_id >= sluice_day_lo(@event_id)
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
@@ -162,19 +165,18 @@ FROM deliveries
 WHERE replayed_from = ANY(@source_ids::uuid[])
 ORDER BY replayed_from, id DESC;
 
--- name: DeleteOldDelivered :execrows
-DELETE FROM deliveries
-WHERE id IN (
-    SELECT old.id FROM deliveries old
-    WHERE old.status = 'delivered' AND old.updated_at < @before
-    LIMIT @max_rows
-);
+-- name: EnsureDayPartitions :one
+-- See sluice_ensure_day in 00014_time_partitions.sql.
+SELECT sluice_ensure_day(@day::date)::boolean AS created;
 
--- name: DeleteOldDead :execrows
--- Dead deliveries past SLUICE_DEAD_RETENTION, kept until then for replay.
-DELETE FROM deliveries
-WHERE id IN (
-    SELECT old.id FROM deliveries old
-    WHERE old.status = 'dead' AND old.updated_at < @before
-    LIMIT @max_rows
-);
+-- name: DayPartitions :many
+-- The days that have partitions, oldest first.
+SELECT day::date FROM sluice_day_partitions() AS day ORDER BY 1;
+
+-- name: DropDayPartitions :one
+-- See sluice_drop_day in 00014_time_partitions.sql.
+SELECT coalesce(sluice_drop_day(@day::date, @dead_before::timestamptz), -1)::bigint AS kept;
+
+-- name: ExpireKept :one
+-- See sluice_expire_kept in 00014_time_partitions.sql.
+SELECT sluice_expire_kept(@delivered_before::timestamptz, @dead_before::timestamptz, @max_rows::integer)::integer AS deleted;

@@ -90,14 +90,15 @@ WITH attempts AS (
     -- Only for deliveries that still exist: one deleted with its endpoint
     -- while in flight must not fail the other endpoints' attempts batched
     -- with it.
-    INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_body)
-    SELECT a.delivery_id, live.endpoint_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
+    INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms, response_body)
+    SELECT a.delivery_id, live.endpoint_id, live.event_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
     FROM (
-        SELECT unnest(@ids::uuid[]) AS delivery_id, unnest(@ats::timestamptz[]) AS at,
+        SELECT unnest(@ids::uuid[]) AS delivery_id, unnest(@event_ids::uuid[]) AS event_id, unnest(@ats::timestamptz[]) AS at,
                nullif(unnest(@status_codes::int[]), 0) AS status_code, nullif(unnest(@errors::text[]), '') AS error,
                unnest(@latencies_ms::int[]) AS latency_ms, nullif(unnest(@bodies::text[]), '') AS response_body
     ) a
     JOIN deliveries live ON live.id = a.delivery_id
+        AND live.event_id >= sluice_day_lo(a.event_id) AND live.event_id < sluice_day_hi(a.event_id)
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
@@ -113,7 +114,10 @@ FROM (
            unnest(@statuses::text[]) AS status, unnest(@failed::int[]) AS failed,
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
 ) u
-WHERE d.id = u.id;
+WHERE d.id = u.id
+  -- The claimed event's day: coalescing keeps a delivery within its day,
+  -- so this is where it is, and Postgres probes one partition, not all.
+  AND d.event_id >= sluice_day_lo(u.event_id) AND d.event_id < sluice_day_hi(u.event_id);
 
 -- name: QueuedDeliveries :one
 SELECT count(*) FROM deliveries WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed');

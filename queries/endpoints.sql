@@ -47,7 +47,13 @@ WHERE tenant_id = @tenant_id AND id = @id
 RETURNING parked_job_id;
 
 -- name: DeleteEndpoint :execrows
-DELETE FROM endpoints WHERE tenant_id = @tenant_id AND id = @id;
+-- Its deliveries and subscriptions go by cascade; its attempts, which have
+-- no foreign key (00014_time_partitions.sql), here.
+WITH attempts AS (
+    DELETE FROM delivery_attempts a USING endpoints e
+    WHERE e.tenant_id = @tenant_id AND e.id = @id AND a.endpoint_id = e.id
+)
+DELETE FROM endpoints gone WHERE gone.tenant_id = @tenant_id AND gone.id = @id;
 
 -- name: GetEndpointSecrets :one
 SELECT secret_enc, previous_secret_enc, previous_secret_expires_at

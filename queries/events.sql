@@ -1,14 +1,24 @@
 -- name: InsertEvent :one
 INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
 VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast)
-ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING *;
 
--- name: EventByIdempotencyKey :one
-SELECT * FROM events WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key;
+-- name: LockIdempotencyKey :exec
+-- Serializes the requests that carry one tenant's Idempotency-Key until
+-- their transactions end: events cannot hold a unique index on the key (a
+-- partitioned table's unique indexes hold its partition key). lock_key
+-- names the tenant and the key; the two-number form keeps these locks
+-- apart from River's and goose's.
+SELECT pg_advisory_xact_lock(hashtext('sluice.idempotency'), hashtext(@lock_key::text));
 
--- name: ReleaseIdempotencyKey :exec
-UPDATE events SET idempotency_key = NULL WHERE id = @id;
+-- name: RecentEventByIdempotencyKey :one
+-- The newest event with the key since a time, looking only at the days
+-- since then.
+SELECT * FROM events
+WHERE tenant_id = @tenant_id AND idempotency_key = @idempotency_key
+  AND id >= sluice_uuid_at((extract(epoch FROM @since::timestamptz) * 1000)::bigint)
+ORDER BY id DESC
+LIMIT 1;
 
 -- name: GetEvent :one
 SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id;

@@ -2,53 +2,108 @@ package app_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
-	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/receiver"
 	"github.com/sluice-dev/sluice/internal/retention"
 )
 
-// TestRetentionDeletesOldDeliveredKeepsDead: delivered deliveries go after
-// SLUICE_RETENTION, dead ones are kept for replay until
-// SLUICE_DEAD_RETENTION.
-func TestRetentionDeletesOldDeliveredKeepsDead(t *testing.T) {
+// TestRetentionDropsDaysKeepsDeadAndQueued: retention drops a day of
+// events, deliveries and attempts once it is older than SLUICE_RETENTION,
+// keeping what must outlive it (a dead delivery, kept for replay until
+// SLUICE_DEAD_RETENTION, and a queued one) with their attempts and event,
+// which the API still shows and the dispatcher still delivers.
+func TestRetentionDropsDaysKeepsDeadAndQueued(t *testing.T) {
+	ctx := context.Background()
 	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "10ms"})
-	ok, bad := receiver.New(t), receiver.New(t)
+	ok, bad, busy := receiver.New(t), receiver.New(t), receiver.New(t)
 	bad.Answer(receiver.Behavior{Status: 500})
+	busy.Answer(receiver.Behavior{Status: 429, RetryAfter: "3600"})
 	okID, _ := h.endpoint(ok, []string{"*"}, nil)
 	badID, _ := h.endpoint(bad, []string{"*"}, nil)
-	h.post("keep.or.drop", map[string]int{"x": 1})
+	busyID, _ := h.endpoint(busy, []string{"*"}, nil)
+	eventID := h.post("keep.or.drop", map[string]int{"x": 1})
 	eventually(t, 10*time.Second, func() bool {
 		return len(h.deliveries("status=delivered&endpoint_id="+okID)) == 1 &&
-			len(h.deliveries("status=dead&endpoint_id="+badID)) == 1
-	}, "one delivered, one dead")
+			len(h.deliveries("status=dead&endpoint_id="+badID)) == 1 &&
+			busy.Count() == 1
+	}, "one delivered, one dead, one throttled")
+	queued := h.deliveries("endpoint_id=" + busyID)
+	require.Len(t, queued, 1)
+	require.Equal(t, "pending", queued[0].Status)
 
-	// Nothing is old enough yet.
-	work := func(delivered, dead time.Duration) {
-		w := retention.NewWorker(h.proc.Store, retention.Config{Delivered: delivered, Dead: dead})
-		require.NoError(t, w.Work(context.Background(), &river.Job[jobs.RetentionArgs]{}))
-	}
-	work(time.Hour, time.Hour)
+	days := retention.Config{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour}
+	w := retention.NewWorker(h.proc.Store, days)
+	now := time.Now()
+	r, err := w.Run(ctx, now)
+	require.NoError(t, err)
+	require.Zero(t, r.Dropped, "nothing is old enough yet")
 	require.Len(t, h.deliveries("endpoint_id="+okID), 1)
 
-	time.Sleep(20 * time.Millisecond)
-	work(10*time.Millisecond, time.Hour)
-	require.Empty(t, h.deliveries("endpoint_id="+okID), "delivered and old: deleted")
-	require.Len(t, h.deliveries("status=dead&endpoint_id="+badID), 1, "dead ones are kept for replay")
-	var attempts int
-	require.NoError(t, h.proc.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.endpoint_id = $1`, okID).Scan(&attempts))
-	require.Zero(t, attempts)
-	var orphans int
-	require.NoError(t, h.proc.Pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM delivery_attempts a WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.id = a.delivery_id)`).Scan(&orphans))
-	require.Zero(t, orphans, "attempts go with their delivery")
+	// Fifteen days on, the event's day is past SLUICE_RETENTION.
+	r, err = w.Run(ctx, now.Add(15*24*time.Hour))
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, r.Dropped, 1)
+	require.EqualValues(t, 2, r.Kept, "the dead and the queued delivery")
+	require.Equal(t, 4, r.Created, "the partitions of the fifteenth day and the three after it")
+	require.Empty(t, h.deliveries("endpoint_id="+okID), "delivered and old: dropped with its day")
+	dead := h.deliveries("status=dead&endpoint_id=" + badID)
+	require.Len(t, dead, 1, "dead ones are kept for replay")
+	require.Len(t, h.delivery(dead[0].ID).Attempts, dead[0].AttemptCount, "with their attempts")
+	h.call(http.MethodGet, "/v1/events/"+eventID, nil, http.StatusOK, nil)
+	require.Equal(t, map[string]int{"events": 1, "deliveries": 2, "delivery_attempts": 1 + dead[0].AttemptCount},
+		h.keptRows(), "only what outlives the day is kept")
 
-	work(10*time.Millisecond, 10*time.Millisecond)
+	// The queued delivery is still delivered, from where it was kept, once
+	// its receiver's hour of throttling is over (cut short here) and its
+	// parked run is woken (by an endpoint update).
+	busy.Answer(receiver.Behavior{Status: 200})
+	_, err = h.proc.Pool.Exec(ctx, "DELETE FROM destination_throttle WHERE endpoint_id = $1", busyID)
+	require.NoError(t, err)
+	h.call(http.MethodPatch, "/v1/endpoints/"+busyID, map[string]any{"description": "back"}, http.StatusOK, nil)
+	h.call(http.MethodPost, "/v1/deliveries/"+queued[0].ID+"/retry", nil, http.StatusAccepted, nil)
+	eventually(t, 10*time.Second, func() bool {
+		return len(h.deliveries("status=delivered&endpoint_id="+busyID)) == 1
+	}, "the kept queued delivery delivered")
+
+	// Run again on the fifteenth day: the delivery delivered today from
+	// the kept partitions is older than SLUICE_RETENTION by then; the dead
+	// one is kept until SLUICE_DEAD_RETENTION.
+	r, err = w.Run(ctx, now.Add(15*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Expired)
+	require.Empty(t, h.deliveries("endpoint_id="+busyID))
+	require.Len(t, h.deliveries("status=dead&endpoint_id="+badID), 1)
+	require.Equal(t, map[string]int{"events": 1, "deliveries": 1, "delivery_attempts": dead[0].AttemptCount}, h.keptRows())
+
+	r, err = w.Run(ctx, now.Add(31*24*time.Hour))
+	require.NoError(t, err)
+	require.Equal(t, 1, r.Expired)
 	require.Empty(t, h.deliveries("endpoint_id="+badID), "dead and past SLUICE_DEAD_RETENTION: deleted")
+	require.Equal(t, map[string]int{"events": 0, "deliveries": 0, "delivery_attempts": 0}, h.keptRows(),
+		"the event and the attempts go with the last delivery that needed them")
+}
+
+// delivery fetches one delivery with its attempts.
+func (h *harness) delivery(id string) delivery {
+	h.t.Helper()
+	var d delivery
+	h.call(http.MethodGet, "/v1/deliveries/"+id, nil, http.StatusOK, &d)
+	return d
+}
+
+// keptRows counts the rows of the kept partitions.
+func (h *harness) keptRows() map[string]int {
+	h.t.Helper()
+	out := map[string]int{}
+	for _, table := range []string{"events", "deliveries", "delivery_attempts"} {
+		var n int
+		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+"_kept").Scan(&n))
+		out[table] = n
+	}
+	return out
 }

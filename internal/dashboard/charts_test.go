@@ -26,9 +26,9 @@ func (b *bundle) attempt(s seeded, at time.Time, status, latencyMS int) {
 		code = &status
 	}
 	_, err := b.store.Pool().Exec(context.Background(), `
-		INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms)
-		VALUES ($1, $2, $3, $4, CASE WHEN $4::int IS NULL THEN 'connection refused' END, $5)`,
-		s.delivery.ID, s.endpoint.ID, at, code, latencyMS)
+		INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms)
+		VALUES ($1, $2, $6, $3, $4, CASE WHEN $4::int IS NULL THEN 'connection refused' END, $5)`,
+		s.delivery.ID, s.endpoint.ID, at, code, latencyMS, s.delivery.EventID)
 	require.NoError(b.t, err)
 }
 
@@ -39,8 +39,8 @@ func (b *bundle) attempt(s seeded, at time.Time, status, latencyMS int) {
 func (b *bundle) history(s seeded) {
 	b.t.Helper()
 	_, err := b.store.Pool().Exec(context.Background(), `
-		INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms)
-		SELECT $1, $2, now() - g * interval '20 seconds' - random() * interval '15 seconds',
+		INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms)
+		SELECT $1, $2, $3, now() - g * interval '20 seconds' - random() * interval '15 seconds',
 		       CASE WHEN g BETWEEN 1000 AND 1090 OR g % 37 = 0 THEN 503
 		            WHEN g % 23 = 0 THEN 429
 		            WHEN g % 61 = 0 THEN NULL
@@ -49,7 +49,7 @@ func (b *bundle) history(s seeded) {
 		       (120 + 60 * sin(g / 90.0) + random() * 50 + CASE WHEN g % 11 = 0 THEN 300 + random() * 400 ELSE 0 END)::int
 		FROM generate_series(1, 4300) g
 		WHERE g % 200 NOT BETWEEN 150 AND 170 OR g < 200`,
-		s.delivery.ID, s.endpoint.ID)
+		s.delivery.ID, s.endpoint.ID, s.delivery.EventID)
 	require.NoError(b.t, err)
 }
 

@@ -98,7 +98,8 @@ func (AlertArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 20}
 }
 
-// RetentionArgs is the periodic job that deletes old delivered deliveries.
+// RetentionArgs is the periodic job that keeps the day partitions: it
+// creates them ahead and drops expired days (internal/retention).
 type RetentionArgs struct{}
 
 // Kind implements river.JobArgs.

@@ -1,20 +1,32 @@
-// Package retention is the periodic River worker that deletes delivered
-// deliveries (and, by cascade, their attempts) older than SLUICE_RETENTION,
-// and dead ones, kept for replay until then, older than
-// SLUICE_DEAD_RETENTION.
+// Package retention is the periodic River worker that keeps the day
+// partitions of events, deliveries and attempts: it creates them a few
+// days ahead, drops each day once it is older than SLUICE_RETENTION
+// (moving first what must outlive it: deliveries still queued and dead
+// ones, kept for replay until SLUICE_DEAD_RETENTION), and deletes from the
+// kept partitions what has since expired. Dropping a day costs the same
+// however many rows it holds.
 package retention
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// chunk bounds one DELETE, so retention never holds long locks.
+// DaysAhead is how many days after today get their partitions ahead of
+// time. The job runs every hour, so three days leave room for a long
+// outage before rows of a day without partitions land in the kept ones
+// (where they are safe, and from where they move to their day's
+// partitions when it is created).
+const DaysAhead = 3
+
+// chunk bounds one delete from the kept partitions.
 const chunk = 5000
 
 // Config says how long deliveries are kept.
@@ -23,6 +35,18 @@ type Config struct {
 	Delivered time.Duration
 	// Dead is how long a dead delivery is kept for replay.
 	Dead time.Duration
+}
+
+// Report is what one run did.
+type Report struct {
+	// Created is the number of days whose partitions it created.
+	Created int
+	// Dropped is the number of days whose partitions it dropped.
+	Dropped int
+	// Kept is the number of deliveries it moved out of the dropped days.
+	Kept int64
+	// Expired is the number of kept deliveries it deleted.
+	Expired int
 }
 
 // Worker runs jobs.RetentionArgs.
@@ -44,22 +68,78 @@ const Timeout = 10 * time.Minute
 // Timeout implements river.Worker.
 func (w *Worker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration { return Timeout }
 
-// Work deletes old delivered, then old dead, deliveries in chunks until
-// none is left.
+// Work runs retention as of now.
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
-	now := time.Now()
-	if err := deleteAll(ctx, w.store.DeleteOldDelivered, now.Add(-w.cfg.Delivered)); err != nil {
-		return err
-	}
-	return deleteAll(ctx, w.store.DeleteOldDead, now.Add(-w.cfg.Dead))
+	_, err := w.Run(ctx, time.Now())
+	return err
 }
 
-// deleteAll calls del a chunk at a time until a chunk comes back short.
-func deleteAll(ctx context.Context, del func(context.Context, time.Time, int) (int64, error), before time.Time) error {
+// Run keeps the partitions as of now: it creates today's and DaysAhead
+// more, drops every day that ended before now - Delivered, and expires the
+// kept deliveries.
+func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
+	var r Report
+	today := store.PartitionDay(now)
+	for i := range DaysAhead + 1 {
+		created, err := retryLocked(ctx, func() (bool, error) {
+			return w.store.EnsureDayPartitions(ctx, today.AddDate(0, 0, i))
+		})
+		if err != nil {
+			return r, err
+		}
+		if created {
+			r.Created++
+		}
+	}
+	days, err := w.store.DayPartitions(ctx)
+	if err != nil {
+		return r, err
+	}
+	deliveredBefore, deadBefore := now.Add(-w.cfg.Delivered), now.Add(-w.cfg.Dead)
+	for _, day := range days {
+		if day.AddDate(0, 0, 1).After(deliveredBefore) {
+			break
+		}
+		kept, err := retryLocked(ctx, func() (int64, error) {
+			return w.store.DropDayPartitions(ctx, day, deadBefore)
+		})
+		if err != nil {
+			return r, err
+		}
+		if kept >= 0 {
+			r.Dropped++
+			r.Kept += kept
+		}
+	}
 	for {
-		n, err := del(ctx, before, chunk)
+		n, err := w.store.ExpireKept(ctx, deliveredBefore, deadBefore, chunk)
+		r.Expired += n
 		if err != nil || n < chunk {
-			return err
+			return r, err
+		}
+	}
+}
+
+// lockRetries and lockRetryWait bound how often a partition change that
+// could not get its locks in time is tried again before the run fails
+// (and River retries the job).
+const (
+	lockRetries   = 10
+	lockRetryWait = time.Second
+)
+
+// retryLocked calls fn until it does not fail for want of a lock.
+func retryLocked[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	for i := 1; ; i++ {
+		v, err := fn()
+		var pgErr *pgconn.PgError
+		if i == lockRetries || !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, ctx.Err()
+		case <-time.After(lockRetryWait):
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"time"
 
 	"context"
 
@@ -75,18 +74,6 @@ func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.U
 		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 	})
 	return out, err
-}
-
-// DeleteOldDelivered deletes up to limit delivered deliveries (and their
-// attempts) last updated before before; dead ones are kept.
-func (s *Store) DeleteOldDelivered(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return s.q.DeleteOldDelivered(ctx, dbq.DeleteOldDeliveredParams{Before: before, MaxRows: int32(limit)})
-}
-
-// DeleteOldDead deletes up to limit dead deliveries (and their attempts)
-// last updated before before: the end of their keeping for replay.
-func (s *Store) DeleteOldDead(ctx context.Context, before time.Time, limit int) (int64, error) {
-	return s.q.DeleteOldDead(ctx, dbq.DeleteOldDeadParams{Before: before, MaxRows: int32(limit)})
 }
 
 func deliveryFromRow(r dbq.Delivery) sluice.Delivery {

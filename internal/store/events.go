@@ -32,25 +32,21 @@ func (s *Store) CreateEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.N
 	)
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := insertEvent(ctx, q, tenantID, ev)
-		if errors.Is(err, pgx.ErrNoRows) { // idempotency key taken
-			row, err = q.EventByIdempotencyKey(ctx, dbq.EventByIdempotencyKeyParams{TenantID: tenantID, IdempotencyKey: &ev.IdempotencyKey})
+		if ev.IdempotencyKey != "" {
+			first, found, err := recentEventByKey(ctx, q, tenantID, ev.IdempotencyKey)
 			if err != nil {
 				return err
 			}
-			if time.Since(row.CreatedAt) < IdempotencyWindow {
-				out = eventFromRow(row)
-				if row.Type != ev.Type || !bytes.Equal(row.Payload, ev.Payload) ||
-					deref(row.Consumer) != deref(ev.Consumer) || row.Broadcast != ev.Broadcast {
+			if found {
+				out = first
+				if first.Type != ev.Type || !bytes.Equal(first.Payload, ev.Payload) ||
+					deref(first.Consumer) != deref(ev.Consumer) || first.Broadcast != ev.Broadcast {
 					return ErrIdempotencyMismatch
 				}
 				return nil
 			}
-			if err := q.ReleaseIdempotencyKey(ctx, row.ID); err != nil {
-				return err
-			}
-			row, err = insertEvent(ctx, q, tenantID, ev)
 		}
+		row, err := insertEvent(ctx, q, tenantID, ev)
 		if err != nil {
 			return err
 		}
@@ -58,6 +54,26 @@ func (s *Store) CreateEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.N
 		return jobs.FanOut(ctx, tx, []uuid.UUID{row.ID})
 	})
 	return out, created, err
+}
+
+// recentEventByKey takes the tenant's lock on an Idempotency-Key, until
+// the transaction ends, and returns the event the key created in the last
+// IdempotencyWindow, if any. Holding the lock, a second request with the
+// same key waits for the first to commit and then sees its event.
+func recentEventByKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, key string) (sluice.Event, bool, error) {
+	if err := q.LockIdempotencyKey(ctx, tenantID.String()+":"+key); err != nil {
+		return sluice.Event{}, false, err
+	}
+	row, err := q.RecentEventByIdempotencyKey(ctx, dbq.RecentEventByIdempotencyKeyParams{
+		TenantID: tenantID, IdempotencyKey: &key, Since: time.Now().Add(-IdempotencyWindow),
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sluice.Event{}, false, nil
+	}
+	if err != nil {
+		return sluice.Event{}, false, err
+	}
+	return eventFromRow(row), true, nil
 }
 
 func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev sluice.NewEvent) (dbq.Event, error) {

@@ -77,7 +77,11 @@ func (q *Queries) ConsumersByUID(ctx context.Context, arg ConsumersByUIDParams) 
 }
 
 const deleteConsumer = `-- name: DeleteConsumer :execrows
-DELETE FROM consumers WHERE tenant_id = $1 AND uid = $2
+WITH attempts AS (
+    DELETE FROM delivery_attempts a USING endpoints e
+    WHERE e.tenant_id = $1 AND e.consumer = $2 AND a.endpoint_id = e.id
+)
+DELETE FROM consumers c WHERE c.tenant_id = $1 AND c.uid = $2
 `
 
 type DeleteConsumerParams struct {
@@ -85,6 +89,8 @@ type DeleteConsumerParams struct {
 	Uid      string
 }
 
+// Its endpoints go by cascade, and their deliveries with them; their
+// attempts, which have no foreign key (00014_time_partitions.sql), here.
 func (q *Queries) DeleteConsumer(ctx context.Context, arg DeleteConsumerParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteConsumer, arg.TenantID, arg.Uid)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 const advanceReplayRequest = `-- name: AdvanceReplayRequest :exec
@@ -27,7 +28,7 @@ func (q *Queries) AdvanceReplayRequest(ctx context.Context, arg AdvanceReplayReq
 }
 
 const attemptsForDelivery = `-- name: AttemptsForDelivery :many
-SELECT id, delivery_id, at, status_code, error, latency_ms, response_body, endpoint_id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
+SELECT id, delivery_id, at, status_code, error, latency_ms, response_body, endpoint_id, event_id FROM delivery_attempts WHERE delivery_id = $1 ORDER BY id
 `
 
 func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID) ([]DeliveryAttempt, error) {
@@ -48,6 +49,7 @@ func (q *Queries) AttemptsForDelivery(ctx context.Context, deliveryID uuid.UUID)
 			&i.LatencyMs,
 			&i.ResponseBody,
 			&i.EndpointID,
+			&i.EventID,
 		); err != nil {
 			return nil, err
 		}
@@ -65,6 +67,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = $2 AND d.coalesce_key = $3 AND d.event_type = $4
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < $1
+      -- Within the event's own day: moving a delivery to another day's
+      -- partition would be a delete and an insert.
+      AND d.event_id >= sluice_day_lo($1)
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
@@ -129,49 +134,29 @@ func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams
 	return count, err
 }
 
-const deleteOldDead = `-- name: DeleteOldDead :execrows
-DELETE FROM deliveries
-WHERE id IN (
-    SELECT old.id FROM deliveries old
-    WHERE old.status = 'dead' AND old.updated_at < $1
-    LIMIT $2
-)
+const dayPartitions = `-- name: DayPartitions :many
+SELECT day::date FROM sluice_day_partitions() AS day ORDER BY 1
 `
 
-type DeleteOldDeadParams struct {
-	Before  time.Time
-	MaxRows int32
-}
-
-// Dead deliveries past SLUICE_DEAD_RETENTION, kept until then for replay.
-func (q *Queries) DeleteOldDead(ctx context.Context, arg DeleteOldDeadParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteOldDead, arg.Before, arg.MaxRows)
+// The days that have partitions, oldest first.
+func (q *Queries) DayPartitions(ctx context.Context) ([]pgtype.Date, error) {
+	rows, err := q.db.Query(ctx, dayPartitions)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
-}
-
-const deleteOldDelivered = `-- name: DeleteOldDelivered :execrows
-DELETE FROM deliveries
-WHERE id IN (
-    SELECT old.id FROM deliveries old
-    WHERE old.status = 'delivered' AND old.updated_at < $1
-    LIMIT $2
-)
-`
-
-type DeleteOldDeliveredParams struct {
-	Before  time.Time
-	MaxRows int32
-}
-
-func (q *Queries) DeleteOldDelivered(ctx context.Context, arg DeleteOldDeliveredParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteOldDelivered, arg.Before, arg.MaxRows)
-	if err != nil {
-		return 0, err
+	defer rows.Close()
+	items := []pgtype.Date{}
+	for rows.Next() {
+		var day pgtype.Date
+		if err := rows.Scan(&day); err != nil {
+			return nil, err
+		}
+		items = append(items, day)
 	}
-	return result.RowsAffected(), nil
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const deleteReplayRequest = `-- name: DeleteReplayRequest :exec
@@ -224,6 +209,53 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 		return nil, err
 	}
 	return items, nil
+}
+
+const dropDayPartitions = `-- name: DropDayPartitions :one
+SELECT coalesce(sluice_drop_day($1::date, $2::timestamptz), -1)::bigint AS kept
+`
+
+type DropDayPartitionsParams struct {
+	Day        pgtype.Date
+	DeadBefore time.Time
+}
+
+// See sluice_drop_day in 00014_time_partitions.sql.
+func (q *Queries) DropDayPartitions(ctx context.Context, arg DropDayPartitionsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, dropDayPartitions, arg.Day, arg.DeadBefore)
+	var kept int64
+	err := row.Scan(&kept)
+	return kept, err
+}
+
+const ensureDayPartitions = `-- name: EnsureDayPartitions :one
+SELECT sluice_ensure_day($1::date)::boolean AS created
+`
+
+// See sluice_ensure_day in 00014_time_partitions.sql.
+func (q *Queries) EnsureDayPartitions(ctx context.Context, day pgtype.Date) (bool, error) {
+	row := q.db.QueryRow(ctx, ensureDayPartitions, day)
+	var created bool
+	err := row.Scan(&created)
+	return created, err
+}
+
+const expireKept = `-- name: ExpireKept :one
+SELECT sluice_expire_kept($1::timestamptz, $2::timestamptz, $3::integer)::integer AS deleted
+`
+
+type ExpireKeptParams struct {
+	DeliveredBefore time.Time
+	DeadBefore      time.Time
+	MaxRows         int32
+}
+
+// See sluice_expire_kept in 00014_time_partitions.sql.
+func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, error) {
+	row := q.db.QueryRow(ctx, expireKept, arg.DeliveredBefore, arg.DeadBefore, arg.MaxRows)
+	var deleted int32
+	err := row.Scan(&deleted)
+	return deleted, err
 }
 
 const getDelivery = `-- name: GetDelivery :one

@@ -234,14 +234,15 @@ WITH attempts AS (
     -- Only for deliveries that still exist: one deleted with its endpoint
     -- while in flight must not fail the other endpoints' attempts batched
     -- with it.
-    INSERT INTO delivery_attempts (delivery_id, endpoint_id, at, status_code, error, latency_ms, response_body)
-    SELECT a.delivery_id, live.endpoint_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
+    INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms, response_body)
+    SELECT a.delivery_id, live.endpoint_id, live.event_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
     FROM (
-        SELECT unnest($1::uuid[]) AS delivery_id, unnest($6::timestamptz[]) AS at,
+        SELECT unnest($1::uuid[]) AS delivery_id, unnest($2::uuid[]) AS event_id, unnest($6::timestamptz[]) AS at,
                nullif(unnest($7::int[]), 0) AS status_code, nullif(unnest($8::text[]), '') AS error,
                unnest($9::int[]) AS latency_ms, nullif(unnest($10::text[]), '') AS response_body
     ) a
     JOIN deliveries live ON live.id = a.delivery_id
+        AND live.event_id >= sluice_day_lo(a.event_id) AND live.event_id < sluice_day_hi(a.event_id)
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
@@ -258,6 +259,9 @@ FROM (
            unnest($5::timestamptz[]) AS next_attempt_at
 ) u
 WHERE d.id = u.id
+  -- The claimed event's day: coalescing keeps a delivery within its day,
+  -- so this is where it is, and Postgres probes one partition, not all.
+  AND d.event_id >= sluice_day_lo(u.event_id) AND d.event_id < sluice_day_hi(u.event_id)
 `
 
 type RecordOutcomesParams struct {

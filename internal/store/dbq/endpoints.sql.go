@@ -87,7 +87,11 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 }
 
 const deleteEndpoint = `-- name: DeleteEndpoint :execrows
-DELETE FROM endpoints WHERE tenant_id = $1 AND id = $2
+WITH attempts AS (
+    DELETE FROM delivery_attempts a USING endpoints e
+    WHERE e.tenant_id = $1 AND e.id = $2 AND a.endpoint_id = e.id
+)
+DELETE FROM endpoints gone WHERE gone.tenant_id = $1 AND gone.id = $2
 `
 
 type DeleteEndpointParams struct {
@@ -95,6 +99,8 @@ type DeleteEndpointParams struct {
 	ID       uuid.UUID
 }
 
+// Its deliveries and subscriptions go by cascade; its attempts, which have
+// no foreign key (00014_time_partitions.sql), here.
 func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteEndpoint, arg.TenantID, arg.ID)
 	if err != nil {

@@ -7,35 +7,10 @@ package dbq
 
 import (
 	"context"
+	"time"
 
 	"github.com/google/uuid"
 )
-
-const eventByIdempotencyKey = `-- name: EventByIdempotencyKey :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE tenant_id = $1 AND idempotency_key = $2
-`
-
-type EventByIdempotencyKeyParams struct {
-	TenantID       uuid.UUID
-	IdempotencyKey *string
-}
-
-func (q *Queries) EventByIdempotencyKey(ctx context.Context, arg EventByIdempotencyKeyParams) (Event, error) {
-	row := q.db.QueryRow(ctx, eventByIdempotencyKey, arg.TenantID, arg.IdempotencyKey)
-	var i Event
-	err := row.Scan(
-		&i.ID,
-		&i.TenantID,
-		&i.Type,
-		&i.Payload,
-		&i.CoalesceKey,
-		&i.IdempotencyKey,
-		&i.CreatedAt,
-		&i.Consumer,
-		&i.Broadcast,
-	)
-	return i, err
-}
 
 const eventsByID = `-- name: EventsByID :many
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
@@ -100,7 +75,6 @@ func (q *Queries) GetEvent(ctx context.Context, arg GetEventParams) (Event, erro
 const insertEvent = `-- name: InsertEvent :one
 INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-ON CONFLICT (tenant_id, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast
 `
 
@@ -195,13 +169,51 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 	return items, nil
 }
 
-const releaseIdempotencyKey = `-- name: ReleaseIdempotencyKey :exec
-UPDATE events SET idempotency_key = NULL WHERE id = $1
+const lockIdempotencyKey = `-- name: LockIdempotencyKey :exec
+SELECT pg_advisory_xact_lock(hashtext('sluice.idempotency'), hashtext($1::text))
 `
 
-func (q *Queries) ReleaseIdempotencyKey(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, releaseIdempotencyKey, id)
+// Serializes the requests that carry one tenant's Idempotency-Key until
+// their transactions end: events cannot hold a unique index on the key (a
+// partitioned table's unique indexes hold its partition key). lock_key
+// names the tenant and the key; the two-number form keeps these locks
+// apart from River's and goose's.
+func (q *Queries) LockIdempotencyKey(ctx context.Context, lockKey string) error {
+	_, err := q.db.Exec(ctx, lockIdempotencyKey, lockKey)
 	return err
+}
+
+const recentEventByIdempotencyKey = `-- name: RecentEventByIdempotencyKey :one
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
+WHERE tenant_id = $1 AND idempotency_key = $2
+  AND id >= sluice_uuid_at((extract(epoch FROM $3::timestamptz) * 1000)::bigint)
+ORDER BY id DESC
+LIMIT 1
+`
+
+type RecentEventByIdempotencyKeyParams struct {
+	TenantID       uuid.UUID
+	IdempotencyKey *string
+	Since          time.Time
+}
+
+// The newest event with the key since a time, looking only at the days
+// since then.
+func (q *Queries) RecentEventByIdempotencyKey(ctx context.Context, arg RecentEventByIdempotencyKeyParams) (Event, error) {
+	row := q.db.QueryRow(ctx, recentEventByIdempotencyKey, arg.TenantID, arg.IdempotencyKey, arg.Since)
+	var i Event
+	err := row.Scan(
+		&i.ID,
+		&i.TenantID,
+		&i.Type,
+		&i.Payload,
+		&i.CoalesceKey,
+		&i.IdempotencyKey,
+		&i.CreatedAt,
+		&i.Consumer,
+		&i.Broadcast,
+	)
+	return i, err
 }
 
 const subscriptionsForEvents = `-- name: SubscriptionsForEvents :many

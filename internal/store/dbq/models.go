@@ -54,6 +54,22 @@ type DashboardSession struct {
 	ReadOnly   bool
 }
 
+type DeliveriesKept struct {
+	ID            uuid.UUID
+	TenantID      uuid.UUID
+	EventID       uuid.UUID
+	EndpointID    uuid.UUID
+	EventType     string
+	CoalesceKey   *string
+	Status        string
+	AttemptCount  int32
+	FailureCount  int32
+	NextAttemptAt *time.Time
+	ReplayedFrom  *uuid.UUID
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
 type Delivery struct {
 	ID            uuid.UUID
 	TenantID      uuid.UUID
@@ -79,6 +95,19 @@ type DeliveryAttempt struct {
 	LatencyMs    int32
 	ResponseBody *string
 	EndpointID   uuid.UUID
+	EventID      uuid.UUID
+}
+
+type DeliveryAttemptsKept struct {
+	ID           int64
+	DeliveryID   uuid.UUID
+	At           time.Time
+	StatusCode   *int32
+	Error        *string
+	LatencyMs    int32
+	ResponseBody *string
+	EndpointID   uuid.UUID
+	EventID      uuid.UUID
 }
 
 type DestinationThrottle struct {
@@ -139,6 +168,18 @@ type EventType struct {
 	Deprecated  bool
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+}
+
+type EventsKept struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	Type           string
+	Payload        []byte
+	CoalesceKey    *string
+	IdempotencyKey *string
+	CreatedAt      time.Time
+	Consumer       *string
+	Broadcast      bool
 }
 
 type ReplayRequest struct {

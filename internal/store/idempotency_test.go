@@ -1,0 +1,66 @@
+package store_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestIdempotencyKeyUnderConcurrency: events, partitioned by day, cannot
+// hold a unique index on the key, so requests with the same key take an
+// advisory lock: of many at once exactly one creates the event, and every
+// other answers with it. Another tenant's same key is its own.
+func TestIdempotencyKeyUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ev := sluice.NewEvent{Type: "pay.done", Payload: []byte(`{"n":1}`), IdempotencyKey: "k-1"}
+	const requests = 16
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ids     = map[uuid.UUID]int{}
+		created int
+	)
+	for range requests {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, isNew, err := f.Store.CreateEvent(ctx, f.TenantA.ID, ev, f.Jobs)
+			require.NoError(t, err)
+			mu.Lock()
+			defer mu.Unlock()
+			ids[got.ID]++
+			if isNew {
+				created++
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, 1, created, "one request creates the event")
+	require.Len(t, ids, 1, "every request answers with it")
+
+	other, isNew, err := f.Store.CreateEvent(ctx, f.TenantB.ID, ev, f.Jobs)
+	require.NoError(t, err)
+	require.True(t, isNew, "another tenant's key is its own")
+	require.NotContains(t, ids, other.ID)
+
+	_, _, err = f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: "pay.done", Payload: []byte(`{"n":2}`), IdempotencyKey: "k-1"}, f.Jobs)
+	require.ErrorIs(t, err, store.ErrIdempotencyMismatch)
+
+	// Past the window the key is free again.
+	_, err = f.Store.Pool().Exec(ctx, `UPDATE events SET id = sluice_uuid_at(sluice_uuid_ms(id) - $1::bigint)
+	    WHERE tenant_id = $2`, (store.IdempotencyWindow + time.Minute).Milliseconds(), f.TenantA.ID)
+	require.NoError(t, err)
+	again, isNew, err := f.Store.CreateEvent(ctx, f.TenantA.ID, ev, f.Jobs)
+	require.NoError(t, err)
+	require.True(t, isNew, "a key older than %s creates a new event", store.IdempotencyWindow)
+	require.NotContains(t, ids, again.ID)
+}
