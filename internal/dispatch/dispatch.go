@@ -67,6 +67,8 @@ type Config struct {
 	// so that the sweeper can tell a dead run from a live one. Nil turns
 	// leases off (a dead run's job then waits for River's rescuer).
 	Leases *lease.Holder
+	// Clock is the time runs read and wait on (default: the system's).
+	Clock  Clock
 	Logger *slog.Logger
 }
 
@@ -80,6 +82,9 @@ func (c Config) Resolve() (Config, error) {
 	c.Budget = cmp.Or(c.Budget, defaultBudget)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = realClock{}
 	}
 	switch {
 	case c.Sender == nil:
@@ -138,7 +143,7 @@ func (w *Worker) Timeout(*river.Job[jobs.DispatchArgs]) time.Duration { return w
 // NextRetry implements river.Worker: a failed run (the database was
 // unreachable) is retried within seconds, not after River's default backoff.
 func (w *Worker) NextRetry(job *river.Job[jobs.DispatchArgs]) time.Time {
-	return time.Now().Add(jobs.Backoff(job.Attempt))
+	return w.cfg.Clock.Now().Add(jobs.Backoff(job.Attempt))
 }
 
 // soon is the longest wait (for a token, a retry, a throttle or a probe) a
@@ -166,9 +171,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	}
 	defer held.Release()
 	queue := jobs.FromContext(ctx)
-	// Runs end at slightly different times, so endpoints that started
-	// together do not all hand over at once.
-	deadline := time.Now().Add(time.Duration(float64(w.cfg.Budget) * (0.8 + 0.4*rand.Float64())))
+	clock := w.cfg.Clock
+	deadline := w.deadline()
 	wake := w.cfg.Waker.join(endpointID)
 	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
 	var known knownTarget
@@ -177,11 +181,11 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	defer cancelWait()
 	defer context.AfterFunc(w.stopping, cancelWait)()
-	for time.Now().Before(deadline) && w.stopping.Err() == nil {
+	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
 		}
-		target, plan, claimed, err := w.claim(ctx, endpointID, time.Now(), &known)
+		target, plan, claimed, err := w.claim(ctx, endpointID, clock.Now(), &known)
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
@@ -204,7 +208,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			// throttle, an open circuit, a slow rate limit) parks the
 			// endpoint: its next job is scheduled for when the wait ends,
 			// and closing the circuit or changing the endpoint unparks it.
-			if sleepIfSoon(waitCtx, plan.wait(time.Now()), deadline) {
+			if sleepIfSoon(waitCtx, clock, plan.wait(clock.Now()), deadline) {
 				continue
 			}
 			parked, err := w.park(ctx, job, queue)
@@ -215,7 +219,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				return nil
 			}
 		default:
-			if w.waitForSoonDue(ctx, waitCtx, endpointID, deadline) || w.cfg.Waker.linger(waitCtx, wake, deadline) {
+			if w.waitForSoonDue(ctx, waitCtx, endpointID, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
 				continue
 			}
 			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
@@ -239,6 +243,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		return fmt.Errorf("hand over: %w", err)
 	}
 	return nil
+}
+
+// deadline is when a run starting now hands over: after its budget, give
+// or take a fifth, so endpoints that started together do not all hand over
+// at once.
+func (w *Worker) deadline() time.Time {
+	return w.cfg.Clock.Now().Add(time.Duration(float64(w.cfg.Budget) * (0.8 + 0.4*rand.Float64())))
 }
 
 // takeLease takes the run's lease (nothing when leases are off).
@@ -278,20 +289,23 @@ func (w *Worker) waitForSoonDue(ctx, waitCtx context.Context, endpointID uuid.UU
 	if err != nil || next == nil {
 		return false
 	}
-	return sleepIfSoon(waitCtx, max(time.Until(*next), minDueWait), deadline)
+	clock := w.cfg.Clock
+	return sleepIfSoon(waitCtx, clock, max(next.Sub(clock.Now()), minDueWait), deadline)
 }
 
-// sleepIfSoon sleeps for wait if it is at most soon and ends before the
-// deadline, and reports whether it did.
-func sleepIfSoon(ctx context.Context, wait time.Duration, deadline time.Time) bool {
-	if wait > soon || time.Now().Add(wait).After(deadline) {
+// sleepIfSoon sleeps on clock for wait if it is at most soon and ends
+// before the deadline, and reports whether it did.
+func sleepIfSoon(ctx context.Context, clock Clock, wait time.Duration, deadline time.Time) bool {
+	if wait > soon || clock.Now().Add(wait).After(deadline) {
 		return false
 	}
 	if wait <= 0 {
 		return true
 	}
+	elapsed, stop := clock.After(wait)
+	defer stop()
 	select {
-	case <-time.After(wait):
+	case <-elapsed:
 		return true
 	case <-ctx.Done():
 		return false

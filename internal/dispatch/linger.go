@@ -90,10 +90,10 @@ func (w *Waker) leave(endpointID uuid.UUID, ch chan struct{}) {
 	}
 }
 
-// linger waits up to lingerFor (within deadline) for a signal on ch, and
-// reports whether one came.
-func (w *Waker) linger(ctx context.Context, ch chan struct{}, deadline time.Time) bool {
-	wait := min(lingerFor, time.Until(deadline))
+// linger waits on clock up to lingerFor (within deadline) for a signal on
+// ch, and reports whether one came.
+func (w *Waker) linger(ctx context.Context, clock Clock, ch chan struct{}, deadline time.Time) bool {
+	wait := min(lingerFor, deadline.Sub(clock.Now()))
 	if ch == nil || wait <= 0 {
 		return false
 	}
@@ -115,12 +115,12 @@ func (w *Waker) linger(ctx context.Context, ch chan struct{}, deadline time.Time
 		w.mu.Unlock()
 	}()
 
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	elapsed, stop := clock.After(wait)
+	defer stop()
 	select {
 	case <-ch:
 		return true
-	case <-timer.C:
+	case <-elapsed:
 		return false
 	case <-ctx.Done():
 		return false

@@ -19,18 +19,18 @@ func TestWaker(t *testing.T) {
 	require.NotNil(t, chA)
 	require.Nil(t, w.join(a), "one registered run per endpoint")
 	require.Equal(t, []uuid.UUID{b}, w.Wake([]uuid.UUID{a, b}), "a's run takes the wake, b needs a job")
-	require.True(t, w.linger(context.Background(), chA, time.Now().Add(time.Second)), "a signal while busy is kept")
+	require.True(t, w.linger(context.Background(), realClock{}, chA, time.Now().Add(time.Second)), "a signal while busy is kept")
 
 	woken := make(chan bool)
-	go func() { woken <- w.linger(context.Background(), chA, time.Now().Add(5*time.Second)) }()
+	go func() { woken <- w.linger(context.Background(), realClock{}, chA, time.Now().Add(5*time.Second)) }()
 	require.Eventually(t, func() bool { w.mu.Lock(); defer w.mu.Unlock(); return w.lingering == 1 }, time.Second, time.Millisecond)
 	chB := w.join(b)
-	require.False(t, w.linger(context.Background(), chB, time.Now().Add(time.Second)), "at the linger limit: b does not wait")
+	require.False(t, w.linger(context.Background(), realClock{}, chB, time.Now().Add(time.Second)), "at the linger limit: b does not wait")
 	w.Wake([]uuid.UUID{a})
 	require.True(t, <-woken)
 
 	start := time.Now()
-	require.False(t, w.linger(context.Background(), chA, time.Now().Add(50*time.Millisecond)), "not woken: times out at the deadline")
+	require.False(t, w.linger(context.Background(), realClock{}, chA, time.Now().Add(50*time.Millisecond)), "not woken: times out at the deadline")
 	require.Less(t, time.Since(start), lingerFor)
 
 	w.leave(a, chA)

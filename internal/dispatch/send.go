@@ -40,7 +40,7 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 				cut[i] = true
 				return
 			}
-			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, time.Now())}
+			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, w.cfg.Clock.Now())}
 			observe(sent[i])
 			if c.AttemptCount == 0 && !c.Replayed {
 				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())

@@ -97,7 +97,7 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	if !w.flow.changes(target.Flow, target.RateLimit, sent, time.Now()) {
+	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) {
 		return false, w.recorder.record(ctx, outcomes(sent))
 	}
 	alerts, before, after, err := w.recordLocked(ctx, target, sent, queue)
@@ -126,7 +126,7 @@ func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []s
 		return nil, before, after, err
 	}
 	before = locked.Flow
-	after, alerts = w.flow.apply(before, target.RateLimit, sent, time.Now())
+	after, alerts = w.flow.apply(before, target.RateLimit, sent, w.cfg.Clock.Now())
 	if err := tx.SaveFlow(ctx, target.ID, before, after); err != nil {
 		return nil, before, after, fmt.Errorf("save flow: %w", err)
 	}
@@ -157,7 +157,7 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 	if err != nil {
 		return false, err
 	}
-	now := time.Now()
+	now := w.cfg.Clock.Now()
 	until := waitUntil(locked.Flow, locked.RateLimit, now)
 	if !now.Before(until) {
 		return false, tx.Commit(ctx) // free to send: go on
