@@ -110,6 +110,9 @@ func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, 
 	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
 		return s, fmt.Errorf("sluice migrate: %v\n%s", err, out)
 	}
+	if err := pastPartitions(ctx, dbURL); err != nil {
+		return s, err
+	}
 	out, err := runCmd(ctx, env, bin, "tenant", "create", "--name", "bench", "--alert-email", "bench@example.com")
 	if err != nil {
 		return s, fmt.Errorf("sluice tenant create: %v\n%s", err, out)
@@ -198,6 +201,27 @@ func createDatabase(ctx context.Context, base string) (string, error) {
 	}
 	u.Path = "/" + benchDB
 	return u.String(), nil
+}
+
+// pastDays is how many past days of partitions a database in steady state
+// has: SLUICE_RETENTION's default of 14 days.
+const pastDays = 14
+
+// pastPartitions gives the fresh database the day partitions of the last
+// pastDays days (empty), as a database running for weeks has them, so that
+// the queries that read every day's partition (a claim reads each day's
+// queue index) cost here what they cost in production.
+func pastPartitions(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, `SELECT sluice_ensure_day((now() AT TIME ZONE 'UTC')::date - n) FROM generate_series(1, $1::int) n`, pastDays)
+	if err != nil {
+		return fmt.Errorf("past partitions: %w", err)
+	}
+	return nil
 }
 
 // cleanEnv is this process's environment without DATABASE_URL and SLUICE_*,
