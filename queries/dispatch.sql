@@ -43,7 +43,7 @@ UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 -- SHARE) before the dispatch job decides it is done: see 00002_events.sql.
 SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
 
--- ClaimDueDeliveries reads an endpoint's next due deliveries, oldest due
+-- ClaimDueDeliveries reads endpoints' next due deliveries, oldest due
 -- first. It locks nothing, because nothing here needs excluding: only one
 -- dispatch run serves an endpoint at a time (River's unique dispatch job,
 -- and the run's lease, which the sweeper checks before it replaces a job),
@@ -53,17 +53,24 @@ SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
 -- (coalescing) is seen by RecordOutcomes, which compares event ids and
 -- keeps it pending for the new payload; a replay or deletion is seen there
 -- too. Its index (deliveries_claim_idx) is its order, so it reads max_rows
--- index entries whatever the backlog.
+-- index entries whatever the backlog. It claims for many endpoints in one
+-- statement, each up to its own limit: the plain claims of concurrent
+-- dispatch runs are group-committed (internal/dispatch/claimer.go).
 -- name: ClaimDueDeliveries :many
-SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-       d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
-FROM deliveries d
-JOIN events e ON e.id = d.event_id
-WHERE d.endpoint_id = @endpoint_id
-  AND d.status IN ('pending', 'failed')
-  AND d.next_attempt_at <= now()
-ORDER BY d.next_attempt_at, d.id
-LIMIT @max_rows;
+SELECT r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count, c.replayed,
+       c.next_attempt_at, c.type, c.payload, c.event_created_at
+FROM (SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows) r
+CROSS JOIN LATERAL (
+    SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
+           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+    FROM deliveries d
+    JOIN events e ON e.id = d.event_id
+    WHERE d.endpoint_id = r.endpoint_id
+      AND d.status IN ('pending', 'failed')
+      AND d.next_attempt_at <= now()
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT r.max_rows
+) c;
 
 -- name: NextDueAt :one
 SELECT next_attempt_at FROM deliveries

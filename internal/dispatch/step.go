@@ -41,7 +41,7 @@ func (k knownTarget) plain(now time.Time) bool {
 // endpoint's lock. The plan says why nothing was claimed.
 func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, []store.Claimed, error) {
 	if known.plain(now) {
-		claimed, err := w.store.ClaimPlain(ctx, endpointID, known.target.MaxInFlight)
+		claimed, err := w.claimer.claimPlain(ctx, store.PlainClaim{EndpointID: endpointID, N: known.target.MaxInFlight})
 		return known.target, claimPlan{}, claimed, err
 	}
 	target, plan, claimed, err := w.claimLocked(ctx, endpointID, now)

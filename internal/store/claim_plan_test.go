@@ -3,6 +3,7 @@ package store_test
 import (
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -29,7 +30,8 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 		f.TenantA.ID, ep.ID)
 	require.NoError(t, err)
 
-	plan := explainAnalyze(t, f.Store, querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_id", "max_rows"), ep.ID, 10)
+	plan := explainAnalyze(t, f.Store, querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows"),
+		[]uuid.UUID{ep.ID}, []int32{10})
 	t.Logf("claim over a 100,000-delivery backlog, no statistics:\n%s", plan)
 	// Each day's partition has its own copy of deliveries_claim_idx; a
 	// Merge Append reads them in order, side by side.

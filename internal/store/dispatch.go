@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -71,20 +74,54 @@ type Alert struct {
 // healthy circuit, so there is nothing to decide or save. It is one read,
 // outside any transaction (ClaimDueDeliveries says why nothing is locked).
 func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	rows, err := s.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
-	return claimedFromRows(rows), err
+	claimed, err := s.ClaimPlainMany(ctx, []PlainClaim{{EndpointID: endpointID, N: n}})
+	if err != nil {
+		return nil, err
+	}
+	return claimed[0], nil
 }
 
-func claimedFromRows(rows []dbq.ClaimDueDeliveriesRow) []Claimed {
-	out := make([]Claimed, len(rows))
-	for i, r := range rows {
-		out[i] = Claimed{
+// PlainClaim asks ClaimPlainMany for up to N of an endpoint's due
+// deliveries.
+type PlainClaim struct {
+	EndpointID uuid.UUID
+	N          int
+}
+
+// ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
+// plain claims of concurrent dispatch runs, group-committed. It returns
+// each claim's deliveries, oldest due first, in the order of claims.
+func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([][]Claimed, error) {
+	return claimDue(ctx, s.q, claims)
+}
+
+// claimDue runs ClaimDueDeliveries for claims, on a pool or in a
+// transaction, and sorts its rows out by claim.
+func claimDue(ctx context.Context, q *dbq.Queries, claims []PlainClaim) ([][]Claimed, error) {
+	ids, limits := make([]uuid.UUID, len(claims)), make([]int32, len(claims))
+	for i, c := range claims {
+		ids[i], limits[i] = c.EndpointID, int32(c.N)
+	}
+	rows, err := q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointIds: ids, MaxRows: limits})
+	if err != nil {
+		return nil, err
+	}
+	byEndpoint := make(map[uuid.UUID][]Claimed, len(claims))
+	for _, r := range rows {
+		byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], Claimed{
 			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount), NextAttemptAt: *r.NextAttemptAt,
 			AttemptCount: int(r.AttemptCount), Replayed: r.Replayed,
 			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
-		}
+		})
 	}
-	return out
+	out := make([][]Claimed, len(claims))
+	for i, c := range claims {
+		out[i] = byEndpoint[c.EndpointID]
+		slices.SortFunc(out[i], func(a, b Claimed) int {
+			return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), bytes.Compare(a.ID[:], b.ID[:]))
+		})
+	}
+	return out, nil
 }
 
 func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {

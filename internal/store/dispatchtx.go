@@ -99,11 +99,11 @@ func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (Locked
 // ClaimDue returns up to n of the endpoint's due deliveries, oldest due
 // first (ClaimDueDeliveries says why it locks nothing).
 func (t *DispatchTx) ClaimDue(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	rows, err := t.q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointID: endpointID, MaxRows: int32(n)})
+	claimed, err := claimDue(ctx, t.q, []PlainClaim{{EndpointID: endpointID, N: n}})
 	if err != nil {
 		return nil, err
 	}
-	return claimedFromRows(rows), nil
+	return claimed[0], nil
 }
 
 // SaveFlow writes what changed from before to after in the endpoint's flow

@@ -13,23 +13,29 @@ import (
 )
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-       d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
-FROM deliveries d
-JOIN events e ON e.id = d.event_id
-WHERE d.endpoint_id = $1
-  AND d.status IN ('pending', 'failed')
-  AND d.next_attempt_at <= now()
-ORDER BY d.next_attempt_at, d.id
-LIMIT $2
+SELECT r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count, c.replayed,
+       c.next_attempt_at, c.type, c.payload, c.event_created_at
+FROM (SELECT unnest($1::uuid[]) AS endpoint_id, unnest($2::int[]) AS max_rows) r
+CROSS JOIN LATERAL (
+    SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
+           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+    FROM deliveries d
+    JOIN events e ON e.id = d.event_id
+    WHERE d.endpoint_id = r.endpoint_id
+      AND d.status IN ('pending', 'failed')
+      AND d.next_attempt_at <= now()
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT r.max_rows
+) c
 `
 
 type ClaimDueDeliveriesParams struct {
-	EndpointID uuid.UUID
-	MaxRows    int32
+	EndpointIds []uuid.UUID
+	MaxRows     []int32
 }
 
 type ClaimDueDeliveriesRow struct {
+	EndpointID     uuid.UUID
 	ID             uuid.UUID
 	EventID        uuid.UUID
 	FailureCount   int32
@@ -41,7 +47,7 @@ type ClaimDueDeliveriesRow struct {
 	EventCreatedAt time.Time
 }
 
-// ClaimDueDeliveries reads an endpoint's next due deliveries, oldest due
+// ClaimDueDeliveries reads endpoints' next due deliveries, oldest due
 // first. It locks nothing, because nothing here needs excluding: only one
 // dispatch run serves an endpoint at a time (River's unique dispatch job,
 // and the run's lease, which the sweeper checks before it replaces a job),
@@ -51,9 +57,11 @@ type ClaimDueDeliveriesRow struct {
 // (coalescing) is seen by RecordOutcomes, which compares event ids and
 // keeps it pending for the new payload; a replay or deletion is seen there
 // too. Its index (deliveries_claim_idx) is its order, so it reads max_rows
-// index entries whatever the backlog.
+// index entries whatever the backlog. It claims for many endpoints in one
+// statement, each up to its own limit: the plain claims of concurrent
+// dispatch runs are group-committed (internal/dispatch/claimer.go).
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
-	rows, err := q.db.Query(ctx, claimDueDeliveries, arg.EndpointID, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimDueDeliveries, arg.EndpointIds, arg.MaxRows)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +70,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 	for rows.Next() {
 		var i ClaimDueDeliveriesRow
 		if err := rows.Scan(
+			&i.EndpointID,
 			&i.ID,
 			&i.EventID,
 			&i.FailureCount,

@@ -1,0 +1,50 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+
+	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// claimer reads the plain claims of many endpoints' dispatch runs together
+// (group commit, see package batch), as the recorder stores their attempts:
+// under steady load of single events each run claims one or two deliveries
+// a step, and a statement per claim was a large share of the database's
+// work. A lone claim goes at once; claims that arrive while the committers
+// are busy share the next statement.
+type claimer struct {
+	claim claimFunc
+	batch *batch.Batcher[store.PlainClaim, []store.Claimed]
+}
+
+// claimFunc claims for many endpoints in one statement:
+// store.Store.ClaimPlainMany.
+type claimFunc func(context.Context, []store.PlainClaim) ([][]store.Claimed, error)
+
+// maxClaimRuns bounds the runs whose claims one statement reads.
+const maxClaimRuns = 100
+
+// newClaimer returns a claimer claiming with claim, through committers
+// concurrent statements.
+func newClaimer(claim claimFunc, committers int) *claimer {
+	cfg := batch.Config{Committers: committers, MaxBatch: maxClaimRuns}
+	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[store.PlainClaim, []store.Claimed](claim))}
+}
+
+// claimPlain claims up to n of an endpoint's due deliveries, possibly in
+// one statement with other runs' claims. After close it claims on its own.
+func (c *claimer) claimPlain(ctx context.Context, req store.PlainClaim) ([]store.Claimed, error) {
+	claimed, err := c.batch.Submit(ctx, req)
+	if errors.Is(err, batch.ErrClosed) {
+		all, err := c.claim(ctx, []store.PlainClaim{req})
+		if err != nil {
+			return nil, err
+		}
+		return all[0], nil
+	}
+	return claimed, err
+}
+
+func (c *claimer) close() { c.batch.Close() }

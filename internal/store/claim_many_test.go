@@ -1,0 +1,55 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestClaimPlainManyKeepsEachEndpointToItsOwn: one statement claims for
+// several endpoints, each its own due deliveries, oldest first, up to its
+// own limit; an endpoint with nothing due gets nothing.
+func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	endpoint := func(typ string) uuid.UUID {
+		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + typ, MaxInFlight: 10})
+		require.NoError(t, err)
+		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{typ})
+		require.NoError(t, err)
+		return ep.ID
+	}
+	a, b, idle := endpoint("a"), endpoint("b"), endpoint("idle")
+	post := func(typ string, n int) []uuid.UUID {
+		var ids []uuid.UUID
+		for range n {
+			ev, _, err := f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: typ, Payload: []byte(`{}`)}, f.Jobs)
+			require.NoError(t, err)
+			_, _, err = f.Store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
+			require.NoError(t, err)
+			ids = append(ids, ev.ID)
+		}
+		return ids
+	}
+	aEvents, bEvents := post("a", 5), post("b", 2)
+
+	got, err := f.Store.ClaimPlainMany(ctx, []store.PlainClaim{{EndpointID: b, N: 10}, {EndpointID: idle, N: 10}, {EndpointID: a, N: 3}})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	events := func(claimed []store.Claimed) []uuid.UUID {
+		var ids []uuid.UUID
+		for _, c := range claimed {
+			ids = append(ids, c.EventID)
+		}
+		return ids
+	}
+	require.Equal(t, bEvents, events(got[0]), "b: both of its own")
+	require.Empty(t, got[1], "nothing due: nothing claimed")
+	require.Equal(t, aEvents[:3], events(got[2]), "a: its three oldest, up to its limit")
+}
