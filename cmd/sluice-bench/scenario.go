@@ -25,6 +25,11 @@ type Scenario struct {
 	// NoWaitSampling turns off the pg_stat_activity sampling during runs:
 	// its queries would be a noticeable part of what an idle run measures.
 	NoWaitSampling bool
+	// Workers is the number of `serve --worker` processes the scenario
+	// runs with, whatever -workers says (0: -workers). When it differs
+	// from what runs, sluice is restarted for it, against the same
+	// database, and back to -workers for the scenarios after it.
+	Workers int
 }
 
 // scenarios lists every scenario, in the order they run.
