@@ -119,6 +119,10 @@ type Metric struct {
 	Unit   string
 	Target float64 // 0: no target
 	AtMost bool    // the target is a ceiling (latency), not a floor (rate)
+	// Worst judges the target on the worst run (the highest value for a
+	// ceiling, the lowest for a floor) instead of the median: for
+	// invariants that must hold in every run.
+	Worst bool
 }
 
 func (m Metric) format(v float64) string {
@@ -135,13 +139,17 @@ func (m Metric) format(v float64) string {
 }
 
 func (m Metric) target() string {
+	every := ""
+	if m.Worst {
+		every = " in every run"
+	}
 	switch {
 	case m.Target == 0:
 		return "—"
 	case m.AtMost:
-		return "≤ " + m.format(m.Target) + " " + m.Unit
+		return "≤ " + m.format(m.Target) + " " + m.Unit + every
 	default:
-		return "≥ " + m.format(m.Target) + " " + m.Unit
+		return "≥ " + m.format(m.Target) + " " + m.Unit + every
 	}
 }
 
@@ -175,10 +183,23 @@ func (r Row) verdict() string {
 		return "—"
 	case r.TimedOut:
 		return "FAIL (timeout)"
-	case r.Metric.meets(r.Median):
+	case r.Metric.meets(r.judged()):
 		return "pass"
 	default:
 		return "FAIL"
+	}
+}
+
+// judged is the value the target is judged on: the median, or the worst
+// run (Metric.Worst).
+func (r Row) judged() float64 {
+	switch {
+	case !r.Metric.Worst:
+		return r.Median
+	case r.Metric.AtMost:
+		return r.Max
+	default:
+		return r.Min
 	}
 }
 
