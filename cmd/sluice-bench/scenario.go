@@ -49,6 +49,7 @@ func scenarios() []Scenario {
 		idleScenario,
 		blockedScenario,
 		drainScenario,
+		rateLimitScenario,
 	}
 }
 
