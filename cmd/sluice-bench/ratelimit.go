@@ -22,8 +22,9 @@ var rateLimitScenario = Scenario{
 		"most requests in any one-second window [t, t + 1 s), with every arrival as a window start, against " +
 		"burst + rate (judged on every run); and the achieved rate over the steady part — from 1 s after the first " +
 		"arrival (the burst spent) to the arrival after which only rate requests (1 s worth) were left — as a % of " +
-		"the rate (≥ 95%, judged on the median). At the end of a run the endpoints are disabled and their " +
-		"subscriptions deleted.",
+		"the rate (≥ 95%, judged on the median). From river_job: how many worker processes ran the endpoints' " +
+		"dispatch jobs, how many endpoints were sent to from both, and how many pairs of one endpoint's job runs " +
+		"overlapped in time. At the end of a run the endpoints are disabled and their subscriptions deleted.",
 	Run:        rateLimit2W,
 	MinTimeout: 90 * time.Second,
 	Workers:    2,
@@ -51,6 +52,8 @@ func rateMetrics() []Metric {
 		Metric{Name: "backlog queued", Unit: "s"},
 		Metric{Name: "last delivery", Unit: "s"},
 		Metric{Name: "worker processes that ran dispatch jobs", Unit: "processes"},
+		Metric{Name: "endpoints sent to from both workers", Unit: "endpoints"},
+		Metric{Name: "overlapping dispatch runs of one endpoint", Unit: "pairs"},
 	)
 }
 
@@ -113,12 +116,14 @@ func rateLimit2W(ctx context.Context, env *Env) (Table, error) {
 		if !last.IsZero() {
 			s.Values["last delivery"] = last.Sub(start).Seconds()
 		}
-		runs, err := dispatchRuns(ctx, env, ids)
+		d, err := readDispatchSpread(ctx, env, ids)
 		if err != nil {
-			return s, err
+			return s, fmt.Errorf("read the dispatch jobs: %w", err)
 		}
-		s.Values["worker processes that ran dispatch jobs"] = float64(len(runs))
-		s.Note = joinNotes(s.Note, fmt.Sprintf("dispatch job runs per worker process: %v", runs))
+		s.Values["worker processes that ran dispatch jobs"] = float64(len(d.perClient))
+		s.Values["endpoints sent to from both workers"] = float64(d.both)
+		s.Values["overlapping dispatch runs of one endpoint"] = float64(d.overlaps)
+		s.Note = joinNotes(s.Note, fmt.Sprintf("dispatch job runs per worker process: %v", d.perClient))
 		return s, nil
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("%d endpoints, backlog of burst + %d s × rate events each, per run; "+

@@ -63,27 +63,42 @@ func settleCounts(ctx context.Context, rs Receivers, quiet, limit time.Duration)
 	}
 }
 
-// dispatchRuns counts the runs of the endpoints' dispatch jobs per River
-// client (one per worker process) that attempted them: completed jobs stay
-// in river_job for an hour.
-func dispatchRuns(ctx context.Context, env *Env, ids []string) ([]int, error) {
-	rows, err := env.DB.Query(ctx, `
-		SELECT count(*) FROM river_job, unnest(attempted_by) AS client
-		WHERE kind = 'dispatch' AND args->>'endpoint_id' = ANY($1::text[])
-		GROUP BY client ORDER BY 1 DESC`, ids)
+// dispatchSpread is how the endpoints' dispatch job runs were spread over
+// the worker processes (River clients), read from river_job, where
+// completed jobs stay for an hour.
+type dispatchSpread struct {
+	perClient []int // runs per worker process, most first
+	both      int   // endpoints whose runs were in more than one process
+	overlaps  int   // pairs of runs of one endpoint that overlapped in time
+}
+
+func readDispatchSpread(ctx context.Context, env *Env, ids []string) (d dispatchSpread, err error) {
+	const jobs = `SELECT id, args->>'endpoint_id' AS ep, attempted_at, finalized_at, attempted_by
+		FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = ANY($1::text[])`
+	rows, err := env.DB.Query(ctx, `WITH j AS (`+jobs+`)
+		SELECT count(*) FROM j, unnest(attempted_by) AS client GROUP BY client ORDER BY 1 DESC`, ids)
 	if err != nil {
-		return nil, err
+		return d, err
 	}
-	defer rows.Close()
-	var runs []int
 	for rows.Next() {
 		var n int
 		if err := rows.Scan(&n); err != nil {
-			return nil, err
+			rows.Close()
+			return d, err
 		}
-		runs = append(runs, n)
+		d.perClient = append(d.perClient, n)
 	}
-	return runs, rows.Err()
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return d, err
+	}
+	err = env.DB.QueryRow(ctx, `WITH j AS (`+jobs+`)
+		SELECT (SELECT count(*) FROM (SELECT ep FROM j, unnest(attempted_by) AS client
+		                              GROUP BY ep HAVING count(DISTINCT client) > 1) AS multi),
+		       (SELECT count(*) FROM j a JOIN j b ON a.ep = b.ep AND a.id < b.id
+		         AND a.attempted_at < coalesce(b.finalized_at, now()) AND b.attempted_at < coalesce(a.finalized_at, now()))`,
+		ids).Scan(&d.both, &d.overlaps)
+	return d, err
 }
 
 // sleepCtx sleeps for d or until ctx ends.
