@@ -18,6 +18,11 @@ type rateCheck struct {
 	SteadyFrom, SteadyTo time.Time
 	// SteadyCount is the number of arrivals in [SteadyFrom, SteadyTo).
 	SteadyCount int
+	// SteadyMaxWindow is MaxWindow over the windows that lie within the
+	// steady part: with an exact bucket about rate, where a bucket that
+	// gained tokens (e.g. when a job moved to another process) would show
+	// as more, even while burst + rate still holds.
+	SteadyMaxWindow int
 }
 
 // checkRate computes a rateCheck from the arrival times of every request
@@ -40,9 +45,17 @@ func checkRate(at []time.Time, rate int) rateCheck {
 		return c
 	}
 	c.SteadyFrom, c.SteadyTo = at[0].Add(time.Second), at[len(at)-1-rate]
-	for _, t := range at {
+	j = 0
+	for i, t := range at {
 		if !t.Before(c.SteadyFrom) && t.Before(c.SteadyTo) {
 			c.SteadyCount++
+		}
+		end := t.Add(time.Second)
+		for j < len(at) && at[j].Before(end) {
+			j++
+		}
+		if !t.Before(c.SteadyFrom) && !end.After(c.SteadyTo) {
+			c.SteadyMaxWindow = max(c.SteadyMaxWindow, j-i)
 		}
 	}
 	return c

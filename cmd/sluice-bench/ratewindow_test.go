@@ -29,6 +29,7 @@ func TestCheckRatePacedBucket(t *testing.T) {
 	require.Equal(t, 19, c.MaxWindow)
 	require.Equal(t, start, c.WindowAt)
 	require.InDelta(t, 10, c.Achieved(2*time.Second), 0.2)
+	require.Equal(t, 10, c.SteadyMaxWindow)
 }
 
 func TestCheckRateCountsAnyWindowStart(t *testing.T) {
@@ -43,6 +44,7 @@ func TestCheckRateCountsAnyWindowStart(t *testing.T) {
 	c := checkRate(at, 10)
 	require.Equal(t, 15+10, c.MaxWindow)
 	require.Equal(t, start.Add(1600*time.Millisecond), c.WindowAt)
+	require.Equal(t, 25, c.SteadyMaxWindow) // the burst lies in the steady part
 }
 
 func TestCheckRateTooShortForSteady(t *testing.T) {
