@@ -28,10 +28,13 @@
 //	                 (default 10s)
 //	-workers N       run sluice as `serve --api --dashboard` beside N
 //	                 `serve --worker` processes (default 0: one process
-//	                 serving every role)
+//	                 serving every role); a scenario that needs a number
+//	                 of its own (Scenario.Workers, e.g. ratelimit-2w)
+//	                 restarts sluice with it
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -124,6 +127,11 @@ func run(ctx context.Context, o options) error {
 		}
 		logf("scenario %s: %s", sc.Name, sc.Title)
 		t0, logFrom := time.Now(), srv.logSize()
+		if err := useWorkers(ctx, srv, env, cmp.Or(sc.Workers, o.workers)); err != nil {
+			report.Sections = append(report.Sections, Section{Scenario: sc, Table: Table{Err: err.Error(), Elapsed: time.Since(t0)}})
+			logf("scenario %s: %v\n--- tail of %s ---\n%s", sc.Name, err, srv.logPath, srv.logTail(40))
+			break
+		}
 		profiled := func() string { return "" }
 		if o.profile != "" {
 			profiled = captureProfile(ctx, srv.debugURL, o.profileFor, filepath.Join(o.profile, sc.Name+".pprof"))
@@ -164,6 +172,21 @@ func run(ctx context.Context, o options) error {
 	if report.Interrupted {
 		return ctx.Err()
 	}
+	return nil
+}
+
+// useWorkers restarts sluice with workers worker processes unless that
+// many run already, and points the CPU accounting at the new processes.
+func useWorkers(ctx context.Context, srv *server, env *Env, workers int) error {
+	if srv.workerCount() == workers {
+		return nil
+	}
+	logf("restarting sluice with %d worker process(es)", workers)
+	stopped, err := srv.relaunch(ctx, workers)
+	if err != nil {
+		return fmt.Errorf("restart sluice with %d workers (the old processes: %s): %w", workers, stopped, err)
+	}
+	env.Procs.Sluice = srv.pids()
 	return nil
 }
 

@@ -110,6 +110,7 @@ func (r Report) write(path string) error {
 	w("| `-latency-rate R` | half the e2e-100 median | offered events/s of the latency scenario (1000 when e2e-100 did not run) |\n")
 	w("| `-profile DIR` | off | write a CPU profile of sluice per scenario to `DIR/<scenario>.pprof` (sluice runs with `SLUICE_DEBUG_ADDR` on a free loopback port) |\n")
 	w("| `-profile-for D` | 10s | length of each profile, from the scenario's start |\n")
+	w("| `-workers N` | 0 | run sluice as `serve --api --dashboard` beside N `serve --worker` processes (0: one process for every role); a scenario with a number of its own (ratelimit-2w: 2) restarts sluice with it |\n")
 	w("| `-keep` | off | keep the sluice binary in its temp dir, so that `perf record -p <pid>` output can be symbolised |\n")
 	w("\nSluice's log of this run was at `%s` (a temp file).", r.LogPath)
 	if r.Shutdown != "" {

@@ -40,9 +40,11 @@ type server struct {
 	db       *pgx.Conn // to sluice_bench: settings, quiescence checks
 	waitDB   *pgx.Conn // to sluice_bench: sampling pg_stat_activity during runs
 
-	keepBinary bool // leave the binary for perf's symbols (-keep)
-	// workers are the `serve --worker` processes beside cmd (-workers);
-	// with none, cmd serves every role.
+	keepBinary bool     // leave the binary for perf's symbols (-keep)
+	bin        string   // the sluice binary
+	env        []string // sluice's environment
+	// workers are the `serve --worker` processes beside cmd (-workers, or
+	// a scenario's Workers); with none, cmd serves every role.
 	workers  []*exec.Cmd
 	stopOnce sync.Once
 	shutdown string // how the stop went
@@ -61,7 +63,7 @@ func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, 
 	if err != nil {
 		return nil, err
 	}
-	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), done: make(chan struct{}), keepBinary: keepBinary}
+	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), keepBinary: keepBinary}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -128,24 +130,8 @@ func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, 
 	if s.logFile, err = os.Create(s.logPath); err != nil {
 		return s, err
 	}
-	if workers == 0 {
-		s.cmd = s.command(bin, env, "serve")
-	} else {
-		s.cmd = s.command(bin, env, "serve", "--api", "--dashboard")
-	}
-	if err := s.cmd.Start(); err != nil {
-		return s, err
-	}
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
-	for range workers {
-		w := s.command(bin, withoutDebugAddr(env), "serve", "--worker")
-		if err := w.Start(); err != nil {
-			return s, err
-		}
-		s.workers = append(s.workers, w)
-	}
-	s.baseURL = "http://" + addr
-	return s, s.waitReady(ctx, 30*time.Second)
+	s.bin, s.env, s.baseURL = bin, env, "http://"+addr
+	return s, s.launch(ctx, workers)
 }
 
 // command is a sluice subprocess logging to the server's log.
@@ -299,13 +285,7 @@ func (s *server) stop() string {
 				_ = c.Close(context.Background())
 			}
 		}
-		for _, w := range s.workers { // first, so the API's jobs still have somewhere to go
-			_ = w.Process.Signal(syscall.SIGTERM)
-			_ = w.Wait()
-		}
-		if s.cmd != nil && s.cmd.Process != nil {
-			s.shutdown = s.terminate()
-		}
+		s.shutdown = s.halt()
 		if s.logFile != nil {
 			_ = s.logFile.Close()
 		}
