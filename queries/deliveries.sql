@@ -14,9 +14,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = @endpoint_id AND d.coalesce_key = @coalesce_key AND d.event_type = @event_type
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < @event_id
-      -- Within the event's own day: moving a delivery to another day's
+      -- Within the event's own week: moving a delivery to another week's
       -- partition would be a delete and an insert.
-      AND d.event_id >= sluice_day_lo(@event_id)
+      AND d.event_id >= sluice_week_lo(@event_id)
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
@@ -165,17 +165,17 @@ FROM deliveries
 WHERE replayed_from = ANY(@source_ids::uuid[])
 ORDER BY replayed_from, id DESC;
 
--- name: EnsureDayPartitions :one
--- See sluice_ensure_day in 00014_time_partitions.sql.
-SELECT sluice_ensure_day(@day::date)::boolean AS created;
+-- name: EnsureWeekPartitions :one
+-- See sluice_ensure_week in 00014_time_partitions.sql.
+SELECT sluice_ensure_week(@at::timestamptz)::boolean AS created;
 
--- name: DayPartitions :many
--- The days that have partitions, oldest first.
-SELECT day::date FROM sluice_day_partitions() AS day ORDER BY 1;
+-- name: PartitionWeeks :many
+-- The weeks that have partitions, by their Mondays, oldest first.
+SELECT week::date FROM sluice_weeks() AS week ORDER BY 1;
 
--- name: DropDayPartitions :one
--- See sluice_drop_day in 00014_time_partitions.sql.
-SELECT coalesce(sluice_drop_day(@day::date, @dead_before::timestamptz), -1)::bigint AS kept;
+-- name: DropWeekPartitions :one
+-- See sluice_drop_week in 00014_time_partitions.sql.
+SELECT coalesce(sluice_drop_week(@week::date, @dead_before::timestamptz), -1)::bigint AS kept;
 
 -- name: ExpireKept :one
 -- See sluice_expire_kept in 00014_time_partitions.sql.

@@ -105,7 +105,7 @@ WITH attempts AS (
                unnest(@latencies_ms::int[]) AS latency_ms, nullif(unnest(@bodies::text[]), '') AS response_body
     ) a
     JOIN deliveries live ON live.id = a.delivery_id
-        AND live.event_id >= sluice_day_lo(a.event_id) AND live.event_id < sluice_day_hi(a.event_id)
+        AND live.event_id >= sluice_week_lo(a.event_id) AND live.event_id < sluice_week_hi(a.event_id)
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
@@ -122,9 +122,9 @@ FROM (
            unnest(@next_attempt_ats::timestamptz[]) AS next_attempt_at
 ) u
 WHERE d.id = u.id
-  -- The claimed event's day: coalescing keeps a delivery within its day,
+  -- The claimed event's week: coalescing keeps a delivery within its week,
   -- so this is where it is, and Postgres probes one partition, not all.
-  AND d.event_id >= sluice_day_lo(u.event_id) AND d.event_id < sluice_day_hi(u.event_id);
+  AND d.event_id >= sluice_week_lo(u.event_id) AND d.event_id < sluice_week_hi(u.event_id);
 
 -- name: QueuedDeliveries :one
 SELECT count(*) FROM deliveries WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed');

@@ -189,21 +189,22 @@ func createDatabase(ctx context.Context, base string) (string, error) {
 	return u.String(), nil
 }
 
-// pastDays is how many past days of partitions a database in steady state
-// has: SLUICE_RETENTION's default of 14 days.
-const pastDays = 14
+// pastWeeks is how many past weeks of partitions a database in steady
+// state has: with SLUICE_RETENTION's default of 14 days a week goes once
+// it ended 14 days ago, so the two weeks before this one remain.
+const pastWeeks = 2
 
-// pastPartitions gives the fresh database the day partitions of the last
-// pastDays days (empty), as a database running for weeks has them, so that
-// the queries that read every day's partition (a claim reads each day's
-// queue index) cost here what they cost in production.
+// pastPartitions gives the fresh database the week partitions of the last
+// pastWeeks weeks (empty), as a database running for weeks has them, so
+// that the queries that read every week's partition (a claim reads each
+// week's queue index) cost here what they cost in production.
 func pastPartitions(ctx context.Context, dbURL string) error {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, `SELECT sluice_ensure_day((now() AT TIME ZONE 'UTC')::date - n) FROM generate_series(1, $1::int) n`, pastDays)
+	_, err = conn.Exec(ctx, `SELECT sluice_ensure_week(now() - n * interval '7 days') FROM generate_series(1, $1::int) n`, pastWeeks)
 	if err != nil {
 		return fmt.Errorf("past partitions: %w", err)
 	}

@@ -1,27 +1,35 @@
 -- +goose Up
 
--- Events, deliveries and attempts are partitioned by the day of their
--- event, so retention drops a whole day at once (DROP TABLE) instead of
--- deleting rows: its cost does not grow with the rows removed. Event ids
--- are UUIDv7, whose first 48 bits are the Unix time in milliseconds, so a
--- UTC day is a range of ids. events is partitioned by id; deliveries and
--- delivery_attempts by event_id, with the same bounds: an event, its
--- deliveries (replays included) and their attempts always share a day,
--- and go together.
+-- Events, deliveries and attempts are partitioned by the week of their
+-- event (seven days from Monday 00:00 UTC), so retention drops a whole week
+-- at once (DROP TABLE) instead of deleting rows: its cost does not grow
+-- with the rows removed. Event ids are UUIDv7, whose first 48 bits are the
+-- Unix time in milliseconds, so a week is a range of ids. events is
+-- partitioned by id; deliveries and delivery_attempts by event_id, with the
+-- same bounds: an event, its deliveries (replays included) and their
+-- attempts always share a week, and go together.
 --
--- Each table also has a DEFAULT partition, *_kept. Before a day is
+-- Why weeks, not days: a query that cannot be pruned to one partition (a
+-- claim reads an endpoint's queue in every partition) plans, locks and
+-- probes every partition and each of its indexes. With the default
+-- SLUICE_RETENTION of 14 days, days would mean 19 partitions a table and
+-- cost end-to-end throughput about a sixth; weeks mean 3 (this week and
+-- the two before), and a fourth two days a week (the next). The price is
+-- that a delivered delivery is kept up to a week past SLUICE_RETENTION.
+--
+-- Each table also has a DEFAULT partition, *_kept. Before a week is
 -- dropped, what must outlive it (deliveries still queued, dead deliveries
 -- kept for replay, and their attempts and events) is moved there: once a
--- day is detached its range is no longer covered, so its rows route to
+-- week is detached its range is no longer covered, so its rows route to
 -- the default. Retention then deletes from *_kept row by row, at a cost
--- in proportion to dead and late deliveries only. Rows whose day has no
--- partition yet also land in *_kept, and move into their day's partition
+-- in proportion to dead and late deliveries only. Rows whose week has no
+-- partition yet also land in *_kept, and move into their week's partition
 -- when it is created.
 --
--- The retention job (internal/retention) creates partitions a few days
--- ahead with sluice_ensure_day and drops expired days with
--- sluice_drop_day; this migration creates one for every day that has
--- events, and for the next few.
+-- The retention job (internal/retention) creates each week's partitions
+-- two days ahead with sluice_ensure_week and drops expired weeks with
+-- sluice_drop_week; this migration creates them for every week that has
+-- events, and for the week two days from now.
 --
 -- No foreign keys run between these three tables: one into a partitioned
 -- table would make every detach scan the referencing table. What they did
@@ -41,26 +49,34 @@ CREATE FUNCTION sluice_uuid_at(ms bigint) RETURNS uuid
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
     RETURN (lpad(to_hex(ms), 12, '0') || '00000000000000000000')::uuid;
 
--- sluice_day_lo and sluice_day_hi bound the day partition of an id. A query
--- that knows a delivery's event id says "event_id >= sluice_day_lo(x) AND
--- event_id < sluice_day_hi(x)", and Postgres probes that day's partition
--- (and *_kept) instead of every day's.
-CREATE FUNCTION sluice_day_lo(id uuid) RETURNS uuid
+-- sluice_week_start_ms is the start of the week (Monday 00:00 UTC) of a
+-- Unix time in milliseconds. 1970-01-05 was a Monday.
+CREATE FUNCTION sluice_week_start_ms(ms bigint) RETURNS bigint
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN sluice_uuid_at(sluice_uuid_ms(id) / 86400000 * 86400000);
-CREATE FUNCTION sluice_day_hi(id uuid) RETURNS uuid
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-    RETURN sluice_uuid_at(sluice_uuid_ms(id) / 86400000 * 86400000 + 86400000);
+    RETURN (ms - 345600000) / 604800000 * 604800000 + 345600000;
 
--- sluice_ensure_day creates the partitions of a UTC day, moving into them
--- any rows of the day that landed in *_kept meanwhile, and reports whether
--- it created them. All three or none: it runs in its caller's transaction.
+-- sluice_week_lo and sluice_week_hi bound the partition of an id. A query
+-- that knows a delivery's event id says "event_id >= sluice_week_lo(x) AND
+-- event_id < sluice_week_hi(x)", and Postgres probes that week's partition
+-- (and *_kept) instead of every week's.
+CREATE FUNCTION sluice_week_lo(id uuid) RETURNS uuid
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN sluice_uuid_at(sluice_week_start_ms(sluice_uuid_ms(id)));
+CREATE FUNCTION sluice_week_hi(id uuid) RETURNS uuid
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    RETURN sluice_uuid_at(sluice_week_start_ms(sluice_uuid_ms(id)) + 604800000);
+
+-- sluice_ensure_week creates the partitions of the week holding t, named
+-- by its Monday (events_20261123), moving into them any rows of the week
+-- that landed in *_kept meanwhile, and reports whether it created them.
+-- All three or none: it runs in its caller's transaction.
 -- +goose StatementBegin
-CREATE FUNCTION sluice_ensure_day(day date) RETURNS boolean LANGUAGE plpgsql AS $$
+CREATE FUNCTION sluice_ensure_week(t timestamptz) RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
-    lo     uuid := sluice_uuid_at((extract(epoch FROM day::timestamp) * 1000)::bigint);
-    hi     uuid := sluice_uuid_at((extract(epoch FROM (day + 1)::timestamp) * 1000)::bigint);
-    suffix text := to_char(day, 'YYYYMMDD');
+    start  bigint := sluice_week_start_ms((extract(epoch FROM t) * 1000)::bigint);
+    lo     uuid := sluice_uuid_at(start);
+    hi     uuid := sluice_uuid_at(start + 604800000);
+    suffix text := to_char(to_timestamp(start / 1000) AT TIME ZONE 'UTC', 'YYYYMMDD');
     tbl    text;
     col    text;
 BEGIN
@@ -79,17 +95,18 @@ END
 $$;
 -- +goose StatementEnd
 
--- sluice_drop_day drops the partitions of a UTC day. First it moves what
--- must outlive the day into *_kept: deliveries still queued, dead ones
--- that died at or after dead_before, their attempts and their events. It
+-- sluice_drop_week drops the partitions of the week that starts on the
+-- Monday week. First it moves what must outlive the week into *_kept:
+-- deliveries still queued, dead ones that died at or after dead_before,
+-- their attempts and their events. It
 -- finds them through partial indexes, so its cost follows what it keeps,
 -- not what it drops. It returns how many deliveries it kept, or NULL when
--- the day has no partitions. It locks the three tables for its length (a
+-- the week has no partitions. It locks the three tables for its length (a
 -- detach needs that); its caller bounds the wait with lock_timeout.
 -- +goose StatementBegin
-CREATE FUNCTION sluice_drop_day(day date, dead_before timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
+CREATE FUNCTION sluice_drop_week(week date, dead_before timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
-    suffix  text := to_char(day, 'YYYYMMDD');
+    suffix  text := to_char(week, 'YYYYMMDD');
     seqscan text := current_setting('enable_seqscan');
     kept    bigint;
 BEGIN
@@ -101,7 +118,7 @@ BEGIN
     EXECUTE format('ALTER TABLE deliveries DETACH PARTITION %I', 'deliveries_' || suffix);
     EXECUTE format('ALTER TABLE delivery_attempts DETACH PARTITION %I', 'delivery_attempts_' || suffix);
     -- The few rows kept are reached through the partial indexes even when
-    -- the day's statistics would make a scan look cheaper.
+    -- the week's statistics would make a scan look cheaper.
     PERFORM set_config('enable_seqscan', 'off', true);
     EXECUTE format($sql$
         WITH kept AS (
@@ -159,9 +176,9 @@ END
 $$;
 -- +goose StatementEnd
 
--- sluice_day_partitions lists the days that have partitions.
+-- sluice_weeks lists the weeks that have partitions, by their Mondays.
 -- +goose StatementBegin
-CREATE FUNCTION sluice_day_partitions() RETURNS SETOF date LANGUAGE sql STABLE AS $$
+CREATE FUNCTION sluice_weeks() RETURNS SETOF date LANGUAGE sql STABLE AS $$
     SELECT to_date(substr(c.relname, 8), 'YYYYMMDD')
     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
     WHERE i.inhparent = 'events'::regclass AND c.relname ~ '^events_[0-9]{8}$'
@@ -197,7 +214,7 @@ CREATE TABLE deliveries (
     attempt_count   integer NOT NULL DEFAULT 0,
     failure_count   integer NOT NULL DEFAULT 0,
     next_attempt_at timestamptz,
-    -- No foreign key: the delivery replayed may be gone with its day.
+    -- No foreign key: the delivery replayed may be gone with its week.
     replayed_from   uuid,
     created_at      timestamptz NOT NULL DEFAULT now(),
     updated_at      timestamptz NOT NULL DEFAULT now()
@@ -221,12 +238,12 @@ CREATE TABLE events_kept PARTITION OF events DEFAULT;
 CREATE TABLE deliveries_kept PARTITION OF deliveries DEFAULT;
 CREATE TABLE delivery_attempts_kept PARTITION OF delivery_attempts DEFAULT;
 
-SELECT sluice_ensure_day(day)
+SELECT sluice_ensure_week(to_timestamp(week_ms / 1000))
 FROM (
-    SELECT DISTINCT (to_timestamp(sluice_uuid_ms(id) / 1000) AT TIME ZONE 'UTC')::date AS day FROM events_unpartitioned
+    SELECT DISTINCT sluice_week_start_ms(sluice_uuid_ms(id)) AS week_ms FROM events_unpartitioned
     UNION
-    SELECT (now() AT TIME ZONE 'UTC')::date + n FROM generate_series(0, 3) n
-) days;
+    SELECT sluice_week_start_ms((extract(epoch FROM now() + n * interval '2 days') * 1000)::bigint) FROM generate_series(0, 1) n
+) weeks;
 
 INSERT INTO events SELECT * FROM events_unpartitioned;
 INSERT INTO deliveries SELECT * FROM deliveries_unpartitioned;
@@ -261,10 +278,10 @@ CREATE INDEX deliveries_endpoint_id_id_idx ON deliveries (endpoint_id, id);
 CREATE INDEX deliveries_event_id_idx ON deliveries (event_id);
 CREATE INDEX deliveries_replayed_from_idx ON deliveries (replayed_from)
     WHERE replayed_from IS NOT NULL;
--- Dead deliveries kept for replay: how sluice_drop_day finds them in a
--- day, and sluice_expire_kept in deliveries_kept.
+-- Dead deliveries kept for replay: how sluice_drop_week finds them in a
+-- week, and sluice_expire_kept in deliveries_kept.
 CREATE INDEX deliveries_dead_idx ON deliveries (updated_at) WHERE status = 'dead';
--- Only deliveries_kept has delivered rows worth finding: a day's go with it.
+-- Only deliveries_kept has delivered rows worth finding: a week's go with it.
 CREATE INDEX deliveries_kept_delivered_idx ON deliveries_kept (updated_at)
     WHERE status = 'delivered';
 
@@ -326,11 +343,12 @@ CREATE INDEX delivery_attempts_delivery_id_idx ON delivery_attempts (delivery_id
 CREATE INDEX delivery_attempts_endpoint_at_idx ON delivery_attempts (endpoint_id, at)
     INCLUDE (status_code, latency_ms);
 
-DROP FUNCTION sluice_day_partitions();
+DROP FUNCTION sluice_weeks();
 DROP FUNCTION sluice_expire_kept(timestamptz, timestamptz, integer);
-DROP FUNCTION sluice_drop_day(date, timestamptz);
-DROP FUNCTION sluice_ensure_day(date);
-DROP FUNCTION sluice_day_hi(uuid);
-DROP FUNCTION sluice_day_lo(uuid);
+DROP FUNCTION sluice_drop_week(date, timestamptz);
+DROP FUNCTION sluice_ensure_week(timestamptz);
+DROP FUNCTION sluice_week_hi(uuid);
+DROP FUNCTION sluice_week_lo(uuid);
+DROP FUNCTION sluice_week_start_ms(bigint);
 DROP FUNCTION sluice_uuid_at(bigint);
 DROP FUNCTION sluice_uuid_ms(uuid);

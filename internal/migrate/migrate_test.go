@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-dev/sluice/db"
 	"github.com/sluice-dev/sluice/internal/pgtest"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // uuidAt is a UUIDv7 of time t.
@@ -42,8 +43,8 @@ func provider(t *testing.T, pool *pgxpool.Pool) *goose.Provider {
 }
 
 // TestTimePartitionsMoveAnExistingDatabase: migration 00014 moves the
-// events, deliveries and attempts of a database into day partitions (the
-// day of each event, however old), and its Down moves them back.
+// events, deliveries and attempts of a database into week partitions (the
+// week of each event, however old), and its Down moves them back.
 func TestTimePartitionsMoveAnExistingDatabase(t *testing.T) {
 	ctx := context.Background()
 	pool := pgtest.NewPool(t)
@@ -85,7 +86,7 @@ func TestTimePartitionsMoveAnExistingDatabase(t *testing.T) {
 		require.NoError(t, rows.Err())
 		return out
 	}
-	oldDay, today := old.UTC().Format("20060102"), time.Now().UTC().Format("20060102")
+	oldDay, today := store.PartitionWeek(old).Format("20060102"), store.PartitionWeek(time.Now()).Format("20060102")
 	require.Equal(t, map[string]int{"events_" + oldDay: 1, "events_" + today: 1}, partitions("events"))
 	require.Equal(t, map[string]int{"deliveries_" + oldDay: 1, "deliveries_" + today: 1}, partitions("deliveries"))
 	require.Equal(t, map[string]int{"delivery_attempts_" + oldDay: 1, "delivery_attempts_" + today: 1}, partitions("delivery_attempts"))

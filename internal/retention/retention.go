@@ -1,9 +1,9 @@
-// Package retention is the periodic River worker that keeps the day
-// partitions of events, deliveries and attempts: it creates them a few
-// days ahead, drops each day once it is older than SLUICE_RETENTION
+// Package retention is the periodic River worker that keeps the week
+// partitions of events, deliveries and attempts: it creates them a week
+// ahead, drops each week once all of it is older than SLUICE_RETENTION
 // (moving first what must outlive it: deliveries still queued and dead
 // ones, kept for replay until SLUICE_DEAD_RETENTION), and deletes from the
-// kept partitions what has since expired. Dropping a day costs the same
+// kept partitions what has since expired. Dropping a week costs the same
 // however many rows it holds.
 package retention
 
@@ -19,12 +19,14 @@ import (
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// DaysAhead is how many days after today get their partitions ahead of
-// time. The job runs every hour, so three days leave room for a long
-// outage before rows of a day without partitions land in the kept ones
-// (where they are safe, and from where they move to their day's
-// partitions when it is created).
-const DaysAhead = 3
+// Ahead is how far ahead of now partitions are created: the next week's
+// in the last two days of this one. Every partition costs the queries
+// that read them all (a claim), so none is made earlier than needed. The
+// job runs every hour, so two days leave room for a long outage before
+// rows of a week without partitions land in the kept ones (where they are
+// safe, and from where they move to their week's partitions when it is
+// created).
+const Ahead = 2 * 24 * time.Hour
 
 // chunk bounds one delete from the kept partitions.
 const chunk = 5000
@@ -39,11 +41,11 @@ type Config struct {
 
 // Report is what one run did.
 type Report struct {
-	// Created is the number of days whose partitions it created.
+	// Created is the number of weeks whose partitions it created.
 	Created int
-	// Dropped is the number of days whose partitions it dropped.
+	// Dropped is the number of weeks whose partitions it dropped.
 	Dropped int
-	// Kept is the number of deliveries it moved out of the dropped days.
+	// Kept is the number of deliveries it moved out of the dropped weeks.
 	Kept int64
 	// Expired is the number of kept deliveries it deleted.
 	Expired int
@@ -74,16 +76,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) e
 	return err
 }
 
-// Run keeps the partitions as of now: it creates today's and DaysAhead
-// more, drops every day that ended before now - Delivered, and expires the
-// kept deliveries.
+// Run keeps the partitions as of now: it creates this week's, and the
+// next's when it starts within Ahead, drops every week that ended before now - Delivered, and expires
+// the kept deliveries.
 func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 	var r Report
-	today := store.PartitionDay(now)
-	for i := range DaysAhead + 1 {
-		created, err := retryLocked(ctx, func() (bool, error) {
-			return w.store.EnsureDayPartitions(ctx, today.AddDate(0, 0, i))
-		})
+	for _, t := range []time.Time{now, now.Add(Ahead)} {
+		created, err := retryLocked(ctx, func() (bool, error) { return w.store.EnsureWeekPartitions(ctx, t) })
 		if err != nil {
 			return r, err
 		}
@@ -91,18 +90,16 @@ func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 			r.Created++
 		}
 	}
-	days, err := w.store.DayPartitions(ctx)
+	weeks, err := w.store.PartitionWeeks(ctx)
 	if err != nil {
 		return r, err
 	}
 	deliveredBefore, deadBefore := now.Add(-w.cfg.Delivered), now.Add(-w.cfg.Dead)
-	for _, day := range days {
-		if day.AddDate(0, 0, 1).After(deliveredBefore) {
+	for _, week := range weeks {
+		if week.Add(store.PartitionSpan).After(deliveredBefore) {
 			break
 		}
-		kept, err := retryLocked(ctx, func() (int64, error) {
-			return w.store.DropDayPartitions(ctx, day, deadBefore)
-		})
+		kept, err := retryLocked(ctx, func() (int64, error) { return w.store.DropWeekPartitions(ctx, week, deadBefore) })
 		if err != nil {
 			return r, err
 		}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,20 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 	require.Equal(t, bEvents, events(got[0]), "b: both of its own")
 	require.Empty(t, got[1], "nothing due: nothing claimed")
 	require.Equal(t, aEvents[:3], events(got[2]), "a: its three oldest, up to its limit")
+}
+
+// TestPartitionWeekMatchesTheDatabase: Go's PartitionWeek and the
+// database's sluice_week_start_ms agree on where a week starts (Monday
+// 00:00 UTC), at and around week boundaries.
+func TestPartitionWeekMatchesTheDatabase(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	monday := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	for _, at := range []time.Time{monday, monday.Add(-time.Millisecond), monday.Add(time.Millisecond),
+		monday.Add(3*24*time.Hour + 5*time.Hour), time.Now()} {
+		var ms int64
+		require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT sluice_week_start_ms($1)`, at.UnixMilli()).Scan(&ms))
+		require.Equal(t, store.PartitionWeek(at), time.UnixMilli(ms).UTC(), "week of %s", at)
+		require.Equal(t, time.Monday, store.PartitionWeek(at).Weekday())
+	}
 }

@@ -11,65 +11,72 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// Events, deliveries and attempts live in one partition per UTC day of
-// their event, plus a default partition (*_kept) for what outlives its
-// day: see 00014_time_partitions.sql. These methods are the retention
-// job's; each runs in a transaction of its own.
+// Events, deliveries and attempts live in one partition per week of their
+// event, plus a default partition (*_kept) for what outlives its week: see
+// 00014_time_partitions.sql. These methods are the retention job's; each
+// runs in a transaction of its own.
 
-// partitionLockTimeout bounds how long creating or dropping a day waits
-// for its locks. Dropping a day locks the three tables (a detach needs
+// PartitionSpan is the time one partition covers: a week, from Monday
+// 00:00 UTC (sluice_week_start_ms in 00014_time_partitions.sql).
+const PartitionSpan = 7 * 24 * time.Hour
+
+// mondayOffset is how far the first Monday (1970-01-05) is past the Unix
+// epoch, a Thursday.
+const mondayOffset = 4 * 24 * time.Hour
+
+// PartitionWeek is the start (Monday 00:00 UTC) of the week holding t.
+func PartitionWeek(t time.Time) time.Time {
+	since := t.Sub(time.Unix(0, 0).Add(mondayOffset))
+	return time.Unix(0, 0).Add(mondayOffset + since/PartitionSpan*PartitionSpan).UTC()
+}
+
+// partitionLockTimeout bounds how long creating or dropping a week waits
+// for its locks. Dropping a week locks the three tables (a detach needs
 // that), and while it waits every query behind it waits too, so it gives
 // up soon and the job tries again.
 const partitionLockTimeout = "200ms"
 
-// PartitionDay is the UTC day of t, as a time at its midnight.
-func PartitionDay(t time.Time) time.Time {
-	return t.UTC().Truncate(24 * time.Hour)
-}
-
-// EnsureDayPartitions creates the partitions of the day holding t, if
+// EnsureWeekPartitions creates the partitions of the week holding t, if
 // missing, and reports whether it created them.
-func (s *Store) EnsureDayPartitions(ctx context.Context, t time.Time) (bool, error) {
+func (s *Store) EnsureWeekPartitions(ctx context.Context, t time.Time) (bool, error) {
 	var created bool
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := setLockTimeout(ctx, tx); err != nil {
 			return err
 		}
 		var err error
-		created, err = s.q.WithTx(tx).EnsureDayPartitions(ctx, pgDate(t))
+		created, err = s.q.WithTx(tx).EnsureWeekPartitions(ctx, t)
 		return err
 	})
 	return created, err
 }
 
-// DayPartitions returns the days that have partitions, oldest first, each
-// at its midnight UTC.
-func (s *Store) DayPartitions(ctx context.Context) ([]time.Time, error) {
-	rows, err := s.q.DayPartitions(ctx)
-	days := make([]time.Time, len(rows))
+// PartitionWeeks returns the weeks that have partitions, oldest first,
+// each as its start.
+func (s *Store) PartitionWeeks(ctx context.Context) ([]time.Time, error) {
+	rows, err := s.q.PartitionWeeks(ctx)
+	weeks := make([]time.Time, len(rows))
 	for i, d := range rows {
-		days[i] = time.Date(d.Time.Year(), d.Time.Month(), d.Time.Day(), 0, 0, 0, 0, time.UTC)
+		weeks[i] = time.Date(d.Time.Year(), d.Time.Month(), d.Time.Day(), 0, 0, 0, 0, time.UTC)
 	}
-	return days, err
+	return weeks, err
 }
 
-// pgDate is the UTC day of t as a Postgres date.
-func pgDate(t time.Time) pgtype.Date {
-	return pgtype.Date{Time: PartitionDay(t), Valid: true}
-}
-
-// DropDayPartitions drops the partitions of a day, after moving into the
-// kept partitions its deliveries still queued, those that died at or after
-// deadBefore, and their attempts and events. It returns how many
-// deliveries it kept, or -1 when the day had no partitions.
-func (s *Store) DropDayPartitions(ctx context.Context, day, deadBefore time.Time) (int64, error) {
+// DropWeekPartitions drops the partitions of the week starting at week,
+// after moving into the kept partitions its deliveries still queued, those
+// that died at or after deadBefore, and their attempts and events. It
+// returns how many deliveries it kept, or -1 when the week had no
+// partitions.
+func (s *Store) DropWeekPartitions(ctx context.Context, week, deadBefore time.Time) (int64, error) {
 	var kept int64
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := setLockTimeout(ctx, tx); err != nil {
 			return err
 		}
 		var err error
-		kept, err = s.q.WithTx(tx).DropDayPartitions(ctx, dbq.DropDayPartitionsParams{Day: pgDate(day), DeadBefore: deadBefore})
+		kept, err = s.q.WithTx(tx).DropWeekPartitions(ctx, dbq.DropWeekPartitionsParams{
+			Week: pgtype.Date{Time: PartitionWeek(week), Valid: true}, DeadBefore: deadBefore,
+		})
 		return err
 	})
 	return kept, err

@@ -67,9 +67,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = $2 AND d.coalesce_key = $3 AND d.event_type = $4
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < $1
-      -- Within the event's own day: moving a delivery to another day's
+      -- Within the event's own week: moving a delivery to another week's
       -- partition would be a delete and an insert.
-      AND d.event_id >= sluice_day_lo($1)
+      AND d.event_id >= sluice_week_lo($1)
     ORDER BY d.id
     LIMIT 1
     FOR UPDATE
@@ -134,31 +134,6 @@ func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams
 	return count, err
 }
 
-const dayPartitions = `-- name: DayPartitions :many
-SELECT day::date FROM sluice_day_partitions() AS day ORDER BY 1
-`
-
-// The days that have partitions, oldest first.
-func (q *Queries) DayPartitions(ctx context.Context) ([]pgtype.Date, error) {
-	rows, err := q.db.Query(ctx, dayPartitions)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	items := []pgtype.Date{}
-	for rows.Next() {
-		var day pgtype.Date
-		if err := rows.Scan(&day); err != nil {
-			return nil, err
-		}
-		items = append(items, day)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
-}
-
 const deleteReplayRequest = `-- name: DeleteReplayRequest :exec
 DELETE FROM replay_requests WHERE id = $1
 `
@@ -211,30 +186,30 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 	return items, nil
 }
 
-const dropDayPartitions = `-- name: DropDayPartitions :one
-SELECT coalesce(sluice_drop_day($1::date, $2::timestamptz), -1)::bigint AS kept
+const dropWeekPartitions = `-- name: DropWeekPartitions :one
+SELECT coalesce(sluice_drop_week($1::date, $2::timestamptz), -1)::bigint AS kept
 `
 
-type DropDayPartitionsParams struct {
-	Day        pgtype.Date
+type DropWeekPartitionsParams struct {
+	Week       pgtype.Date
 	DeadBefore time.Time
 }
 
-// See sluice_drop_day in 00014_time_partitions.sql.
-func (q *Queries) DropDayPartitions(ctx context.Context, arg DropDayPartitionsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, dropDayPartitions, arg.Day, arg.DeadBefore)
+// See sluice_drop_week in 00014_time_partitions.sql.
+func (q *Queries) DropWeekPartitions(ctx context.Context, arg DropWeekPartitionsParams) (int64, error) {
+	row := q.db.QueryRow(ctx, dropWeekPartitions, arg.Week, arg.DeadBefore)
 	var kept int64
 	err := row.Scan(&kept)
 	return kept, err
 }
 
-const ensureDayPartitions = `-- name: EnsureDayPartitions :one
-SELECT sluice_ensure_day($1::date)::boolean AS created
+const ensureWeekPartitions = `-- name: EnsureWeekPartitions :one
+SELECT sluice_ensure_week($1::timestamptz)::boolean AS created
 `
 
-// See sluice_ensure_day in 00014_time_partitions.sql.
-func (q *Queries) EnsureDayPartitions(ctx context.Context, day pgtype.Date) (bool, error) {
-	row := q.db.QueryRow(ctx, ensureDayPartitions, day)
+// See sluice_ensure_week in 00014_time_partitions.sql.
+func (q *Queries) EnsureWeekPartitions(ctx context.Context, at time.Time) (bool, error) {
+	row := q.db.QueryRow(ctx, ensureWeekPartitions, at)
 	var created bool
 	err := row.Scan(&created)
 	return created, err
@@ -509,6 +484,31 @@ func (q *Queries) NewestReplays(ctx context.Context, sourceIds []uuid.UUID) ([]N
 			return nil, err
 		}
 		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const partitionWeeks = `-- name: PartitionWeeks :many
+SELECT week::date FROM sluice_weeks() AS week ORDER BY 1
+`
+
+// The weeks that have partitions, by their Mondays, oldest first.
+func (q *Queries) PartitionWeeks(ctx context.Context) ([]pgtype.Date, error) {
+	rows, err := q.db.Query(ctx, partitionWeeks)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []pgtype.Date{}
+	for rows.Next() {
+		var week pgtype.Date
+		if err := rows.Scan(&week); err != nil {
+			return nil, err
+		}
+		items = append(items, week)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err

@@ -251,7 +251,7 @@ WITH attempts AS (
                unnest($9::int[]) AS latency_ms, nullif(unnest($10::text[]), '') AS response_body
     ) a
     JOIN deliveries live ON live.id = a.delivery_id
-        AND live.event_id >= sluice_day_lo(a.event_id) AND live.event_id < sluice_day_hi(a.event_id)
+        AND live.event_id >= sluice_week_lo(a.event_id) AND live.event_id < sluice_week_hi(a.event_id)
 )
 UPDATE deliveries d SET
     status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
@@ -268,9 +268,9 @@ FROM (
            unnest($5::timestamptz[]) AS next_attempt_at
 ) u
 WHERE d.id = u.id
-  -- The claimed event's day: coalescing keeps a delivery within its day,
+  -- The claimed event's week: coalescing keeps a delivery within its week,
   -- so this is where it is, and Postgres probes one partition, not all.
-  AND d.event_id >= sluice_day_lo(u.event_id) AND d.event_id < sluice_day_hi(u.event_id)
+  AND d.event_id >= sluice_week_lo(u.event_id) AND d.event_id < sluice_week_hi(u.event_id)
 `
 
 type RecordOutcomesParams struct {
