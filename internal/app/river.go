@@ -111,15 +111,16 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// are what an idle worker spends its time on, so each queue polls as
 	// rarely as its due times allow: dispatch often (a parked endpoint's
 	// next token is due to the moment; 50 ms keeps a slow rate limit
-	// within a few percent), fan-out and bulk replay for their retries,
-	// maintenance seldom.
+	// within a few percent), fan-out for its retries after a failed run
+	// (a database outage; half a second adds little to the recovery),
+	// bulk replay and maintenance seldom.
 	rc.Queues = map[string]river.QueueConfig{
-		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 200 * time.Millisecond},
+		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 500 * time.Millisecond},
 		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 50 * time.Millisecond},
-		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: time.Second},
+		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: 2 * time.Second},
 		// Each bulk replay writes its deliveries in large chunks: two at a
 		// time keep them from crowding out fan-out and dispatch.
-		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: 500 * time.Millisecond},
+		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: time.Second},
 	}
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
 	// fanout.Timeout of the largest batch, retention.Timeout,
