@@ -50,6 +50,7 @@ func scenarios() []Scenario {
 		blockedScenario,
 		drainScenario,
 		rateLimitScenario,
+		retentionScenario,
 	}
 }
 

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Dropping the old day as the retention job does (internal/store
+// DropDayPartitions under internal/retention's retryLocked): a
+// transaction of its own with SET LOCAL lock_timeout = '200ms', retried
+// after a second when it could not get its locks in time, at most 10
+// times.
+
+const (
+	dropLockRetries = 10
+	dropRetryWait   = time.Second
+)
+
+// dropped is what dropping the day took.
+type dropped struct {
+	kept      int64         // deliveries sluice_drop_day kept; -1 when it returned NULL
+	tries     int           // transactions, the one that succeeded included
+	start     time.Time     // the first BEGIN
+	end       time.Time     // the successful COMMIT's answer
+	call      time.Duration // SELECT sluice_drop_day of the successful try, as the client saw it
+	commit    time.Duration // its COMMIT, as the client saw it: where the dropped files are removed
+	execMS    float64       // pg_stat_statements' total_exec_time of the call; -1 when not tracked
+	lockFails []time.Duration
+	blockers  []string // what the failed tries waited for, seen from a second connection
+}
+
+// wall is the drop's wall time, failed tries and their waits included.
+func (d dropped) wall() time.Duration { return d.end.Sub(d.start) }
+
+// dropDay drops the day's partitions as the retention job would, keeping
+// the dead deliveries that died since now - 30 days.
+func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dropped, err error) {
+	before := dropStatementTime(ctx, db, pgss)
+	d.start = time.Now()
+	for d.tries = 1; ; d.tries++ {
+		t0 := time.Now()
+		seen := watchBlockers(ctx, db, 150*time.Millisecond)
+		err = dropOnce(ctx, db, day, &d)
+		blockers := seen()
+		var pgErr *pgconn.PgError
+		if err == nil || d.tries == dropLockRetries || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+			break
+		}
+		d.lockFails = append(d.lockFails, time.Since(t0))
+		d.blockers = append(d.blockers, blockers)
+		select {
+		case <-ctx.Done():
+			return d, ctx.Err()
+		case <-time.After(dropRetryWait):
+		}
+	}
+	d.end = time.Now()
+	if err != nil {
+		return d, fmt.Errorf("drop %s (try %d): %w", day.Format(time.DateOnly), d.tries, err)
+	}
+	d.execMS = -1
+	if after := dropStatementTime(ctx, db, pgss); before >= 0 && after >= 0 {
+		d.execMS = after - before
+	}
+	return d, nil
+}
+
+// dropOnce is one try: BEGIN, SET LOCAL lock_timeout, the call, COMMIT.
+func dropOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	var kept *int64
+	if err := tx.QueryRow(ctx, `SELECT sluice_drop_day($1::date, now() - interval '30 days')`,
+		day.Format(time.DateOnly)).Scan(&kept); err != nil {
+		return err
+	}
+	d.call = time.Since(t0)
+	t0 = time.Now()
+	if err := tx.Commit(ctx); err != nil {
+		return err
+	}
+	d.commit = time.Since(t0)
+	d.kept = -1
+	if kept != nil {
+		d.kept = *kept
+	}
+	return nil
+}
+
+// dropStatementTime is pg_stat_statements' total_exec_time of the drop
+// calls so far, in ms; -1 when it cannot be read.
+func dropStatementTime(ctx context.Context, db *pgx.Conn, pgss bool) float64 {
+	if !pgss {
+		return -1
+	}
+	var total float64
+	if err := db.QueryRow(ctx, `/* bench-retention */
+		SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements
+		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+		  AND query LIKE 'SELECT sluice_drop_day(%'`).Scan(&total); err != nil {
+		return -1
+	}
+	return total
+}
+
+// keptRows counts the day's rows in the kept partitions, after the drop.
+func keptRows(ctx context.Context, db *pgx.Conn, day time.Time) (events, deliveries, dead, attempts int, err error) {
+	lo, hi := day.UnixMilli(), day.AddDate(0, 0, 1).UnixMilli()
+	err = db.QueryRow(ctx, `/* bench-retention */
+		SELECT (SELECT count(*) FROM events_kept WHERE id >= sluice_uuid_at($1) AND id < sluice_uuid_at($2)),
+		       (SELECT count(*) FROM deliveries_kept WHERE event_id >= sluice_uuid_at($1) AND event_id < sluice_uuid_at($2)),
+		       (SELECT count(*) FROM deliveries_kept WHERE event_id >= sluice_uuid_at($1) AND event_id < sluice_uuid_at($2)
+		                                            AND status = 'dead'),
+		       (SELECT count(*) FROM delivery_attempts_kept WHERE event_id >= sluice_uuid_at($1) AND event_id < sluice_uuid_at($2))`,
+		lo, hi).Scan(&events, &deliveries, &dead, &attempts)
+	if err != nil {
+		return 0, 0, 0, 0, fmt.Errorf("count the kept rows: %w", err)
+	}
+	var left *string
+	if err := db.QueryRow(ctx, `SELECT to_regclass($1)::text`, "deliveries_"+day.Format("20060102")).Scan(&left); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if left != nil {
+		return 0, 0, 0, 0, fmt.Errorf("%s still exists after the drop", *left)
+	}
+	return events, deliveries, dead, attempts, nil
+}
+
+// watchBlockers looks, after wait, from a connection of its own, at the
+// sessions blocking db's session (pg_blocking_pids); the result waits for
+// the look and describes them.
+func watchBlockers(ctx context.Context, db *pgx.Conn, wait time.Duration) func() string {
+	out := make(chan string, 1)
+	pid := db.PgConn().PID()
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, wait+2*time.Second)
+		defer cancel()
+		conn, err := pgx.ConnectConfig(ctx, db.Config().Copy())
+		if err != nil {
+			out <- "watch: " + err.Error()
+			return
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		time.Sleep(wait)
+		var self string
+		if err := conn.QueryRow(ctx, `/* bench-retention */
+			SELECT coalesce(string_agg(relation::regclass::text || ' ' || mode, ', '), 'nothing') FROM pg_locks
+			WHERE pid = $1 AND NOT granted`, pid).Scan(&self); err != nil {
+			out <- "watch: " + err.Error()
+			return
+		}
+		rows, err := conn.Query(ctx, `/* bench-retention */
+			SELECT coalesce(extract(epoch FROM now() - a.xact_start) * 1000, -1)::int,
+			       coalesce((SELECT string_agg(l.relation::regclass::text, ', ') FROM pg_locks l
+			                 WHERE l.pid = a.pid AND NOT l.granted), 'nothing'),
+			       left(regexp_replace(a.query, '^-- name: (\w+).*$|\s+', '\1', 'g'), 40)
+			FROM pg_stat_activity a WHERE a.pid = ANY (pg_blocking_pids($1))
+			ORDER BY a.xact_start`, pid)
+		if err != nil {
+			out <- "watch: " + err.Error()
+			return
+		}
+		n, parts := 0, []string{"the drop waiting for " + self + ", behind"}
+		for rows.Next() {
+			var xactMS int
+			var waiting, query string
+			if err := rows.Scan(&xactMS, &waiting, &query); err != nil {
+				out <- "watch: " + err.Error()
+				return
+			}
+			if n++; n <= 3 {
+				parts = append(parts, fmt.Sprintf("%s (transaction %d ms old, waiting for %s)", query, xactMS, waiting))
+			}
+		}
+		if err := rows.Err(); err != nil {
+			parts = append(parts, "watch: "+err.Error())
+		}
+		if n > 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", n-3))
+		}
+		out <- parts[0] + " " + strings.Join(parts[1:], ", ")
+	}()
+	return func() string { return <-out }
+}
