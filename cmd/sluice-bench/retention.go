@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/sluice-dev/sluice/internal/store"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,16 +22,16 @@ var retentionScenario = Scenario{
 	Name:  "retention",
 	Title: "Retention of a day of 2,000,000 delivered deliveries while delivery continues at 2,000/s",
 	What: "Once: 100 loopback receivers, and 20 more endpoints (created through the API, never subscribed) that own " +
-		"the old day's deliveries. Each run seeds a day of its own, 19 + run days ago (UTC; older than the default " +
-		"SLUICE_RETENTION of 14 days, younger than the 30 of SLUICE_DEAD_RETENTION): `sluice_ensure_day`, then one " +
+		"the old day's deliveries. Each run seeds the first day of a week of its own, 2 + run weeks ago (UTC; older than the default " +
+		"SLUICE_RETENTION of 14 days, younger than the 30 of SLUICE_DEAD_RETENTION): `sluice_ensure_week`, then one " +
 		"SQL statement per table: 100,000 events spread evenly over the day (UUIDv7 ids of their millisecond, " +
 		"~200-byte payloads), each delivered to all 20 endpoints (2,000,000 deliveries, status 'delivered', one 200 " +
 		"attempt each), and 300 more events with one delivery each, dead since now (status 'dead', one 500 attempt): " +
 		"what retention must keep. Then VACUUM (ANALYZE) of the day's partitions and a CHECKPOINT, so the day is on " +
 		"disk as an old day is. Then 100 healthy endpoints (max_in_flight 100, one event type each) are offered " +
 		"2,000 events/s (a small batch every 10 ms, as in latency) for 22 s. 12 s in, the benchmark drops the day " +
-		"as the retention job does: in a transaction of its own, `SET LOCAL lock_timeout = '200ms'`, `SELECT " +
-		"sluice_drop_day(day, now() - interval '30 days')`, COMMIT, retried after 1 s (at most 10 times) when it " +
+		"as the retention job does: in a transaction of its own, `SET LOCAL lock_timeout` of 20 ms, `SELECT " +
+		"sluice_drop_week(week, now() - interval '30 days')`, COMMIT, retried after 250 ms ± a fifth (at most 100 times) when it " +
 		"fails with lock_not_available (55P03). Latency = receipt time − sent_ns over the first delivery of each " +
 		"event; 'before' is the events sent 1.5–11.5 s in, 'during' those sent 11.5–21.5 s in (from 0.5 s before " +
 		"the drop, so that deliveries in flight when it takes its locks count as during). Database time of the " +
@@ -63,8 +65,8 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 		{Name: "deliveries dropped", Unit: ""},
 		{Name: "rows dropped (events + deliveries + attempts)", Unit: ""},
 		{Name: "deliveries kept", Unit: ""},
-		{Name: "drop, sluice_drop_day (pg_stat_statements)", Unit: "ms"},
-		{Name: "drop, sluice_drop_day at the client", Unit: "ms"},
+		{Name: "drop, sluice_drop_week (pg_stat_statements)", Unit: "ms"},
+		{Name: "drop, sluice_drop_week at the client", Unit: "ms"},
 		{Name: "drop, COMMIT at the client", Unit: "ms"},
 		{Name: "drop, wall time (tries and waits included)", Unit: "ms"},
 		{Name: "drop, tries", Unit: ""},
@@ -109,7 +111,10 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 
 	rt, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
 		s.Values = map[string]float64{}
-		day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -(19 + run))
+		// The Monday of a week of its own, 2 + run weeks ago: past the
+		// default SLUICE_RETENTION of 14 days, and its partitions dropped
+		// whole (the seed fills its first day).
+		day := store.PartitionWeek(time.Now().AddDate(0, 0, -7*(2+run)))
 		s.Note = "load average " + loadAverage()
 		seeded, err := seedOldDay(ctx, env.DB, day, tenant, eps, perEndpoint, retentionDead)
 		if err != nil {
@@ -135,7 +140,7 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 			w.drop.kept == int64(seeded.dead)
 		s.Values["kept = dead seeded (1 = yes)"] = map[bool]float64{true: 1, false: 0}[ok]
 		if !ok {
-			s.Note = joinNotes(s.Note, fmt.Sprintf("**kept: sluice_drop_day said %d; the kept partitions hold %d events, %d deliveries "+
+			s.Note = joinNotes(s.Note, fmt.Sprintf("**kept: sluice_drop_week said %d; the kept partitions hold %d events, %d deliveries "+
 				"(%d dead), %d attempts of the day; seeded %d dead**", w.drop.kept, events, deliveries, dead, attempts, seeded.dead))
 		}
 		s.Values["deliveries dropped"] = float64(seeded.deliveries - deliveries)

@@ -2,33 +2,29 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	sluiceretention "github.com/sluice-dev/sluice/internal/retention"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// Dropping the old day as the retention job does (internal/store
-// DropDayPartitions under internal/retention's retryLocked): a
-// transaction of its own with SET LOCAL lock_timeout = '200ms', retried
-// after a second when it could not get its locks in time, at most 10
-// times.
-
-const (
-	dropLockRetries = 10
-	dropRetryWait   = time.Second
-)
+// Dropping the old week as the retention job does (internal/store
+// DropWeekPartitions under internal/retention's retryLocked): a
+// transaction of its own with SET LOCAL lock_timeout =
+// store.PartitionLockTimeout, retried after retention.LockRetryWait when
+// it could not get its locks in time, at most sluiceretention.LockRetries times.
 
 // dropped is what dropping the day took.
 type dropped struct {
-	kept      int64         // deliveries sluice_drop_day kept; -1 when it returned NULL
+	kept      int64         // deliveries sluice_drop_week kept; -1 when it returned NULL
 	tries     int           // transactions, the one that succeeded included
 	start     time.Time     // the first BEGIN
 	end       time.Time     // the successful COMMIT's answer
-	call      time.Duration // SELECT sluice_drop_day of the successful try, as the client saw it
+	call      time.Duration // SELECT sluice_drop_week of the successful try, as the client saw it
 	commit    time.Duration // its COMMIT, as the client saw it: where the dropped files are removed
 	execMS    float64       // pg_stat_statements' total_exec_time of the call; -1 when not tracked
 	lockFails []time.Duration
@@ -45,11 +41,10 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 	d.start = time.Now()
 	for d.tries = 1; ; d.tries++ {
 		t0 := time.Now()
-		seen := watchBlockers(ctx, db, 150*time.Millisecond)
+		seen := watchBlockers(ctx, db, store.PartitionLockTimeout/2)
 		err = dropOnce(ctx, db, day, &d)
 		blockers := seen()
-		var pgErr *pgconn.PgError
-		if err == nil || d.tries == dropLockRetries || !errors.As(err, &pgErr) || pgErr.Code != "55P03" {
+		if err == nil || d.tries == sluiceretention.LockRetries || !sluiceretention.LockNotAvailable(err) {
 			break
 		}
 		d.lockFails = append(d.lockFails, time.Since(t0))
@@ -57,7 +52,7 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 		select {
 		case <-ctx.Done():
 			return d, ctx.Err()
-		case <-time.After(dropRetryWait):
+		case <-time.After(sluiceretention.LockRetryWait):
 		}
 	}
 	d.end = time.Now()
@@ -78,12 +73,12 @@ func dropOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) erro
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, `SET LOCAL lock_timeout = '200ms'`); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", store.PartitionLockTimeout.Milliseconds())); err != nil {
 		return err
 	}
 	t0 := time.Now()
 	var kept *int64
-	if err := tx.QueryRow(ctx, `SELECT sluice_drop_day($1::date, now() - interval '30 days')`,
+	if err := tx.QueryRow(ctx, `SELECT sluice_drop_week($1::date, now() - interval '30 days')`,
 		day.Format(time.DateOnly)).Scan(&kept); err != nil {
 		return err
 	}
@@ -110,7 +105,7 @@ func dropStatementTime(ctx context.Context, db *pgx.Conn, pgss bool) float64 {
 	if err := db.QueryRow(ctx, `/* bench-retention */
 		SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		  AND query LIKE 'SELECT sluice_drop_day(%'`).Scan(&total); err != nil {
+		  AND query LIKE 'SELECT sluice_drop_week(%'`).Scan(&total); err != nil {
 		return -1
 	}
 	return total

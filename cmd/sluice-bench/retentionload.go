@@ -90,11 +90,11 @@ func loadAroundDrop(ctx context.Context, env *Env, receivers Receivers, run int,
 func (w aroundDrop) values(v map[string]float64) {
 	dbMS := ms(w.drop.wall())
 	if w.drop.execMS >= 0 {
-		v["drop, sluice_drop_day (pg_stat_statements)"] = w.drop.execMS
+		v["drop, sluice_drop_week (pg_stat_statements)"] = w.drop.execMS
 		dbMS = w.drop.execMS + ms(w.drop.commit)
 	}
 	v["drop, database time"] = dbMS
-	v["drop, sluice_drop_day at the client"] = ms(w.drop.call)
+	v["drop, sluice_drop_week at the client"] = ms(w.drop.call)
 	v["drop, COMMIT at the client"] = ms(w.drop.commit)
 	v["drop, wall time (tries and waits included)"] = ms(w.drop.wall())
 	v["drop, tries"] = float64(w.drop.tries)

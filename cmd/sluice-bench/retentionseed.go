@@ -9,7 +9,7 @@ import (
 )
 
 // The retention scenario's old day: its partitions created with
-// sluice_ensure_day, then filled set-based in SQL, one statement per
+// sluice_ensure_week, then filled set-based in SQL, one statement per
 // table, with UUIDv7 ids of that day.
 
 // oldDay is a seeded day and what it holds.
@@ -21,7 +21,7 @@ type oldDay struct {
 	checkpointErr              string
 }
 
-// suffix is the day's partition suffix, as sluice_ensure_day names it.
+// suffix is the day's partition suffix, as sluice_ensure_week names it.
 func (d oldDay) suffix() string { return d.day.Format("20060102") }
 
 // table is the day's partition of parent, quoted.
@@ -49,8 +49,8 @@ func seedOldDay(ctx context.Context, db *pgx.Conn, day time.Time, tenant string,
 	lo := day.UnixMilli()
 	t0 := time.Now()
 	var created bool
-	if err := db.QueryRow(ctx, `/* bench-retention */ SELECT sluice_ensure_day($1::date)`, day.Format(time.DateOnly)).Scan(&created); err != nil {
-		return d, fmt.Errorf("sluice_ensure_day(%s): %w", day.Format(time.DateOnly), err)
+	if err := db.QueryRow(ctx, `/* bench-retention */ SELECT sluice_ensure_week($1::timestamptz)`, day).Scan(&created); err != nil {
+		return d, fmt.Errorf("sluice_ensure_week(%s): %w", day.Format(time.DateOnly), err)
 	}
 	if !created {
 		return d, fmt.Errorf("the partitions of %s exist already", day.Format(time.DateOnly))

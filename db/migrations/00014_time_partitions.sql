@@ -102,7 +102,8 @@ $$;
 -- finds them through partial indexes, so its cost follows what it keeps,
 -- not what it drops. It returns how many deliveries it kept, or NULL when
 -- the week has no partitions. It locks the three tables for its length (a
--- detach needs that); its caller bounds the wait with lock_timeout.
+-- detach needs that), and tenants and endpoints against writes; its caller
+-- bounds the wait with lock_timeout.
 -- +goose StatementBegin
 CREATE FUNCTION sluice_drop_week(week date, dead_before timestamptz) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -113,7 +114,15 @@ BEGIN
     IF to_regclass('events_' || suffix) IS NULL THEN
         RETURN NULL;
     END IF;
-    LOCK TABLE events, deliveries, delivery_attempts IN ACCESS EXCLUSIVE MODE;
+    -- Every lock the detaches take, taken first: their foreign keys' tables
+    -- (dropping a partition's foreign key locks the table it references),
+    -- then the three. Sluice's own statements take these tables in more
+    -- than one order, so a wait here can be a deadlock that Postgres would
+    -- only break after deadlock_timeout (1 s), holding up delivery all that
+    -- time; the caller's lock_timeout (20 ms) gives up first, and the job
+    -- tries again shortly.
+    LOCK TABLE tenants, endpoints IN SHARE ROW EXCLUSIVE MODE;
+    LOCK TABLE deliveries, events, delivery_attempts IN ACCESS EXCLUSIVE MODE;
     EXECUTE format('ALTER TABLE events DETACH PARTITION %I', 'events_' || suffix);
     EXECUTE format('ALTER TABLE deliveries DETACH PARTITION %I', 'deliveries_' || suffix);
     EXECUTE format('ALTER TABLE delivery_attempts DETACH PARTITION %I', 'delivery_attempts_' || suffix);

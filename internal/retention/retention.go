@@ -10,6 +10,7 @@ package retention
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -117,26 +118,36 @@ func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 	}
 }
 
-// lockRetries and lockRetryWait bound how often a partition change that
-// could not get its locks in time is tried again before the run fails
-// (and River retries the job).
+// LockRetries and LockRetryWait bound how often a partition change that
+// could not get its locks in time (store.PartitionLockTimeout) is tried
+// again before the run fails (and River retries the job): a hundred times,
+// a quarter of a second apart give or take a fifth, about half a minute of
+// trying in all. Under load a try often fails: Sluice's statements hold
+// the tables all the time, in more than one order.
 const (
-	lockRetries   = 10
-	lockRetryWait = time.Second
+	LockRetries   = 100
+	LockRetryWait = 250 * time.Millisecond
 )
 
 // retryLocked calls fn until it does not fail for want of a lock.
 func retryLocked[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 	for i := 1; ; i++ {
 		v, err := fn()
-		var pgErr *pgconn.PgError
-		if i == lockRetries || !errors.As(err, &pgErr) || pgErr.Code != "55P03" { // lock_not_available
+		if i == LockRetries || !LockNotAvailable(err) {
 			return v, err
 		}
+		wait := time.Duration(float64(LockRetryWait) * (0.8 + 0.4*rand.Float64()))
 		select {
 		case <-ctx.Done():
 			return v, ctx.Err()
-		case <-time.After(lockRetryWait):
+		case <-time.After(wait):
 		}
 	}
+}
+
+// LockNotAvailable reports whether err is Postgres giving up on a lock
+// (lock_timeout).
+func LockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }

@@ -30,11 +30,11 @@ func PartitionWeek(t time.Time) time.Time {
 	return time.Unix(0, 0).Add(mondayOffset + since/PartitionSpan*PartitionSpan).UTC()
 }
 
-// partitionLockTimeout bounds how long creating or dropping a week waits
+// PartitionLockTimeout bounds how long creating or dropping a week waits
 // for its locks. Dropping a week locks the three tables (a detach needs
 // that), and while it waits every query behind it waits too, so it gives
-// up soon and the job tries again.
-const partitionLockTimeout = "200ms"
+// up soon and the job tries again (retention.LockRetries).
+const PartitionLockTimeout = 20 * time.Millisecond
 
 // EnsureWeekPartitions creates the partitions of the week holding t, if
 // missing, and reports whether it created them.
@@ -91,7 +91,7 @@ func (s *Store) ExpireKept(ctx context.Context, deliveredBefore, deadBefore time
 }
 
 func setLockTimeout(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = '"+partitionLockTimeout+"'"); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
 		return fmt.Errorf("set lock_timeout: %w", err)
 	}
 	return nil
