@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -222,62 +221,6 @@ func (s *Sinks) from() *Sinks {
 		v.base[i] = r.Count()
 	}
 	return &v
-}
-
-// offerLoad posts events of types (round robin) at rate events/s for
-// duration, a small batch every 10 ms as the latency scenario does, each
-// payload carrying its sent_ns, and returns how many were accepted.
-func offerLoad(ctx context.Context, api *Client, types []string, rate float64, duration time.Duration) (accepted, skipped int, err error) {
-	const tick, maxPending = 10 * time.Millisecond, 64
-	var (
-		wg       sync.WaitGroup
-		pending  = make(chan struct{}, maxPending)
-		ok       atomic.Int64
-		mu       sync.Mutex
-		failed   int
-		firstErr error
-		sent     int
-	)
-	start := time.Now()
-	ticker := time.NewTicker(tick)
-	for now := start; now.Sub(start) < duration && ctx.Err() == nil; now = <-ticker.C {
-		k := min(int(rate*now.Sub(start).Seconds())-sent, 1000)
-		if k <= 0 {
-			continue
-		}
-		select {
-		case pending <- struct{}{}:
-		default:
-			skipped++ // too many posts outstanding: catch up next tick
-			continue
-		}
-		first := sent
-		sent += k
-		wg.Go(func() {
-			defer func() { <-pending }()
-			evs := make([]EventIn, k)
-			sentNS := time.Now().UnixNano()
-			for j := range evs {
-				evs[j] = EventIn{Type: types[(first+j)%len(types)], Payload: payload(sentNS, first+j)}
-			}
-			if err := api.PostBatch(ctx, batchBody(evs)); err != nil {
-				mu.Lock()
-				failed += k
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-				return
-			}
-			ok.Add(int64(k))
-		})
-	}
-	ticker.Stop()
-	wg.Wait()
-	if failed > 0 {
-		return 0, skipped, fmt.Errorf("%d events not accepted, first error: %v", failed, firstErr)
-	}
-	return int(ok.Load()), skipped, nil
 }
 
 // trickle posts a batch of burst events of typ at once, then one event

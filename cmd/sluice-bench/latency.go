@@ -18,7 +18,6 @@ var latencyScenario = Scenario{
 }
 
 func latency(ctx context.Context, env *Env) (Table, error) {
-	const endpoints, maxInFlight, maxPending = 100, 100, 64 // maxPending: offerLoad's limit, for the note
 	duration := time.Duration(env.size(10, 3)) * time.Second
 	rate, rateNote := env.LatencyRate, "set by -latency-rate"
 	switch {
@@ -28,6 +27,14 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 	default:
 		rate, rateNote = 1000, "default: e2e-100 was not measured in this invocation"
 	}
+	return latencyRuns(ctx, env, "latency", rate, rateNote, duration, offerLoad)
+}
+
+// latencyRuns offers rate events/s with offer for duration, spread over
+// 100 endpoints (max_in_flight 100), and measures receipt − sent_ns of the
+// first delivery of every event, in each run.
+func latencyRuns(ctx context.Context, env *Env, name string, rate float64, rateNote string, duration time.Duration, offer offerFunc) (Table, error) {
+	const endpoints, maxInFlight = 100, 100
 	metrics := []Metric{
 		{Name: "p50", Unit: "ms", Target: 50, AtMost: true},
 		{Name: "p95", Unit: "ms"},
@@ -39,7 +46,7 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 	defer receivers.Close()
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
 		sinks, err := newSinks(ctx, env.API, receivers, maxInFlight, func(i int) string {
-			return fmt.Sprintf("bench.latency.r%d.%d", run, i)
+			return fmt.Sprintf("bench.%s.r%d.%d", name, run, i)
 		})
 		if err != nil {
 			return s, fmt.Errorf("set up endpoints: %w", err)
@@ -48,17 +55,16 @@ func latency(ctx context.Context, env *Env) (Table, error) {
 
 		cpu := env.measureCPU()
 		start := time.Now()
-		accepted, skipped, err := offerLoad(ctx, env.API, sinks.Types, rate, duration)
+		accepted, skipped, err := offer(ctx, env.API, sinks.Types, rate, duration)
 		if err != nil {
 			return s, err
 		}
-		want := accepted
-		arr := sinks.Await(ctx, want)
+		arr := sinks.Await(ctx, accepted)
 		cpuUsed := cpu()
-		s = latencySample(arr, want, start)
+		s = latencySample(arr, accepted, start)
 		s.CPU = cpuUsed
 		if skipped > 0 {
-			s.Note = joinNotes(s.Note, fmt.Sprintf("load generator skipped %d ticks (%d posts outstanding)", skipped, maxPending))
+			s.Note = joinNotes(s.Note, fmt.Sprintf("the load generator skipped %d sends: too many requests outstanding", skipped))
 		}
 		return s, nil
 	})

@@ -41,6 +41,7 @@ func scenarios() []Scenario {
 		e2eHundredScenario,
 		e2eSingleScenario,
 		latencyScenario,
+		latencySingleScenario,
 		isolationScenario,
 		typesIngestScenario,
 		consumersIngestScenario,
