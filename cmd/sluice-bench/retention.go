@@ -159,13 +159,16 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 }
 
 // awaitRetentionJob waits (at most 2 min) until Sluice's retention job,
-// which River runs once on start and then every hour, has completed once.
+// which River's leader runs once when elected and then every hour, has
+// completed since the current leader was elected (a scenario before may
+// have restarted Sluice, whose new leader runs it again).
 func awaitRetentionJob(ctx context.Context, env *Env) (time.Duration, error) {
 	t0 := time.Now()
 	for {
 		var done bool
 		if err := env.DB.QueryRow(ctx, `/* bench-retention */
-			SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'retention' AND state = 'completed')`).Scan(&done); err != nil {
+			SELECT EXISTS (SELECT 1 FROM river_job j JOIN river_leader l ON j.finalized_at >= l.elected_at
+			               WHERE j.kind = 'retention' AND j.state = 'completed')`).Scan(&done); err != nil {
 			return time.Since(t0), fmt.Errorf("read the retention job: %w", err)
 		}
 		if done {
