@@ -1,7 +1,6 @@
 package store
 
 import (
-
 	"context"
 
 	"github.com/google/uuid"

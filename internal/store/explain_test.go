@@ -45,3 +45,29 @@ func explainAnalyze(t *testing.T, st *store.Store, sql string, args ...any) stri
 	require.NoError(t, rows.Err())
 	return strings.Join(lines, "\n")
 }
+
+// explainGeneric runs sql, prepared, under EXPLAIN (ANALYZE, BUFFERS) with
+// Postgres's generic plan (the one made without knowing the values) and
+// returns the plan as text; args are the EXECUTE's arguments, as SQL.
+func explainGeneric(t *testing.T, st *store.Store, sql, args string) string {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := st.Pool().Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+	defer func() { _, _ = conn.Exec(ctx, "DISCARD ALL") }()
+	_, err = conn.Exec(ctx, "PREPARE explained AS "+sql)
+	require.NoError(t, err)
+	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) EXECUTE explained("+args+")")
+	require.NoError(t, err)
+	var lines []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		lines = append(lines, line)
+	}
+	require.NoError(t, rows.Err())
+	return strings.Join(lines, "\n")
+}

@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -28,6 +30,35 @@ const mondayOffset = 4 * 24 * time.Hour
 func PartitionWeek(t time.Time) time.Time {
 	since := t.Sub(time.Unix(0, 0).Add(mondayOffset))
 	return time.Unix(0, 0).Add(mondayOffset + since/PartitionSpan*PartitionSpan).UTC()
+}
+
+// WeekBounds returns the smallest ids of the week holding a UUIDv7's
+// millisecond and of the week after: a query that says "event_id >= lo AND
+// event_id < hi" probes only that week's partition (or *_kept, once the week
+// is dropped). The arithmetic is sluice_week_lo's and sluice_week_hi's, on
+// the id's first 48 bits as they are, so the two agree on any id (and bound
+// it, for any time from 1970-01-05 on); an upper bound past 48 bits is the
+// largest id.
+func WeekBounds(id uuid.UUID) (lo, hi uuid.UUID) {
+	const week, monday = int64(PartitionSpan / time.Millisecond), int64(mondayOffset / time.Millisecond)
+	var b [8]byte
+	copy(b[2:], id[:6])
+	ms := int64(binary.BigEndian.Uint64(b[:]))
+	start := (ms-monday)/week*week + monday
+	return msID(start), msID(start + week)
+}
+
+// msID is the smallest UUIDv7 of a millisecond, or the largest id when ms
+// does not fit the 48 bits of a UUIDv7's time.
+func msID(ms int64) uuid.UUID {
+	var id uuid.UUID
+	if ms >= 1<<48 {
+		return uuid.Max
+	}
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ms))
+	copy(id[:6], b[2:])
+	return id
 }
 
 // PartitionLockTimeout bounds how long creating or dropping a week waits

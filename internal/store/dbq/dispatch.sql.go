@@ -239,43 +239,37 @@ func (q *Queries) QueuedDeliveries(ctx context.Context, endpointID uuid.UUID) (i
 }
 
 const recordOutcomes = `-- name: RecordOutcomes :exec
-WITH attempts AS (
-    -- Only for deliveries that still exist: one deleted with its endpoint
-    -- while in flight must not fail the other endpoints' attempts batched
-    -- with it.
-    INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms, response_body)
-    SELECT a.delivery_id, live.endpoint_id, live.event_id, a.at, a.status_code, a.error, a.latency_ms, a.response_body
-    FROM (
-        SELECT unnest($1::uuid[]) AS delivery_id, unnest($2::uuid[]) AS event_id, unnest($6::timestamptz[]) AS at,
-               nullif(unnest($7::int[]), 0) AS status_code, nullif(unnest($8::text[]), '') AS error,
-               unnest($9::int[]) AS latency_ms, nullif(unnest($10::text[]), '') AS response_body
-    ) a
-    JOIN deliveries live ON live.id = a.delivery_id
-        AND live.event_id >= sluice_week_lo(a.event_id) AND live.event_id < sluice_week_hi(a.event_id)
-)
-UPDATE deliveries d SET
-    status = CASE WHEN d.event_id = u.event_id THEN u.status ELSE 'pending' END,
-    attempt_count = d.attempt_count + 1,
-    failure_count = d.failure_count + u.failed,
-    next_attempt_at = CASE
-        WHEN d.event_id <> u.event_id THEN now()
-        WHEN u.status IN ('delivered', 'dead') THEN NULL
-        ELSE u.next_attempt_at END,
-    updated_at = now()
-FROM (
+WITH outcome AS (
     SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS event_id,
-           unnest($3::text[]) AS status, unnest($4::int[]) AS failed,
-           unnest($5::timestamptz[]) AS next_attempt_at
-) u
-WHERE d.id = u.id
-  -- The claimed event's week: coalescing keeps a delivery within its week,
-  -- so this is where it is, and Postgres probes one partition, not all.
-  AND d.event_id >= sluice_week_lo(u.event_id) AND d.event_id < sluice_week_hi(u.event_id)
+           unnest($3::uuid[]) AS week_lo, unnest($4::uuid[]) AS week_hi,
+           unnest($5::text[]) AS status, unnest($6::int[]) AS failed,
+           unnest($7::timestamptz[]) AS next_attempt_at,
+           unnest($8::timestamptz[]) AS at, nullif(unnest($9::int[]), 0) AS status_code,
+           nullif(unnest($10::text[]), '') AS error, unnest($11::int[]) AS latency_ms,
+           nullif(unnest($12::text[]), '') AS response_body
+), applied AS (
+    UPDATE deliveries d SET
+        status = CASE WHEN d.event_id = o.event_id THEN o.status ELSE 'pending' END,
+        attempt_count = d.attempt_count + 1,
+        failure_count = d.failure_count + o.failed,
+        next_attempt_at = CASE
+            WHEN d.event_id <> o.event_id THEN now()
+            WHEN o.status IN ('delivered', 'dead') THEN NULL
+            ELSE o.next_attempt_at END,
+        updated_at = now()
+    FROM outcome o
+    WHERE d.id = o.id AND d.event_id >= o.week_lo AND d.event_id < o.week_hi
+    RETURNING d.id, d.endpoint_id, d.event_id, o.at, o.status_code, o.error, o.latency_ms, o.response_body
+)
+INSERT INTO delivery_attempts (delivery_id, endpoint_id, event_id, at, status_code, error, latency_ms, response_body)
+SELECT id, endpoint_id, event_id, at, status_code, error, latency_ms, response_body FROM applied
 `
 
 type RecordOutcomesParams struct {
 	Ids            []uuid.UUID
 	EventIds       []uuid.UUID
+	WeekLos        []uuid.UUID
+	WeekHis        []uuid.UUID
 	Statuses       []string
 	Failed         []int32
 	NextAttemptAts []time.Time
@@ -286,13 +280,21 @@ type RecordOutcomesParams struct {
 	Bodies         []string
 }
 
-// Stores one batch of attempts and applies them to their deliveries, in one
+// Applies one batch of attempts to their deliveries and stores them, in one
 // statement. A delivery re-pointed at a newer event while in flight
-// (coalescing) stays pending, to send the new payload.
+// (coalescing) stays pending, to send the new payload. Each delivery is
+// looked up once, in the partition of its claimed event's week: coalescing
+// keeps a delivery within its week, and the caller passes each week's
+// bounds (store.WeekBounds), so Postgres probes one partition per row with
+// nothing to compute. A delivery deleted with its endpoint while in flight
+// is not found, and its attempt is dropped without failing the others
+// batched with it.
 func (q *Queries) RecordOutcomes(ctx context.Context, arg RecordOutcomesParams) error {
 	_, err := q.db.Exec(ctx, recordOutcomes,
 		arg.Ids,
 		arg.EventIds,
+		arg.WeekLos,
+		arg.WeekHis,
 		arg.Statuses,
 		arg.Failed,
 		arg.NextAttemptAts,
