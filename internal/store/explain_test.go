@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/store"
@@ -36,13 +37,8 @@ func explainAnalyze(t *testing.T, st *store.Store, sql string, args ...any) stri
 	t.Helper()
 	rows, err := st.Pool().Query(context.Background(), "EXPLAIN (ANALYZE, BUFFERS) "+sql, args...)
 	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		lines = append(lines, line)
-	}
-	require.NoError(t, rows.Err())
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	return strings.Join(lines, "\n")
 }
 
@@ -62,12 +58,7 @@ func explainGeneric(t *testing.T, st *store.Store, sql, args string) string {
 	require.NoError(t, err)
 	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) EXECUTE explained("+args+")")
 	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var line string
-		require.NoError(t, rows.Scan(&line))
-		lines = append(lines, line)
-	}
-	require.NoError(t, rows.Err())
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
 	return strings.Join(lines, "\n")
 }
