@@ -163,6 +163,11 @@ port = $port
 unix_socket_directories = $(sql_quote "$dir")
 max_connections = 200
 shared_buffers = 256MB
+# Checkpoints no more often than every checkpoint_timeout (5 min): at the
+# default 1GB, a load of a few thousand events/s forces one every minute
+# or so, and the full-page images written after each slow every commit
+# (README, "Postgres settings").
+max_wal_size = 8GB
 fsync = on
 logging_collector = off
 log_line_prefix = '%m [%p] %q%u@%d '

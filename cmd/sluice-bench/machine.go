@@ -51,7 +51,7 @@ func describeMachine(ctx context.Context, db *pgx.Conn) Machine {
 	if err := db.QueryRow(ctx, "SELECT version()").Scan(&m.Postgres); err != nil {
 		m.Postgres = "unknown: " + err.Error()
 	}
-	for _, name := range []string{"fsync", "synchronous_commit", "wal_sync_method", "shared_buffers", "max_connections"} {
+	for _, name := range []string{"fsync", "synchronous_commit", "wal_sync_method", "shared_buffers", "max_wal_size", "max_connections"} {
 		var v string
 		if err := db.QueryRow(ctx, "SHOW "+name).Scan(&v); err != nil {
 			v = "? (" + err.Error() + ")"
