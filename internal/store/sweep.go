@@ -25,10 +25,11 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 // endpointsNeedingDispatchSQL lists enabled endpoints with a delivery due now
 // and no dispatch job queued, running, scheduled (parked) or waiting to
 // retry. Endpoints held by a throttle or an open circuit are skipped: their
-// parked job comes due when the wait ends. Each endpoint costs one probe of the due-queue
-// index and one of River's GIN index on job arguments, however long its
-// backlog; in steady state the answer is empty. Hand-written because sqlc
-// does not see River's tables.
+// parked job comes due when the wait ends. Each endpoint costs one probe of
+// each partition's due-queue index and one of the index of live dispatch
+// jobs (00015_live_dispatch_jobs_index.sql, whose predicate this repeats),
+// however long its backlog and its history; in steady state the answer is
+// empty. Hand-written because sqlc does not see River's tables.
 const endpointsNeedingDispatchSQL = `
 SELECT e.id FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
@@ -40,7 +41,7 @@ WHERE NOT e.disabled
       WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now())
   AND NOT EXISTS (
       SELECT 1 FROM river_job j
-      WHERE j.kind = 'dispatch' AND j.args @> jsonb_build_object('endpoint_id', e.id)
+      WHERE j.kind = 'dispatch' AND j.args ->> 'endpoint_id' = e.id::text
         AND j.state IN ('available', 'pending', 'running', 'scheduled', 'retryable'))
 LIMIT $1`
 

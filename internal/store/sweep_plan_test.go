@@ -1,0 +1,45 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestSweepProbesOnlyLiveDispatchJobs: an endpoint with deliveries due and
+// 5,000 finished dispatch jobs behind it (a busy day's history, which River
+// keeps until its cleaner runs) costs the sweeper one entry of the index of
+// live dispatch jobs, not a read of its history.
+func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
+	require.NoError(t, err)
+	_, err = f.Store.Pool().Exec(ctx, `
+		INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at)
+		SELECT jsonb_build_object('endpoint_id', $1::uuid), 'dispatch', 25, 'dispatch', 'completed', now()
+		FROM generate_series(1, 5000)`, ep.ID)
+	require.NoError(t, err)
+	_, err = f.Store.Pool().Exec(ctx, `
+		WITH ev AS (INSERT INTO events (id, tenant_id, type, payload) VALUES (sluice_uuidv7(), $1, 'due', '{}') RETURNING id)
+		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
+		SELECT sluice_uuidv7(), $1, ev.id, $2, 'due', now() - interval '1 minute' FROM ev`, f.TenantA.ID, ep.ID)
+	require.NoError(t, err)
+	_, err = f.Store.Pool().Exec(ctx, `ANALYZE river_job`)
+	require.NoError(t, err)
+
+	plan := explainAnalyze(t, f.Store, store.EndpointsNeedingDispatchSQL, 100)
+	t.Logf("sweep over an endpoint with 5,000 finished dispatch jobs:\n%s", plan)
+	require.Contains(t, plan, "sluice_river_job_live_dispatch_idx", "the sweep probes the live dispatch jobs' index")
+	require.False(t, strings.Contains(plan, "river_job_args_index"), "nor River's index of every job's arguments")
+
+	ids, err := f.Store.EndpointsNeedingDispatch(ctx, 100)
+	require.NoError(t, err)
+	require.Contains(t, ids, ep.ID, "finished jobs do not count as live")
+}
