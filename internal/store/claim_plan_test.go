@@ -6,9 +6,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // TestClaimPlanDoesNotDependOnTheBacklog: with 100,000 due deliveries on one
@@ -17,26 +14,14 @@ import (
 // every due row to its event.
 func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	t.Parallel()
-	f := storetest.New(t)
-	ctx := t.Context()
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
-	require.NoError(t, err)
-	_, err = f.Store.Pool().Exec(ctx, `
-		WITH ev AS (
-			INSERT INTO events (id, tenant_id, type, payload)
-			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, 100000)
-			RETURNING id)
-		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
-		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
-		f.TenantA.ID, ep.ID)
-	require.NoError(t, err)
+	f, ep := dueBacklog(t, 100000)
 
 	claim := querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows")
 	// A claim in a dispatch step's transaction is planned for its values;
 	// group-committed claims run the generic plan (store.genericPlan).
 	plans := map[string]string{
-		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep.ID}, []int32{10}),
-		"generic":                explainGeneric(t, f.Store, claim, fmt.Sprintf("'{%s}', '{10}'", ep.ID)),
+		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}),
+		"generic":                explainGeneric(t, f.Store, claim, fmt.Sprintf("'{%s}', '{10}'", ep)),
 	}
 	for name, plan := range plans {
 		t.Logf("claim over a 100,000-delivery backlog, no statistics, %s:\n%s", name, plan)

@@ -7,10 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // querySQL returns the query named name in queries/file as sqlc reads it,
@@ -61,4 +64,25 @@ func explainGeneric(t *testing.T, st *store.Store, sql, args string) string {
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	return strings.Join(lines, "\n")
+}
+
+// dueBacklog makes a fixture with one endpoint holding n deliveries due
+// within the last hour, each of an event of its own, inserted by SQL with
+// no statistics gathered: the setting of the plan tests.
+func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
+	t.Helper()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
+	require.NoError(t, err)
+	_, err = f.Store.Pool().Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, tenant_id, type, payload)
+			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, $3::int)
+			RETURNING id)
+		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
+		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
+		f.TenantA.ID, ep.ID, n)
+	require.NoError(t, err)
+	return f, ep.ID
 }

@@ -6,9 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
 // TestSweepProbesOnlyLiveDispatchJobs: an endpoint with deliveries due and
@@ -17,19 +15,12 @@ import (
 // live dispatch jobs, not a read of its history.
 func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 	t.Parallel()
-	f := storetest.New(t)
+	f, ep := dueBacklog(t, 1)
 	ctx := t.Context()
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
-	require.NoError(t, err)
-	_, err = f.Store.Pool().Exec(ctx, `
+	_, err := f.Store.Pool().Exec(ctx, `
 		INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at)
 		SELECT jsonb_build_object('endpoint_id', $1::uuid), 'dispatch', 25, 'dispatch', 'completed', now()
-		FROM generate_series(1, 5000)`, ep.ID)
-	require.NoError(t, err)
-	_, err = f.Store.Pool().Exec(ctx, `
-		WITH ev AS (INSERT INTO events (id, tenant_id, type, payload) VALUES (sluice_uuidv7(), $1, 'due', '{}') RETURNING id)
-		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
-		SELECT sluice_uuidv7(), $1, ev.id, $2, 'due', now() - interval '1 minute' FROM ev`, f.TenantA.ID, ep.ID)
+		FROM generate_series(1, 5000)`, ep)
 	require.NoError(t, err)
 	_, err = f.Store.Pool().Exec(ctx, `ANALYZE river_job`)
 	require.NoError(t, err)
@@ -41,5 +32,5 @@ func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 
 	ids, err := f.Store.EndpointsNeedingDispatch(ctx, 100)
 	require.NoError(t, err)
-	require.Contains(t, ids, ep.ID, "finished jobs do not count as live")
+	require.Contains(t, ids, ep, "finished jobs do not count as live")
 }
