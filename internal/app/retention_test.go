@@ -37,6 +37,10 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	require.Len(t, queued, 1)
 	require.Equal(t, "pending", queued[0].Status)
 
+	// Sluice's own retention job runs on start (then hourly), at the real
+	// time: were it to run after the drop below, it would make this week's
+	// partitions again and move the kept rows back into them.
+	h.retentionRanOnce()
 	days := retention.Config{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour}
 	w := retention.NewWorker(h.proc.Store, days)
 	now := time.Now()
@@ -108,4 +112,15 @@ func (h *harness) keptRows() map[string]int {
 		out[table] = n
 	}
 	return out
+}
+
+// retentionRanOnce waits until Sluice's retention job has completed once.
+func (h *harness) retentionRanOnce() {
+	h.t.Helper()
+	eventually(h.t, 30*time.Second, func() bool {
+		var done bool
+		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(),
+			`SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'retention' AND state = 'completed')`).Scan(&done))
+		return done
+	}, "Sluice's retention job completed on start")
 }

@@ -29,10 +29,7 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 // each partition's due-queue index and one of the index of live dispatch
 // jobs (00015_live_dispatch_jobs_index.sql, whose predicate this repeats),
 // however long its backlog and its history; in steady state the answer is
-// empty. The OFFSET 0 keeps the live-job check a probe per endpoint:
-// without it Postgres may, when its statistics say few endpoints, join
-// every endpoint to every live job (10,000 × 10,000 at drain-10k's scale). Hand-written
-// because sqlc does not see River's tables.
+// empty. Hand-written because sqlc does not see River's tables.
 const endpointsNeedingDispatchSQL = `
 SELECT e.id FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
@@ -45,8 +42,7 @@ WHERE NOT e.disabled
   AND NOT EXISTS (
       SELECT 1 FROM river_job j
       WHERE j.kind = 'dispatch' AND j.args ->> 'endpoint_id' = e.id::text
-        AND j.state IN ('available', 'pending', 'running', 'scheduled', 'retryable')
-      OFFSET 0)
+        AND j.state IN ('available', 'pending', 'running', 'scheduled', 'retryable'))
 LIMIT $1`
 
 // EndpointsNeedingDispatch lists up to limit endpoints with deliveries due
