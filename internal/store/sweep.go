@@ -25,11 +25,13 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 // endpointsNeedingDispatchSQL lists enabled endpoints with a delivery due now
 // and no dispatch job queued, running, scheduled (parked) or waiting to
 // retry. Endpoints held by a throttle or an open circuit are skipped: their
-// parked job comes due when the wait ends. Each endpoint costs one probe of
-// each partition's due-queue index and one of the index of live dispatch
-// jobs (00015_live_dispatch_jobs_index.sql, whose predicate this repeats),
-// however long its backlog and its history; in steady state the answer is
-// empty. Hand-written because sqlc does not see River's tables.
+// parked job comes due when the wait ends. Postgres either probes each
+// endpoint's due queue in every partition or reads the due deliveries of
+// all endpoints, whichever its statistics favour, so the cost follows the
+// number of endpoints or of due deliveries; the live-job check is one
+// probe of the index of live dispatch jobs (00015_live_dispatch_jobs_index.sql,
+// whose predicate this repeats), however long the endpoint's history. In
+// steady state the answer is empty. Hand-written because sqlc does not see River's tables.
 const endpointsNeedingDispatchSQL = `
 SELECT e.id FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
