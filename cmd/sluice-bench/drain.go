@@ -144,7 +144,7 @@ func drain(ctx context.Context, env *Env) (Table, error) {
 			eps   []string
 			per   int
 		}{{narrow, ids[:drainNarrow], perNarrow}, {wide, ids, perWide}} {
-			d, err := drainOnce(ctx, env, recv, tenant, fmt.Sprintf("bench.drain.r%d.%d", run, len(c.eps)), c.eps, c.per, pgss)
+			d, err := drainOnce(ctx, env, recv, seed{tenant: tenant, typ: fmt.Sprintf("bench.drain.r%d.%d", run, len(c.eps)), eps: c.eps, per: c.per}, pgss)
 			s.Note = joinNotes(s.Note, d.note)
 			if err != nil {
 				return s, fmt.Errorf("%s: %w", c.label, err)
@@ -197,25 +197,44 @@ type drained struct {
 	note      string
 }
 
-// drainOnce seeds per due deliveries on each of eps (events of type typ),
-// and waits until they have all been delivered.
-func drainOnce(ctx context.Context, env *Env, recv countingReceivers, tenant, typ string, eps []string, per int, pgss bool) (d drained, err error) {
-	want := len(eps) * per
+// seed is what drainOnce queues: per due deliveries on each of eps, each
+// of an event of its own of type typ, whose id is eventID (SQL of g, the
+// event's number; default now's sluice_uuidv7()).
+type seed struct {
+	tenant, typ string
+	eps         []string
+	per         int
+	eventID     string
+	afterSeed   func(context.Context) error // run once the seed has committed, before the drain is measured
+}
+
+// drainOnce seeds the deliveries of s and waits until they have all been
+// delivered.
+func drainOnce(ctx context.Context, env *Env, recv countingReceivers, s seed, pgss bool) (d drained, err error) {
+	typ, want := s.typ, len(s.eps)*s.per
+	if s.eventID == "" {
+		s.eventID = "sluice_uuidv7()"
+	}
 	t0 := time.Now()
 	_, err = env.DB.Exec(ctx, `/* bench-drain */
 		WITH ev AS (
 			INSERT INTO events (id, tenant_id, type, payload)
-			SELECT sluice_uuidv7(), $1, $2, json_build_object('seq', g, 'note', repeat('x', 160))
+			SELECT `+s.eventID+`, $1, $2, json_build_object('seq', g, 'note', repeat('x', 160))
 			FROM generate_series(1, $3::int) g
 			RETURNING id),
 		n AS (SELECT id, row_number() OVER () AS rn FROM ev)
 		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
 		SELECT sluice_uuidv7(), $1, n.id, ($4::uuid[])[1 + n.rn % cardinality($4::uuid[])], $2, now() FROM n`,
-		tenant, typ, want, eps)
+		s.tenant, typ, want, s.eps)
 	if err != nil {
 		return d, fmt.Errorf("seed %d deliveries: %w", want, err)
 	}
 	d.seed = time.Since(t0)
+	if s.afterSeed != nil {
+		if err := s.afterSeed(ctx); err != nil {
+			return d, err
+		}
+	}
 	if pgss {
 		if _, err := env.DB.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
 			return d, fmt.Errorf("reset pg_stat_statements: %w", err)

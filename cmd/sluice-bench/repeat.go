@@ -110,13 +110,16 @@ func (e *Env) measureCPU() func() cpuUse {
 	return func() cpuUse { return readCPU(e.Procs).since(before) }
 }
 
+// idleCores is the most other processes, and Postgres on its own, may use
+// before a run starts (waitIdle).
+const idleCores = 0.15
+
 // waitIdle waits, for at most limit, until other processes on the machine
-// use less than 0.15 cores (over one second) and so does Postgres, and
+// use less than idleCores (over one second) and so does Postgres, and
 // returns a note when they did not. Sluice has no work left by then
 // (quiesce), so what Postgres still does is its own: mostly autovacuum of
 // what a scenario before wrote (after ingest-batch, millions of events),
 // which would otherwise be counted as this run's cost and slow it down.
-const idleCores = 0.15
 func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
 	for {

@@ -52,6 +52,7 @@ func scenarios() []Scenario {
 		drainScenario,
 		rateLimitScenario,
 		retentionScenario,
+		backlogScenario,
 	}
 }
 
