@@ -115,13 +115,16 @@ func backlog(ctx context.Context, env *Env) (Table, error) {
 	}
 	rt.Notes = append(t.Notes, rt.Notes...)
 	rt.Notes = append(rt.Notes, statsNote(ctx, env.DB, part))
+	if err := autovacuum(ctx, env.DB, strings.TrimPrefix(part, "deliveries_"), "RESET (autovacuum_enabled)"); err != nil {
+		rt.Notes = append(rt.Notes, err.Error())
+	}
 	return rt, err
 }
 
 // quietWeek makes the partitions of the week holding the Unix millisecond
-// msExpr, if missing, and turns autovacuum off for them, so nothing gathers
-// statistics for them during the scenario. It returns the deliveries
-// partition's name.
+// msExpr, if missing, and turns autovacuum off for them (until the
+// scenario's end), so nothing gathers statistics for them during the
+// scenario. It returns the deliveries partition's name.
 func quietWeek(ctx context.Context, db *pgx.Conn, msExpr string) (string, error) {
 	var suffix string
 	err := db.QueryRow(ctx, `/* bench-drain */ SELECT to_char(to_timestamp(sluice_week_start_ms(`+msExpr+`) / 1000) AT TIME ZONE 'UTC', 'YYYYMMDD')`).Scan(&suffix)
@@ -131,12 +134,17 @@ func quietWeek(ctx context.Context, db *pgx.Conn, msExpr string) (string, error)
 	if _, err := db.Exec(ctx, `/* bench-drain */ SELECT sluice_ensure_week(to_timestamp(`+msExpr+` / 1000.0))`); err != nil {
 		return "", fmt.Errorf("make the week's partitions: %w", err)
 	}
+	return "deliveries_" + suffix, autovacuum(ctx, db, suffix, "SET (autovacuum_enabled = off)")
+}
+
+// autovacuum alters the autovacuum setting of a week's three partitions.
+func autovacuum(ctx context.Context, db *pgx.Conn, suffix, set string) error {
 	for _, table := range []string{"events", "deliveries", "delivery_attempts"} {
-		if _, err := db.Exec(ctx, `/* bench-drain */ ALTER TABLE `+table+"_"+suffix+` SET (autovacuum_enabled = off)`); err != nil {
-			return "", fmt.Errorf("autovacuum off: %w", err)
+		if _, err := db.Exec(ctx, `/* bench-drain */ ALTER TABLE `+table+"_"+suffix+" "+set); err != nil {
+			return fmt.Errorf("autovacuum of %s_%s: %w", table, suffix, err)
 		}
 	}
-	return "deliveries_" + suffix, nil
+	return nil
 }
 
 // statsNote says whether Postgres ever gathered statistics for table.
