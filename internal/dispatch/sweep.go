@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -103,12 +104,12 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 
 // rescue replaces the jobs of dead runs: dispatch jobs first, since each
 // holds back an endpoint's whole queue, one per transaction (their unique
-// insert locks); then fan-out and bulk replay jobs, many per transaction
-// (plain inserts).
+// insert locks); then fan-out and bulk replay jobs together, many per
+// transaction (plain inserts).
 func (s *Sweeper) rescue(ctx context.Context) error {
 	grace := s.cfg.RescueGrace
 	for range maxRescues {
-		n, err := s.store.RescueDeadJobs(ctx, jobs.DispatchArgs{}.Kind(), grace, 1, s.jobs)
+		n, err := s.store.RescueDeadJobs(ctx, []string{jobs.DispatchArgs{}.Kind()}, grace, 1, s.jobs)
 		if err != nil {
 			return err
 		}
@@ -117,16 +118,12 @@ func (s *Sweeper) rescue(ctx context.Context) error {
 		}
 		s.rescued(n, "dispatch")
 	}
-	for _, kind := range []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()} {
-		n, err := s.store.RescueDeadJobs(ctx, kind, grace, maxRescues, s.jobs)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			s.rescued(n, kind)
-		}
+	others := []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()}
+	n, err := s.store.RescueDeadJobs(ctx, others, grace, maxRescues, s.jobs)
+	if err == nil && n > 0 {
+		s.rescued(n, strings.Join(others, " or "))
 	}
-	return nil
+	return err
 }
 
 func (s *Sweeper) rescued(n int, kind string) {

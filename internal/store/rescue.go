@@ -44,16 +44,16 @@ FROM dead
 WHERE j.id = dead.id AND j.state = 'running'
 RETURNING j.kind, j.args`
 
-// RescueDeadJobs replaces up to limit jobs of kind whose runs have died
-// (see rescueSQL) with new jobs of the same kind and arguments, queued by
-// jobs.Requeue in the same transaction, so the work is never without a job.
-// It returns how many it replaced. Dispatch jobs are unique per endpoint,
-// and their insert locks a live job's row: replace them one per
-// transaction (limit 1) so that no transaction holds many such locks.
-func (s *Store) RescueDeadJobs(ctx context.Context, kind string, grace time.Duration, limit int, jobs JobQueue) (int, error) {
+// RescueDeadJobs replaces up to limit jobs of the given kinds whose runs
+// have died (see rescueSQL) with new jobs of the same kind and arguments,
+// queued by jobs.Requeue in the same transaction, so the work is never
+// without a job. It returns how many it replaced. Dispatch jobs are unique
+// per endpoint, and their insert locks a live job's row: replace them one
+// per transaction (limit 1) so that no transaction holds many such locks.
+func (s *Store) RescueDeadJobs(ctx context.Context, kinds []string, grace time.Duration, limit int, jobs JobQueue) (int, error) {
 	n := 0
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, rescueSQL, []string{kind}, grace.Seconds(), limit)
+		rows, err := tx.Query(ctx, rescueSQL, kinds, grace.Seconds(), limit)
 		if err != nil {
 			return fmt.Errorf("rescue dead jobs: %w", err)
 		}
