@@ -1,28 +1,37 @@
 package store_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// TestSweepProbesOnlyLiveDispatchJobs: an endpoint with deliveries due and
-// 5,000 finished dispatch jobs behind it (a busy day's history, which River
-// keeps until its cleaner runs) costs the sweeper a probe of the index of
-// live dispatch jobs for that endpoint, not a read of its history.
+// TestSweepProbesOnlyLiveDispatchJobs: an endpoint with 100,000 deliveries
+// due and 5,000 finished dispatch jobs behind it (a busy day's history,
+// which River keeps until its cleaner runs), among 60 idle ones, costs the
+// sweeper a probe of its due queue and one of the index of live dispatch
+// jobs, not a read of its backlog or its history.
 func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 	t.Parallel()
-	f, ep := dueBacklog(t, 1)
+	f, ep := dueBacklog(t, 100000)
 	ctx := t.Context()
 	_, err := f.Store.Pool().Exec(ctx, `
 		INSERT INTO river_job (args, kind, max_attempts, queue, state, finalized_at)
 		SELECT jsonb_build_object('endpoint_id', $1::uuid), 'dispatch', 25, 'dispatch', 'completed', now()
 		FROM generate_series(1, 5000)`, ep)
 	require.NoError(t, err)
-	_, err = f.Store.Pool().Exec(ctx, `ANALYZE river_job`)
+	for i := range 60 { // endpoints with nothing queued, as most are
+		_, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: fmt.Sprintf("https://example.com/%d", i), MaxInFlight: 10})
+		require.NoError(t, err)
+	}
+	// With statistics that show the backlog, Postgres would rather read all
+	// of it once than probe each endpoint, were the probes not fenced.
+	_, err = f.Store.Pool().Exec(ctx, `ANALYZE river_job, endpoints, deliveries, events`)
 	require.NoError(t, err)
 
 	plan := explainAnalyze(t, f.Store, store.EndpointsNeedingDispatchSQL, 100)
@@ -30,6 +39,9 @@ func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 	require.Regexp(t, `Index Scan using sluice_river_job_live_dispatch_idx on river_job j .*\(actual .* loops=1\)\n\s+Index Cond: \(\(args ->> 'endpoint_id'::text\) = \(e.id\)::text\)`, plan,
 		"the sweep probes the live dispatch jobs' index for the endpoint")
 	require.False(t, strings.Contains(plan, "river_job_args_index"), "nor River's index of every job's arguments")
+	require.Regexp(t, `Index Only Scan using deliveries_\d{8}_endpoint_id_next_attempt_at_id_idx on deliveries_\d{8} d_\d+ .*\(actual [^)]* rows=[01] loops=\d+\)\n\s+Index Cond: \(\(endpoint_id = e.id\)`, plan,
+		"each endpoint's due queue is probed for one row, not read")
+	require.NotRegexp(t, `Seq Scan on deliveries`, plan, "no partition of deliveries is read whole")
 
 	ids, err := f.Store.EndpointsNeedingDispatch(ctx, 100)
 	require.NoError(t, err)
