@@ -110,15 +110,16 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// dispatches, whose due time is a scheduled_at in the future. Polls
 	// are what an idle worker spends its time on, so each queue polls as
 	// rarely as its due times allow. Dispatch often: a parked endpoint's
-	// next token is due to the moment, and a wait parks only when it is
-	// over a second, so 100 ms keeps a slow rate limit within a tenth at
-	// worst, 5 % at 30 a minute (at 50 ms an idle Sluice and its Postgres
-	// used 0.030 cores, at 100 ms 0.022). Fan-out for its retries after a
-	// failed run (a database outage; half a second adds little to the
-	// recovery). Bulk replay and maintenance seldom.
+	// next token is due to the moment (50 ms keeps a slow rate limit within
+	// a few percent), and under load the poll is what picks up a requeued
+	// run; at 100 ms an idle Sluice and its Postgres used 0.022 cores
+	// instead of 0.030, but latency at half load rose from p50 42 to 60 ms
+	// (bench/scale.md). Fan-out for its retries after a failed run (a
+	// database outage; half a second adds little to the recovery). Bulk
+	// replay and maintenance seldom.
 	rc.Queues = map[string]river.QueueConfig{
 		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 500 * time.Millisecond},
-		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 100 * time.Millisecond},
+		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 50 * time.Millisecond},
 		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: 2 * time.Second},
 		// Each bulk replay writes its deliveries in large chunks: two at a
 		// time keep them from crowding out fan-out and dispatch.
