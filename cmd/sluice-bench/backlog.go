@@ -60,9 +60,9 @@ func backlog(ctx context.Context, env *Env) (Table, error) {
 	if err != nil {
 		return t, fmt.Errorf("create the endpoint: %w", err)
 	}
-	var tenant string
-	if err := env.DB.QueryRow(ctx, `SELECT tenant_id::text FROM endpoints WHERE id = $1`, ep).Scan(&tenant); err != nil {
-		return t, fmt.Errorf("read the tenant: %w", err)
+	tenant, err := endpointTenant(ctx, env, ep)
+	if err != nil {
+		return t, err
 	}
 	week := "(extract(epoch FROM now() - interval '7 days') * 1000)::bigint"
 	part, err := quietWeek(ctx, env.DB, week)

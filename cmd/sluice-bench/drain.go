@@ -127,9 +127,9 @@ func drain(ctx context.Context, env *Env) (Table, error) {
 		return t, fmt.Errorf("create %d endpoints: %w", nWide, err)
 	}
 	t.Notes = append(t.Notes, fmt.Sprintf("%d endpoints created through the API in %s", nWide, time.Since(t0).Round(100*time.Millisecond)))
-	var tenant string
-	if err := env.DB.QueryRow(ctx, `SELECT tenant_id::text FROM endpoints WHERE id = $1`, ids[0]).Scan(&tenant); err != nil {
-		return t, fmt.Errorf("read the tenant: %w", err)
+	tenant, err := endpointTenant(ctx, env, ids[0])
+	if err != nil {
+		return t, err
 	}
 	pgss, note := pgssReady(ctx, env)
 	if note != "" {
@@ -181,6 +181,15 @@ func drain(ctx context.Context, env *Env) (Table, error) {
 		}
 	}
 	return rt, err
+}
+
+// endpointTenant is the id of the tenant that owns endpoint id.
+func endpointTenant(ctx context.Context, env *Env, id string) (string, error) {
+	var tenant string
+	if err := env.DB.QueryRow(ctx, `SELECT tenant_id::text FROM endpoints WHERE id = $1`, id).Scan(&tenant); err != nil {
+		return "", fmt.Errorf("read the tenant: %w", err)
+	}
+	return tenant, nil
 }
 
 // drained is what one drain measured.

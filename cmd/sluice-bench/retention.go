@@ -94,9 +94,9 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 	if err != nil {
 		return t, fmt.Errorf("create the old day's endpoints: %w", err)
 	}
-	var tenant string
-	if err := env.DB.QueryRow(ctx, `SELECT tenant_id::text FROM endpoints WHERE id = $1`, eps[0]).Scan(&tenant); err != nil {
-		return t, fmt.Errorf("read the tenant: %w", err)
+	tenant, err := endpointTenant(ctx, env, eps[0])
+	if err != nil {
+		return t, err
 	}
 	pgss, note := pgssReady(ctx, env)
 	if note != "" {

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
@@ -35,9 +34,7 @@ func TestAttemptStatsPlan(t *testing.T) {
 	ctx := t.Context()
 	ids := make([]uuid.UUID, planEndpoints)
 	for i := range ids {
-		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h" + strconv.Itoa(i), MaxInFlight: 10})
-		require.NoError(t, err)
-		ids[i] = ep.ID
+		ids[i] = newEndpoint(t, f, "h"+strconv.Itoa(i))
 	}
 	now := time.Now().UTC().Truncate(time.Minute)
 	start := time.Now()

@@ -20,9 +20,8 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := t.Context()
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
-	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"*"})
+	ep := newEndpoint(t, f, "h")
+	_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"})
 	require.NoError(t, err)
 	key := "user-1"
 	post := func(payload string) uuid.UUID {
@@ -33,7 +32,7 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 		return ev.ID
 	}
 	older := post(`{"v":1}`)
-	claimed, err := f.Store.ClaimPlain(ctx, ep.ID, 10)
+	claimed, err := f.Store.ClaimPlain(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.Equal(t, older, claimed[0].EventID)
@@ -44,7 +43,7 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 		At: time.Now(), StatusCode: 200, LatencyMS: 5,
 	}}))
 
-	again, err := f.Store.ClaimPlain(ctx, ep.ID, 10)
+	again, err := f.Store.ClaimPlain(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "the delivery is due again")
 	require.Equal(t, claimed[0].ID, again[0].ID)

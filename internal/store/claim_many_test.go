@@ -21,11 +21,10 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 	f := storetest.New(t)
 	ctx := t.Context()
 	endpoint := func(typ string) uuid.UUID {
-		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + typ, MaxInFlight: 10})
+		ep := newEndpoint(t, f, typ)
+		_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{typ})
 		require.NoError(t, err)
-		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{typ})
-		require.NoError(t, err)
-		return ep.ID
+		return ep
 	}
 	a, b, idle := endpoint("a"), endpoint("b"), endpoint("idle")
 	post := func(typ string, n int) []uuid.UUID {

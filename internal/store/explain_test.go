@@ -73,16 +73,24 @@ func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
 	t.Helper()
 	f := storetest.New(t)
 	ctx := t.Context()
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 10})
-	require.NoError(t, err)
-	_, err = f.Store.Pool().Exec(ctx, `
+	ep := newEndpoint(t, f, "h")
+	_, err := f.Store.Pool().Exec(ctx, `
 		WITH ev AS (
 			INSERT INTO events (id, tenant_id, type, payload)
 			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, $3::int)
 			RETURNING id)
 		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
 		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
-		f.TenantA.ID, ep.ID, n)
+		f.TenantA.ID, ep, n)
 	require.NoError(t, err)
-	return f, ep.ID
+	return f, ep
+}
+
+// newEndpoint creates an endpoint of tenant A at https://example.com/path
+// (max_in_flight 10) and returns its id.
+func newEndpoint(t *testing.T, f storetest.Fixture, path string) uuid.UUID {
+	t.Helper()
+	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	require.NoError(t, err)
+	return ep.ID
 }

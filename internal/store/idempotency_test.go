@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
-// TestIdempotencyKeyUnderConcurrency: events, partitioned by day, cannot
+// TestIdempotencyKeyUnderConcurrency: events, partitioned by week, cannot
 // hold a unique index on the key, so requests with the same key take an
 // advisory lock: of many at once exactly one creates the event, and every
 // other answers with it. Another tenant's same key is its own.

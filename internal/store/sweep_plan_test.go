@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -27,8 +26,7 @@ func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 		FROM generate_series(1, 5000)`, ep)
 	require.NoError(t, err)
 	for i := range 60 { // endpoints with nothing queued, as most are
-		_, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: fmt.Sprintf("https://example.com/%d", i), MaxInFlight: 10})
-		require.NoError(t, err)
+		newEndpoint(t, f, fmt.Sprint(i))
 	}
 	// With statistics that show the backlog, Postgres would rather read all
 	// of it once than probe each endpoint, were the probes not fenced.
