@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/operator"
@@ -104,6 +105,10 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	router := chi.NewRouter()
 	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
 	if roles.API {
+		var waker ingest.Waker
+		if p.workers != nil {
+			waker = p.workers.waker
+		}
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
 		p.api = httpapi.New(p.Store, httpapi.Config{
@@ -111,6 +116,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			APIRate:             cfg.APIRate,
 			Jobs:                jobs.NewQueue(p.River),
+			Waker:               waker,
 			Portal:              links,
 			Logger:              logger,
 		})

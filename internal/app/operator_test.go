@@ -44,7 +44,11 @@ func basic(password string) string {
 // token (Basic or Bearer) and nothing else, a tenant's API key included.
 func TestOperatorRiverUI(t *testing.T) {
 	h := startWith(t, map[string]string{"SLUICE_OPERATOR_TOKEN": operatorToken}, app.Roles{API: true, Dashboard: true})
-	eventID := h.post("order.created", map[string]any{"n": 1}) // no worker: its fan-out job stays available
+	var ev struct{ ID string }
+	// A coalesced event is fanned out by a job; with no worker it stays available.
+	h.call(http.MethodPost, "/v1/events", map[string]any{"type": "order.created", "payload": map[string]any{"n": 1}, "coalesce_key": "o1"},
+		http.StatusAccepted, &ev)
+	eventID := ev.ID
 
 	for _, path := range []string{"/riverui/", "/riverui/api/jobs?state=available"} {
 		for name, auth := range map[string]string{

@@ -33,6 +33,10 @@ type Config struct {
 	SecretGrace time.Duration
 	// Jobs queues fan-out and dispatch jobs in the API's transactions.
 	Jobs store.JobQueue
+	// Waker reaches dispatch runs lingering in this process, when it has
+	// workers (nil: none here, so new deliveries get a job or a
+	// notification).
+	Waker ingest.Waker
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
 	// APIRate is the API's rate limit per tenant for tenants without their
@@ -81,7 +85,7 @@ func New(st *store.Store, cfg Config) *API {
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
-		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{}),
+		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Waker: cfg.Waker, Logger: cfg.Logger}),
 		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches),
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),

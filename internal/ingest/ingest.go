@@ -1,10 +1,18 @@
 // Package ingest groups concurrent single-event posts into shared
-// transactions (group commit). Each POST /v1/events still answers only
-// after its event and the River job that fans it out are committed, but a
-// busy API commits tens of events, and queues one fan-out job, per
-// transaction instead of one each: the database's per-commit cost is what
-// bounds single-event ingest. At low load a batch is one event and nothing
-// waits: a batch is whatever has queued up while the previous one committed.
+// transactions (group commit), and makes their deliveries in the same
+// transaction (store.CreateTenantEvents). Each POST /v1/events still
+// answers only after its event and its deliveries are committed, but a busy
+// API commits tens of events per transaction instead of one each: the
+// database's per-commit cost is what bounds single-event ingest. At low load
+// a batch is one event and nothing waits: a batch is whatever has queued up
+// while the previous one committed.
+//
+// After each commit, the endpoints whose queues changed are handed to their
+// dispatch runs (a run lingering in this process is signalled, others get
+// a job or a notification: store.DispatchOrWake) by one goroutine, off the
+// posts' path. It merges the endpoints of the commits that land while it
+// works, so under load each pass covers many commits. If the process dies
+// first, the sweeper queues their dispatch within a second.
 //
 // An event Postgres rejects (store.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
@@ -13,6 +21,9 @@ package ingest
 
 import (
 	"context"
+	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,20 +41,40 @@ type Config struct {
 	Committers int
 	// MaxBatch bounds the events in one transaction (default 200).
 	MaxBatch int
+	// Waker signals dispatch runs lingering in this process; nil (a process
+	// without workers) signals none.
+	Waker Waker
+	// Logger reports hand-offs that failed (the sweeper repairs them).
+	Logger *slog.Logger
+}
+
+// Waker signals the dispatch runs of endpoints registered in this process
+// and returns the endpoints that have none (dispatch.Waker).
+type Waker interface {
+	Wake(endpointIDs []uuid.UUID) []uuid.UUID
 }
 
 // Batcher commits submitted events in groups.
 type Batcher struct {
-	b *batch.Batcher[store.TenantEvent, sluice.Event]
+	b       *batch.Batcher[store.TenantEvent, sluice.Event]
+	handoff *handoff
 }
 
 // New starts a Batcher; Close stops it.
 func New(st *store.Store, jobs store.JobQueue, cfg Config) *Batcher {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	h := startHandoff(st, jobs, cfg.Waker, cfg.Logger)
 	commit := func(ctx context.Context, evs []store.TenantEvent) ([]sluice.Event, error) {
-		return st.CreateTenantEvents(ctx, evs, jobs)
+		out, touched, err := st.CreateTenantEvents(ctx, evs, jobs)
+		if err == nil {
+			h.add(touched)
+		}
+		return out, err
 	}
 	bcfg := batch.Config{Committers: cfg.Committers, MaxBatch: cfg.MaxBatch, Isolate: store.RowRejected}
-	return &Batcher{b: batch.New(bcfg, commit)}
+	return &Batcher{b: batch.New(bcfg, commit), handoff: h}
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -53,5 +84,95 @@ func (b *Batcher) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewE
 	return b.b.Submit(ctx, store.TenantEvent{TenantID: tenantID, Event: ev})
 }
 
-// Close stops the Batcher after the batches in flight have committed.
-func (b *Batcher) Close() { b.b.Close() }
+// Close stops the Batcher after the batches in flight have committed and
+// their endpoints have been handed to their dispatch runs.
+func (b *Batcher) Close() {
+	b.b.Close()
+	b.handoff.close()
+}
+
+// handoff hands endpoints whose queues changed to their dispatch runs, one
+// pass at a time, merging the endpoints added while a pass runs.
+type handoff struct {
+	st     *store.Store
+	jobs   store.JobQueue
+	waker  Waker
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	pending map[uuid.UUID]bool
+	kick    chan struct{} // holds a token while pending has endpoints
+	done    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+// handoffTimeout bounds one pass, so that a database that stopped
+// answering cannot hold up Close.
+const handoffTimeout = 10 * time.Second
+
+func startHandoff(st *store.Store, jobs store.JobQueue, waker Waker, logger *slog.Logger) *handoff {
+	h := &handoff{
+		st: st, jobs: jobs, waker: waker, logger: logger, pending: map[uuid.UUID]bool{},
+		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+	}
+	go h.run()
+	return h
+}
+
+func (h *handoff) add(endpointIDs []uuid.UUID) {
+	if len(endpointIDs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	for _, id := range endpointIDs {
+		h.pending[id] = true
+	}
+	h.mu.Unlock()
+	select {
+	case h.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (h *handoff) run() {
+	defer close(h.stopped)
+	for {
+		select {
+		case <-h.kick:
+			h.pass()
+		case <-h.done:
+			h.pass() // what the last commits added
+			return
+		}
+	}
+}
+
+// pass hands over the pending endpoints. It does not retry: an endpoint
+// it failed to reach has its deliveries committed, and the sweeper queues
+// its dispatch within a second.
+func (h *handoff) pass() {
+	h.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(h.pending))
+	for id := range h.pending {
+		ids = append(ids, id)
+	}
+	clear(h.pending)
+	h.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	if h.waker != nil {
+		ids = h.waker.Wake(ids)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
+	defer cancel()
+	if err := h.st.DispatchOrWake(ctx, ids, h.jobs); err != nil {
+		h.logger.Warn("new deliveries could not be handed to their dispatch runs; the sweeper will", "endpoints", len(ids), "err", err)
+	}
+}
+
+func (h *handoff) close() {
+	h.once.Do(func() { close(h.done) })
+	<-h.stopped
+}

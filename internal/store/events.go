@@ -95,40 +95,120 @@ type TenantEvent struct {
 
 // CreateEvents stores a batch of one tenant's events with one COPY and
 // queues one fan-out job for all of them, in one transaction. Events come
-// back in input order.
+// back in input order. A batch may reach thousands of endpoints, so its
+// deliveries are made by the job, not while the POST waits.
 func (s *Store) CreateEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent, jobs JobQueue) ([]sluice.Event, error) {
+	out, rows := eventRows(tenantEvents(tenantID, evs))
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := copyEvents(ctx, tx, rows); err != nil {
+			return err
+		}
+		return jobs.FanOut(ctx, tx, eventIDs(out))
+	})
+	return out, err
+}
+
+// MaxInlineDeliveries bounds the deliveries CreateTenantEvents makes in its
+// own transaction; a group of events that would make more is fanned out by
+// a job instead, so that a broadcast to thousands of endpoints does not
+// hold up the posts it was grouped with.
+const MaxInlineDeliveries = 1000
+
+// CreateTenantEvents stores events of any tenants with one COPY and makes
+// their deliveries in the same transaction, so that a single post costs no
+// fan-out job: no job row written, fetched and completed. It returns the
+// events in input order and the endpoints whose queues changed, which the
+// caller hands to their dispatch runs after the commit (DispatchOrWake).
+//
+// Events with a coalesce key, and groups that would make more than
+// MaxInlineDeliveries deliveries, get a fan-out job in the same transaction
+// instead. Coalescing updates queued deliveries, and so waits on, and can
+// deadlock with, the dispatchers recording those rows: a fan-out job
+// retries that, but a POST would fail. Idempotency keys are not looked at:
+// events that carry one go through CreateEvent.
+func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
+	out, rows := eventRows(evs)
+	var touched []uuid.UUID
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := copyEvents(ctx, tx, rows); err != nil {
+			return err
+		}
+		inline, keyed := splitKeyed(out)
+		q := s.q.WithTx(tx)
+		plan, err := planFanOut(ctx, q, inline)
+		if err != nil {
+			return err
+		}
+		if plan.deliveries() > MaxInlineDeliveries {
+			return jobs.FanOut(ctx, tx, eventIDs(out))
+		}
+		if touched, _, err = plan.insert(ctx); err != nil {
+			return err
+		}
+		if len(keyed) == 0 {
+			return nil
+		}
+		return jobs.FanOut(ctx, tx, keyed)
+	})
+	return out, touched, err
+}
+
+func tenantEvents(tenantID uuid.UUID, evs []sluice.NewEvent) []TenantEvent {
 	batch := make([]TenantEvent, len(evs))
 	for i, ev := range evs {
 		batch[i] = TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return s.CreateTenantEvents(ctx, batch, jobs)
+	return batch
 }
 
-// CreateTenantEvents is CreateEvents for events of any tenants. Idempotency
-// keys are not looked at: events that carry one go through CreateEvent.
-func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, error) {
+// eventRows gives each event an id and returns the events as stored and
+// as rows for copyEvents.
+func eventRows(evs []TenantEvent) ([]sluice.Event, [][]any) {
 	now := time.Now().UTC()
 	out := make([]sluice.Event, len(evs))
-	ids := make([]uuid.UUID, len(evs))
 	rows := make([][]any, len(evs))
 	for i, te := range evs {
-		ev := te.Event
-		ids[i] = newID()
+		ev, id := te.Event, newID()
 		out[i] = sluice.Event{
-			ID: ids[i], TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
+			ID: id, TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
 			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now,
 		}
-		rows[i] = []any{ids[i], te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, now}
+		rows[i] = []any{id, te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, now}
 	}
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
-			[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
-		if err != nil {
-			return err
+	return out, rows
+}
+
+func copyEvents(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
+		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
+	return err
+}
+
+// splitKeyed returns, in order, the events without a coalesce key as rows
+// to plan deliveries for, and the ids of those with one.
+func splitKeyed(evs []sluice.Event) ([]dbq.Event, []uuid.UUID) {
+	var (
+		plain []dbq.Event
+		keyed []uuid.UUID
+	)
+	for _, ev := range evs {
+		if ev.CoalesceKey != nil {
+			keyed = append(keyed, ev.ID)
+			continue
 		}
-		return jobs.FanOut(ctx, tx, ids)
-	})
-	return out, err
+		plain = append(plain, dbq.Event{
+			ID: ev.ID, TenantID: ev.TenantID, Type: ev.Type, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
+		})
+	}
+	return plain, keyed
+}
+
+func eventIDs(evs []sluice.Event) []uuid.UUID {
+	ids := make([]uuid.UUID, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
 }
 
 // GetEvent returns one of a tenant's events with its deliveries.

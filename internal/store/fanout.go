@@ -35,25 +35,12 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 		if err != nil {
 			return err
 		}
-		plan := fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
-		for tenantID, evs := range byTenant(events) {
-			if err := plan.addTenant(ctx, tenantID, evs); err != nil {
-				return err
-			}
+		plan, err := planFanOut(ctx, q, events)
+		if err != nil {
+			return err
 		}
-		for tenantID, batch := range plan.batches {
-			inserted, err := q.InsertDeliveries(ctx, batch.params(tenantID))
-			if err != nil {
-				return err
-			}
-			created += len(inserted)
-			for _, id := range inserted {
-				plan.touched[id] = true
-			}
-		}
-		touched = make([]uuid.UUID, 0, len(plan.touched))
-		for id := range plan.touched {
-			touched = append(touched, id)
+		if touched, created, err = plan.insert(ctx); err != nil {
+			return err
 		}
 		if done != nil {
 			return done(ctx, tx)
@@ -63,39 +50,127 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 	return touched, created, err
 }
 
+// planFanOut plans, per tenant, the deliveries of events, in id order. An
+// event with a coalesce key may take over a queued delivery already in the
+// table (fanoutPlan.coalesce): that is written at once, in q's transaction.
+func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event) (*fanoutPlan, error) {
+	plan := &fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
+	for tenantID, evs := range byTenant(events) {
+		if err := plan.addTenant(ctx, tenantID, evs); err != nil {
+			return nil, err
+		}
+	}
+	return plan, nil
+}
+
+// deliveries is how many new deliveries the plan holds.
+func (p *fanoutPlan) deliveries() int {
+	n := 0
+	for _, b := range p.batches {
+		n += len(b.ids)
+	}
+	return n
+}
+
+// insert writes the planned deliveries and returns the endpoints whose
+// queues changed and the number of deliveries created.
+func (p *fanoutPlan) insert(ctx context.Context) ([]uuid.UUID, int, error) {
+	created := 0
+	for tenantID, batch := range p.batches {
+		if len(batch.ids) == 0 {
+			continue
+		}
+		inserted, err := p.q.InsertDeliveries(ctx, batch.params(tenantID))
+		if err != nil {
+			return nil, 0, err
+		}
+		created += len(inserted)
+		for _, id := range inserted {
+			p.touched[id] = true
+		}
+	}
+	touched := make([]uuid.UUID, 0, len(p.touched))
+	for id := range p.touched {
+		touched = append(touched, id)
+	}
+	return touched, created, nil
+}
+
 // DispatchOrWake makes sure each endpoint has a dispatch job queued or
-// running, after the deliveries that need it have committed. No delivery is
-// stranded by a dispatch job finishing meanwhile: a job finishes only in a
-// transaction that locks its endpoint row FOR UPDATE, which conflicts with
-// the KEY SHARE lock each delivery insert took. So either the job's final
-// check ran after the deliveries committed and saw them, or the deliveries
-// waited for the job's completion to commit, and this later insert finds no
-// live job and queues one. A crash between the two commits is covered by
-// the sweeper; the inserts commit asynchronously for the same reason.
+// running, after the deliveries that need it have committed: it looks up
+// which of them have a live job, queues one for each of the others, and
+// names the endpoints with a live job on DispatchWakeChannel, in case
+// their run lingers in another process.
+//
+// No delivery is stranded by a dispatch job finishing meanwhile: a job
+// finishes only in a transaction that locks its endpoint row FOR UPDATE,
+// which conflicts with the KEY SHARE lock each delivery insert took. So
+// either the job's final check ran after the deliveries committed and saw
+// them (the job is live or done, and either way they are sent), or the
+// deliveries waited for the job's completion to commit, and the lookup
+// then finds no live job and queues one. The lookup answers as River's
+// unique insert would, on the same states (jobs.DispatchArgs), from the
+// index of live dispatch jobs; River's uniqueness still settles a race
+// between two inserts. A crash between the two commits is covered by the
+// sweeper; the inserts commit asynchronously for the same reason.
 //
 // Each endpoint's job is inserted in its own transaction. River's unique
 // insert locks the live job's row; holding one such lock at a time, these
 // inserts can never be part of a deadlock with River's batch completer,
 // which locks many job rows in its own order.
-//
-// Endpoints whose job was already live may have their run lingering in
-// another worker process, out of reach of that process's Waker: one
-// notification on DispatchWakeChannel, after all the inserts, names them
-// all (one, because Postgres lets one transaction with a NOTIFY commit at
-// a time).
 func (s *Store) DispatchOrWake(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
-	var live []uuid.UUID
+	if len(endpointIDs) == 0 {
+		return nil
+	}
+	live, err := s.liveDispatch(ctx, endpointIDs)
+	if err != nil {
+		return fmt.Errorf("look up live dispatch jobs: %w", err)
+	}
+	wake := make([]uuid.UUID, 0, len(endpointIDs))
 	for _, id := range endpointIDs {
+		if live[id] {
+			wake = append(wake, id)
+			continue
+		}
 		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
 			l, err := jobs.DispatchLive(ctx, tx, []uuid.UUID{id})
-			live = append(live, l...)
+			wake = append(wake, l...)
 			return err
 		})
 		if err != nil {
 			return err
 		}
 	}
-	return s.NotifyDispatchWake(ctx, live)
+	return s.NotifyDispatchWake(ctx, wake)
+}
+
+// liveDispatchSQL finds which endpoints have a live dispatch job, from the
+// index of live dispatch jobs (00015_live_dispatch_jobs_index.sql, whose
+// predicate this repeats).
+const liveDispatchSQL = `
+SELECT DISTINCT (j.args ->> 'endpoint_id')::uuid FROM river_job j
+WHERE j.kind = 'dispatch'
+  AND j.state IN ('available', 'pending', 'running', 'scheduled', 'retryable')
+  AND j.args ->> 'endpoint_id' = ANY($1::text[])`
+
+func (s *Store) liveDispatch(ctx context.Context, endpointIDs []uuid.UUID) (map[uuid.UUID]bool, error) {
+	keys := make([]string, len(endpointIDs))
+	for i, id := range endpointIDs {
+		keys[i] = id.String()
+	}
+	rows, err := s.pool.Query(ctx, liveDispatchSQL, keys)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return nil, err
+	}
+	live := make(map[uuid.UUID]bool, len(ids))
+	for _, id := range ids {
+		live[id] = true
+	}
+	return live, nil
 }
 
 // DispatchWakeChannel is the Postgres notification channel that names, as

@@ -1,0 +1,80 @@
+package ingest_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestSubmitMakesDeliveriesInItsCommit checks that a post answers with its
+// deliveries already committed and no fan-out job, except for the events
+// that need one: those with a coalesce key. After the commit the endpoint
+// gets a dispatch job (no run lingers here), and a second post to it finds
+// that job live and queues no other.
+func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := storetest.New(t)
+	ep := subscribedEndpoint(t, f, "a", "order.*")
+	other := subscribedEndpoint(t, f, "b", "invoice.*")
+
+	b := ingest.New(f.Store, f.Jobs, ingest.Config{})
+	defer b.Close()
+	ev, err := b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	require.Equal(t, 1, deliveriesOf(t, f, ev.ID), "the delivery committed with the event")
+	require.Zero(t, jobsOf(t, f, "fanout"), "no fan-out job")
+	require.Eventually(t, func() bool { return dispatchJobs(t, f, ep) == 1 }, 10*time.Second, 10*time.Millisecond,
+		"the endpoint's dispatch job is queued after the commit")
+	require.Zero(t, dispatchJobs(t, f, other), "an endpoint the event does not reach gets none")
+
+	_, err = b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.shipped", Payload: []byte(`{}`)})
+	require.NoError(t, err)
+	b.Close() // the hand-off's last pass is done
+	require.Equal(t, 1, dispatchJobs(t, f, ep), "the live job is found, not duplicated")
+
+	keyed := ingest.New(f.Store, f.Jobs, ingest.Config{})
+	defer keyed.Close()
+	ev, err = keyed.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`), CoalesceKey: new("o1")})
+	require.NoError(t, err)
+	require.Zero(t, deliveriesOf(t, f, ev.ID), "a coalesced event is fanned out by its job")
+	require.Equal(t, 1, jobsOf(t, f, "fanout"))
+}
+
+func subscribedEndpoint(t *testing.T, f storetest.Fixture, path, pattern string) uuid.UUID {
+	t.Helper()
+	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	require.NoError(t, err)
+	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern})
+	require.NoError(t, err)
+	return ep.ID
+}
+
+func deliveriesOf(t *testing.T, f storetest.Fixture, eventID uuid.UUID) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM deliveries WHERE event_id = $1`, eventID).Scan(&n))
+	return n
+}
+
+func jobsOf(t *testing.T, f storetest.Fixture, kind string) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, kind).Scan(&n))
+	return n
+}
+
+func dispatchJobs(t *testing.T, f storetest.Fixture, endpointID uuid.UUID) int {
+	t.Helper()
+	var n int
+	require.NoError(t, f.Store.Pool().QueryRow(t.Context(),
+		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, endpointID.String()).Scan(&n))
+	return n
+}
