@@ -41,7 +41,10 @@ SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- no consumer) and those of the consumers they name; and of those, only
 -- subscriptions holding one of the patterns that could match the group's
 -- types (sluice.CandidatePatterns), found through the GIN index on
--- event_types.
+-- event_types. It locks the endpoints it returns FOR KEY SHARE, as the
+-- deliveries' foreign key will: an endpoint deleted meanwhile is left out,
+-- and none it returns can be deleted before the deliveries commit (which
+-- would fail their insert, and with it every event of the group).
 -- name: SubscriptionsForEvents :many
 SELECT s.endpoint_id, s.event_types, e.consumer
 FROM subscriptions s
@@ -50,4 +53,5 @@ WHERE s.tenant_id = @tenant_id AND s.event_types && @patterns::text[]
   AND NOT e.disabled
   AND (@broadcast::boolean
        OR (@own::boolean AND e.consumer IS NULL)
-       OR e.consumer = ANY(@consumers::text[]));
+       OR e.consumer = ANY(@consumers::text[]))
+FOR KEY SHARE OF e;

@@ -2,6 +2,8 @@ package ingest_test
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,4 +79,53 @@ func dispatchJobs(t *testing.T, f storetest.Fixture, endpointID uuid.UUID) int {
 	require.NoError(t, f.Store.Pool().QueryRow(t.Context(),
 		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, endpointID.String()).Scan(&n))
 	return n
+}
+
+// TestDeletedEndpointsDoNotFailPosts deletes endpoints while events for
+// them are posted. A post's deliveries go only to endpoints that exist when
+// it commits: none may fail for an endpoint deleted meanwhile (a foreign key
+// violation would split its group and refuse it as bad input).
+func TestDeletedEndpointsDoNotFailPosts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := storetest.New(t)
+	const endpoints = 40
+	eps := make([]uuid.UUID, endpoints)
+	for i := range eps {
+		eps[i] = subscribedEndpoint(t, f, fmt.Sprint(i), "*")
+	}
+	b := ingest.New(f.Store, f.Jobs, ingest.Config{})
+	defer b.Close()
+
+	stop := make(chan struct{})
+	var posters sync.WaitGroup
+	posted, failed := make([]int, 8), make([]error, 8)
+	for p := range posted {
+		posters.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "t.x", Payload: []byte(`{}`)}); err != nil {
+					failed[p] = err
+					return
+				}
+				posted[p]++
+			}
+		})
+	}
+	for _, ep := range eps {
+		time.Sleep(5 * time.Millisecond)
+		require.NoError(t, f.Store.DeleteEndpoint(ctx, f.TenantA.ID, ep))
+	}
+	close(stop)
+	posters.Wait()
+	total := 0
+	for p, n := range posted {
+		require.NoError(t, failed[p])
+		total += n
+	}
+	t.Logf("%d events posted while %d endpoints were deleted", total, endpoints)
 }

@@ -225,6 +225,7 @@ WHERE s.tenant_id = $1 AND s.event_types && $2::text[]
   AND ($3::boolean
        OR ($4::boolean AND e.consumer IS NULL)
        OR e.consumer = ANY($5::text[]))
+FOR KEY SHARE OF e
 `
 
 type SubscriptionsForEventsParams struct {
@@ -247,7 +248,10 @@ type SubscriptionsForEventsRow struct {
 // no consumer) and those of the consumers they name; and of those, only
 // subscriptions holding one of the patterns that could match the group's
 // types (sluice.CandidatePatterns), found through the GIN index on
-// event_types.
+// event_types. It locks the endpoints it returns FOR KEY SHARE, as the
+// deliveries' foreign key will: an endpoint deleted meanwhile is left out,
+// and none it returns can be deleted before the deliveries commit (which
+// would fail their insert, and with it every event of the group).
 func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsForEventsParams) ([]SubscriptionsForEventsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptionsForEvents,
 		arg.TenantID,
