@@ -57,9 +57,12 @@ SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
 -- statement, each up to its own limit: the plain claims of concurrent
 -- dispatch runs are group-committed (internal/dispatch/claimer.go).
 -- name: ClaimDueDeliveries :many
-SELECT r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count, c.replayed,
-       c.next_attempt_at, c.type, c.payload, c.event_created_at
-FROM (SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows) r
+WITH r AS (
+    SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows
+)
+SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
+       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
+FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
            d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
@@ -70,13 +73,20 @@ CROSS JOIN LATERAL (
       AND d.next_attempt_at <= now()
     ORDER BY d.next_attempt_at, d.id
     LIMIT r.max_rows
-) c;
-
--- name: NextDueAt :one
-SELECT next_attempt_at FROM deliveries
-WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed')
-ORDER BY next_attempt_at
-LIMIT 1;
+) c
+UNION ALL
+-- For each endpoint whose earliest queued delivery is not yet due, a row
+-- that claims nothing (claimed false, no id) and says when it will be
+-- due, so that the run knows whether to wait for a retry without asking.
+SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at
+FROM r
+CROSS JOIN LATERAL (
+    SELECT q.next_attempt_at FROM deliveries q
+    WHERE q.endpoint_id = r.endpoint_id AND q.status IN ('pending', 'failed')
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+) n
+WHERE n.next_attempt_at > now();
 
 -- name: HasDueDeliveries :one
 -- The final check before a dispatch run ends. It compares with

@@ -34,7 +34,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/circuit"
@@ -200,8 +199,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		switch {
 		case target.Disabled:
 			return nil // the sweeper queues it when it is enabled again
-		case len(claimed) > 0:
-			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed), queue)
+		case len(claimed.Deliveries) > 0:
+			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed.Deliveries), queue)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)
 			}
@@ -224,7 +223,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				return nil
 			}
 		default:
-			if w.waitForSoonDue(ctx, waitCtx, endpointID, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
+			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
 				continue
 			}
 			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
@@ -280,22 +279,19 @@ type noLease struct{}
 func (noLease) Check() error { return nil }
 func (noLease) Release()     {}
 
-// minDueWait is the shortest wait for a delivery that NextDueAt found due
-// but the claim did not return (committed just after the claim read, or due
-// by a clock a hair ahead of the claim's): without it the run could spin
-// between the two.
+// minDueWait is the shortest wait for a delivery the claim found not yet
+// due by the database's clock but due by this process's, a hair ahead:
+// without it the run could spin between the two.
 const minDueWait = 20 * time.Millisecond
 
-// waitForSoonDue sleeps until the endpoint's next queued delivery is due if
-// that is soon and within the run's deadline, and reports whether it did.
-// The sleep ends early when waitCtx does.
-func (w *Worker) waitForSoonDue(ctx, waitCtx context.Context, endpointID uuid.UUID, deadline time.Time) bool {
-	next, err := w.store.NextDueAt(ctx, endpointID)
-	if err != nil || next == nil {
+// waitForSoonDue sleeps until next, when the claim's endpoint will have a
+// delivery due (nil: none queued), if that is soon and within the run's
+// deadline, and reports whether it did. The sleep ends early when ctx does.
+func waitForSoonDue(ctx context.Context, clock Clock, next *time.Time, deadline time.Time) bool {
+	if next == nil {
 		return false
 	}
-	clock := w.cfg.Clock
-	return sleepIfSoon(waitCtx, clock, max(next.Sub(clock.Now()), minDueWait), deadline)
+	return sleepIfSoon(ctx, clock, max(next.Sub(clock.Now()), minDueWait), deadline)
 }
 
 // sleepIfSoon sleeps on clock for wait if it is at most soon and ends

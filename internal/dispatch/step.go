@@ -38,8 +38,9 @@ func (k knownTarget) plain(now time.Time) bool {
 
 // claim claims the endpoint's due deliveries at now: on the plain path with
 // a single read, otherwise with claimLocked, which decides under the
-// endpoint's lock. The plan says why nothing was claimed.
-func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, []store.Claimed, error) {
+// endpoint's lock. The plan says why nothing was claimed; when the claim ran
+// and nothing was due, the claim says when something will be.
+func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, store.Claim, error) {
 	if known.plain(now) {
 		claimed, err := w.claimer.claimPlain(ctx, store.PlainClaim{EndpointID: endpointID, N: known.target.MaxInFlight})
 		return known.target, claimPlan{}, claimed, err
@@ -55,29 +56,29 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time,
 // throttle and circuit, claims up to that many due deliveries (oldest due
 // first) and saves the flow state the claim leaves. The target returned
 // holds that flow state.
-func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, now time.Time) (store.Target, claimPlan, []store.Claimed, error) {
+func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, now time.Time) (store.Target, claimPlan, store.Claim, error) {
 	tx, err := w.store.BeginDispatch(ctx)
 	if err != nil {
-		return store.Target{}, claimPlan{}, nil, err
+		return store.Target{}, claimPlan{}, store.Claim{}, err
 	}
 	defer tx.Rollback(ctx)
 	target, err := tx.LockEndpoint(ctx, endpointID)
 	if err != nil {
-		return target, claimPlan{}, nil, err
+		return target, claimPlan{}, store.Claim{}, err
 	}
 	plan := planClaim(target, now)
-	var claimed []store.Claimed
+	var claimed store.Claim
 	if plan.n > 0 {
 		if claimed, err = tx.ClaimDue(ctx, endpointID, plan.n); err != nil {
-			return target, plan, nil, fmt.Errorf("claim due: %w", err)
+			return target, plan, store.Claim{}, fmt.Errorf("claim due: %w", err)
 		}
 	}
-	flow := plan.claimed(target.RateLimit, len(claimed))
+	flow := plan.claimed(target.RateLimit, len(claimed.Deliveries))
 	if err := tx.SaveFlow(ctx, endpointID, target.Flow, flow); err != nil {
-		return target, plan, nil, fmt.Errorf("save flow: %w", err)
+		return target, plan, store.Claim{}, fmt.Errorf("save flow: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return target, plan, nil, err
+		return target, plan, store.Claim{}, err
 	}
 	target.Flow = flow
 	return target, plan, claimed, nil

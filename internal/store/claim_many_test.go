@@ -15,7 +15,8 @@ import (
 
 // TestClaimPlainManyKeepsEachEndpointToItsOwn: one statement claims for
 // several endpoints, each its own due deliveries, oldest first, up to its
-// own limit; an endpoint with nothing due gets nothing.
+// own limit; an endpoint with nothing due gets nothing, and learns when its
+// next queued delivery is due (never, with none queued).
 func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
@@ -26,7 +27,7 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 		require.NoError(t, err)
 		return ep
 	}
-	a, b, idle := endpoint("a"), endpoint("b"), endpoint("idle")
+	a, b, idle, later := endpoint("a"), endpoint("b"), endpoint("idle"), endpoint("later")
 	post := func(typ string, n int) []uuid.UUID {
 		var ids []uuid.UUID
 		for range n {
@@ -39,10 +40,18 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 		return ids
 	}
 	aEvents, bEvents := post("a", 5), post("b", 2)
-
-	got, err := f.Store.ClaimPlainMany(ctx, []store.PlainClaim{{EndpointID: b, N: 10}, {EndpointID: idle, N: 10}, {EndpointID: a, N: 3}})
+	post("later", 2)
+	retryAt := time.Now().Add(30 * time.Second).Truncate(time.Microsecond)
+	_, err := f.Store.Pool().Exec(ctx, `UPDATE deliveries SET status = 'failed',
+		next_attempt_at = $2::timestamptz + CASE WHEN id = (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 1) THEN interval '0' ELSE interval '1 s' END
+		WHERE endpoint_id = $1`, later, retryAt) // its two retries: the earlier one at retryAt
 	require.NoError(t, err)
-	require.Len(t, got, 3)
+
+	got, err := f.Store.ClaimPlainMany(ctx, []store.PlainClaim{
+		{EndpointID: b, N: 10}, {EndpointID: idle, N: 10}, {EndpointID: a, N: 3}, {EndpointID: later, N: 10},
+	})
+	require.NoError(t, err)
+	require.Len(t, got, 4)
 	events := func(claimed []store.Claimed) []uuid.UUID {
 		var ids []uuid.UUID
 		for _, c := range claimed {
@@ -50,9 +59,14 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 		}
 		return ids
 	}
-	require.Equal(t, bEvents, events(got[0]), "b: both of its own")
-	require.Empty(t, got[1], "nothing due: nothing claimed")
-	require.Equal(t, aEvents[:3], events(got[2]), "a: its three oldest, up to its limit")
+	require.Equal(t, bEvents, events(got[0].Deliveries), "b: both of its own")
+	require.Empty(t, got[1].Deliveries, "nothing due: nothing claimed")
+	require.Nil(t, got[1].NextDue, "nothing queued: nothing will be due")
+	require.Equal(t, aEvents[:3], events(got[2].Deliveries), "a: its three oldest, up to its limit")
+	require.Nil(t, got[2].NextDue)
+	require.Empty(t, got[3].Deliveries, "a retry not yet due is not claimed")
+	require.NotNil(t, got[3].NextDue)
+	require.True(t, retryAt.Equal(*got[3].NextDue), "its retry's time: %s, not %s", retryAt, got[3].NextDue)
 }
 
 // TestPartitionWeekMatchesTheDatabase: Go's PartitionWeek and the

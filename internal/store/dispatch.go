@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 	"time"
 
@@ -78,7 +77,16 @@ func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]
 	if err != nil {
 		return nil, err
 	}
-	return claimed[0], nil
+	return claimed[0].Deliveries, nil
+}
+
+// Claim is what a claim found for one endpoint.
+type Claim struct {
+	// Deliveries are the due deliveries claimed, oldest due first.
+	Deliveries []Claimed
+	// NextDue is, when none was due, when the endpoint's earliest queued
+	// delivery is; nil when it has none queued.
+	NextDue *time.Time
 }
 
 // PlainClaim asks ClaimPlainMany for up to N of an endpoint's due
@@ -90,9 +98,9 @@ type PlainClaim struct {
 
 // ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
 // plain claims of concurrent dispatch runs, group-committed. It returns
-// each claim's deliveries, oldest due first, in the order of claims.
-func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([][]Claimed, error) {
-	var claimed [][]Claimed
+// what each claim found, in the order of claims.
+func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([]Claim, error) {
+	var claimed []Claim
 	err := s.inTxWith(ctx, pgx.TxOptions{BeginQuery: genericPlan}, func(tx pgx.Tx) error {
 		var err error
 		claimed, err = claimDue(ctx, s.q.WithTx(tx), claims)
@@ -110,7 +118,7 @@ const genericPlan = "BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a
 // transaction, and sorts its rows out by claim.
-func claimDue(ctx context.Context, q *dbq.Queries, claims []PlainClaim) ([][]Claimed, error) {
+func claimDue(ctx context.Context, q *dbq.Queries, claims []PlainClaim) ([]Claim, error) {
 	ids, limits := make([]uuid.UUID, len(claims)), make([]int32, len(claims))
 	for i, c := range claims {
 		ids[i], limits[i] = c.EndpointID, int32(c.N)
@@ -119,18 +127,29 @@ func claimDue(ctx context.Context, q *dbq.Queries, claims []PlainClaim) ([][]Cla
 	if err != nil {
 		return nil, err
 	}
-	byEndpoint := make(map[uuid.UUID][]Claimed, len(claims))
+	byEndpoint := make(map[uuid.UUID]*Claim, len(claims))
 	for _, r := range rows {
-		byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], Claimed{
+		c := byEndpoint[r.EndpointID]
+		if c == nil {
+			c = &Claim{}
+			byEndpoint[r.EndpointID] = c
+		}
+		if !r.Claimed {
+			c.NextDue = r.NextAttemptAt
+			continue
+		}
+		c.Deliveries = append(c.Deliveries, Claimed{
 			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount), NextAttemptAt: *r.NextAttemptAt,
 			AttemptCount: int(r.AttemptCount), Replayed: r.Replayed,
 			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
 		})
 	}
-	out := make([][]Claimed, len(claims))
+	out := make([]Claim, len(claims))
 	for i, c := range claims {
-		out[i] = byEndpoint[c.EndpointID]
-		slices.SortFunc(out[i], func(a, b Claimed) int {
+		if got := byEndpoint[c.EndpointID]; got != nil {
+			out[i] = *got
+		}
+		slices.SortFunc(out[i].Deliveries, func(a, b Claimed) int {
 			return cmp.Or(a.NextAttemptAt.Compare(b.NextAttemptAt), bytes.Compare(a.ID[:], b.ID[:]))
 		})
 	}
@@ -238,12 +257,3 @@ func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 	return p
 }
 
-// NextDueAt is when the endpoint's earliest queued delivery is due, nil when
-// its queue is empty.
-func (s *Store) NextDueAt(ctx context.Context, endpointID uuid.UUID) (*time.Time, error) {
-	t, err := s.q.NextDueAt(ctx, endpointID)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	return t, err
-}

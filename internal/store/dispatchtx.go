@@ -96,12 +96,12 @@ func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (Locked
 	}, nil
 }
 
-// ClaimDue returns up to n of the endpoint's due deliveries, oldest due
+// ClaimDue claims up to n of the endpoint's due deliveries, oldest due
 // first (ClaimDueDeliveries says why it locks nothing).
-func (t *DispatchTx) ClaimDue(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
+func (t *DispatchTx) ClaimDue(ctx context.Context, endpointID uuid.UUID, n int) (Claim, error) {
 	claimed, err := claimDue(ctx, t.q, []PlainClaim{{EndpointID: endpointID, N: n}})
 	if err != nil {
-		return nil, err
+		return Claim{}, err
 	}
 	return claimed[0], nil
 }

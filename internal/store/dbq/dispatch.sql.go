@@ -13,9 +13,12 @@ import (
 )
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
-SELECT r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count, c.replayed,
-       c.next_attempt_at, c.type, c.payload, c.event_created_at
-FROM (SELECT unnest($1::uuid[]) AS endpoint_id, unnest($2::int[]) AS max_rows) r
+WITH r AS (
+    SELECT unnest($1::uuid[]) AS endpoint_id, unnest($2::int[]) AS max_rows
+)
+SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
+       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
+FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
            d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
@@ -27,6 +30,16 @@ CROSS JOIN LATERAL (
     ORDER BY d.next_attempt_at, d.id
     LIMIT r.max_rows
 ) c
+UNION ALL
+SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at
+FROM r
+CROSS JOIN LATERAL (
+    SELECT q.next_attempt_at FROM deliveries q
+    WHERE q.endpoint_id = r.endpoint_id AND q.status IN ('pending', 'failed')
+    ORDER BY q.next_attempt_at
+    LIMIT 1
+) n
+WHERE n.next_attempt_at > now()
 `
 
 type ClaimDueDeliveriesParams struct {
@@ -35,6 +48,7 @@ type ClaimDueDeliveriesParams struct {
 }
 
 type ClaimDueDeliveriesRow struct {
+	Claimed        bool
 	EndpointID     uuid.UUID
 	ID             uuid.UUID
 	EventID        uuid.UUID
@@ -60,6 +74,9 @@ type ClaimDueDeliveriesRow struct {
 // index entries whatever the backlog. It claims for many endpoints in one
 // statement, each up to its own limit: the plain claims of concurrent
 // dispatch runs are group-committed (internal/dispatch/claimer.go).
+// For each endpoint whose earliest queued delivery is not yet due, a row
+// that claims nothing (claimed false, no id) and says when it will be
+// due, so that the run knows whether to wait for a retry without asking.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimDueDeliveries, arg.EndpointIds, arg.MaxRows)
 	if err != nil {
@@ -70,6 +87,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 	for rows.Next() {
 		var i ClaimDueDeliveriesRow
 		if err := rows.Scan(
+			&i.Claimed,
 			&i.EndpointID,
 			&i.ID,
 			&i.EventID,
@@ -211,20 +229,6 @@ func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (uuid.
 	var id_2 uuid.UUID
 	err := row.Scan(&id_2)
 	return id_2, err
-}
-
-const nextDueAt = `-- name: NextDueAt :one
-SELECT next_attempt_at FROM deliveries
-WHERE endpoint_id = $1 AND status IN ('pending', 'failed')
-ORDER BY next_attempt_at
-LIMIT 1
-`
-
-func (q *Queries) NextDueAt(ctx context.Context, endpointID uuid.UUID) (*time.Time, error) {
-	row := q.db.QueryRow(ctx, nextDueAt, endpointID)
-	var next_attempt_at *time.Time
-	err := row.Scan(&next_attempt_at)
-	return next_attempt_at, err
 }
 
 const queuedDeliveries = `-- name: QueuedDeliveries :one
