@@ -100,21 +100,8 @@ type PlainClaim struct {
 // plain claims of concurrent dispatch runs, group-committed. It returns
 // what each claim found, in the order of claims.
 func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([]Claim, error) {
-	var claimed []Claim
-	err := s.inTxWith(ctx, pgx.TxOptions{BeginQuery: genericPlan}, func(tx pgx.Tx) error {
-		var err error
-		claimed, err = claimDue(ctx, s.q.WithTx(tx), claims)
-		return err
-	})
-	return claimed, err
+	return claimDue(ctx, s.genericPlan, claims)
 }
-
-// genericPlan begins a read-only transaction whose prepared statements run
-// Postgres's generic plan, made once per connection, instead of one planned
-// for each call's values. The claim's plan is the same for any endpoints and
-// limits (each week's claim index read in order, TestClaimPlanDoesNotDependOnTheBacklog),
-// and planning it across the partitions cost four times its execution.
-const genericPlan = "BEGIN READ ONLY; SET LOCAL plan_cache_mode = force_generic_plan"
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a
 // transaction, and sorts its rows out by claim.
@@ -191,9 +178,7 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 // RecordPlain stores attempts that change no endpoint's flow state, of any
 // endpoints, in one statement.
 func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
-	return s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-		return s.q.WithTx(tx).RecordOutcomes(ctx, outcomeParams(outcomes))
-	})
+	return s.asyncCommit.RecordOutcomes(ctx, outcomeParams(outcomes))
 }
 
 func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {

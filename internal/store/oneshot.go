@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// oneShot runs each statement alone, with one setting changed for it, in
+// one round trip: a pgx batch of set_config(name, value, true) and the
+// statement. A batch is one implicit transaction (everything up to its
+// Sync), so the setting holds for the statement and its commit, and is
+// gone afterwards. It replaces BEGIN; SET LOCAL …; the statement; COMMIT,
+// three round trips, for the dispatcher's most frequent statements: the
+// group claim, which wants the generic plan, and the plain record, which
+// commits asynchronously.
+//
+// It implements dbq.DBTX for Exec and Query, which is all those
+// statements use.
+type oneShot struct {
+	pool        *pgxpool.Pool
+	name, value string
+}
+
+func (o oneShot) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue("SELECT set_config($1, $2, true)", o.name, o.value)
+	b.Queue(sql, args...)
+	br := o.pool.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		return nil, errors.Join(err, br.Close())
+	}
+	return br, nil
+}
+
+// Exec runs sql and reports its commit's outcome too.
+func (o oneShot) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	br, err := o.send(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	return tag, errors.Join(err, br.Close())
+}
+
+// Query runs sql; closing its rows ends the batch.
+func (o oneShot) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	br, err := o.send(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, errors.Join(err, br.Close())
+	}
+	return &oneShotRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow runs sql and reads its first row.
+func (o oneShot) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := o.Query(ctx, sql, args...)
+	return oneShotRow{rows: rows, err: err}
+}
+
+type oneShotRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+func (r oneShotRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+// oneShotRows ends its batch when it is closed, and once read to the end
+// (when Err is asked, as generated code does after its loop), reporting
+// the batch's outcome with its own.
+type oneShotRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+func (r *oneShotRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		r.err = r.br.Close()
+	}
+}
+
+func (r *oneShotRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	r.Close()
+	return r.err
+}
