@@ -100,7 +100,7 @@ type PlainClaim struct {
 // plain claims of concurrent dispatch runs, group-committed. It returns
 // what each claim found, in the order of claims.
 func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([]Claim, error) {
-	return claimDue(ctx, s.genericPlan, claims)
+	return claimDue(ctx, s.groupClaim, claims)
 }
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a
@@ -178,7 +178,7 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 // RecordPlain stores attempts that change no endpoint's flow state, of any
 // endpoints, in one statement.
 func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
-	return s.asyncCommit.RecordOutcomes(ctx, outcomeParams(outcomes))
+	return s.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes))
 }
 
 func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
@@ -241,4 +241,3 @@ func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 	}
 	return p
 }
-

@@ -28,11 +28,18 @@ type DispatchTx struct {
 // simple-protocol query.
 const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
 
+// dispatchStep begins a claim or a record: asyncCommit, with the planner
+// held to nested loops over index probes as recordSettings says, since
+// RecordOutcomes runs here too. Every statement of these steps looks rows
+// up by key.
+const dispatchStep = asyncCommit +
+	"; SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off"
+
 // BeginDispatch begins a claim or a record: a transaction whose loss in a
 // Postgres crash only means a delivery is sent again (see inAsyncTx), so
 // its commit does not wait for the WAL flush.
 func (s *Store) BeginDispatch(ctx context.Context) (*DispatchTx, error) {
-	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: asyncCommit})
+	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: dispatchStep})
 }
 
 // BeginDispatchSync begins a step that changes River's jobs (park, finish,

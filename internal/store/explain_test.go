@@ -72,9 +72,15 @@ func explainGeneric(t *testing.T, st *store.Store, sql, args string) string {
 func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
 	t.Helper()
 	f := storetest.New(t)
-	ctx := t.Context()
 	ep := newEndpoint(t, f, "h")
-	_, err := f.Store.Pool().Exec(ctx, `
+	addBacklog(t, f, ep, n)
+	return f, ep
+}
+
+// addBacklog adds n deliveries to the endpoint, as dueBacklog makes them.
+func addBacklog(t *testing.T, f storetest.Fixture, ep uuid.UUID, n int) {
+	t.Helper()
+	_, err := f.Store.Pool().Exec(t.Context(), `
 		WITH ev AS (
 			INSERT INTO events (id, tenant_id, type, payload)
 			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, $3::int)
@@ -83,7 +89,6 @@ func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
 		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
 		f.TenantA.ID, ep, n)
 	require.NoError(t, err)
-	return f, ep
 }
 
 // newEndpoint creates an endpoint of tenant A at https://example.com/path

@@ -12,5 +12,8 @@ const EndpointsNeedingDispatchSQL = endpointsNeedingDispatchSQL
 // OneShot runs statements on pool alone, with one setting changed for
 // each (oneShot), for its tests.
 func OneShot(pool *pgxpool.Pool, name, value string) dbq.DBTX {
-	return oneShot{pool: pool, name: name, value: value}
+	return oneShot{pool: pool, settings: [][2]string{{name, value}}}
 }
+
+// RecordSettings are the settings the plain record runs with.
+var RecordSettings = recordSettings

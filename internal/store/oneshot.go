@@ -10,8 +10,8 @@ import (
 )
 
 // oneShot runs each statement alone, with one setting changed for it, in
-// one round trip: a pgx batch of set_config(name, value, true) and the
-// statement. A batch is one implicit transaction (everything up to its
+// one round trip: a pgx batch of set_config(name, value, true) for each
+// setting, and the statement. A batch is one implicit transaction (everything up to its
 // Sync), so the setting holds for the statement and its commit, and is
 // gone afterwards. It replaces BEGIN; SET LOCAL …; the statement; COMMIT,
 // three round trips, for the dispatcher's most frequent statements: the
@@ -21,17 +21,21 @@ import (
 // It implements dbq.DBTX for Exec and Query, which is all those
 // statements use.
 type oneShot struct {
-	pool        *pgxpool.Pool
-	name, value string
+	pool     *pgxpool.Pool
+	settings [][2]string // name, value
 }
 
 func (o oneShot) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
-	b.Queue("SELECT set_config($1, $2, true)", o.name, o.value)
+	for _, s := range o.settings {
+		b.Queue("SELECT set_config($1, $2, true)", s[0], s[1])
+	}
 	b.Queue(sql, args...)
 	br := o.pool.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		return nil, errors.Join(err, br.Close())
+	for range o.settings {
+		if _, err := br.Exec(); err != nil {
+			return nil, errors.Join(err, br.Close())
+		}
 	}
 	return br, nil
 }
