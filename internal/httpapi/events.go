@@ -90,7 +90,7 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	out, err := a.store.CreateEvents(r.Context(), tenantID, evs, a.cfg.Jobs)
+	out, err := a.ingest.SubmitBatch(r.Context(), tenantID, evs)
 	if err != nil {
 		return err
 	}

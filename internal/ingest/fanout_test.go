@@ -15,11 +15,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
 
-// TestSubmitMakesDeliveriesInItsCommit checks that a post answers with its
-// deliveries already committed and no fan-out job, except for the events
-// that need one: those with a coalesce key. After the commit the endpoint
-// gets a dispatch job (no run lingers here), and a second post to it finds
-// that job live and queues no other.
+// TestSubmitMakesDeliveriesInItsCommit checks that a post, single or
+// batch, answers with its deliveries already committed and no fan-out job,
+// except for the events that need one: those with a coalesce key. After the
+// commit the endpoint gets a dispatch job (no run lingers here), and a
+// second post to it finds that job live and queues no other.
 func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -37,10 +37,15 @@ func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 		"the endpoint's dispatch job is queued after the commit")
 	require.Zero(t, dispatchJobs(t, f, other), "an endpoint the event does not reach gets none")
 
-	_, err = b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.shipped", Payload: []byte(`{}`)})
+	batch, err := b.SubmitBatch(ctx, f.TenantA.ID, []sluice.NewEvent{
+		{Type: "order.shipped", Payload: []byte(`{}`)}, {Type: "invoice.paid", Payload: []byte(`{}`)},
+	})
 	require.NoError(t, err)
+	require.Equal(t, 1, deliveriesOf(t, f, batch[0].ID), "a batch's deliveries commit with it too")
+	require.Equal(t, 1, deliveriesOf(t, f, batch[1].ID))
 	b.Close() // the hand-off's last pass is done
 	require.Equal(t, 1, dispatchJobs(t, f, ep), "the live job is found, not duplicated")
+	require.Equal(t, 1, dispatchJobs(t, f, other), "the batch's other endpoint has its job")
 
 	keyed := ingest.New(f.Store, f.Jobs, ingest.Config{})
 	defer keyed.Close()

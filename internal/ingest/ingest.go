@@ -1,6 +1,7 @@
-// Package ingest groups concurrent single-event posts into shared
-// transactions (group commit), and makes their deliveries in the same
-// transaction (store.CreateTenantEvents). Each POST /v1/events still
+// Package ingest commits posted events and makes their deliveries in the
+// same transaction (store.CreateTenantEvents): a batch post as it is, and
+// concurrent single-event posts grouped into shared transactions (group
+// commit). Each POST /v1/events still
 // answers only after its event and its deliveries are committed, but a busy
 // API commits tens of events per transaction instead of one each: the
 // database's per-commit cost is what bounds single-event ingest. At low load
@@ -57,6 +58,7 @@ type Waker interface {
 // Batcher commits submitted events in groups.
 type Batcher struct {
 	b       *batch.Batcher[store.TenantEvent, sluice.Event]
+	commit  batch.CommitFunc[store.TenantEvent, sluice.Event]
 	handoff *handoff
 }
 
@@ -74,7 +76,18 @@ func New(st *store.Store, jobs store.JobQueue, cfg Config) *Batcher {
 		return out, err
 	}
 	bcfg := batch.Config{Committers: cfg.Committers, MaxBatch: cfg.MaxBatch, Isolate: store.RowRejected}
-	return &Batcher{b: batch.New(bcfg, commit), handoff: h}
+	return &Batcher{b: batch.New(bcfg, commit), commit: commit, handoff: h}
+}
+
+// SubmitBatch commits one tenant's batch of events on its own (a batch is
+// a group already) and returns them as stored, in order. Its endpoints are
+// handed over with the others'.
+func (b *Batcher) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent) ([]sluice.Event, error) {
+	group := make([]store.TenantEvent, len(evs))
+	for i, ev := range evs {
+		group[i] = store.TenantEvent{TenantID: tenantID, Event: ev}
+	}
+	return b.commit(ctx, group)
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.

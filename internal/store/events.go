@@ -93,32 +93,18 @@ type TenantEvent struct {
 	Event    sluice.NewEvent
 }
 
-// CreateEvents stores a batch of one tenant's events with one COPY and
-// queues one fan-out job for all of them, in one transaction. Events come
-// back in input order. A batch may reach thousands of endpoints, so its
-// deliveries are made by the job, not while the POST waits.
-func (s *Store) CreateEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent, jobs JobQueue) ([]sluice.Event, error) {
-	out, rows := eventRows(tenantEvents(tenantID, evs))
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := copyEvents(ctx, tx, rows); err != nil {
-			return err
-		}
-		return jobs.FanOut(ctx, tx, eventIDs(out))
-	})
-	return out, err
-}
-
 // MaxInlineDeliveries bounds the deliveries CreateTenantEvents makes in its
 // own transaction; a group of events that would make more is fanned out by
 // a job instead, so that a broadcast to thousands of endpoints does not
 // hold up the posts it was grouped with.
 const MaxInlineDeliveries = 1000
 
-// CreateTenantEvents stores events of any tenants with one COPY and makes
-// their deliveries in the same transaction, so that a single post costs no
-// fan-out job: no job row written, fetched and completed. It returns the
-// events in input order and the endpoints whose queues changed, which the
-// caller hands to their dispatch runs after the commit (DispatchOrWake).
+// CreateTenantEvents stores events of any tenants (a group of single
+// posts, or one tenant's batch) with one COPY and makes their deliveries in
+// the same transaction, so that a post costs no fan-out job: no job row
+// written, fetched and completed. It returns the events in input order and
+// the endpoints whose queues changed, which the caller hands to their
+// dispatch runs after the commit (DispatchOrWake).
 //
 // Events with a coalesce key, and groups that would make more than
 // MaxInlineDeliveries deliveries, get a fan-out job in the same transaction
@@ -151,14 +137,6 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 		return jobs.FanOut(ctx, tx, keyed)
 	})
 	return out, touched, err
-}
-
-func tenantEvents(tenantID uuid.UUID, evs []sluice.NewEvent) []TenantEvent {
-	batch := make([]TenantEvent, len(evs))
-	for i, ev := range evs {
-		batch[i] = TenantEvent{TenantID: tenantID, Event: ev}
-	}
-	return batch
 }
 
 // eventRows gives each event an id and returns the events as stored and
