@@ -108,18 +108,19 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
 	// jobs that become due without an insert: retries and parked
 	// dispatches, whose due time is a scheduled_at in the future. Polls
-	// are what an idle worker spends its time on, so each queue polls as
-	// rarely as its due times allow. Dispatch often: a parked endpoint's
-	// next token is due to the moment (50 ms keeps a slow rate limit within
-	// a few percent), and under load the poll is what picks up a requeued
-	// run; at 100 ms an idle Sluice and its Postgres used 0.022 cores
-	// instead of 0.030, but latency at half load rose from p50 42 to 60 ms
-	// (bench/scale.md). Fan-out for its retries after a failed run (a
+	// are what an idle worker spends its time on, so each queue polls
+	// rarely. A parked endpoint's job is announced when its wait ends by the
+	// alarm of the process that parked it (dispatch's alarm.go), and an
+	// unparked one by Unpark, so the dispatch poll only backs those up, and
+	// the rare insert River does not announce (two within its FetchCooldown
+	// from one process; DispatchOrWake inserts its jobs together for that
+	// reason). Every 50 ms it cost an idle Sluice 0.008 cores of its 0.013;
+	// every 250 ms, 0.002 (bench/scale.md). Fan-out for its retries after a failed run (a
 	// database outage; half a second adds little to the recovery). Bulk
 	// replay and maintenance seldom.
 	rc.Queues = map[string]river.QueueConfig{
 		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 500 * time.Millisecond},
-		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 50 * time.Millisecond},
+		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 250 * time.Millisecond},
 		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: 2 * time.Second},
 		// Each bulk replay writes its deliveries in large chunks: two at a
 		// time keep them from crowding out fan-out and dispatch.

@@ -104,6 +104,7 @@ type Worker struct {
 	flow     flowPolicy
 	recorder *recorder
 	claimer  *claimer
+	alarm    *alarm
 	stopping context.Context // done once Stop is called
 	stop     context.CancelFunc
 }
@@ -116,7 +117,8 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	}
 	stopping, stop := context.WithCancel(context.Background())
 	return &Worker{
-		store: st, cfg: cfg, recorder: newRecorder(st.RecordPlain, 2), claimer: newClaimer(st.ClaimPlainMany, 2), stopping: stopping, stop: stop,
+		store: st, cfg: cfg, recorder: newRecorder(st.RecordPlain, 2), claimer: newClaimer(st.ClaimPlainMany, 2),
+		alarm: newAlarm(cfg.Clock, cfg.Logger), stopping: stopping, stop: stop,
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
 	}, nil
 }
@@ -127,11 +129,12 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 // begins to shut down, before River stops.
 func (w *Worker) Stop() { w.stop() }
 
-// Close stops the worker's claimer and attempt recorder; call it after
-// River has stopped.
+// Close stops the worker's claimer, attempt recorder and alarm; call it
+// after River has stopped.
 func (w *Worker) Close() {
 	w.claimer.close()
 	w.recorder.close()
+	w.alarm.close()
 }
 
 // JobTimeout is the longest one dispatch run of a resolved configuration

@@ -170,7 +170,11 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 	if err := tx.SetParkedJob(ctx, endpointID, jobID); err != nil {
 		return false, fmt.Errorf("set parked job: %w", err)
 	}
-	return true, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return false, err
+	}
+	w.alarm.set(endpointID, until, queue.DispatchNow)
+	return true, nil
 }
 
 // finish ends the run when nothing is due: with the endpoint row locked

@@ -219,15 +219,20 @@ func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at
 
 // Unpark implements store.JobQueue: it makes an endpoint's parked dispatch
 // job (due when its throttle, circuit or next token allows) due now, or
-// queues a dispatch if none is parked.
+// queues a dispatch if none is parked. A retried job is not announced to
+// River's fetchers, which poll the dispatch queue only rarely, so the
+// unparked one is announced as an alarm announces a park's end: by asking
+// for the endpoint's dispatch job, which its live job makes River skip.
 func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
 	if parkedJobID != nil {
 		job, err := q.client.JobGetTx(ctx, tx, *parkedJobID)
 		parked := err == nil && (job.State == rivertype.JobStateScheduled ||
 			job.State == rivertype.JobStateAvailable && job.ScheduledAt.After(time.Now()))
 		if parked {
-			_, err = q.client.JobRetryTx(ctx, tx, *parkedJobID)
-			return err
+			if _, err = q.client.JobRetryTx(ctx, tx, *parkedJobID); err != nil {
+				return err
+			}
+			return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 		}
 		if err != nil && !errors.Is(err, river.ErrNotFound) {
 			return err

@@ -114,10 +114,13 @@ func (p *fanoutPlan) insert(ctx context.Context) ([]uuid.UUID, int, error) {
 // between two inserts. A crash between the two commits is covered by the
 // sweeper; the inserts commit asynchronously for the same reason.
 //
-// Each endpoint's job is inserted in its own transaction. River's unique
-// insert locks the live job's row; holding one such lock at a time, these
-// inserts can never be part of a deadlock with River's batch completer,
-// which locks many job rows in its own order.
+// The new jobs are inserted in one transaction, so River announces them
+// to its fetchers with one notification at its commit. Inserted one
+// transaction each, the second of two jobs inserted within River's
+// notification cooldown (FetchCooldown) was announced by no one and waited
+// for the dispatch queue's poll. River's unique insert locks a live job's
+// row, in endpoint order (jobs.Queue.DispatchLive); with the live ones
+// looked up first, that happens only when a job became live in between.
 func (s *Store) DispatchOrWake(ctx context.Context, endpointIDs []uuid.UUID, jobs JobQueue) error {
 	if len(endpointIDs) == 0 {
 		return nil
@@ -126,14 +129,17 @@ func (s *Store) DispatchOrWake(ctx context.Context, endpointIDs []uuid.UUID, job
 	if err != nil {
 		return fmt.Errorf("look up live dispatch jobs: %w", err)
 	}
-	wake := make([]uuid.UUID, 0, len(endpointIDs))
+	var wake, queue []uuid.UUID
 	for _, id := range endpointIDs {
 		if live[id] {
 			wake = append(wake, id)
-			continue
+		} else {
+			queue = append(queue, id)
 		}
+	}
+	if len(queue) > 0 {
 		err := s.inAsyncTx(ctx, func(tx pgx.Tx) error {
-			l, err := jobs.DispatchLive(ctx, tx, []uuid.UUID{id})
+			l, err := jobs.DispatchLive(ctx, tx, queue)
 			wake = append(wake, l...)
 			return err
 		})

@@ -1,0 +1,131 @@
+package dispatch
+
+import (
+	"container/heap"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// An alarm tells River's dispatch fetchers when a parked endpoint's wait
+// ends. A parked run's successor job is available but due in the future,
+// and River's fetch finds such a job only when it hears of an insert to
+// the queue or when it polls, which it does rarely so that an idle process
+// stays quiet (internal/app/river.go). So at the end of each park in this
+// process the alarm asks for the endpoint's dispatch job
+// (jobs.Queue.DispatchNow): the parked job is live, so River's unique
+// insert adds nothing, but River announces the insert to the dispatch
+// queue's fetchers, in every process, and they find the parked job due.
+// Endpoints whose waits end together are asked for in one insert.
+//
+// The alarm only hastens: a park it missed (another process parked the
+// endpoint, or this one restarted) is found by the next poll.
+type alarm struct {
+	clock  Clock
+	logger *slog.Logger
+
+	mu      sync.Mutex
+	ask     func(context.Context, []uuid.UUID) error // nil until the first park
+	waits   waitHeap
+	changed chan struct{}
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// newAlarm starts an alarm on clock; close stops it.
+func newAlarm(clock Clock, logger *slog.Logger) *alarm {
+	ctx, stop := context.WithCancel(context.Background())
+	a := &alarm{clock: clock, logger: logger, changed: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	go a.run(ctx)
+	return a
+}
+
+// alarmLate is how long after a wait's end the alarm rings, so that
+// Postgres's clock has passed the job's due time too.
+const alarmLate = 5 * time.Millisecond
+
+// set rings for the endpoint just after when, asking through ask.
+func (a *alarm) set(endpointID uuid.UUID, when time.Time, ask func(context.Context, []uuid.UUID) error) {
+	a.mu.Lock()
+	a.ask = ask
+	heap.Push(&a.waits, wait{endpointID: endpointID, at: when.Add(alarmLate)})
+	a.mu.Unlock()
+	select {
+	case a.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (a *alarm) run(ctx context.Context) {
+	defer close(a.done)
+	for {
+		a.ring(ctx)
+		a.mu.Lock()
+		var next <-chan time.Time
+		stop := func() {}
+		if len(a.waits) > 0 {
+			next, stop = a.clock.After(a.waits[0].at.Sub(a.clock.Now()))
+		}
+		a.mu.Unlock()
+		select {
+		case <-next:
+		case <-a.changed:
+		case <-ctx.Done():
+			stop()
+			return
+		}
+		stop()
+	}
+}
+
+// alarmTimeout bounds one ring's insert.
+const alarmTimeout = 10 * time.Second
+
+// ring asks for the endpoints whose waits have ended.
+func (a *alarm) ring(ctx context.Context) {
+	now := a.clock.Now()
+	a.mu.Lock()
+	var due []uuid.UUID
+	for len(a.waits) > 0 && !a.waits[0].at.After(now) {
+		due = append(due, heap.Pop(&a.waits).(wait).endpointID)
+	}
+	ask := a.ask
+	a.mu.Unlock()
+	if len(due) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, alarmTimeout)
+	defer cancel()
+	if err := ask(ctx, due); err != nil {
+		a.logger.Warn("could not announce parked endpoints coming due; the next poll finds them", "endpoints", len(due), "err", err)
+	}
+}
+
+// close stops the alarm.
+func (a *alarm) close() {
+	a.stop()
+	<-a.done
+}
+
+// wait is an endpoint's park, ending at at.
+type wait struct {
+	endpointID uuid.UUID
+	at         time.Time
+}
+
+// waitHeap orders waits by their end, earliest first (container/heap).
+type waitHeap []wait
+
+func (h waitHeap) Len() int           { return len(h) }
+func (h waitHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
+func (h waitHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *waitHeap) Push(x any)        { *h = append(*h, x.(wait)) }
+func (h *waitHeap) Pop() any {
+	old := *h
+	w := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return w
+}

@@ -1,0 +1,47 @@
+package dispatch
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUnitAlarmRingsWhenWaitsEnd parks three endpoints, two of them until
+// the same moment: the alarm waits for the earliest end, asks for both in
+// one call when it comes, then waits for the third.
+func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
+	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	clk := newFakeClock(start)
+	asked := make(chan []uuid.UUID, 4)
+	ask := func(_ context.Context, ids []uuid.UUID) error { asked <- ids; return nil }
+	a := newAlarm(clk, slog.Default())
+	defer a.close()
+	a1, a2, b := uuid.New(), uuid.New(), uuid.New()
+
+	a.set(b, start.Add(5*time.Second), ask)
+	a.set(a1, start.Add(2*time.Second), ask)
+	a.set(a2, start.Add(2*time.Second), ask)
+	for d := range clk.waits { // until the alarm waits for the earliest end
+		if d == 2*time.Second+alarmLate {
+			break
+		}
+	}
+	select {
+	case ids := <-asked:
+		t.Fatalf("asked for %v before any wait ended", ids)
+	default:
+	}
+	clk.Advance(2*time.Second + alarmLate)
+	require.ElementsMatch(t, []uuid.UUID{a1, a2}, <-asked, "both, in one call")
+	select {
+	case ids := <-asked:
+		t.Fatalf("asked for %v before its wait ended", ids)
+	default:
+	}
+	clk.Advance(3 * time.Second)
+	require.Equal(t, []uuid.UUID{b}, <-asked)
+}
