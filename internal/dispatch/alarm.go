@@ -19,7 +19,10 @@ import (
 // (jobs.Queue.DispatchNow): the parked job is live, so River's unique
 // insert adds nothing, but River announces the insert to the dispatch
 // queue's fetchers, in every process, and they find the parked job due.
-// Endpoints whose waits end together are asked for in one insert.
+// Endpoints whose waits end together are asked for in one insert, and the
+// alarm rings at most every alarmEvery, so that thousands of parked
+// endpoints (throttled, circuit open) coming due cost at most that many
+// inserts a second, as a poll of that period would.
 //
 // The alarm only hastens: a park it missed (another process parked the
 // endpoint, or this one restarted) is found by the next poll.
@@ -31,6 +34,7 @@ type alarm struct {
 	ask     func(context.Context, []uuid.UUID) error // nil until the first park
 	waits   waitHeap
 	changed chan struct{}
+	rang    time.Time // the last ring
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -46,6 +50,16 @@ func newAlarm(clock Clock, logger *slog.Logger) *alarm {
 // alarmLate is how long after a wait's end the alarm rings, so that
 // Postgres's clock has passed the job's due time too.
 const alarmLate = 5 * time.Millisecond
+
+// alarmEvery is the shortest time between two rings.
+const alarmEvery = 50 * time.Millisecond
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
 
 // set rings for the endpoint just after when, asking through ask.
 func (a *alarm) set(endpointID uuid.UUID, when time.Time, ask func(context.Context, []uuid.UUID) error) {
@@ -67,7 +81,8 @@ func (a *alarm) run(ctx context.Context) {
 		var next <-chan time.Time
 		stop := func() {}
 		if len(a.waits) > 0 {
-			next, stop = a.clock.After(a.waits[0].at.Sub(a.clock.Now()))
+			at := maxTime(a.waits[0].at, a.rang.Add(alarmEvery))
+			next, stop = a.clock.After(at.Sub(a.clock.Now()))
 		}
 		a.mu.Unlock()
 		select {
@@ -93,6 +108,9 @@ func (a *alarm) ring(ctx context.Context) {
 		due = append(due, heap.Pop(&a.waits).(wait).endpointID)
 	}
 	ask := a.ask
+	if len(due) > 0 {
+		a.rang = now
+	}
 	a.mu.Unlock()
 	if len(due) == 0 {
 		return

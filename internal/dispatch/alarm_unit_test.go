@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestUnitAlarmRingsWhenWaitsEnd parks three endpoints, two of them until
-// the same moment: the alarm waits for the earliest end, asks for both in
-// one call when it comes, then waits for the third.
+// TestUnitAlarmRingsWhenWaitsEnd parks four endpoints, two of them until
+// the same moment: the alarm waits for the earliest end and asks for both
+// in one call; a wait ending 10 ms later is asked for alarmEvery after
+// that ring, not at once; then the last.
 func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 	clk := newFakeClock(start)
@@ -20,9 +21,10 @@ func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	ask := func(_ context.Context, ids []uuid.UUID) error { asked <- ids; return nil }
 	a := newAlarm(clk, slog.Default())
 	defer a.close()
-	a1, a2, b := uuid.New(), uuid.New(), uuid.New()
+	a1, a2, near, b := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 
 	a.set(b, start.Add(5*time.Second), ask)
+	a.set(near, start.Add(2*time.Second+10*time.Millisecond), ask)
 	a.set(a1, start.Add(2*time.Second), ask)
 	a.set(a2, start.Add(2*time.Second), ask)
 	for d := range clk.waits { // until the alarm waits for the earliest end
@@ -37,11 +39,19 @@ func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	}
 	clk.Advance(2*time.Second + alarmLate)
 	require.ElementsMatch(t, []uuid.UUID{a1, a2}, <-asked, "both, in one call")
+	for d := range clk.waits { // the next ring waits out alarmEvery
+		if d == alarmEvery {
+			break
+		}
+	}
+	clk.Advance(alarmEvery - time.Millisecond)
 	select {
 	case ids := <-asked:
-		t.Fatalf("asked for %v before its wait ended", ids)
+		t.Fatalf("asked for %v within alarmEvery of the last ring", ids)
 	default:
 	}
+	clk.Advance(time.Millisecond)
+	require.Equal(t, []uuid.UUID{near}, <-asked)
 	clk.Advance(3 * time.Second)
 	require.Equal(t, []uuid.UUID{b}, <-asked)
 }
