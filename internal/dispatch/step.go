@@ -96,7 +96,7 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 	if len(sent) == 0 {
 		return false, ctx.Err() // every send was cut short: nothing happened
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
 	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) {
 		return false, w.recorder.record(ctx, outcomes(sent))
@@ -111,6 +111,27 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 
 // recordTimeout bounds the recording of a batch whose run is being cut short.
 const recordTimeout = 5 * time.Second
+
+// recordContext lives as long as ctx and then grace longer: recording
+// waits as long as the run may (a wide drain queues runs of hundreds of
+// attempts behind one another in the recorder, seconds under load), and
+// a run cut short still gets grace to record what it sent. A record given
+// a fixed deadline failed its run with the attempts unrecorded, and the
+// run's retry sent them again (10,300 duplicate requests in one drain of
+// 1,000,000 deliveries over 10,000 endpoints).
+func recordContext(ctx context.Context, clock Clock, grace time.Duration) (context.Context, context.CancelFunc) {
+	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() {
+		late, stop := clock.After(grace)
+		defer stop()
+		select {
+		case <-late:
+			cancel()
+		case <-rctx.Done():
+		}
+	})
+	return rctx, func() { stop(); cancel() }
+}
 
 // recordLocked locks the endpoint, applies the batch to the flow state it
 // reads there, saves that, stores the attempts and the circuit transitions

@@ -362,3 +362,20 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 	require.NoError(t, c.Write(&m))
 	return m.GetCounter().GetValue()
 }
+
+// TestUnitRecordOutlivesItsRunByGrace: recording waits as long as its run
+// lives, however long that is, and grace longer once the run is cut short.
+func TestUnitRecordOutlivesItsRunByGrace(t *testing.T) {
+	clk := newFakeClock(clock)
+	run, cut := context.WithCancel(t.Context())
+	rctx, cancel := recordContext(run, clk, time.Second)
+	defer cancel()
+
+	clk.Advance(time.Hour)
+	require.NoError(t, rctx.Err(), "no deadline while the run lives")
+	cut()
+	require.Equal(t, time.Second, <-clk.waits, "grace starts when the run is cut")
+	require.NoError(t, rctx.Err(), "still recording within grace")
+	clk.Advance(time.Second)
+	<-rctx.Done()
+}
