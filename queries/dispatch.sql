@@ -41,7 +41,13 @@ UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 -- name: LockEndpointToFinish :one
 -- Locks the endpoint row against fan-out (whose delivery inserts take KEY
 -- SHARE) before the dispatch job decides it is done: see 00002_events.sql.
-SELECT id FROM endpoints WHERE id = @id FOR UPDATE;
+-- Returns when the endpoint's next retry is due, as last written.
+SELECT id, retry_due_at FROM endpoints WHERE id = @id FOR UPDATE;
+
+-- name: SetRetryDue :exec
+-- Writes when the endpoint's first queued retry is due (NULL: none), as a
+-- dispatch run ends, for the sweeper (00016_endpoint_retry_due.sql).
+UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 
 -- ClaimDueDeliveries reads endpoints' next due deliveries, oldest due
 -- first. It locks nothing, because nothing here needs excluding: only one
@@ -88,16 +94,20 @@ CROSS JOIN LATERAL (
 ) n
 WHERE n.next_attempt_at > now();
 
--- name: HasDueDeliveries :one
--- The final check before a dispatch run ends. It compares with
+-- name: NextQueuedDelivery :one
+-- The final check before a dispatch run ends: when the endpoint's first
+-- queued delivery is due, and whether it is due already. It compares with
 -- clock_timestamp(), the time it runs, not now(), its transaction's start:
 -- fan-out gives new deliveries its own transaction's now(), which can be
 -- later than this transaction's start if that fan-out began meanwhile and
 -- committed while this one waited for the endpoint lock.
-SELECT EXISTS (
-    SELECT 1 FROM deliveries
-    WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed') AND next_attempt_at <= clock_timestamp()
-);
+SELECT d.next_attempt_at, coalesce(d.next_attempt_at <= clock_timestamp(), false)::bool AS due
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (
+    SELECT next_attempt_at FROM deliveries
+    WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed')
+    ORDER BY next_attempt_at LIMIT 1
+) d ON true;
 
 -- name: RecordOutcomes :exec
 -- Applies one batch of attempts to their deliveries and stores them, in one
@@ -136,3 +146,18 @@ SELECT id, endpoint_id, event_id, at, status_code, error, latency_ms, response_b
 
 -- name: QueuedDeliveries :one
 SELECT count(*) FROM deliveries WHERE endpoint_id = @endpoint_id AND status IN ('pending', 'failed');
+
+-- name: TakeRetriesDue :many
+-- Clears and returns up to max_rows endpoints whose next retry is due, for
+-- the sweeper to queue their dispatch. Rows a dispatch step holds are
+-- skipped: the step's run is live, and a finishing run writes a new time.
+UPDATE endpoints e SET retry_due_at = NULL
+FROM (
+    SELECT id FROM endpoints
+    WHERE retry_due_at <= now()
+    ORDER BY retry_due_at
+    LIMIT @max_rows
+    FOR NO KEY UPDATE SKIP LOCKED
+) due
+WHERE e.id = due.id
+RETURNING e.id;

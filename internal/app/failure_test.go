@@ -145,3 +145,32 @@ func TestServiceUnavailableRetryAfterIsObeyed(t *testing.T) {
 	require.Len(t, reqs, 2)
 	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), time.Second, "a 503's Retry-After beats a 10ms schedule")
 }
+
+// TestLaterRetryIsQueuedWhenDue: a retry due beyond what a run sleeps
+// through ends the run, which leaves the retry's time on the endpoint; the
+// sweeper queues the endpoint's dispatch when it comes, and the retry
+// arrives within a sweep of its time.
+func TestLaterRetryIsQueuedWhenDue(t *testing.T) {
+	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "2s"})
+	rcv := receiver.New(t)
+	rcv.Answer(receiver.Behavior{Status: 500})
+	epID, _ := h.endpoint(rcv, []string{"*"}, nil)
+	h.post("job.failed", map[string]int{"n": 1})
+
+	var retryDue, nextAttempt *time.Time
+	eventually(t, 10*time.Second, func() bool {
+		require.NoError(t, h.proc.Store.Pool().QueryRow(context.Background(),
+			`SELECT e.retry_due_at, d.next_attempt_at FROM endpoints e JOIN deliveries d ON d.endpoint_id = e.id WHERE e.id = $1`,
+			epID).Scan(&retryDue, &nextAttempt))
+		return retryDue != nil
+	}, "the run leaves the retry's time as it ends")
+	require.Equal(t, 1, rcv.Count())
+	require.True(t, retryDue.Equal(*nextAttempt), "the retry's own time: %v, %v", retryDue, nextAttempt)
+
+	rcv.Answer(receiver.Behavior{})
+	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 2 }, "the retry")
+	reqs := rcv.Requests()
+	gap := reqs[1].At.Sub(reqs[0].At)
+	require.GreaterOrEqual(t, gap, 1500*time.Millisecond, "not before its backoff (2 s, with jitter)")
+	require.Less(t, gap, 2500*time.Millisecond+4*time.Second, "within a sweep or so of its time, not a walk's")
+}

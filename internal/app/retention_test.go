@@ -70,8 +70,10 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	busy.Answer(receiver.Behavior{Status: 200})
 	_, err = h.proc.Pool.Exec(ctx, "DELETE FROM destination_throttle WHERE endpoint_id = $1", busyID)
 	require.NoError(t, err)
-	h.call(http.MethodPatch, "/v1/endpoints/"+busyID, map[string]any{"description": "back"}, http.StatusOK, nil)
+	// The retry first: once the update has woken the parked run, the
+	// delivery may be delivered before a retry could be asked for.
 	h.call(http.MethodPost, "/v1/deliveries/"+queued[0].ID+"/retry", nil, http.StatusAccepted, nil)
+	h.call(http.MethodPatch, "/v1/endpoints/"+busyID, map[string]any{"description": "back"}, http.StatusOK, nil)
 	eventually(t, 10*time.Second, func() bool {
 		return len(h.deliveries("status=delivered&endpoint_id="+busyID)) == 1
 	}, "the kept queued delivery delivered")

@@ -201,7 +201,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		}
 		switch {
 		case target.Disabled:
-			return nil // the sweeper queues it when it is enabled again
+			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
 			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed.Deliveries), queue)
 			if err != nil {

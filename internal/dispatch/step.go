@@ -201,7 +201,9 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 // finish ends the run when nothing is due: with the endpoint row locked
 // FOR UPDATE against fan-out (whose delivery inserts take KEY SHARE) it
 // checks once more for due deliveries, and only if there are none completes
-// the job, in the same transaction. It reports whether the run finished.
+// the job, in the same transaction, leaving on the endpoint when its first
+// queued retry is due, for the sweeper to queue its next run then. It
+// reports whether the run finished.
 func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	endpointID := job.Args.EndpointID
 	tx, err := w.store.BeginDispatchSync(ctx)
@@ -209,20 +211,34 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 		return false, err
 	}
 	defer tx.Rollback(ctx)
-	if err := tx.LockToFinish(ctx, endpointID); err != nil {
+	retryDue, err := tx.LockToFinish(ctx, endpointID)
+	if err != nil {
 		return false, fmt.Errorf("lock endpoint: %w", err)
 	}
-	due, err := tx.HasDue(ctx, endpointID)
+	next, due, err := tx.NextQueued(ctx, endpointID)
 	if err != nil {
 		return false, fmt.Errorf("final check: %w", err)
 	}
 	if due {
 		return false, tx.Commit(ctx) // something became due while we looked
 	}
+	if !sameTime(retryDue, next) {
+		if err := tx.SetRetryDue(ctx, endpointID, next); err != nil {
+			return false, fmt.Errorf("set retry due: %w", err)
+		}
+	}
 	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return false, fmt.Errorf("complete job: %w", err)
 	}
 	return true, tx.Commit(ctx)
+}
+
+// sameTime reports whether a and b are both nil or the same instant.
+func sameTime(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
 }
 
 // handOver ends a run whose budget is spent, or whose worker is stopping:

@@ -38,7 +38,9 @@ func setupSweep(t *testing.T) *sweepBundle {
 	ev, _, err := b.f.Store.CreateEvent(b.ctx, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
 	require.NoError(t, err)
 	b.eventID = ev.ID
-	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{Interval: time.Millisecond, RescueGrace: 3 * time.Second})
+	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{
+		Interval: time.Millisecond, WalkInterval: time.Millisecond, RescueGrace: 3 * time.Second,
+	})
 	return b
 }
 
@@ -149,6 +151,42 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	ids, err := b.f.Store.EndpointsNeedingDispatch(b.ctx, 10)
 	require.NoError(t, err)
 	require.Empty(t, ids)
+}
+
+// TestSweepQueuesRetriesWhenDueWithoutWalking: with the walk of every
+// endpoint not due for an hour, an endpoint with a delivery due gets a
+// dispatch job only once the retry time its last run left is due, and that
+// time is cleared as the job is queued.
+func TestSweepQueuesRetriesWhenDueWithoutWalking(t *testing.T) {
+	b := setupSweep(t)
+	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{
+		Interval: time.Millisecond, WalkInterval: time.Hour, RescueGrace: 3 * time.Second,
+	})
+	_, err := b.f.Store.Pool().Exec(b.ctx, `UPDATE sweeps SET swept_at = now() WHERE name = 'dispatch-walk'`)
+	require.NoError(t, err)
+	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	require.NoError(t, err)
+	require.Equal(t, 1, created)
+	retryDue := func() *time.Time {
+		var at *time.Time
+		require.NoError(t, b.f.Store.Pool().QueryRow(b.ctx, `SELECT retry_due_at FROM endpoints WHERE id = $1`, b.endpointID).Scan(&at))
+		return at
+	}
+
+	b.sweep()
+	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "no walk, no retry time: nothing")
+
+	_, err = b.f.Store.Pool().Exec(b.ctx, `UPDATE endpoints SET retry_due_at = now() + interval '1 hour' WHERE id = $1`, b.endpointID)
+	require.NoError(t, err)
+	b.sweep()
+	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "the retry is not due yet")
+	require.NotNil(t, retryDue())
+
+	_, err = b.f.Store.Pool().Exec(b.ctx, `UPDATE endpoints SET retry_due_at = now() - interval '1 second' WHERE id = $1`, b.endpointID)
+	require.NoError(t, err)
+	b.sweep()
+	require.Equal(t, []string{"fanout", "dispatch"}, kinds(b.jobs(), "available"))
+	require.Nil(t, retryDue(), "taken")
 }
 
 // TestSweepTakesTurns: across processes a sweep runs once per interval.

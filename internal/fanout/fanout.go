@@ -82,7 +82,7 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 		return fmt.Errorf("fan out: %w", err)
 	}
 	if err := w.store.DispatchOrWake(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
-		// The job is complete; the sweeper queues them within a second.
+		// The job is complete; the sweeper's walk queues them (every 5 s).
 		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
 	}
 	return nil

@@ -12,8 +12,9 @@
 // dispatch runs (a run lingering in this process is signalled, others get
 // a job or a notification: store.DispatchOrWake) by one goroutine, off the
 // posts' path. It merges the endpoints of the commits that land while it
-// works, so under load each pass covers many commits. If the process dies
-// first, the sweeper queues their dispatch within a second.
+// works, so under load each pass covers many commits. A pass the database
+// fails is tried again; if the process dies first, the sweeper's walk
+// queues their dispatch (every 5 s by default).
 //
 // An event Postgres rejects (store.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
@@ -118,6 +119,7 @@ type handoff struct {
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
+	failing bool // the last pass failed; read and written by run alone
 }
 
 // handoffTimeout bounds one pass, so that a database that stopped
@@ -161,9 +163,13 @@ func (h *handoff) run() {
 	}
 }
 
-// pass hands over the pending endpoints. It does not retry: an endpoint
-// it failed to reach has its deliveries committed, and the sweeper queues
-// its dispatch within a second.
+// handoffRetry is the pause before a failed pass's endpoints are handed
+// over again.
+const handoffRetry = 250 * time.Millisecond
+
+// pass hands over the pending endpoints. Those it failed to reach (the
+// database is down) are pending again after handoffRetry; their deliveries
+// are committed, so nothing is lost meanwhile.
 func (h *handoff) pass() {
 	h.mu.Lock()
 	ids := make([]uuid.UUID, 0, len(h.pending))
@@ -180,8 +186,26 @@ func (h *handoff) pass() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
 	defer cancel()
-	if err := h.st.DispatchOrWake(ctx, ids, h.jobs); err != nil {
-		h.logger.Warn("new deliveries could not be handed to their dispatch runs; the sweeper will", "endpoints", len(ids), "err", err)
+	err := h.st.DispatchOrWake(ctx, ids, h.jobs)
+	switch {
+	case err != nil && !h.failing:
+		h.logger.Warn("new deliveries could not be handed to their dispatch runs; retrying", "endpoints", len(ids), "err", err)
+	case err == nil && h.failing:
+		h.logger.Info("new deliveries are handed to their dispatch runs again")
+	}
+	h.failing = err != nil
+	if err != nil {
+		h.retryLater(ids)
+	}
+}
+
+// retryLater makes ids pending again after handoffRetry, unless the
+// hand-off is closing: then the sweeper's walk finds them.
+func (h *handoff) retryLater(ids []uuid.UUID) {
+	select {
+	case <-h.done:
+	case <-time.After(handoffRetry):
+		h.add(ids)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -140,16 +141,26 @@ func (t *DispatchTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, job
 
 // LockToFinish locks the endpoint row FOR UPDATE, against fan-out (whose
 // delivery inserts take KEY SHARE), before a dispatch run decides it is
-// done: see 00002_events.sql. A deleted endpoint is no error.
-func (t *DispatchTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) error {
-	if _, err := t.q.LockEndpointToFinish(ctx, endpointID); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
+// done: see 00002_events.sql. It returns when the endpoint's next retry is
+// due as last written (SetRetryDue). A deleted endpoint is no error.
+func (t *DispatchTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, err error) {
+	row, err := t.q.LockEndpointToFinish(ctx, endpointID)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return nil, err
 	}
-	return nil
+	return row.RetryDueAt, nil
 }
 
-// HasDue reports whether any of the endpoint's deliveries is due, by the
-// clock at the time it runs (HasDueDeliveries says why).
-func (t *DispatchTx) HasDue(ctx context.Context, endpointID uuid.UUID) (bool, error) {
-	return t.q.HasDueDeliveries(ctx, endpointID)
+// NextQueued reports when the endpoint's first queued delivery is due (nil:
+// none is queued) and whether it is due already, by the clock at the time
+// it runs (NextQueuedDelivery says why).
+func (t *DispatchTx) NextQueued(ctx context.Context, endpointID uuid.UUID) (next *time.Time, due bool, err error) {
+	row, err := t.q.NextQueuedDelivery(ctx, endpointID)
+	return row.NextAttemptAt, row.Due, err
+}
+
+// SetRetryDue writes when the endpoint's next retry is due (nil: none), for
+// the sweeper to queue its dispatch then (Store.TakeRetriesDue).
+func (t *DispatchTx) SetRetryDue(ctx context.Context, endpointID uuid.UUID, at *time.Time) error {
+	return t.q.SetRetryDue(ctx, dbq.SetRetryDueParams{ID: endpointID, RetryDueAt: at})
 }

@@ -22,6 +22,17 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 	return tag.RowsAffected() == 1, nil
 }
 
+// TakeRetriesDue clears and returns up to limit endpoints whose next retry
+// is due: what dispatch runs left on their endpoint as they ended
+// (DispatchTx.SetRetryDue). Its cost follows those endpoints alone.
+func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, error) {
+	ids, err := s.q.TakeRetriesDue(ctx, int32(limit))
+	if err != nil {
+		return nil, fmt.Errorf("take retries due: %w", err)
+	}
+	return ids, nil
+}
+
 // endpointsNeedingDispatchSQL lists enabled endpoints with a delivery due now
 // and no dispatch job queued, running, scheduled (parked) or waiting to
 // retry. Endpoints held by a throttle or an open circuit are skipped: their

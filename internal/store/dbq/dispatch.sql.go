@@ -118,25 +118,6 @@ func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) erro
 	return err
 }
 
-const hasDueDeliveries = `-- name: HasDueDeliveries :one
-SELECT EXISTS (
-    SELECT 1 FROM deliveries
-    WHERE endpoint_id = $1 AND status IN ('pending', 'failed') AND next_attempt_at <= clock_timestamp()
-)
-`
-
-// The final check before a dispatch run ends. It compares with
-// clock_timestamp(), the time it runs, not now(), its transaction's start:
-// fan-out gives new deliveries its own transaction's now(), which can be
-// later than this transaction's start if that fan-out began meanwhile and
-// committed while this one waited for the endpoint lock.
-func (q *Queries) HasDueDeliveries(ctx context.Context, endpointID uuid.UUID) (bool, error) {
-	row := q.db.QueryRow(ctx, hasDueDeliveries, endpointID)
-	var exists bool
-	err := row.Scan(&exists)
-	return exists, err
-}
-
 const insertCircuitAlert = `-- name: InsertCircuitAlert :exec
 INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
@@ -166,7 +147,7 @@ func (q *Queries) InsertCircuitAlert(ctx context.Context, arg InsertCircuitAlert
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = $1
@@ -211,6 +192,7 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 		&i.Endpoint.LastError,
 		&i.Endpoint.ParkedJobID,
 		&i.Endpoint.Consumer,
+		&i.Endpoint.RetryDueAt,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.Consecutive429s,
@@ -219,16 +201,50 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 }
 
 const lockEndpointToFinish = `-- name: LockEndpointToFinish :one
-SELECT id FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, retry_due_at FROM endpoints WHERE id = $1 FOR UPDATE
 `
+
+type LockEndpointToFinishRow struct {
+	ID         uuid.UUID
+	RetryDueAt *time.Time
+}
 
 // Locks the endpoint row against fan-out (whose delivery inserts take KEY
 // SHARE) before the dispatch job decides it is done: see 00002_events.sql.
-func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (uuid.UUID, error) {
+// Returns when the endpoint's next retry is due, as last written.
+func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (LockEndpointToFinishRow, error) {
 	row := q.db.QueryRow(ctx, lockEndpointToFinish, id)
-	var id_2 uuid.UUID
-	err := row.Scan(&id_2)
-	return id_2, err
+	var i LockEndpointToFinishRow
+	err := row.Scan(&i.ID, &i.RetryDueAt)
+	return i, err
+}
+
+const nextQueuedDelivery = `-- name: NextQueuedDelivery :one
+SELECT d.next_attempt_at, coalesce(d.next_attempt_at <= clock_timestamp(), false)::bool AS due
+FROM (SELECT 1) one
+LEFT JOIN LATERAL (
+    SELECT next_attempt_at FROM deliveries
+    WHERE endpoint_id = $1 AND status IN ('pending', 'failed')
+    ORDER BY next_attempt_at LIMIT 1
+) d ON true
+`
+
+type NextQueuedDeliveryRow struct {
+	NextAttemptAt *time.Time
+	Due           bool
+}
+
+// The final check before a dispatch run ends: when the endpoint's first
+// queued delivery is due, and whether it is due already. It compares with
+// clock_timestamp(), the time it runs, not now(), its transaction's start:
+// fan-out gives new deliveries its own transaction's now(), which can be
+// later than this transaction's start if that fan-out began meanwhile and
+// committed while this one waited for the endpoint lock.
+func (q *Queries) NextQueuedDelivery(ctx context.Context, endpointID uuid.UUID) (NextQueuedDeliveryRow, error) {
+	row := q.db.QueryRow(ctx, nextQueuedDelivery, endpointID)
+	var i NextQueuedDeliveryRow
+	err := row.Scan(&i.NextAttemptAt, &i.Due)
+	return i, err
 }
 
 const queuedDeliveries = `-- name: QueuedDeliveries :one
@@ -363,6 +379,58 @@ type SetParkedJobParams struct {
 func (q *Queries) SetParkedJob(ctx context.Context, arg SetParkedJobParams) error {
 	_, err := q.db.Exec(ctx, setParkedJob, arg.JobID, arg.ID)
 	return err
+}
+
+const setRetryDue = `-- name: SetRetryDue :exec
+UPDATE endpoints SET retry_due_at = $1 WHERE id = $2
+`
+
+type SetRetryDueParams struct {
+	RetryDueAt *time.Time
+	ID         uuid.UUID
+}
+
+// Writes when the endpoint's first queued retry is due (NULL: none), as a
+// dispatch run ends, for the sweeper (00016_endpoint_retry_due.sql).
+func (q *Queries) SetRetryDue(ctx context.Context, arg SetRetryDueParams) error {
+	_, err := q.db.Exec(ctx, setRetryDue, arg.RetryDueAt, arg.ID)
+	return err
+}
+
+const takeRetriesDue = `-- name: TakeRetriesDue :many
+UPDATE endpoints e SET retry_due_at = NULL
+FROM (
+    SELECT id FROM endpoints
+    WHERE retry_due_at <= now()
+    ORDER BY retry_due_at
+    LIMIT $1
+    FOR NO KEY UPDATE SKIP LOCKED
+) due
+WHERE e.id = due.id
+RETURNING e.id
+`
+
+// Clears and returns up to max_rows endpoints whose next retry is due, for
+// the sweeper to queue their dispatch. Rows a dispatch step holds are
+// skipped: the step's run is live, and a finishing run writes a new time.
+func (q *Queries) TakeRetriesDue(ctx context.Context, maxRows int32) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, takeRetriesDue, maxRows)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var id uuid.UUID
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const upsertThrottle = `-- name: UpsertThrottle :exec

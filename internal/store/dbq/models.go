@@ -144,6 +144,7 @@ type Endpoint struct {
 	LastError               *string
 	ParkedJobID             *int64
 	Consumer                *string
+	RetryDueAt              *time.Time
 }
 
 type Event struct {
