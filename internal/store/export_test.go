@@ -9,10 +9,10 @@ import (
 // EndpointsNeedingDispatchSQL is the sweeper's query, for plan tests.
 const EndpointsNeedingDispatchSQL = endpointsNeedingDispatchSQL
 
-// OneShot runs statements on pool alone, with one setting changed for
-// each (oneShot), for its tests.
-func OneShot(pool *pgxpool.Pool, name, value string) dbq.DBTX {
-	return oneShot{pool: pool, settings: [][2]string{{name, value}}}
+// OneShot runs statements on pool alone, with settings (name, value)
+// changed for each (oneShot), for its tests.
+func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
+	return newOneShot(pool, settings)
 }
 
 // RecordSettings are the settings the plain record runs with.

@@ -3,36 +3,53 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// oneShot runs each statement alone, with one setting changed for it, in
-// one round trip: a pgx batch of set_config(name, value, true) for each
-// setting, and the statement. A batch is one implicit transaction (everything up to its
-// Sync), so the setting holds for the statement and its commit, and is
-// gone afterwards. It replaces BEGIN; SET LOCAL …; the statement; COMMIT,
-// three round trips, for the dispatcher's most frequent statements: the
-// group claim, which wants the generic plan, and the plain record, which
-// commits asynchronously.
+// oneShot runs each statement alone, with settings changed for it, in one
+// round trip: a pgx batch of one statement of set_config(name, value, true)
+// calls, one per setting, and the statement. A batch is one implicit
+// transaction (everything up to its Sync), so the settings hold for the
+// statement and its commit, and are gone afterwards. It replaces BEGIN;
+// SET LOCAL …; the statement; COMMIT, three round trips, for the
+// dispatcher's most frequent statements: the group claim, which wants the
+// generic plan, and the plain record, which commits asynchronously.
 //
 // It implements dbq.DBTX for Exec and Query, which is all those
 // statements use.
 type oneShot struct {
-	pool     *pgxpool.Pool
-	settings [][2]string // name, value
+	pool    *pgxpool.Pool
+	setSQL  string // SELECT set_config($1, $2, true), set_config($3, $4, true), …
+	setArgs []any  // name, value, name, value, …
+}
+
+// newOneShot returns a oneShot changing settings (name, value pairs).
+func newOneShot(pool *pgxpool.Pool, settings [][2]string) oneShot {
+	o := oneShot{pool: pool}
+	calls := make([]string, len(settings))
+	for i, s := range settings {
+		calls[i] = fmt.Sprintf("set_config($%d, $%d, true)", 2*i+1, 2*i+2)
+		o.setArgs = append(o.setArgs, s[0], s[1])
+	}
+	if len(calls) > 0 {
+		o.setSQL = "SELECT " + strings.Join(calls, ", ")
+	}
+	return o
 }
 
 func (o oneShot) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
-	for _, s := range o.settings {
-		b.Queue("SELECT set_config($1, $2, true)", s[0], s[1])
+	if o.setSQL != "" {
+		b.Queue(o.setSQL, o.setArgs...)
 	}
 	b.Queue(sql, args...)
 	br := o.pool.SendBatch(ctx, b)
-	for range o.settings {
+	if o.setSQL != "" {
 		if _, err := br.Exec(); err != nil {
 			return nil, errors.Join(err, br.Close())
 		}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestOneShotSettingHoldsForItsStatementOnly: a statement run by oneShot
-// sees its setting, in one transaction with its commit, and the next
+// sees its settings, in one transaction with its commit, and the next
 // statement on the same connection does not; a failing statement commits
 // nothing and leaves the connection usable.
 func TestOneShotSettingHoldsForItsStatementOnly(t *testing.T) {
@@ -24,15 +24,15 @@ func TestOneShotSettingHoldsForItsStatementOnly(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	defer pool.Close()
-	db := store.OneShot(pool, "synchronous_commit", "off")
+	db := store.OneShot(pool, [2]string{"synchronous_commit", "off"}, [2]string{"enable_seqscan", "off"})
 
 	setting := func(row pgx.Row) string {
 		var v string
 		require.NoError(t, row.Scan(&v))
 		return v
 	}
-	require.Equal(t, "off", setting(db.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`)))
-	require.Equal(t, "on", setting(pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit')`)), "gone after it")
+	require.Equal(t, "off off", setting(db.QueryRow(ctx, `SELECT current_setting('synchronous_commit') || ' ' || current_setting('enable_seqscan')`)))
+	require.Equal(t, "on on", setting(pool.QueryRow(ctx, `SELECT current_setting('synchronous_commit') || ' ' || current_setting('enable_seqscan')`)), "gone after it")
 
 	rows, err := db.Query(ctx, `SELECT current_setting('synchronous_commit') FROM generate_series(1, 3)`)
 	require.NoError(t, err)

@@ -41,8 +41,8 @@ type Store struct {
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{
 		pool: pool, q: dbq.New(pool), box: box,
-		groupClaim:  dbq.New(oneShot{pool: pool, settings: [][2]string{{"plan_cache_mode", "force_generic_plan"}}}),
-		plainRecord: dbq.New(oneShot{pool: pool, settings: recordSettings}),
+		groupClaim:  dbq.New(newOneShot(pool, [][2]string{{"plan_cache_mode", "force_generic_plan"}})),
+		plainRecord: dbq.New(newOneShot(pool, recordSettings)),
 	}
 }
 
