@@ -121,6 +121,11 @@ const idleCores = 0.15
 // what a scenario before wrote (after ingest-batch, millions of events),
 // which would otherwise be counted as this run's cost and slow it down.
 func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
+	return e.waitIdleBelow(ctx, limit, idleCores)
+}
+
+// waitIdleBelow is waitIdle with cores in place of idleCores.
+func (e *Env) waitIdleBelow(ctx context.Context, limit time.Duration, cores float64) string {
 	deadline := time.Now().Add(limit)
 	for {
 		stop := e.measureCPU()
@@ -131,7 +136,7 @@ func (e *Env) waitIdle(ctx context.Context, limit time.Duration) string {
 		}
 		u := stop()
 		postgres := u.cores(u.postgres)
-		if !u.postgresKnown || (u.others() < idleCores && postgres < idleCores) {
+		if !u.postgresKnown || (u.others() < cores && postgres < cores) {
 			return ""
 		}
 		if time.Now().After(deadline) {
