@@ -115,7 +115,7 @@ const MaxInlineDeliveries = 1000
 func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
 	out, rows := eventRows(evs)
 	var touched []uuid.UUID
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
 		if err := copyEvents(ctx, tx, rows); err != nil {
 			return err
 		}

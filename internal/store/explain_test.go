@@ -47,15 +47,18 @@ func explainAnalyze(t *testing.T, st *store.Store, sql string, args ...any) stri
 
 // explainGeneric runs sql, prepared, under EXPLAIN (ANALYZE, BUFFERS) with
 // Postgres's generic plan (the one made without knowing the values) and
-// returns the plan as text; args are the EXECUTE's arguments, as SQL.
-func explainGeneric(t *testing.T, st *store.Store, sql, args string) string {
+// returns the plan as text; args are the EXECUTE's arguments, as SQL, and
+// settings are statements run on the connection first.
+func explainGeneric(t *testing.T, st *store.Store, sql, args string, settings ...string) string {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := st.Pool().Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
-	require.NoError(t, err)
+	for _, set := range append([]string{"SET plan_cache_mode = force_generic_plan"}, settings...) {
+		_, err = conn.Exec(ctx, set)
+		require.NoError(t, err)
+	}
 	defer func() { _, _ = conn.Exec(ctx, "DISCARD ALL") }()
 	_, err = conn.Exec(ctx, "PREPARE explained AS "+sql)
 	require.NoError(t, err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
+	"strings"
 
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -14,6 +15,10 @@ const EndpointsNeedingDispatchSQL = endpointsNeedingDispatchSQL
 func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
 	return newOneShot(pool, settings)
 }
+
+// IndexProbes are the planner settings of routing and dispatch
+// transactions, as session settings for EXPLAIN.
+var IndexProbes = strings.Split(strings.ReplaceAll(indexProbes, "SET LOCAL", "SET"), "; ")
 
 // RecordSettings are the settings the plain record runs with.
 var RecordSettings = recordSettings

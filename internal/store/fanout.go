@@ -29,7 +29,7 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 		created int
 		touched []uuid.UUID
 	)
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
+	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		events, err := q.EventsByID(ctx, eventIDs)
 		if err != nil {

@@ -128,6 +128,26 @@ func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }
 
+// indexProbes holds the planner, for the rest of a transaction, to nested
+// loops over index probes: hash and merge joins and sequential scans off.
+// The transactions that set it run only statements that look rows up by
+// key or by an index of their own, whose plans a generic plan or stale
+// statistics could otherwise turn into reads of whole tables.
+const indexProbes = "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off"
+
+// inRoutingTx is inTx for a transaction that routes events to their
+// endpoints (SubscriptionsForEvents) and makes their deliveries, with
+// indexProbes: the routing query's generic plan, made without knowing the
+// post's types, read every subscription and every endpoint of the tenant
+// and joined them by hash (0.47 ms a post beside 2,000 endpoints on other
+// types, against 0.18), where the index of subscription patterns finds the
+// few that match and each endpoint is one probe of its key
+// (TestRoutingReadsOnlyMatchingSubscriptions).
+// One round trip: BEGIN and the settings go as one simple-protocol query.
+func (s *Store) inRoutingTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexProbes}, fn)
+}
+
 // recordSettings are what RecordOutcomes runs with. It commits
 // asynchronously (see inAsyncTx). It runs its generic plan, made once per
 // connection, rather than planning each call (0.3 ms across the weekly
