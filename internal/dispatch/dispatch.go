@@ -188,10 +188,21 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	defer cancelWait()
 	defer context.AfterFunc(w.stopping, cancelWait)()
+	drained := false // the last claim took every due delivery, and they are recorded
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
 		}
+		// Every delivery made since that claim came with a signal (see
+		// Waker), so wait for one instead of claiming again; the final
+		// check covers a signal lost.
+		if drained && !w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
+			finished, err := w.end(ctx, job, &wake)
+			if err != nil || finished {
+				return err
+			}
+		}
+		drained = false
 		target, plan, claimed, err := w.claim(ctx, endpointID, clock.Now(), &known)
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
@@ -210,6 +221,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
+			drained = wake != nil && !flowChanged && len(claimed.Deliveries) < plan.n
 		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
@@ -229,15 +241,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
 				continue
 			}
-			w.cfg.Waker.leave(endpointID, wake) // before the final check: see Waker
-			finished, err := w.finish(ctx, job)
-			if err != nil {
-				return fmt.Errorf("finish: %w", err)
+			finished, err := w.end(ctx, job, &wake)
+			if err != nil || finished {
+				return err
 			}
-			if finished {
-				return nil
-			}
-			wake = w.cfg.Waker.join(endpointID) // something became due while we looked: go on
 		}
 	}
 	// Budget spent, or the worker is stopping: hand over to a successor
@@ -250,6 +257,22 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		return fmt.Errorf("hand over: %w", err)
 	}
 	return nil
+}
+
+// end ends the run if nothing is due (finish), having left the Waker
+// first (see Waker). If something became due while it looked, it joins the
+// Waker again, with *wake its new channel, and reports false: go on.
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wake *chan struct{}) (bool, error) {
+	endpointID := job.Args.EndpointID
+	w.cfg.Waker.leave(endpointID, *wake)
+	finished, err := w.finish(ctx, job)
+	if err != nil {
+		return false, fmt.Errorf("finish: %w", err)
+	}
+	if !finished {
+		*wake = w.cfg.Waker.join(endpointID)
+	}
+	return finished, nil
 }
 
 // deadline is when a run starting now hands over: after its budget, give

@@ -42,8 +42,9 @@ func (k knownTarget) plain(now time.Time) bool {
 // and nothing was due, the claim says when something will be.
 func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, store.Claim, error) {
 	if known.plain(now) {
-		claimed, err := w.claimer.claimPlain(ctx, store.PlainClaim{EndpointID: endpointID, N: known.target.MaxInFlight})
-		return known.target, claimPlan{}, claimed, err
+		n := known.target.MaxInFlight
+		claimed, err := w.claimer.claimPlain(ctx, store.PlainClaim{EndpointID: endpointID, N: n})
+		return known.target, claimPlan{n: n}, claimed, err
 	}
 	target, plan, claimed, err := w.claimLocked(ctx, endpointID, now)
 	if err == nil {
