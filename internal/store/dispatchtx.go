@@ -33,7 +33,7 @@ const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
 // held to nested loops over index probes as recordSettings says, since
 // RecordOutcomes runs here too. Every statement of these steps looks rows
 // up by key.
-const dispatchStep = asyncCommit + "; " + indexProbes
+var dispatchStep = asyncCommit + setLocal(indexProbes)
 
 // BeginDispatch begins a claim or a record: a transaction whose loss in a
 // Postgres crash only means a delivery is sent again (see inAsyncTx), so

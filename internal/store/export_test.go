@@ -2,7 +2,6 @@ package store
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
-	"strings"
 
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -18,7 +17,13 @@ func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
 
 // IndexProbes are the planner settings of routing and dispatch
 // transactions, as session settings for EXPLAIN.
-var IndexProbes = strings.Split(strings.ReplaceAll(indexProbes, "SET LOCAL", "SET"), "; ")
+var IndexProbes = func() []string {
+	var sets []string
+	for _, s := range indexProbes {
+		sets = append(sets, "SET "+s[0]+" = "+s[1])
+	}
+	return sets
+}()
 
 // RecordSettings are the settings the plain record runs with.
 var RecordSettings = recordSettings

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -41,7 +42,7 @@ type Store struct {
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{
 		pool: pool, q: dbq.New(pool), box: box,
-		groupClaim:  dbq.New(newOneShot(pool, [][2]string{{"plan_cache_mode", "force_generic_plan"}})),
+		groupClaim:  dbq.New(newOneShot(pool, [][2]string{genericPlan})),
 		plainRecord: dbq.New(newOneShot(pool, recordSettings)),
 	}
 }
@@ -128,12 +129,30 @@ func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }
 
-// indexProbes holds the planner, for the rest of a transaction, to nested
+// indexProbes hold the planner, for the rest of a transaction, to nested
 // loops over index probes: hash and merge joins and sequential scans off.
-// The transactions that set it run only statements that look rows up by
+// The transactions that set them run only statements that look rows up by
 // key or by an index of their own, whose plans a generic plan or stale
 // statistics could otherwise turn into reads of whole tables.
-const indexProbes = "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin = off; SET LOCAL enable_seqscan = off"
+var indexProbes = [][2]string{
+	{"enable_hashjoin", "off"},
+	{"enable_mergejoin", "off"},
+	{"enable_seqscan", "off"},
+}
+
+// genericPlan has prepared statements run Postgres's generic plan, made
+// once per connection, instead of one planned for each call's values.
+var genericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
+
+// setLocal writes settings as SET LOCAL statements for a transaction's
+// BeginQuery: "; SET LOCAL name = value" for each.
+func setLocal(settings [][2]string) string {
+	var b strings.Builder
+	for _, s := range settings {
+		fmt.Fprintf(&b, "; SET LOCAL %s = %s", s[0], s[1])
+	}
+	return b.String()
+}
 
 // inRoutingTx is inTx for a transaction that routes events to their
 // endpoints (SubscriptionsForEvents) and makes their deliveries, with
@@ -145,7 +164,7 @@ const indexProbes = "SET LOCAL enable_hashjoin = off; SET LOCAL enable_mergejoin
 // (TestRoutingReadsOnlyMatchingSubscriptions).
 // One round trip: BEGIN and the settings go as one simple-protocol query.
 func (s *Store) inRoutingTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN; " + indexProbes}, fn)
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(indexProbes)}, fn)
 }
 
 // recordSettings are what RecordOutcomes runs with. It commits
@@ -158,10 +177,4 @@ func (s *Store) inRoutingTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // week's partition was small and then kept as it grew: every record of 15
 // attempts then read the whole partition, 2 to 4 ms a call on a fresh
 // database (TestRecordPlanDoesNotDependOnStatistics).
-var recordSettings = [][2]string{
-	{"synchronous_commit", "off"},
-	{"plan_cache_mode", "force_generic_plan"},
-	{"enable_hashjoin", "off"},
-	{"enable_mergejoin", "off"},
-	{"enable_seqscan", "off"},
-}
+var recordSettings = append([][2]string{{"synchronous_commit", "off"}, genericPlan}, indexProbes...)
