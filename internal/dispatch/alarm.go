@@ -35,6 +35,7 @@ type alarm struct {
 	waits   waitHeap
 	changed chan struct{}
 	rang    time.Time // the last ring
+	failing bool      // the last ring's ask failed; run's alone
 	stop    context.CancelFunc
 	done    chan struct{}
 }
@@ -117,9 +118,11 @@ func (a *alarm) ring(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, alarmTimeout)
 	defer cancel()
-	if err := ask(ctx, due); err != nil {
+	err := ask(ctx, due)
+	if err != nil && !a.failing { // once per outage, not at every ring
 		a.logger.Warn("could not announce parked endpoints coming due; the next poll finds them", "endpoints", len(due), "err", err)
 	}
+	a.failing = err != nil
 }
 
 // close stops the alarm.
