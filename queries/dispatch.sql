@@ -62,9 +62,17 @@ UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 -- index entries whatever the backlog. It claims for many endpoints in one
 -- statement, each up to its own limit: the plain claims of concurrent
 -- dispatch runs are group-committed (internal/dispatch/claimer.go).
+--
+-- Each claim starts after a position in the queue (after_at, after_id):
+-- where the run's last full claim ended (store.Position). The deliveries
+-- before it were that run's, and are recorded; their index entries stay
+-- until vacuum, and a claim starting at the front of a draining backlog
+-- stepped over every one of them (claims took twice as long at 100,000
+-- queued as at 5,000). The zero position is before every delivery.
 -- name: ClaimDueDeliveries :many
 WITH r AS (
-    SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows
+    SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows,
+           unnest(@after_ats::timestamptz[]) AS after_at, unnest(@after_ids::uuid[]) AS after_id
 )
 SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
        c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
@@ -77,19 +85,22 @@ CROSS JOIN LATERAL (
     WHERE d.endpoint_id = r.endpoint_id
       AND d.status IN ('pending', 'failed')
       AND d.next_attempt_at <= now()
+      AND (d.next_attempt_at, d.id) > (r.after_at, r.after_id)
     ORDER BY d.next_attempt_at, d.id
     LIMIT r.max_rows
 ) c
 UNION ALL
--- For each endpoint whose earliest queued delivery is not yet due, a row
--- that claims nothing (claimed false, no id) and says when it will be
--- due, so that the run knows whether to wait for a retry without asking.
+-- For each endpoint whose earliest queued delivery (after the position)
+-- is not yet due, a row that claims nothing (claimed false, no id) and says
+-- when it will be due, so that the run knows whether to wait for a retry
+-- without asking.
 SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at
 FROM r
 CROSS JOIN LATERAL (
     SELECT q.next_attempt_at FROM deliveries q
     WHERE q.endpoint_id = r.endpoint_id AND q.status IN ('pending', 'failed')
-    ORDER BY q.next_attempt_at
+      AND (q.next_attempt_at, q.id) > (r.after_at, r.after_id)
+    ORDER BY q.next_attempt_at, q.id
     LIMIT 1
 ) n
 WHERE n.next_attempt_at > now();

@@ -25,7 +25,7 @@ var backlogScenario = Scenario{
 		"(without ANALYZE) of those partitions does what autovacuum would have done since the run before. (Older weeks would be dropped " +
 		"by Sluice's retention job as past SLUICE_RETENTION, queued deliveries moved, mid-run.) Right after the backlog's seed, " +
 		"the claim's generic plan (the one group-committed claims run) is shown with EXPLAIN (ANALYZE, BUFFERS) " +
-		"for a claim of 100. Claim time = pg_stat_statements' mean execution time of ClaimDueDeliveries during " +
+		"for a claim of 100 from the front of the queue (as a run's first claim; later ones start after the last full claim). Claim time = pg_stat_statements' mean execution time of ClaimDueDeliveries during " +
 		"each drain; throughput = deliveries ÷ (first request → last request), so the sweeper's pick-up (up to " +
 		"a second) is not counted. Targets: with the backlog, claim time at most 1.2× and throughput at least " +
 		"0.8× those with the short queue. Runs last, so its old partitions add nothing to the scenarios before it.",
@@ -179,7 +179,7 @@ func explainClaim(ctx context.Context, db *pgx.Conn, ep string) (string, error) 
 			return "", fmt.Errorf("explain the claim: %w", err)
 		}
 	}
-	rows, err := tx.Query(ctx, fmt.Sprintf("/* bench-drain */ EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim('{%s}', '{100}')", ep))
+	rows, err := tx.Query(ctx, fmt.Sprintf("/* bench-drain */ EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_claim('{%s}', '{100}', '{-infinity}', '{00000000-0000-0000-0000-000000000000}')", ep))
 	if err != nil {
 		return "", fmt.Errorf("explain the claim: %w", err)
 	}
@@ -205,7 +205,7 @@ func claimSQL() (string, error) {
 		return "", errors.New("queries/dispatch.sql has no ClaimDueDeliveries")
 	}
 	q, _, _ := strings.Cut(rest, ";")
-	return strings.NewReplacer("@endpoint_ids", "$1", "@max_rows", "$2").Replace(q), nil
+	return strings.NewReplacer("@endpoint_ids", "$1", "@max_rows", "$2", "@after_ats", "$3", "@after_ids", "$4").Replace(q), nil
 }
 
 // meanTime is pg_stat_statements' mean execution time, in ms, of the sqlc

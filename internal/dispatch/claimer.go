@@ -16,12 +16,12 @@ import (
 // are busy share the next statement.
 type claimer struct {
 	claim claimFunc
-	batch *batch.Batcher[store.PlainClaim, store.Claim]
+	batch *batch.Batcher[store.ClaimRequest, store.Claim]
 }
 
 // claimFunc claims for many endpoints in one statement:
 // store.Store.ClaimPlainMany.
-type claimFunc func(context.Context, []store.PlainClaim) ([]store.Claim, error)
+type claimFunc func(context.Context, []store.ClaimRequest) ([]store.Claim, error)
 
 // maxClaimRuns bounds the runs whose claims one statement reads.
 const maxClaimRuns = 100
@@ -30,15 +30,15 @@ const maxClaimRuns = 100
 // concurrent statements.
 func newClaimer(claim claimFunc, committers int) *claimer {
 	cfg := batch.Config{Committers: committers, MaxBatch: maxClaimRuns}
-	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[store.PlainClaim, store.Claim](claim))}
+	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[store.ClaimRequest, store.Claim](claim))}
 }
 
 // claimPlain claims up to n of an endpoint's due deliveries, possibly in
 // one statement with other runs' claims. After close it claims on its own.
-func (c *claimer) claimPlain(ctx context.Context, req store.PlainClaim) (store.Claim, error) {
+func (c *claimer) claimPlain(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	claimed, err := c.batch.Submit(ctx, req)
 	if errors.Is(err, batch.ErrClosed) {
-		all, err := c.claim(ctx, []store.PlainClaim{req})
+		all, err := c.claim(ctx, []store.ClaimRequest{req})
 		if err != nil {
 			return store.Claim{}, err
 		}

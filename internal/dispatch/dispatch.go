@@ -189,6 +189,12 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	defer cancelWait()
 	defer context.AfterFunc(w.stopping, cancelWait)()
 	drained := false // the last claim took every due delivery, and they are recorded
+	// Where the next claim starts: after the last full claim's deliveries,
+	// all recorded (their index entries stay until vacuum; see
+	// ClaimDueDeliveries). A claim that comes up short, and every new run,
+	// starts from the front, so a delivery that lands behind the position
+	// (a fan-out that committed late) waits at most for the backlog ahead.
+	var after store.Position
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
@@ -203,7 +209,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			}
 		}
 		drained = false
-		target, plan, claimed, err := w.claim(ctx, endpointID, clock.Now(), &known)
+		target, plan, claimed, err := w.claim(ctx, endpointID, after, clock.Now(), &known)
+		after = store.Position{}
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
@@ -214,9 +221,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
-			flowChanged, err := w.record(ctx, target, w.sendBatch(ctx, target, claimed.Deliveries), queue)
+			sent := w.sendBatch(ctx, target, claimed.Deliveries)
+			flowChanged, err := w.record(ctx, target, sent, queue)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)
+			}
+			if n := len(claimed.Deliveries); n == plan.n && len(sent) == n {
+				after = claimed.Deliveries[n-1].Position()
 			}
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim

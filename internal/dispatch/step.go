@@ -36,17 +36,18 @@ func (k knownTarget) plain(now time.Time) bool {
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
 
-// claim claims the endpoint's due deliveries at now: on the plain path with
-// a single read, otherwise with claimLocked, which decides under the
-// endpoint's lock. The plan says why nothing was claimed; when the claim ran
-// and nothing was due, the claim says when something will be.
-func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time, known *knownTarget) (store.Target, claimPlan, store.Claim, error) {
+// claim claims the endpoint's due deliveries after the position at now: on
+// the plain path with a single read, otherwise with claimLocked, which
+// decides under the endpoint's lock. The plan says why nothing was claimed;
+// when the claim ran and nothing was due, the claim says when something
+// will be.
+func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time, known *knownTarget) (store.Target, claimPlan, store.Claim, error) {
 	if known.plain(now) {
 		n := known.target.MaxInFlight
-		claimed, err := w.claimer.claimPlain(ctx, store.PlainClaim{EndpointID: endpointID, N: n})
+		claimed, err := w.claimer.claimPlain(ctx, store.ClaimRequest{EndpointID: endpointID, N: n, After: after})
 		return known.target, claimPlan{n: n}, claimed, err
 	}
-	target, plan, claimed, err := w.claimLocked(ctx, endpointID, now)
+	target, plan, claimed, err := w.claimLocked(ctx, endpointID, after, now)
 	if err == nil {
 		*known = knownTarget{target: target, at: now}
 	}
@@ -57,7 +58,7 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, now time.Time,
 // throttle and circuit, claims up to that many due deliveries (oldest due
 // first) and saves the flow state the claim leaves. The target returned
 // holds that flow state.
-func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, now time.Time) (store.Target, claimPlan, store.Claim, error) {
+func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time) (store.Target, claimPlan, store.Claim, error) {
 	tx, err := w.store.BeginDispatch(ctx)
 	if err != nil {
 		return store.Target{}, claimPlan{}, store.Claim{}, err
@@ -70,7 +71,7 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, now time
 	plan := planClaim(target, now)
 	var claimed store.Claim
 	if plan.n > 0 {
-		if claimed, err = tx.ClaimDue(ctx, endpointID, plan.n); err != nil {
+		if claimed, err = tx.ClaimDue(ctx, store.ClaimRequest{EndpointID: endpointID, N: plan.n, After: after}); err != nil {
 			return target, plan, store.Claim{}, fmt.Errorf("claim due: %w", err)
 		}
 	}

@@ -21,33 +21,16 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := t.Context()
-	endpoint := func(typ string) uuid.UUID {
-		ep := newEndpoint(t, f, typ)
-		_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{typ})
-		require.NoError(t, err)
-		return ep
-	}
-	a, b, idle, later := endpoint("a"), endpoint("b"), endpoint("idle"), endpoint("later")
-	post := func(typ string, n int) []uuid.UUID {
-		var ids []uuid.UUID
-		for range n {
-			ev, _, err := f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: typ, Payload: []byte(`{}`)}, f.Jobs)
-			require.NoError(t, err)
-			_, _, err = f.Store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
-			require.NoError(t, err)
-			ids = append(ids, ev.ID)
-		}
-		return ids
-	}
-	aEvents, bEvents := post("a", 5), post("b", 2)
-	post("later", 2)
+	a, b, idle, later := subscribed(t, f, "a"), subscribed(t, f, "b"), subscribed(t, f, "idle"), subscribed(t, f, "later")
+	aEvents, bEvents := postEvents(t, f, "a", 5), postEvents(t, f, "b", 2)
+	postEvents(t, f, "later", 2)
 	retryAt := time.Now().Add(30 * time.Second).Truncate(time.Microsecond)
 	_, err := f.Store.Pool().Exec(ctx, `UPDATE deliveries SET status = 'failed',
 		next_attempt_at = $2::timestamptz + CASE WHEN id = (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY id LIMIT 1) THEN interval '0' ELSE interval '1 s' END
 		WHERE endpoint_id = $1`, later, retryAt) // its two retries: the earlier one at retryAt
 	require.NoError(t, err)
 
-	got, err := f.Store.ClaimPlainMany(ctx, []store.PlainClaim{
+	got, err := f.Store.ClaimPlainMany(ctx, []store.ClaimRequest{
 		{EndpointID: b, N: 10}, {EndpointID: idle, N: 10}, {EndpointID: a, N: 3}, {EndpointID: later, N: 10},
 	})
 	require.NoError(t, err)
@@ -117,4 +100,60 @@ func TestWeekBoundsMatchTheDatabase(t *testing.T) {
 		require.Equal(t, dbHi, hi, "upper bound of %s", id)
 		require.True(t, bytes.Compare(lo[:], id[:]) <= 0 && bytes.Compare(id[:], hi[:]) < 0, "%s within [%s, %s)", id, lo, hi)
 	}
+}
+
+// TestClaimStartsAfterItsPosition: a claim reads an endpoint's queue after
+// the position it is given (where the run's last full claim ended): the
+// deliveries behind it are left alone, and with none queued after it the
+// claim reports nothing due later either.
+func TestClaimStartsAfterItsPosition(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep := subscribed(t, f, "a")
+	posted := postEvents(t, f, "a", 5)
+	claim := func(n int, after store.Position) store.Claim {
+		got, err := f.Store.ClaimPlainMany(ctx, []store.ClaimRequest{{EndpointID: ep, N: n, After: after}})
+		require.NoError(t, err)
+		return got[0]
+	}
+	events := func(c store.Claim) []uuid.UUID {
+		var ids []uuid.UUID
+		for _, d := range c.Deliveries {
+			ids = append(ids, d.EventID)
+		}
+		return ids
+	}
+	first := claim(2, store.Position{})
+	require.Equal(t, posted[:2], events(first), "from the front: the two oldest")
+	rest := claim(10, first.Deliveries[1].Position())
+	require.Equal(t, posted[2:], events(rest), "after the second: the other three")
+	none := claim(10, rest.Deliveries[2].Position())
+	require.Empty(t, none.Deliveries, "after the last: nothing")
+	require.Nil(t, none.NextDue, "and nothing queued after it")
+	require.Equal(t, posted, events(claim(10, store.Position{})), "from the front again: all five, none claimed away")
+}
+
+// subscribed creates an endpoint of tenant A subscribed to typ.
+func subscribed(t *testing.T, f storetest.Fixture, typ string) uuid.UUID {
+	t.Helper()
+	ep := newEndpoint(t, f, typ)
+	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
+	require.NoError(t, err)
+	return ep
+}
+
+// postEvents posts n events of typ for tenant A, fanning each out, and
+// returns their ids in order.
+func postEvents(t *testing.T, f storetest.Fixture, typ string, n int) []uuid.UUID {
+	t.Helper()
+	var ids []uuid.UUID
+	for range n {
+		ev, _, err := f.Store.CreateEvent(t.Context(), f.TenantA.ID, sluice.NewEvent{Type: typ, Payload: []byte(`{}`)}, f.Jobs)
+		require.NoError(t, err)
+		_, _, err = f.Store.FanOut(t.Context(), []uuid.UUID{ev.ID}, nil)
+		require.NoError(t, err)
+		ids = append(ids, ev.ID)
+	}
+	return ids
 }

@@ -2,10 +2,15 @@ package store_test
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // TestClaimPlanDoesNotDependOnTheBacklog: with 100,000 due deliveries on one
@@ -16,12 +21,12 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	t.Parallel()
 	f, ep := dueBacklog(t, 100000)
 
-	claim := querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows")
+	claim := claimSQL(t)
 	// A claim in a dispatch step's transaction is planned for its values;
 	// group-committed claims run the generic plan (store.genericPlan).
 	plans := map[string]string{
-		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}),
-		"generic":                explainGeneric(t, f.Store, claim, fmt.Sprintf("'{%s}', '{10}'", ep)),
+		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),
+		"generic":                explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{})),
 	}
 	for name, plan := range plans {
 		t.Logf("claim over a 100,000-delivery backlog, no statistics, %s:\n%s", name, plan)
@@ -32,4 +37,55 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 		require.Regexp(t, `Index Scan using deliveries_\d{8}_endpoint_id_next_attempt_at_id_idx on deliveries_\d{8} d_\d+ .*\(actual .* rows=10 `, plan,
 			"%s: ten index entries read for ten rows", name)
 	}
+}
+
+// TestClaimAfterAPositionSkipsWhatWasDelivered: in a backlog whose first
+// half has been delivered (its index entries left for vacuum), a claim
+// that starts after the last delivered one goes straight to the next due:
+// its index scan starts at the position (an index condition, not a filter)
+// and reads a few pages where a claim from the front reads hundreds.
+func TestClaimAfterAPositionSkipsWhatWasDelivered(t *testing.T) {
+	t.Parallel()
+	f, ep := dueBacklog(t, 40000)
+	var last store.Position
+	err := f.Store.Pool().QueryRow(t.Context(), `
+		WITH done AS (
+			UPDATE deliveries SET status = 'delivered'
+			WHERE id IN (SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY next_attempt_at, id LIMIT 20000)
+			RETURNING next_attempt_at, id)
+		SELECT next_attempt_at, id FROM done ORDER BY next_attempt_at DESC, id DESC LIMIT 1`, ep).Scan(&last.NextAttemptAt, &last.ID)
+	require.NoError(t, err)
+
+	claim := claimSQL(t)
+	// The first claim from the front marks the entries it steps over dead;
+	// the second is the one measured.
+	_ = explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{}))
+	fromFront := explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{}))
+	afterLast := explainGeneric(t, f.Store, claim, claimArgs(ep, 10, last))
+	t.Logf("from the front:\n%s\nafter the last delivered:\n%s", fromFront, afterLast)
+	require.Contains(t, afterLast, "(ROW(next_attempt_at, id) > ROW(", "the position bounds the index scan")
+	front, after := sharedHits(t, fromFront), sharedHits(t, afterLast)
+	require.Less(t, after*5, front, "after the position: %d buffers; from the front: %d", after, front)
+}
+
+// claimSQL is ClaimDueDeliveries with its parameters numbered, for EXPLAIN.
+func claimSQL(t *testing.T) string {
+	return querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows", "after_ats", "after_ids")
+}
+
+// claimArgs are claimSQL's arguments, as SQL, for a claim of n from ep after
+// the position.
+func claimArgs(ep uuid.UUID, n int, after store.Position) string {
+	return fmt.Sprintf(`'{%s}', '{%d}', '{"%s"}', '{%s}'`, ep, n, after.NextAttemptAt.UTC().Format("2006-01-02 15:04:05.999999Z07:00"), after.ID)
+}
+
+// sharedHits is the number of shared buffers a whole plan touched (its top
+// line's Buffers).
+func sharedHits(t *testing.T, plan string) int {
+	t.Helper()
+	m := regexp.MustCompile(`Buffers: shared hit=(\d+)`).FindStringSubmatch(plan)
+	require.NotNil(t, m, "buffers in the plan")
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
 }

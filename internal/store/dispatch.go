@@ -43,6 +43,19 @@ type Claimed struct {
 	EventCreatedAt time.Time
 }
 
+// Position is a delivery's place in its endpoint's queue, which claims read
+// oldest due first: by next attempt time, then by id. The zero Position is
+// before every delivery.
+type Position struct {
+	NextAttemptAt time.Time
+	ID            uuid.UUID
+}
+
+// Position is the claimed delivery's place in its endpoint's queue.
+func (c Claimed) Position() Position {
+	return Position{NextAttemptAt: c.NextAttemptAt, ID: c.ID}
+}
+
 // Outcome is one attempt and what it did to its delivery: a row of
 // delivery_attempts and the delivery's new state.
 type Outcome struct {
@@ -73,7 +86,7 @@ type Alert struct {
 // healthy circuit, so there is nothing to decide or save. It is one read,
 // outside any transaction (ClaimDueDeliveries says why nothing is locked).
 func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	claimed, err := s.ClaimPlainMany(ctx, []PlainClaim{{EndpointID: endpointID, N: n}})
+	claimed, err := s.ClaimPlainMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
 	if err != nil {
 		return nil, err
 	}
@@ -89,28 +102,33 @@ type Claim struct {
 	NextDue *time.Time
 }
 
-// PlainClaim asks ClaimPlainMany for up to N of an endpoint's due
-// deliveries.
-type PlainClaim struct {
+// ClaimRequest asks for up to N of an endpoint's due deliveries after a
+// position in its queue (ClaimDueDeliveries says why).
+type ClaimRequest struct {
 	EndpointID uuid.UUID
 	N          int
+	After      Position
 }
 
 // ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
 // plain claims of concurrent dispatch runs, group-committed. It returns
 // what each claim found, in the order of claims.
-func (s *Store) ClaimPlainMany(ctx context.Context, claims []PlainClaim) ([]Claim, error) {
+func (s *Store) ClaimPlainMany(ctx context.Context, claims []ClaimRequest) ([]Claim, error) {
 	return claimDue(ctx, s.groupClaim, claims)
 }
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a
 // transaction, and sorts its rows out by claim.
-func claimDue(ctx context.Context, q *dbq.Queries, claims []PlainClaim) ([]Claim, error) {
-	ids, limits := make([]uuid.UUID, len(claims)), make([]int32, len(claims))
-	for i, c := range claims {
-		ids[i], limits[i] = c.EndpointID, int32(c.N)
+func claimDue(ctx context.Context, q *dbq.Queries, claims []ClaimRequest) ([]Claim, error) {
+	p := dbq.ClaimDueDeliveriesParams{
+		EndpointIds: make([]uuid.UUID, len(claims)), MaxRows: make([]int32, len(claims)),
+		AfterAts: make([]time.Time, len(claims)), AfterIds: make([]uuid.UUID, len(claims)),
 	}
-	rows, err := q.ClaimDueDeliveries(ctx, dbq.ClaimDueDeliveriesParams{EndpointIds: ids, MaxRows: limits})
+	for i, c := range claims {
+		p.EndpointIds[i], p.MaxRows[i] = c.EndpointID, int32(c.N)
+		p.AfterAts[i], p.AfterIds[i] = c.After.NextAttemptAt, c.After.ID
+	}
+	rows, err := q.ClaimDueDeliveries(ctx, p)
 	if err != nil {
 		return nil, err
 	}

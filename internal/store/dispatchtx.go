@@ -103,10 +103,10 @@ func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (Locked
 	}, nil
 }
 
-// ClaimDue claims up to n of the endpoint's due deliveries, oldest due
-// first (ClaimDueDeliveries says why it locks nothing).
-func (t *DispatchTx) ClaimDue(ctx context.Context, endpointID uuid.UUID, n int) (Claim, error) {
-	claimed, err := claimDue(ctx, t.q, []PlainClaim{{EndpointID: endpointID, N: n}})
+// ClaimDue claims up to c.N of the endpoint's due deliveries after c.After,
+// oldest due first (ClaimDueDeliveries says why it locks nothing).
+func (t *DispatchTx) ClaimDue(ctx context.Context, c ClaimRequest) (Claim, error) {
+	claimed, err := claimDue(ctx, t.q, []ClaimRequest{c})
 	if err != nil {
 		return Claim{}, err
 	}

@@ -52,14 +52,16 @@ func explainAnalyze(t *testing.T, st *store.Store, sql string, args ...any) stri
 func explainGeneric(t *testing.T, st *store.Store, sql, args string, settings ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	conn, err := st.Pool().Acquire(ctx)
+	pooled, err := st.Pool().Acquire(ctx)
 	require.NoError(t, err)
-	defer conn.Release()
+	// The settings and the prepared statement stay with the connection,
+	// which is closed rather than returned to the pool.
+	conn := pooled.Hijack()
+	defer conn.Close(ctx)
 	for _, set := range append([]string{"SET plan_cache_mode = force_generic_plan"}, settings...) {
 		_, err = conn.Exec(ctx, set)
 		require.NoError(t, err)
 	}
-	defer func() { _, _ = conn.Exec(ctx, "DISCARD ALL") }()
 	_, err = conn.Exec(ctx, "PREPARE explained AS "+sql)
 	require.NoError(t, err)
 	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) EXECUTE explained("+args+")")

@@ -14,7 +14,8 @@ import (
 
 const claimDueDeliveries = `-- name: ClaimDueDeliveries :many
 WITH r AS (
-    SELECT unnest($1::uuid[]) AS endpoint_id, unnest($2::int[]) AS max_rows
+    SELECT unnest($1::uuid[]) AS endpoint_id, unnest($2::int[]) AS max_rows,
+           unnest($3::timestamptz[]) AS after_at, unnest($4::uuid[]) AS after_id
 )
 SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
        c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
@@ -27,6 +28,7 @@ CROSS JOIN LATERAL (
     WHERE d.endpoint_id = r.endpoint_id
       AND d.status IN ('pending', 'failed')
       AND d.next_attempt_at <= now()
+      AND (d.next_attempt_at, d.id) > (r.after_at, r.after_id)
     ORDER BY d.next_attempt_at, d.id
     LIMIT r.max_rows
 ) c
@@ -36,7 +38,8 @@ FROM r
 CROSS JOIN LATERAL (
     SELECT q.next_attempt_at FROM deliveries q
     WHERE q.endpoint_id = r.endpoint_id AND q.status IN ('pending', 'failed')
-    ORDER BY q.next_attempt_at
+      AND (q.next_attempt_at, q.id) > (r.after_at, r.after_id)
+    ORDER BY q.next_attempt_at, q.id
     LIMIT 1
 ) n
 WHERE n.next_attempt_at > now()
@@ -45,6 +48,8 @@ WHERE n.next_attempt_at > now()
 type ClaimDueDeliveriesParams struct {
 	EndpointIds []uuid.UUID
 	MaxRows     []int32
+	AfterAts    []time.Time
+	AfterIds    []uuid.UUID
 }
 
 type ClaimDueDeliveriesRow struct {
@@ -74,11 +79,24 @@ type ClaimDueDeliveriesRow struct {
 // index entries whatever the backlog. It claims for many endpoints in one
 // statement, each up to its own limit: the plain claims of concurrent
 // dispatch runs are group-committed (internal/dispatch/claimer.go).
-// For each endpoint whose earliest queued delivery is not yet due, a row
-// that claims nothing (claimed false, no id) and says when it will be
-// due, so that the run knows whether to wait for a retry without asking.
+//
+// Each claim starts after a position in the queue (after_at, after_id):
+// where the run's last full claim ended (store.Position). The deliveries
+// before it were that run's, and are recorded; their index entries stay
+// until vacuum, and a claim starting at the front of a draining backlog
+// stepped over every one of them (claims took twice as long at 100,000
+// queued as at 5,000). The zero position is before every delivery.
+// For each endpoint whose earliest queued delivery (after the position)
+// is not yet due, a row that claims nothing (claimed false, no id) and says
+// when it will be due, so that the run knows whether to wait for a retry
+// without asking.
 func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveriesParams) ([]ClaimDueDeliveriesRow, error) {
-	rows, err := q.db.Query(ctx, claimDueDeliveries, arg.EndpointIds, arg.MaxRows)
+	rows, err := q.db.Query(ctx, claimDueDeliveries,
+		arg.EndpointIds,
+		arg.MaxRows,
+		arg.AfterAts,
+		arg.AfterIds,
+	)
 	if err != nil {
 		return nil, err
 	}
