@@ -24,9 +24,10 @@ var blockedScenario = Scenario{
 		"event type, and 2,500 on receivers answering 500, subscribed to another; 5 events of each type are posted " +
 		"(25,000 deliveries). The run waits until every one of the first half is throttled for ~1 h and every one of " +
 		"the second has its circuit open (5 consecutive failures, the default SLUICE_CIRCUIT_THRESHOLD; the default " +
-		"SLUICE_CIRCUIT_PROBE of 1 min, so the measurement ends before the first probe is due), then 3 s more and " +
-		"until Postgres uses under 0.05 cores over a second (autovacuum of the setup's writes; at most 20 s, noted; the " +
-		"same wait precedes the idle window before them). " +
+		"SLUICE_CIRCUIT_PROBE of 1 min, so the measurement ends before the first probe is due), then 3 s more, a " +
+		"VACUUM (ANALYZE) of the tables the setup wrote (what autovacuum would otherwise do in the middle of a " +
+		"measurement, at its own time), and until Postgres uses under 0.05 cores over a second (at most 20 s, noted; the " +
+		"same wait, vacuum included, precedes the idle window before them). " +
 		"Phase B: the same healthy load beside them. Then the blocked endpoints' 5,000 subscriptions are deleted " +
 		"(they stay blocked, their deliveries queued) and after 3 s phase C: the same load again, so that C − A is " +
 		"what waiting costs and B − C what routing each event past 5,000 more subscriptions costs. Targets: healthy " +
@@ -41,10 +42,15 @@ var blockedScenario = Scenario{
 // blockedSettledCores is the most Postgres (and other processes) may use,
 // over a second, before an idle window or phase B is measured: the
 // blocked endpoints' setup (5,000 endpoints, 25,000 deliveries, 5,000
-// parked jobs) is followed by autovacuum of those tables, which is not
-// what waiting costs. The wait is bounded (20 s after blocking, so that
+// parked jobs) is followed by a vacuum of those tables, which is not what
+// waiting costs. The wait is bounded (20 s after blocking, so that
 // phase B still ends before the first circuit probe) and noted.
 const blockedSettledCores = 0.05
+
+// blockedSetupTables are the tables the blocked endpoints' setup writes,
+// vacuumed (and analyzed) by the benchmark once it is done, so that
+// autovacuum does not do it during a measurement.
+const blockedSetupTables = "endpoints, subscriptions, destination_throttle, circuit_alerts, river_job, events, deliveries, delivery_attempts"
 
 const (
 	blockedHealthy     = 100
@@ -120,10 +126,13 @@ func blocked(ctx context.Context, env *Env) (Table, error) {
 		if _, err := healthyPhaseAt(ctx, env, sinks, blockedRate, 2*time.Second); err != nil {
 			return s, fmt.Errorf("warm-up: %w", err)
 		}
-		settle := func(label string, limit time.Duration) { // let the work before, and Postgres's autovacuum of it, settle
+		settle := func(label string, limit time.Duration) { // let the work before, and Postgres's vacuum of it, settle
 			select {
 			case <-ctx.Done():
 			case <-time.After(3 * time.Second):
+			}
+			if _, err := env.DB.Exec(ctx, "/* bench-drain */ VACUUM (ANALYZE) "+blockedSetupTables); err != nil {
+				s.Note = joinNotes(s.Note, label+": vacuum: "+err.Error())
 			}
 			t0 := time.Now()
 			if note := env.waitIdleBelow(ctx, limit, blockedSettledCores); note != "" {
