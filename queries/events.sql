@@ -55,3 +55,17 @@ WHERE s.tenant_id = @tenant_id AND s.event_types && @patterns::text[]
        OR (@own::boolean AND e.consumer IS NULL)
        OR e.consumer = ANY(@consumers::text[]))
 FOR KEY SHARE OF e;
+
+-- name: InsertEvents :exec
+-- Stores a small group of events in one statement and one round trip
+-- (store.insertEvents; a large group goes by COPY). A consumer is stored
+-- only where has_consumers says there is one, so that "" stays "".
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at)
+SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
+       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
+           unnest(@payloads::text[]) AS payload, unnest(@coalesce_keys::text[]) AS coalesce_key,
+           unnest(@consumers::text[]) AS consumer, unnest(@has_consumers::bool[]) AS has_consumer,
+           unnest(@broadcasts::bool[]) AS broadcast, unnest(@created_ats::timestamptz[]) AS created_at
+) e;

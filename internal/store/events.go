@@ -100,7 +100,8 @@ type TenantEvent struct {
 const MaxInlineDeliveries = 1000
 
 // CreateTenantEvents stores events of any tenants (a group of single
-// posts, or one tenant's batch) with one COPY and makes their deliveries in
+// posts, or one tenant's batch) in one statement (insertEvents) and makes
+// their deliveries in
 // the same transaction, so that a post costs no fan-out job: no job row
 // written, fetched and completed. It returns the events in input order and
 // the endpoints whose queues changed, which the caller hands to their
@@ -113,14 +114,14 @@ const MaxInlineDeliveries = 1000
 // retries that, but a POST would fail. Idempotency keys are not looked at:
 // events that carry one go through CreateEvent.
 func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
-	out, rows := eventRows(evs)
+	out := newEvents(evs)
 	var touched []uuid.UUID
 	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
-		if err := copyEvents(ctx, tx, rows); err != nil {
+		q := s.q.WithTx(tx)
+		if err := insertEvents(ctx, tx, q, out); err != nil {
 			return err
 		}
 		inline, keyed := splitKeyed(out)
-		q := s.q.WithTx(tx)
 		plan, err := planFanOut(ctx, q, inline)
 		if err != nil {
 			return err
@@ -139,24 +140,57 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 	return out, touched, err
 }
 
-// eventRows gives each event an id and returns the events as stored and
-// as rows for copyEvents.
-func eventRows(evs []TenantEvent) ([]sluice.Event, [][]any) {
+// newEvents gives each event an id and its creation time, and returns them
+// as they will be stored.
+func newEvents(evs []TenantEvent) []sluice.Event {
 	now := time.Now().UTC()
 	out := make([]sluice.Event, len(evs))
-	rows := make([][]any, len(evs))
 	for i, te := range evs {
-		ev, id := te.Event, newID()
+		ev := te.Event
 		out[i] = sluice.Event{
-			ID: id, TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
+			ID: newID(), TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
 			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now,
 		}
-		rows[i] = []any{id, te.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, now}
 	}
-	return out, rows
+	return out
 }
 
-func copyEvents(ctx context.Context, tx pgx.Tx, rows [][]any) error {
+// maxInsertEvents is the largest group of events stored with one INSERT:
+// one round trip, where COPY takes two and, for a few rows, more of
+// Postgres's time (a single post's: 0.12 ms, against 0.19 by COPY, at 25
+// events/s). Larger groups go by COPY, which costs less per row.
+const maxInsertEvents = 32
+
+// insertEvents stores evs in tx: with InsertEvents, or by COPY when there
+// are more than maxInsertEvents.
+func insertEvents(ctx context.Context, tx pgx.Tx, q *dbq.Queries, evs []sluice.Event) error {
+	if len(evs) > maxInsertEvents {
+		return copyEvents(ctx, tx, evs)
+	}
+	n := len(evs)
+	p := dbq.InsertEventsParams{
+		Ids: make([]uuid.UUID, n), TenantIds: make([]uuid.UUID, n), Types: make([]string, n), Payloads: make([]string, n),
+		CoalesceKeys: make([]string, n), Consumers: make([]string, n), HasConsumers: make([]bool, n),
+		Broadcasts: make([]bool, n), CreatedAts: make([]time.Time, n),
+	}
+	for i, ev := range evs {
+		p.Ids[i], p.TenantIds[i], p.Types[i], p.Payloads[i] = ev.ID, ev.TenantID, ev.Type, string(ev.Payload)
+		p.Broadcasts[i], p.CreatedAts[i] = ev.Broadcast, ev.CreatedAt
+		if ev.CoalesceKey != nil {
+			p.CoalesceKeys[i] = *ev.CoalesceKey // never "": the API refuses an empty key
+		}
+		if ev.Consumer != nil {
+			p.Consumers[i], p.HasConsumers[i] = *ev.Consumer, true
+		}
+	}
+	return q.InsertEvents(ctx, p)
+}
+
+func copyEvents(ctx context.Context, tx pgx.Tx, evs []sluice.Event) error {
+	rows := make([][]any, len(evs))
+	for i, ev := range evs {
+		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt}
+	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
 		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
 	return err

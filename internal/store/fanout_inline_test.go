@@ -3,6 +3,7 @@ package store_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -63,4 +64,43 @@ func fanoutJobs(t *testing.T, f storetest.Fixture) int {
 	var n int
 	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = 'fanout'`).Scan(&n))
 	return n
+}
+
+// TestGroupsAreStoredAsPosted: a small group of events (one INSERT) and a
+// large one (COPY) store each event as posted: payload byte for byte,
+// coalesce key, consumer (none, a consumer, or "", which is not none) and
+// broadcast.
+func TestGroupsAreStoredAsPosted(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	key, consumer, empty := "k-1", "acme", ""
+	variants := []sluice.NewEvent{
+		{Type: "a.b", Payload: []byte(`{"n": 1,  "s":"é\u00e9"}`)},
+		{Type: "a.c", Payload: []byte(`[1,2]`), CoalesceKey: &key},
+		{Type: "a.d", Payload: []byte(`"x"`), Consumer: &consumer},
+		{Type: "a.e", Payload: []byte(`null`), Consumer: &empty},
+		{Type: "a.f", Payload: []byte(`{}`), Broadcast: true},
+	}
+	for _, n := range []int{len(variants), 40} {
+		evs := make([]store.TenantEvent, n)
+		for i := range evs {
+			evs[i] = store.TenantEvent{TenantID: f.TenantA.ID, Event: variants[i%len(variants)]}
+		}
+		out, _, err := f.Store.CreateTenantEvents(t.Context(), evs, f.Jobs)
+		require.NoError(t, err)
+		for i, want := range out {
+			var got sluice.Event
+			var payload string
+			err := f.Store.Pool().QueryRow(t.Context(), `SELECT tenant_id, type, payload::text, coalesce_key, consumer, broadcast, created_at
+				FROM events WHERE id = $1`, want.ID).Scan(&got.TenantID, &got.Type, &payload, &got.CoalesceKey, &got.Consumer, &got.Broadcast, &got.CreatedAt)
+			require.NoError(t, err, "group of %d, event %d", n, i)
+			require.Equal(t, string(evs[i].Event.Payload), payload, "group of %d, event %d: payload", n, i)
+			require.Equal(t, want.TenantID, got.TenantID)
+			require.Equal(t, want.Type, got.Type)
+			require.Equal(t, want.CoalesceKey, got.CoalesceKey, "group of %d, event %d: coalesce key", n, i)
+			require.Equal(t, want.Consumer, got.Consumer, "group of %d, event %d: consumer", n, i)
+			require.Equal(t, want.Broadcast, got.Broadcast)
+			require.WithinDuration(t, want.CreatedAt, got.CreatedAt, time.Microsecond)
+		}
+	}
 }
