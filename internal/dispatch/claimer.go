@@ -33,8 +33,9 @@ func newClaimer(claim claimFunc, committers int) *claimer {
 	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[store.ClaimRequest, store.Claim](claim))}
 }
 
-// claimPlain claims up to n of an endpoint's due deliveries, possibly in
-// one statement with other runs' claims. After close it claims on its own.
+// claimPlain claims what req asks for (up to N of an endpoint's due
+// deliveries after a position), possibly in one statement with other runs'
+// claims. After close it claims on its own.
 func (c *claimer) claimPlain(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
 	claimed, err := c.batch.Submit(ctx, req)
 	if errors.Is(err, batch.ErrClosed) {
