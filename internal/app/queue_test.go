@@ -115,3 +115,50 @@ func unique(r *receiver.Receiver) int {
 	}
 	return len(seen)
 }
+
+// TestDeliveryBehindTheClaimPositionIsSent: a run's next claim starts after
+// its last full claim, so a delivery that lands behind that position (due
+// earlier than what the run has claimed, as from a fan-out that committed
+// late) is not claimed there. It is sent as soon as a claim comes up short
+// and the run reads its queue from the front again, not when the run's
+// budget (4 to 6 s) ends and a new run starts at the front.
+func TestDeliveryBehindTheClaimPositionIsSent(t *testing.T) {
+	h := start(t, nil)
+	rcv := receiver.New(t)
+	rcv.AnswerFunc(func(n int) receiver.Behavior {
+		if n <= 2 {
+			return receiver.Behavior{Delay: 300 * time.Millisecond} // the first claim's two, held
+		}
+		return receiver.Behavior{}
+	})
+	ep, _ := h.endpoint(rcv, []string{"pos.*"}, map[string]any{"max_in_flight": 2})
+	h.postBatch("pos.a", 4)
+	eventually(t, 10*time.Second, func() bool { return rcv.Count() >= 2 }, "the first claim's two in flight")
+
+	// A delivery due an hour ago, behind every position the run will hold,
+	// made without a wake-up; the post after it brings one, as the late
+	// fan-out's own would.
+	var behind uuid.UUID
+	err := h.proc.Store.Pool().QueryRow(t.Context(), `
+		WITH ev AS (
+			INSERT INTO events (id, tenant_id, type, payload) VALUES (sluice_uuidv7(), $1, 'pos.behind', '{}') RETURNING id)
+		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
+		SELECT sluice_uuidv7(), $1, ev.id, $2, 'pos.behind', now() - interval '1 hour' FROM ev
+		RETURNING event_id`, h.tenant.ID, ep).Scan(&behind)
+	require.NoError(t, err)
+	inserted := time.Now()
+	h.post("pos.b", map[string]int{"n": 1})
+
+	var sent time.Time
+	eventually(t, 15*time.Second, func() bool {
+		for _, r := range rcv.Requests() {
+			if r.ID == behind.String() {
+				sent = r.At
+				return true
+			}
+		}
+		return false
+	}, "the delivery behind the position sent")
+	require.Less(t, sent.Sub(inserted), 2500*time.Millisecond, "sent once a claim came up short, not at the next run")
+	eventually(t, 10*time.Second, func() bool { return rcv.Count() >= 6 }, "all six sent (%d so far)", rcv.Count())
+}
