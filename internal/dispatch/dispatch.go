@@ -195,7 +195,6 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// starts from the front, so a delivery that lands behind the position
 	// (a fan-out that committed late) waits at most for the backlog ahead.
 	var after store.Position
-loop:
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return err // the sweeper may already have handed the endpoint to another run
@@ -204,9 +203,6 @@ loop:
 		// Waker), so wait for one instead of claiming again; the final
 		// check covers a signal lost.
 		if drained && !w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
-			if !clock.Now().Before(deadline) {
-				break loop // budget spent while waiting: hand over (below)
-			}
 			finished, err := w.end(ctx, job, &wake)
 			if err != nil || finished {
 				return err
@@ -256,9 +252,6 @@ loop:
 			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
 				continue
 			}
-			if !clock.Now().Before(deadline) {
-				break loop // budget spent while waiting: hand over (below)
-			}
 			finished, err := w.end(ctx, job, &wake)
 			if err != nil || finished {
 				return err
@@ -266,15 +259,10 @@ loop:
 		}
 	}
 	// Budget spent, or the worker is stopping: hand over to a successor
-	// queued behind other work. It is committed (and can be fetched) at
-	// once, where a snooze would wait for River's completer. A budget
-	// spent while the run waited for more hands over too, rather than
-	// ending: a run waits at most a second before it ends, so this one was
-	// busy within the last second, and ending it left the endpoint's next
-	// delivery to wait for a job to be queued and fetched (a tail of tens
-	// to hundreds of milliseconds, once per budget per busy endpoint).
-	// Leave the Waker first: once the successor runs, fan-out must not
-	// hand deliveries to this run any more.
+	// queued behind other work. It
+	// is committed (and can be fetched) at once, where a snooze would wait
+	// for River's completer. Leave the Waker first: once the successor
+	// runs, fan-out must not hand deliveries to this run any more.
 	w.cfg.Waker.leave(endpointID, wake)
 	if err := w.handOver(ctx, job, queue); err != nil {
 		return fmt.Errorf("hand over: %w", err)
