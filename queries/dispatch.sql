@@ -65,10 +65,12 @@ UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 --
 -- Each claim starts after a position in the queue (after_at, after_id):
 -- where the run's last full claim ended (store.Position). The deliveries
--- before it were that run's, and are recorded; their index entries stay
+-- before it are mostly that run's own, recorded; their index entries stay
 -- until vacuum, and a claim starting at the front of a draining backlog
 -- stepped over every one of them (claims took twice as long at 100,000
--- queued as at 5,000). The zero position is before every delivery.
+-- queued as at 5,000). One that lands behind the position (a fan-out that
+-- committed late) is claimed when a claim comes up short and the run
+-- starts from the front again. The zero position is before every delivery.
 -- name: ClaimDueDeliveries :many
 WITH r AS (
     SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows,

@@ -100,12 +100,11 @@ type TenantEvent struct {
 const MaxInlineDeliveries = 1000
 
 // CreateTenantEvents stores events of any tenants (a group of single
-// posts, or one tenant's batch) in one statement (insertEvents) and makes
-// their deliveries in
-// the same transaction, so that a post costs no fan-out job: no job row
-// written, fetched and completed. It returns the events in input order and
-// the endpoints whose queues changed, which the caller hands to their
-// dispatch runs after the commit (DispatchOrWake).
+// posts, or one tenant's batch; see insertEvents) and makes their
+// deliveries in the same transaction, so that a post costs no fan-out job:
+// no job row written, fetched and completed. It returns the events in
+// input order and the endpoints whose queues changed, which the caller
+// hands to their dispatch runs after the commit (DispatchOrWake).
 //
 // Events with a coalesce key, and groups that would make more than
 // MaxInlineDeliveries deliveries, get a fan-out job in the same transaction

@@ -82,10 +82,12 @@ type ClaimDueDeliveriesRow struct {
 //
 // Each claim starts after a position in the queue (after_at, after_id):
 // where the run's last full claim ended (store.Position). The deliveries
-// before it were that run's, and are recorded; their index entries stay
+// before it are mostly that run's own, recorded; their index entries stay
 // until vacuum, and a claim starting at the front of a draining backlog
 // stepped over every one of them (claims took twice as long at 100,000
-// queued as at 5,000). The zero position is before every delivery.
+// queued as at 5,000). One that lands behind the position (a fan-out that
+// committed late) is claimed when a claim comes up short and the run
+// starts from the front again. The zero position is before every delivery.
 // For each endpoint whose earliest queued delivery (after the position)
 // is not yet due, a row that claims nothing (claimed false, no id) and says
 // when it will be due, so that the run knows whether to wait for a retry
