@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -100,20 +102,29 @@ type TenantEvent struct {
 const MaxInlineDeliveries = 1000
 
 // CreateTenantEvents stores events of any tenants (a group of single
-// posts, or one tenant's batch; see insertEvents) and makes their
-// deliveries in the same transaction, so that a post costs no fan-out job:
-// no job row written, fetched and completed. It returns the events in
-// input order and the endpoints whose queues changed, which the caller
-// hands to their dispatch runs after the commit (DispatchOrWake).
+// posts, or one tenant's batch) and makes their deliveries in the same
+// transaction, so that a post costs no fan-out job: no job row written,
+// fetched and completed. It returns the events in input order and the
+// endpoints whose queues changed, which the caller hands to their dispatch
+// runs after the commit (DispatchOrWake).
 //
-// Events with a coalesce key, and groups that would make more than
-// MaxInlineDeliveries deliveries, get a fan-out job in the same transaction
-// instead. Coalescing updates queued deliveries, and so waits on, and can
-// deadlock with, the dispatchers recording those rows: a fan-out job
-// retries that, but a POST would fail. Idempotency keys are not looked at:
-// events that carry one go through CreateEvent.
+// A group of up to maxInsertEvents events without coalesce keys is one
+// statement (insertRouted). Others go through a transaction: the events
+// (see insertEvents), then their routing and deliveries. Events with a
+// coalesce key, and groups that would make more than MaxInlineDeliveries
+// deliveries, get a fan-out job in that transaction instead. Coalescing
+// updates queued deliveries, and so waits on, and can deadlock with, the
+// dispatchers recording those rows: a fan-out job retries that, but a POST
+// would fail. Idempotency keys are not looked at: events that carry one go
+// through CreateEvent.
 func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
+	if len(out) <= maxInsertEvents && !anyCoalesced(out) {
+		touched, err := s.insertRouted(ctx, out)
+		if !errors.Is(err, errOverInline) {
+			return out, touched, err
+		}
+	}
 	var touched []uuid.UUID
 	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -139,6 +150,49 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 	return out, touched, err
 }
 
+// errOverInline is insertRouted's answer for a group that would make more
+// than MaxInlineDeliveries deliveries: it stored nothing.
+var errOverInline = errors.New("more deliveries than are made inline")
+
+// insertRouted stores evs, none with a coalesce key, and their deliveries
+// with one statement in one round trip (InsertRoutedEvents: events,
+// routing and deliveries, where a transaction takes five round trips) and
+// returns the endpoints whose queues changed. A group that would make more
+// than MaxInlineDeliveries deliveries stores nothing and returns
+// errOverInline.
+func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UUID, error) {
+	e := eventsParams(evs)
+	p := dbq.InsertRoutedEventsParams{
+		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads, Consumers: e.Consumers,
+		HasConsumers: e.HasConsumers, Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts,
+		MaxDeliveries: MaxInlineDeliveries,
+	}
+	for _, ev := range evs {
+		for _, pattern := range sluice.CandidatePatterns(ev.Type) {
+			p.PatternEvents = append(p.PatternEvents, ev.ID)
+			p.Patterns = append(p.Patterns, pattern)
+		}
+	}
+	endpoints, err := s.routed.InsertRoutedEvents(ctx, p)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
+		return nil, errOverInline
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(endpoints, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return slices.Compact(endpoints), nil
+}
+
+// overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
+// (00017_routed_insert.sql).
+const overInlineCode = "SL001"
+
+func anyCoalesced(evs []sluice.Event) bool {
+	return slices.ContainsFunc(evs, func(ev sluice.Event) bool { return ev.CoalesceKey != nil })
+}
+
 // newEvents gives each event an id and its creation time, and returns them
 // as they will be stored.
 func newEvents(evs []TenantEvent) []sluice.Event {
@@ -154,10 +208,11 @@ func newEvents(evs []TenantEvent) []sluice.Event {
 	return out
 }
 
-// maxInsertEvents is the largest group of events stored with one INSERT:
-// one round trip, where COPY takes two and, for a few rows, more of
-// Postgres's time (a single post's: 0.12 ms, against 0.19 by COPY, at 25
-// events/s). Larger groups go by COPY, which costs less per row.
+// maxInsertEvents is the largest group of events stored with one INSERT
+// (InsertEvents, or InsertRoutedEvents with their deliveries): one round
+// trip, where COPY takes two and, for a few rows, more of Postgres's time
+// (a single post's: 0.12 ms, against 0.19 by COPY, at 25 events/s). Larger
+// groups go by COPY, which costs less per row.
 const maxInsertEvents = 32
 
 // insertEvents stores evs in tx: with InsertEvents, or by COPY when there
@@ -166,6 +221,11 @@ func insertEvents(ctx context.Context, tx pgx.Tx, q *dbq.Queries, evs []sluice.E
 	if len(evs) > maxInsertEvents {
 		return copyEvents(ctx, tx, evs)
 	}
+	return q.InsertEvents(ctx, eventsParams(evs))
+}
+
+// eventsParams lays evs out as InsertEvents's columns.
+func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
 	n := len(evs)
 	p := dbq.InsertEventsParams{
 		Ids: make([]uuid.UUID, n), TenantIds: make([]uuid.UUID, n), Types: make([]string, n), Payloads: make([]string, n),
@@ -182,7 +242,7 @@ func insertEvents(ctx context.Context, tx pgx.Tx, q *dbq.Queries, evs []sluice.E
 			p.Consumers[i], p.HasConsumers[i] = *ev.Consumer, true
 		}
 	}
-	return q.InsertEvents(ctx, p)
+	return p
 }
 
 func copyEvents(ctx context.Context, tx pgx.Tx, evs []sluice.Event) error {

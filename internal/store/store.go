@@ -36,6 +36,10 @@ type Store struct {
 	// plainRecord runs a statement alone with recordSettings: for the plain
 	// record of attempts.
 	plainRecord *dbq.Queries
+	// routed runs a statement alone held to index probes (indexProbes), as
+	// inRoutingTx holds a transaction: for a small group of events stored,
+	// routed and fanned out in one statement (insertRouted).
+	routed *dbq.Queries
 }
 
 // New returns a Store on pool that encrypts secrets with box.
@@ -44,6 +48,7 @@ func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 		pool: pool, q: dbq.New(pool), box: box,
 		groupClaim:  dbq.New(newOneShot(pool, [][2]string{genericPlan})),
 		plainRecord: dbq.New(newOneShot(pool, recordSettings)),
+		routed:      dbq.New(newOneShot(pool, indexProbes)),
 	}
 }
 

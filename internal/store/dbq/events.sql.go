@@ -157,6 +157,102 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 	return err
 }
 
+const insertRoutedEvents = `-- name: InsertRoutedEvents :many
+WITH ev AS (
+    INSERT INTO events (id, tenant_id, type, payload, consumer, broadcast, created_at)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, CASE WHEN e.has_consumer THEN e.consumer END,
+           e.broadcast, e.created_at
+    FROM (
+        SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
+               unnest($4::text[]) AS payload, unnest($5::text[]) AS consumer,
+               unnest($6::bool[]) AS has_consumer, unnest($7::bool[]) AS broadcast,
+               unnest($8::timestamptz[]) AS created_at
+    ) e
+    RETURNING id, tenant_id, type, consumer, broadcast
+), candidate AS (
+    SELECT p.event_id, array_agg(p.pattern) AS patterns
+    FROM (SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern) p
+    GROUP BY p.event_id
+), target AS (
+    SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id
+    FROM ev
+    JOIN candidate c ON c.event_id = ev.id
+    JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
+    JOIN endpoints e ON e.id = s.endpoint_id
+    WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NOT DISTINCT FROM ev.consumer)
+    FOR KEY SHARE OF e
+), pair AS (
+    SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
+), within AS (
+    SELECT sluice_within_inline_limit(count(*), $11::bigint) AS ok FROM pair
+)
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
+SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now()
+FROM pair p, within w
+WHERE w.ok
+ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
+RETURNING endpoint_id
+`
+
+type InsertRoutedEventsParams struct {
+	Ids           []uuid.UUID
+	TenantIds     []uuid.UUID
+	Types         []string
+	Payloads      []string
+	Consumers     []string
+	HasConsumers  []bool
+	Broadcasts    []bool
+	CreatedAts    []time.Time
+	PatternEvents []uuid.UUID
+	Patterns      []string
+	MaxDeliveries int64
+}
+
+// Stores a group of events that carry no coalesce key, routes them and
+// makes their deliveries, all in one statement (store.insertRouted): what
+// InsertEvents, SubscriptionsForEvents and InsertDeliveries do in a
+// transaction of their own, in one round trip. Each event reaches the
+// subscriptions holding one of the patterns that could match its type
+// (pattern_events and patterns pair each event with them,
+// sluice.CandidatePatterns) whose endpoint is enabled and either its
+// consumer's (none for none; "" reaches no endpoint) or any, for a
+// broadcast. It locks those endpoints FOR KEY SHARE, as
+// SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
+// named by sluice_delivery_id. A group that would make more than
+// max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
+// and stores nothing. It returns the endpoint of each delivery made.
+func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, insertRoutedEvents,
+		arg.Ids,
+		arg.TenantIds,
+		arg.Types,
+		arg.Payloads,
+		arg.Consumers,
+		arg.HasConsumers,
+		arg.Broadcasts,
+		arg.CreatedAts,
+		arg.PatternEvents,
+		arg.Patterns,
+		arg.MaxDeliveries,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var endpoint_id uuid.UUID
+		if err := rows.Scan(&endpoint_id); err != nil {
+			return nil, err
+		}
+		items = append(items, endpoint_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const listEvents = `-- name: ListEvents :many
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
 WHERE tenant_id = $1

@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// TestOneStatementRoutesAsTheTransactionDoes posts every kind of event
+// (types matched exactly, by a prefix and by "*", or by nothing; no
+// consumer, a consumer, "" and broadcast; two tenants) twice: in a small
+// group, stored, routed and fanned out by one statement
+// (InsertRoutedEvents), and in a large one, routed by the transaction
+// (SubscriptionsForEvents in Go). Both make the same deliveries, one per
+// endpoint however many of its subscriptions match, none to a disabled
+// endpoint or another tenant's.
+func TestOneStatementRoutesAsTheTransactionDoes(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := storetest.New(t)
+	for _, uid := range []string{"cus_1", "cus_2"} {
+		_, _, err := f.Store.UpsertConsumer(ctx, f.TenantA.ID, uid, sluice.ConsumerSettings{Name: uid})
+		require.NoError(t, err)
+	}
+	endpoint := func(tenant uuid.UUID, name string, consumer *string, disabled bool, subs ...[]string) uuid.UUID {
+		ep, _, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{
+			URL: "https://example.com/" + name, MaxInFlight: 10, Consumer: consumer, Disabled: disabled,
+		})
+		require.NoError(t, err)
+		for _, types := range subs {
+			_, err := f.Store.CreateSubscription(ctx, tenant, ep.ID, types)
+			require.NoError(t, err)
+		}
+		return ep.ID
+	}
+	cus1, cus2, empty := "cus_1", "cus_2", ""
+	names := map[uuid.UUID]string{
+		endpoint(f.TenantA.ID, "own-prefix", nil, false, []string{"invoice.*"}):                          "own-prefix",
+		endpoint(f.TenantA.ID, "own-all", nil, false, []string{"*"}):                                     "own-all",
+		endpoint(f.TenantA.ID, "own-twice", nil, false, []string{"invoice.paid"}, []string{"invoice.*"}): "own-twice",
+		endpoint(f.TenantA.ID, "own-disabled", nil, true, []string{"*"}):                                 "own-disabled",
+		endpoint(f.TenantA.ID, "cus1-exact", &cus1, false, []string{"invoice.paid", "user.created"}):     "cus1-exact",
+		endpoint(f.TenantA.ID, "cus2-other", &cus2, false, []string{"user.*"}):                           "cus2-other",
+		endpoint(f.TenantB.ID, "b-all", nil, false, []string{"*"}):                                       "b-all",
+	}
+	var kinds []store.TenantEvent
+	for _, tenant := range []uuid.UUID{f.TenantA.ID, f.TenantB.ID} {
+		for _, typ := range []string{"invoice.paid", "invoice.paid.late", "user.created", "audit"} {
+			for _, ev := range []sluice.NewEvent{{}, {Consumer: &cus1}, {Consumer: &cus2}, {Consumer: &empty}, {Broadcast: true}} {
+				ev.Type, ev.Payload = typ, []byte(`{}`)
+				kinds = append(kinds, store.TenantEvent{TenantID: tenant, Event: ev})
+			}
+		}
+	}
+	half := len(kinds) / 2
+	require.LessOrEqual(t, half, 32, "a group the one statement takes")
+	// reached stores evs as one group and names, for each, the endpoints
+	// it made deliveries to.
+	reached := func(evs []store.TenantEvent) []string {
+		out, _, err := f.Store.CreateTenantEvents(ctx, evs, f.Jobs)
+		require.NoError(t, err)
+		got := make([]string, len(out))
+		for i, ev := range out {
+			rows, err := f.Store.Pool().Query(ctx, `SELECT endpoint_id FROM deliveries WHERE event_id = $1`, ev.ID)
+			require.NoError(t, err)
+			var eps []string
+			for rows.Next() {
+				var id uuid.UUID
+				require.NoError(t, rows.Scan(&id))
+				eps = append(eps, names[id])
+			}
+			require.NoError(t, rows.Err())
+			slices.Sort(eps)
+			got[i] = fmt.Sprintf("%v", eps)
+		}
+		return got
+	}
+	oneStatement := append(reached(kinds[:half]), reached(kinds[half:])...)
+	transaction := reached(append(slices.Clone(kinds), kinds...))[:len(kinds)]
+	for i, kind := range kinds {
+		ev := kind.Event
+		require.Equal(t, transaction[i], oneStatement[i], "tenant A %v, %s, consumer %v, broadcast %v",
+			kind.TenantID == f.TenantA.ID, ev.Type, ev.Consumer, ev.Broadcast)
+	}
+	require.Equal(t, "[cus1-exact own-all own-prefix own-twice]", oneStatement[4], "a broadcast of invoice.paid")
+	require.Equal(t, "[cus2-other]", oneStatement[12], "user.created to cus_2")
+	require.Equal(t, "[b-all]", oneStatement[half], "tenant B's invoice.paid")
+	require.Equal(t, "[]", oneStatement[half+3], `tenant B's invoice.paid to consumer "": no endpoint`)
+}
+
+// TestDeliveryIDsSortAsTheirEvents: the one statement names a delivery
+// after its event (sluice_delivery_id), so an endpoint's deliveries, read
+// in id order as the claim breaks ties, come in the order of their events,
+// within a group and across groups, and each endpoint's delivery of an
+// event has an id of its own.
+func TestDeliveryIDsSortAsTheirEvents(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := storetest.New(t)
+	first, second := subscribed(t, f, "order.x"), subscribed(t, f, "order.x")
+	var posted []uuid.UUID
+	for range 3 {
+		evs := make([]store.TenantEvent, 10)
+		for i := range evs {
+			evs[i] = store.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.x", Payload: []byte(`{}`)}}
+		}
+		out, _, err := f.Store.CreateTenantEvents(ctx, evs, f.Jobs)
+		require.NoError(t, err)
+		for _, ev := range out {
+			posted = append(posted, ev.ID)
+		}
+	}
+	for _, ep := range []uuid.UUID{first, second} {
+		rows, err := f.Store.Pool().Query(ctx, `SELECT event_id FROM deliveries WHERE endpoint_id = $1 ORDER BY id`, ep)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(t, err)
+		require.Equal(t, posted, got, "endpoint %s", ep)
+	}
+	var ids int
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT count(DISTINCT id) FROM deliveries`).Scan(&ids))
+	require.Equal(t, 2*len(posted), ids)
+}
