@@ -71,30 +71,30 @@ FROM (
 ) e;
 
 -- name: InsertRoutedEvents :many
--- Stores a group of events that carry no coalesce key, routes them and
--- makes their deliveries, all in one statement (store.insertRouted): what
--- InsertEvents, SubscriptionsForEvents and InsertDeliveries do in a
--- transaction of their own, in one round trip. Each event reaches the
--- subscriptions holding one of the patterns that could match its type
--- (pattern_events and patterns pair each event with them,
--- sluice.CandidatePatterns) whose endpoint is enabled and either its
--- consumer's (none for none; "" reaches no endpoint) or any, for a
--- broadcast. It locks those endpoints FOR KEY SHARE, as
+-- Stores a group of events that carry neither a coalesce key nor a
+-- consumer, routes them and makes their deliveries, all in one statement
+-- (store.insertRouted): what InsertEvents, SubscriptionsForEvents and
+-- InsertDeliveries do in a transaction of their own, in one round trip.
+-- Each event reaches the subscriptions holding one of the patterns that
+-- could match its type (pattern_events and patterns pair each event with
+-- them, sluice.CandidatePatterns) whose endpoint is enabled and the
+-- tenant's own, or any, for a broadcast. (Events addressed to a consumer
+-- go through the transaction, whose routing finds a consumer's endpoints
+-- by their index; here each would be read past every other consumer's
+-- endpoint on the same type.) It locks those endpoints FOR KEY SHARE, as
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 -- named by sluice_delivery_id. A group that would make more than
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
 -- and stores nothing. It returns the endpoint of each delivery made.
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, consumer, broadcast, created_at)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, CASE WHEN e.has_consumer THEN e.consumer END,
-           e.broadcast, e.created_at
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
-               unnest(@payloads::text[]) AS payload, unnest(@consumers::text[]) AS consumer,
-               unnest(@has_consumers::bool[]) AS has_consumer, unnest(@broadcasts::bool[]) AS broadcast,
+               unnest(@payloads::text[]) AS payload, unnest(@broadcasts::bool[]) AS broadcast,
                unnest(@created_ats::timestamptz[]) AS created_at
     ) e
-    RETURNING id, tenant_id, type, consumer, broadcast
+    RETURNING id, tenant_id, type, broadcast
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest(@pattern_events::uuid[]) AS event_id, unnest(@patterns::text[]) AS pattern) p
@@ -105,7 +105,7 @@ WITH ev AS (
     JOIN candidate c ON c.event_id = ev.id
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
-    WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NOT DISTINCT FROM ev.consumer)
+    WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target

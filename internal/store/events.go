@@ -108,8 +108,9 @@ const MaxInlineDeliveries = 1000
 // endpoints whose queues changed, which the caller hands to their dispatch
 // runs after the commit (DispatchOrWake).
 //
-// A group of up to maxInsertEvents events without coalesce keys is one
-// statement (insertRouted). Others go through a transaction: the events
+// A group of up to maxInsertEvents events with neither coalesce keys nor
+// consumers is one statement (insertRouted). Others go through a
+// transaction: the events
 // (see insertEvents), then their routing and deliveries. Events with a
 // coalesce key, and groups that would make more than MaxInlineDeliveries
 // deliveries, get a fan-out job in that transaction instead. Coalescing
@@ -119,7 +120,7 @@ const MaxInlineDeliveries = 1000
 // through CreateEvent.
 func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
-	if len(out) <= maxInsertEvents && !anyCoalesced(out) {
+	if oneStatement(out) {
 		touched, err := s.insertRouted(ctx, out)
 		if !errors.Is(err, errOverInline) {
 			return out, touched, err
@@ -154,17 +155,17 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 // than MaxInlineDeliveries deliveries: it stored nothing.
 var errOverInline = errors.New("more deliveries than are made inline")
 
-// insertRouted stores evs, none with a coalesce key, and their deliveries
-// with one statement in one round trip (InsertRoutedEvents: events,
-// routing and deliveries, where a transaction takes five round trips) and
-// returns the endpoints whose queues changed. A group that would make more
-// than MaxInlineDeliveries deliveries stores nothing and returns
-// errOverInline.
+// insertRouted stores evs, none with a coalesce key or a consumer, and
+// their deliveries with one statement in one round trip
+// (InsertRoutedEvents: events, routing and deliveries, where a transaction
+// takes five round trips) and returns the endpoints whose queues changed.
+// A group that would make more than MaxInlineDeliveries deliveries stores
+// nothing and returns errOverInline.
 func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UUID, error) {
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
-		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads, Consumers: e.Consumers,
-		HasConsumers: e.HasConsumers, Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts,
+		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
+		Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts,
 		MaxDeliveries: MaxInlineDeliveries,
 	}
 	for _, ev := range evs {
@@ -189,8 +190,12 @@ func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UU
 // (00017_routed_insert.sql).
 const overInlineCode = "SL001"
 
-func anyCoalesced(evs []sluice.Event) bool {
-	return slices.ContainsFunc(evs, func(ev sluice.Event) bool { return ev.CoalesceKey != nil })
+// oneStatement reports whether evs are a group insertRouted takes: small,
+// and none with a coalesce key or a consumer.
+func oneStatement(evs []sluice.Event) bool {
+	return len(evs) <= maxInsertEvents && !slices.ContainsFunc(evs, func(ev sluice.Event) bool {
+		return ev.CoalesceKey != nil || ev.Consumer != nil
+	})
 }
 
 // newEvents gives each event an id and its creation time, and returns them

@@ -34,10 +34,10 @@ func TestRoutingReadsOnlyMatchingSubscriptions(t *testing.T) {
 func TestOneStatementReadsOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	f := pastOtherSubscriptions(t)
-	sql := querySQL(t, "events.sql", "InsertRoutedEvents", "ids", "tenant_ids", "types", "payloads", "consumers",
-		"has_consumers", "broadcasts", "created_ats", "pattern_events", "patterns", "max_deliveries")
+	sql := querySQL(t, "events.sql", "InsertRoutedEvents", "ids", "tenant_ids", "types", "payloads",
+		"broadcasts", "created_ats", "pattern_events", "patterns", "max_deliveries")
 	id := uuid.Must(uuid.NewV7())
-	args := fmt.Sprintf("'{%[1]s}', '{%[2]s}', '{healthy.one}', '{\"{}\"}', '{\"\"}', '{false}', '{false}', '{now}', "+
+	args := fmt.Sprintf("'{%[1]s}', '{%[2]s}', '{healthy.one}', '{\"{}\"}', '{false}', '{now}', "+
 		"'{%[1]s,%[1]s,%[1]s}', '{healthy.one,healthy.*,*}', 1000", id, f.TenantA.ID)
 	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbes...)
 	t.Logf("one post past 2,000 other subscriptions, stored, routed and fanned out:\n%s", plan)

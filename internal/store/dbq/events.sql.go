@@ -159,19 +159,17 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 
 const insertRoutedEvents = `-- name: InsertRoutedEvents :many
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, consumer, broadcast, created_at)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, CASE WHEN e.has_consumer THEN e.consumer END,
-           e.broadcast, e.created_at
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at
     FROM (
         SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
-               unnest($4::text[]) AS payload, unnest($5::text[]) AS consumer,
-               unnest($6::bool[]) AS has_consumer, unnest($7::bool[]) AS broadcast,
-               unnest($8::timestamptz[]) AS created_at
+               unnest($4::text[]) AS payload, unnest($5::bool[]) AS broadcast,
+               unnest($6::timestamptz[]) AS created_at
     ) e
-    RETURNING id, tenant_id, type, consumer, broadcast
+    RETURNING id, tenant_id, type, broadcast
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
-    FROM (SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern) p
+    FROM (SELECT unnest($7::uuid[]) AS event_id, unnest($8::text[]) AS pattern) p
     GROUP BY p.event_id
 ), target AS (
     SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id
@@ -179,12 +177,12 @@ WITH ev AS (
     JOIN candidate c ON c.event_id = ev.id
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
-    WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NOT DISTINCT FROM ev.consumer)
+    WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
 ), within AS (
-    SELECT sluice_within_inline_limit(count(*), $11::bigint) AS ok FROM pair
+    SELECT sluice_within_inline_limit(count(*), $9::bigint) AS ok FROM pair
 )
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
 SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now()
@@ -199,8 +197,6 @@ type InsertRoutedEventsParams struct {
 	TenantIds     []uuid.UUID
 	Types         []string
 	Payloads      []string
-	Consumers     []string
-	HasConsumers  []bool
 	Broadcasts    []bool
 	CreatedAts    []time.Time
 	PatternEvents []uuid.UUID
@@ -208,15 +204,17 @@ type InsertRoutedEventsParams struct {
 	MaxDeliveries int64
 }
 
-// Stores a group of events that carry no coalesce key, routes them and
-// makes their deliveries, all in one statement (store.insertRouted): what
-// InsertEvents, SubscriptionsForEvents and InsertDeliveries do in a
-// transaction of their own, in one round trip. Each event reaches the
-// subscriptions holding one of the patterns that could match its type
-// (pattern_events and patterns pair each event with them,
-// sluice.CandidatePatterns) whose endpoint is enabled and either its
-// consumer's (none for none; "" reaches no endpoint) or any, for a
-// broadcast. It locks those endpoints FOR KEY SHARE, as
+// Stores a group of events that carry neither a coalesce key nor a
+// consumer, routes them and makes their deliveries, all in one statement
+// (store.insertRouted): what InsertEvents, SubscriptionsForEvents and
+// InsertDeliveries do in a transaction of their own, in one round trip.
+// Each event reaches the subscriptions holding one of the patterns that
+// could match its type (pattern_events and patterns pair each event with
+// them, sluice.CandidatePatterns) whose endpoint is enabled and the
+// tenant's own, or any, for a broadcast. (Events addressed to a consumer
+// go through the transaction, whose routing finds a consumer's endpoints
+// by their index; here each would be read past every other consumer's
+// endpoint on the same type.) It locks those endpoints FOR KEY SHARE, as
 // SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 // named by sluice_delivery_id. A group that would make more than
 // max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -227,8 +225,6 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 		arg.TenantIds,
 		arg.Types,
 		arg.Payloads,
-		arg.Consumers,
-		arg.HasConsumers,
 		arg.Broadcasts,
 		arg.CreatedAts,
 		arg.PatternEvents,

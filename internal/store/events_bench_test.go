@@ -1,0 +1,33 @@
+package store_test
+
+import (
+	"testing"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/storetest"
+)
+
+// BenchmarkSinglePost stores one event at a time for an endpoint
+// subscribed to its type, as a lone single post is stored: the event, its
+// routing and its delivery, committed (InsertRoutedEvents). Time per
+// operation is one post's wall time from Sluice's side, Postgres included:
+//
+//	go test ./internal/store -run '^$' -bench SinglePost -benchtime 3000x
+func BenchmarkSinglePost(b *testing.B) {
+	f := storetest.New(b)
+	ctx := b.Context()
+	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/b", MaxInFlight: 10})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"bench.post"}); err != nil {
+		b.Fatal(err)
+	}
+	post := []store.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "bench.post", Payload: []byte(`{"n":1}`)}}}
+	for b.Loop() {
+		if _, _, err := f.Store.CreateTenantEvents(ctx, post, f.Jobs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
