@@ -110,10 +110,10 @@ const MaxInlineDeliveries = 1000
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a
-// transaction: the events
-// (see insertEvents), then their routing and deliveries. Events with a
-// coalesce key, and groups that would make more than MaxInlineDeliveries
-// deliveries, get a fan-out job in that transaction instead. Coalescing
+// transaction: the events (see insertEvents), then their routing and
+// deliveries. Events with a coalesce key, and groups that would make more
+// than MaxInlineDeliveries deliveries, get a fan-out job in that
+// transaction instead. Coalescing
 // updates queued deliveries, and so waits on, and can deadlock with, the
 // dispatchers recording those rows: a fan-out job retries that, but a POST
 // would fail. Idempotency keys are not looked at: events that carry one go
