@@ -135,7 +135,7 @@ func TestClaimStartsAfterItsPosition(t *testing.T) {
 }
 
 // subscribed creates an endpoint of tenant A subscribed to typ.
-func subscribed(t *testing.T, f storetest.Fixture, typ string) uuid.UUID {
+func subscribed(t testing.TB, f storetest.Fixture, typ string) uuid.UUID {
 	t.Helper()
 	ep := newEndpoint(t, f, typ)
 	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})

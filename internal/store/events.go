@@ -113,11 +113,10 @@ const MaxInlineDeliveries = 1000
 // transaction: the events (see insertEvents), then their routing and
 // deliveries. Events with a coalesce key, and groups that would make more
 // than MaxInlineDeliveries deliveries, get a fan-out job in that
-// transaction instead. Coalescing
-// updates queued deliveries, and so waits on, and can deadlock with, the
-// dispatchers recording those rows: a fan-out job retries that, but a POST
-// would fail. Idempotency keys are not looked at: events that carry one go
-// through CreateEvent.
+// transaction instead. Coalescing updates queued deliveries, and so waits
+// on, and can deadlock with, the dispatchers recording those rows: a
+// fan-out job retries that, but a POST would fail. Idempotency keys are
+// not looked at: events that carry one go through CreateEvent.
 func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
 	if oneStatement(out) {

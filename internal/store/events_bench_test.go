@@ -17,13 +17,7 @@ import (
 func BenchmarkSinglePost(b *testing.B) {
 	f := storetest.New(b)
 	ctx := b.Context()
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/b", MaxInFlight: 10})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"bench.post"}); err != nil {
-		b.Fatal(err)
-	}
+	subscribed(b, f, "bench.post")
 	post := []store.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "bench.post", Payload: []byte(`{"n":1}`)}}}
 	for b.Loop() {
 		if _, _, err := f.Store.CreateTenantEvents(ctx, post, f.Jobs); err != nil {

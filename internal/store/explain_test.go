@@ -98,7 +98,7 @@ func addBacklog(t *testing.T, f storetest.Fixture, ep uuid.UUID, n int) {
 
 // newEndpoint creates an endpoint of tenant A at https://example.com/path
 // (max_in_flight 10) and returns its id.
-func newEndpoint(t *testing.T, f storetest.Fixture, path string) uuid.UUID {
+func newEndpoint(t testing.TB, f storetest.Fixture, path string) uuid.UUID {
 	t.Helper()
 	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
 	require.NoError(t, err)
