@@ -22,8 +22,8 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	f, ep := dueBacklog(t, 100000)
 
 	claim := claimSQL(t)
-	// A claim in a dispatch step's transaction is planned for its values;
-	// group-committed claims run the generic plan (store.genericPlan).
+	// Claims run the generic plan (store.genericPlan), made once per
+	// connection; the plan made for the values is what it would be without.
 	plans := map[string]string{
 		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),
 		"generic":                explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{})),

@@ -1,0 +1,52 @@
+package store_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// TestDispatchStepsPlanOncePerConnection: the statements of a dispatch
+// step (a locked claim: the endpoint's lock, the claim, the record) run
+// their generic plan from the first call, where Postgres's default plans
+// the first five calls on each connection for their values, and the claim
+// for its values on every call after that too when the generic plan looks
+// dearer. Planning a claim cost six times its run in e2e-single.
+func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
+	t.Parallel()
+	f, ep := dueBacklog(t, 50)
+	ctx := t.Context()
+
+	tx, err := f.Store.BeginDispatch(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	for range 7 {
+		_, err := tx.LockEndpoint(ctx, ep)
+		require.NoError(t, err)
+		_, err = tx.ClaimDue(ctx, store.ClaimRequest{EndpointID: ep, N: 5})
+		require.NoError(t, err)
+		require.NoError(t, tx.RecordOutcomes(ctx, nil))
+	}
+
+	rows, err := tx.Tx().Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
+	require.NoError(t, err)
+	defer rows.Close()
+	seen := map[string]bool{}
+	for rows.Next() {
+		var sql string
+		var generic, custom int64
+		require.NoError(t, rows.Scan(&sql, &generic, &custom))
+		for _, name := range []string{"LockEndpointForDispatch", "ClaimDueDeliveries", "RecordOutcomes"} {
+			if strings.Contains(sql, "-- name: "+name+" ") {
+				seen[name] = true
+				require.Zero(t, custom, "%s: planned for its values %d times in 7 calls", name, custom)
+				require.Positive(t, generic, "%s: its generic plan ran", name)
+			}
+		}
+	}
+	require.NoError(t, rows.Err())
+	require.Len(t, seen, 3, "each statement was prepared on the step's connection: %v", seen)
+}
