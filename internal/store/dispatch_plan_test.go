@@ -10,7 +10,8 @@ import (
 )
 
 // TestDispatchStepsPlanOncePerConnection: the statements of a dispatch
-// step (a locked claim: the endpoint's lock, the claim, the record) run
+// step (a locked claim: the endpoint's lock, the claim, the record; a
+// finish: the endpoint's lock, the final check) run
 // their generic plan from the first call, where Postgres's default plans
 // the first five calls on each connection for their values, and the claim
 // for its values on every call after that too when the generic plan looks
@@ -30,8 +31,27 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, tx.RecordOutcomes(ctx, nil))
 	}
+	requireGenericPlans(t, tx, "LockEndpointForDispatch", "ClaimDueDeliveries", "RecordOutcomes")
+	require.NoError(t, tx.Commit(ctx))
 
-	rows, err := tx.Tx().Query(ctx, `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
+	// The steps that change River's jobs (finish, park, hand over).
+	tx, err = f.Store.BeginDispatchSync(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	for range 7 {
+		_, err := tx.LockToFinish(ctx, ep)
+		require.NoError(t, err)
+		_, _, err = tx.NextQueued(ctx, ep)
+		require.NoError(t, err)
+	}
+	requireGenericPlans(t, tx, "LockEndpointToFinish", "NextQueuedDelivery")
+}
+
+// requireGenericPlans fails the test unless each named statement was
+// prepared on tx's connection and ran only its generic plan there.
+func requireGenericPlans(t *testing.T, tx *store.DispatchTx, names ...string) {
+	t.Helper()
+	rows, err := tx.Tx().Query(t.Context(), `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
 	require.NoError(t, err)
 	defer rows.Close()
 	seen := map[string]bool{}
@@ -39,7 +59,7 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 		var sql string
 		var generic, custom int64
 		require.NoError(t, rows.Scan(&sql, &generic, &custom))
-		for _, name := range []string{"LockEndpointForDispatch", "ClaimDueDeliveries", "RecordOutcomes"} {
+		for _, name := range names {
 			if strings.Contains(sql, "-- name: "+name+" ") {
 				seen[name] = true
 				require.Zero(t, custom, "%s: planned for its values %d times in 7 calls", name, custom)
@@ -48,5 +68,5 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 		}
 	}
 	require.NoError(t, rows.Err())
-	require.Len(t, seen, 3, "each statement was prepared on the step's connection: %v", seen)
+	require.Len(t, seen, len(names), "each statement was prepared on the step's connection: %v", seen)
 }

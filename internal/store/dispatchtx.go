@@ -46,10 +46,16 @@ func (s *Store) BeginDispatch(ctx context.Context) (*DispatchTx, error) {
 	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: dispatchStep})
 }
 
+// dispatchSyncStep begins a step that changes River's jobs: synchronously
+// committed, with the settings of dispatchStep otherwise. River's job
+// completion in it (JobSetStateIfRunningMany) was planned for its values
+// on every call: 0.42 ms to plan and 0.08 to run, once per dispatch run.
+var dispatchSyncStep = "BEGIN" + setLocal(append([][2]string{genericPlan}, indexProbes...))
+
 // BeginDispatchSync begins a step that changes River's jobs (park, finish,
 // hand over): an ordinary, synchronously committed transaction.
 func (s *Store) BeginDispatchSync(ctx context.Context) (*DispatchTx, error) {
-	return s.beginDispatch(ctx, pgx.TxOptions{})
+	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: dispatchSyncStep})
 }
 
 func (s *Store) beginDispatch(ctx context.Context, opts pgx.TxOptions) (*DispatchTx, error) {
