@@ -29,15 +29,16 @@ type DispatchTx struct {
 // simple-protocol query.
 const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
 
-// dispatchStep begins a claim or a record: asyncCommit, with the generic
-// plan and the planner held to nested loops over index probes, as
-// recordSettings says, since RecordOutcomes runs here too. Every statement
-// of these steps looks rows up by key, so the plan made once per connection
-// is the one each call's values would get; planned for each call, the claim
-// took 0.65 ms to plan and 0.1 ms to run, and under load in e2e-single the
-// claims of these steps spent six times as long being planned as running
-// (TestDispatchStepsPlanOncePerConnection).
-var dispatchStep = asyncCommit + setLocal(append([][2]string{genericPlan}, indexProbes...))
+// dispatchStep begins a claim or a record with recordSettings, since
+// RecordOutcomes runs here too: an asynchronous commit (see inAsyncTx),
+// the generic plan, and the planner held to nested loops over index
+// probes. Every statement of these steps looks rows up by key, so the plan
+// made once per connection is the one each call's values would get.
+// Planned for each call, the claim took 0.65 ms to plan and 0.1 ms to run,
+// and in e2e-single the claims of these steps spent six times as long
+// being planned as running (TestDispatchStepsPlanOncePerConnection). One
+// round trip: BEGIN and the settings go as one simple-protocol query.
+var dispatchStep = "BEGIN" + setLocal(recordSettings)
 
 // BeginDispatch begins a claim or a record: a transaction whose loss in a
 // Postgres crash only means a delivery is sent again (see inAsyncTx), so

@@ -149,14 +149,15 @@ var indexProbes = [][2]string{
 // once per connection, instead of one planned for each call's values.
 var genericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
 
-// setLocal writes settings as SET LOCAL statements for a transaction's
-// BeginQuery: "; SET LOCAL name = value" for each.
+// setLocal writes settings for a transaction's BeginQuery as one statement
+// after BEGIN: "; SELECT set_config('name', 'value', true), …", which is
+// what SET LOCAL does for each.
 func setLocal(settings [][2]string) string {
-	var b strings.Builder
-	for _, s := range settings {
-		fmt.Fprintf(&b, "; SET LOCAL %s = %s", s[0], s[1])
+	calls := make([]string, len(settings))
+	for i, s := range settings {
+		calls[i] = fmt.Sprintf("set_config('%s', '%s', true)", s[0], s[1])
 	}
-	return b.String()
+	return "; SELECT " + strings.Join(calls, ", ")
 }
 
 // inRoutingTx is inTx for a transaction that routes events to their
