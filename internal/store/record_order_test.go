@@ -1,0 +1,37 @@
+package store_test
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// TestRecordsGoInDeliveryOrder: a group commit's outcomes arrive one run's
+// batch after another's; RecordOutcomes gets them in delivery id order (the
+// order the deliveries lie on disk), each with its own event.
+func TestRecordsGoInDeliveryOrder(t *testing.T) {
+	t.Parallel()
+	var outcomes []store.Outcome
+	events := map[uuid.UUID]uuid.UUID{}
+	for range 50 {
+		id, ev := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
+		events[id] = ev
+		outcomes = append(outcomes, store.Outcome{DeliveryID: id, EventID: ev, Status: "delivered"})
+	}
+	slices.Reverse(outcomes) // a later run's batch first
+	arrived := slices.Clone(outcomes)
+
+	ids, eventIDs := store.OutcomeIDs(outcomes)
+	require.True(t, slices.IsSortedFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }),
+		"delivery ids in order")
+	require.Len(t, ids, len(outcomes))
+	for i, id := range ids {
+		require.Equal(t, events[id], eventIDs[i], "each delivery beside its own event")
+	}
+	require.Equal(t, arrived, outcomes, "the caller's slice is left as it was")
+}
