@@ -51,7 +51,7 @@ func (s *Store) BeginDispatch(ctx context.Context) (*DispatchTx, error) {
 // committed, with the settings of dispatchStep otherwise. River's job
 // completion in it (JobSetStateIfRunningMany) was planned for its values
 // on every call: 0.42 ms to plan and 0.08 to run, once per dispatch run.
-var dispatchSyncStep = "BEGIN" + setLocal(append([][2]string{genericPlan}, indexProbes...))
+var dispatchSyncStep = "BEGIN" + setLocal(keyLookups)
 
 // BeginDispatchSync begins a step that changes River's jobs (park, finish,
 // hand over): an ordinary, synchronously committed transaction.

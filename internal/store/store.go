@@ -183,4 +183,9 @@ func (s *Store) inRoutingTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // week's partition was small and then kept as it grew: every record of 15
 // attempts then read the whole partition, 2 to 4 ms a call on a fresh
 // database (TestRecordPlanDoesNotDependOnStatistics).
-var recordSettings = append([][2]string{{"synchronous_commit", "off"}, genericPlan}, indexProbes...)
+var recordSettings = append([][2]string{{"synchronous_commit", "off"}}, keyLookups...)
+
+// keyLookups are the settings of transactions whose statements all look
+// rows up by key (the dispatch steps): the generic plan, made once per
+// connection, held to nested loops over index probes.
+var keyLookups = append([][2]string{genericPlan}, indexProbes...)
