@@ -173,9 +173,17 @@ SELECT sluice_ensure_week(@at::timestamptz)::boolean AS created;
 -- The weeks that have partitions, by their Mondays, oldest first.
 SELECT week::date FROM sluice_weeks() AS week ORDER BY 1;
 
--- name: DropWeekPartitions :one
--- See sluice_drop_week in 00014_time_partitions.sql.
-SELECT coalesce(sluice_drop_week(@week::date, @dead_before::timestamptz), -1)::bigint AS kept;
+-- name: RetireWeek :one
+-- See sluice_retire_week in 00018_retired_weeks.sql.
+SELECT sluice_retire_week(@week::date)::boolean AS retired;
+
+-- name: KeepRetired :one
+-- See sluice_keep_retired in 00018_retired_weeks.sql.
+SELECT sluice_keep_retired(@dead_before::timestamptz)::bigint AS kept;
+
+-- name: DropExpired :one
+-- See sluice_drop_expired in 00018_retired_weeks.sql; '' when none is left.
+SELECT coalesce(sluice_drop_expired(), '')::text AS dropped;
 
 -- name: ExpireKept :one
 -- See sluice_expire_kept in 00014_time_partitions.sql.

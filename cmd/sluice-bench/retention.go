@@ -30,14 +30,17 @@ var retentionScenario = Scenario{
 		"what retention must keep. Then VACUUM (ANALYZE) of the day's partitions and a CHECKPOINT, so the day is on " +
 		"disk as an old day is. Then 100 healthy endpoints (max_in_flight 100, one event type each) are offered " +
 		"2,000 events/s (a small batch every 10 ms, as in latency) for 22 s. 12 s in, the benchmark drops the day " +
-		"as the retention job does: in a transaction of its own, `SET LOCAL lock_timeout` of 20 ms, `SELECT " +
-		"sluice_drop_week(week, now() - interval '30 days')`, COMMIT, retried after 250 ms ± a fifth (at most 100 times) when it " +
-		"fails with lock_not_available (55P03). Latency = receipt time − sent_ns over the first delivery of each " +
-		"event; 'before' is the events sent 1.5–11.5 s in, 'during' those sent 11.5–21.5 s in (from 0.5 s before " +
-		"the drop, so that deliveries in flight when it takes its locks count as during). Database time of the " +
-		"drop = pg_stat_statements' total_exec_time of the successful call + its COMMIT's time at the client " +
-		"(loopback): pg_stat_statements does not count the commit, where Postgres removes the dropped files " +
-		"(about 1.3 GB). Targets: that ≤ 1 s, healthy p99 during ≤ 1.2 × before, and the kept " +
+		"as the retention job does, in three steps: retire (a transaction of its own, `SET LOCAL lock_timeout` of 20 ms, " +
+		"`SELECT sluice_retire_week(week)`, COMMIT, retried after 250 ms ± a fifth (at most 100 times) when it fails " +
+		"with lock_not_available (55P03)); keep (`SELECT sluice_keep_retired(now() - interval '30 days')` in a " +
+		"transaction of its own); removal (`SELECT sluice_drop_expired()`, one index or table a transaction, " +
+		"retention.RemovePause (100 ms) apart, until none is left). Latency = receipt time − sent_ns over the first " +
+		"delivery of each event; 'before' is the events sent 1.5–11.5 s in, 'during' those sent 11.5–21.5 s in (from " +
+		"0.5 s before the drop, so that deliveries in flight when it takes its locks count as during; the removal ends " +
+		"within the window). Database time of the drop = pg_stat_statements' total_exec_time of the successful retire " +
+		"+ its COMMIT's time at the client + the keep's and the removal's transactions at the client (loopback; " +
+		"pg_stat_statements does not count a commit, where Postgres removes a dropped relation's files, about 1.3 GB " +
+		"in all). Targets: that ≤ 1 s, healthy p99 during ≤ 1.2 × before, and the kept " +
 		"deliveries, events and attempts in the kept partitions equal to the dead ones seeded, in every run.",
 	Run:        retention,
 	MinTimeout: 6 * time.Minute,
@@ -65,11 +68,16 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 		{Name: "deliveries dropped", Unit: ""},
 		{Name: "rows dropped (events + deliveries + attempts)", Unit: ""},
 		{Name: "deliveries kept", Unit: ""},
-		{Name: "drop, sluice_drop_week (pg_stat_statements)", Unit: "ms"},
-		{Name: "drop, sluice_drop_week at the client", Unit: "ms"},
-		{Name: "drop, COMMIT at the client", Unit: "ms"},
-		{Name: "drop, wall time (tries and waits included)", Unit: "ms"},
-		{Name: "drop, tries", Unit: ""},
+		{Name: "retire, sluice_retire_week (pg_stat_statements)", Unit: "ms"},
+		{Name: "retire, sluice_retire_week at the client", Unit: "ms"},
+		{Name: "retire, COMMIT at the client", Unit: "ms"},
+		{Name: "retire, wall time (tries and waits included)", Unit: "ms"},
+		{Name: "retire, tries", Unit: ""},
+		{Name: "keep, its transaction at the client", Unit: "ms"},
+		{Name: "removal, indexes and tables dropped", Unit: ""},
+		{Name: "removal, their transactions at the client", Unit: "ms"},
+		{Name: "removal, longest one", Unit: "ms"},
+		{Name: "keep and removal, wall time (pauses included)", Unit: "ms"},
 		{Name: "healthy p50, before", Unit: "ms"},
 		{Name: "healthy p99, before", Unit: "ms"},
 		{Name: "healthy max, before", Unit: "ms"},
@@ -140,7 +148,7 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 			w.drop.kept == int64(seeded.dead)
 		s.Values["kept = dead seeded (1 = yes)"] = map[bool]float64{true: 1, false: 0}[ok]
 		if !ok {
-			s.Note = joinNotes(s.Note, fmt.Sprintf("**kept: sluice_drop_week said %d; the kept partitions hold %d events, %d deliveries "+
+			s.Note = joinNotes(s.Note, fmt.Sprintf("**kept: sluice_keep_retired said %d; the kept partitions hold %d events, %d deliveries "+
 				"(%d dead), %d attempts of the day; seeded %d dead**", w.drop.kept, events, deliveries, dead, attempts, seeded.dead))
 		}
 		s.Values["deliveries dropped"] = float64(seeded.deliveries - deliveries)

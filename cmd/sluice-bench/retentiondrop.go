@@ -12,27 +12,49 @@ import (
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// Dropping the old week as the retention job does (internal/store
-// DropWeekPartitions under internal/retention's retryLocked): a
-// transaction of its own with SET LOCAL lock_timeout =
-// store.PartitionLockTimeout, retried after retention.LockRetryWait when
-// it could not get its locks in time, at most sluiceretention.LockRetries times.
+// Dropping the old week as the retention job does (internal/retention's
+// Worker.Run, in three steps; see 00018_retired_weeks.sql):
+//   - retire: store.RetireWeek under retryLocked, a transaction of its own
+//     with SET LOCAL lock_timeout = store.PartitionLockTimeout, retried
+//     after retention.LockRetryWait when it could not get its locks in
+//     time, at most sluiceretention.LockRetries times;
+//   - keep: store.KeepRetired, what must outlive the week moved out;
+//   - removal: store.DropExpired, one index or table a transaction,
+//     sluiceretention.RemovePause apart.
 
 // dropped is what dropping the day took.
 type dropped struct {
-	kept      int64         // deliveries sluice_drop_week kept; -1 when it returned NULL
-	tries     int           // transactions, the one that succeeded included
+	kept      int64         // deliveries the keep step kept; -1 when the week had no partitions
+	tries     int           // retire transactions, the one that succeeded included
 	start     time.Time     // the first BEGIN
-	end       time.Time     // the successful COMMIT's answer
-	call      time.Duration // SELECT sluice_drop_week of the successful try, as the client saw it
-	commit    time.Duration // its COMMIT, as the client saw it: where the dropped files are removed
+	end       time.Time     // the successful retire's COMMIT answer
+	call      time.Duration // SELECT sluice_retire_week of the successful try, as the client saw it
+	commit    time.Duration // its COMMIT, as the client saw it
 	execMS    float64       // pg_stat_statements' total_exec_time of the call; -1 when not tracked
 	lockFails []time.Duration
-	blockers  []string // what the failed tries waited for, seen from a second connection
+	blockers  []string      // what the failed tries waited for, seen from a second connection
+	keep      time.Duration // the keep step's transaction, as the client saw it
+	removal   removal       // dropping the expired tables afterwards
 }
 
-// wall is the drop's wall time, failed tries and their waits included.
+// removal is what dropping the expired week's indexes and tables took.
+type removal struct {
+	pieces  int           // indexes and tables dropped
+	db      time.Duration // their transactions at the client, summed
+	largest time.Duration // the longest transaction of one piece
+	end     time.Time     // the last piece's commit
+}
+
+// wall is the retire step's wall time, failed tries and their waits included.
 func (d dropped) wall() time.Duration { return d.end.Sub(d.start) }
+
+// lastWork is when the drop's last transaction, removal included, ended.
+func (d dropped) lastWork() time.Time {
+	if d.removal.end.After(d.end) {
+		return d.removal.end
+	}
+	return d.end
+}
 
 // dropDay drops the day's partitions as the retention job would, keeping
 // the dead deliveries that died since now - 30 days.
@@ -42,7 +64,7 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 	for d.tries = 1; ; d.tries++ {
 		t0 := time.Now()
 		seen := watchBlockers(ctx, db, store.PartitionLockTimeout/2)
-		err = dropOnce(ctx, db, day, &d)
+		err = retireOnce(ctx, db, day, &d)
 		blockers := seen()
 		if err == nil || d.tries == sluiceretention.LockRetries || !sluiceretention.LockNotAvailable(err) {
 			break
@@ -57,17 +79,26 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 	}
 	d.end = time.Now()
 	if err != nil {
-		return d, fmt.Errorf("drop %s (try %d): %w", day.Format(time.DateOnly), d.tries, err)
+		return d, fmt.Errorf("retire %s (try %d): %w", day.Format(time.DateOnly), d.tries, err)
 	}
 	d.execMS = -1
 	if after := dropStatementTime(ctx, db, pgss); before >= 0 && after >= 0 {
 		d.execMS = after - before
 	}
-	return d, nil
+	t0 := time.Now()
+	if d.kept >= 0 {
+		err = inPartitionTx(ctx, db, `SELECT sluice_keep_retired(now() - interval '30 days')`, &d.kept)
+	}
+	d.keep = time.Since(t0)
+	if err != nil {
+		return d, fmt.Errorf("keep from %s: %w", day.Format(time.DateOnly), err)
+	}
+	d.removal, err = dropExpired(ctx, db)
+	return d, err
 }
 
-// dropOnce is one try: BEGIN, SET LOCAL lock_timeout, the call, COMMIT.
-func dropOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) error {
+// retireOnce is one try: BEGIN, SET LOCAL lock_timeout, the call, COMMIT.
+func retireOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
 		return err
@@ -77,9 +108,8 @@ func dropOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) erro
 		return err
 	}
 	t0 := time.Now()
-	var kept *int64
-	if err := tx.QueryRow(ctx, `SELECT sluice_drop_week($1::date, now() - interval '30 days')`,
-		day.Format(time.DateOnly)).Scan(&kept); err != nil {
+	var retired bool
+	if err := tx.QueryRow(ctx, `SELECT sluice_retire_week($1::date)`, day.Format(time.DateOnly)).Scan(&retired); err != nil {
 		return err
 	}
 	d.call = time.Since(t0)
@@ -88,11 +118,44 @@ func dropOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) erro
 		return err
 	}
 	d.commit = time.Since(t0)
-	d.kept = -1
-	if kept != nil {
-		d.kept = *kept
-	}
+	d.kept = map[bool]int64{true: 0, false: -1}[retired]
 	return nil
+}
+
+// dropExpired drops the expired week's indexes and tables as the
+// retention job does: one a transaction, sluiceretention.RemovePause apart.
+func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
+	for {
+		t0 := time.Now()
+		var name string
+		if err := inPartitionTx(ctx, db, `SELECT coalesce(sluice_drop_expired(), '')`, &name); err != nil {
+			return r, fmt.Errorf("drop the expired week (piece %d): %w", r.pieces+1, err)
+		}
+		if name == "" {
+			return r, nil
+		}
+		took := time.Since(t0)
+		r.pieces++
+		r.db += took
+		r.largest = max(r.largest, took)
+		r.end = time.Now()
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(sluiceretention.RemovePause):
+		}
+	}
+}
+
+// inPartitionTx runs one query in a transaction with the job's
+// lock_timeout and scans its one value into dst.
+func inPartitionTx(ctx context.Context, db *pgx.Conn, sql string, dst any) error {
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", store.PartitionLockTimeout.Milliseconds())); err != nil {
+			return err
+		}
+		return tx.QueryRow(ctx, sql).Scan(dst)
+	})
 }
 
 // dropStatementTime is pg_stat_statements' total_exec_time of the drop
@@ -105,7 +168,7 @@ func dropStatementTime(ctx context.Context, db *pgx.Conn, pgss bool) float64 {
 	if err := db.QueryRow(ctx, `/* bench-retention */
 		SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements
 		WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
-		  AND query LIKE 'SELECT sluice_drop_week(%'`).Scan(&total); err != nil {
+		  AND query LIKE 'SELECT sluice_retire_week(%'`).Scan(&total); err != nil {
 		return -1
 	}
 	return total
@@ -130,6 +193,13 @@ func keptRows(ctx context.Context, db *pgx.Conn, day time.Time) (events, deliver
 	}
 	if left != nil {
 		return 0, 0, 0, 0, fmt.Errorf("%s still exists after the drop", *left)
+	}
+	var expired int
+	if err := db.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname ~ '^(retired|expired)_'`).Scan(&expired); err != nil {
+		return 0, 0, 0, 0, err
+	}
+	if expired > 0 {
+		return 0, 0, 0, 0, fmt.Errorf("%d relations of retired or expired weeks are left after the drop", expired)
 	}
 	return events, deliveries, dead, attempts, nil
 }

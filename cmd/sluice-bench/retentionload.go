@@ -70,7 +70,7 @@ func loadAroundDrop(ctx context.Context, env *Env, receivers Receivers, run int,
 	split := start.Add(retentionWarm + retentionWindow)
 	w.before = latencyWindow(arr.First, start.Add(retentionWarm), split)
 	w.during = latencyWindow(arr.First, split, split.Add(retentionWindow))
-	w.gap = longestGap(arr.First, w.drop.start.Add(-2*time.Second), w.drop.end.Add(2*time.Second))
+	w.gap = longestGap(arr.First, w.drop.start.Add(-2*time.Second), w.drop.lastWork().Add(2*time.Second))
 	if d := w.drop.start.Sub(split); d < retentionLeadIn/2 || d > 2*retentionLeadIn {
 		w.note = joinNotes(w.note, fmt.Sprintf("the drop began %s into the during window (meant: %s)", d.Round(time.Millisecond), retentionLeadIn))
 	}
@@ -90,14 +90,19 @@ func loadAroundDrop(ctx context.Context, env *Env, receivers Receivers, run int,
 func (w aroundDrop) values(v map[string]float64) {
 	dbMS := ms(w.drop.wall())
 	if w.drop.execMS >= 0 {
-		v["drop, sluice_drop_week (pg_stat_statements)"] = w.drop.execMS
+		v["retire, sluice_retire_week (pg_stat_statements)"] = w.drop.execMS
 		dbMS = w.drop.execMS + ms(w.drop.commit)
 	}
-	v["drop, database time"] = dbMS
-	v["drop, sluice_drop_week at the client"] = ms(w.drop.call)
-	v["drop, COMMIT at the client"] = ms(w.drop.commit)
-	v["drop, wall time (tries and waits included)"] = ms(w.drop.wall())
-	v["drop, tries"] = float64(w.drop.tries)
+	v["drop, database time"] = dbMS + ms(w.drop.keep) + ms(w.drop.removal.db)
+	v["retire, sluice_retire_week at the client"] = ms(w.drop.call)
+	v["retire, COMMIT at the client"] = ms(w.drop.commit)
+	v["retire, wall time (tries and waits included)"] = ms(w.drop.wall())
+	v["retire, tries"] = float64(w.drop.tries)
+	v["keep, its transaction at the client"] = ms(w.drop.keep)
+	v["removal, indexes and tables dropped"] = float64(w.drop.removal.pieces)
+	v["removal, their transactions at the client"] = ms(w.drop.removal.db)
+	v["removal, longest one"] = ms(w.drop.removal.largest)
+	v["keep and removal, wall time (pauses included)"] = ms(w.drop.lastWork().Sub(w.drop.end))
 	v["healthy p50, before"], v["healthy p99, before"], v["healthy max, before"] = w.before.p50, w.before.p99, w.before.max
 	v["healthy p50, during"], v["healthy p99, during"], v["healthy max, during"] = w.during.p50, w.during.p99, w.during.max
 	if w.before.p99 > 0 {

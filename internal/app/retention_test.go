@@ -6,10 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/receiver"
 	"github.com/sluice-dev/sluice/internal/retention"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // TestRetentionDropsWeeksKeepsDeadAndQueued: retention drops a week of
@@ -56,6 +58,8 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	require.GreaterOrEqual(t, r.Dropped, 1)
 	require.EqualValues(t, 2, r.Kept, "the dead and the queued delivery")
 	require.Positive(t, r.Created, "the partitions of that week")
+	require.Positive(t, r.Removed, "the week's indexes and tables, one at a time")
+	require.Empty(t, h.retired(), "nothing of the week is left")
 	require.Empty(t, h.deliveries("endpoint_id="+okID), "delivered and old: dropped with its week")
 	dead := h.deliveries("status=dead&endpoint_id=" + badID)
 	require.Len(t, dead, 1, "dead ones are kept for replay")
@@ -94,6 +98,54 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	require.Empty(t, h.deliveries("endpoint_id="+badID), "dead and past SLUICE_DEAD_RETENTION: deleted")
 	require.Equal(t, map[string]int{"events": 0, "deliveries": 0, "delivery_attempts": 0}, h.keptRows(),
 		"the event and the attempts go with the last delivery that needed them")
+}
+
+// TestRetentionKeepsWhatARunLeftRetired: a run that stops after retiring
+// a week (its partitions detached, what it keeps not yet moved out) leaves
+// a dead delivery out of sight; the next run keeps it, with its attempts
+// and event, and drops what is left of the week.
+func TestRetentionKeepsWhatARunLeftRetired(t *testing.T) {
+	ctx := context.Background()
+	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "10ms"})
+	bad := receiver.New(t)
+	bad.Answer(receiver.Behavior{Status: 500})
+	badID, _ := h.endpoint(bad, []string{"*"}, nil)
+	eventID := h.post("keep.me", map[string]int{"x": 1})
+	eventually(t, 10*time.Second, func() bool {
+		return len(h.deliveries("status=dead&endpoint_id="+badID)) == 1
+	}, "the delivery dead")
+	h.retentionRanOnce()
+
+	now := time.Now()
+	retired, err := h.proc.Store.RetireWeek(ctx, now)
+	require.NoError(t, err)
+	require.True(t, retired)
+	suffix := store.PartitionWeek(now).Format("20060102")
+	require.ElementsMatch(t, []string{"retired_events_" + suffix, "retired_deliveries_" + suffix,
+		"retired_delivery_attempts_" + suffix}, h.retired())
+	require.Empty(t, h.deliveries("endpoint_id="+badID), "out of sight until kept")
+
+	w := retention.NewWorker(h.proc.Store, retention.Config{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
+	r, err := w.Run(ctx, now.Add(22*24*time.Hour))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, r.Kept)
+	require.Greater(t, r.Removed, 3, "each table, and before it each index no constraint needs")
+	require.Empty(t, h.retired())
+	dead := h.deliveries("status=dead&endpoint_id=" + badID)
+	require.Len(t, dead, 1)
+	require.Len(t, h.delivery(dead[0].ID).Attempts, dead[0].AttemptCount)
+	h.call(http.MethodGet, "/v1/events/"+eventID, nil, http.StatusOK, nil)
+}
+
+// retired lists the tables of retired or expired weeks still there.
+func (h *harness) retired() []string {
+	h.t.Helper()
+	rows, err := h.proc.Pool.Query(context.Background(),
+		`SELECT relname::text FROM pg_class WHERE relname ~ '^(retired|expired)_' AND relkind = 'r' AND pg_table_is_visible(oid)`)
+	require.NoError(h.t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(h.t, err)
+	return names
 }
 
 // delivery fetches one delivery with its attempts.

@@ -1,10 +1,12 @@
 // Package retention is the periodic River worker that keeps the week
 // partitions of events, deliveries and attempts: it creates them a week
 // ahead, drops each week once all of it is older than SLUICE_RETENTION
-// (moving first what must outlive it: deliveries still queued and dead
+// (moving out first what must outlive it: deliveries still queued and dead
 // ones, kept for replay until SLUICE_DEAD_RETENTION), and deletes from the
-// kept partitions what has since expired. Dropping a week costs the same
-// however many rows it holds.
+// kept partitions what has since expired. A week is dropped in three
+// steps (store.RetireWeek, KeepRetired, DropExpired): only the first,
+// which costs the same however many rows the week holds, holds up
+// delivery, and the week's files are removed a relation at a time.
 package retention
 
 import (
@@ -44,10 +46,13 @@ type Config struct {
 type Report struct {
 	// Created is the number of weeks whose partitions it created.
 	Created int
-	// Dropped is the number of weeks whose partitions it dropped.
+	// Dropped is the number of weeks whose partitions it retired.
 	Dropped int
-	// Kept is the number of deliveries it moved out of the dropped weeks.
+	// Kept is the number of deliveries it moved out of retired weeks.
 	Kept int64
+	// Removed is the number of indexes and tables of expired weeks it
+	// dropped.
+	Removed int
 	// Expired is the number of kept deliveries it deleted.
 	Expired int
 }
@@ -78,8 +83,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) e
 }
 
 // Run keeps the partitions as of now: it creates this week's, and the
-// next's when it starts within Ahead, drops every week that ended before now - Delivered, and expires
-// the kept deliveries.
+// next's when it starts within Ahead, drops every week that ended before
+// now - Delivered, and expires the kept deliveries.
 func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 	var r Report
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
@@ -96,24 +101,66 @@ func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 		return r, err
 	}
 	deliveredBefore, deadBefore := now.Add(-w.cfg.Delivered), now.Add(-w.cfg.Dead)
+	// First what a run that stopped part way left retired, then each week
+	// due, kept right after it is retired: until then what it keeps is out
+	// of sight.
+	if r.Kept, err = w.keep(ctx, deadBefore); err != nil {
+		return r, err
+	}
 	for _, week := range weeks {
 		if week.Add(store.PartitionSpan).After(deliveredBefore) {
 			break
 		}
-		kept, err := retryLocked(ctx, func() (int64, error) { return w.store.DropWeekPartitions(ctx, week, deadBefore) })
+		retired, err := retryLocked(ctx, func() (bool, error) { return w.store.RetireWeek(ctx, week) })
 		if err != nil {
 			return r, err
 		}
-		if kept >= 0 {
-			r.Dropped++
-			r.Kept += kept
+		if !retired {
+			continue
 		}
+		r.Dropped++
+		kept, err := w.keep(ctx, deadBefore)
+		r.Kept += kept
+		if err != nil {
+			return r, err
+		}
+	}
+	if r.Removed, err = dropExpired(ctx, w.store); err != nil {
+		return r, err
 	}
 	for {
 		n, err := w.store.ExpireKept(ctx, deliveredBefore, deadBefore, chunk)
 		r.Expired += n
 		if err != nil || n < chunk {
 			return r, err
+		}
+	}
+}
+
+// keep moves out of every retired week what must outlive it.
+func (w *Worker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
+	return retryLocked(ctx, func() (int64, error) { return w.store.KeepRetired(ctx, deadBefore) })
+}
+
+// RemovePause is the wait between two relations of an expired week being
+// dropped: each drop's commit removes that relation's files, work for the
+// kernel that grows with their size (a day of 2,000,000 deliveries is
+// about 1.3 GB in all), and the pauses keep it from taking a core away
+// from delivery for long at a time.
+const RemovePause = 100 * time.Millisecond
+
+// dropExpired drops the indexes and tables of expired weeks one at a
+// time, RemovePause apart, and returns how many it dropped.
+func dropExpired(ctx context.Context, st *store.Store) (int, error) {
+	for n := 0; ; n++ {
+		name, err := retryLocked(ctx, func() (string, error) { return st.DropExpired(ctx) })
+		if err != nil || name == "" {
+			return n, err
+		}
+		select {
+		case <-ctx.Done():
+			return n, ctx.Err()
+		case <-time.After(RemovePause):
 		}
 	}
 }

@@ -61,8 +61,8 @@ func msID(ms int64) uuid.UUID {
 	return id
 }
 
-// PartitionLockTimeout bounds how long creating or dropping a week waits
-// for its locks. Dropping a week locks the three tables (a detach needs
+// PartitionLockTimeout bounds how long creating or retiring a week waits
+// for its locks. Retiring a week locks the three tables (a detach needs
 // that), and while it waits every query behind it waits too, so it gives
 // up soon and the job tries again (retention.LockRetries).
 const PartitionLockTimeout = 20 * time.Millisecond
@@ -70,16 +70,7 @@ const PartitionLockTimeout = 20 * time.Millisecond
 // EnsureWeekPartitions creates the partitions of the week holding t, if
 // missing, and reports whether it created them.
 func (s *Store) EnsureWeekPartitions(ctx context.Context, t time.Time) (bool, error) {
-	var created bool
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := setLockTimeout(ctx, tx); err != nil {
-			return err
-		}
-		var err error
-		created, err = s.q.WithTx(tx).EnsureWeekPartitions(ctx, t)
-		return err
-	})
-	return created, err
+	return partitionTx(ctx, s, func(q *dbq.Queries) (bool, error) { return q.EnsureWeekPartitions(ctx, t) })
 }
 
 // PartitionWeeks returns the weeks that have partitions, oldest first,
@@ -93,24 +84,35 @@ func (s *Store) PartitionWeeks(ctx context.Context) ([]time.Time, error) {
 	return weeks, err
 }
 
-// DropWeekPartitions drops the partitions of the week starting at week,
-// after moving into the kept partitions its deliveries still queued, those
-// that died at or after deadBefore, and their attempts and events. It
-// returns how many deliveries it kept, or -1 when the week had no
-// partitions.
-func (s *Store) DropWeekPartitions(ctx context.Context, week, deadBefore time.Time) (int64, error) {
-	var kept int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := setLockTimeout(ctx, tx); err != nil {
-			return err
-		}
-		var err error
-		kept, err = s.q.WithTx(tx).DropWeekPartitions(ctx, dbq.DropWeekPartitionsParams{
-			Week: pgtype.Date{Time: PartitionWeek(week), Valid: true}, DeadBefore: deadBefore,
-		})
-		return err
+// Retiring a week is three steps (00018_retired_weeks.sql): RetireWeek
+// detaches its partitions under the tables' locks, KeepRetired moves out
+// what must outlive it without them, and DropExpired drops what is left,
+// one index or table a call.
+
+// RetireWeek detaches the partitions of the week starting at week and
+// renames them retired_*, and reports whether the week had partitions.
+// Its locks hold up every statement on the three tables, for a few ms
+// whatever the week holds.
+func (s *Store) RetireWeek(ctx context.Context, week time.Time) (bool, error) {
+	return partitionTx(ctx, s, func(q *dbq.Queries) (bool, error) {
+		return q.RetireWeek(ctx, pgtype.Date{Time: PartitionWeek(week), Valid: true})
 	})
-	return kept, err
+}
+
+// KeepRetired moves, from every retired week, its deliveries still queued,
+// those that died at or after deadBefore, and their attempts and events
+// into the kept partitions, marks the weeks expired, and returns how many
+// deliveries it kept.
+func (s *Store) KeepRetired(ctx context.Context, deadBefore time.Time) (int64, error) {
+	return partitionTx(ctx, s, func(q *dbq.Queries) (int64, error) { return q.KeepRetired(ctx, deadBefore) })
+}
+
+// DropExpired drops one index or table of the expired weeks, in a
+// transaction of its own, and returns its name, or "" when none is left.
+// Its commit removes that relation's files; one call at a time, paced by
+// its caller, spreads that work out.
+func (s *Store) DropExpired(ctx context.Context) (string, error) {
+	return partitionTx(ctx, s, func(q *dbq.Queries) (string, error) { return q.DropExpired(ctx) })
 }
 
 // ExpireKept deletes up to limit kept deliveries past their retention
@@ -121,9 +123,17 @@ func (s *Store) ExpireKept(ctx context.Context, deliveredBefore, deadBefore time
 	return int(n), err
 }
 
-func setLockTimeout(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
-		return fmt.Errorf("set lock_timeout: %w", err)
-	}
-	return nil
+// partitionTx runs one partition change in a transaction of its own whose
+// waits for locks are bounded by PartitionLockTimeout.
+func partitionTx[T any](ctx context.Context, s *Store, fn func(*dbq.Queries) (T, error)) (T, error) {
+	var v T
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
+			return fmt.Errorf("set lock_timeout: %w", err)
+		}
+		var err error
+		v, err = fn(s.q.WithTx(tx))
+		return err
+	})
+	return v, err
 }

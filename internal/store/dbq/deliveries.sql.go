@@ -186,21 +186,16 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 	return items, nil
 }
 
-const dropWeekPartitions = `-- name: DropWeekPartitions :one
-SELECT coalesce(sluice_drop_week($1::date, $2::timestamptz), -1)::bigint AS kept
+const dropExpired = `-- name: DropExpired :one
+SELECT coalesce(sluice_drop_expired(), '')::text AS dropped
 `
 
-type DropWeekPartitionsParams struct {
-	Week       pgtype.Date
-	DeadBefore time.Time
-}
-
-// See sluice_drop_week in 00014_time_partitions.sql.
-func (q *Queries) DropWeekPartitions(ctx context.Context, arg DropWeekPartitionsParams) (int64, error) {
-	row := q.db.QueryRow(ctx, dropWeekPartitions, arg.Week, arg.DeadBefore)
-	var kept int64
-	err := row.Scan(&kept)
-	return kept, err
+// See sluice_drop_expired in 00018_retired_weeks.sql; ” when none is left.
+func (q *Queries) DropExpired(ctx context.Context) (string, error) {
+	row := q.db.QueryRow(ctx, dropExpired)
+	var dropped string
+	err := row.Scan(&dropped)
+	return dropped, err
 }
 
 const ensureWeekPartitions = `-- name: EnsureWeekPartitions :one
@@ -305,6 +300,18 @@ func (q *Queries) InsertDeliveries(ctx context.Context, arg InsertDeliveriesPara
 		return nil, err
 	}
 	return items, nil
+}
+
+const keepRetired = `-- name: KeepRetired :one
+SELECT sluice_keep_retired($1::timestamptz)::bigint AS kept
+`
+
+// See sluice_keep_retired in 00018_retired_weeks.sql.
+func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64, error) {
+	row := q.db.QueryRow(ctx, keepRetired, deadBefore)
+	var kept int64
+	err := row.Scan(&kept)
+	return kept, err
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
@@ -596,6 +603,18 @@ func (q *Queries) ReplayStaged(ctx context.Context, arg ReplayStagedParams) (int
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const retireWeek = `-- name: RetireWeek :one
+SELECT sluice_retire_week($1::date)::boolean AS retired
+`
+
+// See sluice_retire_week in 00018_retired_weeks.sql.
+func (q *Queries) RetireWeek(ctx context.Context, week pgtype.Date) (bool, error) {
+	row := q.db.QueryRow(ctx, retireWeek, week)
+	var retired bool
+	err := row.Scan(&retired)
+	return retired, err
 }
 
 const retryDelivery = `-- name: RetryDelivery :one
