@@ -9,9 +9,9 @@
 -- deliveries) in one go. Now it is three steps, and only the first locks
 -- what Sluice's statements use:
 --
---   sluice_retire_week   detaches the week's three partitions, drops their
---                        foreign keys and renames them retired_*: a few
---                        ms under the locks, whatever the week holds.
+--   sluice_retire_week   detaches the week's three partitions and renames
+--                        them retired_*: a few ms under the locks,
+--                        whatever the week holds.
 --   sluice_keep_retired  moves what must outlive a retired week into the
 --                        kept partitions, as sluice_drop_week did, and
 --                        renames the tables expired_*, in one transaction
@@ -32,25 +32,24 @@ CREATE FUNCTION sluice_retire_week(week date) RETURNS boolean LANGUAGE plpgsql A
 DECLARE
     suffix text := to_char(week, 'YYYYMMDD');
     tbl    text;
-    fk     text;
 BEGIN
     IF to_regclass('events_' || suffix) IS NULL THEN
         RETURN false;
     END IF;
-    -- The locks this takes, taken first, so that none is upgraded later
-    -- (see sluice_drop_week in 00014_time_partitions.sql): dropping a
-    -- foreign key drops its triggers on the table it references, which
-    -- locks that table exclusively. ONLY the parents: every statement of
-    -- Sluice's goes through them, and locking each week's partition too
-    -- would wait for autovacuum at work on one.
-    LOCK TABLE tenants, endpoints IN ACCESS EXCLUSIVE MODE;
-    LOCK TABLE ONLY deliveries, events, delivery_attempts IN ACCESS EXCLUSIVE MODE;
-    FOREACH tbl IN ARRAY ARRAY['events', 'deliveries', 'delivery_attempts'] LOOP
+    -- Every lock the detaches take, taken first (see sluice_drop_week in
+    -- 00014_time_partitions.sql), in the order Sluice's most frequent
+    -- statements take them: a record takes the attempts before the
+    -- deliveries, a post the events before the deliveries. A wait here
+    -- that is a deadlock after all ends at the caller's lock_timeout.
+    -- ONLY the parents: every statement of Sluice's goes through them, and
+    -- locking each week's partition too would wait for autovacuum at work
+    -- on one. The retired tables keep their foreign keys: dropping one
+    -- locks the table it references exclusively, which sluice_drop_expired
+    -- does with nothing else locked.
+    LOCK TABLE tenants, endpoints IN SHARE ROW EXCLUSIVE MODE;
+    LOCK TABLE ONLY delivery_attempts, ONLY events, ONLY deliveries IN ACCESS EXCLUSIVE MODE;
+    FOREACH tbl IN ARRAY ARRAY['delivery_attempts', 'events', 'deliveries'] LOOP
         EXECUTE format('ALTER TABLE %I DETACH PARTITION %I', tbl, tbl || '_' || suffix);
-        FOR fk IN SELECT conname FROM pg_constraint
-                  WHERE conrelid = (tbl || '_' || suffix)::regclass AND contype = 'f' LOOP
-            EXECUTE format('ALTER TABLE %I DROP CONSTRAINT %I', tbl || '_' || suffix, fk);
-        END LOOP;
         EXECUTE format('ALTER TABLE %I RENAME TO %I', tbl || '_' || suffix, 'retired_' || tbl || '_' || suffix);
     END LOOP;
     RETURN true;
@@ -133,9 +132,17 @@ BEGIN
       AND pg_table_is_visible(t.oid)
     ORDER BY t.relname
     LIMIT 1;
-    IF victim IS NOT NULL THEN
-        EXECUTE 'DROP TABLE ' || victim;
+    IF victim IS NULL THEN
+        RETURN NULL;
     END IF;
+    -- A table with foreign keys (deliveries) drops their triggers on the
+    -- tables they reference, which locks those exclusively: taken first,
+    -- in the order a post takes them (endpoints as it routes, tenants as
+    -- its foreign keys are checked).
+    IF EXISTS (SELECT 1 FROM pg_constraint WHERE conrelid = victim::regclass AND contype = 'f') THEN
+        LOCK TABLE endpoints, tenants IN ACCESS EXCLUSIVE MODE;
+    END IF;
+    EXECUTE 'DROP TABLE ' || victim;
     RETURN victim;
 END
 $$;
