@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,4 +68,46 @@ func TestLeaseLostWithItsConnection(t *testing.T) {
 	again, err := a.Acquire(ctx, 8)
 	require.NoError(t, err, "the holder reconnects for new runs")
 	require.NoError(t, again.Check())
+}
+
+// TestLeasesTakenTogetherAnswerEachRun: runs that take their keys at the
+// same moment share statements, and each learns about its own key: the
+// ones another session holds are refused, the others are taken and can be
+// given up.
+func TestLeasesTakenTogetherAnswerEachRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	a, b := newHolder(t, url), newHolder(t, url)
+	const n = 300
+	for k := int64(1); k <= n; k += 2 {
+		_, err := b.Acquire(ctx, k) // the odd keys, held elsewhere
+		require.NoError(t, err)
+	}
+
+	leases := make([]*Lease, n+1)
+	errs := make([]error, n+1)
+	var wg sync.WaitGroup
+	for k := int64(1); k <= n; k++ {
+		wg.Go(func() { leases[k], errs[k] = a.Acquire(ctx, k) })
+	}
+	wg.Wait()
+	for k := int64(1); k <= n; k++ {
+		if k%2 == 1 {
+			require.ErrorIs(t, errs[k], ErrHeld, "key %d", k)
+			continue
+		}
+		require.NoError(t, errs[k], "key %d", k)
+		require.NoError(t, leases[k].Check())
+	}
+
+	for k := int64(2); k <= n; k += 2 {
+		wg.Go(leases[k].Release)
+	}
+	wg.Wait()
+	for k := int64(2); k <= n; k += 2 {
+		l, err := b.Acquire(ctx, k)
+		require.NoError(t, err, "key %d given up", k)
+		l.Release()
+	}
 }
