@@ -184,13 +184,17 @@ func (h *Holder) acquireGroup(ctx context.Context, keys []int64) ([]acquired, er
 	}
 	rows, err := h.conn.Query(ctx, `SELECT pg_try_advisory_lock(k) FROM unnest($1::bigint[]) WITH ORDINALITY AS u(k, i) ORDER BY i`, keys)
 	got, err := collectBools(rows, err)
-	if err != nil || len(got) != len(keys) {
-		h.drop()
-		return nil, fmt.Errorf("lease: acquire: %w (%d of %d answered)", err, len(got), len(keys))
+	if err == nil && len(got) != len(keys) {
+		err = fmt.Errorf("%d answers for %d keys", len(got), len(keys))
 	}
+	if err != nil {
+		h.drop()
+		return nil, fmt.Errorf("lease: acquire: %w", err)
+	}
+	gen := h.gen.Load()
 	out := make([]acquired, len(keys))
 	for i := range keys {
-		out[i] = acquired{got: got[i], gen: h.gen.Load()}
+		out[i] = acquired{got: got[i], gen: gen}
 	}
 	return out, nil
 }
