@@ -85,7 +85,9 @@ FROM (
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 -- named by sluice_delivery_id. A group that would make more than
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
--- and stores nothing. It returns the endpoint of each delivery made.
+-- and stores nothing. It returns each delivery made, with its endpoint and
+-- when it came due: with the event, all a dispatch run claims of it, so
+-- ingest can hand it to a run lingering in this process (dispatch.Waker).
 WITH ev AS (
     INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at)
     SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at
@@ -117,4 +119,4 @@ SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p
 FROM pair p, within w
 WHERE w.ok
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
-RETURNING endpoint_id;
+RETURNING id, event_id, endpoint_id, next_attempt_at;

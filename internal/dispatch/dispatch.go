@@ -22,7 +22,9 @@
 // Waker (Waker.Wake), in other processes through a Postgres notification
 // (store.NotifyDispatchWake, heard by Waker.Listen). store.DispatchOrWake,
 // what fan-out and the sweeper call, does the two: it dispatches each
-// endpoint and wakes the runs of those whose job was already live.
+// endpoint and wakes the runs of those whose job was already live. To hand
+// over is to wake a run in this process with the new deliveries themselves
+// (Waker.Hand, from ingest), which it may send without claiming them.
 package dispatch
 
 import (
@@ -201,15 +203,20 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		}
 		// Every delivery made since that claim came with a signal (see
 		// Waker), so wait for one instead of claiming again; the final
-		// check covers a signal lost.
+		// check covers a signal lost. A signal that handed the deliveries
+		// over whole spares the claim (nextBatch).
 		if drained && !w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
 			finished, err := w.end(ctx, job, &wake)
 			if err != nil || finished {
 				return err
 			}
 		}
+		var handed []store.Claimed
+		if drained {
+			handed = w.cfg.Waker.take(wake)
+		}
 		drained = false
-		target, plan, claimed, err := w.claim(ctx, endpointID, after, clock.Now(), &known)
+		target, plan, claimed, err := w.nextBatch(ctx, endpointID, after, clock.Now(), &known, wake, handed)
 		after = store.Position{}
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
@@ -273,7 +280,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 // end ends the run if nothing is due (finish), having left the Waker
 // first (see Waker). If something became due while it looked, it joins the
 // Waker again, with *wake its new channel, and reports false: go on.
-func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wake *chan struct{}) (bool, error) {
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wake **registration) (bool, error) {
 	endpointID := job.Args.EndpointID
 	w.cfg.Waker.leave(endpointID, *wake)
 	finished, err := w.finish(ctx, job)

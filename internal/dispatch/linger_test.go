@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 func TestWaker(t *testing.T) {
@@ -40,4 +42,66 @@ func TestWaker(t *testing.T) {
 	var off *Waker
 	require.Equal(t, []uuid.UUID{a}, off.Wake([]uuid.UUID{a}))
 	require.Nil(t, off.join(a))
+}
+
+// TestWakerHandsOverOnlyWhatNoClaimTook: a run takes handed deliveries
+// only when no claim of its own could have taken them already (a claim
+// completed after the hand-off's Seq was read, or ran while they were
+// handed), and only when nothing came without its deliveries; otherwise
+// it is told to claim. Anything else could send a delivery twice, or
+// leave one waiting behind a stream of hand-offs.
+func TestWakerHandsOverOnlyWhatNoClaimTook(t *testing.T) {
+	w := NewWaker(10)
+	ep := uuid.New()
+	made := func() []store.Claimed { return []store.Claimed{{ID: uuid.New()}} }
+	claim := func(r *registration) { w.claiming(r); w.claimed(r) }
+	r := w.join(ep)
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	require.Empty(t, w.take(r), "a new run claims first")
+
+	claim(r)
+	one := made()
+	require.Empty(t, w.Hand(w.Seq(), store.Touched{ep: one}), "the run is registered")
+	require.Equal(t, one, w.take(r), "handed after its claim: sent as they are")
+	require.Empty(t, w.take(r), "taken once")
+
+	a, b := made(), made()
+	w.Hand(w.Seq(), store.Touched{ep: a})
+	w.Hand(w.Seq(), store.Touched{ep: b})
+	require.Equal(t, append(a, b...), w.take(r), "two commits' deliveries together")
+
+	before := w.Seq()
+	claim(r)
+	w.Hand(before, store.Touched{ep: made()})
+	require.Empty(t, w.take(r), "Seq read before the claim completed: the claim may have taken them")
+
+	w.claiming(r)
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	w.claimed(r)
+	require.Empty(t, w.take(r), "handed while the claim ran")
+
+	claim(r)
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	w.Wake([]uuid.UUID{ep})
+	require.Empty(t, w.take(r), "a signal without deliveries: something else is queued")
+
+	claim(r)
+	w.Wake([]uuid.UUID{ep})
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	require.Empty(t, w.take(r), "the same, in the other order")
+
+	w.claiming(r)
+	w.Wake([]uuid.UUID{ep})
+	w.claimed(r)
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	require.Empty(t, w.take(r), "a signal while the claim ran may be for what it did not see")
+
+	claim(r)
+	w.Hand(w.Seq(), store.Touched{ep: nil})
+	require.Empty(t, w.take(r), "a commit that does not know its deliveries")
+
+	other := uuid.New()
+	require.Equal(t, []uuid.UUID{other}, w.Hand(w.Seq(), store.Touched{other: made()}), "no run: a job")
+	var off *Waker
+	require.Equal(t, []uuid.UUID{other}, off.Hand(off.Seq(), store.Touched{other: made()}))
 }

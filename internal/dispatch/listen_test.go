@@ -39,13 +39,13 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	}
 	dispatch() // a new job: nothing live to wake
 	select {
-	case <-wake:
+	case <-wake.ch:
 		t.Fatal("a new dispatch job woke a run")
 	case <-time.After(300 * time.Millisecond):
 	}
 	dispatch() // the job is live: its run, wherever it is, is told
 	select {
-	case <-wake:
+	case <-wake.ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wake-up crossed to the other process")
 	}
@@ -57,7 +57,7 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	require.Eventually(t, func() bool { pid := listener(); return pid != 0 && pid != old }, 10*time.Second, 20*time.Millisecond)
 	dispatch()
 	select {
-	case <-wake:
+	case <-wake.ch:
 	case <-time.After(10 * time.Second):
 		t.Fatal("no wake-up after the listener reconnected")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -34,6 +35,28 @@ func (k knownTarget) plain(now time.Time) bool {
 	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && t.RateLimit == nil &&
 		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
+}
+
+// nextBatch is what the run sends next: the deliveries handed to it (see
+// Waker.Hand), when it may send them without asking the database, or else
+// what it claims. It may when it knows the endpoint needs nothing decided
+// (knownTarget.plain, which also means it claimed under the endpoint's lock
+// less than refreshTarget ago, so a retry that came due meanwhile waits at
+// most that long) and they fit in one batch. The caller passes handed only
+// after a batch that came up short, recorded: the queue had nothing else
+// due, and every delivery made since came with a signal.
+func (w *Worker) nextBatch(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time, known *knownTarget, wake *registration, handed []store.Claimed) (store.Target, claimPlan, store.Claim, error) {
+	if n := known.target.MaxInFlight; len(handed) > 0 && len(handed) <= n && known.plain(now) {
+		metrics.DispatchBatches.WithLabelValues("handed").Inc()
+		return known.target, claimPlan{n: n}, store.Claim{Deliveries: handed}, nil
+	}
+	w.cfg.Waker.claiming(wake)
+	target, plan, claimed, err := w.claim(ctx, endpointID, after, now, known)
+	w.cfg.Waker.claimed(wake)
+	if len(claimed.Deliveries) > 0 {
+		metrics.DispatchBatches.WithLabelValues("claimed").Inc()
+	}
+	return target, plan, claimed, err
 }
 
 // claim claims the endpoint's due deliveries after the position at now: on

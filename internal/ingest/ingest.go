@@ -9,8 +9,9 @@
 // while the previous one committed.
 //
 // After each commit, the endpoints whose queues changed are handed to their
-// dispatch runs (a run lingering in this process is signalled, others get
-// a job or a notification: store.DispatchOrWake) by one goroutine, off the
+// dispatch runs (a run lingering in this process is signalled, and given
+// the deliveries themselves when the commit knows them whole; others get a
+// job or a notification: store.DispatchOrWake) by one goroutine, off the
 // posts' path. It merges the endpoints of the commits that land while it
 // works, so under load each pass covers many commits. A pass the database
 // fails is tried again; if the process dies first, the sweeper's walk
@@ -50,10 +51,12 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Waker signals the dispatch runs of endpoints registered in this process
-// and returns the endpoints that have none (dispatch.Waker).
+// Waker signals the dispatch runs of endpoints registered in this process,
+// handing them the deliveries made, and returns the endpoints that have
+// none (dispatch.Waker). Seq is read before the deliveries are inserted.
 type Waker interface {
-	Wake(endpointIDs []uuid.UUID) []uuid.UUID
+	Seq() uint64
+	Hand(seq uint64, touched store.Touched) []uuid.UUID
 }
 
 // Batcher commits submitted events in groups.
@@ -70,9 +73,10 @@ func New(st *store.Store, jobs store.JobQueue, cfg Config) *Batcher {
 	}
 	h := startHandoff(st, jobs, cfg.Waker, cfg.Logger)
 	commit := func(ctx context.Context, evs []store.TenantEvent) ([]sluice.Event, error) {
+		seq := h.seq()
 		out, touched, err := st.CreateTenantEvents(ctx, evs, jobs)
 		if err == nil {
-			h.add(touched)
+			h.add(seq, touched)
 		}
 		return out, err
 	}
@@ -106,7 +110,7 @@ func (b *Batcher) Close() {
 }
 
 // handoff hands endpoints whose queues changed to their dispatch runs, one
-// pass at a time, merging the endpoints added while a pass runs.
+// pass at a time, merging the commits added while a pass runs.
 type handoff struct {
 	st     *store.Store
 	jobs   store.JobQueue
@@ -114,8 +118,8 @@ type handoff struct {
 	logger *slog.Logger
 
 	mu      sync.Mutex
-	pending map[uuid.UUID]bool
-	kick    chan struct{} // holds a token while pending has endpoints
+	pending []committed
+	kick    chan struct{} // holds a token while pending has commits
 	done    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
@@ -126,23 +130,35 @@ type handoff struct {
 // answering cannot hold up Close.
 const handoffTimeout = 10 * time.Second
 
+// committed is what one commit touched, with the Waker's Seq read before it.
+type committed struct {
+	seq     uint64
+	touched store.Touched
+}
+
 func startHandoff(st *store.Store, jobs store.JobQueue, waker Waker, logger *slog.Logger) *handoff {
 	h := &handoff{
-		st: st, jobs: jobs, waker: waker, logger: logger, pending: map[uuid.UUID]bool{},
+		st: st, jobs: jobs, waker: waker, logger: logger,
 		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
 	}
 	go h.run()
 	return h
 }
 
-func (h *handoff) add(endpointIDs []uuid.UUID) {
-	if len(endpointIDs) == 0 {
+// seq is the Waker's Seq, to read before a commit (0 without a Waker).
+func (h *handoff) seq() uint64 {
+	if h.waker == nil {
+		return 0
+	}
+	return h.waker.Seq()
+}
+
+func (h *handoff) add(seq uint64, touched store.Touched) {
+	if len(touched) == 0 {
 		return
 	}
 	h.mu.Lock()
-	for _, id := range endpointIDs {
-		h.pending[id] = true
-	}
+	h.pending = append(h.pending, committed{seq: seq, touched: touched})
 	h.mu.Unlock()
 	select {
 	case h.kick <- struct{}{}:
@@ -172,17 +188,12 @@ const handoffRetry = 250 * time.Millisecond
 // are committed, so nothing is lost meanwhile.
 func (h *handoff) pass() {
 	h.mu.Lock()
-	ids := make([]uuid.UUID, 0, len(h.pending))
-	for id := range h.pending {
-		ids = append(ids, id)
-	}
-	clear(h.pending)
+	commits := h.pending
+	h.pending = nil
 	h.mu.Unlock()
+	ids := h.hand(commits)
 	if len(ids) == 0 {
 		return
-	}
-	if h.waker != nil {
-		ids = h.waker.Wake(ids)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
 	defer cancel()
@@ -199,13 +210,33 @@ func (h *handoff) pass() {
 	}
 }
 
+// hand hands the commits' deliveries to the runs lingering here, and
+// returns the endpoints (each once) that have none.
+func (h *handoff) hand(commits []committed) []uuid.UUID {
+	rest := map[uuid.UUID]bool{}
+	for _, c := range commits {
+		ids := c.touched.Endpoints()
+		if h.waker != nil {
+			ids = h.waker.Hand(c.seq, c.touched)
+		}
+		for _, id := range ids {
+			rest[id] = true
+		}
+	}
+	ids := make([]uuid.UUID, 0, len(rest))
+	for id := range rest {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // retryLater makes ids pending again after handoffRetry, unless the
 // hand-off is closing: then the sweeper's walk finds them.
 func (h *handoff) retryLater(ids []uuid.UUID) {
 	select {
 	case <-h.done:
 	case <-time.After(handoffRetry):
-		h.add(ids)
+		h.add(0, store.TouchedWithout(ids))
 	}
 }
 

@@ -105,8 +105,8 @@ const MaxInlineDeliveries = 1000
 // posts, or one tenant's batch) and makes their deliveries in the same
 // transaction, so that a post costs no fan-out job: no job row written,
 // fetched and completed. It returns the events in input order and the
-// endpoints whose queues changed, which the caller hands to their dispatch
-// runs after the commit (DispatchOrWake).
+// endpoints whose queues changed (Touched), which the caller hands to their
+// dispatch runs after the commit (DispatchOrWake).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a
@@ -117,7 +117,7 @@ const MaxInlineDeliveries = 1000
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through CreateEvent.
-func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, []uuid.UUID, error) {
+func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs JobQueue) ([]sluice.Event, Touched, error) {
 	out := newEvents(evs)
 	if oneStatement(out) {
 		touched, err := s.insertRouted(ctx, out)
@@ -125,7 +125,7 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 			return out, touched, err
 		}
 	}
-	var touched []uuid.UUID
+	var touched Touched
 	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if err := insertEvents(ctx, tx, q, out); err != nil {
@@ -139,9 +139,11 @@ func (s *Store) CreateTenantEvents(ctx context.Context, evs []TenantEvent, jobs 
 		if plan.deliveries() > MaxInlineDeliveries {
 			return jobs.FanOut(ctx, tx, eventIDs(out))
 		}
-		if touched, _, err = plan.insert(ctx); err != nil {
+		endpoints, _, err := plan.insert(ctx)
+		if err != nil {
 			return err
 		}
+		touched = TouchedWithout(endpoints)
 		if len(keyed) == 0 {
 			return nil
 		}
@@ -157,10 +159,8 @@ var errOverInline = errors.New("more deliveries than are made inline")
 // insertRouted stores evs, none with a coalesce key or a consumer, and
 // their deliveries with one statement in one round trip
 // (InsertRoutedEvents: events, routing and deliveries, where a transaction
-// takes five round trips) and returns the endpoints whose queues changed.
-// A group that would make more than MaxInlineDeliveries deliveries stores
-// nothing and returns errOverInline.
-func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UUID, error) {
+// takes five round trips) and returns the deliveries it made, whole.
+func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) (Touched, error) {
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
@@ -173,7 +173,7 @@ func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UU
 			p.Patterns = append(p.Patterns, pattern)
 		}
 	}
-	endpoints, err := s.routed.InsertRoutedEvents(ctx, p)
+	rows, err := s.routed.InsertRoutedEvents(ctx, p)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
 		return nil, errOverInline
@@ -181,8 +181,7 @@ func (s *Store) insertRouted(ctx context.Context, evs []sluice.Event) ([]uuid.UU
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(endpoints, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
-	return slices.Compact(endpoints), nil
+	return touchedWith(evs, rows), nil
 }
 
 // overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
@@ -198,9 +197,11 @@ func oneStatement(evs []sluice.Event) bool {
 }
 
 // newEvents gives each event an id and its creation time, and returns them
-// as they will be stored.
+// as they will be stored: the time to the microsecond, as Postgres keeps it,
+// so the answer to the post, the events read back and the deliveries' bodies
+// agree.
 func newEvents(evs []TenantEvent) []sluice.Event {
-	now := time.Now().UTC()
+	now := time.Now().UTC().Truncate(time.Microsecond)
 	out := make([]sluice.Event, len(evs))
 	for i, te := range evs {
 		ev := te.Event

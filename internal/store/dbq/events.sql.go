@@ -189,7 +189,7 @@ SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p
 FROM pair p, within w
 WHERE w.ok
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
-RETURNING endpoint_id
+RETURNING id, event_id, endpoint_id, next_attempt_at
 `
 
 type InsertRoutedEventsParams struct {
@@ -202,6 +202,13 @@ type InsertRoutedEventsParams struct {
 	PatternEvents []uuid.UUID
 	Patterns      []string
 	MaxDeliveries int64
+}
+
+type InsertRoutedEventsRow struct {
+	ID            uuid.UUID
+	EventID       uuid.UUID
+	EndpointID    uuid.UUID
+	NextAttemptAt *time.Time
 }
 
 // Stores a group of events that carry neither a coalesce key nor a
@@ -218,8 +225,10 @@ type InsertRoutedEventsParams struct {
 // SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 // named by sluice_delivery_id. A group that would make more than
 // max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
-// and stores nothing. It returns the endpoint of each delivery made.
-func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]uuid.UUID, error) {
+// and stores nothing. It returns each delivery made, with its endpoint and
+// when it came due: with the event, all a dispatch run claims of it, so
+// ingest can hand it to a run lingering in this process (dispatch.Waker).
+func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]InsertRoutedEventsRow, error) {
 	rows, err := q.db.Query(ctx, insertRoutedEvents,
 		arg.Ids,
 		arg.TenantIds,
@@ -235,13 +244,18 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 		return nil, err
 	}
 	defer rows.Close()
-	items := []uuid.UUID{}
+	items := []InsertRoutedEventsRow{}
 	for rows.Next() {
-		var endpoint_id uuid.UUID
-		if err := rows.Scan(&endpoint_id); err != nil {
+		var i InsertRoutedEventsRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.EventID,
+			&i.EndpointID,
+			&i.NextAttemptAt,
+		); err != nil {
 			return nil, err
 		}
-		items = append(items, endpoint_id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
