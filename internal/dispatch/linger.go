@@ -54,10 +54,16 @@ type registration struct {
 	ch chan struct{} // holds a signal not yet taken
 
 	// Under Waker.mu:
-	claimed uint64          // Waker.seq when the run's last claim completed
-	handed  []store.Claimed // deliveries handed since, all usable
-	unknown bool            // signalled without deliveries, or with some unusable: the run must claim
+	claimed     uint64          // Waker.seq when the run's last claim completed
+	handed      []store.Claimed // deliveries handed since, all usable
+	handedBytes int             // store.ClaimedBytes(handed)
+	unknown     bool            // signalled without deliveries, or with some unusable: the run must claim
 }
+
+// maxHandedBytes bounds the deliveries held for one run (payloads
+// included): a run busy with a slow receiver while posts pour in claims
+// them later instead of holding them all in memory.
+const maxHandedBytes = 1 << 20
 
 // lingerFor is how long a run with nothing due waits for more.
 const lingerFor = time.Second
@@ -118,10 +124,13 @@ func (w *Waker) signal(endpointID uuid.UUID, seq uint64, made []store.Claimed) b
 	if !ok {
 		return false
 	}
-	if made == nil || seq < r.claimed {
+	switch size := store.ClaimedBytes(made); {
+	case made == nil || seq < r.claimed || r.handedBytes+size > maxHandedBytes:
 		r.unknown = true
-	} else if !r.unknown {
+		r.handed, r.handedBytes = nil, 0
+	case !r.unknown:
 		r.handed = append(r.handed, made...)
+		r.handedBytes += size
 	}
 	select {
 	case r.ch <- struct{}{}:
@@ -166,7 +175,7 @@ func (w *Waker) claiming(r *registration) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	r.handed = nil
+	r.handed, r.handedBytes = nil, 0
 	r.unknown = false
 }
 
@@ -183,7 +192,7 @@ func (w *Waker) claimed(r *registration) {
 	defer w.mu.Unlock()
 	r.claimed = w.seq.Add(1)
 	if len(r.handed) > 0 {
-		r.handed = nil
+		r.handed, r.handedBytes = nil, 0
 		r.unknown = true
 	}
 }
@@ -198,7 +207,7 @@ func (w *Waker) take(r *registration) []store.Claimed {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	handed := r.handed
-	r.handed = nil
+	r.handed, r.handedBytes = nil, 0
 	if r.unknown {
 		return nil
 	}

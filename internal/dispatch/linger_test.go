@@ -100,6 +100,11 @@ func TestWakerHandsOverOnlyWhatNoClaimTook(t *testing.T) {
 	w.Hand(w.Seq(), store.Touched{ep: nil})
 	require.Empty(t, w.take(r), "a commit that does not know its deliveries")
 
+	claim(r)
+	w.Hand(w.Seq(), store.Touched{ep: made()})
+	w.Hand(w.Seq(), store.Touched{ep: []store.Claimed{{ID: uuid.New(), Payload: make([]byte, maxHandedBytes)}}})
+	require.Empty(t, w.take(r), "more than a run may hold: it claims them later")
+
 	other := uuid.New()
 	require.Equal(t, []uuid.UUID{other}, w.Hand(w.Seq(), store.Touched{other: made()}), "no run: a job")
 	var off *Waker

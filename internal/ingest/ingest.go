@@ -117,13 +117,14 @@ type handoff struct {
 	waker  Waker
 	logger *slog.Logger
 
-	mu      sync.Mutex
-	pending []committed
-	kick    chan struct{} // holds a token while pending has commits
-	done    chan struct{}
-	stopped chan struct{}
-	once    sync.Once
-	failing bool // the last pass failed; read and written by run alone
+	mu           sync.Mutex
+	pending      []committed
+	pendingBytes int           // the deliveries pending hold (store.Touched.Bytes)
+	kick         chan struct{} // holds a token while pending has commits
+	done         chan struct{}
+	stopped      chan struct{}
+	once         sync.Once
+	failing      bool // the last pass failed; read and written by run alone
 }
 
 // handoffTimeout bounds one pass, so that a database that stopped
@@ -153,11 +154,22 @@ func (h *handoff) seq() uint64 {
 	return h.waker.Seq()
 }
 
+// maxPendingBytes bounds the deliveries held for the next pass: commits
+// that land while a slow pass runs are handed over past that without
+// them, as endpoints to wake, so a database that slows down cannot make
+// ingest hold every payload posted meanwhile.
+const maxPendingBytes = 8 << 20
+
 func (h *handoff) add(seq uint64, touched store.Touched) {
 	if len(touched) == 0 {
 		return
 	}
 	h.mu.Lock()
+	if size := touched.Bytes(); h.pendingBytes+size > maxPendingBytes {
+		touched = store.TouchedWithout(touched.Endpoints())
+	} else {
+		h.pendingBytes += size
+	}
 	h.pending = append(h.pending, committed{seq: seq, touched: touched})
 	h.mu.Unlock()
 	select {
@@ -189,7 +201,7 @@ const handoffRetry = 250 * time.Millisecond
 func (h *handoff) pass() {
 	h.mu.Lock()
 	commits := h.pending
-	h.pending = nil
+	h.pending, h.pendingBytes = nil, 0
 	h.mu.Unlock()
 	ids := h.hand(commits)
 	if len(ids) == 0 {

@@ -58,3 +58,24 @@ func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) Touched {
 	}
 	return t
 }
+
+// claimedOverhead is about what a Claimed holds besides its payload and type.
+const claimedOverhead = 128
+
+// ClaimedBytes is about how much memory deliveries hold, payloads included.
+func ClaimedBytes(ds []Claimed) int {
+	n := 0
+	for _, d := range ds {
+		n += claimedOverhead + len(d.Payload) + len(d.EventType)
+	}
+	return n
+}
+
+// Bytes is about how much memory the deliveries in t hold.
+func (t Touched) Bytes() int {
+	n := 0
+	for _, ds := range t {
+		n += ClaimedBytes(ds)
+	}
+	return n
+}
