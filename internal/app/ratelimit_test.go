@@ -18,8 +18,10 @@ import (
 // (each attempt's start): no one-second window holds more than burst +
 // rate, and the achieved rate is within 95-110% of the limit. The receiver
 // sees the same requests shifted by scheduling jitter on both sides of the
-// loopback (on a loaded 2-core box, tens to hundreds of milliseconds), so
-// its busiest window is logged, not held to the bound.
+// loopback; Sluice allows 30 ms of it (ratelimit.Delivery), but beside the
+// package's other tests it can reach hundreds of milliseconds, so the
+// receiver's busiest window is logged here, not held to the bound (the
+// benchmark's ratelimit-2w holds it there).
 func auditRate(t *testing.T, h *harness, endpointID string, rcv *receiver.Receiver, perSecond float64, burst int) {
 	t.Helper()
 	sent := h.attemptTimes(endpointID)

@@ -47,10 +47,10 @@ func planClaim(t store.Target, now time.Time) claimPlan {
 		p.n = 1 // the throttle has lifted: one request first, to see it stays lifted
 	}
 	if rl := t.RateLimit; rl != nil {
-		f.Bucket = f.Bucket.Refill(*rl, now)
+		f.Bucket = f.Bucket.Refill(ratelimit.Delivery(*rl), now)
 		p.n = min(p.n, f.Bucket.Available())
 		if p.n == 0 {
-			p.tokenWait = f.Bucket.Wait(*rl)
+			p.tokenWait = f.Bucket.Wait(ratelimit.Delivery(*rl))
 		}
 	}
 	return p
@@ -101,7 +101,7 @@ type flowPolicy struct {
 func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (store.Flow, []store.Alert) {
 	var alerts []store.Alert
 	if rl != nil {
-		f.Bucket = f.Bucket.SentAt(*rl, len(sent), lastStart(sent))
+		f.Bucket = f.Bucket.SentAt(ratelimit.Delivery(*rl), len(sent), lastStart(sent))
 	}
 	throttledNow := false
 	for _, s := range sent {
@@ -159,8 +159,8 @@ func waitUntil(f store.Flow, rl *sluice.RateLimit, now time.Time) time.Time {
 	if until := blockedUntil(f, now); !until.IsZero() || rl == nil {
 		return until
 	}
-	if b := f.Bucket.Refill(*rl, now); b.Available() == 0 {
-		return now.Add(b.Wait(*rl))
+	if b := f.Bucket.Refill(ratelimit.Delivery(*rl), now); b.Available() == 0 {
+		return now.Add(b.Wait(ratelimit.Delivery(*rl)))
 	}
 	return time.Time{}
 }

@@ -97,9 +97,11 @@ func TestUnitPlanClaim(t *testing.T) {
 		tg := healthy
 		tg.RateLimit = &sluice.RateLimit{PerSecond: 2, Burst: 3}
 		p := planClaim(tg, clock)
-		require.Equal(t, 3, p.n, "a new bucket starts full: burst, under max_in_flight")
-		tg.Flow = p.claimed(tg.RateLimit, 3)
-		require.Equal(t, ratelimit.Bucket{Tokens: 0, At: clock}, tg.Flow.Bucket, "the claim pays its tokens")
+		require.Equal(t, 2, p.n, "a new bucket starts full: the burst less the way's allowance (2.94), under max_in_flight")
+		tg.Flow = p.claimed(tg.RateLimit, 2)
+		require.InDelta(t, 0.94, tg.Flow.Bucket.Tokens, 1e-9, "the claim pays its tokens")
+		require.Equal(t, clock, tg.Flow.Bucket.At)
+		tg.Flow.Bucket.Tokens = 0 // spent
 
 		later := clock.Add(100 * time.Millisecond)
 		p = planClaim(tg, later)
@@ -211,7 +213,8 @@ func TestUnitFlowApply(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 5}
 		f := store.Flow{Bucket: ratelimit.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
 		after, _ := testPolicy.apply(f, rl, sent(200, 200), now)
-		require.Equal(t, ratelimit.Bucket{Tokens: 3, At: clock}, after.Bucket, "refilled up to burst minus the batch, as of clock")
+		require.InDelta(t, 4.7-2, after.Bucket.Tokens, 1e-9, "refilled up to the burst (less the way's allowance) minus the batch")
+		require.Equal(t, clock, after.Bucket.At, "as of the last start")
 	})
 }
 

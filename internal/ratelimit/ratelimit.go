@@ -2,8 +2,10 @@
 // endpoint. It is pure arithmetic over a Bucket value; the store keeps the
 // bucket on the endpoint row, so it survives restarts and is shared by every
 // worker process. Tokens refill lazily from the time elapsed, at the
-// endpoint's rate, up to its burst: no one-second window can carry more than
-// burst + rate deliveries.
+// endpoint's rate, up to its burst (Exact), or, for deliveries, a little
+// less (Delivery), so that no one-second window at the receiver carries
+// more than burst + rate deliveries even when some requests take longer on
+// the way than others.
 package ratelimit
 
 import (
@@ -13,6 +15,39 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
+// Pace is how a bucket fills: PerSecond tokens a second, up to Capacity.
+type Pace struct {
+	PerSecond float64
+	Capacity  float64
+}
+
+// Exact is the pace rl names: its rate, up to its burst.
+func Exact(rl sluice.RateLimit) Pace {
+	return Pace{PerSecond: rl.TokensPerSecond(), Capacity: float64(rl.Burst)}
+}
+
+// Spread is how much longer one request to an endpoint may take than
+// another between its start and its arrival (scheduling on a loaded box,
+// on both ends, and the network) with the receiver still seeing no
+// one-second window over burst + rate.
+const Spread = 30 * time.Millisecond
+
+// Delivery is the pace of deliveries to an endpoint under rl. Requests
+// whose arrivals fall within one second started within 1 s + Spread, and
+// a bucket lets at most Capacity + PerSecond × (1 s + Spread) start there;
+// so the spread comes out of the burst: Capacity is burst − rate × Spread,
+// the rate unchanged. A burst too small to give that much (under rate ×
+// Spread + 1) keeps one token, and the rate gives the rest: at burst 1 it
+// is 1 / (1 + Spread) of rl's, 97 %.
+func Delivery(rl sluice.RateLimit) Pace {
+	rate, burst := rl.TokensPerSecond(), float64(rl.Burst)
+	window := 1 + Spread.Seconds()
+	if c := burst - rate*Spread.Seconds(); c >= 1 {
+		return Pace{PerSecond: rate, Capacity: c}
+	}
+	return Pace{PerSecond: (burst + rate - 1) / window, Capacity: 1}
+}
+
 // Bucket is a token bucket's state at At.
 type Bucket struct {
 	Tokens float64
@@ -21,12 +56,12 @@ type Bucket struct {
 
 // Refill returns the bucket as it stands at now. A bucket never used starts
 // full.
-func (b Bucket) Refill(rl sluice.RateLimit, now time.Time) Bucket {
+func (b Bucket) Refill(p Pace, now time.Time) Bucket {
 	if b.At.IsZero() {
-		return Bucket{Tokens: float64(rl.Burst), At: now}
+		return Bucket{Tokens: p.Capacity, At: now}
 	}
 	elapsed := max(now.Sub(b.At).Seconds(), 0)
-	return Bucket{Tokens: min(float64(rl.Burst), b.Tokens+elapsed*rl.TokensPerSecond()), At: now}
+	return Bucket{Tokens: min(p.Capacity, b.Tokens+elapsed*p.PerSecond), At: now}
 }
 
 // Available is the number of whole tokens in the bucket.
@@ -49,19 +84,19 @@ func (b Bucket) Take(n int) Bucket {
 // burst + rate requests (rate × the delay more: 2 extra at 20/s after a
 // 100ms stall on a busy box). With it, the bound holds for the times
 // requests start, and nothing is forfeited unless the cap applied.
-func (b Bucket) SentAt(rl sluice.RateLimit, n int, t time.Time) Bucket {
+func (b Bucket) SentAt(p Pace, n int, t time.Time) Bucket {
 	if !t.After(b.At) {
 		return b
 	}
-	refilled := b.Tokens + t.Sub(b.At).Seconds()*rl.TokensPerSecond()
-	return Bucket{Tokens: min(float64(rl.Burst-n), refilled), At: t}
+	refilled := b.Tokens + t.Sub(b.At).Seconds()*p.PerSecond
+	return Bucket{Tokens: min(p.Capacity-float64(n), refilled), At: t}
 }
 
 // Wait is how long until the bucket holds a whole token.
-func (b Bucket) Wait(rl sluice.RateLimit) time.Duration {
+func (b Bucket) Wait(p Pace) time.Duration {
 	missing := 1 - b.Tokens
 	if missing <= 0 {
 		return 0
 	}
-	return time.Duration(math.Ceil(missing / rl.TokensPerSecond() * float64(time.Second)))
+	return time.Duration(math.Ceil(missing / p.PerSecond * float64(time.Second)))
 }
