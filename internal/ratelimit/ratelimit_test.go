@@ -63,14 +63,20 @@ func greedy(p Pace) (busiest int, achieved float64) {
 		now = now.Add(max(b.Wait(p), time.Millisecond))
 	}
 	slices.SortFunc(arrived, time.Time.Compare)
-	for i := range arrived {
+	return busiestSecond(arrived), float64(len(arrived)) / 120
+}
+
+// busiestSecond is the most of the (sorted) times in any one-second window.
+func busiestSecond(times []time.Time) int {
+	most := 0
+	for i := range times {
 		j := i
-		for j < len(arrived) && arrived[j].Sub(arrived[i]) < time.Second {
+		for j < len(times) && times[j].Sub(times[i]) < time.Second {
 			j++
 		}
-		busiest = max(busiest, j-i)
+		most = max(most, j-i)
 	}
-	return busiest, float64(len(arrived)) / 120
+	return most
 }
 
 func TestRefill(t *testing.T) {
@@ -127,14 +133,7 @@ func TestSentAtBoundsRequestStarts(t *testing.T) {
 			}
 			now = now.Add(max(b.Wait(p), time.Millisecond))
 		}
-		for i := range sent {
-			j := i
-			for j < len(sent) && sent[j].Sub(sent[i]) < time.Second {
-				j++
-			}
-			busiest = max(busiest, j-i)
-		}
-		return busiest, float64(len(sent)) / 60
+		return busiestSecond(sent), float64(len(sent)) / 60
 	}
 	busiest, achieved := run(true)
 	t.Logf("restated at the send: busiest window %d (bound %d), %.1f/s", busiest, limit, achieved)
