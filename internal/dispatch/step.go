@@ -37,6 +37,12 @@ func (k knownTarget) plain(now time.Time) bool {
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
 
+// The batch counters, resolved once rather than on every batch.
+var (
+	handedBatches  = metrics.DispatchBatches.WithLabelValues("handed")
+	claimedBatches = metrics.DispatchBatches.WithLabelValues("claimed")
+)
+
 // nextBatch is what the run sends next: the deliveries handed to it (see
 // Waker.Hand), when it may send them without asking the database, or else
 // what it claims. It may when it knows the endpoint needs nothing decided
@@ -47,14 +53,14 @@ func (k knownTarget) plain(now time.Time) bool {
 // due, and every delivery made since came with a signal.
 func (w *Worker) nextBatch(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time, known *knownTarget, wake *registration, handed []store.Claimed) (store.Target, claimPlan, store.Claim, error) {
 	if n := known.target.MaxInFlight; len(handed) > 0 && len(handed) <= n && known.plain(now) {
-		metrics.DispatchBatches.WithLabelValues("handed").Inc()
+		handedBatches.Inc()
 		return known.target, claimPlan{n: n}, store.Claim{Deliveries: handed}, nil
 	}
 	w.cfg.Waker.claiming(wake)
 	target, plan, claimed, err := w.claim(ctx, endpointID, after, now, known)
 	w.cfg.Waker.claimed(wake)
 	if len(claimed.Deliveries) > 0 {
-		metrics.DispatchBatches.WithLabelValues("claimed").Inc()
+		claimedBatches.Inc()
 	}
 	return target, plan, claimed, err
 }
