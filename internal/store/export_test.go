@@ -35,3 +35,6 @@ func OutcomeIDs(outcomes []Outcome) (ids, eventIDs []uuid.UUID) {
 	p := outcomeParams(outcomes)
 	return p.Ids, p.EventIds
 }
+
+// RescueSQL is the sweeper's rescue of dead runs' jobs, for plan tests.
+const RescueSQL = rescueSQL

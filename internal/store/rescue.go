@@ -21,12 +21,20 @@ import (
 // is what River itself does when it gives up on one; a late completion from
 // a run that was not dead after all (JobSetStateIfRunning) then changes
 // nothing.
+//
+// The candidates are read in the order of River's fetching index (state,
+// queue, priority, scheduled_at, id), so the plan is a scan of that index's
+// running entries whatever the statistics say. Ordered by id instead, a
+// table holding a million finished jobs, analyzed while many ran, was read
+// through its primary key from the oldest job on: 8 ms a sweep in the idle
+// benchmark, 600 ms with the statistics at their worst
+// (TestRescueReadsOnlyRunningJobs).
 const rescueSQL = `
 WITH candidates AS MATERIALIZED (
     SELECT id FROM river_job
     WHERE state = 'running' AND kind = ANY($1::text[])
       AND attempted_at < now() - make_interval(secs => $2::float8)
-    ORDER BY id
+    ORDER BY state, queue, priority, scheduled_at, id
     LIMIT 100
 ), dead AS (
     -- Only candidates are tried: a lock taken on a live run's key, even for
