@@ -28,7 +28,10 @@ import (
 // table holding a million finished jobs, analyzed while many ran, was read
 // through its primary key from the oldest job on: 8 ms a sweep in the idle
 // benchmark, 600 ms with the statistics at their worst
-// (TestRescueReadsOnlyRunningJobs).
+// (TestRescueReadsOnlyRunningJobs). The first 100 in that order hold the
+// dead: a live run yields within its budget (dispatch.Config.JobTimeout)
+// and its successor is a new job, scheduled later, while a dead run's job
+// stays where it was, so within seconds it sorts ahead of every live one.
 const rescueSQL = `
 WITH candidates AS MATERIALIZED (
     SELECT id FROM river_job
