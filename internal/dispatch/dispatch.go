@@ -265,14 +265,14 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			}
 		}
 	}
-	// Budget spent, or the worker is stopping: hand over to a successor
-	// queued behind other work. It
-	// is committed (and can be fetched) at once, where a snooze would wait
-	// for River's completer. Leave the Waker first: once the successor
-	// runs, fan-out must not hand deliveries to this run any more.
+	// Budget spent, or the worker is stopping: finish, or hand over to a
+	// successor queued behind other work (yield). A successor is
+	// committed (and can be fetched) at once, where a snooze would wait
+	// for River's completer. Leave the Waker first: once the job ends,
+	// fan-out must not hand deliveries to this run any more.
 	w.cfg.Waker.leave(endpointID, wake)
-	if err := w.handOver(ctx, job, queue); err != nil {
-		return fmt.Errorf("hand over: %w", err)
+	if err := w.yield(ctx, job, queue); err != nil {
+		return fmt.Errorf("yield: %w", err)
 	}
 	return nil
 }

@@ -229,19 +229,29 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 	return true, nil
 }
 
-// finish ends the run when nothing is due: with the endpoint row locked
-// FOR UPDATE against fan-out (whose delivery inserts take KEY SHARE) it
-// checks once more for due deliveries, and only if there are none completes
-// the job, in the same transaction, leaving on the endpoint when its first
-// queued retry is due, for the sweeper to queue its next run then. It
-// reports whether the run finished.
+// finish ends the run when nothing is due (finishIn) and reports whether
+// it did.
 func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
-	endpointID := job.Args.EndpointID
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
 		return false, err
 	}
 	defer tx.Rollback(ctx)
+	finished, err := w.finishIn(ctx, tx, job)
+	if err != nil {
+		return false, err
+	}
+	return finished, tx.Commit(ctx)
+}
+
+// finishIn is finish's step in tx: with the endpoint row locked FOR UPDATE
+// against fan-out (whose delivery inserts take KEY SHARE) it checks once
+// more for due deliveries, and only if there are none completes the job,
+// leaving on the endpoint when its first queued retry is due, for the
+// sweeper to queue its next run then. It reports whether the job is
+// complete; the caller commits either way.
+func (w *Worker) finishIn(ctx context.Context, tx *store.DispatchTx, job *river.Job[jobs.DispatchArgs]) (bool, error) {
+	endpointID := job.Args.EndpointID
 	retryDue, err := tx.LockToFinish(ctx, endpointID)
 	if err != nil {
 		return false, fmt.Errorf("lock endpoint: %w", err)
@@ -251,7 +261,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 		return false, fmt.Errorf("final check: %w", err)
 	}
 	if due {
-		return false, tx.Commit(ctx) // something became due while we looked
+		return false, nil // something became due while we looked
 	}
 	if !sameTime(retryDue, next) {
 		if err := tx.SetRetryDue(ctx, endpointID, next); err != nil {
@@ -261,7 +271,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return false, fmt.Errorf("complete job: %w", err)
 	}
-	return true, tx.Commit(ctx)
+	return true, nil
 }
 
 // sameTime reports whether a and b are both nil or the same instant.
@@ -272,17 +282,26 @@ func sameTime(a, b *time.Time) bool {
 	return a.Equal(*b)
 }
 
-// handOver ends a run whose budget is spent, or whose worker is stopping:
-// it completes the job and queues a successor, due at once, behind other
-// work.
-func (w *Worker) handOver(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
+// yield ends a run whose budget is spent, or whose worker is stopping, in
+// one transaction: as finish does if nothing is due, and otherwise by
+// completing the job and queueing a successor, due at once, behind other
+// work. A run that sent its endpoint's last due delivery as its budget
+// ran out (every run of a drain wider than the workers) ends there,
+// without a successor that would only find nothing to send.
+func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	if _, err := w.successor(ctx, tx, job, queue, time.Time{}); err != nil {
+	finished, err := w.finishIn(ctx, tx, job)
+	if err != nil {
 		return err
+	}
+	if !finished {
+		if _, err := w.successor(ctx, tx, job, queue, time.Time{}); err != nil {
+			return err
+		}
 	}
 	return tx.Commit(ctx)
 }

@@ -1,0 +1,49 @@
+package app_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/receiver"
+)
+
+// TestBudgetEndsTheRunOrHandsOver: a dispatch run whose budget (at most
+// 6 s) runs out while a receiver holds its request for 6.5 s ends with one
+// job if that was its endpoint's last due delivery, and queues a successor
+// if another is due, which delivers it.
+func TestBudgetEndsTheRunOrHandsOver(t *testing.T) {
+	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "10s"}, app.Roles{API: true, Worker: true})
+	slowFirst := func(n int) receiver.Behavior {
+		if n == 1 {
+			return receiver.Behavior{Delay: 6500 * time.Millisecond}
+		}
+		return receiver.Behavior{}
+	}
+	last, more := receiver.New(t), receiver.New(t)
+	last.AnswerFunc(slowFirst)
+	more.AnswerFunc(slowFirst)
+	oneShot := map[string]any{"max_in_flight": 1} // a full claim: the run cannot know it took the last
+	lastID, _ := h.endpoint(last, []string{"yield.last"}, oneShot)
+	moreID, _ := h.endpoint(more, []string{"yield.more"}, oneShot)
+	h.post("yield.last", map[string]int{"i": 0})
+	h.postBatch("yield.more", 2)
+
+	eventually(t, 20*time.Second, func() bool { return last.Count() == 1 && more.Count() == 2 }, "all delivered")
+	jobs := func(endpointID string) (done, live int) {
+		require.NoError(t, h.proc.Store.Pool().QueryRow(t.Context(), `
+			SELECT count(*) FILTER (WHERE finalized_at IS NOT NULL), count(*) FILTER (WHERE finalized_at IS NULL)
+			FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, endpointID).Scan(&done, &live))
+		return done, live
+	}
+	eventually(t, 10*time.Second, func() bool { _, l1 := jobs(lastID); _, l2 := jobs(moreID); return l1+l2 == 0 }, "runs ended")
+	done, _ := jobs(lastID)
+	require.Equal(t, 1, done, "the run that sent the last due delivery ended without a successor")
+	done, _ = jobs(moreID)
+	require.Equal(t, 2, done, "the run with a delivery still due handed over to a successor")
+	time.Sleep(300 * time.Millisecond)
+	require.Equal(t, 1, last.Count())
+	require.Equal(t, 2, more.Count(), "each delivered once")
+}
