@@ -1,11 +1,15 @@
 package dispatch
 
 import (
+	"bytes"
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
@@ -60,7 +64,8 @@ type Sweeper struct {
 	store *store.Store
 	jobs  *jobs.Queue
 	cfg   SweepConfig
-	more  bool // the last walk queued as many as it may: walk again soon
+	more  bool      // the last walk queued as many as it may: walk again soon
+	after uuid.UUID // where the next walk starts (walkFrom)
 }
 
 // NewSweeper returns a Sweeper queueing jobs on q.
@@ -131,12 +136,25 @@ func (s *Sweeper) walk(ctx context.Context) error {
 	if err != nil || !mine {
 		return err
 	}
-	ids, err := s.store.EndpointsNeedingDispatch(ctx, maxSweepEndpoints)
+	ids, err := s.store.EndpointsNeedingDispatch(ctx, maxSweepEndpoints, s.after)
 	if err != nil {
 		return err
 	}
 	s.more = len(ids) == maxSweepEndpoints
+	s.after = walkFrom(ids, maxSweepEndpoints)
 	return s.store.DispatchOrWake(ctx, ids, s.jobs)
+}
+
+// walkFrom is where the walk after one that found ids starts: past the
+// last of them if it found as many as it may (limit), for the rest of the
+// endpoints, so that a drain over many endpoints walks each once instead
+// of stepping past the ones already served every time (ten walks of 558 ms
+// over 10,000 endpoints in drain-10k); from the first endpoint otherwise.
+func walkFrom(ids []uuid.UUID, limit int) uuid.UUID {
+	if len(ids) < limit {
+		return uuid.Nil
+	}
+	return slices.MaxFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 }
 
 // rescue replaces the jobs of dead runs: dispatch jobs first, since each

@@ -148,7 +148,7 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	require.NoError(t, err)
 	b.sweep()
 	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "a throttled endpoint is left to its parked job")
-	ids, err := b.f.Store.EndpointsNeedingDispatch(b.ctx, 10)
+	ids, err := b.f.Store.EndpointsNeedingDispatch(b.ctx, 10, uuid.Nil)
 	require.NoError(t, err)
 	require.Empty(t, ids)
 }

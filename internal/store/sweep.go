@@ -33,9 +33,9 @@ func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, err
 	return ids, nil
 }
 
-// endpointsNeedingDispatchSQL lists enabled endpoints with a delivery due now
-// and no dispatch job queued, running, scheduled (parked) or waiting to
-// retry. Endpoints held by a throttle or an open circuit are skipped: their
+// endpointsNeedingDispatchSQL lists enabled endpoints after $2 (in id
+// order) with a delivery due now and no dispatch job queued, running,
+// scheduled (parked) or waiting to retry. Endpoints held by a throttle or an open circuit are skipped: their
 // parked job comes due when the wait ends.
 //
 // Its cost follows the endpoints that have deliveries queued, not all
@@ -55,7 +55,7 @@ func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, err
 const endpointsNeedingDispatchSQL = `
 WITH RECURSIVE queued AS (
     (SELECT d.endpoint_id FROM deliveries d
-     WHERE d.status IN ('pending', 'failed')
+     WHERE d.status IN ('pending', 'failed') AND d.endpoint_id > $2::uuid
      ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
     UNION ALL
     SELECT (SELECT d.endpoint_id FROM deliveries d
@@ -85,9 +85,10 @@ CROSS JOIN LATERAL (
 LIMIT $1`
 
 // EndpointsNeedingDispatch lists up to limit endpoints with deliveries due
-// and nothing to dispatch them (see endpointsNeedingDispatchSQL).
-func (s *Store) EndpointsNeedingDispatch(ctx context.Context, limit int) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, endpointsNeedingDispatchSQL, limit)
+// and nothing to dispatch them (see endpointsNeedingDispatchSQL), in id
+// order from the first after after (uuid.Nil: from the first of all).
+func (s *Store) EndpointsNeedingDispatch(ctx context.Context, limit int, after uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := s.pool.Query(ctx, endpointsNeedingDispatchSQL, limit, after)
 	if err != nil {
 		return nil, fmt.Errorf("endpoints needing dispatch: %w", err)
 	}

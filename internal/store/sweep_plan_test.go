@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/store"
@@ -33,7 +34,7 @@ func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 	_, err = f.Store.Pool().Exec(ctx, `ANALYZE river_job, endpoints, deliveries, events`)
 	require.NoError(t, err)
 
-	plan := explainAnalyze(t, f.Store, store.EndpointsNeedingDispatchSQL, 100)
+	plan := explainAnalyze(t, f.Store, store.EndpointsNeedingDispatchSQL, 100, uuid.Nil)
 	t.Logf("sweep over an endpoint with 5,000 finished dispatch jobs:\n%s", plan)
 	require.Regexp(t, `Index Scan using sluice_river_job_live_dispatch_idx on river_job j .*\(actual .* loops=1\)\n\s+Index Cond: \(\(args ->> 'endpoint_id'::text\) = \(e.id\)::text\)`, plan,
 		"the sweep probes the live dispatch jobs' index for the endpoint")
@@ -43,7 +44,7 @@ func TestSweepProbesOnlyLiveDispatchJobs(t *testing.T) {
 	require.NotRegexp(t, `Seq Scan on deliveries`, plan, "no partition of deliveries is read whole")
 	require.NotContains(t, plan, "loops=61", "the idle endpoints are not probed at all")
 
-	ids, err := f.Store.EndpointsNeedingDispatch(ctx, 100)
+	ids, err := f.Store.EndpointsNeedingDispatch(ctx, 100, uuid.Nil)
 	require.NoError(t, err)
 	require.Contains(t, ids, ep, "finished jobs do not count as live")
 }

@@ -1,0 +1,40 @@
+package store_test
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// TestWalkGoesOnAfterItsPosition: the sweeper's walk lists endpoints with
+// deliveries due and no job in id order, up to its limit, and from a
+// position lists only those after it, so a walk can go on where the last
+// one stopped.
+func TestWalkGoesOnAfterItsPosition(t *testing.T) {
+	t.Parallel()
+	f, first := dueBacklog(t, 1)
+	eps := []uuid.UUID{first}
+	for _, path := range []string{"b", "c"} {
+		ep := newEndpoint(t, f, path)
+		addBacklog(t, f, ep, 1)
+		eps = append(eps, ep)
+	}
+	slices.SortFunc(eps, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	ctx := t.Context()
+
+	all, err := f.Store.EndpointsNeedingDispatch(ctx, 10, uuid.Nil)
+	require.NoError(t, err)
+	require.Equal(t, eps, all, "every one, in id order")
+	two, err := f.Store.EndpointsNeedingDispatch(ctx, 2, uuid.Nil)
+	require.NoError(t, err)
+	require.Equal(t, eps[:2], two, "the first two")
+	rest, err := f.Store.EndpointsNeedingDispatch(ctx, 2, two[1])
+	require.NoError(t, err)
+	require.Equal(t, eps[2:], rest, "after the second, only the third")
+	none, err := f.Store.EndpointsNeedingDispatch(ctx, 2, eps[2])
+	require.NoError(t, err)
+	require.Empty(t, none, "nothing after the last")
+}
