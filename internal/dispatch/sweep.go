@@ -24,8 +24,9 @@ type SweepConfig struct {
 	Interval time.Duration
 	// WalkInterval is how often, across all worker processes, a sweep
 	// also walks every endpoint with deliveries queued, for those a crash
-	// left without a dispatch job (default 5 × Interval); it walks again at
-	// the next sweep while each walk finds as many as it may queue.
+	// left without a dispatch job (default 5 × Interval); while each walk
+	// finds as many as it may queue, the next sweep walks again, on from
+	// the last endpoint the walk before found.
 	WalkInterval time.Duration
 	// RescueGrace is how long a job may show as running without its run
 	// holding its lease before it counts as dead: the moment between River
