@@ -142,8 +142,11 @@ func (s *Sweeper) walk(ctx context.Context) error {
 		return err
 	}
 	s.more = len(ids) == maxSweepEndpoints
+	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+		return err // the next walk starts where this one did
+	}
 	s.after = walkFrom(ids, maxSweepEndpoints)
-	return s.store.DispatchOrWake(ctx, ids, s.jobs)
+	return nil
 }
 
 // walkFrom is where the walk after one that found ids starts: past the

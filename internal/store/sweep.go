@@ -35,8 +35,9 @@ func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, err
 
 // endpointsNeedingDispatchSQL lists enabled endpoints after $2 (in id
 // order) with a delivery due now and no dispatch job queued, running,
-// scheduled (parked) or waiting to retry. Endpoints held by a throttle or an open circuit are skipped: their
-// parked job comes due when the wait ends.
+// scheduled (parked) or waiting to retry. Endpoints held by a throttle or
+// an open circuit are skipped: their parked job comes due when the wait
+// ends.
 //
 // Its cost follows the endpoints that have deliveries queued, not all
 // endpoints nor all queued deliveries: a skip scan of the queue index
