@@ -16,12 +16,6 @@ import (
 // if another is due, which delivers it.
 func TestBudgetEndsTheRunOrHandsOver(t *testing.T) {
 	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "10s"}, app.Roles{API: true, Worker: true})
-	slowFirst := func(n int) receiver.Behavior {
-		if n == 1 {
-			return receiver.Behavior{Delay: 6500 * time.Millisecond}
-		}
-		return receiver.Behavior{}
-	}
 	last, more := receiver.New(t), receiver.New(t)
 	last.AnswerFunc(slowFirst)
 	more.AnswerFunc(slowFirst)
@@ -46,4 +40,33 @@ func TestBudgetEndsTheRunOrHandsOver(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.Equal(t, 1, last.Count())
 	require.Equal(t, 2, more.Count(), "each delivered once")
+}
+
+// slowFirst holds the first request 6.5 s, past any run's budget, and
+// answers the others at once.
+func slowFirst(n int) receiver.Behavior {
+	if n == 1 {
+		return receiver.Behavior{Delay: 6500 * time.Millisecond}
+	}
+	return receiver.Behavior{}
+}
+
+// TestHandOverDoesNotWaitForFanOut: a run whose budget runs out with a
+// delivery still due hands over to its successor while a fan-out to the
+// endpoint (here a transaction holding the KEY SHARE lock its delivery
+// inserts take) is still open, instead of waiting for it to commit.
+func TestHandOverDoesNotWaitForFanOut(t *testing.T) {
+	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "10s"}, app.Roles{API: true, Worker: true})
+	rcv := receiver.New(t)
+	rcv.AnswerFunc(slowFirst)
+	id, _ := h.endpoint(rcv, []string{"yield.held"}, map[string]any{"max_in_flight": 1})
+	h.postBatch("yield.held", 2)
+	eventually(t, 5*time.Second, func() bool { return rcv.Count() == 1 }, "the first request held")
+
+	fanOut, err := h.proc.Store.Pool().Begin(t.Context())
+	require.NoError(t, err)
+	defer fanOut.Rollback(t.Context())
+	_, err = fanOut.Exec(t.Context(), `SELECT 1 FROM endpoints WHERE id = $1 FOR KEY SHARE`, id)
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, func() bool { return rcv.Count() == 2 }, "the second delivered while the fan-out is open")
 }

@@ -288,15 +288,29 @@ func sameTime(a, b *time.Time) bool {
 // work. A run that sent its endpoint's last due delivery as its budget
 // ran out (every run of a drain wider than the workers) ends there,
 // without a successor that would only find nothing to send.
+//
+// It looks first without the lock: a run that still has work due (every
+// run under steady load) hands over without locking its endpoint FOR
+// UPDATE, which would hold up every fan-out to the endpoint until the
+// hand-over committed, and fan-outs' KEY SHARE locks would hold up the
+// hand-over in turn. Handing over needs no lock: the successor becomes
+// live in the transaction that completes the job, so fan-out always finds
+// one of the two live.
 func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(ctx)
-	finished, err := w.finishIn(ctx, tx, job)
+	_, due, err := tx.NextQueued(ctx, job.Args.EndpointID)
 	if err != nil {
-		return err
+		return fmt.Errorf("look for due deliveries: %w", err)
+	}
+	finished := false
+	if !due {
+		if finished, err = w.finishIn(ctx, tx, job); err != nil {
+			return err
+		}
 	}
 	if !finished {
 		if _, err := w.successor(ctx, tx, job, queue, time.Time{}); err != nil {
