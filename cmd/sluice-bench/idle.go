@@ -17,7 +17,10 @@ var idleScenario = Scenario{
 		"Postgres: the postmaster, its exited children (cutime) and every live child — the whole cluster, background " +
 		"workers included). Then single posts to /v1/events, one every 40 ms (25 events/s, 500 events), each matching " +
 		"the endpoint, for 20 s; CPU from the first post to the end of the window (the last delivery received, when " +
-		"later). The benchmark's own CPU (its client and receiver) is not counted. When Postgres has " +
+		"later). The benchmark's own CPU (its client and receiver) is not counted. Then the floor, for scale: the same " +
+		"posts for 20 s to a process doing the least a webhook post takes (insert the body with a synchronous commit, " +
+		"answer 202, post it to a receiver, mark it sent with an asynchronous commit; cmd/sluice-bench/floor.go), its " +
+		"CPU and Postgres's (Sluice idles meanwhile: its share of Postgres is in that reading). When Postgres has " +
 		"pg_stat_statements, it is reset at the start of each window and read at its end (two statements of the " +
 		"benchmark's, not counted), and the notes list what Sluice's statements cost per second. pg_stat_activity is not sampled " +
 		"during these runs (its queries would be Postgres CPU). Targets from the scale issue: Sluice + Postgres ≤ 0.02 " +
@@ -40,6 +43,9 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 		{Name: "Sluice, 25 events/s", Unit: "cores"},
 		{Name: "Postgres, 25 events/s", Unit: "cores"},
 		{Name: "delivered, 25 events/s", Unit: "events/s"},
+		{Name: "floor + Postgres, 25 events/s", Unit: "cores"},
+		{Name: "floor, 25 events/s", Unit: "cores"},
+		{Name: "Postgres beside the floor, 25 events/s", Unit: "cores"},
 	}
 	receivers := newReceivers(1)
 	defer receivers.Close()
@@ -108,6 +114,16 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 		if arr.Unique < posted {
 			s.TimedOut = true
 			s.Note = joinNotes(s.Note, fmt.Sprintf("%d of %d events delivered", arr.Unique, posted))
+		}
+		floor, err := runFloor(ctx, env, idleRate, window)
+		if err != nil {
+			return s, fmt.Errorf("the floor: %w", err)
+		}
+		s.Values["floor, 25 events/s"] = floor.use.cores(floor.use.sluice)
+		s.Values["Postgres beside the floor, 25 events/s"] = floor.use.cores(floor.use.postgres)
+		s.Values["floor + Postgres, 25 events/s"] = floor.use.cores(floor.use.sluice + floor.use.postgres)
+		if floor.delivered < int(idleRate*window.Seconds()) {
+			s.Note = joinNotes(s.Note, fmt.Sprintf("the floor delivered %d events", floor.delivered))
 		}
 		s.CPU = idleUse.add(loadUse)
 		if o := idleUse.others(); o > 0.1 {

@@ -61,6 +61,13 @@ type options struct {
 }
 
 func main() {
+	if os.Getenv(floorAddrEnv) != "" { // a floor process of the idle scenario
+		if err := floorMain(); err != nil {
+			fmt.Fprintln(os.Stderr, "floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario (1 with -quick unless set)")
 	flag.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run")
