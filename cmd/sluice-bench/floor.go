@@ -183,4 +183,3 @@ func postFloor(ctx context.Context, url string, rate float64, duration time.Dura
 	}
 	return n, nil
 }
-
