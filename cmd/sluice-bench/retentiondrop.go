@@ -43,6 +43,9 @@ type removal struct {
 	db      time.Duration // their transactions at the client, summed
 	largest time.Duration // the longest transaction of one piece
 	end     time.Time     // the last piece's commit
+	// lockFails are the tries that gave up on a lock (lock_timeout) and
+	// were made again.
+	lockFails int
 }
 
 // wall is the retire step's wall time, failed tries and their waits included.
@@ -129,7 +132,18 @@ func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
 		t0 := time.Now()
 		var name string
 		if err := inPartitionTx(ctx, db, `SELECT coalesce(sluice_drop_expired(), '')`, &name); err != nil {
-			return r, fmt.Errorf("drop the expired week (piece %d): %w", r.pieces+1, err)
+			if !sluiceretention.LockNotAvailable(err) || r.lockFails+1 >= sluiceretention.LockRetries {
+				return r, fmt.Errorf("drop the expired week (piece %d): %w", r.pieces+1, err)
+			}
+			// As the job does (retryLocked): the lock is tried again
+			// a little later.
+			r.lockFails++
+			select {
+			case <-ctx.Done():
+				return r, ctx.Err()
+			case <-time.After(sluiceretention.LockRetryWait):
+			}
+			continue
 		}
 		if name == "" {
 			return r, nil

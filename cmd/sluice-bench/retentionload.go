@@ -100,6 +100,7 @@ func (w aroundDrop) values(v map[string]float64) {
 	v["retire, tries"] = float64(w.drop.tries)
 	v["keep, its transaction at the client"] = ms(w.drop.keep)
 	v["removal, indexes and tables dropped"] = float64(w.drop.removal.pieces)
+	v["removal, tries given up for a lock and made again"] = float64(w.drop.removal.lockFails)
 	v["removal, their transactions at the client"] = ms(w.drop.removal.db)
 	v["removal, longest one"] = ms(w.drop.removal.largest)
 	v["keep and removal, wall time (pauses included)"] = ms(w.drop.lastWork().Sub(w.drop.end))
