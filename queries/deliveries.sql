@@ -182,7 +182,8 @@ SELECT sluice_retire_week(@week::date)::boolean AS retired;
 SELECT sluice_keep_retired(@dead_before::timestamptz)::bigint AS kept;
 
 -- name: DropExpired :one
--- See sluice_drop_expired in 00018_retired_weeks.sql; '' when none is left.
+-- See sluice_drop_expired in 00019_expired_keys_first.sql (00018_retired_weeks.sql
+-- for the steps before it); '' when none is left.
 SELECT coalesce(sluice_drop_expired(), '')::text AS dropped;
 
 -- name: ExpireKept :one

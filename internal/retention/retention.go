@@ -6,7 +6,9 @@
 // kept partitions what has since expired. A week is dropped in three
 // steps (store.RetireWeek, KeepRetired, DropExpired): only the first,
 // which costs the same however many rows the week holds, holds up
-// delivery, and the week's files are removed a relation at a time.
+// delivery. The week's files are removed a relation at a time, and never
+// under a lock delivery waits for: a table's foreign keys, whose dropping
+// locks endpoints and tenants, go in a call of their own before it.
 package retention
 
 import (
@@ -149,8 +151,9 @@ func (w *Worker) keep(ctx context.Context, deadBefore time.Time) (int64, error) 
 // from delivery for long at a time.
 const RemovePause = 100 * time.Millisecond
 
-// dropExpired drops the indexes and tables of expired weeks one at a
-// time, RemovePause apart, and returns how many it dropped.
+// dropExpired drops the indexes, foreign keys and tables of expired weeks
+// one at a time (store.DropExpired), RemovePause apart, and returns how
+// many pieces it dropped.
 func dropExpired(ctx context.Context, st *store.Store) (int, error) {
 	for n := 0; ; n++ {
 		name, err := retryLocked(ctx, func() (string, error) { return st.DropExpired(ctx) })

@@ -107,10 +107,13 @@ func (s *Store) KeepRetired(ctx context.Context, deadBefore time.Time) (int64, e
 	return partitionTx(ctx, s, func(q *dbq.Queries) (int64, error) { return q.KeepRetired(ctx, deadBefore) })
 }
 
-// DropExpired drops one index or table of the expired weeks, in a
-// transaction of its own, and returns its name, or "" when none is left.
-// Its commit removes that relation's files; one call at a time, paced by
-// its caller, spreads that work out.
+// DropExpired drops one index, one table's foreign keys or one table of
+// the expired weeks, in a transaction of its own, and returns what it
+// dropped, or "" when none is left. Its commit removes that relation's
+// files; one call at a time, paced by its caller, spreads that work out.
+// Only dropping foreign keys locks the tables they reference (endpoints,
+// tenants), and it removes no files, so delivery never waits for a file
+// removal.
 func (s *Store) DropExpired(ctx context.Context) (string, error) {
 	return partitionTx(ctx, s, func(q *dbq.Queries) (string, error) { return q.DropExpired(ctx) })
 }

@@ -1,11 +1,14 @@
 package store_test
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/storetest"
 )
@@ -35,4 +38,57 @@ func TestRetireWeekLocksNoOtherWeek(t *testing.T) {
 	retired, err := f.Store.RetireWeek(ctx, old)
 	require.NoError(t, err, "this week's partitions are busy; the old week's are not")
 	require.True(t, retired)
+}
+
+// TestDroppingExpiredTablesWaitsForNoPost: an expired week's tables go
+// while a post holds its locks (KEY SHARE on an endpoint and a tenant, as
+// its routing and foreign keys take them). Only dropping a table's foreign
+// keys, which removes no files, waits for posts; a DROP TABLE that held
+// endpoints and tenants exclusively kept every post and dispatch step
+// waiting while its commit removed the table's files.
+func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := storetest.New(t)
+	old := time.Now().AddDate(0, 0, -60)
+	created, err := f.Store.EnsureWeekPartitions(ctx, old)
+	require.NoError(t, err)
+	require.True(t, created)
+	retired, err := f.Store.RetireWeek(ctx, old)
+	require.NoError(t, err)
+	require.True(t, retired)
+	_, err = f.Store.KeepRetired(ctx, time.Now().AddDate(0, 0, -30))
+	require.NoError(t, err)
+
+	dropWhilePosting := func() (string, error) {
+		post, err := f.Store.Pool().Begin(ctx)
+		require.NoError(t, err)
+		defer func() { _ = post.Rollback(ctx) }()
+		_, err = post.Exec(ctx, `SELECT 1 FROM endpoints LIMIT 1 FOR KEY SHARE`)
+		require.NoError(t, err)
+		_, err = post.Exec(ctx, `SELECT 1 FROM tenants WHERE id = $1 FOR KEY SHARE`, f.TenantA.ID)
+		require.NoError(t, err)
+		return f.Store.DropExpired(ctx)
+	}
+	isTable := regexp.MustCompile(`^expired_(events|deliveries|delivery_attempts)_[0-9]{8}$`)
+	var tables, keys int
+	for range 100 {
+		name, err := dropWhilePosting()
+		if err == nil {
+			if name == "" {
+				break
+			}
+			if isTable.MatchString(name) {
+				tables++
+			}
+			continue
+		}
+		require.True(t, retention.LockNotAvailable(err), "%v", err)
+		name, err = f.Store.DropExpired(ctx)
+		require.NoError(t, err)
+		require.True(t, strings.HasSuffix(name, " foreign keys"), "only dropping foreign keys may wait for a post; dropping %s did", name)
+		keys++
+	}
+	require.Equal(t, 3, tables, "the week's three tables dropped while a post held its locks")
+	require.Equal(t, 2, keys, "the foreign keys of its events and deliveries dropped apart")
 }

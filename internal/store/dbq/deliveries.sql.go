@@ -190,7 +190,8 @@ const dropExpired = `-- name: DropExpired :one
 SELECT coalesce(sluice_drop_expired(), '')::text AS dropped
 `
 
-// See sluice_drop_expired in 00018_retired_weeks.sql; ” when none is left.
+// See sluice_drop_expired in 00019_expired_keys_first.sql (00018_retired_weeks.sql
+// for the steps before it); ” when none is left.
 func (q *Queries) DropExpired(ctx context.Context) (string, error) {
 	row := q.db.QueryRow(ctx, dropExpired)
 	var dropped string
