@@ -33,7 +33,7 @@ var retentionScenario = Scenario{
 		"as the retention job does, in three steps: retire (a transaction of its own, `SET LOCAL lock_timeout` of 20 ms, " +
 		"`SELECT sluice_retire_week(week)`, COMMIT, retried after 250 ms ± a fifth (at most 100 times) when it fails " +
 		"with lock_not_available (55P03)); keep (`SELECT sluice_keep_retired(now() - interval '30 days')` in a " +
-		"transaction of its own); removal (`SELECT sluice_drop_expired()`, one index or table a transaction, " +
+		"transaction of its own); removal (`SELECT sluice_drop_expired()`, one index, table's foreign keys or table a transaction, " +
 		"retention.RemovePause (100 ms) apart, until none is left; a try that fails with lock_not_available is made again " +
 		"250 ms later, as the job does). Latency = receipt time − sent_ns over the first " +
 		"delivery of each event; 'before' is the events sent 1.5–11.5 s in, 'during' those sent 11.5–21.5 s in (from " +
@@ -75,7 +75,7 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 		{Name: "retire, wall time (tries and waits included)", Unit: "ms"},
 		{Name: "retire, tries", Unit: ""},
 		{Name: "keep, its transaction at the client", Unit: "ms"},
-		{Name: "removal, indexes and tables dropped", Unit: ""},
+		{Name: "removal, pieces dropped (indexes, foreign keys, tables)", Unit: ""},
 		{Name: "removal, tries given up for a lock and made again", Unit: ""},
 		{Name: "removal, their transactions at the client", Unit: "ms"},
 		{Name: "removal, longest one", Unit: "ms"},

@@ -99,7 +99,7 @@ func (w aroundDrop) values(v map[string]float64) {
 	v["retire, wall time (tries and waits included)"] = ms(w.drop.wall())
 	v["retire, tries"] = float64(w.drop.tries)
 	v["keep, its transaction at the client"] = ms(w.drop.keep)
-	v["removal, indexes and tables dropped"] = float64(w.drop.removal.pieces)
+	v["removal, pieces dropped (indexes, foreign keys, tables)"] = float64(w.drop.removal.pieces)
 	v["removal, tries given up for a lock and made again"] = float64(w.drop.removal.lockFails)
 	v["removal, their transactions at the client"] = ms(w.drop.removal.db)
 	v["removal, longest one"] = ms(w.drop.removal.largest)
