@@ -87,8 +87,8 @@ type floorRun struct {
 	delivered int
 }
 
-// runFloor starts the floor, posts to it at rate for window (one request
-// at a time, as postAtRate does to Sluice), waits for the posts to reach
+// runFloor starts the floor, posts to it at rate for window (postAtRate,
+// as to Sluice), waits for the posts to reach
 // its receiver, and stops it.
 func runFloor(ctx context.Context, env *Env, rate float64, window time.Duration) (floorRun, error) {
 	var got atomic.Int64
@@ -117,7 +117,7 @@ func runFloor(ctx context.Context, env *Env, rate float64, window time.Duration)
 	procs := Procs{Sluice: []int{cmd.Process.Pid}, Postmaster: env.Procs.Postmaster}
 	before := readCPU(procs)
 	start := time.Now()
-	posted, err := postFloor(ctx, "http://"+addr+"/", rate, window)
+	posted, err := postAtRate(ctx, postFloor("http://"+addr+"/"), "bench.floor", rate, window)
 	if err != nil {
 		return floorRun{}, err
 	}
@@ -158,28 +158,23 @@ func startFloor(db *pgx.ConnConfig, target string) (string, *exec.Cmd, error) {
 	return "", nil, errors.New("the floor process did not start listening within 10 s")
 }
 
-// postFloor posts single events, as postAtRate posts them to Sluice, to url at rate for
-// duration and returns how many were accepted.
-func postFloor(ctx context.Context, url string, rate float64, duration time.Duration) (int, error) {
-	n := int(rate * duration.Seconds())
-	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer tick.Stop()
-	for i := range n {
-		body := eventBody(EventIn{Type: "bench.floor", Payload: payload(time.Now().UnixNano(), i)})
-		resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+// postFloor posts body to the floor at url and wants its 202.
+func postFloor(url string) func(context.Context, []byte) error {
+	return func(ctx context.Context, body []byte) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return i, fmt.Errorf("posting to the floor: %w", err)
+			return err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusAccepted {
-			return i, fmt.Errorf("the floor answered %d", resp.StatusCode)
+			return fmt.Errorf("the floor answered %d", resp.StatusCode)
 		}
-		select {
-		case <-ctx.Done():
-			return i + 1, nil
-		case <-tick.C:
-		}
+		return nil
 	}
-	return n, nil
 }

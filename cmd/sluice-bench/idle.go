@@ -97,7 +97,7 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 		resetStatements(ctx)
 		stop := env.measureCPU()
 		start := time.Now()
-		posted, err := postAtRate(ctx, env.API, sinks.Types[0], idleRate, window)
+		posted, err := postAtRate(ctx, env.API.PostEvent, sinks.Types[0], idleRate, window)
 		if err != nil {
 			return s, err
 		}
@@ -144,16 +144,16 @@ func idle(ctx context.Context, env *Env) (Table, error) {
 	return t, err
 }
 
-// postAtRate posts single events of typ at rate events/s for duration
-// (one request at a time: at a trickle the answers come well within a
-// tick) and returns how many were accepted.
-func postAtRate(ctx context.Context, api *Client, typ string, rate float64, duration time.Duration) (int, error) {
+// postAtRate posts single events of typ with post at rate events/s for
+// duration (one request at a time: at a trickle the answers come well
+// within a tick) and returns how many were accepted.
+func postAtRate(ctx context.Context, post func(context.Context, []byte) error, typ string, rate float64, duration time.Duration) (int, error) {
 	n := int(rate * duration.Seconds())
 	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
 	defer tick.Stop()
 	ok := 0
 	for i := range n {
-		if err := api.PostEvent(ctx, eventBody(EventIn{Type: typ, Payload: payload(time.Now().UnixNano(), i)})); err != nil {
+		if err := post(ctx, eventBody(EventIn{Type: typ, Payload: payload(time.Now().UnixNano(), i)})); err != nil {
 			if ctx.Err() != nil {
 				return ok, nil
 			}

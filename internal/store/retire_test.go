@@ -20,11 +20,7 @@ import (
 func TestRetireWeekLocksNoOtherWeek(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	f := storetest.New(t)
-	old := time.Now().AddDate(0, 0, -60)
-	created, err := f.Store.EnsureWeekPartitions(ctx, old)
-	require.NoError(t, err)
-	require.True(t, created)
+	f, old := withOldWeek(t)
 
 	now := store.PartitionWeek(time.Now()).Format("20060102")
 	busy, err := f.Store.Pool().Begin(ctx)
@@ -49,11 +45,7 @@ func TestRetireWeekLocksNoOtherWeek(t *testing.T) {
 func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	f := storetest.New(t)
-	old := time.Now().AddDate(0, 0, -60)
-	created, err := f.Store.EnsureWeekPartitions(ctx, old)
-	require.NoError(t, err)
-	require.True(t, created)
+	f, old := withOldWeek(t)
 	retired, err := f.Store.RetireWeek(ctx, old)
 	require.NoError(t, err)
 	require.True(t, retired)
@@ -91,4 +83,16 @@ func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 	}
 	require.Equal(t, 3, tables, "the week's three tables dropped while a post held its locks")
 	require.Equal(t, 2, keys, "the foreign keys of its events and deliveries dropped apart")
+}
+
+// withOldWeek makes a fixture with the partitions of a week 60 days back,
+// and returns a time in that week.
+func withOldWeek(t *testing.T) (storetest.Fixture, time.Time) {
+	t.Helper()
+	f := storetest.New(t)
+	old := time.Now().AddDate(0, 0, -60)
+	created, err := f.Store.EnsureWeekPartitions(t.Context(), old)
+	require.NoError(t, err)
+	require.True(t, created)
+	return f, old
 }
