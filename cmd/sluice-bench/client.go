@@ -22,14 +22,20 @@ func newClient(base, apiKey string) *Client {
 	return &Client{
 		base: base,
 		auth: "Bearer " + apiKey,
-		http: &http.Client{
-			Timeout: 60 * time.Second,
-			Transport: &http.Transport{
-				Proxy:               nil, // loopback only
-				MaxIdleConns:        256,
-				MaxIdleConnsPerHost: 256,
-				IdleConnTimeout:     90 * time.Second,
-			},
+		http: newHTTPClient(),
+	}
+}
+
+// newHTTPClient is the benchmark's client for posting: it keeps a
+// connection for each of up to 256 concurrent senders.
+func newHTTPClient() *http.Client {
+	return &http.Client{
+		Timeout: 60 * time.Second,
+		Transport: &http.Transport{
+			Proxy:               nil, // loopback only
+			MaxIdleConns:        256,
+			MaxIdleConnsPerHost: 256,
+			IdleConnTimeout:     90 * time.Second,
 		},
 	}
 }

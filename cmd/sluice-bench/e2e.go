@@ -43,32 +43,59 @@ var e2eSingleScenario = Scenario{
 	Title: "End to end, single posts, 100 endpoints",
 	What: "100 loopback receivers, one endpoint each (max_in_flight 100); events posted one per request to " +
 		"/v1/events by 64 concurrent clients, event i matching exactly endpoint i mod 100; deliveries/s = distinct " +
-		"deliveries ÷ (first post sent → last delivery received).",
+		"deliveries ÷ (first post sent → last delivery received); CPU per event = CPU over that time ÷ events. " +
+		"Then the floor, for scale, in the same run once Postgres is idle again: the same posts from the same 64 " +
+		"clients to a process doing the least a webhook post takes (insert the body with a synchronous commit, " +
+		"answer 202, post it to a receiver, mark it sent with an asynchronous commit; cmd/sluice-bench/floor.go), " +
+		"measured the same way (Sluice idles meanwhile). Targets from the scale issue: ≥ 4,000 events/s and " +
+		"Postgres CPU ≤ 0.25 ms an event.",
 	Run: func(ctx context.Context, env *Env) (Table, error) {
-		return e2eWith(ctx, env, "e2esingle", 100, env.size(20000, 4000), 4000, 1, 64)
+		return e2eWith(ctx, env, e2eLoad{label: "e2esingle", endpoints: 100, events: env.size(20000, 4000),
+			target: 4000, perRequest: 1, clients: 64, floor: true})
 	},
+}
+
+// e2eLoad is what an end-to-end scenario posts, and how.
+type e2eLoad struct {
+	label      string  // in the event types
+	endpoints  int     // one receiver each
+	events     int     // a run's
+	target     float64 // deliveries/s; 0: none
+	perRequest int     // 1: POST /v1/events; more: /v1/events/batch
+	clients    int     // concurrent senders
+	floor      bool    // post the same to the floor too (floor.go)
 }
 
 // e2e posts events in batches of 1000 (4 clients) spread over endpoints
 // sinks and measures deliveries/s against target (0: none).
 func e2e(ctx context.Context, env *Env, label string, endpoints, events int, target float64) (Table, error) {
-	return e2eWith(ctx, env, label, endpoints, events, target, 1000, 4)
+	return e2eWith(ctx, env, e2eLoad{label: label, endpoints: endpoints, events: events, target: target,
+		perRequest: 1000, clients: 4})
 }
 
-// e2eWith is e2e with perRequest events a request (1: POST /v1/events) from
-// clients concurrent senders.
-func e2eWith(ctx context.Context, env *Env, label string, endpoints, events int, target float64, perRequest, clients int) (Table, error) {
-	const maxInFlight = 100
-	metrics := []Metric{
-		{Name: "throughput", Unit: "deliveries/s", Target: target},
-		{Name: "posting done", Unit: "s"},
-		{Name: "last delivery", Unit: "s"},
+// e2eMetrics are an end-to-end scenario's, the floor's with load.floor.
+func e2eMetrics(load e2eLoad) []Metric {
+	metrics := []Metric{{Name: "throughput", Unit: "deliveries/s", Target: load.target}}
+	if load.floor {
+		metrics = append(metrics,
+			Metric{Name: "Postgres CPU per event", Unit: "ms", Target: 0.25, AtMost: true},
+			Metric{Name: "Sluice CPU per event", Unit: "ms"},
+			Metric{Name: "the floor: throughput", Unit: "deliveries/s"},
+			Metric{Name: "the floor: Postgres CPU per event", Unit: "ms"},
+			Metric{Name: "the floor: its process's CPU per event", Unit: "ms"},
+			Metric{Name: "throughput ÷ the floor's", Unit: "×"})
 	}
-	receivers := newReceivers(endpoints)
+	return append(metrics, Metric{Name: "posting done", Unit: "s"}, Metric{Name: "last delivery", Unit: "s"})
+}
+
+// e2eWith runs load against Sluice, and against the floor when load.floor.
+func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
+	const maxInFlight = 100
+	receivers := newReceivers(load.endpoints)
 	defer receivers.Close()
-	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (s Sample, err error) {
+	t, err := env.Repeat(ctx, e2eMetrics(load), func(ctx context.Context, run int) (s Sample, err error) {
 		sinks, err := newSinks(ctx, env.API, receivers, maxInFlight, func(i int) string {
-			return fmt.Sprintf("bench.%s.r%d.%d", label, run, i)
+			return fmt.Sprintf("bench.%s.r%d.%d", load.label, run, i)
 		})
 		if err != nil {
 			return s, fmt.Errorf("set up endpoints: %w", err)
@@ -77,13 +104,13 @@ func e2eWith(ctx context.Context, env *Env, label string, endpoints, events int,
 
 		var bodies [][]byte
 		post := env.API.PostBatch
-		for first := 0; first < events; first += perRequest {
-			evs := make([]EventIn, min(perRequest, events-first))
+		for first := 0; first < load.events; first += load.perRequest {
+			evs := make([]EventIn, min(load.perRequest, load.events-first))
 			for j := range evs {
 				k := first + j
-				evs[j] = EventIn{Type: sinks.Types[k%endpoints], Payload: payload(0, k)}
+				evs[j] = EventIn{Type: sinks.Types[k%load.endpoints], Payload: payload(0, k)}
 			}
-			if perRequest == 1 {
+			if load.perRequest == 1 {
 				bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent
 				continue
 			}
@@ -95,24 +122,65 @@ func e2eWith(ctx context.Context, env *Env, label string, endpoints, events int,
 		defer stopAwait()
 		posted := make(chan postResult, 1)
 		go func() {
-			res := postAll(ctx, bodies, clients, post)
+			res := postAll(ctx, bodies, load.clients, post)
 			if res.failed > 0 {
 				stopAwait()
 			}
 			posted <- res
 		}()
-		arr := sinks.Await(awaitCtx, events)
+		arr := sinks.Await(awaitCtx, load.events)
 		res := <-posted
 		if res.failed > 0 {
 			return s, fmt.Errorf("posting events: %s", res.note())
 		}
-		s = throughputSample(ctx, res, arr, events)
+		s = throughputSample(ctx, res, arr, load.events)
 		s.CPU = cpu()
+		if load.floor {
+			s.Values["Postgres CPU per event"] = perEvent(s.CPU.postgres, load.events)
+			s.Values["Sluice CPU per event"] = perEvent(s.CPU.sluice, load.events)
+			if err := e2eFloor(ctx, env, bodies, load, &s); err != nil {
+				return s, fmt.Errorf("the floor: %w", err)
+			}
+		}
 		return s, nil
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run over %d endpoint(s), max_in_flight %d, %d per request from %d clients",
-		events, endpoints, maxInFlight, perRequest, clients))
+		load.events, load.endpoints, maxInFlight, load.perRequest, load.clients))
 	return t, err
+}
+
+// e2eFloor posts bodies to the floor as e2eWith did to Sluice, once
+// Postgres is idle again, and adds its readings to s.
+func e2eFloor(ctx context.Context, env *Env, bodies [][]byte, load e2eLoad, s *Sample) error {
+	if note := env.waitIdle(ctx, 30*time.Second); note != "" {
+		s.Note = joinNotes(s.Note, "before the floor: "+note)
+	}
+	f, err := startFloorProc(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer f.Close(ctx)
+	before := readCPU(f.procs(env))
+	res := postAll(ctx, bodies, load.clients, postFloor(f.url))
+	if res.failed > 0 {
+		return fmt.Errorf("posting: %s", res.note())
+	}
+	last := f.await(load.events, time.Minute)
+	use := readCPU(f.procs(env)).since(before)
+	if last.IsZero() {
+		return fmt.Errorf("%d of %d posts reached its receiver within a minute", f.got.Load(), load.events)
+	}
+	rate := float64(load.events) / last.Sub(res.start).Seconds()
+	s.Values["the floor: throughput"] = rate
+	s.Values["the floor: Postgres CPU per event"] = perEvent(use.postgres, load.events)
+	s.Values["the floor: its process's CPU per event"] = perEvent(use.sluice, load.events)
+	s.Values["throughput ÷ the floor's"] = s.Values["throughput"] / rate
+	return nil
+}
+
+// perEvent is CPU time in jiffies spread over events, in ms an event.
+func perEvent(jiffies uint64, events int) float64 {
+	return float64(jiffies) / clockTick * 1000 / float64(events)
 }
 
 // throughputSample measures deliveries/s of a run that meant to deliver want.

@@ -80,6 +80,71 @@ func floorMain() error {
 	return http.ListenAndServe(os.Getenv(floorAddrEnv), http.HandlerFunc(handle))
 }
 
+// floorProc is a running floor process, the receiver it posts to and its
+// table.
+type floorProc struct {
+	url  string    // where it takes posts
+	cmd  *exec.Cmd // the process
+	recv *http.Server
+	db   *pgx.Conn
+	got  atomic.Int64 // posts its receiver has had
+	last atomic.Int64 // when the latest arrived, Unix ns
+}
+
+// startFloorProc makes the floor's table, starts its receiver and its
+// process, and waits until it answers.
+func startFloorProc(ctx context.Context, env *Env) (*floorProc, error) {
+	f := &floorProc{db: env.DB}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f.recv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		f.last.Store(time.Now().UnixNano())
+		f.got.Add(1)
+	})}
+	go func() { _ = f.recv.Serve(ln) }()
+	if _, err := env.DB.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+floorTable+
+		` (id text PRIMARY KEY, body jsonb NOT NULL, sent_at timestamptz)`); err != nil {
+		f.Close(ctx)
+		return nil, err
+	}
+	addr, cmd, err := startFloor(env.DB.Config(), "http://"+ln.Addr().String()+"/")
+	if err != nil {
+		f.Close(ctx)
+		return nil, err
+	}
+	f.url, f.cmd = "http://"+addr+"/", cmd
+	return f, nil
+}
+
+// procs is env's processes with the floor's in place of Sluice's.
+func (f *floorProc) procs(env *Env) Procs {
+	return Procs{Sluice: []int{f.cmd.Process.Pid}, Postmaster: env.Procs.Postmaster}
+}
+
+// await waits, for at most limit, until the receiver has had n posts, and
+// says when the last of them arrived (zero if they did not all arrive).
+func (f *floorProc) await(n int, limit time.Duration) time.Time {
+	for deadline := time.Now().Add(limit); f.got.Load() < int64(n); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			return time.Time{}
+		}
+	}
+	return time.Unix(0, f.last.Load())
+}
+
+// Close stops the process and the receiver and drops the table.
+func (f *floorProc) Close(ctx context.Context) {
+	if f.cmd != nil {
+		_ = f.cmd.Process.Kill()
+		_ = f.cmd.Wait()
+	}
+	_ = f.recv.Close()
+	_, _ = f.db.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+floorTable) // best effort
+}
+
 // floorRun is one reading of the floor: its process's CPU and Postgres's
 // over a window of single posts at a rate.
 type floorRun struct {
@@ -88,46 +153,24 @@ type floorRun struct {
 }
 
 // runFloor starts the floor, posts to it at rate for window (postAtRate,
-// as to Sluice), waits for the posts to reach
-// its receiver, and stops it.
+// as to Sluice), waits for the posts to reach its receiver, and stops it.
 func runFloor(ctx context.Context, env *Env, rate float64, window time.Duration) (floorRun, error) {
-	var got atomic.Int64
-	recv, err := net.Listen("tcp", "127.0.0.1:0")
+	f, err := startFloorProc(ctx, env)
 	if err != nil {
 		return floorRun{}, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		got.Add(1)
-	})}
-	go func() { _ = srv.Serve(recv) }()
-	defer srv.Close()
-
-	if _, err := env.DB.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+floorTable+
-		` (id text PRIMARY KEY, body jsonb NOT NULL, sent_at timestamptz)`); err != nil {
-		return floorRun{}, err
-	}
-	defer env.DB.Exec(context.WithoutCancel(ctx), `DROP TABLE IF EXISTS `+floorTable) //nolint:errcheck // best effort
-	addr, cmd, err := startFloor(env.DB.Config(), "http://"+recv.Addr().String()+"/")
-	if err != nil {
-		return floorRun{}, err
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
-	procs := Procs{Sluice: []int{cmd.Process.Pid}, Postmaster: env.Procs.Postmaster}
-	before := readCPU(procs)
+	defer f.Close(ctx)
+	before := readCPU(f.procs(env))
 	start := time.Now()
-	posted, err := postAtRate(ctx, postFloor("http://"+addr+"/"), "bench.floor", rate, window)
+	posted, err := postAtRate(ctx, postFloor(f.url), "bench.floor", rate, window)
 	if err != nil {
 		return floorRun{}, err
 	}
-	for got.Load() < int64(posted) && time.Since(start) < window+10*time.Second {
-		time.Sleep(10 * time.Millisecond)
-	}
+	f.await(posted, time.Until(start.Add(window+10*time.Second)))
 	if rest := time.Until(start.Add(window)); rest > 0 {
 		time.Sleep(rest)
 	}
-	return floorRun{use: readCPU(procs).since(before), delivered: int(got.Load())}, nil
+	return floorRun{use: readCPU(f.procs(env)).since(before), delivered: int(f.got.Load())}, nil
 }
 
 // startFloor starts the floor process and waits until it answers.
@@ -158,15 +201,17 @@ func startFloor(db *pgx.ConnConfig, target string) (string, *exec.Cmd, error) {
 	return "", nil, errors.New("the floor process did not start listening within 10 s")
 }
 
-// postFloor posts body to the floor at url and wants its 202.
+// postFloor posts body to the floor at url and wants its 202, with a
+// client of its own that keeps its connections as the API's does.
 func postFloor(url string) func(context.Context, []byte) error {
+	client := newHTTPClient()
 	return func(ctx context.Context, body []byte) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			return err
 		}
