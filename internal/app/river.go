@@ -113,18 +113,21 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// alarm of the process that parked it (dispatch's alarm.go), and an
 	// unparked one by Unpark, so the dispatch poll only backs those up, and
 	// the rare insert River does not announce (two within its FetchCooldown
-	// from one process; DispatchOrWake inserts its jobs together for that
-	// reason). Every 50 ms it cost an idle Sluice 0.008 cores of its 0.013;
-	// every 250 ms, 0.002 (bench/scale.md). Fan-out for its retries after a failed run (a
-	// database outage; half a second adds little to the recovery). Bulk
-	// replay and maintenance seldom.
+	// from one process, when no insert after them is announced either;
+	// DispatchOrWake inserts its jobs together for that reason). Fan-out's
+	// finds its retries after a failed run (a database outage, whose
+	// recovery takes seconds anyway). Bulk replay and maintenance jobs are
+	// announced as they are inserted and wait for no one. Polling every
+	// queue at these intervals instead of 250 ms (dispatch), 500 ms
+	// (fan-out) and 1 s (replay) took an idle Sluice from 0.013 cores to
+	// 0.009 (bench/scale.md, "Stop 25").
 	rc.Queues = map[string]river.QueueConfig{
-		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: 500 * time.Millisecond},
-		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: 250 * time.Millisecond},
-		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: 2 * time.Second},
+		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: time.Second},
+		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: time.Second},
+		jobs.QueueMaintenance: {MaxWorkers: 5, FetchPollInterval: 5 * time.Second},
 		// Each bulk replay writes its deliveries in large chunks: two at a
 		// time keep them from crowding out fan-out and dispatch.
-		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: time.Second},
+		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: 5 * time.Second},
 	}
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
 	// fanout.Timeout of the largest batch, retention.Timeout,
