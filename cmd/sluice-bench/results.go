@@ -99,7 +99,7 @@ func (r Report) write(path string) error {
 	w("`make bench` runs `go run ./cmd/sluice-bench` inside `scripts/withpg.sh`, which starts a throwaway Postgres ")
 	w("(or uses `DATABASE_URL` when it is set). The benchmark drops and creates the database `%s` on that server, ", benchDB)
 	w("builds `./cmd/sluice`, runs `sluice migrate`, creates the (empty) week partitions of the last %d weeks as a database running for weeks has them, runs `sluice tenant create`, starts `sluice serve` on a free ", pastWeeks)
-	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY` and `SLUICE_ALLOW_PRIVATE_TARGETS=true`, `SLUICE_DEBUG_ADDR` (pprof) on another free loopback port (no other ")
+	w("loopback port with a fresh `SLUICE_ENCRYPTION_KEY`, `SLUICE_ALLOW_PRIVATE_TARGETS=true`, `SLUICE_API_RATE=1000000/s` (the load is one tenant's) and `SLUICE_DEBUG_ADDR` (pprof) on another free loopback port (no other ")
 	w("`SLUICE_*` setting is passed through), and stops it at the end (SIGTERM, SIGKILL after 10 s). ")
 	w("Before every run it waits until no delivery is queued and no fan-out or dispatch job is left; every run ")
 	w("makes its own endpoints, subscriptions and event types and deletes the subscriptions afterwards; ")
