@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/ratelimit"
+	"github.com/sluice-dev/sluice/internal/flow"
 )
 
 // sweepEvery is how often a Limiter drops the buckets that have refilled
@@ -24,7 +24,7 @@ type Limiter[K comparable] struct {
 }
 
 type bucket struct {
-	state ratelimit.Bucket
+	state flow.Bucket
 	rate  Rate
 }
 
@@ -78,7 +78,7 @@ func (l *Limiter[K]) take(key K, rate Rate, n int, force bool) Result {
 		l.buckets[key] = b
 	}
 	b.rate = rate
-	b.state = b.state.Refill(ratelimit.Exact(rate.limit), now)
+	b.state = b.state.Refill(flow.ExactPace(rate.limit), now)
 	allowed := force || b.state.Tokens+1e-9 >= float64(n)
 	if allowed {
 		b.state = b.state.Take(n)
@@ -105,7 +105,7 @@ func (b *bucket) result(allowed bool, n int) Result {
 func (l *Limiter[K]) sweep(now time.Time) {
 	l.swept = now
 	for k, b := range l.buckets {
-		if b.state.Refill(ratelimit.Exact(b.rate.limit), now).Tokens >= float64(b.rate.Burst()) {
+		if b.state.Refill(flow.ExactPace(b.rate.limit), now).Tokens >= float64(b.rate.Burst()) {
 			delete(l.buckets, k)
 		}
 	}

@@ -1,6 +1,6 @@
 // Package apirate is the rate limit of Sluice's own API: token buckets kept
 // in the memory of one process, keyed by tenant (API requests) or by client
-// address (dashboard sign-in). Unlike package ratelimit, which paces
+// address (dashboard sign-in). Unlike package flow, which paces
 // deliveries with buckets shared in Postgres, these buckets are never
 // shared: each API process enforces the full rate on its own.
 package apirate

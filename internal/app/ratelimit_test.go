@@ -18,7 +18,7 @@ import (
 // (each attempt's start): no one-second window holds more than burst +
 // rate, and the achieved rate is within 95-110% of the limit. The receiver
 // sees the same requests shifted by scheduling jitter on both sides of the
-// loopback; Sluice allows 30 ms of it (ratelimit.Delivery), but beside the
+// loopback; Sluice allows 30 ms of it (flow.DeliveryPace), but beside the
 // package's other tests it can reach hundreds of milliseconds, so the
 // receiver's busiest window is logged here, not held to the bound (the
 // benchmark's ratelimit-2w holds it there).

@@ -10,10 +10,10 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/alert"
-	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/mail"
@@ -89,7 +89,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		DeliveryTimeout:  cfg.DeliveryTimeout,
 		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
 		ThrottleSchedule: cfg.ThrottleSchedule,
-		Circuit:          circuit.Config{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
+		Circuit:          flow.CircuitConfig{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
 		Logger:           logger,
 	}
 	if dcfg, err = dcfg.Resolve(); err != nil {

@@ -10,11 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/storetest"
-	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
 // attempt inserts one attempt of a delivery directly, as RecordOutcomes
@@ -166,7 +165,7 @@ func TestDeliveryTimeline(t *testing.T) {
 	// Throttled for an hour: the next attempt waits for the throttle.
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
 	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
-		f.Throttle = throttle.State{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
+		f.Throttle = flow.Throttle{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
 	})
 	p = br.get(path)
 	require.Contains(t, svgOf(t, p, "timeline"), "<title>next attempt at "+utcText(until)+" (throttled)</title>")
@@ -179,8 +178,8 @@ func TestDeliveryTimeline(t *testing.T) {
 	opened := time.Now().UTC().Truncate(time.Second)
 	probe := opened.Add(2 * time.Hour)
 	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
-		f.Throttle = throttle.State{}
-		f.Breaker = circuit.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &probe,
+		f.Throttle = flow.Throttle{}
+		f.Breaker = flow.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &probe,
 			ProbeInterval: 2 * time.Hour, LastError: "HTTP 503"}
 	})
 	p = br.get(path)
@@ -190,7 +189,7 @@ func TestDeliveryTimeline(t *testing.T) {
 	// A next attempt time already past, the endpoint well again: due now,
 	// no past time shown as next.
 	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
-		f.Breaker = circuit.Breaker{State: sluice.CircuitClosed}
+		f.Breaker = flow.Breaker{State: sluice.CircuitClosed}
 	})
 	past := time.Now().UTC().Add(-3 * time.Minute).Truncate(time.Second)
 	b.setNext(s.delivery.ID, "failed", past)
@@ -242,7 +241,7 @@ func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 	}
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
 	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
-		f.Throttle = throttle.State{Until: until, Reason: "429", Count: 1}
+		f.Throttle = flow.Throttle{Until: until, Reason: "429", Count: 1}
 	})
 	for _, path := range pages {
 		p := br.get(path)

@@ -13,12 +13,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/storetest"
-	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
 func TestLogin(t *testing.T) {
@@ -457,12 +456,12 @@ func TestEndpointsShowFlowState(t *testing.T) {
 	openedAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	probe := openedAt.Add(time.Minute)
 	storetest.SetFlow(t, b.store, open.endpoint.ID, func(f *store.Flow) {
-		f.Breaker = circuit.Breaker{State: sluice.CircuitOpen, Failures: 7, OpenedAt: &openedAt, NextProbeAt: &probe,
+		f.Breaker = flow.Breaker{State: sluice.CircuitOpen, Failures: 7, OpenedAt: &openedAt, NextProbeAt: &probe,
 			ProbeInterval: time.Minute, LastError: "HTTP 500"}
 	})
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
 	storetest.SetFlow(t, b.store, throttled.endpoint.ID, func(f *store.Flow) {
-		f.Throttle = throttle.State{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
+		f.Throttle = flow.Throttle{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
 	})
 
 	br := b.browser()

@@ -38,7 +38,7 @@ import (
 
 	"github.com/riverqueue/river"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/metrics"
@@ -57,7 +57,7 @@ type Config struct {
 	// ThrottleSchedule is the wait after consecutive 429s without Retry-After.
 	ThrottleSchedule []time.Duration
 	// Circuit is the circuit breaker's policy.
-	Circuit circuit.Config
+	Circuit flow.CircuitConfig
 	// Budget is how long one job run keeps sending before it yields its
 	// worker slot and is queued again (default 5s).
 	Budget time.Duration

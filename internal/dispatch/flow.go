@@ -3,11 +3,9 @@ package dispatch
 import (
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
-	"github.com/sluice-dev/sluice/internal/ratelimit"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
 // claimPlan is what one claim may take from an endpoint, decided from its
@@ -47,10 +45,10 @@ func planClaim(t store.Target, now time.Time) claimPlan {
 		p.n = 1 // the throttle has lifted: one request first, to see it stays lifted
 	}
 	if rl := t.RateLimit; rl != nil {
-		f.Bucket = f.Bucket.Refill(ratelimit.Delivery(*rl), now)
+		f.Bucket = f.Bucket.Refill(flow.DeliveryPace(*rl), now)
 		p.n = min(p.n, f.Bucket.Available())
 		if p.n == 0 {
-			p.tokenWait = f.Bucket.Wait(ratelimit.Delivery(*rl))
+			p.tokenWait = f.Bucket.Wait(flow.DeliveryPace(*rl))
 		}
 	}
 	return p
@@ -86,7 +84,7 @@ func (p claimPlan) wait(now time.Time) time.Duration {
 // flow state.
 type flowPolicy struct {
 	throttle []time.Duration // waits after consecutive 429s without Retry-After
-	circuit  circuit.Config
+	circuit  flow.CircuitConfig
 }
 
 // apply folds a batch's results into flow state f at now: 429s throttle
@@ -94,40 +92,40 @@ type flowPolicy struct {
 // closes it (emptying a rate-limited endpoint's bucket, so the backlog
 // drains at the rate, never as a burst) and lifts the throttle. For a
 // rate-limited endpoint (rl not nil) it also restates the token bucket as
-// of when the batch's last request started (ratelimit.Bucket.SentAt). It
+// of when the batch's last request started (flow.Bucket.SentAt). It
 // returns the new state and the circuit transitions to email about; it has
 // no other effect, so calling it to see whether a batch changes anything
 // counts nothing.
 func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (store.Flow, []store.Alert) {
 	var alerts []store.Alert
 	if rl != nil {
-		f.Bucket = f.Bucket.SentAt(ratelimit.Delivery(*rl), len(sent), lastStart(sent))
+		f.Bucket = f.Bucket.SentAt(flow.DeliveryPace(*rl), len(sent), lastStart(sent))
 	}
 	throttledNow := false
 	for _, s := range sent {
-		var tr circuit.Transition
+		var tr flow.Transition
 		switch res := s.result; {
 		case res.Throttled():
-			f.Throttle = throttle.Next(f.Throttle, res.RetryAfter, pol.throttle, now)
+			f.Throttle = flow.NextThrottle(f.Throttle, res.RetryAfter, pol.throttle, now)
 			throttledNow = true
 			continue
 		case res.Delivered():
 			if !throttledNow {
-				f.Throttle = throttle.State{}
+				f.Throttle = flow.Throttle{}
 			}
 			f.Breaker, tr = f.Breaker.Record(true, "", now, pol.circuit)
 		default:
 			f.Breaker, tr = f.Breaker.Record(false, res.Err, now, pol.circuit)
 		}
 		switch tr {
-		case circuit.Opened:
+		case flow.CircuitOpened:
 			alerts = append(alerts, store.Alert{Opened: true, LastError: f.Breaker.LastError,
 				Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
-		case circuit.Closed:
+		case flow.CircuitClosed:
 			alerts = append(alerts, store.Alert{Opened: false})
 			// The backlog drains at the rate limit from an empty bucket,
 			// never as a burst.
-			f.Bucket = ratelimit.Bucket{Tokens: 0, At: now}
+			f.Bucket = flow.Bucket{Tokens: 0, At: now}
 		}
 	}
 	return f, alerts
@@ -159,8 +157,8 @@ func waitUntil(f store.Flow, rl *sluice.RateLimit, now time.Time) time.Time {
 	if until := blockedUntil(f, now); !until.IsZero() || rl == nil {
 		return until
 	}
-	if b := f.Bucket.Refill(ratelimit.Delivery(*rl), now); b.Available() == 0 {
-		return now.Add(b.Wait(ratelimit.Delivery(*rl)))
+	if b := f.Bucket.Refill(flow.DeliveryPace(*rl), now); b.Available() == 0 {
+		return now.Add(b.Wait(flow.DeliveryPace(*rl)))
 	}
 	return time.Time{}
 }

@@ -14,13 +14,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/metrics"
-	"github.com/sluice-dev/sluice/internal/ratelimit"
 	"github.com/sluice-dev/sluice/internal/sender"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
 // The unit tests of one dispatch step's decisions: plain functions of
@@ -31,9 +29,9 @@ import (
 var clock = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
 // openBreaker is a circuit opened at clock, its next probe after probeIn.
-func openBreaker(probeIn time.Duration) circuit.Breaker {
+func openBreaker(probeIn time.Duration) flow.Breaker {
 	opened, next := clock, clock.Add(probeIn)
-	return circuit.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &next,
+	return flow.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &next,
 		ProbeInterval: probeIn, LastError: "status 500"}
 }
 
@@ -54,7 +52,7 @@ func TestUnitPlanClaim(t *testing.T) {
 	})
 	t.Run("throttled", func(t *testing.T) {
 		tg := healthy
-		tg.Flow.Throttle = throttle.State{Until: clock.Add(time.Minute), Count: 2}
+		tg.Flow.Throttle = flow.Throttle{Until: clock.Add(time.Minute), Count: 2}
 		p := planClaim(tg, clock)
 		require.Zero(t, p.n)
 		require.True(t, p.blocked())
@@ -63,7 +61,7 @@ func TestUnitPlanClaim(t *testing.T) {
 	})
 	t.Run("throttle lifted: one request first", func(t *testing.T) {
 		tg := healthy
-		tg.Flow.Throttle = throttle.State{Until: clock.Add(-time.Second), Count: 2}
+		tg.Flow.Throttle = flow.Throttle{Until: clock.Add(-time.Second), Count: 2}
 		p := planClaim(tg, clock)
 		require.Equal(t, 1, p.n)
 		require.False(t, p.probe)
@@ -116,7 +114,7 @@ func TestUnitPlanClaim(t *testing.T) {
 	})
 	t.Run("waitUntil", func(t *testing.T) {
 		require.True(t, waitUntil(store.Flow{}, nil, clock).IsZero(), "free to send")
-		f := store.Flow{Throttle: throttle.State{Until: clock.Add(time.Hour), Count: 1}}
+		f := store.Flow{Throttle: flow.Throttle{Until: clock.Add(time.Hour), Count: 1}}
 		require.Equal(t, clock.Add(time.Hour), waitUntil(f, nil, clock))
 		f = store.Flow{Breaker: openBreaker(time.Minute)}
 		require.Equal(t, clock.Add(time.Minute), waitUntil(f, nil, clock))
@@ -143,7 +141,7 @@ func sent(codes ...int) []sentDelivery {
 
 var testPolicy = flowPolicy{
 	throttle: []time.Duration{time.Minute, 5 * time.Minute},
-	circuit:  circuit.Config{Threshold: 3, FirstProbe: 30 * time.Second},
+	circuit:  flow.CircuitConfig{Threshold: 3, FirstProbe: 30 * time.Second},
 }
 
 func TestUnitFlowApply(t *testing.T) {
@@ -151,7 +149,7 @@ func TestUnitFlowApply(t *testing.T) {
 	now := clock.Add(time.Second)
 
 	t.Run("healthy batch changes nothing", func(t *testing.T) {
-		f := store.Flow{Breaker: circuit.Breaker{State: sluice.CircuitClosed}}
+		f := store.Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed}}
 		after, alerts := testPolicy.apply(f, nil, sent(200, 204), now)
 		require.Equal(t, f, after)
 		require.Empty(t, alerts)
@@ -174,7 +172,7 @@ func TestUnitFlowApply(t *testing.T) {
 		kept, _ := testPolicy.apply(after, nil, sent(429, 200), now)
 		require.Equal(t, 3, kept.Throttle.Count, "a success in the batch that was throttled keeps the throttle")
 		lifted, _ := testPolicy.apply(after, nil, sent(200), now)
-		require.Equal(t, throttle.State{}, lifted.Throttle, "a success lifts it")
+		require.Equal(t, flow.Throttle{}, lifted.Throttle, "a success lifts it")
 	})
 	t.Run("failures open the circuit at the threshold, once", func(t *testing.T) {
 		after, alerts := testPolicy.apply(store.Flow{}, nil, sent(500, 0), now)
@@ -194,12 +192,12 @@ func TestUnitFlowApply(t *testing.T) {
 	})
 	t.Run("success closes the circuit and empties the bucket", func(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 10}
-		f := store.Flow{Breaker: openBreaker(time.Minute), Bucket: ratelimit.Bucket{Tokens: 9, At: clock}}
+		f := store.Flow{Breaker: openBreaker(time.Minute), Bucket: flow.Bucket{Tokens: 9, At: clock}}
 		f.Breaker.State = sluice.CircuitHalfOpen
 		after, alerts := testPolicy.apply(f, rl, sent(200), now)
 		require.Equal(t, []store.Alert{{Opened: false}}, alerts)
-		require.Equal(t, circuit.Breaker{State: sluice.CircuitClosed}, after.Breaker)
-		require.Equal(t, ratelimit.Bucket{Tokens: 0, At: now}, after.Bucket, "the backlog drains at the rate, not as a burst")
+		require.Equal(t, flow.Breaker{State: sluice.CircuitClosed}, after.Breaker)
+		require.Equal(t, flow.Bucket{Tokens: 0, At: now}, after.Bucket, "the backlog drains at the rate, not as a burst")
 	})
 	t.Run("failed probe reopens with the interval doubled", func(t *testing.T) {
 		f := store.Flow{Breaker: openBreaker(time.Minute)}
@@ -211,7 +209,7 @@ func TestUnitFlowApply(t *testing.T) {
 	})
 	t.Run("rate-limited bucket restated at the last start", func(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 5}
-		f := store.Flow{Bucket: ratelimit.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
+		f := store.Flow{Bucket: flow.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
 		after, _ := testPolicy.apply(f, rl, sent(200, 200), now)
 		require.InDelta(t, 4.7-2, after.Bucket.Tokens, 1e-9, "refilled up to the burst (less the way's allowance) minus the batch")
 		require.Equal(t, clock, after.Bucket.At, "as of the last start")
@@ -226,7 +224,7 @@ func TestUnitTransitionAnnouncedOnce(t *testing.T) {
 	opened := metrics.CircuitTransitions.WithLabelValues("opened")
 	start := counted(t, opened)
 
-	f := store.Flow{Breaker: circuit.Breaker{State: sluice.CircuitClosed, Failures: 2}}
+	f := store.Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed, Failures: 2}}
 	batch := sent(500, 500)
 	require.True(t, w.flow.changes(f, nil, batch, clock))
 	after, alerts := w.flow.apply(f, nil, batch, clock)

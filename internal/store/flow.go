@@ -8,35 +8,33 @@ import (
 
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/circuit"
-	"github.com/sluice-dev/sluice/internal/ratelimit"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
-	"github.com/sluice-dev/sluice/internal/throttle"
 )
 
 // Flow is an endpoint's flow-control state: its token bucket, circuit
 // breaker and throttle window (zero when not throttled).
 type Flow struct {
-	Bucket   ratelimit.Bucket
-	Breaker  circuit.Breaker
-	Throttle throttle.State
+	Bucket   flow.Bucket
+	Breaker  flow.Breaker
+	Throttle flow.Throttle
 }
 
 func flowFromRow(r dbq.LockEndpointForDispatchRow) Flow {
 	e := r.Endpoint
 	f := Flow{Breaker: breakerFromRow(e)}
 	if e.BucketTokens != nil && e.BucketAt != nil {
-		f.Bucket = ratelimit.Bucket{Tokens: *e.BucketTokens, At: *e.BucketAt}
+		f.Bucket = flow.Bucket{Tokens: *e.BucketTokens, At: *e.BucketAt}
 	}
 	if r.ThrottledUntil != nil {
-		f.Throttle = throttle.State{Until: *r.ThrottledUntil, Reason: *r.ThrottleReason, Count: int(*r.Consecutive429s)}
+		f.Throttle = flow.Throttle{Until: *r.ThrottledUntil, Reason: *r.ThrottleReason, Count: int(*r.Consecutive429s)}
 	}
 	return f
 }
 
-func breakerFromRow(e dbq.Endpoint) circuit.Breaker {
-	b := circuit.Breaker{
+func breakerFromRow(e dbq.Endpoint) flow.Breaker {
+	b := flow.Breaker{
 		State: e.CircuitState, Failures: int(e.ConsecutiveFailures),
 		OpenedAt: e.CircuitOpenedAt, NextProbeAt: e.CircuitNextProbeAt,
 	}
@@ -84,11 +82,11 @@ func (s *Store) CloseCircuit(ctx context.Context, tenantID, endpointID uuid.UUID
 		}
 		before := flowFromRow(row)
 		after := before
-		var tr circuit.Transition
-		if after.Breaker, tr = before.Breaker.Close(); tr != circuit.Closed {
+		var tr flow.Transition
+		if after.Breaker, tr = before.Breaker.Close(); tr != flow.CircuitClosed {
 			return nil
 		}
-		after.Bucket = ratelimit.Bucket{Tokens: 0, At: time.Now()}
+		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
 		if err := s.saveFlow(ctx, q, endpointID, before, after); err != nil {
 			return err
 		}

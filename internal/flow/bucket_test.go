@@ -1,4 +1,4 @@
-package ratelimit
+package flow
 
 import (
 	"math/rand/v2"
@@ -15,8 +15,8 @@ import (
 // against the bucket on a simulated clock, with the requests sent within
 // Spread of the bucket's last being full (a burst and what follows it at
 // once) arriving Spread later than the rest, the worst the allowance
-// covers, and checks every one-second window of arrivals. At the Delivery pace none exceeds burst + rate and
-// at least 96 % of the rate is achieved; at the Exact pace the fast
+// covers, and checks every one-second window of arrivals. At the DeliveryPace none exceeds burst + rate and
+// at least 96 % of the rate is achieved; at the ExactPace the fast
 // endpoint's first window does exceed it, so the check can fail.
 func TestNoWindowAtTheReceiverExceedsBurstPlusRate(t *testing.T) {
 	t.Parallel()
@@ -28,12 +28,12 @@ func TestNoWindowAtTheReceiverExceedsBurstPlusRate(t *testing.T) {
 		{PerMinute: 30, Burst: 1},
 	} {
 		limit := float64(rl.Burst) + rl.TokensPerSecond()
-		busiest, achieved := greedy(Delivery(rl))
+		busiest, achieved := greedy(DeliveryPace(rl))
 		require.LessOrEqual(t, float64(busiest), limit, "%+v", rl)
 		require.GreaterOrEqual(t, achieved, 0.96*rl.TokensPerSecond(), "%+v", rl)
 	}
 	fast := sluice.RateLimit{PerSecond: 200, Burst: 200}
-	busiest, _ := greedy(Exact(fast))
+	busiest, _ := greedy(ExactPace(fast))
 	require.Greater(t, float64(busiest), float64(fast.Burst)+fast.TokensPerSecond(), "without the allowance")
 }
 
@@ -83,7 +83,7 @@ func TestRefill(t *testing.T) {
 	t.Parallel()
 	rl := sluice.RateLimit{PerMinute: 60, Burst: 2}
 	now := time.Unix(100, 0)
-	p := Exact(rl)
+	p := ExactPace(rl)
 	b := Bucket{}.Refill(p, now)
 	require.Equal(t, 2, b.Available(), "a new bucket starts full")
 	b = b.Take(2)
@@ -105,7 +105,7 @@ func TestRefill(t *testing.T) {
 func TestSentAtBoundsRequestStarts(t *testing.T) {
 	t.Parallel()
 	rl := sluice.RateLimit{PerSecond: 20, Burst: 5}
-	p := Exact(rl)
+	p := ExactPace(rl)
 	limit := rl.Burst + 20
 	run := func(restate bool) (busiest int, achieved float64) {
 		rnd := rand.New(rand.NewPCG(1, 2))

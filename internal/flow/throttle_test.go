@@ -1,4 +1,4 @@
-package throttle
+package flow
 
 import (
 	"testing"
@@ -12,19 +12,19 @@ func TestNext(t *testing.T) {
 	now := time.Unix(0, 0)
 	schedule := []time.Duration{time.Minute, 5 * time.Minute}
 
-	s := Next(State{}, 7*time.Second, schedule, now)
+	s := NextThrottle(Throttle{}, 7*time.Second, schedule, now)
 	require.Equal(t, now.Add(7*time.Second), s.Until)
 	require.Equal(t, 1, s.Count)
 	require.Contains(t, s.Reason, "Retry-After")
 	require.True(t, s.Active(now.Add(6*time.Second)))
 	require.False(t, s.Active(now.Add(7*time.Second)))
 
-	s = Next(s, 0, schedule, now)
+	s = NextThrottle(s, 0, schedule, now)
 	require.Equal(t, now.Add(5*time.Minute), s.Until, "second 429 in a row: second step")
-	s = Next(s, 0, schedule, now)
+	s = NextThrottle(s, 0, schedule, now)
 	require.Equal(t, now.Add(5*time.Minute), s.Until, "the last step repeats")
 	require.Equal(t, 3, s.Count)
 
-	s = Next(State{}, 72*time.Hour, schedule, now)
+	s = NextThrottle(Throttle{}, 72*time.Hour, schedule, now)
 	require.Equal(t, now.Add(MaxRetryAfter), s.Until, "Retry-After is capped")
 }

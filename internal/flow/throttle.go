@@ -1,9 +1,10 @@
-// Package throttle decides how long an endpoint that answered 429 Too Many
+// The throttle decides how long an endpoint that answered 429 Too Many
 // Requests is left alone: as long as its Retry-After says (seconds or
 // HTTP-date, capped), or else the next step of SLUICE_THROTTLE_SCHEDULE,
 // counting consecutive 429s. The store keeps the result in the
 // destination_throttle table and drops it on the next success.
-package throttle
+
+package flow
 
 import (
 	"fmt"
@@ -13,20 +14,20 @@ import (
 // MaxRetryAfter caps how long a receiver's Retry-After can silence it.
 const MaxRetryAfter = 24 * time.Hour
 
-// State is an endpoint's throttle window.
-type State struct {
+// Throttle is an endpoint's throttle window.
+type Throttle struct {
 	Until  time.Time
 	Reason string
 	Count  int // consecutive 429s
 }
 
 // Active reports whether the window is still open at now.
-func (s State) Active(now time.Time) bool { return now.Before(s.Until) }
+func (s Throttle) Active(now time.Time) bool { return now.Before(s.Until) }
 
-// Next is the window after one more 429, answered with retryAfter (0 if the
+// NextThrottle is the window after one more 429, answered with retryAfter (0 if the
 // receiver gave none).
-func Next(prev State, retryAfter time.Duration, schedule []time.Duration, now time.Time) State {
-	s := State{Count: prev.Count + 1}
+func NextThrottle(prev Throttle, retryAfter time.Duration, schedule []time.Duration, now time.Time) Throttle {
+	s := Throttle{Count: prev.Count + 1}
 	if retryAfter > 0 {
 		wait := min(retryAfter, MaxRetryAfter)
 		s.Until = now.Add(wait)

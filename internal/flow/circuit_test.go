@@ -1,4 +1,4 @@
-package circuit
+package flow
 
 import (
 	"testing"
@@ -11,29 +11,29 @@ import (
 
 func TestBreakerLifecycle(t *testing.T) {
 	t.Parallel()
-	cfg := Config{Threshold: 3, FirstProbe: time.Minute}
+	cfg := CircuitConfig{Threshold: 3, FirstProbe: time.Minute}
 	now := time.Unix(1000, 0)
 	b := Breaker{State: sluice.CircuitClosed}
 
 	var tr Transition
 	for i := range 2 {
 		b, tr = b.Record(false, "status 500", now, cfg)
-		require.Equal(t, None, tr, "failure %d", i+1)
+		require.Equal(t, NoTransition, tr, "failure %d", i+1)
 	}
 	b, tr = b.Record(true, "", now, cfg)
-	require.Equal(t, None, tr)
+	require.Equal(t, NoTransition, tr)
 	require.Zero(t, b.Failures, "success resets the count")
 
 	for range 2 {
 		b, _ = b.Record(false, "status 500", now, cfg)
 	}
 	b, tr = b.Record(false, "timeout", now, cfg)
-	require.Equal(t, Opened, tr)
+	require.Equal(t, CircuitOpened, tr)
 	require.Equal(t, sluice.CircuitOpen, b.State)
 	require.Equal(t, "timeout", b.LastError)
 	require.Equal(t, now.Add(time.Minute), *b.NextProbeAt)
 	b, tr = b.Record(false, "status 500", now, cfg)
-	require.Equal(t, None, tr, "a request in flight when it opened changes nothing")
+	require.Equal(t, NoTransition, tr, "a request in flight when it opened changes nothing")
 	require.Equal(t, time.Minute, b.ProbeInterval)
 
 	_, n := b.Allow(now.Add(59 * time.Second))
@@ -46,12 +46,12 @@ func TestBreakerLifecycle(t *testing.T) {
 	want := []time.Duration{2, 4, 8, 16, 32, 60, 60}
 	for _, minutes := range want {
 		b, tr = b.Record(false, "status 503", now, cfg)
-		require.Equal(t, None, tr)
+		require.Equal(t, NoTransition, tr)
 		require.Equal(t, minutes*time.Minute, b.ProbeInterval)
 		b, _ = b.Allow(*b.NextProbeAt)
 	}
 	b, tr = b.Record(true, "", now, cfg)
-	require.Equal(t, Closed, tr)
+	require.Equal(t, CircuitClosed, tr)
 	require.Equal(t, Breaker{State: sluice.CircuitClosed}, b)
 
 	_, n = b.Allow(now)
@@ -61,8 +61,8 @@ func TestBreakerLifecycle(t *testing.T) {
 func TestManualClose(t *testing.T) {
 	t.Parallel()
 	_, tr := Breaker{State: sluice.CircuitClosed}.Close()
-	require.Equal(t, None, tr)
+	require.Equal(t, NoTransition, tr)
 	b, tr := Breaker{State: sluice.CircuitOpen, Failures: 9}.Close()
-	require.Equal(t, Closed, tr)
+	require.Equal(t, CircuitClosed, tr)
 	require.Zero(t, b.Failures)
 }

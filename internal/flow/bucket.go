@@ -1,12 +1,13 @@
-// Package ratelimit is the token bucket that paces deliveries to one
+// The rate limit is the token bucket that paces deliveries to one
 // endpoint. It is pure arithmetic over a Bucket value; the store keeps the
 // bucket on the endpoint row, so it survives restarts and is shared by every
 // worker process. Tokens refill lazily from the time elapsed, at the
-// endpoint's rate, up to its burst (Exact), or, for deliveries, a little
-// less (Delivery), so that no one-second window at the receiver carries
+// endpoint's rate, up to its burst (ExactPace), or, for deliveries, a little
+// less (DeliveryPace), so that no one-second window at the receiver carries
 // more than burst + rate deliveries even when some requests take longer on
 // the way than others.
-package ratelimit
+
+package flow
 
 import (
 	"math"
@@ -21,8 +22,8 @@ type Pace struct {
 	Capacity  float64
 }
 
-// Exact is the pace rl names: its rate, up to its burst.
-func Exact(rl sluice.RateLimit) Pace {
+// ExactPace is the pace rl names: its rate, up to its burst.
+func ExactPace(rl sluice.RateLimit) Pace {
 	return Pace{PerSecond: rl.TokensPerSecond(), Capacity: float64(rl.Burst)}
 }
 
@@ -32,14 +33,14 @@ func Exact(rl sluice.RateLimit) Pace {
 // one-second window over burst + rate.
 const Spread = 30 * time.Millisecond
 
-// Delivery is the pace of deliveries to an endpoint under rl. Requests
+// DeliveryPace is the pace of deliveries to an endpoint under rl. Requests
 // whose arrivals fall within one second started within 1 s + Spread, and
 // a bucket lets at most Capacity + PerSecond × (1 s + Spread) start there;
 // so the spread comes out of the burst: Capacity is burst − rate × Spread,
 // the rate unchanged. A burst too small to give that much (under rate ×
 // Spread + 1) keeps one token, and the rate gives the rest: at burst 1 it
 // is 1 / (1 + Spread) of rl's, 97 %.
-func Delivery(rl sluice.RateLimit) Pace {
+func DeliveryPace(rl sluice.RateLimit) Pace {
 	rate, burst := rl.TokensPerSecond(), float64(rl.Burst)
 	window := 1 + Spread.Seconds()
 	if c := burst - rate*Spread.Seconds(); c >= 1 {

@@ -1,10 +1,11 @@
-// Package circuit is the per-endpoint circuit breaker, as pure state
+// The circuit breaker: per-endpoint pure state
 // transitions over a Breaker value that the store keeps on the endpoint row.
 // Threshold consecutive failures (429s are not failures) open it: nothing is
 // attempted, deliveries keep queueing. After a probe interval one delivery
 // is tried (half-open): success closes it, failure opens it again with the
 // interval doubled, up to MaxProbe.
-package circuit
+
+package flow
 
 import (
 	"time"
@@ -12,8 +13,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// Config is the breaker's policy.
-type Config struct {
+// CircuitConfig is the breaker's policy.
+type CircuitConfig struct {
 	Threshold  int           // consecutive failures that open the circuit
 	FirstProbe time.Duration // first probe interval
 	MaxProbe   time.Duration // the interval doubles up to this (default 1h)
@@ -34,9 +35,9 @@ type Transition int
 
 // Transitions.
 const (
-	None Transition = iota
-	Opened
-	Closed
+	NoTransition Transition = iota
+	CircuitOpened
+	CircuitClosed
 )
 
 // Allow says how many requests may go now: -1 for no limit, 0 for none (the
@@ -58,14 +59,14 @@ func (b Breaker) Allow(now time.Time) (Breaker, int) {
 }
 
 // Record applies one attempt's result.
-func (b Breaker) Record(success bool, errMsg string, now time.Time, cfg Config) (Breaker, Transition) {
+func (b Breaker) Record(success bool, errMsg string, now time.Time, cfg CircuitConfig) (Breaker, Transition) {
 	if success {
 		wasOpen := b.State != sluice.CircuitClosed && b.State != ""
 		b = Breaker{State: sluice.CircuitClosed}
 		if wasOpen {
-			return b, Closed
+			return b, CircuitClosed
 		}
-		return b, None
+		return b, NoTransition
 	}
 	b.Failures++
 	b.LastError = errMsg
@@ -73,17 +74,17 @@ func (b Breaker) Record(success bool, errMsg string, now time.Time, cfg Config) 
 	case sluice.CircuitHalfOpen: // the probe failed
 		b.ProbeInterval = min(2*b.ProbeInterval, cfg.maxProbe())
 		b.open(now)
-		return b, None
+		return b, NoTransition
 	case sluice.CircuitOpen: // requests in flight when it opened
-		return b, None
+		return b, NoTransition
 	default:
 		if b.Failures < cfg.Threshold {
-			return b, None
+			return b, NoTransition
 		}
 		b.OpenedAt = &now
 		b.ProbeInterval = cfg.FirstProbe
 		b.open(now)
-		return b, Opened
+		return b, CircuitOpened
 	}
 }
 
@@ -92,9 +93,9 @@ func (b Breaker) Close() (Breaker, Transition) {
 	wasOpen := b.State == sluice.CircuitOpen || b.State == sluice.CircuitHalfOpen
 	b = Breaker{State: sluice.CircuitClosed}
 	if wasOpen {
-		return b, Closed
+		return b, CircuitClosed
 	}
-	return b, None
+	return b, NoTransition
 }
 
 func (b *Breaker) open(now time.Time) {
@@ -103,7 +104,7 @@ func (b *Breaker) open(now time.Time) {
 	b.NextProbeAt = &next
 }
 
-func (c Config) maxProbe() time.Duration {
+func (c CircuitConfig) maxProbe() time.Duration {
 	if c.MaxProbe == 0 {
 		return time.Hour
 	}
