@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // Blocked endpoints: 5,000 endpoints that cannot be sent to (half

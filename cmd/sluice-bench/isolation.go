@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // Isolation: healthy endpoints' latency alone, then beside a throttled

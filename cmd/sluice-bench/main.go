@@ -2,7 +2,7 @@
 // against a throwaway Postgres server (DATABASE_URL): it builds ./cmd/sluice,
 // creates a fresh database sluice_bench, migrates it, creates a tenant,
 // starts `sluice serve` as a subprocess on a free loopback port, drives it
-// with in-process loopback receivers (internal/receiver), and writes
+// with in-process loopback receivers (internal/testkit/receiver), and writes
 // bench/RESULTS.md.
 //
 // Each scenario (scenario.go lists them; one file per group) runs -runs

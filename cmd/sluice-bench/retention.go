@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // Retention: a day of 2,000,000 delivered deliveries dropped, as the

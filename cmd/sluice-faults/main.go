@@ -1,7 +1,7 @@
 // Command sluice-faults is Sluice's fault suite (`make faults`): separate
 // sluice processes on loopback against a private Postgres cluster, killed,
 // crashed and paused under load, and reconciled afterwards. See
-// docs/reliability.md and package internal/faults.
+// docs/reliability.md and package cmd/sluice-faults/internal/faults.
 //
 //	sluice-faults [-run workerkill,pgcrash] [-short] [-keep] [-src DIR]
 package main
@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/faults"
+	"github.com/sluice-dev/sluice/cmd/sluice-faults/internal/faults"
 )
 
 func main() {

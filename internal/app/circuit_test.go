@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
-	"github.com/sluice-dev/sluice/internal/receiver"
-	"github.com/sluice-dev/sluice/internal/smtpsink"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
 func TestCircuitOpensProbesClosesAndEmails(t *testing.T) {

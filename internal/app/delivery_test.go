@@ -12,7 +12,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 func TestDeliveryIsSignedStandardWebhook(t *testing.T) {

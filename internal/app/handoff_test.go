@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // TestTrickleIsHandedOverWithoutClaims: posts arriving one at a time, each

@@ -13,7 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/store"
 )

@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/mail"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/retention"
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -85,7 +85,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	dcfg := dispatch.Config{
 		Waker:            w.waker,
 		Leases:           w.leases,
-		Sender:           sender.New(sender.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
+		Sender:           send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
 		DeliveryTimeout:  cfg.DeliveryTimeout,
 		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
 		ThrottleSchedule: cfg.ThrottleSchedule,

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // TestSigtermDrainsWithoutLoss stops a worker process with SIGTERM during

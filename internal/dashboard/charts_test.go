@@ -13,7 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // attempt inserts one attempt of a delivery directly, as RecordOutcomes

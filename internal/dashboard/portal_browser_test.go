@@ -20,8 +20,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
-	"github.com/sluice-dev/sluice/internal/pgtest"
-	"github.com/sluice-dev/sluice/internal/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 

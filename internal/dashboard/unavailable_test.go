@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestDatabaseUnavailable checks that the dashboard answers 503 with

@@ -42,14 +42,14 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/metrics"
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // Config tunes the dispatcher.
 type Config struct {
-	Sender *sender.Sender
+	Sender *send.Sender
 	// DeliveryTimeout bounds one request; it sizes the job's timeout.
 	DeliveryTimeout time.Duration
 	// Retry is the schedule of waits between failed attempts.

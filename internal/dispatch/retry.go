@@ -4,7 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -20,7 +20,7 @@ type Retry struct {
 // Outcome applies the retry policy to one attempt of c that got res at
 // now: what the store records of the attempt, and what it does to the
 // delivery. It is the one conversion of a send's result.
-func (r Retry) Outcome(c store.Claimed, res sender.Result, now time.Time) store.Outcome {
+func (r Retry) Outcome(c store.Claimed, res send.Result, now time.Time) store.Outcome {
 	o := store.Outcome{
 		DeliveryID: c.ID, EventID: c.EventID,
 		At: res.At, StatusCode: res.StatusCode, Error: res.Err,

@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/metrics"
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // sentDelivery is one attempt: what was sent, what came back, and what it
 // does to the delivery.
 type sentDelivery struct {
-	result  sender.Result
+	result  send.Result
 	outcome store.Outcome
 }
 
@@ -29,7 +29,7 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 	var wg sync.WaitGroup
 	for i, c := range claimed {
 		wg.Go(func() {
-			res := w.cfg.Sender.Send(ctx, sender.Message{
+			res := w.cfg.Sender.Send(ctx, send.Message{
 				URL:     target.URL,
 				ID:      c.EventID.String(),
 				Body:    Body(c),

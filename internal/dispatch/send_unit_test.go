@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -32,28 +32,28 @@ func TestUnitSendRetryAt(t *testing.T) {
 	}))
 	defer receiver.Close()
 	w := &Worker{cfg: Config{
-		Sender: sender.New(sender.Config{Timeout: time.Minute, AllowPrivate: true}),
+		Sender: send.New(send.Config{Timeout: time.Minute, AllowPrivate: true}),
 		Retry:  Retry{Schedule: []time.Duration{time.Hour}},
 		Clock:  newFakeClock(clock),
 	}}
 	// AttemptCount 1 (an earlier 429) keeps the first-attempt lag metric,
 	// which compares the system's time with EventCreatedAt, out of it.
 	claimed := []store.Claimed{{ID: uuid.New(), EventID: uuid.New(), AttemptCount: 1, EventType: "a.b", Payload: []byte(`{}`)}}
-	send := func(path string) store.Outcome {
+	attemptTo := func(path string) store.Outcome {
 		sent := w.sendBatch(t.Context(), store.Target{URL: receiver.URL + path}, claimed)
 		require.Len(t, sent, 1)
 		return sent[0].outcome
 	}
 
-	o := send("/fail")
+	o := attemptTo("/fail")
 	require.Equal(t, sluice.DeliveryFailed, o.Status)
 	require.False(t, o.NextAttemptAt.Before(clock.Add(48*time.Minute)), "an hour from the clock's now, less a fifth: %s", o.NextAttemptAt)
 	require.False(t, o.NextAttemptAt.After(clock.Add(72*time.Minute)), "plus a fifth: %s", o.NextAttemptAt)
 
-	o = send("/busy")
+	o = attemptTo("/busy")
 	require.Equal(t, clock.Add(2*time.Hour), o.NextAttemptAt, "a 503's Retry-After from the clock's now")
 
-	o = send("/ok")
+	o = attemptTo("/ok")
 	require.Equal(t, sluice.DeliveryDelivered, o.Status)
 	require.True(t, o.NextAttemptAt.IsZero())
 }

@@ -16,7 +16,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/metrics"
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -127,7 +127,7 @@ func TestUnitPlanClaim(t *testing.T) {
 func sent(codes ...int) []sentDelivery {
 	out := make([]sentDelivery, len(codes))
 	for i, code := range codes {
-		res := sender.Result{At: clock, StatusCode: code, Latency: 30 * time.Millisecond}
+		res := send.Result{At: clock, StatusCode: code, Latency: 30 * time.Millisecond}
 		if !res.Delivered() {
 			res.Err = "status 500"
 			if code == 0 {
@@ -240,7 +240,7 @@ func TestUnitRetryOutcome(t *testing.T) {
 	now := clock.Add(time.Second)
 
 	t.Run("delivered: the attempt as sent", func(t *testing.T) {
-		res := sender.Result{At: clock, StatusCode: 200, Latency: 1500 * time.Microsecond, Body: "ok"}
+		res := send.Result{At: clock, StatusCode: 200, Latency: 1500 * time.Microsecond, Body: "ok"}
 		o := r.Outcome(fresh, res, now)
 		require.Equal(t, store.Outcome{
 			DeliveryID: fresh.ID, EventID: fresh.EventID, Status: sluice.DeliveryDelivered,
@@ -248,16 +248,16 @@ func TestUnitRetryOutcome(t *testing.T) {
 		}, o)
 	})
 	t.Run("429 keeps its place and its budget", func(t *testing.T) {
-		o := r.Outcome(fresh, sender.Result{At: clock, StatusCode: 429, Err: "status 429"}, now)
+		o := r.Outcome(fresh, send.Result{At: clock, StatusCode: 429, Err: "status 429"}, now)
 		require.Equal(t, sluice.DeliveryPending, o.Status)
 		require.False(t, o.Failed)
 		require.Equal(t, fresh.NextAttemptAt, o.NextAttemptAt)
 		retried := fresh
 		retried.FailureCount = 1
-		require.Equal(t, sluice.DeliveryFailed, r.Outcome(retried, sender.Result{StatusCode: 429}, now).Status)
+		require.Equal(t, sluice.DeliveryFailed, r.Outcome(retried, send.Result{StatusCode: 429}, now).Status)
 	})
 	t.Run("schedule with jitter", func(t *testing.T) {
-		res := sender.Result{At: clock, Err: "connection refused"}
+		res := send.Result{At: clock, Err: "connection refused"}
 		lo, hi := time.Duration(1<<62), time.Duration(0)
 		for range 2000 {
 			o := r.Outcome(fresh, res, now)
@@ -281,13 +281,13 @@ func TestUnitRetryOutcome(t *testing.T) {
 	t.Run("dead after the last attempt", func(t *testing.T) {
 		last := fresh
 		last.FailureCount = len(r.Schedule)
-		o := r.Outcome(last, sender.Result{At: clock, StatusCode: 500, Err: "status 500"}, now)
+		o := r.Outcome(last, send.Result{At: clock, StatusCode: 500, Err: "status 500"}, now)
 		require.Equal(t, sluice.DeliveryDead, o.Status)
 		require.True(t, o.Failed)
 		require.True(t, o.NextAttemptAt.IsZero())
 	})
 	t.Run("503 Retry-After", func(t *testing.T) {
-		long := sender.Result{At: clock, StatusCode: 503, Err: "status 503", RetryAfter: time.Hour}
+		long := send.Result{At: clock, StatusCode: 503, Err: "status 503", RetryAfter: time.Hour}
 		require.Equal(t, now.Add(time.Hour), r.Outcome(fresh, long, now).NextAttemptAt, "longer than the schedule: waited")
 		short := long
 		short.RetryAfter = time.Second

@@ -12,7 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // sweepBundle is a store with one tenant's endpoint subscribed to

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/net/http/httpguts"
 
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -150,7 +150,7 @@ func isPrivateHost(host string) bool {
 // checks names again once resolved).
 func isMetadataHost(host string) bool {
 	addr, err := netip.ParseAddr(strings.TrimSuffix(host, "."))
-	return err == nil && sender.IsMetadataAddr(addr)
+	return err == nil && send.IsMetadataAddr(addr)
 }
 
 // sharedAddressSpace is carrier-grade NAT space (RFC 6598), not public.
@@ -161,7 +161,7 @@ func looksNumeric(host string) bool {
 }
 
 // Headers checks an endpoint's static headers: valid names and
-// values, none of sender.ReservedHeaders (which Sluice or the HTTP stack
+// values, none of send.ReservedHeaders (which Sluice or the HTTP stack
 // sets, or which are hop-by-hop), and no two names that differ only in
 // case (HTTP names are case-insensitive: only one could be sent).
 func Headers(headers map[string]string, v *sluice.ValidationError) {
@@ -175,7 +175,7 @@ func Headers(headers map[string]string, v *sluice.ValidationError) {
 		switch {
 		case !httpguts.ValidHeaderFieldName(name):
 			v.Add(field, "is not a valid header name")
-		case sender.IsReservedHeader(name):
+		case send.IsReservedHeader(name):
 			v.Add(field, "is set by Sluice or by HTTP itself and cannot be set here")
 		case seen[strings.ToLower(name)] != "":
 			v.Add(field, "repeats headers.%s: header names are case-insensitive", seen[strings.ToLower(name)])

@@ -28,7 +28,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // Bounds of TestFuzzRoutes; SLUICE_FUZZ_SEED, SLUICE_FUZZ_REQUESTS and

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 )
 
 // requireField checks that r is a 422 naming field, and returns the message.
@@ -29,7 +29,7 @@ func TestHeaderRules(t *testing.T) {
 	}
 	// Every reserved header, in any case, is refused by name: the same list
 	// the sender drops.
-	for _, h := range sender.ReservedHeaders {
+	for _, h := range send.ReservedHeaders {
 		for _, name := range []string{h, lower(h)} {
 			msg := requireField(t, post(map[string]any{name: "x"}), "headers."+name)
 			require.Contains(t, msg, "cannot be set")

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // BenchmarkLimitRate is the cost the rate-limit middleware adds to an

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/httpapi"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // testRate is the API rate of the tests' servers: high enough that no test

@@ -11,7 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // BenchmarkBulkReplayRequest is the time of one POST

@@ -18,7 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // settle sends every due delivery of the endpoint, as a dispatcher would,

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestDatabaseUnavailable checks that requests made while the database

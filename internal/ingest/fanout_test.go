@@ -12,7 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestSubmitMakesDeliveriesInItsCommit checks that a post, single or

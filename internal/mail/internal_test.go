@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/smtpsink"
+	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
 func TestParseURLDefaults(t *testing.T) {

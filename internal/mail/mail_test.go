@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/mail"
-	"github.com/sluice-dev/sluice/internal/smtpsink"
+	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
 const from = "Sluice <alerts@sluice.localhost>"

@@ -12,7 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // staged makes an endpoint with n dead deliveries, bulk-replays them, and

@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestWideGroupsFanOutByJob stores two groups of events for 40 endpoints:

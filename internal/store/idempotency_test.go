@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestIdempotencyKeyUnderConcurrency: events, partitioned by week, cannot

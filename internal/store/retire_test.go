@@ -10,7 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestRetireWeekLocksNoOtherWeek: retiring a week waits for no other week's

@@ -1,4 +1,4 @@
-// Package sender sends one signed webhook (a Standard Webhooks POST) to an
+// Package send sends one signed webhook (a Standard Webhooks POST) to an
 // endpoint and reports what happened: status, latency, the first KiB of the
 // response, a parsed Retry-After and a short human error message.
 //
@@ -8,7 +8,7 @@
 // link-local, metadata and other special-purpose addresses are refused (SSRF
 // guard; DNS rebinding cannot slip past it because the check sees the IP that
 // is actually dialled).
-package sender
+package send
 
 import (
 	"bytes"

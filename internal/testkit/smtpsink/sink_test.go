@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/smtpsink"
+	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
 const qpMessage = "From: a@example.com\r\n" +

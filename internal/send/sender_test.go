@@ -1,4 +1,4 @@
-package sender_test
+package send_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/sender"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/signature"
 )
 
@@ -64,12 +64,12 @@ func (r *recorder) last(t *testing.T) recorded {
 	return r.reqs[len(r.reqs)-1]
 }
 
-func devSender(timeout time.Duration) *sender.Sender {
-	return sender.New(sender.Config{AllowPrivate: true, Timeout: timeout})
+func devSender(timeout time.Duration) *send.Sender {
+	return send.New(send.Config{AllowPrivate: true, Timeout: timeout})
 }
 
-func msg(url string) sender.Message {
-	return sender.Message{URL: url, ID: "evt_1", Timestamp: time.Now(), Body: []byte(`{"id":"evt_1"}`)}
+func msg(url string) send.Message {
+	return send.Message{URL: url, ID: "evt_1", Timestamp: time.Now(), Body: []byte(`{"id":"evt_1"}`)}
 }
 
 func TestDeliveredSignedForBothKeys(t *testing.T) {
@@ -102,7 +102,7 @@ func TestDeliveredSignedForBothKeys(t *testing.T) {
 	got := rec.last(t)
 	require.Equal(t, m.Body, got.body)
 	require.Equal(t, "application/json", got.header.Get("Content-Type"))
-	require.Equal(t, sender.DefaultUserAgent, got.header.Get("User-Agent"))
+	require.Equal(t, send.DefaultUserAgent, got.header.Get("User-Agent"))
 	require.Equal(t, "evt_1", got.header.Get("Webhook-Id"))
 	require.Equal(t, "acme", got.header.Get("X-Tenant"))
 	require.Len(t, strings.Split(got.header.Get("Webhook-Signature"), " "), 2)
@@ -248,7 +248,7 @@ func TestSSRFGuard(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder(t, nil)
 
-	res := sender.New(sender.Config{}).Send(context.Background(), msg(rec.srv.URL))
+	res := send.New(send.Config{}).Send(context.Background(), msg(rec.srv.URL))
 	require.False(t, res.Delivered())
 	require.Zero(t, res.StatusCode)
 	require.Equal(t, "destination address is not allowed (private/loopback)", res.Err)
@@ -291,7 +291,7 @@ func TestReservedHeadersNeverSent(t *testing.T) {
 	rec := newRecorder(t, nil)
 	m := msg(rec.srv.URL)
 	m.Headers = map[string]string{"X-Custom": "yes", "Expect": "100-continue"}
-	for _, h := range sender.ReservedHeaders {
+	for _, h := range send.ReservedHeaders {
 		if _, ok := m.Headers[h]; !ok && h != "Host" && h != "Content-Length" && h != "Transfer-Encoding" {
 			m.Headers[strings.ToLower(h)] = "forged"
 		}
