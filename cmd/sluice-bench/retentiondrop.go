@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	sluiceretention "github.com/sluice-dev/sluice/internal/retention"
+	sluiceretention "github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -16,7 +16,7 @@ import (
 // Worker.Run, in three steps; see 00018_retired_weeks.sql):
 //   - retire: store.RetireWeek under retryLocked, a transaction of its own
 //     with SET LOCAL lock_timeout = store.PartitionLockTimeout, retried
-//     after retention.LockRetryWait when it could not get its locks in
+//     after maintenance.LockRetryWait when it could not get its locks in
 //     time, at most sluiceretention.LockRetries times;
 //   - keep: store.KeepRetired, what must outlive the week moved out;
 //   - removal: store.DropExpired, one index or table a transaction,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 func TestFanoutTwiceInsertsNothingTwice(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
-	"github.com/sluice-dev/sluice/internal/retention"
+	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -43,8 +43,8 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	// time: were it to run after the drop below, it would make this week's
 	// partitions again and move the kept rows back into them.
 	h.retentionRanOnce()
-	days := retention.Config{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour}
-	w := retention.NewWorker(h.proc.Store, days)
+	days := maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour}
+	w := maintenance.NewRetentionWorker(h.proc.Store, days)
 	now := time.Now()
 	r, err := w.Run(ctx, now)
 	require.NoError(t, err)
@@ -125,7 +125,7 @@ func TestRetentionKeepsWhatARunLeftRetired(t *testing.T) {
 		"retired_delivery_attempts_" + suffix}, h.retired())
 	require.Empty(t, h.deliveries("endpoint_id="+badID), "out of sight until kept")
 
-	w := retention.NewWorker(h.proc.Store, retention.Config{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
+	w := maintenance.NewRetentionWorker(h.proc.Store, maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
 	r, err := w.Run(ctx, now.Add(22*24*time.Hour))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, r.Kept)

@@ -9,16 +9,14 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/sluice-dev/sluice/internal/alert"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/lease"
-	"github.com/sluice-dev/sluice/internal/mail"
+	"github.com/sluice-dev/sluice/internal/maintenance"
+	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/replay"
-	"github.com/sluice-dev/sluice/internal/retention"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -33,7 +31,7 @@ const (
 // workers is what a worker process runs besides River: the lease
 // connection its runs hold, and the sweeper.
 type workers struct {
-	leases   *lease.Holder
+	leases   *jobs.LeaseHolder
 	sweeper  *dispatch.Sweeper
 	dispatch *dispatch.Worker
 	waker    *dispatch.Waker // Listen carries wake-ups from other processes
@@ -76,8 +74,8 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		client, err := river.NewClient(riverpgxv5.New(pool), rc)
 		return client, nil, err
 	}
-	w := &workers{leases: lease.New(lease.Config{ConnConfig: pool.Config().ConnConfig, Logger: logger})}
-	mailer, err := mail.New(mail.Config{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
+	w := &workers{leases: jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})}
+	mailer, err := notify.NewMailer(notify.MailConfig{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,11 +97,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		return nil, nil, err
 	}
 	ws := river.NewWorkers()
-	river.AddWorker(ws, alert.NewWorker(st, mailer, cfg.PublicURL))
+	river.AddWorker(ws, notify.NewAlertWorker(st, mailer, cfg.PublicURL))
 	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
-	river.AddWorker(ws, retention.NewWorker(st, retention.Config{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
+	river.AddWorker(ws, maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
 	rc.Workers = ws
 	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
 	// jobs that become due without an insert: retries and parked
@@ -130,9 +128,9 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		jobs.QueueReplay: {MaxWorkers: 2, FetchPollInterval: 5 * time.Second},
 	}
 	// Longer than any worker's own timeout (dispatch.Config.JobTimeout,
-	// fanout.Timeout of the largest batch, retention.Timeout,
+	// fanout.Timeout of the largest batch, maintenance.RetentionTimeout,
 	// replay.Timeout), so River's rescuer never takes a live run's job.
-	rc.RescueStuckJobsAfter = max(dcfg.JobTimeout(), fanout.Timeout(1000), retention.Timeout, replay.Timeout) + time.Minute
+	rc.RescueStuckJobsAfter = max(dcfg.JobTimeout(), fanout.Timeout(1000), maintenance.RetentionTimeout, replay.Timeout) + time.Minute
 	rc.PeriodicJobs = []*river.PeriodicJob{
 		river.NewPeriodicJob(river.PeriodicInterval(time.Hour),
 			func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },

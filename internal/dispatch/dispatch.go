@@ -40,7 +40,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -67,7 +66,7 @@ type Config struct {
 	// Leases is the process's lease connection: each run holds a lock on it
 	// so that the sweeper can tell a dead run from a live one. Nil turns
 	// leases off (a dead run's job then waits for River's rescuer).
-	Leases *lease.Holder
+	Leases *jobs.LeaseHolder
 	// Clock is the time runs read and wait on (default: the system's).
 	Clock  Clock
 	Logger *slog.Logger
@@ -312,7 +311,7 @@ func (w *Worker) takeLease(ctx context.Context, jobID int64) (runLease, error) {
 	return l, nil
 }
 
-// runLease is a run's *lease.Lease, or noLease.
+// runLease is a run's *jobs.Lease, or noLease.
 type runLease interface {
 	Check() error
 	Release()

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
-	"github.com/sluice-dev/sluice/internal/lease"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -99,7 +99,7 @@ func TestSweepReplacesDeadRunsOnly(t *testing.T) {
 	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "running"), "within the grace period")
 
 	b.runJob(fanout.ID, 10*time.Second)
-	live := lease.New(lease.Config{ConnConfig: b.f.Store.Pool().Config().ConnConfig})
+	live := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: b.f.Store.Pool().Config().ConnConfig})
 	held, err := live.Acquire(b.ctx, fanout.ID)
 	require.NoError(t, err)
 	b.sweep()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -24,7 +23,7 @@ type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
 	store  *store.Store
 	waker  *dispatch.Waker
-	leases *lease.Holder
+	leases *jobs.LeaseHolder
 	logger *slog.Logger
 }
 
@@ -32,7 +31,7 @@ type Worker struct {
 // dispatch runs lingering in this process through waker. Each run holds a
 // lease on leases (nil: none), so that the sweeper replaces the job at once
 // if the process dies mid-run.
-func NewWorker(st *store.Store, waker *dispatch.Waker, leases *lease.Holder, logger *slog.Logger) *Worker {
+func NewWorker(st *store.Store, waker *dispatch.Waker, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
 	return &Worker{store: st, waker: waker, leases: leases, logger: logger}
 }
 

@@ -1,7 +1,8 @@
-// Package jobs defines Sluice's River jobs (their arguments, queues and
-// insert options) and Queue, which inserts them inside a caller's
-// transaction. The workers live with the logic they run: package fanout,
-// dispatch, replay and retention.
+// Package jobs is Sluice's side of River: the jobs (their arguments,
+// queues and insert options), Queue, which inserts them inside a caller's
+// transaction, and the leases that tell a live run from a dead one. The
+// workers live with the logic they run: package fanout, dispatch, replay,
+// notify and maintenance.
 package jobs
 
 import (

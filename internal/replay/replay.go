@@ -13,7 +13,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/lease"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -26,14 +25,14 @@ const Timeout = 10 * time.Minute
 type Worker struct {
 	river.WorkerDefaults[jobs.ReplayArgs]
 	store  *store.Store
-	leases *lease.Holder
+	leases *jobs.LeaseHolder
 	logger *slog.Logger
 }
 
 // NewWorker returns a replay worker on st. Each run holds a lease on
 // leases (nil: none), so that the sweeper replaces the job within seconds
 // if the process dies mid-run, instead of River's rescuer much later.
-func NewWorker(st *store.Store, leases *lease.Holder, logger *slog.Logger) *Worker {
+func NewWorker(st *store.Store, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
 	return &Worker{store: st, leases: leases, logger: logger}
 }
 

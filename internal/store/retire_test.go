@@ -8,7 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/retention"
+	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -75,7 +75,7 @@ func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 			}
 			continue
 		}
-		require.True(t, retention.LockNotAvailable(err), "%v", err)
+		require.True(t, maintenance.LockNotAvailable(err), "%v", err)
 		name, err = f.Store.DropExpired(ctx)
 		require.NoError(t, err)
 		require.True(t, strings.HasSuffix(name, " foreign keys"), "only dropping foreign keys may wait for a post; dropping %s did", name)

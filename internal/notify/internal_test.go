@@ -1,4 +1,4 @@
-package mail
+package notify
 
 import (
 	"crypto/ecdsa"
@@ -29,7 +29,7 @@ func TestParseURLDefaults(t *testing.T) {
 		{"smtp://u:p@mail.example.com:587/", "mail.example.com:587", false, true, "u", "p"},
 		{"smtps://u@[::1]:2465", "[::1]:2465", true, true, "u", ""},
 	} {
-		m, err := New(Config{URL: tc.url, From: "a@b.c"})
+		m, err := NewMailer(MailConfig{URL: tc.url, From: "a@b.c"})
 		require.NoError(t, err, tc.url)
 		require.Equal(t, tc.addr, m.Addr(), tc.url)
 		require.Equal(t, tc.implicit, m.implicit, tc.url)
@@ -71,11 +71,11 @@ func TestSendImplicitTLS(t *testing.T) {
 	sink := smtpsink.StartTLS(t, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 	require.Regexp(t, `^smtps://`, sink.URL())
 
-	untrusted, err := New(Config{URL: sink.URL(), From: "a@b.c", Timeout: 5 * time.Second})
+	untrusted, err := NewMailer(MailConfig{URL: sink.URL(), From: "a@b.c", Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	require.ErrorContains(t, untrusted.Send(t.Context(), Message{To: "ops@acme.test", Subject: "s", Text: "t"}), "certificate")
 
-	m, err := New(Config{URL: sink.URL(), From: "a@b.c", Timeout: 5 * time.Second})
+	m, err := NewMailer(MailConfig{URL: sink.URL(), From: "a@b.c", Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	m.tlsConfig.RootCAs = pool
 	require.NoError(t, m.Send(t.Context(), Message{To: "ops@acme.test", Subject: "over tls", Text: "t"}))

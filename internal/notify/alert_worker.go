@@ -1,9 +1,10 @@
-// Package alert is the River worker that emails a tenant when one of its
+// AlertWorker is the River worker that emails a tenant when one of its
 // endpoints' circuits opens or closes. The transition and this job commit
 // together (store.Record), the email is sent once per transition (the alert
 // row is marked sent in the transaction that completes the job), and a mail
 // server that is down is retried by River without ever blocking delivery.
-package alert
+
+package notify
 
 import (
 	"context"
@@ -13,27 +14,26 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/mail"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// Worker runs jobs.AlertArgs.
-type Worker struct {
+// AlertWorker runs jobs.AlertArgs.
+type AlertWorker struct {
 	river.WorkerDefaults[jobs.AlertArgs]
 	store     *store.Store
-	mailer    *mail.Mailer
+	mailer    *Mailer
 	publicURL string
 }
 
-// NewWorker returns an alert worker sending with mailer; links point under
+// NewAlertWorker returns an alert worker sending with mailer; links point under
 // publicURL.
-func NewWorker(st *store.Store, mailer *mail.Mailer, publicURL string) *Worker {
-	return &Worker{store: st, mailer: mailer, publicURL: publicURL}
+func NewAlertWorker(st *store.Store, mailer *Mailer, publicURL string) *AlertWorker {
+	return &AlertWorker{store: st, mailer: mailer, publicURL: publicURL}
 }
 
 // Work sends the alert's email unless it was sent already.
-func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error {
+func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error {
 	a, err := w.store.GetCircuitAlert(ctx, job.Args.AlertID)
 	if errors.Is(err, sluice.ErrNotFound) || (err == nil && a.Sent) {
 		return nil // endpoint deleted since, or already sent
@@ -44,7 +44,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error
 	if !w.mailer.Enabled() {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
 	}
-	msg := mail.CircuitAlert{
+	msg := CircuitAlert{
 		Opened:       a.Opened,
 		TenantName:   a.TenantName,
 		EndpointID:   a.EndpointID.String(),

@@ -1,4 +1,4 @@
-package lease
+package jobs
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 )
 
-func newHolder(t *testing.T, url string) *Holder {
+func newHolder(t *testing.T, url string) *LeaseHolder {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	require.NoError(t, err)
-	h := New(Config{ConnConfig: cfg, CheckInterval: 50 * time.Millisecond})
+	h := NewLeaseHolder(LeaseConfig{ConnConfig: cfg, CheckInterval: 50 * time.Millisecond})
 	h.Start(context.Background())
 	t.Cleanup(h.Close)
 	return h
@@ -34,7 +34,7 @@ func TestLeaseExcludesOtherSessions(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, held.Check())
 	_, err = b.Acquire(ctx, 42)
-	require.ErrorIs(t, err, ErrHeld)
+	require.ErrorIs(t, err, ErrLeaseHeld)
 
 	held.Release()
 	other, err := b.Acquire(ctx, 42)
@@ -64,7 +64,7 @@ func TestLeaseLostWithItsConnection(t *testing.T) {
 	require.NoError(t, err)
 
 	require.Eventually(t, func() bool { return held.Check() != nil }, 5*time.Second, 10*time.Millisecond, "the health check notices")
-	require.ErrorIs(t, held.Check(), ErrLost)
+	require.ErrorIs(t, held.Check(), ErrLeaseLost)
 	taken, err := b.Acquire(ctx, 7)
 	require.NoError(t, err, "the key is free for a successor")
 	taken.Release()
@@ -98,7 +98,7 @@ func TestLeasesTakenTogetherAnswerEachRun(t *testing.T) {
 	wg.Wait()
 	for k := int64(1); k <= n; k++ {
 		if k%2 == 1 {
-			require.ErrorIs(t, errs[k], ErrHeld, "key %d", k)
+			require.ErrorIs(t, errs[k], ErrLeaseHeld, "key %d", k)
 			continue
 		}
 		require.NoError(t, errs[k], "key %d", k)

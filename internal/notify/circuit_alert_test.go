@@ -1,4 +1,4 @@
-package mail_test
+package notify_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/mail"
+	"github.com/sluice-dev/sluice/internal/notify"
 )
 
 func TestCircuitOpenedMessage(t *testing.T) {
@@ -35,7 +35,7 @@ func TestCircuitOpenedMessage(t *testing.T) {
 
 func TestCircuitClosedMessage(t *testing.T) {
 	t.Parallel()
-	a := mail.CircuitAlert{
+	a := notify.CircuitAlert{
 		EndpointID:   "ep_9",
 		EndpointURL:  "https://example.com/hook",
 		LastError:    "timeout after 10s",
@@ -59,7 +59,7 @@ func TestCircuitClosedMessage(t *testing.T) {
 
 func TestCircuitAlertFallbacks(t *testing.T) {
 	t.Parallel()
-	msg := mail.CircuitAlert{Opened: true, EndpointID: "ep_x", At: time.Now()}.Message("a@b.c", "")
+	msg := notify.CircuitAlert{Opened: true, EndpointID: "ep_x", At: time.Now()}.Message("a@b.c", "")
 	require.Equal(t, "[Sluice] Circuit opened: ep_x", msg.Subject)
 	require.Contains(t, msg.Text, "after repeated failed attempts")
 	require.Contains(t, msg.Text, "periodically tries one delivery")
@@ -73,7 +73,7 @@ func TestCircuitAlertProbeInterval(t *testing.T) {
 		time.Minute: "1m after", 2 * time.Hour: "2h after", 90 * time.Minute: "1h30m after", 1500 * time.Millisecond: "2s after",
 	} {
 		next := at.Add(d)
-		msg := mail.CircuitAlert{Opened: true, EndpointID: "e", At: at, NextProbeAt: &next}.Message("a@b.c", "")
+		msg := notify.CircuitAlert{Opened: true, EndpointID: "e", At: at, NextProbeAt: &next}.Message("a@b.c", "")
 		require.Contains(t, msg.Text, want)
 	}
 }

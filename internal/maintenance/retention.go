@@ -1,4 +1,4 @@
-// Package retention is the periodic River worker that keeps the week
+// RetentionWorker is the periodic River worker that keeps the week
 // partitions of events, deliveries and attempts: it creates them a week
 // ahead, drops each week once all of it is older than SLUICE_RETENTION
 // (moving out first what must outlive it: deliveries still queued and dead
@@ -9,7 +9,8 @@
 // delivery. The week's files are removed a relation at a time, and never
 // under a lock delivery waits for: a table's foreign keys, whose dropping
 // locks endpoints and tenants, go in a call of their own before it.
-package retention
+
+package maintenance
 
 import (
 	"context"
@@ -36,16 +37,16 @@ const Ahead = 2 * 24 * time.Hour
 // chunk bounds one delete from the kept partitions.
 const chunk = 5000
 
-// Config says how long deliveries are kept.
-type Config struct {
+// RetentionConfig says how long deliveries are kept.
+type RetentionConfig struct {
 	// Delivered is how long a delivered delivery is kept.
 	Delivered time.Duration
 	// Dead is how long a dead delivery is kept for replay.
 	Dead time.Duration
 }
 
-// Report is what one run did.
-type Report struct {
+// RetentionReport is what one run did.
+type RetentionReport struct {
 	// Created is the number of weeks whose partitions it created.
 	Created int
 	// Dropped is the number of weeks whose partitions it retired.
@@ -59,27 +60,29 @@ type Report struct {
 	Expired int
 }
 
-// Worker runs jobs.RetentionArgs.
-type Worker struct {
+// RetentionWorker runs jobs.RetentionArgs.
+type RetentionWorker struct {
 	river.WorkerDefaults[jobs.RetentionArgs]
 	store *store.Store
-	cfg   Config
+	cfg   RetentionConfig
 }
 
-// NewWorker returns a retention worker.
-func NewWorker(st *store.Store, cfg Config) *Worker {
-	return &Worker{store: st, cfg: cfg}
+// NewRetentionWorker returns a retention worker.
+func NewRetentionWorker(st *store.Store, cfg RetentionConfig) *RetentionWorker {
+	return &RetentionWorker{store: st, cfg: cfg}
 }
 
-// Timeout is the longest one retention run may take; an interrupted run
+// RetentionTimeout is the longest one retention run may take; an interrupted run
 // has made progress and the next one goes on from there.
-const Timeout = 10 * time.Minute
+const RetentionTimeout = 10 * time.Minute
 
-// Timeout implements river.Worker.
-func (w *Worker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration { return Timeout }
+// RetentionTimeout implements river.Worker.
+func (w *RetentionWorker) RetentionTimeout(*river.Job[jobs.RetentionArgs]) time.Duration {
+	return RetentionTimeout
+}
 
 // Work runs retention as of now.
-func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
+func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
 	_, err := w.Run(ctx, time.Now())
 	return err
 }
@@ -87,8 +90,8 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) e
 // Run keeps the partitions as of now: it creates this week's, and the
 // next's when it starts within Ahead, drops every week that ended before
 // now - Delivered, and expires the kept deliveries.
-func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
-	var r Report
+func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
+	var r RetentionReport
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
 		created, err := retryLocked(ctx, func() (bool, error) { return w.store.EnsureWeekPartitions(ctx, t) })
 		if err != nil {
@@ -140,7 +143,7 @@ func (w *Worker) Run(ctx context.Context, now time.Time) (Report, error) {
 }
 
 // keep moves out of every retired week what must outlive it.
-func (w *Worker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
+func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
 	return retryLocked(ctx, func() (int64, error) { return w.store.KeepRetired(ctx, deadBefore) })
 }
 

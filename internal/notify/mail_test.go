@@ -1,4 +1,4 @@
-package mail_test
+package notify_test
 
 import (
 	"context"
@@ -10,24 +10,24 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/mail"
+	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
 const from = "Sluice <alerts@sluice.localhost>"
 
-func newMailer(t *testing.T, url string) *mail.Mailer {
+func newMailer(t *testing.T, url string) *notify.Mailer {
 	t.Helper()
-	m, err := mail.New(mail.Config{URL: url, From: from, Timeout: 5 * time.Second})
+	m, err := notify.NewMailer(notify.MailConfig{URL: url, From: from, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	require.True(t, m.Enabled())
 	return m
 }
 
-func openedAlert() mail.CircuitAlert {
+func openedAlert() notify.CircuitAlert {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	next := at.Add(time.Minute)
-	return mail.CircuitAlert{
+	return notify.CircuitAlert{
 		Opened:       true,
 		TenantName:   "Acme Gmbh – Zürich",
 		EndpointID:   "ep_01JD3",
@@ -70,7 +70,7 @@ func TestSendWithAuth(t *testing.T) {
 	sink := smtpsink.Start(t)
 	m := newMailer(t, "smtp://alice:p%40ss%3Aw%20rd@"+sink.Addr())
 
-	require.NoError(t, m.Send(t.Context(), mail.Message{To: "ops@acme.test", Subject: "hi", Text: "hello", MessageID: "id-1@sluice"}))
+	require.NoError(t, m.Send(t.Context(), notify.Message{To: "ops@acme.test", Subject: "hi", Text: "hello", MessageID: "id-1@sluice"}))
 
 	g := sink.Wait(t, 1, 5*time.Second)[0]
 	require.Equal(t, "alice", g.AuthUser)
@@ -83,7 +83,7 @@ func TestSinkURLHasCredentials(t *testing.T) {
 	t.Parallel()
 	sink := smtpsink.Start(t)
 	m := newMailer(t, sink.URL())
-	require.NoError(t, m.Send(t.Context(), mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"}))
+	require.NoError(t, m.Send(t.Context(), notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"}))
 	g := sink.Wait(t, 1, 5*time.Second)[0]
 	require.Equal(t, "user", g.AuthUser)
 	require.NotEmpty(t, g.MessageID, "go-mail generates one when MessageID is empty")
@@ -114,7 +114,7 @@ func TestSendConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			require.NoError(t, m.Send(context.Background(), mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"}))
+			require.NoError(t, m.Send(context.Background(), notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"}))
 		})
 	}
 	wg.Wait()
@@ -125,7 +125,7 @@ func TestSubjectCannotInjectHeaders(t *testing.T) {
 	t.Parallel()
 	sink := smtpsink.Start(t)
 	m := newMailer(t, sink.URL())
-	require.NoError(t, m.Send(t.Context(), mail.Message{
+	require.NoError(t, m.Send(t.Context(), notify.Message{
 		To: "ops@acme.test", Subject: "x\r\nBcc: evil@example.com", Text: "t", MessageID: "a\r\nX-Evil: 1",
 	}))
 	g := sink.Wait(t, 1, 5*time.Second)[0]
@@ -137,12 +137,12 @@ func TestSubjectCannotInjectHeaders(t *testing.T) {
 
 func TestDisabled(t *testing.T) {
 	t.Parallel()
-	m, err := mail.New(mail.Config{})
+	m, err := notify.NewMailer(notify.MailConfig{})
 	require.NoError(t, err)
 	require.False(t, m.Enabled())
 	require.Empty(t, m.Addr())
-	err = m.Send(t.Context(), mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
-	require.ErrorIs(t, err, mail.ErrDisabled)
+	err = m.Send(t.Context(), notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
+	require.ErrorIs(t, err, notify.ErrDisabled)
 }
 
 func TestNewRejectsBadConfig(t *testing.T) {
@@ -162,7 +162,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	} {
 		t.Run(tc.url+"|"+tc.from, func(t *testing.T) {
 			t.Parallel()
-			_, err := mail.New(mail.Config{URL: tc.url, From: tc.from})
+			_, err := notify.NewMailer(notify.MailConfig{URL: tc.url, From: tc.from})
 			require.ErrorContains(t, err, tc.want)
 		})
 	}
@@ -170,7 +170,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 
 func TestNewErrorHidesPassword(t *testing.T) {
 	t.Parallel()
-	_, err := mail.New(mail.Config{URL: "smtp://u:hunter2@host:bad", From: from})
+	_, err := notify.NewMailer(notify.MailConfig{URL: "smtp://u:hunter2@host:bad", From: from})
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "hunter2")
 }
@@ -178,8 +178,8 @@ func TestNewErrorHidesPassword(t *testing.T) {
 func TestSendRejectsBadRecipient(t *testing.T) {
 	t.Parallel()
 	m := newMailer(t, "smtp://127.0.0.1:1")
-	require.ErrorContains(t, m.Send(t.Context(), mail.Message{Subject: "s"}), "no recipient")
-	require.ErrorContains(t, m.Send(t.Context(), mail.Message{To: "nope", Subject: "s"}), "invalid recipient")
+	require.ErrorContains(t, m.Send(t.Context(), notify.Message{Subject: "s"}), "no recipient")
+	require.ErrorContains(t, m.Send(t.Context(), notify.Message{To: "nope", Subject: "s"}), "invalid recipient")
 }
 
 // hangingServer accepts connections and never greets.
@@ -217,17 +217,17 @@ func TestSendHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	err := m.Send(ctx, mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
+	err := m.Send(ctx, notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 3*time.Second)
 }
 
 func TestSendHonoursTimeout(t *testing.T) {
 	t.Parallel()
-	m, err := mail.New(mail.Config{URL: "smtp://" + hangingServer(t), From: from, Timeout: 200 * time.Millisecond})
+	m, err := notify.NewMailer(notify.MailConfig{URL: "smtp://" + hangingServer(t), From: from, Timeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	start := time.Now()
-	err = m.Send(t.Context(), mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
+	err = m.Send(t.Context(), notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 3*time.Second)
 }
@@ -239,7 +239,7 @@ func TestSendConnectionRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	m := newMailer(t, "smtp://"+addr)
-	err = m.Send(t.Context(), mail.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
+	err = m.Send(t.Context(), notify.Message{To: "ops@acme.test", Subject: "s", Text: "t"})
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), addr), err.Error())
 }

@@ -1,4 +1,4 @@
-package mail
+package notify
 
 import (
 	"fmt"
@@ -79,7 +79,7 @@ func (a CircuitAlert) text() string {
 	b.WriteString("\nWhat happens now\n")
 	if a.Opened {
 		b.WriteString("- Sluice makes no delivery attempts to this endpoint while the circuit is open.\n" +
-			"- New deliveries keep queueing; nothing is dropped.\n")
+			"- NewMailer deliveries keep queueing; nothing is dropped.\n")
 		b.WriteString("- " + a.probeLine() + "\n")
 		b.WriteString("- When a probe succeeds the circuit closes, you get another email, and the\n" +
 			"  backlog drains at the endpoint's rate limit.\n")

@@ -1,11 +1,12 @@
-// Package mail sends Sluice's alert emails (circuit opened / closed) over
+// Mailer sends Sluice's alert emails (circuit opened / closed) over
 // SMTP, configured by SLUICE_SMTP_URL and SLUICE_SMTP_FROM.
 //
 // smtp://user:pass@host:port upgrades with STARTTLS when the server offers it
 // (so a plain local sink works) and smtps://user:pass@host:port uses implicit
 // TLS. Credentials are sent with AUTH PLAIN, which go-mail refuses over an
 // unencrypted connection unless the host is localhost, 127.0.0.1 or ::1.
-package mail
+
+package notify
 
 import (
 	"crypto/tls"
@@ -19,7 +20,7 @@ import (
 )
 
 // DefaultTimeout bounds one Send (dial, TLS, AUTH and the SMTP dialogue)
-// when Config.Timeout is zero.
+// when MailConfig.Timeout is zero.
 const DefaultTimeout = 10 * time.Second
 
 // Default ports per scheme.
@@ -28,8 +29,8 @@ const (
 	DefaultPortSMTPS = 465 // smtps:// (implicit TLS)
 )
 
-// Config configures a Mailer.
-type Config struct {
+// MailConfig configures a Mailer.
+type MailConfig struct {
 	// URL is SLUICE_SMTP_URL: smtp://user:pass@host:port, or smtps:// for
 	// implicit TLS. Empty disables mail.
 	URL string
@@ -54,10 +55,10 @@ type Mailer struct {
 	tlsConfig *tls.Config // tests may replace RootCAs
 }
 
-// New validates cfg and returns a Mailer. An empty cfg.URL yields a disabled
+// NewMailer validates cfg and returns a Mailer. An empty cfg.URL yields a disabled
 // Mailer (Enabled reports false) and no error. Errors never echo the
 // password.
-func New(cfg Config) (*Mailer, error) {
+func NewMailer(cfg MailConfig) (*Mailer, error) {
 	if cfg.Timeout < 0 {
 		return nil, fmt.Errorf("mail: negative timeout %s", cfg.Timeout)
 	}
@@ -123,7 +124,7 @@ func (m *Mailer) parseURL(raw string) error {
 	return nil
 }
 
-// Enabled reports whether mail is configured (Config.URL was not empty).
+// Enabled reports whether mail is configured (MailConfig.URL was not empty).
 func (m *Mailer) Enabled() bool { return m != nil && m.host != "" }
 
 // Addr returns the server as host:port, or "" when disabled; for logs.

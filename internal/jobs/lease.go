@@ -1,4 +1,4 @@
-// Package lease tells a live job run from a dead one without waiting for a
+// A lease tells a live job run from a dead one without waiting for a
 // timeout. A worker process keeps one database session of its own, the
 // lease connection, and each fan-out or dispatch run takes a session-level
 // advisory lock on it, keyed by its River job id, for as long as it runs.
@@ -12,7 +12,8 @@
 // takes transaction-level locks on hashed keys only for its deprecated
 // unique-insert method; a collision would at worst make a dead run look
 // alive for one transaction.
-package lease
+
+package jobs
 
 import (
 	"context"
@@ -28,15 +29,15 @@ import (
 	"github.com/sluice-dev/sluice/internal/batch"
 )
 
-// ErrLost is returned by Lease.Check once the lease connection has broken
+// ErrLeaseLost is returned by Lease.Check once the lease connection has broken
 // since the lease was taken: the run no longer holds its lock and must stop.
-var ErrLost = errors.New("lease: lost with the lease connection")
+var ErrLeaseLost = errors.New("lease: lost with the lease connection")
 
-// ErrHeld is returned by Acquire when another session holds the key.
-var ErrHeld = errors.New("lease: held by another session")
+// ErrLeaseHeld is returned by Acquire when another session holds the key.
+var ErrLeaseHeld = errors.New("lease: held by another session")
 
-// Config configures a Holder.
-type Config struct {
+// LeaseConfig configures a LeaseHolder.
+type LeaseConfig struct {
 	// ConnConfig is where the lease connection goes (a copy is used).
 	ConnConfig *pgx.ConnConfig
 	// CheckInterval is how often the lease connection is pinged, so that a
@@ -46,14 +47,14 @@ type Config struct {
 	Logger        *slog.Logger
 }
 
-// Holder owns a process's lease connection and the locks on it. Runs take
+// LeaseHolder owns a process's lease connection and the locks on it. Runs take
 // and give up their locks in groups (package batch): every run of a
 // process goes through the one connection, and one statement a lock made
 // them queue for it. Draining 10,000 endpoints, 140 runs started a second
 // and half of them waited over 0.6 s (one 4.9 s) for their turn, past the
 // sweeper's grace for a run to take its lease.
-type Holder struct {
-	cfg      Config
+type LeaseHolder struct {
+	cfg      LeaseConfig
 	acquires *batch.Batcher[int64, acquired]
 	releases *batch.Batcher[held, struct{}]
 
@@ -90,18 +91,18 @@ const maxGroup = 1000
 
 // Lease is one run's hold on its key.
 type Lease struct {
-	h   *Holder
+	h   *LeaseHolder
 	key int64
 	gen uint64
 }
 
-// New returns a Holder; Start begins its health checks.
-func New(cfg Config) *Holder {
+// NewLeaseHolder returns a LeaseHolder; Start begins its health checks.
+func NewLeaseHolder(cfg LeaseConfig) *LeaseHolder {
 	cfg.CheckInterval = cmpOr(cfg.CheckInterval, 500*time.Millisecond)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	h := &Holder{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	h := &LeaseHolder{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
 	// One committer each: the groups share the one connection.
 	h.acquires = batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.acquireGroup)
 	h.releases = batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.releaseGroup)
@@ -117,7 +118,7 @@ func cmpOr(d, def time.Duration) time.Duration {
 
 // Start connects (if it can; runs connect later otherwise) and pings the
 // lease connection every CheckInterval until Close.
-func (h *Holder) Start(ctx context.Context) {
+func (h *LeaseHolder) Start(ctx context.Context) {
 	h.mu.Lock()
 	h.started = true
 	if err := h.connect(ctx); err != nil {
@@ -141,7 +142,7 @@ func (h *Holder) Start(ctx context.Context) {
 
 // Close stops the health checks and closes the lease connection, which
 // releases every lock still held.
-func (h *Holder) Close() {
+func (h *LeaseHolder) Close() {
 	h.mu.Lock()
 	started := h.started
 	h.mu.Unlock()
@@ -161,20 +162,20 @@ func (h *Holder) Close() {
 }
 
 // Acquire takes the lock on key for a run, connecting first if needed. It
-// returns ErrHeld when another session holds it.
-func (h *Holder) Acquire(ctx context.Context, key int64) (*Lease, error) {
+// returns ErrLeaseHeld when another session holds it.
+func (h *LeaseHolder) Acquire(ctx context.Context, key int64) (*Lease, error) {
 	a, err := h.acquires.Submit(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	if !a.got {
-		return nil, ErrHeld
+		return nil, ErrLeaseHeld
 	}
 	return &Lease{h: h, key: key, gen: a.gen}, nil
 }
 
 // acquireGroup takes the keys in one statement.
-func (h *Holder) acquireGroup(ctx context.Context, keys []int64) ([]acquired, error) {
+func (h *LeaseHolder) acquireGroup(ctx context.Context, keys []int64) ([]acquired, error) {
 	ctx, cancel := context.WithTimeout(ctx, groupTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -199,12 +200,12 @@ func (h *Holder) acquireGroup(ctx context.Context, keys []int64) ([]acquired, er
 	return out, nil
 }
 
-// Check returns ErrLost if the lease connection broke since l was taken.
+// Check returns ErrLeaseLost if the lease connection broke since l was taken.
 // It takes no lock: runs check before every claim, and a group being
 // taken or given up holds the connection for a round trip.
 func (l *Lease) Check() error {
 	if l.h.gen.Load() != l.gen {
-		return ErrLost
+		return ErrLeaseLost
 	}
 	return nil
 }
@@ -217,7 +218,7 @@ func (l *Lease) Release() {
 
 // releaseGroup gives up the keys taken on the current connection in one
 // statement; the others went with their connection.
-func (h *Holder) releaseGroup(ctx context.Context, hs []held) ([]struct{}, error) {
+func (h *LeaseHolder) releaseGroup(ctx context.Context, hs []held) ([]struct{}, error) {
 	ctx, cancel := context.WithTimeout(ctx, groupTimeout)
 	defer cancel()
 	h.mu.Lock()
@@ -246,7 +247,7 @@ func collectBools(rows pgx.Rows, err error) ([]bool, error) {
 }
 
 // connect opens the lease connection if there is none. h.mu is held.
-func (h *Holder) connect(ctx context.Context) error {
+func (h *LeaseHolder) connect(ctx context.Context) error {
 	if h.conn != nil {
 		return nil
 	}
@@ -260,7 +261,7 @@ func (h *Holder) connect(ctx context.Context) error {
 
 // drop closes a broken lease connection; every lease taken on it is lost.
 // h.mu is held.
-func (h *Holder) drop() {
+func (h *LeaseHolder) drop() {
 	if h.conn == nil {
 		return
 	}
@@ -272,7 +273,7 @@ func (h *Holder) drop() {
 }
 
 // check pings the lease connection and drops it if it does not answer.
-func (h *Holder) check() {
+func (h *LeaseHolder) check() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.conn == nil {

@@ -1,4 +1,4 @@
-package mail
+package notify
 
 import (
 	"context"
@@ -26,7 +26,7 @@ type Message struct {
 }
 
 // Send delivers msg over a new SMTP connection. The whole exchange is bounded
-// by Config.Timeout and by ctx: cancelling ctx aborts it by closing the
+// by MailConfig.Timeout and by ctx: cancelling ctx aborts it by closing the
 // connection. A 4xx answer from the server (e.g. 451) is an error like any
 // other; the caller decides whether to retry.
 func (m *Mailer) Send(ctx context.Context, msg Message) error {
