@@ -20,9 +20,9 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
-	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // wholeSluice is a whole Sluice process (API, dashboard and workers) on its
