@@ -31,7 +31,7 @@ REDOCLY_VERSION_NODE18 ?= 1.34.5
 # govulncheck's database; VULNDB=file:///path for an offline copy.
 VULNDB    ?= https://vuln.go.dev
 
-.PHONY: help run test check staticcheck vulncheck check-generate lint-openapi bench faults generate vet build db-stop db-status clean distclean
+.PHONY: help run test check lint staticcheck vulncheck check-generate lint-openapi bench faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -51,7 +51,13 @@ bench: ## load benchmark (cmd/sluice-bench) against a throwaway Postgres
 faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
 	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)
 
-check: vet staticcheck vulncheck check-generate lint-openapi ## static checks: vet, staticcheck, govulncheck, generated code current, OpenAPI lint
+check: vet staticcheck lint vulncheck check-generate lint-openapi ## static checks: vet, staticcheck, golangci-lint, govulncheck, generated code current, OpenAPI lint
+
+# The core packages wrap the errors they return with what they were doing
+# (wrapcheck) and compare errors with errors.Is/As (errorlint); .golangci.yml.
+LINTED = ./internal/store/... ./internal/dispatch/... ./internal/jobs/... ./internal/ingest/... ./internal/fanout/... ./internal/maintenance/...
+lint: ## golangci-lint (errorlint, wrapcheck) on the core packages, pinned in tools/go.mod
+	$(TOOL) golangci-lint run $(LINTED)
 
 staticcheck: ## staticcheck (honnef.co/go/tools), pinned in tools/go.mod
 	$(TOOL) staticcheck ./...

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -42,7 +43,7 @@ func (s *Store) GetCircuitAlert(ctx context.Context, id uuid.UUID) (CircuitAlert
 func (s *Store) MarkCircuitAlertSent(ctx context.Context, id uuid.UUID, done TxHook) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if err := s.q.WithTx(tx).MarkCircuitAlertSent(ctx, id); err != nil {
-			return err
+			return fmt.Errorf("mark circuit alert sent: %w", err)
 		}
 		return done(ctx, tx)
 	})

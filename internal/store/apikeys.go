@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -28,7 +29,7 @@ func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p slu
 		ExpiresAt: p.ExpiresAt,
 	})
 	if err != nil {
-		return sluice.NewAPIKey{}, err
+		return sluice.NewAPIKey{}, fmt.Errorf("create api key: %w", err)
 	}
 	return sluice.NewAPIKey{Key: key, APIKey: apiKeyFromRow(row)}, nil
 }
@@ -38,7 +39,7 @@ func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p slu
 func (s *Store) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.APIKey], error) {
 	rows, err := s.q.ListAPIKeys(ctx, dbq.ListAPIKeysParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[sluice.APIKey]{}, err
+		return sluice.Page[sluice.APIKey]{}, fmt.Errorf("list api keys: %w", err)
 	}
 	return page(rows, p, func(r dbq.ApiKey) uuid.UUID { return r.ID },
 		func(r dbq.ApiKey) (sluice.APIKey, error) { return apiKeyFromRow(r), nil })

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +20,7 @@ func (s *Store) AttemptStats(ctx context.Context, endpointID uuid.UUID, since, u
 		EndpointID: endpointID, Since: since, Until: until, BucketSeconds: int32(bucket / time.Second),
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("attempt stats: %w", err)
 	}
 	out := make([]sluice.AttemptBucket, len(rows))
 	for i, r := range rows {

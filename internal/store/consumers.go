@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -17,7 +18,7 @@ func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid stri
 		PortalGeneration: uuid.New(),
 	})
 	if err != nil {
-		return sluice.Consumer{}, false, err
+		return sluice.Consumer{}, false, fmt.Errorf("upsert consumer: %w", err)
 	}
 	c, err := s.GetConsumer(ctx, tenantID, uid)
 	return c, row.Inserted, err
@@ -36,7 +37,7 @@ func (s *Store) GetConsumer(ctx context.Context, tenantID uuid.UUID, uid string)
 func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Consumer], error) {
 	rows, err := s.q.ListConsumers(ctx, dbq.ListConsumersParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[sluice.Consumer]{}, err
+		return sluice.Page[sluice.Consumer]{}, fmt.Errorf("list consumers: %w", err)
 	}
 	return page(rows, p, func(r dbq.ListConsumersRow) uuid.UUID { return r.Consumer.ID },
 		func(r dbq.ListConsumersRow) (sluice.Consumer, error) {
@@ -62,7 +63,7 @@ func (s *Store) MissingConsumers(ctx context.Context, tenantID uuid.UUID, uids [
 	}
 	found, err := s.q.ConsumersByUID(ctx, dbq.ConsumersByUIDParams{TenantID: tenantID, Uids: uids})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("consumers by uid: %w", err)
 	}
 	exists := make(map[string]bool, len(found))
 	for _, uid := range found {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -18,7 +19,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	}
 	arows, err := s.q.AttemptsForDelivery(ctx, id)
 	if err != nil {
-		return sluice.Delivery{}, nil, err
+		return sluice.Delivery{}, nil, fmt.Errorf("attempts for delivery: %w", err)
 	}
 	attempts := make([]sluice.Attempt, len(arows))
 	for i, a := range arows {
@@ -38,7 +39,7 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice
 		After: p.After, MaxRows: limitRows(p),
 	})
 	if err != nil {
-		return sluice.Page[sluice.Delivery]{}, err
+		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	return page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
 		func(r dbq.Delivery) (sluice.Delivery, error) { return deliveryFromRow(r), nil })

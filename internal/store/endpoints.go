@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -19,7 +20,7 @@ import (
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings) (sluice.Endpoint, string, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
-		return sluice.Endpoint{}, "", err
+		return sluice.Endpoint{}, "", fmt.Errorf("encode json: %w", err)
 	}
 	secret := signature.NewSecret()
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
@@ -43,7 +44,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 		return sluice.Endpoint{}, "", v
 	}
 	if err != nil {
-		return sluice.Endpoint{}, "", err
+		return sluice.Endpoint{}, "", fmt.Errorf("create endpoint: %w", err)
 	}
 	ep, err := endpointFromRow(endpointView{Endpoint: row})
 	return ep, secret, err
@@ -63,7 +64,7 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice
 func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer *string, p sluice.PageParams) (sluice.Page[sluice.Endpoint], error) {
 	rows, err := s.q.ListEndpoints(ctx, dbq.ListEndpointsParams{TenantID: tenantID, Consumer: consumer, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[sluice.Endpoint]{}, err
+		return sluice.Page[sluice.Endpoint]{}, fmt.Errorf("list endpoints: %w", err)
 	}
 	return page(rows, p, func(r dbq.ListEndpointsRow) uuid.UUID { return r.Endpoint.ID },
 		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
@@ -76,7 +77,7 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, jobs JobQueue) (sluice.Endpoint, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
-		return sluice.Endpoint{}, err
+		return sluice.Endpoint{}, fmt.Errorf("encode json: %w", err)
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
@@ -210,7 +211,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		ep.Status = sluice.EndpointActive
 	}
 	if err := json.Unmarshal(r.Headers, &ep.Headers); err != nil {
-		return ep, err
+		return ep, fmt.Errorf("decode json: %w", err)
 	}
 	if ep.Headers == nil {
 		ep.Headers = map[string]string{}

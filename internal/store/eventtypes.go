@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -19,7 +20,7 @@ func (s *Store) UpsertEventType(ctx context.Context, tenantID uuid.UUID, et slui
 		Example: nullableJSON(et.Example), Schema: nullableJSON(et.Schema), Deprecated: et.Deprecated,
 	})
 	if err != nil {
-		return sluice.EventType{}, false, err
+		return sluice.EventType{}, false, fmt.Errorf("upsert event type: %w", err)
 	}
 	return eventTypeFromRow(row.EventType), row.Inserted, nil
 }
@@ -37,7 +38,7 @@ func (s *Store) GetEventType(ctx context.Context, tenantID uuid.UUID, name strin
 func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.EventType], error) {
 	rows, err := s.q.ListEventTypes(ctx, dbq.ListEventTypesParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[sluice.EventType]{}, err
+		return sluice.Page[sluice.EventType]{}, fmt.Errorf("list event types: %w", err)
 	}
 	return page(rows, p, func(r dbq.EventType) uuid.UUID { return r.ID },
 		func(r dbq.EventType) (sluice.EventType, error) { return eventTypeFromRow(r), nil })
@@ -58,7 +59,7 @@ func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name st
 func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]eventschema.Source, error) {
 	rows, err := s.q.EventSchemas(ctx, tenantID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("event schemas: %w", err)
 	}
 	out := make([]eventschema.Source, len(rows))
 	for i, r := range rows {

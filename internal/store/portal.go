@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -64,7 +65,7 @@ func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string
 // sluice.ErrNotFound.
 func (s *Store) CreatePortalSession(ctx context.Context, tokenHash []byte, t PortalTarget, readOnly bool, expires time.Time) error {
 	if err := s.q.DeleteExpiredDashboardSessions(ctx, t.Tenant.ID); err != nil {
-		return err
+		return fmt.Errorf("delete expired dashboard sessions: %w", err)
 	}
 	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
 		TokenHash: tokenHash, TenantID: t.Tenant.ID, ConsumerID: &t.Consumer.ID,

@@ -41,14 +41,14 @@ func (s *Store) ReplayDelivery(ctx context.Context, tenantID, id uuid.UUID, jobs
 			return ErrStillQueued
 		}
 		if err := q.LockEndpointReplays(ctx, src.EndpointID.String()); err != nil {
-			return err
+			return fmt.Errorf("lock endpoint replays: %w", err)
 		}
 		queued, err := q.QueuedDeliveryOfEvent(ctx, dbq.QueuedDeliveryOfEventParams{EventID: src.EventID, EndpointID: src.EndpointID})
 		switch {
 		case err == nil:
 			return fmt.Errorf("%w (delivery %s)", ErrReplayQueued, queued)
 		case !errors.Is(err, pgx.ErrNoRows):
-			return err
+			return fmt.Errorf("queued delivery of event: %w", err)
 		}
 		row, err := q.ReplayDelivery(ctx, dbq.ReplayDeliveryParams{ID: newID(), TenantID: tenantID, SourceID: id})
 		if err != nil {
@@ -85,7 +85,7 @@ func (s *Store) RetryDelivery(ctx context.Context, tenantID, id uuid.UUID, jobs 
 			}
 			return ErrNotQueued // delivered or dead, perhaps just now
 		case err != nil:
-			return err
+			return fmt.Errorf("retry delivery: %w", err)
 		}
 		out = deliveryFromRow(row)
 		return jobs.Dispatch(ctx, tx, []uuid.UUID{row.EndpointID})
@@ -120,7 +120,7 @@ func (s *Store) ReplayEndpoint(ctx context.Context, tenantID, endpointID uuid.UU
 			return notFound(err)
 		}
 		if err := q.LockEndpointReplays(ctx, endpointID.String()); err != nil {
-			return err
+			return fmt.Errorf("lock endpoint replays: %w", err)
 		}
 		requestID := newID()
 		var err error
@@ -157,7 +157,7 @@ func (s *Store) ReplayStaged(ctx context.Context, requestID, endpointID uuid.UUI
 			finished = true // deleted, and the request with it
 			return nil
 		} else if err != nil {
-			return err
+			return fmt.Errorf("lock endpoint key share: %w", err)
 		}
 		var err error
 		finished, err = replayChunk(ctx, q, tx, requestID, endpointID, limit, jobs)
@@ -174,7 +174,7 @@ func replayChunk(ctx context.Context, q *dbq.Queries, tx pgx.Tx, requestID, endp
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil // finished, or deleted with its endpoint
 	} else if err != nil {
-		return false, err
+		return false, fmt.Errorf("lock replay request: %w", err)
 	}
 	last := min(req.Done+int32(limit), req.Queued)
 	n, err := q.ReplayStaged(ctx, dbq.ReplayStagedParams{RequestID: requestID, First: req.Done + 1, Last: last})
@@ -187,8 +187,11 @@ func replayChunk(ctx context.Context, q *dbq.Queries, tx pgx.Tx, requestID, endp
 	} else {
 		err = q.AdvanceReplayRequest(ctx, dbq.AdvanceReplayRequestParams{ID: requestID, Done: last})
 	}
-	if err != nil || n == 0 {
-		return finished, err
+	if err != nil {
+		return finished, fmt.Errorf("advance replay request: %w", err)
+	}
+	if n == 0 {
+		return finished, nil
 	}
 	return finished, jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 }
@@ -196,9 +199,13 @@ func replayChunk(ctx context.Context, q *dbq.Queries, tx pgx.Tx, requestID, endp
 // CountReplayable is how many deliveries ReplayEndpoint with f would
 // queue now.
 func (s *Store) CountReplayable(ctx context.Context, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter) (int64, error) {
-	return s.q.CountReplayable(ctx, dbq.CountReplayableParams{
+	n, err := s.q.CountReplayable(ctx, dbq.CountReplayableParams{
 		TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
 	})
+	if err != nil {
+		return 0, fmt.Errorf("count replayable deliveries: %w", err)
+	}
+	return n, nil
 }
 
 // Replay is the newest replay of a delivery.
@@ -212,7 +219,7 @@ type Replay struct {
 func (s *Store) NewestReplays(ctx context.Context, ids []uuid.UUID) (map[uuid.UUID]Replay, error) {
 	rows, err := s.q.NewestReplays(ctx, ids)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("newest replays: %w", err)
 	}
 	out := make(map[uuid.UUID]Replay, len(rows))
 	for _, r := range rows {

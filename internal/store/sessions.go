@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,7 +37,7 @@ type PortalConsumer struct {
 // sluice.ErrNotFound.
 func (s *Store) CreateDashboardSession(ctx context.Context, tokenHash []byte, tenantID, apiKeyID uuid.UUID, expires time.Time) error {
 	if err := s.q.DeleteExpiredDashboardSessions(ctx, tenantID); err != nil {
-		return err
+		return fmt.Errorf("delete expired dashboard sessions: %w", err)
 	}
 	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
 		TokenHash: tokenHash, TenantID: tenantID, ApiKeyID: &apiKeyID, ExpiresAt: expires,
@@ -65,7 +66,10 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 
 // DeleteDashboardSession ends a session: sign-out.
 func (s *Store) DeleteDashboardSession(ctx context.Context, tokenHash []byte) error {
-	return s.q.DeleteDashboardSession(ctx, tokenHash)
+	if err := s.q.DeleteDashboardSession(ctx, tokenHash); err != nil {
+		return fmt.Errorf("delete dashboard session: %w", err)
+	}
+	return nil
 }
 
 func deref[T any](p *T) T {

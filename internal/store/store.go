@@ -56,7 +56,12 @@ func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping checks that the database answers.
-func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping database: %w", err)
+	}
+	return nil
+}
 
 // notFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
 // key violation (SQLSTATE 23503): a row the statement refers to is gone,
@@ -119,7 +124,10 @@ func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // inAsyncTx is inTx for a transaction whose loss in a Postgres crash is

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -44,7 +45,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpo
 		MaxRows:    limitRows(p),
 	})
 	if err != nil {
-		return sluice.Page[sluice.Subscription]{}, err
+		return sluice.Page[sluice.Subscription]{}, fmt.Errorf("list subscriptions: %w", err)
 	}
 	return page(rows, p, func(r dbq.Subscription) uuid.UUID { return r.ID },
 		func(r dbq.Subscription) (sluice.Subscription, error) { return subscriptionFromRow(r), nil })
@@ -80,7 +81,7 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 			return notFound(err)
 		}
 		if err := q.DeleteEndpointSubscriptions(ctx, dbq.DeleteEndpointSubscriptionsParams{TenantID: tenantID, EndpointID: endpointID}); err != nil {
-			return err
+			return fmt.Errorf("delete endpoint subscriptions: %w", err)
 		}
 		if len(patterns) == 0 {
 			return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -15,7 +16,7 @@ import (
 func (s *Store) SetTenantAPIRate(ctx context.Context, tenantID uuid.UUID, rate *string) error {
 	n, err := s.q.SetTenantAPIRate(ctx, dbq.SetTenantAPIRateParams{ID: tenantID, ApiRate: rate})
 	if err != nil {
-		return err
+		return fmt.Errorf("set tenant api rate: %w", err)
 	}
 	if n == 0 {
 		return sluice.ErrNotFound

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -21,7 +22,7 @@ func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string) (slui
 		q := s.q.WithTx(tx)
 		row, err := q.CreateTenant(ctx, dbq.CreateTenantParams{ID: newID(), Name: name, AlertEmail: alertEmail})
 		if err != nil {
-			return err
+			return fmt.Errorf("create tenant: %w", err)
 		}
 		tenant = tenantFromRow(row)
 		k, err := createAPIKey(ctx, q, tenant.ID, sluice.NewAPIKeyParams{Name: "default"})
@@ -44,7 +45,7 @@ func (s *Store) GetTenant(ctx context.Context, id uuid.UUID) (sluice.Tenant, err
 func (s *Store) ListTenants(ctx context.Context, p sluice.PageParams) (sluice.Page[sluice.Tenant], error) {
 	rows, err := s.q.ListTenants(ctx, dbq.ListTenantsParams{After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[sluice.Tenant]{}, err
+		return sluice.Page[sluice.Tenant]{}, fmt.Errorf("list tenants: %w", err)
 	}
 	return page(rows, p, func(r dbq.Tenant) uuid.UUID { return r.ID },
 		func(r dbq.Tenant) (sluice.Tenant, error) { return tenantFromRow(r), nil })
