@@ -115,10 +115,9 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// DispatchOrWake inserts its jobs together for that reason). Fan-out's
 	// finds its retries after a failed run (a database outage, whose
 	// recovery takes seconds anyway). Bulk replay and maintenance jobs are
-	// announced as they are inserted and wait for no one. Polling every
-	// queue at these intervals instead of 250 ms (dispatch), 500 ms
-	// (fan-out) and 1 s (replay) took an idle Sluice from 0.013 cores to
-	// 0.009 (bench/scale.md, "Stop 25").
+	// announced as they are inserted and wait for no one. Each poll costs
+	// an idle process CPU (the idle scenario of make bench), so they are
+	// no more frequent than these backups need.
 	rc.Queues = map[string]river.QueueConfig{
 		jobs.QueueFanout:      {MaxWorkers: 20, FetchPollInterval: time.Second},
 		jobs.QueueDispatch:    {MaxWorkers: dispatchWorkers, FetchPollInterval: time.Second},
