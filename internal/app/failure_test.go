@@ -125,7 +125,7 @@ func TestTestEvent(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 1 }, "test event")
 	require.Equal(t, ev.ID, rcv.Requests()[0].ID)
 	require.True(t, rcv.Requests()[0].Verified)
-	time.Sleep(200 * time.Millisecond)
+	h.settle()
 	require.Zero(t, other.Count(), "test events go to the one endpoint only")
 }
 
