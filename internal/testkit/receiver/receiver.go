@@ -28,6 +28,7 @@ type Behavior struct {
 	Status     int           // default 200
 	Delay      time.Duration // wait before answering (ends early if the client goes away)
 	RetryAfter string        // Retry-After header value, if any
+	Location   string        // Location header value (a redirect's target), if any
 	Body       string
 }
 
@@ -150,6 +151,9 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	if b.RetryAfter != "" {
 		w.Header().Set("Retry-After", b.RetryAfter)
+	}
+	if b.Location != "" {
+		w.Header().Set("Location", b.Location)
 	}
 	if b.Status == 0 {
 		b.Status = http.StatusOK
