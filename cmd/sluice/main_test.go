@@ -272,21 +272,7 @@ func TestServeAPI(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--api"}, io.Discard, logger) }()
 
-	listening := regexp.MustCompile(`msg="ready: listening" url=http://(\S+)`)
-	var addr string
-	deadline := time.Now().Add(30 * time.Second)
-	for addr == "" {
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned before listening: %v\n%s", err, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if m := listening.FindStringSubmatch(logs.String()); m != nil {
-			addr = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("serve did not log that it is listening within 30s:\n%s", logs.String())
-		}
-	}
+	addr := logs.await(t, regexp.MustCompile(`msg="ready: listening" url=http://(\S+)`), done, "that it is listening")
 	base := "http://" + addr
 
 	get := func(path, key string) int {
@@ -318,14 +304,47 @@ func TestServeAPI(t *testing.T) {
 // syncBuffer is a bytes.Buffer safe for a logger writing from other
 // goroutines.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	written chan struct{} // closed and replaced by each write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.written != nil {
+		close(b.written)
+		b.written = nil
+	}
 	return b.buf.Write(p)
+}
+
+// await waits until re matches what was logged, looking again after each
+// write, and returns re's first group. It fails the test if done (the
+// serve command's result) comes first, or 30 s pass.
+func (b *syncBuffer) await(t *testing.T, re *regexp.Regexp, done <-chan error, what string) string {
+	t.Helper()
+	deadline := time.NewTimer(30 * time.Second)
+	defer deadline.Stop()
+	for {
+		b.mu.Lock()
+		m := re.FindStringSubmatch(b.buf.String())
+		if b.written == nil {
+			b.written = make(chan struct{})
+		}
+		written := b.written
+		b.mu.Unlock()
+		if m != nil {
+			return m[1]
+		}
+		select {
+		case <-written:
+		case err := <-done:
+			t.Fatalf("serve returned before logging %s: %v\n%s", what, err, b.String())
+		case <-deadline.C:
+			t.Fatalf("serve did not log %s within 30s:\n%s", what, b.String())
+		}
+	}
 }
 
 func (b *syncBuffer) String() string {

@@ -32,20 +32,7 @@ func TestServeWorkerHealth(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, []string{"serve", "--worker"}, io.Discard, logger) }()
 
-	listening := regexp.MustCompile(`msg="ready: listening" .*url=http://(\S+)`)
-	var addr string
-	for deadline := time.Now().Add(30 * time.Second); addr == ""; {
-		select {
-		case err := <-done:
-			t.Fatalf("serve returned before listening: %v\n%s", err, logs.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-		if m := listening.FindStringSubmatch(logs.String()); m != nil {
-			addr = m[1]
-		} else if time.Now().After(deadline) {
-			t.Fatalf("serve --worker did not log its health address within 30s:\n%s", logs.String())
-		}
-	}
+	addr := logs.await(t, regexp.MustCompile(`msg="ready: listening" .*url=http://(\S+)`), done, "its health address")
 	get := func(path string) (int, string) {
 		res, err := http.Get("http://" + addr + path)
 		require.NoError(t, err)

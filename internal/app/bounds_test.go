@@ -143,7 +143,7 @@ func TestBatchMemory(t *testing.T) {
 					return
 				}
 				refused.Add(1)
-				time.Sleep(retry)
+				time.Sleep(retry) // the client's part, not a wait for Sluice: it obeys Retry-After
 			}
 			t.Error("batch not accepted within 5 minutes")
 		}()

@@ -48,7 +48,7 @@ func TestConsumerEventsReachOnlyTheirReceivers(t *testing.T) {
 	for uid, rcv := range rcvs {
 		eventually(t, 10*time.Second, func() bool { return rcv.Count() >= len(want[uid]) }, "receiver %q gets its events", uid)
 	}
-	time.Sleep(200 * time.Millisecond) // anything wrongly routed would arrive by now
+	h.settle() // anything wrongly routed has arrived by now
 	for uid, rcv := range rcvs {
 		var got []string
 		for _, req := range rcv.Requests() {

@@ -87,7 +87,7 @@ func TestFanoutMatchesSubscriptions(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool {
 		return all.Count() == 5 && exact.Count() == 1 && prefix.Count() == 2 && video.Count() == 2
 	}, "fan-out: all=%d exact=%d prefix=%d video=%d", all.Count(), exact.Count(), prefix.Count(), video.Count())
-	time.Sleep(300 * time.Millisecond)
+	h.settle()
 	require.Equal(t, 5, all.Count(), "no duplicates")
 	require.Equal(t, 2, video.Count(), "two matching patterns still make one delivery")
 	require.Zero(t, none.Count())
@@ -150,7 +150,7 @@ func TestIdempotencyKey(t *testing.T) {
 	h.call(http.MethodGet, "/v1/events", nil, http.StatusOK, &list)
 	require.Len(t, list.Data, 1, "the repeated request created nothing")
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 1 }, "delivery")
-	time.Sleep(200 * time.Millisecond)
+	h.settle()
 	require.Equal(t, 1, rcv.Count())
 }
 

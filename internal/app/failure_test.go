@@ -82,14 +82,14 @@ func TestRedirectIsAFailure(t *testing.T) {
 	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "1h"})
 	target := receiver.New(t)
 	rcv := receiver.New(t)
-	rcv.AnswerFunc(func(int) receiver.Behavior { return receiver.Behavior{Status: 302} })
+	rcv.Answer(receiver.Behavior{Status: 302, Location: target.URL()})
 	epID, _ := h.endpoint(rcv, []string{"*"}, nil)
 	h.post("moved", map[string]int{"x": 1})
 	eventually(t, 10*time.Second, func() bool { return len(h.deliveries("status=failed&endpoint_id="+epID)) == 1 }, "failed")
 	var d delivery
 	h.call(http.MethodGet, "/v1/deliveries/"+h.deliveries("endpoint_id=" + epID)[0].ID, nil, http.StatusOK, &d)
 	require.Equal(t, 302, *d.Attempts[0].StatusCode)
-	require.Zero(t, target.Count())
+	require.Zero(t, target.Count(), "the redirect was not followed before the attempt was recorded")
 }
 
 func TestSSRFGuardRefusesLoopback(t *testing.T) {
@@ -125,7 +125,7 @@ func TestTestEvent(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 1 }, "test event")
 	require.Equal(t, ev.ID, rcv.Requests()[0].ID)
 	require.True(t, rcv.Requests()[0].Verified)
-	time.Sleep(200 * time.Millisecond)
+	h.settle()
 	require.Zero(t, other.Count(), "test events go to the one endpoint only")
 }
 

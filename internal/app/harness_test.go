@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
@@ -189,14 +191,59 @@ func (h *harness) deliveries(query string) []delivery {
 	return page.Data
 }
 
-// eventually polls cond until it holds or timeout passes.
+// eventually polls cond, on the test's goroutine, until it holds or
+// timeout passes: a bounded poll of a real condition, for what has no
+// signal of its own.
 func eventually(t *testing.T, timeout time.Duration, cond func() bool, msg string, args ...any) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline.C:
 			t.Fatalf("timed out after %s: "+msg, append([]any{timeout}, args...)...)
+		case <-tick.C:
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// settle waits until Sluice has nothing left to do: no delivery queued and
+// no job (fan-out, dispatch, replay, alert email) waiting, running or due
+// for a retry. Whatever the workers could still have sent or mailed has
+// been sent by then, so a check that something did not happen (a
+// duplicate, a stray request, a second email) follows it.
+func (h *harness) settle() {
+	h.t.Helper()
+	var queued, unfinished int
+	eventually(h.t, 30*time.Second, func() bool {
+		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(), `
+			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
+			       (SELECT count(*) FROM river_job
+			        WHERE state NOT IN ('completed', 'cancelled', 'discarded') AND kind <> $1)`,
+			jobs.RetentionArgs{}.Kind()).Scan(&queued, &unfinished))
+		return queued == 0 && unfinished == 0
+	},
+		"Sluice settles: %v deliveries queued, %v jobs unfinished", lazy(func() any { return queued }), lazy(func() any { return unfinished }))
+}
+
+// finished waits until no job of this kind is waiting, running or due
+// for a retry: for a test whose endpoint stays parked, so that it never
+// settles.
+func (h *harness) finished(kind string) {
+	h.t.Helper()
+	var unfinished int
+	eventually(h.t, 30*time.Second, func() bool {
+		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(), `
+			SELECT count(*) FROM river_job WHERE kind = $1 AND state NOT IN ('completed', 'cancelled', 'discarded')`,
+			kind).Scan(&unfinished))
+		return unfinished == 0
+	}, "%v %s jobs unfinished", lazy(func() any { return unfinished }), kind)
+}
+
+// lazy is a value formatted when a message is printed, not when it is
+// passed.
+type lazy func() any
+
+func (l lazy) String() string { return fmt.Sprint(l()) }

@@ -3,7 +3,7 @@ package app_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -31,7 +31,7 @@ func TestFanoutTwiceInsertsNothingTwice(t *testing.T) {
 		require.NoError(t, err)
 		require.Zero(t, n, "a re-run creates no delivery")
 	}
-	time.Sleep(300 * time.Millisecond)
+	h.settle()
 	require.Len(t, h.deliveries("event_id="+id.String()), 2)
 	require.Equal(t, 1, a.Count())
 	require.Equal(t, 1, b.Count())
@@ -70,7 +70,7 @@ func TestCoalescingReplacesQueuedPayload(t *testing.T) {
 	// events: nothing older comes back.
 	h.process(app.Roles{Worker: true})
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 2 }, "two deliveries")
-	time.Sleep(300 * time.Millisecond)
+	h.settle() // the four fan-out jobs have run
 	require.Equal(t, 2, rcv.Count())
 	got := map[string]bool{}
 	for _, r := range rcv.Requests() {
@@ -81,8 +81,8 @@ func TestCoalescingReplacesQueuedPayload(t *testing.T) {
 
 // TestNoDeliveryStrandedByFinishingDispatch hammers the race where fan-out
 // commits deliveries while the endpoint's dispatch job is deciding it is
-// done: events arrive in small bursts with pauses about as long as a
-// dispatch run takes to drain, so runs finish constantly. The sweeper is
+// done: each poster posts its next event as soon as its last one has
+// arrived, so that events land just as the runs drain. The sweeper is
 // off, so nothing but the final check (store.FinishDispatch) and fan-out's
 // wake-ups can bring a delivery to a dispatcher: one missed there would
 // never arrive, however long the test waited.
@@ -96,9 +96,15 @@ func TestNoDeliveryStrandedByFinishingDispatch(t *testing.T) {
 	var wg sync.WaitGroup
 	for p := range posters {
 		wg.Go(func() {
+			rcv := rcvs[p%len(rcvs)]
 			for i := range perPoster {
-				h.post("race.tick", map[string]int{"p": p, "i": i})
-				time.Sleep(time.Duration(rand.IntN(4000)) * time.Microsecond)
+				id := h.post("race.tick", map[string]int{"p": p, "i": i})
+				if !rcv.Await(30*time.Second, func(reqs []receiver.Request) bool {
+					return slices.ContainsFunc(reqs, func(r receiver.Request) bool { return r.ID == id })
+				}) {
+					t.Errorf("poster %d: event %d not delivered", p, i)
+					return
+				}
 			}
 		})
 	}

@@ -52,7 +52,7 @@ func TestSigtermDrainsWithoutLoss(t *testing.T) {
 		eventually(t, 60*time.Second, func() bool { return unique(r) == batches*perBatch },
 			"receiver %d has %d/%d", i, unique(r), batches*perBatch)
 	}
-	time.Sleep(500 * time.Millisecond)
+	h.settle() // a request sent again would have arrived by now
 	for i, r := range rcvs {
 		require.Equal(t, batches*perBatch, r.Count(), "receiver %d: no request was cut and sent again", i)
 	}

@@ -47,13 +47,20 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 	limitedID, _ := h.endpoint(limited, []string{"*"}, nil)
 	h.endpoint(healthy, []string{"*"}, nil)
 
+	// The first event throttles the limited endpoint; the other four come
+	// while it is throttled.
 	var posted []time.Time
-	for range 5 {
+	for i := range 5 {
 		posted = append(posted, time.Now())
 		h.post("both.get.it", map[string]int{"x": 1})
-		time.Sleep(100 * time.Millisecond)
+		if i == 0 {
+			eventually(t, 2*time.Second, func() bool { return h.endpointState(limitedID).Status == "throttled" }, "the 429 throttles")
+		}
 	}
 	eventually(t, 2*time.Second, func() bool { return healthy.Count() == 5 }, "healthy endpoint unaffected")
+	// Both endpoints have their deliveries: whatever was not held would
+	// have gone out beside the healthy endpoint's.
+	require.Len(t, h.deliveries("endpoint_id="+limitedID), 5)
 	// Held by the other endpoint's throttle, a delivery would wait its
 	// Retry-After (3s); unheld, it takes milliseconds (a few hundred on a
 	// loaded 2-core box).

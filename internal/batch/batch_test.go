@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,8 +178,10 @@ func TestCloseDrains(t *testing.T) {
 	db.gate = make(chan struct{})
 	started := make(chan struct{})
 	var once sync.Once
+	var held atomic.Int64 // requests taken into commits, which wait for the gate
 	b := New(Config{Committers: 2}, func(ctx context.Context, reqs []int) ([]int, error) {
 		once.Do(func() { close(started) })
+		held.Add(int64(len(reqs)))
 		return db.commit(ctx, reqs)
 	})
 
@@ -204,14 +207,18 @@ func TestCloseDrains(t *testing.T) {
 	<-started
 	closed := make(chan struct{})
 	go func() { b.Close(); close(closed) }()
-	require.Never(t, func() bool {
-		select {
-		case <-closed:
-			return true
-		default:
-			return false
-		}
-	}, 50*time.Millisecond, 5*time.Millisecond, "Close waits for the commits in flight")
+	// Once every request is refused (Close has stopped the Batcher) or held
+	// in a commit, the commits are all Close has left to wait for.
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return shut+int(held.Load()) == n
+	}, 10*time.Second, time.Millisecond, "every request refused or held")
+	select {
+	case <-closed:
+		t.Fatal("Close returned with commits in flight")
+	default:
+	}
 	close(db.gate)
 	<-closed
 	wg.Wait()

@@ -23,9 +23,12 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	ctx := t.Context()
 	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 1})
 	require.NoError(t, err)
+	marker, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/m", MaxInFlight: 1})
+	require.NoError(t, err)
 
 	other := NewWaker(10) // the Waker of a process where the endpoint's run lingers
 	wake := other.join(ep.ID)
+	markerWake := other.join(marker.ID)
 	go other.Listen(ctx, f.Store.Pool().Config().ConnConfig, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	listener := func() (pid int) { // the listening backend, 0 while there is none
 		_ = f.Store.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
@@ -34,14 +37,25 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return listener() != 0 }, 10*time.Second, 10*time.Millisecond)
 
-	dispatch := func() { // what fan-out does after its commit
-		require.NoError(t, f.Store.DispatchOrWake(ctx, []uuid.UUID{ep.ID}, f.Jobs))
+	dispatchTo := func(id uuid.UUID) { // what fan-out does after its commit
+		require.NoError(t, f.Store.DispatchOrWake(ctx, []uuid.UUID{id}, f.Jobs))
 	}
+	dispatch := func() { dispatchTo(ep.ID) }
 	dispatch() // a new job: nothing live to wake
+	// The marker endpoint's second dispatch wakes its run; notifications
+	// arrive in commit order, so one from the first dispatch would have
+	// arrived before it.
+	dispatchTo(marker.ID)
+	dispatchTo(marker.ID)
+	select {
+	case <-markerWake.ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up crossed to the other process")
+	}
 	select {
 	case <-wake.ch:
 		t.Fatal("a new dispatch job woke a run")
-	case <-time.After(300 * time.Millisecond):
+	default:
 	}
 	dispatch() // the job is live: its run, wherever it is, is told
 	select {

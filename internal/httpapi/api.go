@@ -45,6 +45,9 @@ type Config struct {
 	// MaxLargeBatches is how many batches over 1 MiB are read at once;
 	// zero means DefaultMaxLargeBatches.
 	MaxLargeBatches int
+	// Now is the clock the rate limit's buckets refill by; nil means
+	// time.Now. Tests move their own instead of waiting.
+	Now func() time.Time
 	// Portal signs portal links. Nil means links signed with a random key
 	// under http://localhost, which only this process accepts: for tests.
 	Portal *portal.Links
@@ -86,7 +89,7 @@ func New(st *store.Store, cfg Config) *API {
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Waker: cfg.Waker, Logger: cfg.Logger}),
-		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches),
+		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches, cfg.Now),
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
 	}

@@ -2,13 +2,16 @@ package httpapi_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/apikey"
@@ -153,15 +156,23 @@ func TestRevokedKeyIsRefusedOnEveryProcess(t *testing.T) {
 	start := time.Now()
 	require.Equal(t, http.StatusNoContent, b.do(b.keyA, http.MethodDelete, "/v1/api-keys/"+id, nil).Status)
 	revoked := time.Now()
+	var mu sync.Mutex // the polls below run on Eventually's goroutines
 	flipped := map[string]time.Duration{}
-	for len(flipped) < 2 && time.Since(revoked) < 3*time.Second {
+	refused := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
 		for name, srv := range map[string]*httptest.Server{"this": b.srv, "other": other} {
 			if _, ok := flipped[name]; !ok && status(t, srv, k) == http.StatusUnauthorized {
 				flipped[name] = time.Since(revoked)
 			}
 		}
-		time.Sleep(5 * time.Millisecond)
+		return len(flipped) == 2
 	}
+	// A bounded poll of both processes; the bound is checked below.
+	assert.Eventually(t, refused, 3*time.Second, 5*time.Millisecond)
+	mu.Lock()
+	flipped = maps.Clone(flipped)
+	mu.Unlock()
 	t.Logf("revoked key refused after %v on the revoking process, %v on the other (DELETE took %v)",
 		flipped["this"], flipped["other"], revoked.Sub(start))
 	for _, name := range []string{"this", "other"} {
@@ -182,12 +193,30 @@ func TestExpiredKeyIsRefused(t *testing.T) {
 	key := b.createKey(b.keyA, map[string]any{"name": "short", "expires_at": exp.Format(time.RFC3339)})
 	k := key["key"].(string)
 	require.Equal(t, http.StatusOK, status(t, other, k))
-	for time.Now().Before(exp.Add(-100 * time.Millisecond)) {
-		require.Equal(t, http.StatusOK, status(t, other, k), "valid until %v", exp)
-		time.Sleep(50 * time.Millisecond)
-	}
-	require.Eventually(t, func() bool { return status(t, other, k) == http.StatusUnauthorized },
-		time.Second, 10*time.Millisecond, "refused within a second of expiry")
+	// Poll the cached process until it refuses the key: it must accept it
+	// until its expiry and refuse it within a second after.
+	var mu sync.Mutex // the polls run on Eventually's goroutines
+	var refused time.Time
+	var unexpected []int
+	require.Eventually(t, func() bool {
+		asked := time.Now()
+		s := status(t, other, k)
+		mu.Lock()
+		defer mu.Unlock()
+		switch s {
+		case http.StatusOK:
+			return false
+		case http.StatusUnauthorized:
+			refused = asked
+			return true
+		}
+		unexpected = append(unexpected, s)
+		return false
+	}, time.Until(exp)+time.Second, 10*time.Millisecond, "refused within a second of expiry")
+	mu.Lock()
+	require.Empty(t, unexpected, "answers other than 200 and 401")
+	require.False(t, refused.Before(exp.Add(-100*time.Millisecond)), "valid until %v, refused from %v", exp, refused)
+	mu.Unlock()
 	r := b.do(k, http.MethodGet, "/v1/endpoints", nil)
 	requireProblem(t, r, http.StatusUnauthorized)
 	// Still listed, until revoked.

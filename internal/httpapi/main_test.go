@@ -61,11 +61,21 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
+	return setupWith(t, nil)
+}
+
+// setupWith is setup with a change to the API's configuration (nil: none).
+func setupWith(t *testing.T, configure func(*httpapi.Config)) *testBundle {
+	t.Helper()
 	t.Parallel()
 	f := storetest.New(t)
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, APIRate: testRate})
+	cfg := httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, APIRate: testRate}
+	if configure != nil {
+		configure(&cfg)
+	}
+	api := httpapi.New(st, cfg)
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(func() { b.srv.Close(); api.Close() })

@@ -25,9 +25,9 @@ const (
 	poisonDuration    = 10 * time.Second
 	poisonMaxRequests = 60000
 	poisonWorkers     = 6
-	// poisonPause spaces each poisoner's requests: without it they would
-	// reach poisonMaxRequests in seconds, and starve the victim meanwhile.
-	poisonPause = time.Millisecond
+	// poisonPerVictim is how many poison requests each victim request
+	// answered lets go (see TestPoisonBesideVictim).
+	poisonPerVictim = 4
 )
 
 // poisons are events that must be refused alone, whatever they are
@@ -55,6 +55,11 @@ func TestPoisonBesideVictim(t *testing.T) {
 
 	var victim, poisoner poisonTally
 	var poisonerDone atomic.Int64 // nanoseconds after start the last poisoner stopped
+	// Each victim request answered lets poisonPerVictim poison requests
+	// go: unpaced, the poisoners would reach poisonMaxRequests in seconds
+	// and starve the victim meanwhile; paced so, the poison lasts the whole
+	// run, beside the victim's requests.
+	paced := make(chan struct{}, poisonWorkers*poisonPerVictim)
 	var mu sync.Mutex
 	var accepted []uuid.UUID
 	var wg sync.WaitGroup
@@ -62,6 +67,12 @@ func TestPoisonBesideVictim(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil && victim.sent.Add(1) <= poisonMaxRequests; i++ {
 				id, err := postVictimEvent(client, b.srv.URL, b.keyB, fmt.Sprintf(`{"w":%d,"i":%d}`, w, i))
+				for range poisonPerVictim {
+					select {
+					case paced <- struct{}{}:
+					default:
+					}
+				}
 				if err != nil {
 					victim.fail(err)
 					continue
@@ -73,8 +84,11 @@ func TestPoisonBesideVictim(t *testing.T) {
 		})
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil && poisoner.sent.Add(1) <= poisonMaxRequests; i++ {
-				poisoner.count(postPoison(b, i))
-				time.Sleep(poisonPause) // so the poison lasts the whole run
+				select {
+				case <-paced:
+					poisoner.count(postPoison(b, i))
+				case <-ctx.Done():
+				}
 			}
 			poisonerDone.Store(int64(time.Since(start)))
 		})

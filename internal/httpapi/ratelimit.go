@@ -30,10 +30,10 @@ type limits struct {
 	batches chan struct{}
 }
 
-func newLimits(def apirate.Rate, maxLargeBatches int) *limits {
+func newLimits(def apirate.Rate, maxLargeBatches int, now func() time.Time) *limits {
 	return &limits{
 		def:     def,
-		buckets: apirate.NewLimiter[uuid.UUID](nil),
+		buckets: apirate.NewLimiter[uuid.UUID](now),
 		rates:   rateCache{entries: map[uuid.UUID]cachedRate{}},
 		batches: make(chan struct{}, maxLargeBatches),
 	}

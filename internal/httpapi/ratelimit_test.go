@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,8 +47,27 @@ func (b *testBundle) setRate(tenant string, rate string) {
 	require.NoError(b.t, b.store.SetTenantAPIRate(context.Background(), id, &rate))
 }
 
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
 func TestRateLimit429AndRecovery(t *testing.T) {
-	b := setup(t)
+	clock := &fakeClock{now: time.Now()}
+	b := setupWith(t, func(cfg *httpapi.Config) { cfg.Now = clock.Now })
 	b.setRate("A", "2/s") // bursts of 4
 	for i := range 4 {
 		r := b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil)
@@ -70,8 +90,11 @@ func TestRateLimit429AndRecovery(t *testing.T) {
 	// Writes are limited too, before their body is looked at.
 	requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "a", "payload": map[string]any{}}), http.StatusTooManyRequests)
 
-	time.Sleep(time.Second) // Retry-After
+	clock.Advance(499 * time.Millisecond)
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil), http.StatusTooManyRequests)
+	clock.Advance(time.Millisecond) // a token at 2/s
 	require.Equal(t, http.StatusOK, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil).Status)
+	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil), http.StatusTooManyRequests)
 }
 
 func TestRateLimitBatchCountsPerHundredEvents(t *testing.T) {

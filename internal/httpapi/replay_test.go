@@ -165,8 +165,9 @@ func TestRetryMakesAQueuedDeliveryDueNow(t *testing.T) {
 }
 
 // workReplays starts a River client that works the bulk replay queue (and
-// nothing else) of the bundle's database until the test ends.
-func (b *testBundle) workReplays() {
+// nothing else) of the bundle's database until the test ends, and returns
+// the ends of its runs: completed, failed, cancelled or snoozed.
+func (b *testBundle) workReplays() <-chan *river.Event {
 	t := b.t
 	ws := river.NewWorkers()
 	river.AddWorker(ws, replay.NewWorker(b.store, nil, slog.New(slog.DiscardHandler)))
@@ -178,12 +179,16 @@ func (b *testBundle) workReplays() {
 		SkipUnknownJobCheck: true,
 	})
 	require.NoError(t, err)
+	ended, unsubscribe := client.Subscribe(river.EventKindJobCompleted, river.EventKindJobFailed,
+		river.EventKindJobCancelled, river.EventKindJobSnoozed)
 	require.NoError(t, client.Start(context.Background()))
 	t.Cleanup(func() {
+		unsubscribe()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = client.Stop(ctx)
 	})
+	return ended
 }
 
 // replayCounts is how many replays of the endpoint's deliveries are
@@ -229,20 +234,21 @@ func TestLargeBulkReplayInBackground(t *testing.T) {
 	p := requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/deliveries/"+stagedID.String()+"/replay", nil), http.StatusConflict)
 	require.Contains(t, p["detail"], "already queued")
 
-	b.workReplays()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		replays, events, sources, staged := b.replayCounts(id)
-		if staged == 0 {
-			require.Equal(t, [3]int{n, n, n}, [3]int{replays, events, sources}, "each event replayed once, from its one dead delivery")
-			break
-		}
-		if time.Now().After(deadline) {
+	ended := b.workReplays()
+	deadline := time.After(2 * time.Minute)
+	for staged > 0 { // checked as each replay job completes
+		select {
+		case ev := <-ended:
+			if ev.Kind == river.EventKindJobCompleted {
+				_, _, _, staged = b.replayCounts(id)
+			}
+		case <-deadline:
 			var state, errs string
 			_ = b.store.Pool().QueryRow(t.Context(), "SELECT state, errors::text FROM river_job WHERE kind = 'replay'").Scan(&state, &errs)
 			t.Fatalf("the job left %d of %d staged; job %s, errors %s", staged, n, state, errs)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	replays, events, sources, _ := b.replayCounts(id)
+	require.Equal(t, [3]int{n, n, n}, [3]int{replays, events, sources}, "each event replayed once, from its one dead delivery")
 	require.Zero(t, b.bulkReplay(ep, dead), "the replays are queued")
 }

@@ -28,6 +28,7 @@ type Behavior struct {
 	Status     int           // default 200
 	Delay      time.Duration // wait before answering (ends early if the client goes away)
 	RetryAfter string        // Retry-After header value, if any
+	Location   string        // Location header value (a redirect's target), if any
 	Body       string
 }
 
@@ -40,12 +41,13 @@ type Receiver struct {
 	wh       *standardwebhooks.Webhook
 	requests []Request
 	notify   chan struct{}
+	changed  chan struct{} // closed and replaced after each request
 }
 
 // New starts a receiver answering 200; it stops when the test ends if tb is
 // given (tb may be nil for benchmarks, which then call Close).
 func New(tb interface{ Cleanup(func()) }) *Receiver {
-	r := &Receiver{behavior: func(int) Behavior { return Behavior{} }, notify: make(chan struct{}, 1)}
+	r := &Receiver{behavior: func(int) Behavior { return Behavior{} }, notify: make(chan struct{}, 1), changed: make(chan struct{})}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	if tb != nil {
 		tb.Cleanup(r.Close)
@@ -101,6 +103,28 @@ func (r *Receiver) Count() int {
 // Changed is signalled (without blocking) after each request.
 func (r *Receiver) Changed() <-chan struct{} { return r.notify }
 
+// Await blocks until cond holds for the requests so far, checking again
+// after each new request, and reports whether it did before timeout
+// passed. cond is called with the receiver's own list under its lock: it
+// must neither keep the list nor call the receiver.
+func (r *Receiver) Await(timeout time.Duration, cond func(reqs []Request) bool) bool {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		r.mu.Lock()
+		ok, changed := cond(r.requests), r.changed
+		r.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return false
+		}
+	}
+}
+
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	rec := Request{At: time.Now(), ID: req.Header.Get("webhook-id"), Header: req.Header.Clone(), Body: body}
@@ -110,6 +134,8 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.requests = append(r.requests, rec)
 	b := r.behavior(len(r.requests))
+	close(r.changed)
+	r.changed = make(chan struct{})
 	r.mu.Unlock()
 	select {
 	case r.notify <- struct{}{}:
@@ -125,6 +151,9 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	if b.RetryAfter != "" {
 		w.Header().Set("Retry-After", b.RetryAfter)
+	}
+	if b.Location != "" {
+		w.Header().Set("Location", b.Location)
 	}
 	if b.Status == 0 {
 		b.Status = http.StatusOK

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/riverqueue/river/rivershared/testsignal"
 )
 
 // Mail is one message the sink accepted.
@@ -43,7 +44,20 @@ type Sink struct {
 	mails    []Mail
 	failNext int
 	changed  chan struct{} // closed and replaced whenever mails grows
+
+	// TestSignals are for the sink's own tests: silent unless initialised.
+	TestSignals TestSignals
 }
+
+// TestSignals tell the sink's own tests where it is.
+type TestSignals struct {
+	// Waiting carries how many messages Wait found, too few: it blocks
+	// until the next one arrives.
+	Waiting testsignal.TestSignal[int]
+}
+
+// Init makes the signals work; only tests call it, before using the sink.
+func (ts *TestSignals) Init(tb testing.TB) { ts.Waiting.Init(tb) }
 
 // Start runs a plain SMTP sink on 127.0.0.1:0 and stops it at t.Cleanup.
 func Start(t testing.TB) *Sink {
@@ -130,6 +144,7 @@ func (s *Sink) Wait(t testing.TB, n int, timeout time.Duration) []Mail {
 			return mails
 		}
 		s.mu.Unlock()
+		s.TestSignals.Waiting.Signal(got)
 		select {
 		case <-changed:
 		case <-deadline.C:

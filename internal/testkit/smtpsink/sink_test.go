@@ -88,9 +88,10 @@ func TestSinkFailNext(t *testing.T) {
 func TestSinkWaitWakesUp(t *testing.T) {
 	t.Parallel()
 	s := smtpsink.Start(t)
+	s.TestSignals.Init(t)
 	errc := make(chan error, 1)
 	go func() {
-		time.Sleep(50 * time.Millisecond)
+		s.TestSignals.Waiting.WaitOrTimeout() // the message arrives while Wait waits
 		errc <- smtp.SendMail(s.Addr(), nil, "a@example.com", []string{"b@example.com"}, []byte(qpMessage))
 	}()
 	got := s.Wait(t, 1, 5*time.Second)
