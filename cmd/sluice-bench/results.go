@@ -54,12 +54,6 @@ func (r Report) write(path string) error {
 	w("| Go | %s |\n", m.Go)
 	w("| Postgres | %s |\n", m.Postgres)
 	w("| Postgres settings | %s |\n", strings.Join(m.PGConfig, ", "))
-	switch {
-	case strings.HasSuffix(m.GitCommit, "-dirty"):
-		w("| Sluice | commit %s (`-dirty`: uncommitted changes were included) |\n", m.GitCommit)
-	case m.GitCommit != "":
-		w("| Sluice | commit %s |\n", m.GitCommit)
-	}
 	w("\nSluice, Postgres and the benchmark (its HTTP clients and all receivers) share this machine, ")
 	w("so every number below includes their competition for the same cores; each table's notes say where the CPU went.\n")
 
