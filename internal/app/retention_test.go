@@ -117,7 +117,7 @@ func TestRetentionKeepsWhatARunLeftRetired(t *testing.T) {
 	h.retentionRanOnce()
 
 	now := time.Now()
-	retired, err := h.proc.Store.RetireWeek(ctx, now)
+	retired, err := maintenance.RetireWeek(ctx, h.proc.Store, now)
 	require.NoError(t, err)
 	require.True(t, retired)
 	suffix := store.PartitionWeek(now).Format("20060102")

@@ -4,7 +4,7 @@
 // (moving out first what must outlive it: deliveries still queued and dead
 // ones, kept for replay until SLUICE_DEAD_RETENTION), and deletes from the
 // kept partitions what has since expired. A week is dropped in three
-// steps (store.RetireWeek, KeepRetired, DropExpired): only the first,
+// steps (RetireWeek, keepRetired, dropExpiredOne): only the first,
 // which costs the same however many rows the week holds, holds up
 // delivery. The week's files are removed a relation at a time, and never
 // under a lock delivery waits for: a table's foreign keys, whose dropping
@@ -15,6 +15,7 @@ package maintenance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -76,8 +77,8 @@ func NewRetentionWorker(st *store.Store, cfg RetentionConfig) *RetentionWorker {
 // has made progress and the next one goes on from there.
 const RetentionTimeout = 10 * time.Minute
 
-// RetentionTimeout implements river.Worker.
-func (w *RetentionWorker) RetentionTimeout(*river.Job[jobs.RetentionArgs]) time.Duration {
+// Timeout implements river.Worker.
+func (w *RetentionWorker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration {
 	return RetentionTimeout
 }
 
@@ -93,7 +94,7 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.Retentio
 func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
 	var r RetentionReport
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
-		created, err := retryLocked(ctx, func() (bool, error) { return w.store.EnsureWeekPartitions(ctx, t) })
+		created, err := retryLocked(ctx, func() (bool, error) { return ensureWeekPartitions(ctx, w.store, t) })
 		if err != nil {
 			return r, err
 		}
@@ -101,7 +102,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 			r.Created++
 		}
 	}
-	weeks, err := w.store.PartitionWeeks(ctx)
+	weeks, err := partitionWeeks(ctx, w.store)
 	if err != nil {
 		return r, err
 	}
@@ -116,7 +117,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 		if week.Add(store.PartitionSpan).After(deliveredBefore) {
 			break
 		}
-		retired, err := retryLocked(ctx, func() (bool, error) { return w.store.RetireWeek(ctx, week) })
+		retired, err := retryLocked(ctx, func() (bool, error) { return RetireWeek(ctx, w.store, week) })
 		if err != nil {
 			return r, err
 		}
@@ -134,7 +135,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 		return r, err
 	}
 	for {
-		n, err := w.store.ExpireKept(ctx, deliveredBefore, deadBefore, chunk)
+		n, err := expireKept(ctx, w.store, deliveredBefore, deadBefore, chunk)
 		r.Expired += n
 		if err != nil || n < chunk {
 			return r, err
@@ -144,7 +145,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 
 // keep moves out of every retired week what must outlive it.
 func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
-	return retryLocked(ctx, func() (int64, error) { return w.store.KeepRetired(ctx, deadBefore) })
+	return retryLocked(ctx, func() (int64, error) { return keepRetired(ctx, w.store, deadBefore) })
 }
 
 // RemovePause is the wait between two relations of an expired week being
@@ -155,24 +156,24 @@ func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64
 const RemovePause = 100 * time.Millisecond
 
 // dropExpired drops the indexes, foreign keys and tables of expired weeks
-// one at a time (store.DropExpired), RemovePause apart, and returns how
-// many pieces it dropped.
+// one at a time (dropExpiredOne), RemovePause apart, and returns how many
+// pieces it dropped.
 func dropExpired(ctx context.Context, st *store.Store) (int, error) {
 	for n := 0; ; n++ {
-		name, err := retryLocked(ctx, func() (string, error) { return st.DropExpired(ctx) })
+		name, err := retryLocked(ctx, func() (string, error) { return dropExpiredOne(ctx, st) })
 		if err != nil || name == "" {
 			return n, err
 		}
 		select {
 		case <-ctx.Done():
-			return n, ctx.Err()
+			return n, fmt.Errorf("pause between drops: %w", ctx.Err())
 		case <-time.After(RemovePause):
 		}
 	}
 }
 
 // LockRetries and LockRetryWait bound how often a partition change that
-// could not get its locks in time (store.PartitionLockTimeout) is tried
+// could not get its locks in time (PartitionLockTimeout) is tried
 // again before the run fails (and River retries the job): a hundred times,
 // a quarter of a second apart give or take a fifth, about half a minute of
 // trying in all. Under load a try often fails: Sluice's statements hold
@@ -192,7 +193,7 @@ func retryLocked[T any](ctx context.Context, fn func() (T, error)) (T, error) {
 		wait := time.Duration(float64(LockRetryWait) * (0.8 + 0.4*rand.Float64()))
 		select {
 		case <-ctx.Done():
-			return v, ctx.Err()
+			return v, fmt.Errorf("wait to retry a partition change: %w", ctx.Err())
 		case <-time.After(wait):
 		}
 	}
