@@ -85,7 +85,7 @@ func readDispatchSpread(ctx context.Context, env *Env, ids []string) (dispatchSp
 	}
 	runs, err := jobs.DispatchRuns(ctx, env.DB, endpointIDs)
 	if err != nil {
-		return dispatchSpread{}, err
+		return dispatchSpread{}, fmt.Errorf("dispatch spread: %w", err)
 	}
 	return spreadOf(runs), nil
 }

@@ -158,7 +158,7 @@ func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	case <-*running:
 		return zero, ErrClosed
 	case <-ctx.Done():
-		return zero, ctx.Err()
+		return zero, fmt.Errorf("batch: no commit loop took the request: %w", ctx.Err())
 	}
 	a := <-c.answer // always answered once taken
 	return a.res, a.err

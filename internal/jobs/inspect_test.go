@@ -25,16 +25,12 @@ func TestLiveLookups(t *testing.T) {
 	e1, e2, parked, none := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	ev1, ev2, ev3, ev4 := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	require.NoError(t, f.Store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		if err := f.Jobs.Dispatch(ctx, tx, []uuid.UUID{e1, e2}); err != nil {
-			return err
-		}
-		if _, err := f.Jobs.DispatchAt(ctx, tx, jobs.DispatchArgs{EndpointID: parked}, time.Now().Add(time.Hour)); err != nil {
-			return err
-		}
-		if err := f.Jobs.FanOut(ctx, tx, []uuid.UUID{ev1, ev2}); err != nil {
-			return err
-		}
-		return f.Jobs.FanOut(ctx, tx, []uuid.UUID{ev3})
+		require.NoError(t, f.Jobs.Dispatch(ctx, tx, []uuid.UUID{e1, e2}))
+		_, err := f.Jobs.DispatchAt(ctx, tx, jobs.DispatchArgs{EndpointID: parked}, time.Now().Add(time.Hour))
+		require.NoError(t, err)
+		require.NoError(t, f.Jobs.FanOut(ctx, tx, []uuid.UUID{ev1, ev2}))
+		require.NoError(t, f.Jobs.FanOut(ctx, tx, []uuid.UUID{ev3}))
+		return nil
 	}))
 	_, err := db.Exec(ctx, `UPDATE river_job SET state = 'completed', finalized_at = now()
 		WHERE args->>'endpoint_id' = $1 OR args->'event_ids' ? $2`, e2.String(), ev3.String())

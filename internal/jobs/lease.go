@@ -276,9 +276,13 @@ func (h *LeaseHolder) releaseGroup(ctx context.Context, hs []held) ([]struct{}, 
 // collectBools reads a query's one boolean column.
 func collectBools(rows pgx.Rows, err error) ([]bool, error) {
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("query: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[bool])
+	got, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return nil, fmt.Errorf("read answers: %w", err)
+	}
+	return got, nil
 }
 
 // connect opens the lease connection if there is none. h.mu is held.

@@ -45,6 +45,12 @@ type DBTX interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
+// TxBeginner is what a statement that needs a transaction of its own runs
+// on: a pool or a connection.
+type TxBeginner interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+}
+
 // liveDispatchSQL finds which endpoints have a live dispatch job, from the
 // index of live dispatch jobs (00015_live_dispatch_jobs_index.sql, whose
 // predicate this repeats).

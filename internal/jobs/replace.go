@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,28 +63,37 @@ FROM dead
 WHERE j.id = dead.id AND j.state = 'running'
 RETURNING j.kind, j.args`
 
-// ReplaceDead replaces, in tx, up to limit jobs of the given kinds whose
-// runs have died (see replaceSQL) with new jobs of the same kind and
-// arguments, and returns how many it replaced. Dispatch jobs are unique
-// per endpoint, and their insert locks a live job's row: replace them one
-// per transaction (limit 1) so that no transaction holds many such locks.
-func (q *Queue) ReplaceDead(ctx context.Context, tx pgx.Tx, kinds []string, grace time.Duration, limit int) (int, error) {
-	rows, err := tx.Query(ctx, replaceSQL, kinds, grace.Seconds(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("find dead runs' jobs: %w", err)
-	}
-	type dead struct {
-		Kind string
-		Args []byte
-	}
-	found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dead])
-	if err != nil {
-		return 0, fmt.Errorf("find dead runs' jobs: %w", err)
-	}
-	for _, d := range found {
-		if err := q.requeue(ctx, tx, d.Kind, d.Args); err != nil {
-			return 0, err
+// ReplaceDead replaces, in one transaction on db, up to limit jobs of the
+// given kinds whose runs have died (see replaceSQL) with new jobs of the
+// same kind and arguments, and returns how many it replaced. Dispatch jobs
+// are unique per endpoint, and their insert locks a live job's row:
+// replace them one per transaction (limit 1) so that no transaction holds
+// many such locks.
+func (q *Queue) ReplaceDead(ctx context.Context, db TxBeginner, kinds []string, grace time.Duration, limit int) (int, error) {
+	n := 0
+	err := pgx.BeginTxFunc(ctx, db, pgx.TxOptions{}, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, replaceSQL, kinds, grace.Seconds(), limit)
+		if err != nil {
+			return fmt.Errorf("find dead runs' jobs: %w", err)
 		}
+		type dead struct {
+			Kind string
+			Args []byte
+		}
+		found, err := pgx.CollectRows(rows, pgx.RowToStructByPos[dead])
+		if err != nil {
+			return fmt.Errorf("find dead runs' jobs: %w", err)
+		}
+		for _, d := range found {
+			if err := q.requeue(ctx, tx, d.Kind, d.Args); err != nil {
+				return err
+			}
+		}
+		n = len(found)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("replace dead runs' %s jobs: %w", strings.Join(kinds, " and "), err)
 	}
-	return len(found), nil
+	return n, nil
 }

@@ -26,11 +26,8 @@ const PartitionLockTimeout = 20 * time.Millisecond
 // ensureWeekPartitions creates the partitions of the week holding t, if
 // missing, and reports whether it created them.
 func ensureWeekPartitions(ctx context.Context, st *store.Store, t time.Time) (bool, error) {
-	created, err := partitionTx(ctx, st, func(q *dbq.Queries) (bool, error) { return q.EnsureWeekPartitions(ctx, t) })
-	if err != nil {
-		return false, fmt.Errorf("create the partitions of the week of %s: %w", t.Format(time.DateOnly), err)
-	}
-	return created, nil
+	what := "create the partitions of the week of " + store.PartitionWeek(t).Format(time.DateOnly)
+	return partitionTx(ctx, st, what, func(q *dbq.Queries) (bool, error) { return q.EnsureWeekPartitions(ctx, t) })
 }
 
 // partitionWeeks returns the weeks that have partitions, oldest first,
@@ -57,13 +54,10 @@ func partitionWeeks(ctx context.Context, st *store.Store) ([]time.Time, error) {
 // Its locks hold up every statement on the three tables, for a few ms
 // whatever the week holds.
 func RetireWeek(ctx context.Context, st *store.Store, week time.Time) (bool, error) {
-	retired, err := partitionTx(ctx, st, func(q *dbq.Queries) (bool, error) {
-		return q.RetireWeek(ctx, pgtype.Date{Time: store.PartitionWeek(week), Valid: true})
+	start := store.PartitionWeek(week)
+	return partitionTx(ctx, st, "retire the week of "+start.Format(time.DateOnly), func(q *dbq.Queries) (bool, error) {
+		return q.RetireWeek(ctx, pgtype.Date{Time: start, Valid: true})
 	})
-	if err != nil {
-		return false, fmt.Errorf("retire the week of %s: %w", store.PartitionWeek(week).Format(time.DateOnly), err)
-	}
-	return retired, nil
 }
 
 // keepRetired moves, from every retired week, its deliveries still queued,
@@ -71,11 +65,9 @@ func RetireWeek(ctx context.Context, st *store.Store, week time.Time) (bool, err
 // into the kept partitions, marks the weeks expired, and returns how many
 // deliveries it kept.
 func keepRetired(ctx context.Context, st *store.Store, deadBefore time.Time) (int64, error) {
-	kept, err := partitionTx(ctx, st, func(q *dbq.Queries) (int64, error) { return q.KeepRetired(ctx, deadBefore) })
-	if err != nil {
-		return 0, fmt.Errorf("keep the retired weeks' deliveries: %w", err)
-	}
-	return kept, nil
+	return partitionTx(ctx, st, "keep the retired weeks' deliveries", func(q *dbq.Queries) (int64, error) {
+		return q.KeepRetired(ctx, deadBefore)
+	})
 }
 
 // dropExpiredOne drops one index, one table's foreign keys or one table of
@@ -86,11 +78,7 @@ func keepRetired(ctx context.Context, st *store.Store, deadBefore time.Time) (in
 // tenants), and it removes no files, so delivery never waits for a file
 // removal.
 func dropExpiredOne(ctx context.Context, st *store.Store) (string, error) {
-	name, err := partitionTx(ctx, st, func(q *dbq.Queries) (string, error) { return q.DropExpired(ctx) })
-	if err != nil {
-		return "", fmt.Errorf("drop an expired week's relation: %w", err)
-	}
-	return name, nil
+	return partitionTx(ctx, st, "drop an expired week's relation", func(q *dbq.Queries) (string, error) { return q.DropExpired(ctx) })
 }
 
 // expireKept deletes up to limit kept deliveries past their retention
@@ -104,9 +92,10 @@ func expireKept(ctx context.Context, st *store.Store, deliveredBefore, deadBefor
 	return int(n), nil
 }
 
-// partitionTx runs one partition change in a transaction of its own whose
-// waits for locks are bounded by PartitionLockTimeout.
-func partitionTx[T any](ctx context.Context, st *store.Store, fn func(*dbq.Queries) (T, error)) (T, error) {
+// partitionTx runs one partition change (what it does: what) in a
+// transaction of its own whose waits for locks are bounded by
+// PartitionLockTimeout.
+func partitionTx[T any](ctx context.Context, st *store.Store, what string, fn func(*dbq.Queries) (T, error)) (T, error) {
 	var v T
 	err := st.InQueriesTx(ctx, func(ctx context.Context, tx pgx.Tx, q *dbq.Queries) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
@@ -116,5 +105,9 @@ func partitionTx[T any](ctx context.Context, st *store.Store, fn func(*dbq.Queri
 		v, err = fn(q)
 		return err
 	})
-	return v, err
+	if err != nil {
+		var zero T
+		return zero, fmt.Errorf("%s: %w", what, err)
+	}
+	return v, nil
 }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivershared/startstop"
 	"github.com/riverqueue/river/rivershared/testsignal"
 
@@ -251,14 +250,9 @@ func (s *Sweeper) replaceDead(ctx context.Context) error {
 // replaceDeadTx replaces up to limit dead runs' jobs of the kinds in one
 // transaction.
 func (s *Sweeper) replaceDeadTx(ctx context.Context, kinds []string, limit int) (int, error) {
-	n := 0
-	err := s.store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
-		var err error
-		n, err = s.jobs.ReplaceDead(ctx, tx, kinds, s.cfg.ReplaceGrace, limit)
-		return err
-	})
+	n, err := s.jobs.ReplaceDead(ctx, s.store.Pool(), kinds, s.cfg.ReplaceGrace, limit)
 	if err != nil {
-		return 0, fmt.Errorf("replace dead runs' %s jobs: %w", strings.Join(kinds, " and "), err)
+		return 0, fmt.Errorf("sweep: %w", err)
 	}
 	return n, nil
 }
