@@ -105,7 +105,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
-	river.AddWorker(ws, maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
+	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention})
+	if err != nil {
+		return nil, nil, err
+	}
+	river.AddWorker(ws, retention)
 	rc.Workers = ws
 	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
 	// jobs that become due without an insert: retries and parked

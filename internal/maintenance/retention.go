@@ -13,6 +13,7 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -40,10 +41,26 @@ const chunk = 5000
 
 // RetentionConfig says how long deliveries are kept.
 type RetentionConfig struct {
-	// Delivered is how long a delivered delivery is kept.
+	// Delivered is how long a delivered delivery is kept. Required.
 	Delivered time.Duration
-	// Dead is how long a dead delivery is kept for replay.
+	// Dead is how long a dead delivery is kept for replay. Required.
 	Dead time.Duration
+	// Clock is the time a run goes by, and paces its pauses and retries
+	// (default jobs.SystemClock).
+	Clock jobs.Clock
+}
+
+// Resolve returns c with its defaults set, or an error if it is not
+// valid.
+func (c RetentionConfig) Resolve() (RetentionConfig, error) {
+	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
+	switch {
+	case c.Delivered <= 0:
+		return c, fmt.Errorf("retention: Delivered must be positive, not %s", c.Delivered)
+	case c.Dead <= 0:
+		return c, fmt.Errorf("retention: Dead must be positive, not %s", c.Dead)
+	}
+	return c, nil
 }
 
 // RetentionReport is what one run did.
@@ -69,8 +86,12 @@ type RetentionWorker struct {
 }
 
 // NewRetentionWorker returns a retention worker.
-func NewRetentionWorker(st *store.Store, cfg RetentionConfig) *RetentionWorker {
-	return &RetentionWorker{store: st, cfg: cfg}
+func NewRetentionWorker(st *store.Store, cfg RetentionConfig) (*RetentionWorker, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &RetentionWorker{store: st, cfg: cfg}, nil
 }
 
 // RetentionTimeout is the longest one retention run may take; an interrupted run
@@ -84,7 +105,7 @@ func (w *RetentionWorker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration 
 
 // Work runs retention as of now.
 func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
-	_, err := w.Run(ctx, time.Now())
+	_, err := w.Run(ctx, w.cfg.Clock.Now())
 	return err
 }
 
@@ -94,7 +115,7 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.Retentio
 func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
 	var r RetentionReport
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
-		created, err := retryLocked(ctx, func() (bool, error) { return ensureWeekPartitions(ctx, w.store, t) })
+		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return ensureWeekPartitions(ctx, w.store, t) })
 		if err != nil {
 			return r, err
 		}
@@ -117,7 +138,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 		if week.Add(store.PartitionSpan).After(deliveredBefore) {
 			break
 		}
-		retired, err := retryLocked(ctx, func() (bool, error) { return RetireWeek(ctx, w.store, week) })
+		retired, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return RetireWeek(ctx, w.store, week) })
 		if err != nil {
 			return r, err
 		}
@@ -131,7 +152,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 			return r, err
 		}
 	}
-	if r.Removed, err = dropExpired(ctx, w.store); err != nil {
+	if r.Removed, err = w.dropExpired(ctx); err != nil {
 		return r, err
 	}
 	for {
@@ -145,7 +166,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 
 // keep moves out of every retired week what must outlive it.
 func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
-	return retryLocked(ctx, func() (int64, error) { return keepRetired(ctx, w.store, deadBefore) })
+	return retryLocked(ctx, w.cfg.Clock, func() (int64, error) { return keepRetired(ctx, w.store, deadBefore) })
 }
 
 // RemovePause is the wait between two relations of an expired week being
@@ -158,16 +179,14 @@ const RemovePause = 100 * time.Millisecond
 // dropExpired drops the indexes, foreign keys and tables of expired weeks
 // one at a time (dropExpiredOne), RemovePause apart, and returns how many
 // pieces it dropped.
-func dropExpired(ctx context.Context, st *store.Store) (int, error) {
+func (w *RetentionWorker) dropExpired(ctx context.Context) (int, error) {
 	for n := 0; ; n++ {
-		name, err := retryLocked(ctx, func() (string, error) { return dropExpiredOne(ctx, st) })
+		name, err := retryLocked(ctx, w.cfg.Clock, func() (string, error) { return dropExpiredOne(ctx, w.store) })
 		if err != nil || name == "" {
 			return n, err
 		}
-		select {
-		case <-ctx.Done():
-			return n, fmt.Errorf("pause between drops: %w", ctx.Err())
-		case <-time.After(RemovePause):
+		if err := sleep(ctx, w.cfg.Clock, RemovePause); err != nil {
+			return n, fmt.Errorf("pause between drops: %w", err)
 		}
 	}
 }
@@ -184,18 +203,28 @@ const (
 )
 
 // retryLocked calls fn until it does not fail for want of a lock.
-func retryLocked[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+func retryLocked[T any](ctx context.Context, clock jobs.Clock, fn func() (T, error)) (T, error) {
 	for i := 1; ; i++ {
 		v, err := fn()
 		if i == LockRetries || !LockNotAvailable(err) {
 			return v, err
 		}
 		wait := time.Duration(float64(LockRetryWait) * (0.8 + 0.4*rand.Float64()))
-		select {
-		case <-ctx.Done():
-			return v, fmt.Errorf("wait to retry a partition change: %w", ctx.Err())
-		case <-time.After(wait):
+		if err := sleep(ctx, clock, wait); err != nil {
+			return v, fmt.Errorf("wait to retry a partition change: %w", err)
 		}
+	}
+}
+
+// sleep waits d on clock, or until ctx ends (its error).
+func sleep(ctx context.Context, clock jobs.Clock, d time.Duration) error {
+	c, stop := clock.After(d)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c:
+		return nil
 	}
 }
 

@@ -2,6 +2,7 @@ package maintenance
 
 import (
 	"testing"
+	"time"
 
 	"github.com/riverqueue/river"
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,19 @@ import (
 // default in place).
 func TestRetentionWorkerTimeout(t *testing.T) {
 	t.Parallel()
-	var w river.Worker[jobs.RetentionArgs] = NewRetentionWorker(nil, RetentionConfig{})
-	require.Equal(t, RetentionTimeout, w.Timeout(nil))
+	w, err := NewRetentionWorker(nil, RetentionConfig{Delivered: time.Hour, Dead: time.Hour})
+	require.NoError(t, err)
+	var worker river.Worker[jobs.RetentionArgs] = w
+	require.Equal(t, RetentionTimeout, worker.Timeout(nil))
+}
+
+func TestRetentionConfigResolve(t *testing.T) {
+	t.Parallel()
+	c, err := RetentionConfig{Delivered: time.Hour, Dead: time.Hour}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, jobs.SystemClock, c.Clock)
+	_, err = RetentionConfig{Dead: time.Hour}.Resolve()
+	require.ErrorContains(t, err, "Delivered must be positive", "zero would drop every week")
+	_, err = RetentionConfig{Delivered: time.Hour}.Resolve()
+	require.ErrorContains(t, err, "Dead must be positive")
 }
