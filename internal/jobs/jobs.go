@@ -1,5 +1,6 @@
-// Package jobs is Sluice's side of River, and the only package that calls
-// River or reads and writes River's tables (migrations aside):
+// Package jobs is Sluice's side of River: the only package that inserts
+// or completes jobs and reads or writes River's tables (migrations aside).
+// It holds:
 //
 //   - the kinds of job, with their queues and insert options (FanoutArgs,
 //     DispatchArgs, ReplayArgs, AlertArgs, RetentionArgs) and Backoff;
@@ -7,12 +8,15 @@
 //     job commits with the data it acts on;
 //   - LiveStates, the one list of the states in which a job will still
 //     run, and the statements that ask which endpoints or events have a
-//     live job (LiveDispatch, EndpointsNeedingDispatch, Inspect);
+//     live job (LiveDispatch, EndpointsNeedingDispatch, and the reads the
+//     benchmark and fault tools make, in inspect.go);
 //   - leases (LeaseHolder), which tell a live run from a dead one at once,
-//     and ReplaceDead, which replaces a dead run's job.
+//     and ReplaceDead, which replaces a dead run's job at once, where
+//     River's rescuer would wait for RescueStuckJobsAfter.
 //
-// The workers live with the logic they run: package fanout, dispatch,
-// replay, notify and maintenance.
+// The workers live with the logic they run (package fanout, dispatch,
+// replay, notify and maintenance); the River client is configured where
+// the process is wired (package app).
 package jobs
 
 import (
