@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
 )
 
 // Blocked endpoints: 5,000 endpoints that cannot be sent to (half
@@ -50,7 +52,7 @@ const blockedSettledCores = 0.05
 // blockedSetupTables are the tables the blocked endpoints' setup writes,
 // vacuumed (and analyzed) by the benchmark once it is done, so that
 // autovacuum does not do it during a measurement.
-const blockedSetupTables = "endpoints, subscriptions, destination_throttle, circuit_alerts, river_job, events, deliveries, delivery_attempts"
+const blockedSetupTables = "endpoints, subscriptions, destination_throttle, circuit_alerts, " + jobs.JobTable + ", events, deliveries, delivery_attempts"
 
 const (
 	blockedHealthy     = 100
@@ -293,19 +295,24 @@ func makeBlocked(ctx context.Context, env *Env, run, n int, throttling, failing 
 // 'available' with scheduled_at when the throttle or circuit lifts).
 func awaitBlocked(ctx context.Context, env *Env, ids []string) (string, error) {
 	half := len(ids) / 2
+	endpointIDs, err := parseUUIDs(ids)
+	if err != nil {
+		return "", err
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		var throttled, open, active int
+		var throttled, open int
 		err := env.DB.QueryRow(ctx, `
 			SELECT (SELECT count(*) FROM destination_throttle
 			         WHERE endpoint_id = ANY($1::uuid[]) AND throttled_until > now() + interval '30 minutes'),
-			       (SELECT count(*) FROM endpoints WHERE id = ANY($2::uuid[]) AND circuit_state = 'open'),
-			       (SELECT count(*) FROM river_job WHERE kind = 'dispatch'
-			         AND (state = 'running' OR state = 'available' AND scheduled_at <= now())
-			         AND args->>'endpoint_id' = ANY($3::text[]))`,
-			ids[:half], ids[half:], ids).Scan(&throttled, &open, &active)
+			       (SELECT count(*) FROM endpoints WHERE id = ANY($2::uuid[]) AND circuit_state = 'open')`,
+			ids[:half], ids[half:]).Scan(&throttled, &open)
 		if err != nil {
 			return "", fmt.Errorf("read the blocked endpoints' state: %w", err)
+		}
+		active, err := jobs.CountActiveDispatch(ctx, env.DB, endpointIDs)
+		if err != nil {
+			return "", fmt.Errorf("read the blocked endpoints' jobs: %w", err)
 		}
 		if throttled == half && open == len(ids)-half && active == 0 {
 			return "", nil

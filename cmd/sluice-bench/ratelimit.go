@@ -24,7 +24,7 @@ var rateLimitScenario = Scenario{
 		"arrival (the burst spent) to the arrival after which only rate requests (1 s worth) were left — as a % of " +
 		"the rate (≥ 95%, judged on the median), and the most requests in any one-second window within the " +
 		"steady part (about rate with an exact bucket; more would mean tokens gained, e.g. when a job moved to " +
-		"the other process, even within burst + rate). From river_job: how many worker processes ran the endpoints' " +
+		"the other process, even within burst + rate). From River's jobs: how many worker processes ran the endpoints' " +
 		"dispatch jobs, how many endpoints were sent to from both, and how many pairs of one endpoint's job runs " +
 		"overlapped in time. At the end of a run the endpoints are disabled and their subscriptions deleted.",
 	Run:        rateLimit2W,

@@ -2,7 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
 )
 
 // Waits of the ratelimit-2w scenario, each bounded by its context and a
@@ -64,7 +70,7 @@ func settleCounts(ctx context.Context, rs Receivers, quiet, limit time.Duration)
 }
 
 // dispatchSpread is how the endpoints' dispatch job runs were spread over
-// the worker processes (River clients), read from river_job, where
+// the worker processes (River clients), read from River's jobs, where
 // completed jobs stay for an hour.
 type dispatchSpread struct {
 	perClient []int // runs per worker process, most first
@@ -72,33 +78,66 @@ type dispatchSpread struct {
 	overlaps  int   // pairs of runs of one endpoint that overlapped in time
 }
 
-func readDispatchSpread(ctx context.Context, env *Env, ids []string) (d dispatchSpread, err error) {
-	const jobs = `SELECT id, args->>'endpoint_id' AS ep, attempted_at, finalized_at, attempted_by
-		FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = ANY($1::text[])`
-	rows, err := env.DB.Query(ctx, `WITH j AS (`+jobs+`)
-		SELECT count(*) FROM j, unnest(attempted_by) AS client GROUP BY client ORDER BY 1 DESC`, ids)
+func readDispatchSpread(ctx context.Context, env *Env, ids []string) (dispatchSpread, error) {
+	endpointIDs, err := parseUUIDs(ids)
 	if err != nil {
-		return d, err
+		return dispatchSpread{}, err
 	}
-	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			rows.Close()
-			return d, err
+	runs, err := jobs.DispatchRuns(ctx, env.DB, endpointIDs)
+	if err != nil {
+		return dispatchSpread{}, fmt.Errorf("dispatch spread: %w", err)
+	}
+	return spreadOf(runs), nil
+}
+
+// spreadOf is the dispatchSpread of the runs.
+func spreadOf(runs []jobs.DispatchRun) dispatchSpread {
+	var d dispatchSpread
+	perClient := map[string]int{}
+	clients := map[uuid.UUID]map[string]bool{}
+	byEndpoint := map[uuid.UUID][]jobs.DispatchRun{}
+	for _, r := range runs {
+		for _, c := range r.AttemptedBy {
+			perClient[c]++
+			if clients[r.EndpointID] == nil {
+				clients[r.EndpointID] = map[string]bool{}
+			}
+			clients[r.EndpointID][c] = true
 		}
+		byEndpoint[r.EndpointID] = append(byEndpoint[r.EndpointID], r)
+	}
+	for _, n := range perClient {
 		d.perClient = append(d.perClient, n)
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return d, err
+	slices.SortFunc(d.perClient, func(a, b int) int { return b - a })
+	for _, cs := range clients {
+		if len(cs) > 1 {
+			d.both++
+		}
 	}
-	err = env.DB.QueryRow(ctx, `WITH j AS (`+jobs+`)
-		SELECT (SELECT count(*) FROM (SELECT ep FROM j, unnest(attempted_by) AS client
-		                              GROUP BY ep HAVING count(DISTINCT client) > 1) AS multi),
-		       (SELECT count(*) FROM j a JOIN j b ON a.ep = b.ep AND a.id < b.id
-		         AND a.attempted_at < coalesce(b.finalized_at, now()) AND b.attempted_at < coalesce(a.finalized_at, now()))`,
-		ids).Scan(&d.both, &d.overlaps)
-	return d, err
+	for _, rs := range byEndpoint {
+		for i, a := range rs {
+			for _, b := range rs[i+1:] {
+				if a.AttemptedAt != nil && b.AttemptedAt != nil &&
+					a.AttemptedAt.Before(b.Until) && b.AttemptedAt.Before(a.Until) {
+					d.overlaps++
+				}
+			}
+		}
+	}
+	return d
+}
+
+// parseUUIDs parses endpoint ids.
+func parseUUIDs(ids []string) ([]uuid.UUID, error) {
+	out := make([]uuid.UUID, len(ids))
+	for i, id := range ids {
+		var err error
+		if out[i], err = uuid.Parse(id); err != nil {
+			return nil, fmt.Errorf("endpoint id %q: %w", id, err)
+		}
+	}
+	return out, nil
 }
 
 // sleepCtx sleeps for d or until ctx ends.

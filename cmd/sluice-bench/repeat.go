@@ -6,6 +6,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
 )
 
 // Repeat runs once env.Runs times, each after the previous run's work has
@@ -151,24 +155,30 @@ func (e *Env) waitIdleBelow(ctx context.Context, limit time.Duration, cores floa
 // so that runs do not overlap. It returns a note when that did not happen within limit.
 func (e *Env) quiesce(ctx context.Context, limit time.Duration) string {
 	deadline := time.Now().Add(limit)
+	blocked, err := parseUUIDs(e.Blocked)
+	if err != nil {
+		return "quiescence check failed: " + err.Error()
+	}
 	for {
-		var queued, jobs int64
+		var queued int64
+		var disabled []uuid.UUID
 		err := e.DB.QueryRow(ctx, `
 			SELECT (SELECT count(*) FROM deliveries d WHERE status IN ('pending', 'failed')
 			          AND NOT coalesce(endpoint_id::text = ANY($1::text[]), false)
 			          AND NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.id = d.endpoint_id AND e.disabled)),
-			       (SELECT count(*) FROM river_job WHERE queue IN ('fanout', 'dispatch')
-			          AND state IN ('available', 'running', 'retryable', 'scheduled', 'pending')
-			          AND NOT coalesce(args->>'endpoint_id' = ANY($1::text[]), false)
-			          AND NOT coalesce(args->>'endpoint_id' IN (SELECT id::text FROM endpoints WHERE disabled), false))`, append([]string{}, e.Blocked...)).Scan(&queued, &jobs)
+			       (SELECT coalesce(array_agg(id), '{}') FROM endpoints WHERE disabled)`, append([]string{}, e.Blocked...)).Scan(&queued, &disabled)
 		if err != nil {
 			return "quiescence check failed: " + err.Error()
 		}
-		if queued == 0 && jobs == 0 {
+		left, err := jobs.CountLive(ctx, e.DB, []string{jobs.QueueFanout, jobs.QueueDispatch}, append(disabled, blocked...))
+		if err != nil {
+			return "quiescence check failed: " + err.Error()
+		}
+		if queued == 0 && left == 0 {
 			return ""
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Sprintf("not quiet after %s: %d deliveries queued, %d fan-out/dispatch jobs left", limit, queued, jobs)
+			return fmt.Sprintf("not quiet after %s: %d deliveries queued, %d fan-out/dispatch jobs left", limit, queued, left)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/sluice-dev/sluice/internal/store"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -175,10 +175,8 @@ func retention(ctx context.Context, env *Env) (Table, error) {
 func awaitRetentionJob(ctx context.Context, env *Env) (time.Duration, error) {
 	t0 := time.Now()
 	for {
-		var done bool
-		if err := env.DB.QueryRow(ctx, `/* bench-retention */
-			SELECT EXISTS (SELECT 1 FROM river_job j JOIN river_leader l ON j.finalized_at >= l.elected_at
-			               WHERE j.kind = 'retention' AND j.state = 'completed')`).Scan(&done); err != nil {
+		done, err := jobs.CompletedSinceElection(ctx, env.DB, jobs.RetentionArgs{}.Kind())
+		if err != nil {
 			return time.Since(t0), fmt.Errorf("read the retention job: %w", err)
 		}
 		if done {

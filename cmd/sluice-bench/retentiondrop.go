@@ -9,17 +9,16 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	sluiceretention "github.com/sluice-dev/sluice/internal/maintenance"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// Dropping the old week as the retention job does (internal/retention's
-// Worker.Run, in three steps; see 00018_retired_weeks.sql):
-//   - retire: store.RetireWeek under retryLocked, a transaction of its own
-//     with SET LOCAL lock_timeout = store.PartitionLockTimeout, retried
-//     after maintenance.LockRetryWait when it could not get its locks in
-//     time, at most sluiceretention.LockRetries times;
-//   - keep: store.KeepRetired, what must outlive the week moved out;
-//   - removal: store.DropExpired, one index or table a transaction,
+// Dropping the old week as the retention job does (maintenance's
+// RetentionWorker.Run, in three steps; see 00018_retired_weeks.sql):
+//   - retire: maintenance.RetireWeek under retryLocked, a transaction of its
+//     own with SET LOCAL lock_timeout = maintenance.PartitionLockTimeout,
+//     retried after maintenance.LockRetryWait when it could not get its
+//     locks in time, at most sluiceretention.LockRetries times;
+//   - keep: what must outlive the week moved out;
+//   - removal: one index or table a transaction,
 //     sluiceretention.RemovePause apart.
 
 // dropped is what dropping the day took.
@@ -66,7 +65,7 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 	d.start = time.Now()
 	for d.tries = 1; ; d.tries++ {
 		t0 := time.Now()
-		seen := watchBlockers(ctx, db, store.PartitionLockTimeout/2)
+		seen := watchBlockers(ctx, db, sluiceretention.PartitionLockTimeout/2)
 		err = retireOnce(ctx, db, day, &d)
 		blockers := seen()
 		if err == nil || d.tries == sluiceretention.LockRetries || !sluiceretention.LockNotAvailable(err) {
@@ -107,7 +106,7 @@ func retireOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) er
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", store.PartitionLockTimeout.Milliseconds())); err != nil {
+	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", sluiceretention.PartitionLockTimeout.Milliseconds())); err != nil {
 		return err
 	}
 	t0 := time.Now()
@@ -165,7 +164,7 @@ func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
 // lock_timeout and scans its one value into dst.
 func inPartitionTx(ctx context.Context, db *pgx.Conn, sql string, dst any) error {
 	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", store.PartitionLockTimeout.Milliseconds())); err != nil {
+		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", sluiceretention.PartitionLockTimeout.Milliseconds())); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, sql).Scan(dst)

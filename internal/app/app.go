@@ -82,7 +82,7 @@ type Process struct {
 	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
-	swept   sync.WaitGroup // the sweeper and the wake-up listener
+	swept   sync.WaitGroup // the wake-up listener
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -153,7 +153,11 @@ func (p *Process) Start(ctx context.Context) error {
 	if !p.roles.Worker {
 		return nil
 	}
-	p.workers.leases.Start(ctx)
+	// SIGTERM ends ctx, and the leases must outlive the runs River lets
+	// finish after it: Close stops them once River has stopped.
+	if err := p.workers.leases.Start(context.WithoutCancel(ctx)); err != nil {
+		return fmt.Errorf("start leases: %w", err)
+	}
 	// Not ctx itself: River treats the end of Start's context as an abrupt
 	// stop that cancels running jobs, cutting requests in flight. SIGTERM
 	// ends ctx; Close stops River gently.
@@ -162,7 +166,10 @@ func (p *Process) Start(ctx context.Context) error {
 	}
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = stop
-	p.swept.Go(func() { p.workers.sweeper.Run(bgCtx) })
+	if err := p.workers.sweeper.Start(bgCtx); err != nil {
+		stop()
+		return fmt.Errorf("start sweeper: %w", err)
+	}
 	p.swept.Go(func() { p.workers.waker.Listen(bgCtx, p.Pool.Config().ConnConfig, p.logger) })
 	return nil
 }
@@ -178,6 +185,7 @@ func (p *Process) Close() {
 	}
 	if p.stop != nil {
 		p.stop()
+		p.workers.sweeper.Stop()
 		p.swept.Wait()
 	}
 	if p.roles.Worker {

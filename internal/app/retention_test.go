@@ -44,7 +44,8 @@ func TestRetentionDropsWeeksKeepsDeadAndQueued(t *testing.T) {
 	// partitions again and move the kept rows back into them.
 	h.retentionRanOnce()
 	days := maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour}
-	w := maintenance.NewRetentionWorker(h.proc.Store, days)
+	w, err := maintenance.NewRetentionWorker(h.proc.Store, days)
+	require.NoError(t, err)
 	now := time.Now()
 	r, err := w.Run(ctx, now)
 	require.NoError(t, err)
@@ -117,7 +118,7 @@ func TestRetentionKeepsWhatARunLeftRetired(t *testing.T) {
 	h.retentionRanOnce()
 
 	now := time.Now()
-	retired, err := h.proc.Store.RetireWeek(ctx, now)
+	retired, err := maintenance.RetireWeek(ctx, h.proc.Store, now)
 	require.NoError(t, err)
 	require.True(t, retired)
 	suffix := store.PartitionWeek(now).Format("20060102")
@@ -125,7 +126,8 @@ func TestRetentionKeepsWhatARunLeftRetired(t *testing.T) {
 		"retired_delivery_attempts_" + suffix}, h.retired())
 	require.Empty(t, h.deliveries("endpoint_id="+badID), "out of sight until kept")
 
-	w := maintenance.NewRetentionWorker(h.proc.Store, maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
+	w, err := maintenance.NewRetentionWorker(h.proc.Store, maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
+	require.NoError(t, err)
 	r, err := w.Run(ctx, now.Add(22*24*time.Hour))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, r.Kept)

@@ -32,7 +32,7 @@ const (
 // connection its runs hold, and the sweeper.
 type workers struct {
 	leases   *jobs.LeaseHolder
-	sweeper  *dispatch.Sweeper
+	sweeper  *maintenance.Sweeper
 	dispatch *dispatch.Worker
 	waker    *dispatch.Waker // Listen carries wake-ups from other processes
 }
@@ -43,7 +43,7 @@ func (w *workers) close() {
 		return
 	}
 	w.dispatch.Close()
-	w.leases.Close()
+	w.leases.Stop()
 }
 
 // NewRiver returns the River client and, when workers is true, the worker
@@ -74,7 +74,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		client, err := river.NewClient(riverpgxv5.New(pool), rc)
 		return client, nil, err
 	}
-	w := &workers{leases: jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})}
+	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	w := &workers{leases: leases}
 	mailer, err := notify.NewMailer(notify.MailConfig{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
 	if err != nil {
 		return nil, nil, err
@@ -101,7 +105,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
-	river.AddWorker(ws, maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention}))
+	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention})
+	if err != nil {
+		return nil, nil, err
+	}
+	river.AddWorker(ws, retention)
 	rc.Workers = ws
 	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
 	// jobs that become due without an insert: retries and parked
@@ -139,6 +147,8 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	if err != nil {
 		return nil, nil, err
 	}
-	w.sweeper = dispatch.NewSweeper(st, jobs.NewQueue(client), dispatch.SweepConfig{Interval: cfg.SweepInterval, Logger: logger})
+	if w.sweeper, err = maintenance.NewSweeper(st, jobs.NewQueue(client), maintenance.SweeperConfig{Interval: cfg.SweepInterval, Logger: logger}); err != nil {
+		return nil, nil, err
+	}
 	return client, w, nil
 }

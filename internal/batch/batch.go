@@ -19,20 +19,32 @@
 package batch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+
+	"github.com/riverqueue/river/rivershared/startstop"
 )
 
-// ErrClosed is returned for requests submitted after Close.
+// ErrClosed is returned for requests submitted while the Batcher is not
+// running: after Stop (or Close), or before Start.
 var ErrClosed = errors.New("batch: closed")
+
+// Defaults of Config's fields.
+const (
+	DefaultCommitters = 4
+	DefaultMaxBatch   = 200
+)
 
 // Config tunes a Batcher. Zero fields take their defaults.
 type Config struct {
-	// Committers is how many groups may commit at once (default 4).
+	// Committers is how many groups may commit at once (default
+	// DefaultCommitters).
 	Committers int
-	// MaxBatch bounds the requests in one group (default 200).
+	// MaxBatch bounds the requests in one group (default DefaultMaxBatch).
 	MaxBatch int
 	// Isolate reports whether a failed commit's error may be the fault of
 	// one request in the group, so that splitting the group can find it.
@@ -40,18 +52,25 @@ type Config struct {
 	Isolate func(error) bool
 }
 
-// withDefaults returns c with its zero (or nonsensical) fields set.
-func (c Config) withDefaults() Config {
-	if c.Committers <= 0 {
-		c.Committers = 4
-	}
-	if c.MaxBatch <= 0 {
-		c.MaxBatch = 200
-	}
+// Resolve returns c with its defaults set, or an error if a field is out
+// of range.
+func (c Config) Resolve() (Config, error) {
+	c.Committers = cmp.Or(c.Committers, DefaultCommitters)
+	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
 	if c.Isolate == nil {
 		c.Isolate = func(error) bool { return false }
 	}
-	return c
+	return c, c.validate()
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Committers < 1:
+		return fmt.Errorf("batch: Committers must be positive, not %d", c.Committers)
+	case c.MaxBatch < 1:
+		return fmt.Errorf("batch: MaxBatch must be positive, not %d", c.MaxBatch)
+	}
+	return nil
 }
 
 // CommitFunc commits reqs together, all or nothing, and returns one result
@@ -59,14 +78,17 @@ func (c Config) withDefaults() Config {
 type CommitFunc[Req, Res any] func(ctx context.Context, reqs []Req) ([]Res, error)
 
 // Batcher commits submitted requests in groups. It is safe for concurrent
-// use.
+// use. It is a startstop.Service: New starts it, Stop stops it once the
+// groups being committed are done, and Start starts it again.
 type Batcher[Req, Res any] struct {
+	startstop.BaseStartStop
+
 	cfg    Config
 	commit CommitFunc[Req, Res]
 	calls  chan call[Req, Res]
-	stop   chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
+	// running is the Done channel of the current (or last) run's context:
+	// closed once the Batcher is told to stop. Nil before the first Start.
+	running atomic.Pointer[<-chan struct{}]
 }
 
 // call is one submitted request waiting for its answer.
@@ -81,54 +103,76 @@ type answer[Res any] struct {
 	err error
 }
 
-// New starts a Batcher that commits with commit; Close stops it.
+// New returns a started Batcher that commits with commit; Stop (or Close)
+// stops it. It panics if cfg does not resolve (Config.Resolve): a Batcher's
+// bounds are written in code, and a bad one is a programming error, as
+// River's own services treat theirs.
 func New[Req, Res any](cfg Config, commit CommitFunc[Req, Res]) *Batcher[Req, Res] {
-	b := &Batcher[Req, Res]{
-		cfg:    cfg.withDefaults(),
-		commit: commit,
-		calls:  make(chan call[Req, Res]),
-		stop:   make(chan struct{}),
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		panic(err)
 	}
-	for range b.cfg.Committers {
-		b.wg.Go(b.loop)
-	}
+	b := &Batcher[Req, Res]{cfg: cfg, commit: commit, calls: make(chan call[Req, Res])}
+	_ = b.Start(context.Background()) // never fails
 	return b
 }
+
+// Start starts the commit loops, if they are not running. They stop when
+// ctx ends or Stop is called.
+func (b *Batcher[Req, Res]) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := b.StartInit(ctx)
+	if !shouldStart {
+		return nil
+	}
+	done := ctx.Done()
+	b.running.Store(&done)
+	var loops sync.WaitGroup
+	for range b.cfg.Committers {
+		loops.Go(func() { b.loop(ctx) })
+	}
+	started()
+	go func() {
+		defer stopped()
+		loops.Wait()
+	}()
+	return nil
+}
+
+// Close is Stop: it stops the Batcher once the groups being committed are
+// done. Requests not yet taken by then are answered with ErrClosed.
+func (b *Batcher[Req, Res]) Close() { b.Stop() }
 
 // Submit commits req, possibly with others, and returns its result. If
 // ctx ends before a commit loop takes req, req is not committed and
 // Submit returns ctx's error; once taken, the commit decides, and a commit
 // is never cut short by its callers' contexts ending.
 func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
+	var zero Res
+	running := b.running.Load()
+	if running == nil {
+		return zero, ErrClosed
+	}
 	c := call[Req, Res]{ctx: ctx, req: req, answer: make(chan answer[Res], 1)}
 	select {
 	case b.calls <- c:
-	case <-b.stop:
-		var zero Res
+	case <-*running:
 		return zero, ErrClosed
 	case <-ctx.Done():
-		var zero Res
-		return zero, ctx.Err()
+		return zero, fmt.Errorf("batch: no commit loop took the request: %w", ctx.Err())
 	}
 	a := <-c.answer // always answered once taken
 	return a.res, a.err
 }
 
-// Close stops the Batcher once the groups being committed are done.
-// Requests not yet taken by then are answered with ErrClosed.
-func (b *Batcher[Req, Res]) Close() {
-	b.once.Do(func() { close(b.stop) })
-	b.wg.Wait()
-}
-
-func (b *Batcher[Req, Res]) loop() {
+// loop commits groups until ctx (the run's) ends.
+func (b *Batcher[Req, Res]) loop(ctx context.Context) {
 	for {
 		select {
 		case first := <-b.calls:
 			group := live(b.gather(first))
 			// One client leaving must not cut short the others' commit.
 			b.settle(context.WithoutCancel(first.ctx), group)
-		case <-b.stop:
+		case <-ctx.Done():
 			return
 		}
 	}

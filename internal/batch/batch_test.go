@@ -85,10 +85,63 @@ func requireAnswers(t *testing.T, db *fakeDB, g []call[int, int]) {
 	}
 }
 
+func mustResolve(t *testing.T, c Config) Config {
+	t.Helper()
+	c, err := c.Resolve()
+	require.NoError(t, err)
+	return c
+}
+
+func TestConfigResolve(t *testing.T) {
+	t.Parallel()
+	c := mustResolve(t, Config{})
+	require.Equal(t, DefaultCommitters, c.Committers)
+	require.Equal(t, DefaultMaxBatch, c.MaxBatch)
+	require.False(t, c.Isolate(errDown), "without Isolate nothing is split")
+	_, err := Config{Committers: -1}.Resolve()
+	require.ErrorContains(t, err, "Committers must be positive")
+	_, err = Config{MaxBatch: -1}.Resolve()
+	require.ErrorContains(t, err, "MaxBatch must be positive")
+	require.Panics(t, func() { New(Config{MaxBatch: -1}, newFakeDB().commit) }, "a bad bound in code fails at once")
+}
+
+// TestStopAndStartAgain: a stopped Batcher refuses requests, and commits
+// them again once started again (the startstop.Service contract).
+func TestStopAndStartAgain(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	b := New(Config{}, db.commit)
+	res, err := b.Submit(context.Background(), 1)
+	require.NoError(t, err)
+	require.Equal(t, 10, res)
+
+	b.Stop()
+	b.Stop() // twice is fine
+	_, err = b.Submit(context.Background(), 2)
+	require.ErrorIs(t, err, ErrClosed)
+
+	require.NoError(t, b.Start(context.Background()))
+	<-b.Started()
+	res, err = b.Submit(context.Background(), 3)
+	require.NoError(t, err)
+	require.Equal(t, 30, res)
+
+	// Its start context ending stops it too.
+	b.Stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	require.NoError(t, b.Start(ctx))
+	stopped := b.Stopped()
+	cancel()
+	<-stopped
+	_, err = b.Submit(context.Background(), 4)
+	require.ErrorIs(t, err, ErrClosed)
+	b.Stop()
+}
+
 func TestOneBadRequestFailsAlone(t *testing.T) {
 	t.Parallel()
 	db := newFakeDB()
-	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), 0, 1, 2, 3, 4, 5, -6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
 	b.settle(context.Background(), g)
 	requireAnswers(t, db, g)
@@ -98,7 +151,7 @@ func TestOneBadRequestFailsAlone(t *testing.T) {
 func TestSeveralBadRequestsFailAlone(t *testing.T) {
 	t.Parallel()
 	db := newFakeDB()
-	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), -1, 2, 3, -4, -5, 6, 7, 8, 9, 10, -11, 12, 13)
 	b.settle(context.Background(), g)
 	requireAnswers(t, db, g)
@@ -114,7 +167,7 @@ func TestNonIsolableErrorFailsGroupAtOnce(t *testing.T) {
 	t.Parallel()
 	db := newFakeDB()
 	db.down = errDown
-	b := &Batcher[int, int]{cfg: Config{Isolate: isRejected}.withDefaults(), commit: db.commit}
+	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), 1, 2, -3, 4, 5, 6, 7, 8)
 	b.settle(context.Background(), g)
 	for _, c := range g {
@@ -123,7 +176,7 @@ func TestNonIsolableErrorFailsGroupAtOnce(t *testing.T) {
 	require.Equal(t, 1, db.calls, "no bisection during an outage")
 
 	db = newFakeDB()
-	b = &Batcher[int, int]{cfg: Config{}.withDefaults(), commit: db.commit}
+	b = &Batcher[int, int]{cfg: mustResolve(t, Config{}), commit: db.commit}
 	g = group(context.Background(), 1, -2, 3)
 	b.settle(context.Background(), g)
 	for _, c := range g {

@@ -1,8 +1,22 @@
-// Package jobs is Sluice's side of River: the jobs (their arguments,
-// queues and insert options), Queue, which inserts them inside a caller's
-// transaction, and the leases that tell a live run from a dead one. The
-// workers live with the logic they run: package fanout, dispatch, replay,
-// notify and maintenance.
+// Package jobs is Sluice's side of River: the only package that inserts
+// or completes jobs and reads or writes River's tables (migrations aside).
+// It holds:
+//
+//   - the kinds of job, with their queues and insert options (FanoutArgs,
+//     DispatchArgs, ReplayArgs, AlertArgs, RetentionArgs) and Backoff;
+//   - Queue, which inserts them inside a caller's transaction, so that a
+//     job commits with the data it acts on;
+//   - LiveStates, the one list of the states in which a job will still
+//     run, and the statements that ask which endpoints or events have a
+//     live job (LiveDispatch, EndpointsNeedingDispatch, and the reads the
+//     benchmark and fault tools make, in inspect.go);
+//   - leases (LeaseHolder), which tell a live run from a dead one at once,
+//     and ReplaceDead, which replaces a dead run's job at once, where
+//     River's rescuer would wait for RescueStuckJobsAfter.
+//
+// The workers live with the logic they run (package fanout, dispatch,
+// replay, notify and maintenance); the River client is configured where
+// the process is wired (package app).
 package jobs
 
 import (
@@ -59,11 +73,8 @@ func (DispatchArgs) InsertOpts() river.InsertOpts {
 		Queue:       QueueDispatch,
 		MaxAttempts: retryAttempts, // a failing run is retried (Backoff); it never loses deliveries
 		UniqueOpts: river.UniqueOpts{
-			ByArgs: true,
-			ByState: []rivertype.JobState{
-				rivertype.JobStateAvailable, rivertype.JobStatePending, rivertype.JobStateRetryable,
-				rivertype.JobStateRunning, rivertype.JobStateScheduled,
-			},
+			ByArgs:  true,
+			ByState: LiveStates,
 		},
 	}
 }
@@ -99,8 +110,8 @@ func (AlertArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 20}
 }
 
-// RetentionArgs is the periodic job that keeps the day partitions: it
-// creates them ahead and drops expired days (internal/retention).
+// RetentionArgs is the periodic job that keeps the week partitions: it
+// creates them ahead and drops expired weeks (maintenance.RetentionWorker).
 type RetentionArgs struct{}
 
 // Kind implements river.JobArgs.
@@ -155,8 +166,10 @@ func FromContext(ctx context.Context) *Queue {
 
 // FanOut implements store.JobQueue.
 func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error {
-	_, err := q.client.InsertTx(ctx, tx, FanoutArgs{EventIDs: eventIDs}, nil)
-	return err
+	if _, err := q.client.InsertTx(ctx, tx, FanoutArgs{EventIDs: eventIDs}, nil); err != nil {
+		return fmt.Errorf("queue fan-out job: %w", err)
+	}
+	return nil
 }
 
 // Dispatch implements store.JobQueue. Endpoints that already have a dispatch
@@ -174,7 +187,7 @@ func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.
 	}
 	results, err := q.client.InsertManyTx(ctx, tx, dispatchParams(endpointIDs))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("queue dispatch jobs: %w", err)
 	}
 	var live []uuid.UUID
 	for _, r := range results {
@@ -192,8 +205,10 @@ func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.
 
 // Alert implements store.JobQueue.
 func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
-	_, err := q.client.InsertTx(ctx, tx, AlertArgs{AlertID: alertID}, nil)
-	return err
+	if _, err := q.client.InsertTx(ctx, tx, AlertArgs{AlertID: alertID}, nil); err != nil {
+		return fmt.Errorf("queue alert job: %w", err)
+	}
+	return nil
 }
 
 // DispatchAt queues a dispatch job to run at (at once for a zero time) and
@@ -210,12 +225,14 @@ func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at
 	}
 	res, err := q.client.InsertTx(ctx, tx, args, opts)
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("queue dispatch job: %w", err)
 	}
 	if res.Job.State == rivertype.JobStateScheduled {
-		_, err = tx.Exec(ctx, `UPDATE river_job SET state = 'available' WHERE id = $1 AND state = 'scheduled'`, res.Job.ID)
+		if _, err = tx.Exec(ctx, `UPDATE river_job SET state = 'available' WHERE id = $1 AND state = 'scheduled'`, res.Job.ID); err != nil {
+			return 0, fmt.Errorf("make dispatch job available: %w", err)
+		}
 	}
-	return res.Job.ID, err
+	return res.Job.ID, nil
 }
 
 // Unpark implements store.JobQueue: it makes an endpoint's parked dispatch
@@ -231,12 +248,12 @@ func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, par
 			job.State == rivertype.JobStateAvailable && job.ScheduledAt.After(time.Now()))
 		if parked {
 			if _, err = q.client.JobRetryTx(ctx, tx, *parkedJobID); err != nil {
-				return err
+				return fmt.Errorf("make parked dispatch job due: %w", err)
 			}
 			return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 		}
 		if err != nil && !errors.Is(err, river.ErrNotFound) {
-			return err
+			return fmt.Errorf("get parked dispatch job: %w", err)
 		}
 	}
 	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
@@ -244,13 +261,15 @@ func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, par
 
 // Replay implements store.JobQueue.
 func (q *Queue) Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error {
-	_, err := q.client.InsertTx(ctx, tx, ReplayArgs{RequestID: requestID, EndpointID: endpointID}, nil)
-	return err
+	if _, err := q.client.InsertTx(ctx, tx, ReplayArgs{RequestID: requestID, EndpointID: endpointID}, nil); err != nil {
+		return fmt.Errorf("queue replay job: %w", err)
+	}
+	return nil
 }
 
-// Requeue inserts a new job of kind with the given JSON arguments: the
-// replacement of a job whose run died (store.RescueDeadJob).
-func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error {
+// requeue inserts a new job of kind with the given JSON arguments: the
+// replacement of a job whose run died (ReplaceDead).
+func (q *Queue) requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error {
 	var err error
 	switch kind {
 	case FanoutArgs{}.Kind():
@@ -281,8 +300,10 @@ func (q *Queue) Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte
 // exactly when the work it did in tx commits (River then leaves it alone
 // when Work returns). Every worker that completes itself calls this.
 func Complete[T river.JobArgs](ctx context.Context, tx pgx.Tx, job *river.Job[T]) error {
-	_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
-	return err
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job); err != nil {
+		return fmt.Errorf("complete %s job: %w", job.Kind, err)
+	}
+	return nil
 }
 
 // DispatchNow is Dispatch outside any transaction.
@@ -290,8 +311,10 @@ func (q *Queue) DispatchNow(ctx context.Context, endpointIDs []uuid.UUID) error 
 	if len(endpointIDs) == 0 {
 		return nil
 	}
-	_, err := q.client.InsertMany(ctx, dispatchParams(endpointIDs))
-	return err
+	if _, err := q.client.InsertMany(ctx, dispatchParams(endpointIDs)); err != nil {
+		return fmt.Errorf("queue dispatch jobs: %w", err)
+	}
+	return nil
 }
 
 // dispatchParams builds the inserts in endpoint id order. River's unique

@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -38,4 +39,17 @@ func TestBackoffStaysShortThroughAnOutage(t *testing.T) {
 		elapsed += Backoff(n + 1)
 	}
 	require.Less(t, Backoff(n), 3*time.Second, "five minutes into an outage, a retry is still seconds away")
+}
+
+// TestLiveStatesAreOneList: the live states are the states a dispatch job
+// is unique across, and the predicate of the index of live dispatch jobs,
+// written in the same order so that Postgres matches the statements'
+// condition to it (TestLiveDispatchProbesOnlyLiveDispatchJobs).
+func TestLiveStatesAreOneList(t *testing.T) {
+	t.Parallel()
+	require.Equal(t, "('available', 'pending', 'running', 'scheduled', 'retryable')", LiveStatesSQL)
+	require.Equal(t, LiveStates, DispatchArgs{}.InsertOpts().UniqueOpts.ByState)
+	index, err := os.ReadFile("../../db/migrations/00015_live_dispatch_jobs_index.sql")
+	require.NoError(t, err)
+	require.Contains(t, string(index), "WHERE kind = 'dispatch' AND state IN "+LiveStatesSQL+";")
 }

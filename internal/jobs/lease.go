@@ -1,11 +1,12 @@
 // A lease tells a live job run from a dead one without waiting for a
 // timeout. A worker process keeps one database session of its own, the
-// lease connection, and each fan-out or dispatch run takes a session-level
-// advisory lock on it, keyed by its River job id, for as long as it runs.
+// lease connection, and each fan-out, dispatch or bulk replay run takes a
+// session-level advisory lock on it, keyed by its River job id, for as
+// long as it runs.
 // Postgres releases a session's locks the moment the session ends: when the
 // process is killed, when its connection breaks, when Postgres restarts. A
 // job row that is still `running` but whose lock is free therefore has no
-// live run, and the sweeper hands its work to a new job within seconds
+// live run, and the sweeper replaces its job within seconds (ReplaceDead)
 // instead of waiting for River's rescuer.
 //
 // The locks share Postgres's 64-bit advisory key space with River, which
@@ -16,6 +17,7 @@
 package jobs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +27,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivershared/startstop"
+	"github.com/riverqueue/river/rivershared/testsignal"
 
 	"github.com/sluice-dev/sluice/internal/batch"
 )
@@ -36,35 +40,76 @@ var ErrLeaseLost = errors.New("lease: lost with the lease connection")
 // ErrLeaseHeld is returned by Acquire when another session holds the key.
 var ErrLeaseHeld = errors.New("lease: held by another session")
 
+// DefaultLeaseCheckInterval is LeaseConfig.CheckInterval's default.
+const DefaultLeaseCheckInterval = 500 * time.Millisecond
+
 // LeaseConfig configures a LeaseHolder.
 type LeaseConfig struct {
 	// ConnConfig is where the lease connection goes (a copy is used).
+	// Required.
 	ConnConfig *pgx.ConnConfig
 	// CheckInterval is how often the lease connection is pinged, so that a
 	// break is noticed (and runs stop) even when no run starts or ends.
-	// Default 500ms.
+	// Default DefaultLeaseCheckInterval.
 	CheckInterval time.Duration
-	Logger        *slog.Logger
+	// Clock paces the checks (default SystemClock).
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// Resolve returns c with its defaults set, or an error if it is not
+// valid.
+func (c LeaseConfig) Resolve() (LeaseConfig, error) {
+	c.CheckInterval = cmp.Or(c.CheckInterval, DefaultLeaseCheckInterval)
+	c.Clock = cmp.Or(c.Clock, SystemClock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, c.validate()
+}
+
+func (c LeaseConfig) validate() error {
+	switch {
+	case c.ConnConfig == nil:
+		return errors.New("lease: ConnConfig is required")
+	case c.CheckInterval < 0:
+		return fmt.Errorf("lease: CheckInterval must be positive, not %s", c.CheckInterval)
+	}
+	return nil
 }
 
 // LeaseHolder owns a process's lease connection and the locks on it. Runs take
 // and give up their locks in groups (package batch): every run of a
 // process goes through the one connection, and one statement a lock made
-// them queue for it. Draining 10,000 endpoints, 140 runs started a second
-// and half of them waited over 0.6 s (one 4.9 s) for their turn, past the
-// sweeper's grace for a run to take its lease.
+// them queue for it, for longer than the sweeper's grace for a run to take
+// its lease when many runs start at once.
+//
+// It is a startstop.Service: Start opens the connection and checks it
+// every CheckInterval; Stop stops the checks and closes the connection,
+// which releases every lock still held. Runs take leases only while it
+// runs.
 type LeaseHolder struct {
-	cfg      LeaseConfig
-	acquires *batch.Batcher[int64, acquired]
-	releases *batch.Batcher[held, struct{}]
+	startstop.BaseStartStop
+
+	cfg    LeaseConfig
+	groups atomic.Pointer[leaseGroups] // the running (or last) start's; nil before Start
 
 	mu   sync.Mutex
 	conn *pgx.Conn
 	gen  atomic.Uint64 // incremented each time the connection is dropped
 
-	started bool
-	stop    chan struct{}
-	done    chan struct{}
+	testSignals leaseTestSignals
+}
+
+// leaseGroups are the batchers that take and give up keys in groups.
+type leaseGroups struct {
+	acquires *batch.Batcher[int64, acquired]
+	releases *batch.Batcher[held, struct{}]
+}
+
+// leaseTestSignals let tests wait for what the holder's loop did.
+type leaseTestSignals struct {
+	checked testsignal.TestSignal[struct{}] // a health check ended
 }
 
 // acquired is what taking one key in a group gave.
@@ -96,77 +141,65 @@ type Lease struct {
 	gen uint64
 }
 
-// NewLeaseHolder returns a LeaseHolder; Start begins its health checks.
-func NewLeaseHolder(cfg LeaseConfig) *LeaseHolder {
-	cfg.CheckInterval = cmpOr(cfg.CheckInterval, 500*time.Millisecond)
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+// NewLeaseHolder returns a LeaseHolder; Start starts it.
+func NewLeaseHolder(cfg LeaseConfig) (*LeaseHolder, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
 	}
-	h := &LeaseHolder{cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
-	// One committer each: the groups share the one connection.
-	h.acquires = batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.acquireGroup)
-	h.releases = batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.releaseGroup)
-	return h
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
+	return &LeaseHolder{cfg: cfg}, nil
 }
 
 // Start connects (if it can; runs connect later otherwise) and pings the
-// lease connection every CheckInterval until Close.
-func (h *LeaseHolder) Start(ctx context.Context) {
+// lease connection every CheckInterval until Stop or until ctx ends.
+func (h *LeaseHolder) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := h.StartInit(ctx)
+	if !shouldStart {
+		return nil
+	}
+	// One committer each: the groups share the one connection.
+	g := &leaseGroups{
+		acquires: batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.acquireGroup),
+		releases: batch.New(batch.Config{Committers: 1, MaxBatch: maxGroup}, h.releaseGroup),
+	}
+	h.groups.Store(g)
 	h.mu.Lock()
-	h.started = true
 	if err := h.connect(ctx); err != nil {
 		h.cfg.Logger.Warn("lease connection not open yet", "err", err)
 	}
 	h.mu.Unlock()
 	go func() {
-		defer close(h.done)
-		t := time.NewTicker(h.cfg.CheckInterval)
-		defer t.Stop()
+		started()
+		defer stopped()
 		for {
+			tick, stop := h.cfg.Clock.After(h.cfg.CheckInterval)
 			select {
-			case <-h.stop:
+			case <-ctx.Done():
+				stop()
+				startstop.StopAllParallel(g.acquires, g.releases)
+				h.mu.Lock()
+				h.drop()
+				h.mu.Unlock()
 				return
-			case <-t.C:
+			case <-tick:
 				h.check()
+				h.testSignals.checked.Signal(struct{}{})
 			}
 		}
 	}()
-}
-
-// Close stops the health checks and closes the lease connection, which
-// releases every lock still held.
-func (h *LeaseHolder) Close() {
-	h.mu.Lock()
-	started := h.started
-	h.mu.Unlock()
-	select {
-	case <-h.stop:
-	default:
-		close(h.stop)
-	}
-	if started {
-		<-h.done
-	}
-	h.acquires.Close()
-	h.releases.Close()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.drop()
+	return nil
 }
 
 // Acquire takes the lock on key for a run, connecting first if needed. It
 // returns ErrLeaseHeld when another session holds it.
 func (h *LeaseHolder) Acquire(ctx context.Context, key int64) (*Lease, error) {
-	a, err := h.acquires.Submit(ctx, key)
+	g := h.groups.Load()
+	if g == nil {
+		return nil, fmt.Errorf("lease: acquire: %w", batch.ErrClosed)
+	}
+	a, err := g.acquires.Submit(ctx, key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("lease: acquire: %w", err)
 	}
 	if !a.got {
 		return nil, ErrLeaseHeld
@@ -190,7 +223,7 @@ func (h *LeaseHolder) acquireGroup(ctx context.Context, keys []int64) ([]acquire
 	}
 	if err != nil {
 		h.drop()
-		return nil, fmt.Errorf("lease: acquire: %w", err)
+		return nil, fmt.Errorf("take %d keys: %w", len(keys), err)
 	}
 	gen := h.gen.Load()
 	out := make([]acquired, len(keys))
@@ -213,7 +246,9 @@ func (l *Lease) Check() error {
 // Release gives the lock up. If the connection broke meanwhile there is
 // nothing to release: Postgres already did.
 func (l *Lease) Release() {
-	_, _ = l.h.releases.Submit(context.Background(), held{key: l.key, gen: l.gen})
+	if g := l.h.groups.Load(); g != nil {
+		_, _ = g.releases.Submit(context.Background(), held{key: l.key, gen: l.gen})
+	}
 }
 
 // releaseGroup gives up the keys taken on the current connection in one
@@ -241,9 +276,13 @@ func (h *LeaseHolder) releaseGroup(ctx context.Context, hs []held) ([]struct{}, 
 // collectBools reads a query's one boolean column.
 func collectBools(rows pgx.Rows, err error) ([]bool, error) {
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("query: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[bool])
+	got, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		return nil, fmt.Errorf("read answers: %w", err)
+	}
+	return got, nil
 }
 
 // connect opens the lease connection if there is none. h.mu is held.
@@ -253,7 +292,7 @@ func (h *LeaseHolder) connect(ctx context.Context) error {
 	}
 	conn, err := pgx.ConnectConfig(ctx, h.cfg.ConnConfig.Copy())
 	if err != nil {
-		return fmt.Errorf("lease: connect: %w", err)
+		return fmt.Errorf("open the lease connection: %w", err)
 	}
 	h.conn = conn
 	return nil

@@ -9,17 +9,83 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 )
 
-func newHolder(t *testing.T, url string) *LeaseHolder {
+// newHolder starts a LeaseHolder on the database at url whose checks run
+// when the test moves its clock (the holder's first check is waiting when
+// it returns).
+func newHolder(t *testing.T, url string) (*LeaseHolder, *fakeclock.Clock) {
 	t.Helper()
 	cfg, err := pgx.ParseConfig(url)
 	require.NoError(t, err)
-	h := NewLeaseHolder(LeaseConfig{ConnConfig: cfg, CheckInterval: 50 * time.Millisecond})
-	h.Start(context.Background())
-	t.Cleanup(h.Close)
-	return h
+	clk := fakeclock.New(time.Now())
+	h, err := NewLeaseHolder(LeaseConfig{ConnConfig: cfg, Clock: clk})
+	require.NoError(t, err)
+	h.testSignals.checked.Init(t)
+	require.NoError(t, h.Start(context.Background()))
+	t.Cleanup(h.Stop)
+	require.Equal(t, DefaultLeaseCheckInterval, nextWait(t, clk))
+	return h, clk
+}
+
+// nextWait returns the next wait the code under test asks clk for.
+func nextWait(t *testing.T, clk *fakeclock.Clock) time.Duration {
+	t.Helper()
+	select {
+	case d := <-clk.Waits:
+		return d
+	case <-time.After(10 * time.Second):
+		require.FailNow(t, "nothing waits on the clock")
+		return 0
+	}
+}
+
+func TestLeaseConfigResolve(t *testing.T) {
+	t.Parallel()
+	_, err := LeaseConfig{}.Resolve()
+	require.ErrorContains(t, err, "ConnConfig is required")
+	c, err := LeaseConfig{ConnConfig: &pgx.ConnConfig{}}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, DefaultLeaseCheckInterval, c.CheckInterval)
+	require.Equal(t, SystemClock, c.Clock)
+	_, err = LeaseConfig{ConnConfig: &pgx.ConnConfig{}, CheckInterval: -time.Second}.Resolve()
+	require.ErrorContains(t, err, "CheckInterval must be positive")
+}
+
+// TestLeaseHolderRunsOnlyWhileStarted: runs take leases only while the
+// holder runs; stopping it gives up every lease (its connection closes),
+// and it can be started again.
+func TestLeaseHolderRunsOnlyWhileStarted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	cfg, err := pgx.ParseConfig(url)
+	require.NoError(t, err)
+	h, err := NewLeaseHolder(LeaseConfig{ConnConfig: cfg, Clock: fakeclock.New(time.Now())})
+	require.NoError(t, err)
+	_, err = h.Acquire(ctx, 1)
+	require.ErrorIs(t, err, batch.ErrClosed, "not started")
+
+	require.NoError(t, h.Start(ctx))
+	held, err := h.Acquire(ctx, 1)
+	require.NoError(t, err)
+	h.Stop()
+	require.ErrorIs(t, held.Check(), ErrLeaseLost, "stopping gives every lease up")
+	_, err = h.Acquire(ctx, 2)
+	require.ErrorIs(t, err, batch.ErrClosed, "stopped")
+	other, _ := newHolder(t, url)
+	taken, err := other.Acquire(ctx, 1)
+	require.NoError(t, err, "the key is free for another session")
+	taken.Release()
+
+	require.NoError(t, h.Start(ctx))
+	defer h.Stop()
+	again, err := h.Acquire(ctx, 1)
+	require.NoError(t, err, "started again")
+	require.NoError(t, again.Check())
 }
 
 // TestLeaseExcludesOtherSessions: a key held by one process's lease
@@ -28,7 +94,8 @@ func TestLeaseExcludesOtherSessions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	a, b := newHolder(t, url), newHolder(t, url)
+	a, _ := newHolder(t, url)
+	b, _ := newHolder(t, url)
 
 	held, err := a.Acquire(ctx, 42)
 	require.NoError(t, err)
@@ -49,7 +116,8 @@ func TestLeaseLostWithItsConnection(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	a, b := newHolder(t, url), newHolder(t, url)
+	a, clk := newHolder(t, url)
+	b, _ := newHolder(t, url)
 	held, err := a.Acquire(ctx, 7)
 	require.NoError(t, err)
 
@@ -63,8 +131,10 @@ func TestLeaseLostWithItsConnection(t *testing.T) {
 		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	require.NoError(t, err)
 
-	require.Eventually(t, func() bool { return held.Check() != nil }, 5*time.Second, 10*time.Millisecond, "the health check notices")
-	require.ErrorIs(t, held.Check(), ErrLeaseLost)
+	require.NoError(t, held.Check(), "nothing noticed before the health check")
+	clk.Advance(DefaultLeaseCheckInterval)
+	a.testSignals.checked.WaitOrTimeout()
+	require.ErrorIs(t, held.Check(), ErrLeaseLost, "the health check noticed")
 	taken, err := b.Acquire(ctx, 7)
 	require.NoError(t, err, "the key is free for a successor")
 	taken.Release()
@@ -82,7 +152,8 @@ func TestLeasesTakenTogetherAnswerEachRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	url := pgtest.NewDatabase(t)
-	a, b := newHolder(t, url), newHolder(t, url)
+	a, _ := newHolder(t, url)
+	b, _ := newHolder(t, url)
 	const n = 300
 	for k := int64(1); k <= n; k += 2 {
 		_, err := b.Acquire(ctx, k) // the odd keys, held elsewhere

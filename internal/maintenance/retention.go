@@ -4,7 +4,7 @@
 // (moving out first what must outlive it: deliveries still queued and dead
 // ones, kept for replay until SLUICE_DEAD_RETENTION), and deletes from the
 // kept partitions what has since expired. A week is dropped in three
-// steps (store.RetireWeek, KeepRetired, DropExpired): only the first,
+// steps (RetireWeek, keepRetired, dropExpiredOne): only the first,
 // which costs the same however many rows the week holds, holds up
 // delivery. The week's files are removed a relation at a time, and never
 // under a lock delivery waits for: a table's foreign keys, whose dropping
@@ -13,8 +13,10 @@
 package maintenance
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -39,10 +41,26 @@ const chunk = 5000
 
 // RetentionConfig says how long deliveries are kept.
 type RetentionConfig struct {
-	// Delivered is how long a delivered delivery is kept.
+	// Delivered is how long a delivered delivery is kept. Required.
 	Delivered time.Duration
-	// Dead is how long a dead delivery is kept for replay.
+	// Dead is how long a dead delivery is kept for replay. Required.
 	Dead time.Duration
+	// Clock is the time a run goes by, and paces its pauses and retries
+	// (default jobs.SystemClock).
+	Clock jobs.Clock
+}
+
+// Resolve returns c with its defaults set, or an error if it is not
+// valid.
+func (c RetentionConfig) Resolve() (RetentionConfig, error) {
+	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
+	switch {
+	case c.Delivered <= 0:
+		return c, fmt.Errorf("retention: Delivered must be positive, not %s", c.Delivered)
+	case c.Dead <= 0:
+		return c, fmt.Errorf("retention: Dead must be positive, not %s", c.Dead)
+	}
+	return c, nil
 }
 
 // RetentionReport is what one run did.
@@ -68,22 +86,26 @@ type RetentionWorker struct {
 }
 
 // NewRetentionWorker returns a retention worker.
-func NewRetentionWorker(st *store.Store, cfg RetentionConfig) *RetentionWorker {
-	return &RetentionWorker{store: st, cfg: cfg}
+func NewRetentionWorker(st *store.Store, cfg RetentionConfig) (*RetentionWorker, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &RetentionWorker{store: st, cfg: cfg}, nil
 }
 
 // RetentionTimeout is the longest one retention run may take; an interrupted run
 // has made progress and the next one goes on from there.
 const RetentionTimeout = 10 * time.Minute
 
-// RetentionTimeout implements river.Worker.
-func (w *RetentionWorker) RetentionTimeout(*river.Job[jobs.RetentionArgs]) time.Duration {
+// Timeout implements river.Worker.
+func (w *RetentionWorker) Timeout(*river.Job[jobs.RetentionArgs]) time.Duration {
 	return RetentionTimeout
 }
 
 // Work runs retention as of now.
 func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.RetentionArgs]) error {
-	_, err := w.Run(ctx, time.Now())
+	_, err := w.Run(ctx, w.cfg.Clock.Now())
 	return err
 }
 
@@ -93,7 +115,7 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.Retentio
 func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
 	var r RetentionReport
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
-		created, err := retryLocked(ctx, func() (bool, error) { return w.store.EnsureWeekPartitions(ctx, t) })
+		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return ensureWeekPartitions(ctx, w.store, t) })
 		if err != nil {
 			return r, err
 		}
@@ -101,7 +123,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 			r.Created++
 		}
 	}
-	weeks, err := w.store.PartitionWeeks(ctx)
+	weeks, err := partitionWeeks(ctx, w.store)
 	if err != nil {
 		return r, err
 	}
@@ -116,7 +138,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 		if week.Add(store.PartitionSpan).After(deliveredBefore) {
 			break
 		}
-		retired, err := retryLocked(ctx, func() (bool, error) { return w.store.RetireWeek(ctx, week) })
+		retired, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return RetireWeek(ctx, w.store, week) })
 		if err != nil {
 			return r, err
 		}
@@ -130,11 +152,11 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 			return r, err
 		}
 	}
-	if r.Removed, err = dropExpired(ctx, w.store); err != nil {
+	if r.Removed, err = w.dropExpired(ctx); err != nil {
 		return r, err
 	}
 	for {
-		n, err := w.store.ExpireKept(ctx, deliveredBefore, deadBefore, chunk)
+		n, err := expireKept(ctx, w.store, deliveredBefore, deadBefore, chunk)
 		r.Expired += n
 		if err != nil || n < chunk {
 			return r, err
@@ -144,7 +166,7 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 
 // keep moves out of every retired week what must outlive it.
 func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64, error) {
-	return retryLocked(ctx, func() (int64, error) { return w.store.KeepRetired(ctx, deadBefore) })
+	return retryLocked(ctx, w.cfg.Clock, func() (int64, error) { return keepRetired(ctx, w.store, deadBefore) })
 }
 
 // RemovePause is the wait between two relations of an expired week being
@@ -155,24 +177,22 @@ func (w *RetentionWorker) keep(ctx context.Context, deadBefore time.Time) (int64
 const RemovePause = 100 * time.Millisecond
 
 // dropExpired drops the indexes, foreign keys and tables of expired weeks
-// one at a time (store.DropExpired), RemovePause apart, and returns how
-// many pieces it dropped.
-func dropExpired(ctx context.Context, st *store.Store) (int, error) {
+// one at a time (dropExpiredOne), RemovePause apart, and returns how many
+// pieces it dropped.
+func (w *RetentionWorker) dropExpired(ctx context.Context) (int, error) {
 	for n := 0; ; n++ {
-		name, err := retryLocked(ctx, func() (string, error) { return st.DropExpired(ctx) })
+		name, err := retryLocked(ctx, w.cfg.Clock, func() (string, error) { return dropExpiredOne(ctx, w.store) })
 		if err != nil || name == "" {
 			return n, err
 		}
-		select {
-		case <-ctx.Done():
-			return n, ctx.Err()
-		case <-time.After(RemovePause):
+		if err := sleep(ctx, w.cfg.Clock, RemovePause); err != nil {
+			return n, fmt.Errorf("pause between drops: %w", err)
 		}
 	}
 }
 
 // LockRetries and LockRetryWait bound how often a partition change that
-// could not get its locks in time (store.PartitionLockTimeout) is tried
+// could not get its locks in time (PartitionLockTimeout) is tried
 // again before the run fails (and River retries the job): a hundred times,
 // a quarter of a second apart give or take a fifth, about half a minute of
 // trying in all. Under load a try often fails: Sluice's statements hold
@@ -183,18 +203,28 @@ const (
 )
 
 // retryLocked calls fn until it does not fail for want of a lock.
-func retryLocked[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+func retryLocked[T any](ctx context.Context, clock jobs.Clock, fn func() (T, error)) (T, error) {
 	for i := 1; ; i++ {
 		v, err := fn()
 		if i == LockRetries || !LockNotAvailable(err) {
 			return v, err
 		}
 		wait := time.Duration(float64(LockRetryWait) * (0.8 + 0.4*rand.Float64()))
-		select {
-		case <-ctx.Done():
-			return v, ctx.Err()
-		case <-time.After(wait):
+		if err := sleep(ctx, clock, wait); err != nil {
+			return v, fmt.Errorf("wait to retry a partition change: %w", err)
 		}
+	}
+}
+
+// sleep waits d on clock, or until ctx ends (its error).
+func sleep(ctx context.Context, clock jobs.Clock, d time.Duration) error {
+	c, stop := clock.After(d)
+	defer stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c:
+		return nil
 	}
 }
 

@@ -36,10 +36,11 @@ var (
 		Name: "sluice_job_errors_total",
 		Help: "Failed runs of background jobs by kind; they are retried.",
 	}, []string{"kind"})
-	// JobsRescued counts fan-out, dispatch and replay jobs replaced because their
-	// run had died (a killed worker, a broken database connection).
-	JobsRescued = promauto.NewCounter(prometheus.CounterOpts{
-		Name: "sluice_jobs_rescued_total",
+	// JobsReplaced counts fan-out, dispatch and replay jobs replaced because
+	// their run had died (a killed worker, a broken database connection):
+	// the sweeper's jobs.ReplaceDead, not River's rescuer.
+	JobsReplaced = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_jobs_replaced_total",
 		Help: "Fan-out, dispatch and bulk replay jobs replaced because their run died.",
 	})
 	// DispatchBatches counts the batches dispatch runs sent, by where they

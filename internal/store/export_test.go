@@ -7,9 +7,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// EndpointsNeedingDispatchSQL is the sweeper's query, for plan tests.
-const EndpointsNeedingDispatchSQL = endpointsNeedingDispatchSQL
-
 // OneShot runs statements on pool alone, with settings (name, value)
 // changed for each (oneShot), for its tests.
 func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
@@ -35,6 +32,3 @@ func OutcomeIDs(outcomes []Outcome) (ids, eventIDs []uuid.UUID) {
 	p := outcomeParams(outcomes)
 	return p.Ids, p.EventIds
 }
-
-// RescueSQL is the sweeper's rescue of dead runs' jobs, for plan tests.
-const RescueSQL = rescueSQL

@@ -25,9 +25,6 @@ type JobQueue interface {
 	// Unpark runs an endpoint's dispatch now: its parked job if it has one
 	// (parkedJobID), a new one otherwise.
 	Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
-	// Requeue queues a new job of kind with these JSON arguments, to replace
-	// one whose run died.
-	Requeue(ctx context.Context, tx pgx.Tx, kind string, args []byte) error
 }
 
 // TxHook runs inside a store transaction just before it commits, such as a

@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // ClaimSweep reports whether this process may run the named sweep now: it
@@ -29,73 +27,6 @@ func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, err
 	ids, err := s.q.TakeRetriesDue(ctx, int32(limit))
 	if err != nil {
 		return nil, fmt.Errorf("take retries due: %w", err)
-	}
-	return ids, nil
-}
-
-// endpointsNeedingDispatchSQL lists enabled endpoints after $2 (in id
-// order) with a delivery due now and no dispatch job queued, running,
-// scheduled (parked) or waiting to retry. Endpoints held by a throttle or
-// an open circuit are skipped: their parked job comes due when the wait
-// ends.
-//
-// Its cost follows the endpoints that have deliveries queued, not all
-// endpoints nor all queued deliveries: a skip scan of the queue index
-// (queued) steps from one such endpoint to the next, one probe per week's
-// partition each, so an idle database answers at once however many
-// endpoints it has (the steps ask for the queue index's own order, so no
-// other index can serve them). Each endpoint found costs a probe of its due queue for
-// its oldest row and one of the index of live dispatch jobs
-// (00015_live_dispatch_jobs_index.sql, whose predicate this repeats),
-// whatever its backlog and its history. Both probes are fenced (OFFSET 0)
-// so that Postgres cannot turn them into joins that read every due
-// delivery (beside a throttled endpoint's 10,000 held back, 13 ms a sweep
-// against 0.4) or test every endpoint against every live job. In steady
-// state the answer is empty. Hand-written because sqlc does not see
-// River's tables.
-const endpointsNeedingDispatchSQL = `
-WITH RECURSIVE queued AS (
-    (SELECT d.endpoint_id FROM deliveries d
-     WHERE d.status IN ('pending', 'failed') AND d.endpoint_id > $2::uuid
-     ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
-    UNION ALL
-    SELECT (SELECT d.endpoint_id FROM deliveries d
-            WHERE d.status IN ('pending', 'failed') AND d.endpoint_id > q.endpoint_id
-            ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
-    FROM queued q WHERE q.endpoint_id IS NOT NULL
-)
-SELECT n.id FROM queued q
-CROSS JOIN LATERAL (
-    SELECT e.id FROM endpoints e
-    LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
-    WHERE e.id = q.endpoint_id
-      AND NOT e.disabled
-      AND (t.throttled_until IS NULL OR t.throttled_until <= now())
-      AND NOT (e.circuit_state = 'open' AND e.circuit_next_probe_at > now())
-      AND EXISTS (
-          SELECT 1 FROM deliveries d
-          WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed') AND d.next_attempt_at <= now()
-          ORDER BY d.next_attempt_at LIMIT 1 OFFSET 0)
-      AND NOT EXISTS (
-          SELECT 1 FROM river_job j
-          WHERE j.kind = 'dispatch' AND j.args ->> 'endpoint_id' = e.id::text
-            AND j.state IN ('available', 'pending', 'running', 'scheduled', 'retryable')
-          OFFSET 0)
-    OFFSET 0
-) n
-LIMIT $1`
-
-// EndpointsNeedingDispatch lists up to limit endpoints with deliveries due
-// and nothing to dispatch them (see endpointsNeedingDispatchSQL), in id
-// order from the first after after (uuid.Nil: from the first of all).
-func (s *Store) EndpointsNeedingDispatch(ctx context.Context, limit int, after uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := s.pool.Query(ctx, endpointsNeedingDispatchSQL, limit, after)
-	if err != nil {
-		return nil, fmt.Errorf("endpoints needing dispatch: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("endpoints needing dispatch: %w", err)
 	}
 	return ids, nil
 }

@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// liveJob is a River job state in which the job will still run.
-const liveStates = `('available','running','scheduled','retryable','pending')`
+	"github.com/sluice-dev/sluice/internal/jobs"
+)
 
 // DBState is what the database says at the end of a scenario.
 type DBState struct {
@@ -40,50 +40,88 @@ func CheckDB(ctx context.Context, db *pgxpool.Pool, healthyURLs []string) (DBSta
 	if err != nil {
 		return s, fmt.Errorf("queued deliveries: %w", err)
 	}
-	rows, err := db.Query(ctx, `
-		SELECT d.id::text || ' (' || d.status || ', due ' || to_char(d.next_attempt_at, 'HH24:MI:SS.MS') || ', endpoint ' || d.endpoint_id || ')'
-		FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
-		WHERE d.status IN ('pending','failed') AND d.next_attempt_at <= now() AND NOT e.disabled
-		  AND NOT EXISTS (SELECT 1 FROM river_job j
-		                  WHERE j.kind = 'dispatch' AND j.state IN `+liveStates+`
-		                    AND j.args->>'endpoint_id' = d.endpoint_id::text)`)
+	// One snapshot for Sluice's tables and River's.
+	tx, err := db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return s, fmt.Errorf("stuck deliveries: %w", err)
+		return s, fmt.Errorf("begin: %w", err)
 	}
-	stuck, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return s, fmt.Errorf("stuck deliveries: %w", err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	if s.StuckSample, s.Stuck, err = stuckDeliveries(ctx, tx); err != nil {
+		return s, err
 	}
-	s.Stuck = len(stuck)
-	s.StuckSample = stuck[:min(len(stuck), 5)]
-	err = db.QueryRow(ctx, `
-		SELECT count(*) FROM events ev
-		WHERE EXISTS (SELECT 1 FROM endpoints en WHERE en.tenant_id = ev.tenant_id)
-		  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)
-		  AND NOT EXISTS (SELECT 1 FROM river_job j WHERE j.kind = 'fanout' AND j.state IN `+liveStates+`
-		                    AND j.args->'event_ids' ? ev.id::text)`).Scan(&s.Unfanned)
-	if err != nil {
-		return s, fmt.Errorf("events without fan-out: %w", err)
+	if s.Unfanned, err = unfannedEvents(ctx, tx); err != nil {
+		return s, err
 	}
-	s.Jobs, err = jobCounts(ctx, db)
+	s.Jobs, err = jobCounts(ctx, tx)
 	return s, err
 }
 
-func jobCounts(ctx context.Context, db *pgxpool.Pool) (string, error) {
-	rows, err := db.Query(ctx, `SELECT kind || ':' || state, count(*) FROM river_job GROUP BY 1 ORDER BY 1`)
+// stuckDeliveries describes (up to 5) and counts the due deliveries of
+// enabled endpoints without a live dispatch job.
+func stuckDeliveries(ctx context.Context, tx pgx.Tx) ([]string, int, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT d.endpoint_id, d.id::text || ' (' || d.status || ', due ' || to_char(d.next_attempt_at, 'HH24:MI:SS.MS') || ', endpoint ' || d.endpoint_id || ')'
+		FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+		WHERE d.status IN ('pending','failed') AND d.next_attempt_at <= now() AND NOT e.disabled`)
 	if err != nil {
-		return "", fmt.Errorf("river_job: %w", err)
+		return nil, 0, fmt.Errorf("due deliveries: %w", err)
 	}
-	var parts []string
-	for rows.Next() {
-		var k string
-		var n int
-		if err := rows.Scan(&k, &n); err != nil {
-			return "", err
+	type due struct {
+		EndpointID uuid.UUID
+		Desc       string
+	}
+	dues, err := pgx.CollectRows(rows, pgx.RowToStructByPos[due])
+	if err != nil {
+		return nil, 0, fmt.Errorf("due deliveries: %w", err)
+	}
+	eps := make([]uuid.UUID, len(dues))
+	for i, d := range dues {
+		eps[i] = d.EndpointID
+	}
+	live, err := jobs.LiveDispatch(ctx, tx, eps)
+	if err != nil {
+		return nil, 0, fmt.Errorf("stuck deliveries: %w", err)
+	}
+	var stuck []string
+	for _, d := range dues {
+		if !live[d.EndpointID] {
+			stuck = append(stuck, d.Desc)
 		}
-		parts = append(parts, fmt.Sprintf("%s=%d", k, n))
 	}
-	return strings.Join(parts, " "), rows.Err()
+	return stuck[:min(len(stuck), 5)], len(stuck), nil
+}
+
+// unfannedEvents counts the events of a tenant with endpoints (all
+// subscribed to *) without deliveries and without a live fan-out job.
+func unfannedEvents(ctx context.Context, tx pgx.Tx) (int, error) {
+	rows, err := tx.Query(ctx, `
+		SELECT ev.id FROM events ev
+		WHERE EXISTS (SELECT 1 FROM endpoints en WHERE en.tenant_id = ev.tenant_id)
+		  AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = ev.id)`)
+	if err != nil {
+		return 0, fmt.Errorf("events without deliveries: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	if err != nil {
+		return 0, fmt.Errorf("events without deliveries: %w", err)
+	}
+	live, err := jobs.LiveFanout(ctx, tx, ids)
+	if err != nil {
+		return 0, fmt.Errorf("events without fan-out: %w", err)
+	}
+	return len(ids) - len(live), nil
+}
+
+func jobCounts(ctx context.Context, db jobs.DBTX) (string, error) {
+	counts, err := jobs.CountByKindAndState(ctx, db)
+	if err != nil {
+		return "", fmt.Errorf("River jobs: %w", err)
+	}
+	parts := make([]string, len(counts))
+	for i, c := range counts {
+		parts[i] = fmt.Sprintf("%s:%s=%d", c.Kind, c.State, c.Jobs)
+	}
+	return strings.Join(parts, " "), nil
 }
 
 // Sampler records, every interval, the dispatch jobs by state (with how
@@ -130,40 +168,23 @@ func (s *Sampler) sample() {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	now := time.Now()
-	rows, err := s.db.Query(ctx, `
-		SELECT state::text, count(*), coalesce(extract(epoch FROM max(scheduled_at) - now()), 0)::float8,
-		       coalesce(max(errors[array_length(errors, 1)]->>'error') FILTER (WHERE state = 'retryable'), '')
-		FROM river_job WHERE kind = 'dispatch' AND state IN `+liveStates+` GROUP BY 1`)
+	states, err := jobs.LiveDispatchByState(ctx, s.db)
 	if err != nil {
 		fmt.Fprintf(s.file, "%s db error: %v\n", now.Format("15:04:05.000"), err)
 		return
 	}
-	type st struct {
-		state string
-		n     int
-		wait  float64
-		err   string
-	}
-	var states []st
-	for rows.Next() {
-		var x st
-		if err := rows.Scan(&x.state, &x.n, &x.wait, &x.err); err == nil {
-			states = append(states, x)
-		}
-	}
-	rows.Close()
 	var due int
 	_ = s.db.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status IN ('pending','failed') AND next_attempt_at <= now()`).Scan(&due)
-	sort.Slice(states, func(i, j int) bool { return states[i].state < states[j].state })
+	sort.Slice(states, func(i, j int) bool { return states[i].State < states[j].State })
 	var parts []string
 	s.mu.Lock()
 	for _, x := range states {
-		parts = append(parts, fmt.Sprintf("%s=%d(latest scheduled %+.1fs)", x.state, x.n, x.wait))
-		if x.state == "retryable" {
-			s.maxRetryable = max(s.maxRetryable, x.n)
-			s.maxRetryWait = max(s.maxRetryWait, time.Duration(x.wait*float64(time.Second)))
-			if x.err != "" {
-				s.lastError = x.err
+		parts = append(parts, fmt.Sprintf("%s=%d(latest scheduled %+.1fs)", x.State, x.Jobs, x.LatestIn.Seconds()))
+		if x.State == "retryable" {
+			s.maxRetryable = max(s.maxRetryable, x.Jobs)
+			s.maxRetryWait = max(s.maxRetryWait, x.LatestIn)
+			if x.LastError != "" {
+				s.lastError = x.LastError
 			}
 		}
 	}

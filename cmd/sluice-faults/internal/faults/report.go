@@ -119,7 +119,7 @@ func (r Result) WriteDetail(w io.Writer) {
 	for _, ft := range r.Faults {
 		fmt.Fprintf(w, "  fault: %s at %s for %s\n", ft.Kind, ft.At.Format("15:04:05.000"), ft.End.Sub(ft.At).Round(time.Millisecond))
 	}
-	fmt.Fprintf(w, "  database at the end: %d queued to healthy endpoints, %d stuck, %d unfanned; river_job %s\n",
+	fmt.Fprintf(w, "  database at the end: %d queued to healthy endpoints, %d stuck, %d unfanned; River jobs %s\n",
 		r.DB.Queued, r.DB.Stuck, r.DB.Unfanned, r.DB.Jobs)
 	for _, s := range r.DB.StuckSample {
 		fmt.Fprintf(w, "  stuck: %s\n", s)

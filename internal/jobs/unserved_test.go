@@ -1,4 +1,4 @@
-package store_test
+package jobs_test
 
 import (
 	"bytes"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestWalkGoesOnAfterItsPosition: the sweeper's walk lists endpoints with
@@ -15,26 +18,27 @@ import (
 // one stopped.
 func TestWalkGoesOnAfterItsPosition(t *testing.T) {
 	t.Parallel()
-	f, first := dueBacklog(t, 1)
-	eps := []uuid.UUID{first}
-	for _, path := range []string{"b", "c"} {
+	f := storetest.New(t)
+	var eps []uuid.UUID
+	for _, path := range []string{"a", "b", "c"} {
 		ep := newEndpoint(t, f, path)
-		addBacklog(t, f, ep, 1)
+		storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, 1)
 		eps = append(eps, ep)
 	}
 	slices.SortFunc(eps, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 	ctx := t.Context()
+	db := f.Store.Pool()
 
-	all, err := f.Store.EndpointsNeedingDispatch(ctx, 10, uuid.Nil)
+	all, err := jobs.EndpointsNeedingDispatch(ctx, db, 10, uuid.Nil)
 	require.NoError(t, err)
 	require.Equal(t, eps, all, "every one, in id order")
-	two, err := f.Store.EndpointsNeedingDispatch(ctx, 2, uuid.Nil)
+	two, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, uuid.Nil)
 	require.NoError(t, err)
 	require.Equal(t, eps[:2], two, "the first two")
-	rest, err := f.Store.EndpointsNeedingDispatch(ctx, 2, two[1])
+	rest, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, two[1])
 	require.NoError(t, err)
 	require.Equal(t, eps[2:], rest, "after the second, only the third")
-	none, err := f.Store.EndpointsNeedingDispatch(ctx, 2, eps[2])
+	none, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, eps[2])
 	require.NoError(t, err)
 	require.Empty(t, none, "nothing after the last")
 }

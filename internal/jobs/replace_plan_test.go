@@ -1,21 +1,21 @@
-package store_test
+package jobs_test
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
-// TestRescueReadsOnlyRunningJobs gives river_job 20,000 finished jobs and
+// TestReplaceReadsOnlyRunningJobs gives river_job 20,000 finished jobs and
 // the statistics of a moment when a quarter of them ran (as a drain of many
 // endpoints leaves them until autovacuum analyzes again), then runs the
-// sweeper's rescue with its generic plan. It must read River's fetching
-// index at its running entries, a few buffers; a plan ordered by id walked
-// the primary key through every finished job.
-func TestRescueReadsOnlyRunningJobs(t *testing.T) {
+// sweeper's search for dead runs' jobs with its generic plan. It must read
+// River's fetching index at its running entries, a few buffers; a plan
+// ordered by id walked the primary key through every finished job.
+func TestReplaceReadsOnlyRunningJobs(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	f := storetest.New(t)
@@ -36,8 +36,8 @@ func TestRescueReadsOnlyRunningJobs(t *testing.T) {
 		_, err := f.Store.Pool().Exec(ctx, sql)
 		require.NoError(t, err, sql)
 	}
-	plan := explainGeneric(t, f.Store, store.RescueSQL, `'{dispatch}', 3, 1`)
-	t.Logf("rescue:\n%s", plan)
+	plan := storetest.ExplainGeneric(t, f.Store.Pool(), jobs.ReplaceSQL, `'{dispatch}', 3, 1`)
+	t.Logf("replace:\n%s", plan)
 	require.Contains(t, plan, "Index Scan using river_job_prioritized_fetching_index")
-	require.Less(t, sharedHits(t, plan), 50, "buffers read to find no dead run among 20,000 finished jobs")
+	require.Less(t, storetest.SharedHits(t, plan), 50, "buffers read to find no dead run among 20,000 finished jobs")
 }

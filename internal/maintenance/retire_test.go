@@ -1,4 +1,4 @@
-package store_test
+package maintenance
 
 import (
 	"regexp"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -31,7 +30,7 @@ func TestRetireWeekLocksNoOtherWeek(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	retired, err := f.Store.RetireWeek(ctx, old)
+	retired, err := RetireWeek(ctx, f.Store, old)
 	require.NoError(t, err, "this week's partitions are busy; the old week's are not")
 	require.True(t, retired)
 }
@@ -46,10 +45,10 @@ func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	f, old := withOldWeek(t)
-	retired, err := f.Store.RetireWeek(ctx, old)
+	retired, err := RetireWeek(ctx, f.Store, old)
 	require.NoError(t, err)
 	require.True(t, retired)
-	_, err = f.Store.KeepRetired(ctx, time.Now().AddDate(0, 0, -30))
+	_, err = keepRetired(ctx, f.Store, time.Now().AddDate(0, 0, -30))
 	require.NoError(t, err)
 
 	dropWhilePosting := func() (string, error) {
@@ -60,7 +59,7 @@ func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 		require.NoError(t, err)
 		_, err = post.Exec(ctx, `SELECT 1 FROM tenants WHERE id = $1 FOR KEY SHARE`, f.TenantA.ID)
 		require.NoError(t, err)
-		return f.Store.DropExpired(ctx)
+		return dropExpiredOne(ctx, f.Store)
 	}
 	isTable := regexp.MustCompile(`^expired_(events|deliveries|delivery_attempts)_[0-9]{8}$`)
 	var tables, keys int
@@ -75,8 +74,8 @@ func TestDroppingExpiredTablesWaitsForNoPost(t *testing.T) {
 			}
 			continue
 		}
-		require.True(t, maintenance.LockNotAvailable(err), "%v", err)
-		name, err = f.Store.DropExpired(ctx)
+		require.True(t, LockNotAvailable(err), "%v", err)
+		name, err = dropExpiredOne(ctx, f.Store)
 		require.NoError(t, err)
 		require.True(t, strings.HasSuffix(name, " foreign keys"), "only dropping foreign keys may wait for a post; dropping %s did", name)
 		keys++
@@ -91,7 +90,7 @@ func withOldWeek(t *testing.T) (storetest.Fixture, time.Time) {
 	t.Helper()
 	f := storetest.New(t)
 	old := time.Now().AddDate(0, 0, -60)
-	created, err := f.Store.EnsureWeekPartitions(t.Context(), old)
+	created, err := ensureWeekPartitions(t.Context(), f.Store, old)
 	require.NoError(t, err)
 	require.True(t, created)
 	return f, old

@@ -1,4 +1,4 @@
-package dispatch_test
+package maintenance
 
 import (
 	"context"
@@ -9,9 +9,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -21,11 +22,14 @@ type sweepBundle struct {
 	t          *testing.T
 	ctx        context.Context
 	f          storetest.Fixture
-	sweeper    *dispatch.Sweeper
+	sweeper    *Sweeper
 	endpointID uuid.UUID
 	eventID    uuid.UUID
 }
 
+// setupSweep builds a sweepBundle whose sweeper takes every turn: a turn of
+// a nanosecond is open again by the next call, since the now() of a later
+// transaction is never earlier.
 func setupSweep(t *testing.T) *sweepBundle {
 	t.Helper()
 	t.Parallel()
@@ -38,52 +42,26 @@ func setupSweep(t *testing.T) *sweepBundle {
 	ev, _, err := b.f.Store.CreateEvent(b.ctx, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
 	require.NoError(t, err)
 	b.eventID = ev.ID
-	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{
-		Interval: time.Millisecond, WalkInterval: time.Millisecond, RescueGrace: 3 * time.Second,
-	})
+	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Nanosecond, WalkInterval: time.Nanosecond})
 	return b
 }
 
-// sweep runs one sweep (the turn of 1ms is always open by the next call).
+func (b *sweepBundle) newSweeper(cfg SweeperConfig) *Sweeper {
+	b.t.Helper()
+	s, err := NewSweeper(b.f.Store, b.f.Jobs, cfg)
+	require.NoError(b.t, err)
+	return s
+}
+
+// sweep runs one sweep.
 func (b *sweepBundle) sweep() {
 	b.t.Helper()
-	time.Sleep(2 * time.Millisecond)
 	require.NoError(b.t, b.sweeper.Sweep(b.ctx))
 }
 
-// job is one River job row, as far as these tests care.
-type job struct {
-	ID    int64
-	Kind  string
-	State string
-	Args  string
-}
-
-func (b *sweepBundle) jobs() []job {
+func (b *sweepBundle) jobs() []jobstest.Job {
 	b.t.Helper()
-	rows, err := b.f.Store.Pool().Query(b.ctx, `SELECT id, kind, state::text, args::text FROM river_job ORDER BY id`)
-	require.NoError(b.t, err)
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[job])
-	require.NoError(b.t, err)
-	return out
-}
-
-// runJob marks a job as fetched by a worker ago: running, attempt 1.
-func (b *sweepBundle) runJob(id int64, ago time.Duration) {
-	b.t.Helper()
-	_, err := b.f.Store.Pool().Exec(b.ctx, `UPDATE river_job SET state = 'running', attempt = 1,
-		attempted_at = now() - make_interval(secs => $2), attempted_by = '{dead-client}' WHERE id = $1`, id, ago.Seconds())
-	require.NoError(b.t, err)
-}
-
-func kinds(js []job, state string) []string {
-	var out []string
-	for _, j := range js {
-		if j.State == state {
-			out = append(out, j.Kind)
-		}
-	}
-	return out
+	return jobstest.All(b.t, b.f.Store.Pool())
 }
 
 // TestSweepReplacesDeadRunsOnly: a fan-out job shown as running whose lease
@@ -93,20 +71,23 @@ func TestSweepReplacesDeadRunsOnly(t *testing.T) {
 	b := setupSweep(t)
 	fanout := b.jobs()[0]
 	require.Equal(t, "fanout", fanout.Kind)
+	db := b.f.Store.Pool()
 
-	b.runJob(fanout.ID, time.Second) // fetched a moment ago: its run may be taking its lease
+	jobstest.FetchedBy(t, db, fanout.ID, time.Second) // fetched a moment ago: its run may be taking its lease
 	b.sweep()
-	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "running"), "within the grace period")
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "running"), "within the grace period")
 
-	b.runJob(fanout.ID, 10*time.Second)
-	live := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: b.f.Store.Pool().Config().ConnConfig})
+	jobstest.FetchedBy(t, db, fanout.ID, 10*time.Second)
+	live, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: db.Config().ConnConfig})
+	require.NoError(t, err)
+	require.NoError(t, live.Start(b.ctx))
 	held, err := live.Acquire(b.ctx, fanout.ID)
 	require.NoError(t, err)
 	b.sweep()
-	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "running"), "a live run holds the lease")
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "running"), "a live run holds the lease")
 
 	held.Release()
-	live.Close()
+	live.Stop()
 	b.sweep()
 	js := b.jobs()
 	require.Len(t, js, 2)
@@ -126,13 +107,13 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	require.Equal(t, 1, created)
 
 	b.sweep()
-	require.Equal(t, []string{"fanout", "dispatch"}, kinds(b.jobs(), "available"))
+	require.Equal(t, []string{"fanout", "dispatch"}, jobstest.Kinds(b.jobs(), "available"))
 	b.sweep()
 	require.Len(t, b.jobs(), 2, "a live dispatch job is enough")
 
 	// A dispatch job whose run died is replaced, not joined by a second one.
 	dispatchJob := b.jobs()[1]
-	b.runJob(dispatchJob.ID, 10*time.Second)
+	jobstest.FetchedBy(t, b.f.Store.Pool(), dispatchJob.ID, 10*time.Second)
 	b.sweep()
 	js := b.jobs()
 	require.Len(t, js, 3)
@@ -141,14 +122,13 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	require.JSONEq(t, dispatchJob.Args, js[2].Args)
 
 	// Throttled, with no job: nothing until the throttle lifts.
-	_, err = b.f.Store.Pool().Exec(b.ctx, `DELETE FROM river_job WHERE kind = 'dispatch'`)
-	require.NoError(t, err)
+	jobstest.DeleteKind(t, b.f.Store.Pool(), "dispatch")
 	_, err = b.f.Store.Pool().Exec(b.ctx, `INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
 		VALUES ($1, now() + interval '1 hour', '429', 1)`, b.endpointID)
 	require.NoError(t, err)
 	b.sweep()
-	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "a throttled endpoint is left to its parked job")
-	ids, err := b.f.Store.EndpointsNeedingDispatch(b.ctx, 10, uuid.Nil)
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "available"), "a throttled endpoint is left to its parked job")
+	ids, err := jobs.EndpointsNeedingDispatch(b.ctx, b.f.Store.Pool(), 10, uuid.Nil)
 	require.NoError(t, err)
 	require.Empty(t, ids)
 }
@@ -159,9 +139,7 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 // time is cleared as the job is queued.
 func TestSweepQueuesRetriesWhenDueWithoutWalking(t *testing.T) {
 	b := setupSweep(t)
-	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{
-		Interval: time.Millisecond, WalkInterval: time.Hour, RescueGrace: 3 * time.Second,
-	})
+	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Nanosecond, WalkInterval: time.Hour})
 	_, err := b.f.Store.Pool().Exec(b.ctx, `UPDATE sweeps SET swept_at = now() WHERE name = 'dispatch-walk'`)
 	require.NoError(t, err)
 	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
@@ -174,18 +152,18 @@ func TestSweepQueuesRetriesWhenDueWithoutWalking(t *testing.T) {
 	}
 
 	b.sweep()
-	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "no walk, no retry time: nothing")
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "available"), "no walk, no retry time: nothing")
 
 	_, err = b.f.Store.Pool().Exec(b.ctx, `UPDATE endpoints SET retry_due_at = now() + interval '1 hour' WHERE id = $1`, b.endpointID)
 	require.NoError(t, err)
 	b.sweep()
-	require.Equal(t, []string{"fanout"}, kinds(b.jobs(), "available"), "the retry is not due yet")
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "available"), "the retry is not due yet")
 	require.NotNil(t, retryDue())
 
 	_, err = b.f.Store.Pool().Exec(b.ctx, `UPDATE endpoints SET retry_due_at = now() - interval '1 second' WHERE id = $1`, b.endpointID)
 	require.NoError(t, err)
 	b.sweep()
-	require.Equal(t, []string{"fanout", "dispatch"}, kinds(b.jobs(), "available"))
+	require.Equal(t, []string{"fanout", "dispatch"}, jobstest.Kinds(b.jobs(), "available"))
 	require.Nil(t, retryDue(), "taken")
 }
 
@@ -213,11 +191,73 @@ func TestSweepReplacesDeadReplayJobs(t *testing.T) {
 	js := b.jobs()
 	replay := js[len(js)-1]
 	require.Equal(t, "replay", replay.Kind)
-	b.runJob(replay.ID, 10*time.Second)
+	jobstest.FetchedBy(t, b.f.Store.Pool(), replay.ID, 10*time.Second)
 	b.sweep()
 	js = b.jobs()
 	require.Equal(t, "cancelled", js[len(js)-2].State, "the dead run's job is given up")
 	require.Equal(t, "replay", js[len(js)-1].Kind)
 	require.Equal(t, "available", js[len(js)-1].State)
 	require.JSONEq(t, replay.Args, js[len(js)-1].Args, "the replacement replays the same request")
+}
+
+// TestSweeperSweepsOnItsClock: started, the sweeper waits part of its
+// interval on its clock, sweeps when that has passed and not before, and
+// stops when told.
+func TestSweeperSweepsOnItsClock(t *testing.T) {
+	b := setupSweep(t)
+	_, _, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	require.NoError(t, err)
+	clk := fakeclock.New(time.Now())
+	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Minute, Clock: clk})
+	b.sweeper.testSignals.swept.Init(t)
+
+	require.NoError(t, b.sweeper.Start(b.ctx))
+	wait := <-clk.Waits
+	require.GreaterOrEqual(t, wait, 30*time.Second, "a little more often than the interval")
+	require.LessOrEqual(t, wait, 45*time.Second)
+	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "available"), "nothing swept before the wait ends")
+
+	clk.Advance(wait)
+	require.NoError(t, b.sweeper.testSignals.swept.WaitOrTimeout())
+	require.Equal(t, []string{"fanout", "dispatch"}, jobstest.Kinds(b.jobs(), "available"), "the sweep queued the endpoint's dispatch")
+	<-clk.Waits // waiting for the next turn
+	b.sweeper.testSignals.swept.RequireEmpty()
+
+	b.sweeper.Stop()
+	b.sweeper.testSignals.swept.RequireEmpty()
+}
+
+// TestSweeperOff: with a negative interval, Start starts nothing.
+func TestSweeperOff(t *testing.T) {
+	b := setupSweep(t)
+	clk := fakeclock.New(time.Now())
+	b.sweeper = b.newSweeper(SweeperConfig{Interval: -1, Clock: clk})
+	require.NoError(t, b.sweeper.Start(b.ctx))
+	<-b.sweeper.Started()
+	b.sweeper.Stop()
+	require.Empty(t, clk.Waits, "it never waited for a turn")
+}
+
+func TestSweeperConfigResolve(t *testing.T) {
+	t.Parallel()
+	c, err := SweeperConfig{}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, DefaultSweepInterval, c.Interval)
+	require.Equal(t, 5*DefaultSweepInterval, c.WalkInterval)
+	require.Equal(t, DefaultReplaceGrace, c.ReplaceGrace)
+	require.Equal(t, jobs.SystemClock, c.Clock)
+	_, err = SweeperConfig{ReplaceGrace: -time.Second}.Resolve()
+	require.ErrorContains(t, err, "ReplaceGrace must be positive")
+	_, err = SweeperConfig{Interval: -1, ReplaceGrace: -time.Second}.Resolve()
+	require.NoError(t, err, "off: the rest is not used")
+}
+
+func TestUnitWalkFrom(t *testing.T) {
+	t.Parallel()
+	a, b, c := uuid.MustParse("00000000-0000-7000-8000-00000000000a"),
+		uuid.MustParse("00000000-0000-7000-8000-00000000000b"),
+		uuid.MustParse("00000000-0000-7000-8000-00000000000c")
+	require.Equal(t, c, walkFrom([]uuid.UUID{a, c, b}, 3), "a full walk: the next goes on past the last it found")
+	require.Equal(t, uuid.Nil, walkFrom([]uuid.UUID{a, b}, 3), "a short walk reached the end: the next starts from the first")
+	require.Equal(t, uuid.Nil, walkFrom(nil, 3))
 }

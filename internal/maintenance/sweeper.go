@@ -1,0 +1,263 @@
+package maintenance
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river/rivershared/startstop"
+	"github.com/riverqueue/river/rivershared/testsignal"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Defaults of SweeperConfig's fields.
+const (
+	DefaultSweepInterval = time.Second
+	DefaultReplaceGrace  = 3 * time.Second
+)
+
+// SweeperConfig configures a Sweeper.
+type SweeperConfig struct {
+	// Interval is how often, across all worker processes, a sweep runs
+	// (default DefaultSweepInterval); negative turns the sweeper off
+	// (tests of what must hold without it).
+	Interval time.Duration
+	// WalkInterval is how often, across all worker processes, a sweep
+	// also walks every endpoint with deliveries queued, for those a crash
+	// left without a dispatch job (default 5 × Interval); while each walk
+	// finds as many as it may queue, the next sweep walks again, on from
+	// the last endpoint the walk before found.
+	WalkInterval time.Duration
+	// ReplaceGrace is how long a job may show as running without its run
+	// holding its lease before it counts as dead: the moment between River
+	// fetching a job and the run taking its lease (default
+	// DefaultReplaceGrace).
+	ReplaceGrace time.Duration
+	// Clock paces the sweeps (default jobs.SystemClock).
+	Clock  jobs.Clock
+	Logger *slog.Logger
+}
+
+// Resolve returns c with its defaults set, or an error if it is not
+// valid.
+func (c SweeperConfig) Resolve() (SweeperConfig, error) {
+	c.Interval = cmp.Or(c.Interval, DefaultSweepInterval)
+	c.WalkInterval = cmp.Or(c.WalkInterval, 5*c.Interval)
+	c.ReplaceGrace = cmp.Or(c.ReplaceGrace, DefaultReplaceGrace)
+	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, c.validate()
+}
+
+func (c SweeperConfig) validate() error {
+	if c.Interval < 0 { // off: nothing else is used
+		return nil
+	}
+	switch {
+	case c.WalkInterval < 0:
+		return fmt.Errorf("sweeper: WalkInterval must be positive, not %s", c.WalkInterval)
+	case c.ReplaceGrace < 0:
+		return fmt.Errorf("sweeper: ReplaceGrace must be positive, not %s", c.ReplaceGrace)
+	}
+	return nil
+}
+
+// maxSweepEndpoints bounds the dispatch jobs one sweep queues (each in its
+// own transaction); the rest wait for the next sweep.
+const maxSweepEndpoints = 1000
+
+// maxReplaced bounds the dead runs' jobs of each kind one sweep replaces.
+const maxReplaced = 100
+
+// A Sweeper runs in every worker process and, about once per Interval
+// across all of them (store.ClaimSweep), does three things:
+//
+//   - It replaces fan-out, dispatch and bulk replay jobs whose run died (a
+//     killed process, a broken connection) with new jobs, as soon as their
+//     lease is free (jobs.ReplaceDead), instead of after River's rescuer.
+//   - It queues a dispatch job for every endpoint whose next retry is due:
+//     a dispatch run ends when nothing is due and leaves on its endpoint
+//     when its first queued retry will be (store.TakeRetriesDue), so the
+//     sweep reads those endpoints alone.
+//   - Every WalkInterval it walks every endpoint with deliveries queued
+//     (jobs.EndpointsNeedingDispatch) and queues a dispatch job for those
+//     with deliveries due and none queued: deliveries whose post, or whose
+//     run, a crash cut short between two commits. The walk's cost grows
+//     with the endpoints holding deliveries (throttled and circuit-open
+//     ones too), so it is not made every second.
+//
+// It does not depend on River's leader, which a killed process may have
+// been, and never queues more than one job per transaction. It is a
+// startstop.Service.
+type Sweeper struct {
+	startstop.BaseStartStop
+
+	store *store.Store
+	jobs  *jobs.Queue
+	cfg   SweeperConfig
+	more  bool      // the last walk queued as many as it may: walk again soon
+	after uuid.UUID // where the next walk starts (walkFrom)
+
+	testSignals sweeperTestSignals
+}
+
+// sweeperTestSignals let tests wait for what the sweeper's loop did.
+type sweeperTestSignals struct {
+	swept testsignal.TestSignal[error] // a turn of the loop ended, with Sweep's error
+}
+
+// NewSweeper returns a Sweeper queueing jobs on q; Start starts it.
+func NewSweeper(st *store.Store, q *jobs.Queue, cfg SweeperConfig) (*Sweeper, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	return &Sweeper{store: st, jobs: q, cfg: cfg}, nil
+}
+
+// Start sweeps, about every Interval, until Stop or until ctx ends.
+func (s *Sweeper) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := s.StartInit(ctx)
+	if !shouldStart {
+		return nil
+	}
+	if s.cfg.Interval < 0 { // off
+		started()
+		stopped()
+		return nil
+	}
+	go func() {
+		started()
+		defer stopped()
+		for {
+			// Each process asks a little more often than the interval, at
+			// jittered times, so one of them claims each turn soon after it opens.
+			wait := time.Duration(float64(s.cfg.Interval) * (0.5 + 0.25*rand.Float64()))
+			tick, stop := s.cfg.Clock.After(wait)
+			select {
+			case <-ctx.Done():
+				stop()
+				return
+			case <-tick:
+			}
+			err := s.Sweep(ctx)
+			if err != nil && ctx.Err() == nil {
+				metrics.JobErrors.WithLabelValues("sweep").Inc()
+				s.cfg.Logger.Warn("sweep failed", "err", err)
+			}
+			s.testSignals.swept.Signal(err)
+		}
+	}()
+	return nil
+}
+
+// Sweep runs one sweep if it is this process's turn.
+func (s *Sweeper) Sweep(ctx context.Context) error {
+	mine, err := s.store.ClaimSweep(ctx, "dispatch", s.cfg.Interval)
+	if err != nil {
+		return fmt.Errorf("take the sweep's turn: %w", err)
+	}
+	if !mine {
+		return nil
+	}
+	if err := s.replaceDead(ctx); err != nil {
+		return err
+	}
+	ids, err := s.store.TakeRetriesDue(ctx, maxSweepEndpoints)
+	if err != nil {
+		return fmt.Errorf("dispatch retries due: %w", err)
+	}
+	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+		return fmt.Errorf("dispatch retries due: %w", err) // the walk finds them
+	}
+	return s.walk(ctx)
+}
+
+// walk queues dispatch for endpoints with deliveries due and no job, if it
+// is this process's turn to walk.
+func (s *Sweeper) walk(ctx context.Context) error {
+	every := s.cfg.WalkInterval
+	if s.more {
+		every = s.cfg.Interval
+	}
+	mine, err := s.store.ClaimSweep(ctx, "dispatch-walk", every)
+	if err != nil {
+		return fmt.Errorf("take the walk's turn: %w", err)
+	}
+	if !mine {
+		return nil
+	}
+	ids, err := jobs.EndpointsNeedingDispatch(ctx, s.store.Pool(), maxSweepEndpoints, s.after)
+	if err != nil {
+		return fmt.Errorf("walk: %w", err)
+	}
+	s.more = len(ids) == maxSweepEndpoints
+	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+		return fmt.Errorf("walk: dispatch the endpoints found: %w", err) // the next walk starts where this one did
+	}
+	s.after = walkFrom(ids, maxSweepEndpoints)
+	return nil
+}
+
+// walkFrom is where the walk after one that found ids starts: past the
+// last of them if it found as many as it may (limit), for the rest of the
+// endpoints, so that a drain over many endpoints walks each once instead
+// of stepping past the ones already served every time; from the first
+// endpoint otherwise.
+func walkFrom(ids []uuid.UUID, limit int) uuid.UUID {
+	if len(ids) < limit {
+		return uuid.Nil
+	}
+	return slices.MaxFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+}
+
+// replaceDead replaces the jobs of dead runs: dispatch jobs first, since
+// each holds back an endpoint's whole queue, one per transaction (their
+// unique insert locks); then fan-out and bulk replay jobs together, many
+// per transaction (plain inserts).
+func (s *Sweeper) replaceDead(ctx context.Context) error {
+	dispatch := []string{jobs.DispatchArgs{}.Kind()}
+	for range maxReplaced {
+		n, err := s.replaceDeadTx(ctx, dispatch, 1)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+		s.replaced(n, dispatch)
+	}
+	others := []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()}
+	n, err := s.replaceDeadTx(ctx, others, maxReplaced)
+	if n > 0 {
+		s.replaced(n, others)
+	}
+	return err
+}
+
+// replaceDeadTx replaces up to limit dead runs' jobs of the kinds in one
+// transaction.
+func (s *Sweeper) replaceDeadTx(ctx context.Context, kinds []string, limit int) (int, error) {
+	n, err := s.jobs.ReplaceDead(ctx, s.store.Pool(), kinds, s.cfg.ReplaceGrace, limit)
+	if err != nil {
+		return 0, fmt.Errorf("sweep: %w", err)
+	}
+	return n, nil
+}
+
+func (s *Sweeper) replaced(n int, kinds []string) {
+	metrics.JobsReplaced.Add(float64(n))
+	s.cfg.Logger.Info("replaced jobs whose runs died", "kind", strings.Join(kinds, " or "), "jobs", n)
+}
