@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -35,7 +36,7 @@ func setupSweep(t *testing.T) *sweepBundle {
 	b.endpointID = ep.ID
 	_, err = b.f.Store.CreateSubscription(b.ctx, b.f.TenantA.ID, ep.ID, []string{"*"})
 	require.NoError(t, err)
-	ev, _, err := b.f.Store.CreateEvent(b.ctx, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
+	ev, _, err := fanout.InsertOne(b.ctx, b.f.Store, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
 	require.NoError(t, err)
 	b.eventID = ev.ID
 	b.sweeper = dispatch.NewSweeper(b.f.Store, b.f.Jobs, dispatch.SweepConfig{
@@ -121,7 +122,7 @@ func TestSweepReplacesDeadRunsOnly(t *testing.T) {
 // is live, and not while it is throttled.
 func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	b := setupSweep(t)
-	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	_, created, err := fanout.Events(b.ctx, b.f.Store, []uuid.UUID{b.eventID}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, created)
 
@@ -164,7 +165,7 @@ func TestSweepQueuesRetriesWhenDueWithoutWalking(t *testing.T) {
 	})
 	_, err := b.f.Store.Pool().Exec(b.ctx, `UPDATE sweeps SET swept_at = now() WHERE name = 'dispatch-walk'`)
 	require.NoError(t, err)
-	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	_, created, err := fanout.Events(b.ctx, b.f.Store, []uuid.UUID{b.eventID}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, created)
 	retryDue := func() *time.Time {

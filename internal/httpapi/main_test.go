@@ -65,10 +65,10 @@ func setup(t *testing.T) *testBundle {
 	f := storetest.New(t)
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, APIRate: testRate})
+	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, Ingest: httpapi.StartIngest(t, st, b.jobs), APIRate: testRate})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
-	t.Cleanup(func() { b.srv.Close(); api.Close() })
+	t.Cleanup(b.srv.Close)
 	return b
 }
 
