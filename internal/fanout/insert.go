@@ -22,10 +22,10 @@ type TenantEvent struct {
 	Event    sluice.NewEvent
 }
 
-// MaxInlineDeliveries bounds the deliveries Insert makes in its
-// own transaction; a group of events that would make more is fanned out by
-// a job instead, so that a broadcast to thousands of endpoints does not
-// hold up the posts it was grouped with.
+// MaxInlineDeliveries bounds the deliveries Insert makes in its own
+// transaction; a group of events that would make more is fanned out by a
+// job instead, so that a broadcast to thousands of endpoints does not hold
+// up the posts it was grouped with.
 const MaxInlineDeliveries = 1000
 
 // Insert stores events of any tenants (a group of single posts, or one
@@ -52,7 +52,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 			return out, touched, nil
 		}
 		if !errors.Is(err, errOverInline) {
-			return out, nil, fmt.Errorf("store %d events in one statement: %w", len(out), err)
+			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 		}
 	}
 	var touched store.Touched

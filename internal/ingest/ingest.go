@@ -169,7 +169,7 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if b == nil {
 		return sluice.Event{}, ErrClosed
 	}
-	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev})
+	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
 }
 
 // SubmitIdempotent commits one event that carries an Idempotency-Key, on
