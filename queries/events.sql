@@ -58,7 +58,7 @@ FOR KEY SHARE OF e;
 
 -- name: InsertEvents :exec
 -- Stores a small group of events in one statement and one round trip
--- (store.insertEvents; a large group goes by COPY). A consumer is stored
+-- (fanout.insertEvents; a large group goes by COPY). A consumer is stored
 -- only where has_consumers says there is one, so that "" stays "".
 INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
@@ -73,7 +73,7 @@ FROM (
 -- name: InsertRoutedEvents :many
 -- Stores a group of events that carry neither a coalesce key nor a
 -- consumer, routes them and makes their deliveries, all in one statement
--- (store.insertRouted): what InsertEvents, SubscriptionsForEvents and
+-- (fanout.insertRouted): what InsertEvents, SubscriptionsForEvents and
 -- InsertDeliveries do in a transaction of their own, in one round trip.
 -- Each event reaches the subscriptions holding one of the patterns that
 -- could match its type (pattern_events and patterns pair each event with

@@ -58,7 +58,6 @@ func TestTenantListDisableEnable(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	api := httpapi.New(store.New(pool, nil), httpapi.Config{})
-	t.Cleanup(api.Close)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	status := func(key string) int {

@@ -25,7 +25,6 @@ func TestTenantSetRate(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
 	api := httpapi.New(store.New(pool, nil), httpapi.Config{})
-	t.Cleanup(api.Close)
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 

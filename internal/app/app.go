@@ -78,8 +78,9 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
-	workers *workers     // nil without the worker role
-	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
+	ingest  *ingest.Ingester // nil without the API role
+	workers *workers         // nil without the worker role
+	ui      *operator.UI     // nil unless SLUICE_OPERATOR_TOKEN is set
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
 	swept   sync.WaitGroup // the wake-up listener
@@ -109,6 +110,11 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		if p.workers != nil {
 			waker = p.workers.waker
 		}
+		p.ingest, err = ingest.New(p.Store, jobs.NewQueue(p.River), ingest.Config{Waker: waker, Logger: logger})
+		if err != nil {
+			pool.Close()
+			return nil, err
+		}
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
 		p.api = httpapi.New(p.Store, httpapi.Config{
@@ -116,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			APIRate:             cfg.APIRate,
 			Jobs:                jobs.NewQueue(p.River),
-			Waker:               waker,
+			Ingest:              p.ingest,
 			Portal:              links,
 			Logger:              logger,
 		})
@@ -140,9 +146,16 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	return p, nil
 }
 
-// Start starts the workers, when this process has them, and the operator
-// UI's background services.
+// Start starts the API's ingester and the workers, when this process has
+// them, and the operator UI's background services.
 func (p *Process) Start(ctx context.Context) error {
+	if p.ingest != nil {
+		// Not ctx itself: requests still arrive while the server drains
+		// after SIGTERM; Close stops the ingester once they are done.
+		if err := p.ingest.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("start ingest: %w", err)
+		}
+	}
 	if p.ui != nil {
 		uiCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		p.stopUI = stop
@@ -174,11 +187,12 @@ func (p *Process) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the API's event batcher and the workers, and closes the
-// database pool. Call it after the HTTP server has stopped.
+// Close stops the API's ingester (after its commits in flight) and the
+// workers, and closes the database pool. Call it after the HTTP server has
+// stopped.
 func (p *Process) Close() {
-	if p.api != nil {
-		p.api.Close()
+	if p.ingest != nil {
+		p.ingest.Stop()
 	}
 	if p.stopUI != nil {
 		p.stopUI()

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
@@ -27,7 +28,7 @@ func TestFanoutTwiceInsertsNothingTwice(t *testing.T) {
 
 	// Run the fan-out again by hand, twice, as a retried job would.
 	for range 2 {
-		_, n, err := h.proc.Store.FanOut(context.Background(), []uuid.UUID{id}, nil)
+		_, n, err := fanout.Events(context.Background(), h.proc.Store, []uuid.UUID{id}, nil)
 		require.NoError(t, err)
 		require.Zero(t, n, "a re-run creates no delivery")
 	}
@@ -48,13 +49,13 @@ func TestCoalescingReplacesQueuedPayload(t *testing.T) {
 	var ids []uuid.UUID
 	for i, key := range []string{"user-1", "user-2", "user-1", "user-1"} {
 		payload := []byte(fmt.Sprintf(`{"i":%d}`, i))
-		ev, _, err := h.proc.Store.CreateEvent(context.Background(), h.tenant.ID,
+		ev, _, err := fanout.InsertOne(context.Background(), h.proc.Store, h.tenant.ID,
 			sluice.NewEvent{Type: "profile.updated", Payload: payload, CoalesceKey: &key}, q)
 		require.NoError(t, err)
 		ids = append(ids, ev.ID)
 	}
 	for _, batch := range [][]uuid.UUID{ids[:1], ids[1:2], ids[2:], ids[:1]} {
-		_, _, err := h.proc.Store.FanOut(context.Background(), batch, nil)
+		_, _, err := fanout.Events(context.Background(), h.proc.Store, batch, nil)
 		require.NoError(t, err)
 	}
 	queued := h.deliveries("endpoint_id=" + epID)

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -107,9 +108,9 @@ func (b *bundle) event(tenant sluice.Tenant, eventType, payload string) sluice.E
 	t := b.t
 	t.Helper()
 	ctx := context.Background()
-	ev, _, err := b.store.CreateEvent(ctx, tenant.ID, sluice.NewEvent{Type: eventType, Payload: json.RawMessage(payload)}, b.jobs)
+	ev, _, err := fanout.InsertOne(ctx, b.store, tenant.ID, sluice.NewEvent{Type: eventType, Payload: json.RawMessage(payload)}, b.jobs)
 	require.NoError(t, err)
-	_, _, err = b.store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
+	_, _, err = fanout.Events(ctx, b.store, []uuid.UUID{ev.ID}, nil)
 	require.NoError(t, err)
 	return ev
 }

@@ -20,7 +20,6 @@ func TestMountsBesideAPI(t *testing.T) {
 	for _, dashboardFirst := range []bool{false, true} {
 		r := chi.NewRouter()
 		api := httpapi.New(b.store, httpapi.Config{Jobs: b.jobs})
-		t.Cleanup(api.Close)
 		dash := dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs})
 		if dashboardFirst {
 			dash.Mount(r)

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -67,9 +68,9 @@ func (b *bundle) seedFor(tenant sluice.Tenant, uid, url string) seeded {
 func (b *bundle) postEvent(tenant sluice.Tenant, ev sluice.NewEvent) sluice.Event {
 	b.t.Helper()
 	ctx := context.Background()
-	out, _, err := b.store.CreateEvent(ctx, tenant.ID, ev, b.jobs)
+	out, _, err := fanout.InsertOne(ctx, b.store, tenant.ID, ev, b.jobs)
 	require.NoError(b.t, err)
-	_, _, err = b.store.FanOut(ctx, []uuid.UUID{out.ID}, nil)
+	_, _, err = fanout.Events(ctx, b.store, []uuid.UUID{out.ID}, nil)
 	require.NoError(b.t, err)
 	return out
 }

@@ -1,6 +1,24 @@
-// Package fanout is the River worker that turns stored events into
-// deliveries, one per subscribed endpoint, and wakes those endpoints'
-// lingering dispatch runs or queues their dispatch jobs.
+// Package fanout turns events into deliveries, one per endpoint an event
+// reaches, and hands the endpoints whose queues changed to dispatch.
+//
+//   - Routing (routing.go, the one place it is decided): an event goes to
+//     the endpoints with a subscription matching its type, among the
+//     tenant's own endpoints; to its consumer's endpoints alone when it
+//     names a consumer; to every endpoint when it is a broadcast.
+//   - Planning (plan.go): a group's deliveries per tenant, one routing
+//     query and one insert each. Coalescing: an event with a coalesce key
+//     takes over the queued, never-attempted delivery of an older event
+//     with the same endpoint, type and key instead of adding one.
+//   - Inserting (insert.go): posted events stored with their deliveries in
+//     the post's own commit, a small group as one statement; coalesced
+//     events, very wide groups and single events with an Idempotency-Key
+//     (InsertOne) are left to the River Worker (Events).
+//
+// Dispatch receives the endpoints whose queues changed, with the new
+// deliveries when the insert knows them whole (store.Touched), after the
+// commit (store.DispatchOrWake, dispatch.Waker). Fan-out runs its queries
+// in a store.Tx, with the planner settings store gives routing
+// transactions (store.Store.WithRoutingTx).
 package fanout
 
 import (
@@ -18,7 +36,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// Worker runs jobs.FanoutArgs.
+// Worker runs jobs.FanoutArgs: the fan-out of events left to a job
+// (coalesced events, very wide groups, events with an Idempotency-Key), and
+// wakes the endpoints' lingering dispatch runs or queues their dispatch
+// jobs.
 type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
 	store  *store.Store
@@ -74,11 +95,11 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 		}
 		defer held.Release()
 	}
-	touched, _, err := w.store.FanOut(ctx, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
+	touched, _, err := Events(ctx, w.store, job.Args.EventIDs, func(ctx context.Context, tx pgx.Tx) error {
 		return jobs.Complete(ctx, tx, job)
 	})
 	if err != nil {
-		return fmt.Errorf("fan out: %w", err)
+		return err
 	}
 	if err := w.store.DispatchOrWake(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
 		// The job is complete; the sweeper's walk queues them (every 5 s).

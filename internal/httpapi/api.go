@@ -31,12 +31,11 @@ type Config struct {
 	AllowPrivateTargets bool
 	// SecretGrace is how long a rotated-out secret keeps signing.
 	SecretGrace time.Duration
-	// Jobs queues fan-out and dispatch jobs in the API's transactions.
+	// Jobs queues dispatch and replay jobs in the API's transactions.
 	Jobs store.JobQueue
-	// Waker reaches dispatch runs lingering in this process, when it has
-	// workers (nil: none here, so new deliveries get a job or a
-	// notification).
-	Waker ingest.Waker
+	// Ingest commits posted events and hands their deliveries to dispatch;
+	// whoever builds the API starts and stops it.
+	Ingest *ingest.Ingester
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
 	// APIRate is the API's rate limit per tenant for tenants without their
@@ -61,7 +60,7 @@ type API struct {
 	cfg      Config
 	logger   *slog.Logger
 	keys     *keyCache
-	ingest   *ingest.Batcher
+	ingest   *ingest.Ingester
 	limits   *limits
 	portal   *portal.Links
 	schemas  *eventschema.Cache
@@ -88,16 +87,12 @@ func New(st *store.Store, cfg Config) *API {
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
-		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Waker: cfg.Waker, Logger: cfg.Logger}),
+		ingest:  cfg.Ingest,
 		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches, cfg.Now),
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
 	}
 }
-
-// Close stops the API's event batcher once its commits in flight are done;
-// call it after the HTTP server has shut down.
-func (a *API) Close() { a.ingest.Close() }
 
 // Mount adds the health, metrics and /v1 routes to r.
 func (a *API) Mount(r chi.Router) {

@@ -125,7 +125,7 @@ func secondServer(t *testing.T, b *testBundle) *httptest.Server {
 	t.Cleanup(pool.Close)
 	api := httpapi.New(store.New(pool, nil), httpapi.Config{Jobs: b.jobs})
 	srv := httptest.NewServer(api.Handler())
-	t.Cleanup(func() { srv.Close(); api.Close() })
+	t.Cleanup(srv.Close)
 	return srv
 }
 

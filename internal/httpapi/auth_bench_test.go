@@ -14,7 +14,6 @@ import (
 func BenchmarkAuthenticate(b *testing.B) {
 	f := storetest.New(b)
 	a := New(f.Store, Config{Jobs: f.Jobs})
-	b.Cleanup(a.Close)
 	h := a.authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest(http.MethodGet, "/v1/endpoints", nil)
 	req.Header.Set("Authorization", "Bearer "+f.KeyA)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/fanout"
 )
 
 // putConsumer creates (or updates) a consumer of the holder of key.
@@ -46,7 +48,7 @@ func (b *testBundle) fanOut(key string, events ...map[string]any) [][]string {
 	for _, e := range r.JSON(b.t)["data"].([]any) {
 		ids = append(ids, uuid.MustParse(e.(map[string]any)["id"].(string)))
 	}
-	_, _, err := b.store.FanOut(b.t.Context(), ids, nil)
+	_, _, err := fanout.Events(b.t.Context(), b.store, ids, nil)
 	require.NoError(b.t, err)
 	out := make([][]string, len(ids))
 	for i, id := range ids {
@@ -83,7 +85,7 @@ func TestConsumerRouting(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	ev := r.JSON(t)
 	require.Equal(t, "cus_2", ev["consumer"])
-	_, _, err := b.store.FanOut(t.Context(), []uuid.UUID{uuid.MustParse(ev["id"].(string))}, nil)
+	_, _, err := fanout.Events(t.Context(), b.store, []uuid.UUID{uuid.MustParse(ev["id"].(string))}, nil)
 	require.NoError(t, err)
 	ds := b.do(b.keyA, http.MethodGet, "/v1/events/"+ev["id"].(string), nil).JSON(t)["deliveries"].([]any)
 	require.Len(t, ds, 1)

@@ -139,7 +139,7 @@ func batchPrefix(i int) string { return fmt.Sprintf("events[%d].", i) }
 // own when it carries an Idempotency-Key (which needs its own lookup).
 func (a *API) storeEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
 	if ev.IdempotencyKey != "" {
-		return a.store.CreateEvent(ctx, tenantID, ev, a.cfg.Jobs)
+		return a.ingest.SubmitIdempotent(ctx, tenantID, ev)
 	}
 	out, err := a.ingest.Submit(ctx, tenantID, ev)
 	return out, err == nil, err

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/fanout"
 )
 
 // TestEventAndDeliveryRoutes walks every event, delivery and replay route
@@ -34,7 +36,7 @@ func TestEventAndDeliveryRoutes(t *testing.T) {
 		ids = append(ids, uuid.MustParse(e.(map[string]any)["id"].(string)))
 	}
 	require.Len(t, ids, 3)
-	_, _, err := b.store.FanOut(t.Context(), ids, nil)
+	_, _, err := fanout.Events(t.Context(), b.store, ids, nil)
 	require.NoError(t, err)
 
 	got := b.do(b.keyA, http.MethodGet, "/v1/events/"+ev["id"].(string), nil).JSON(t)

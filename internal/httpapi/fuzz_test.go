@@ -26,6 +26,7 @@ import (
 
 	"github.com/sluice-dev/sluice/api"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -107,8 +108,9 @@ func envUint(t *testing.T, name string, def uint64) uint64 {
 // returns their ids.
 func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	f := storetest.New(t)
-	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Jobs: f.Jobs, Logger: logger, APIRate: testRate})
-	t.Cleanup(a.Close)
+	a := httpapi.New(f.Store, httpapi.Config{
+		AllowPrivateTargets: true, Jobs: f.Jobs, Ingest: httpapi.StartIngest(t, f.Store, f.Jobs), Logger: logger, APIRate: testRate,
+	})
 	r := chi.NewRouter()
 	a.Mount(r)
 	dashboard.New(f.Store, dashboard.Config{Key: bytes.Repeat([]byte{7}, 32), Jobs: f.Jobs, Logger: logger}).Mount(r)
@@ -123,12 +125,12 @@ func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 		require.NoError(t, err)
 		sub, err := f.Store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
 		require.NoError(t, err)
-		ev, _, err := f.Store.CreateEvent(ctx, tenant.ID, sluice.NewEvent{Type: "order.created", Payload: []byte(`{"n":1}`)}, f.Jobs)
+		ev, _, err := fanout.InsertOne(ctx, f.Store, tenant.ID, sluice.NewEvent{Type: "order.created", Payload: []byte(`{"n":1}`)}, f.Jobs)
 		require.NoError(t, err)
 		ids = append(ids, ep.ID.String(), sub.ID.String(), ev.ID.String())
 		events = append(events, ev.ID)
 	}
-	_, _, err := f.Store.FanOut(ctx, events, nil)
+	_, _, err := fanout.Events(ctx, f.Store, events, nil)
 	require.NoError(t, err)
 	for _, tenant := range []sluice.Tenant{f.TenantA, f.TenantB} {
 		page, err := f.Store.ListDeliveries(ctx, tenant.ID, sluice.DeliveryFilter{}, sluice.PageParams{Limit: 10})

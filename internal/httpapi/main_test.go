@@ -71,14 +71,14 @@ func setupWith(t *testing.T, configure func(*httpapi.Config)) *testBundle {
 	f := storetest.New(t)
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	cfg := httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, APIRate: testRate}
+	cfg := httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, Ingest: httpapi.StartIngest(t, st, b.jobs), APIRate: testRate}
 	if configure != nil {
 		configure(&cfg)
 	}
 	api := httpapi.New(st, cfg)
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
-	t.Cleanup(func() { b.srv.Close(); api.Close() })
+	t.Cleanup(b.srv.Close)
 	return b
 }
 

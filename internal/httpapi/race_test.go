@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -47,7 +48,7 @@ func (b *testBundle) deliveryOf(endpoint string) string {
 	r := b.do(b.keyA, http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": endpoint, "event_types": []string{"*"}})
 	require.Equal(t, http.StatusCreated, r.Status)
 	ev := b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "a", "payload": map[string]any{}}).JSON(t)["id"].(string)
-	_, _, err := b.store.FanOut(t.Context(), []uuid.UUID{uuid.MustParse(ev)}, nil)
+	_, _, err := fanout.Events(t.Context(), b.store, []uuid.UUID{uuid.MustParse(ev)}, nil)
 	require.NoError(t, err)
 	id := uuid.MustParse(endpoint)
 	page, err := b.store.ListDeliveries(t.Context(), b.tenantA.ID, sluice.DeliveryFilter{EndpointID: &id}, sluice.PageParams{Limit: 1})

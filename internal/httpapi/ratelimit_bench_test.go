@@ -17,7 +17,6 @@ import (
 func BenchmarkLimitRate(b *testing.B) {
 	f := storetest.New(b)
 	a := New(f.Store, Config{Jobs: f.Jobs, APIRate: apirate.MustParse("999999999/s")})
-	b.Cleanup(a.Close)
 	h := a.limitRate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest(http.MethodGet, "/v1/endpoints", nil)
 	req = req.WithContext(context.WithValue(req.Context(), tenantKey{}, f.TenantA))

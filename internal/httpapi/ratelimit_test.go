@@ -204,8 +204,7 @@ func (p *pendingBody) Read(b []byte) (int, error) {
 func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	api := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, APIRate: testRate, MaxLargeBatches: 1})
-	t.Cleanup(api.Close)
+	api := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, Ingest: httpapi.StartIngest(t, f.Store, f.Jobs), APIRate: testRate, MaxLargeBatches: 1})
 	h := api.Handler()
 
 	post := func(body io.Reader, length int64) *http.Request {

@@ -30,7 +30,6 @@ func benchBulkReplay(b *testing.B, n int) {
 	ctx := context.Background()
 	f := storetest.New(b)
 	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Jobs: f.Jobs, APIRate: testRate})
-	b.Cleanup(a.Close)
 	srv := httptest.NewServer(a.Handler())
 	b.Cleanup(srv.Close)
 	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10})

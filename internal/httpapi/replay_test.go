@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -50,7 +51,7 @@ func (b *testBundle) deadBacklog(n int) (string, uuid.UUID) {
 		ev := b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "a", "payload": map[string]any{}}).JSON(t)["id"].(string)
 		ids = append(ids, uuid.MustParse(ev))
 	}
-	_, _, err := b.store.FanOut(t.Context(), ids, nil)
+	_, _, err := fanout.Events(t.Context(), b.store, ids, nil)
 	require.NoError(t, err)
 	id := uuid.MustParse(ep)
 	require.Equal(t, n, b.settle(id, sluice.DeliveryDead, time.Now()))

@@ -25,8 +25,8 @@ import (
 func TestDatabaseUnavailable(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
-	api := New(storetest.Unreachable(t), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	t.Cleanup(api.Close)
+	st := storetest.Unreachable(t)
+	api := New(st, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ingest: StartIngest(t, st, nil)})
 	cached := apikey.New()
 	// Looked up "in an hour": the entry stays for the whole test.
 	api.keys.put(cached, sluice.Credential{Tenant: sluice.Tenant{ID: uuid.New(), Name: "cached"}}, time.Now().Add(time.Hour))

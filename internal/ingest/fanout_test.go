@@ -27,8 +27,7 @@ func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 	ep := subscribedEndpoint(t, f, "a", "order.*")
 	other := subscribedEndpoint(t, f, "b", "invoice.*")
 
-	b := ingest.New(f.Store, f.Jobs, ingest.Config{})
-	defer b.Close()
+	b := start(t, f, ingest.Config{})
 	ev, err := b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`)})
 	require.NoError(t, err)
 	require.Equal(t, 1, deliveriesOf(t, f, ev.ID), "the delivery committed with the event")
@@ -43,16 +42,26 @@ func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, deliveriesOf(t, f, batch[0].ID), "a batch's deliveries commit with it too")
 	require.Equal(t, 1, deliveriesOf(t, f, batch[1].ID))
-	b.Close() // the hand-off's last pass is done
+	b.Stop() // the hand-off's last pass is done
 	require.Equal(t, 1, dispatchJobs(t, f, ep), "the live job is found, not duplicated")
 	require.Equal(t, 1, dispatchJobs(t, f, other), "the batch's other endpoint has its job")
 
-	keyed := ingest.New(f.Store, f.Jobs, ingest.Config{})
-	defer keyed.Close()
+	keyed := start(t, f, ingest.Config{})
 	ev, err = keyed.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`), CoalesceKey: new("o1")})
 	require.NoError(t, err)
 	require.Zero(t, deliveriesOf(t, f, ev.ID), "a coalesced event is fanned out by its job")
 	require.Equal(t, 1, jobsOf(t, f, "fanout"))
+}
+
+// start returns an Ingester on f's store, started, and stopped when the
+// test ends.
+func start(t *testing.T, f storetest.Fixture, cfg ingest.Config) *ingest.Ingester {
+	t.Helper()
+	in, err := ingest.New(f.Store, f.Jobs, cfg)
+	require.NoError(t, err)
+	require.NoError(t, in.Start(context.Background()))
+	t.Cleanup(in.Stop)
+	return in
 }
 
 func subscribedEndpoint(t *testing.T, f storetest.Fixture, path, pattern string) uuid.UUID {
@@ -99,10 +108,10 @@ func TestDeletedEndpointsDoNotFailPosts(t *testing.T) {
 	for i := range eps {
 		eps[i] = subscribedEndpoint(t, f, fmt.Sprint(i), "*")
 	}
-	b := ingest.New(f.Store, f.Jobs, ingest.Config{})
-	defer b.Close()
+	b := start(t, f, ingest.Config{})
 
 	stop := make(chan struct{})
+	committed := make(chan struct{}, 1) // a post committed since the last drain
 	var posters sync.WaitGroup
 	posted, failed := make([]int, 8), make([]error, 8)
 	for p := range posted {
@@ -118,11 +127,25 @@ func TestDeletedEndpointsDoNotFailPosts(t *testing.T) {
 					return
 				}
 				posted[p]++
+				select {
+				case committed <- struct{}{}:
+				default:
+				}
 			}
 		})
 	}
+	// Each deletion waits for a post to commit after the one before, so
+	// that posts land between every two deletions.
 	for _, ep := range eps {
-		time.Sleep(5 * time.Millisecond)
+		select {
+		case <-committed:
+		default:
+		}
+		select {
+		case <-committed:
+		case <-time.After(10 * time.Second):
+			require.FailNow(t, "no post committed")
+		}
 		require.NoError(t, f.Store.DeleteEndpoint(ctx, f.TenantA.ID, ep))
 	}
 	close(stop)

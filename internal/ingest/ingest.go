@@ -1,12 +1,13 @@
 // Package ingest commits posted events and makes their deliveries in the
-// same transaction (store.CreateTenantEvents): a batch post as it is, and
-// concurrent single-event posts grouped into shared transactions (group
-// commit). Each POST /v1/events still
-// answers only after its event and its deliveries are committed, but a busy
-// API commits tens of events per transaction instead of one each: the
-// database's per-commit cost is what bounds single-event ingest. At low load
-// a batch is one event and nothing waits: a batch is whatever has queued up
-// while the previous one committed.
+// same transaction (fanout.Insert): a batch post as it is, and concurrent
+// single-event posts grouped into shared transactions (group commit). Each
+// POST /v1/events still answers only after its event and its deliveries
+// are committed, but a busy API commits tens of events per transaction
+// instead of one each: the database's per-commit cost is what bounds
+// single-event ingest. At low load a batch is one event and nothing waits:
+// a batch is whatever has queued up while the previous one committed. An
+// event with an Idempotency-Key is stored on its own
+// (fanout.InsertOne).
 //
 // After each commit, the endpoints whose queues changed are handed to their
 // dispatch runs (a run lingering in this process is signalled, and given
@@ -24,31 +25,65 @@ package ingest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/riverqueue/river/rivershared/startstop"
 
 	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// ErrClosed is returned for events submitted after Close.
+// ErrClosed is returned for events submitted before Start or after Stop.
 var ErrClosed = batch.ErrClosed
 
-// Config tunes a Batcher.
+// Defaults of Config.
+const (
+	CommittersDefault = 4
+	MaxBatchDefault   = 200
+)
+
+// Config tunes an Ingester.
 type Config struct {
-	// Committers is how many batches may commit at once (default 4).
+	// Committers is how many groups may commit at once (default
+	// CommittersDefault).
 	Committers int
-	// MaxBatch bounds the events in one transaction (default 200).
+	// MaxBatch bounds the events in one transaction (default
+	// MaxBatchDefault).
 	MaxBatch int
 	// Waker signals dispatch runs lingering in this process; nil (a process
 	// without workers) signals none.
 	Waker Waker
 	// Logger reports hand-offs that failed (the sweeper repairs them).
 	Logger *slog.Logger
+}
+
+// Resolve returns the configuration with defaults applied, or an error if
+// it cannot work.
+func (c Config) Resolve() (Config, error) {
+	if c.Committers == 0 {
+		c.Committers = CommittersDefault
+	}
+	if c.MaxBatch == 0 {
+		c.MaxBatch = MaxBatchDefault
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Committers < 0:
+		return c, errors.New("ingest: Committers must be positive")
+	case c.MaxBatch < 0:
+		return c, errors.New("ingest: MaxBatch must be positive")
+	}
+	return c, nil
 }
 
 // Waker signals the dispatch runs of endpoints registered in this process,
@@ -59,54 +94,90 @@ type Waker interface {
 	Hand(seq uint64, touched store.Touched) []uuid.UUID
 }
 
-// Batcher commits submitted events in groups.
-type Batcher struct {
-	b       *batch.Batcher[store.TenantEvent, sluice.Event]
-	commit  batch.CommitFunc[store.TenantEvent, sluice.Event]
+// Ingester commits posted events, single ones in groups, and hands the
+// endpoints they reach to their dispatch runs. It is a startstop.Service:
+// Start before the API serves, Stop after the HTTP server has shut down.
+type Ingester struct {
+	startstop.BaseStartStop
+
+	st      *store.Store
+	jobs    store.JobQueue
+	cfg     Config
+	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
 	handoff *handoff
 }
 
-// New starts a Batcher; Close stops it.
-func New(st *store.Store, jobs store.JobQueue, cfg Config) *Batcher {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+// New returns an Ingester on st that queues the jobs its commits need on
+// jobs; Start starts it.
+func New(st *store.Store, jobs store.JobQueue, cfg Config) (*Ingester, error) {
+	cfg, err := cfg.Resolve()
+	if err != nil {
+		return nil, err
 	}
-	h := startHandoff(st, jobs, cfg.Waker, cfg.Logger)
-	commit := func(ctx context.Context, evs []store.TenantEvent) ([]sluice.Event, error) {
-		seq := h.seq()
-		out, touched, err := st.CreateTenantEvents(ctx, evs, jobs)
-		if err == nil {
-			h.add(seq, touched)
-		}
-		return out, err
+	return &Ingester{st: st, jobs: jobs, cfg: cfg, handoff: newHandoff(st, jobs, cfg.Waker, cfg.Logger)}, nil
+}
+
+// Start starts the group commit and the hand-off loop.
+func (i *Ingester) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := i.StartInit(ctx)
+	if !shouldStart {
+		return nil
 	}
-	bcfg := batch.Config{Committers: cfg.Committers, MaxBatch: cfg.MaxBatch, Isolate: store.RowRejected}
-	return &Batcher{b: batch.New(bcfg, commit), commit: commit, handoff: h}
+	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commit)
+	i.batcher.Store(b)
+	go func() {
+		started()
+		defer stopped()
+		i.handoff.run(ctx) // until Stop
+		i.batcher.Store(nil)
+		b.Close()           // the groups in flight commit
+		i.handoff.pass(ctx) // and their endpoints are handed over
+	}()
+	return nil
+}
+
+// commit stores a group and passes its endpoints to the hand-off.
+func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
+	seq := i.handoff.seq()
+	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
+	if err != nil {
+		return nil, fmt.Errorf("commit group: %w", err)
+	}
+	i.handoff.add(seq, touched)
+	return out, nil
 }
 
 // SubmitBatch commits one tenant's batch of events on its own (a batch is
 // a group already) and returns them as stored, in order. Its endpoints are
 // handed over with the others'.
-func (b *Batcher) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent) ([]sluice.Event, error) {
-	group := make([]store.TenantEvent, len(evs))
-	for i, ev := range evs {
-		group[i] = store.TenantEvent{TenantID: tenantID, Event: ev}
+func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent) ([]sluice.Event, error) {
+	if i.batcher.Load() == nil {
+		return nil, ErrClosed
 	}
-	return b.commit(ctx, group)
+	group := make([]fanout.TenantEvent, len(evs))
+	for j, ev := range evs {
+		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
+	}
+	return i.commit(ctx, group)
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
 // An event Postgres refuses fails with an error store.RowRejected
 // recognises.
-func (b *Batcher) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
-	return b.b.Submit(ctx, store.TenantEvent{TenantID: tenantID, Event: ev})
+func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
+	b := i.batcher.Load()
+	if b == nil {
+		return sluice.Event{}, ErrClosed
+	}
+	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
 }
 
-// Close stops the Batcher after the batches in flight have committed and
-// their endpoints have been handed to their dispatch runs.
-func (b *Batcher) Close() {
-	b.b.Close()
-	b.handoff.close()
+// SubmitIdempotent commits one event that carries an Idempotency-Key, on
+// its own, and reports whether it created it: a key seen in the last
+// fanout.IdempotencyWindow answers with the event it created. Its error is
+// fanout's as it is: a conflict's text is the API's answer.
+func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
+	return fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs) //nolint:wrapcheck // wrapped by fanout
 }
 
 // handoff hands endpoints whose queues changed to their dispatch runs, one
@@ -121,10 +192,7 @@ type handoff struct {
 	pending      []committed
 	pendingBytes int           // the deliveries pending hold (store.Touched.Bytes)
 	kick         chan struct{} // holds a token while pending has commits
-	done         chan struct{}
-	stopped      chan struct{}
-	once         sync.Once
-	failing      bool // the last pass failed; read and written by run alone
+	failing      bool          // the last pass failed; read and written by the loop alone
 }
 
 // handoffTimeout bounds one pass, so that a database that stopped
@@ -137,13 +205,8 @@ type committed struct {
 	touched store.Touched
 }
 
-func startHandoff(st *store.Store, jobs store.JobQueue, waker Waker, logger *slog.Logger) *handoff {
-	h := &handoff{
-		st: st, jobs: jobs, waker: waker, logger: logger,
-		kick: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
-	}
-	go h.run()
-	return h
+func newHandoff(st *store.Store, jobs store.JobQueue, waker Waker, logger *slog.Logger) *handoff {
+	return &handoff{st: st, jobs: jobs, waker: waker, logger: logger, kick: make(chan struct{}, 1)}
 }
 
 // seq is the Waker's Seq, to read before a commit (0 without a Waker).
@@ -178,14 +241,13 @@ func (h *handoff) add(seq uint64, touched store.Touched) {
 	}
 }
 
-func (h *handoff) run() {
-	defer close(h.stopped)
+// run makes a pass each time commits are added, until ctx ends.
+func (h *handoff) run(ctx context.Context) {
 	for {
 		select {
 		case <-h.kick:
-			h.pass()
-		case <-h.done:
-			h.pass() // what the last commits added
+			h.pass(ctx)
+		case <-ctx.Done():
 			return
 		}
 	}
@@ -196,9 +258,11 @@ func (h *handoff) run() {
 const handoffRetry = 250 * time.Millisecond
 
 // pass hands over the pending endpoints. Those it failed to reach (the
-// database is down) are pending again after handoffRetry; their deliveries
-// are committed, so nothing is lost meanwhile.
-func (h *handoff) pass() {
+// database is down) are pending again after handoffRetry, unless ctx has
+// ended; their deliveries are committed, so nothing is lost meanwhile. The
+// pass itself outlives ctx, bounded by handoffTimeout, so that the last one
+// hands over what the last commits added.
+func (h *handoff) pass(ctx context.Context) {
 	h.mu.Lock()
 	commits := h.pending
 	h.pending, h.pendingBytes = nil, 0
@@ -207,9 +271,9 @@ func (h *handoff) pass() {
 	if len(ids) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), handoffTimeout)
+	passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
 	defer cancel()
-	err := h.st.DispatchOrWake(ctx, ids, h.jobs)
+	err := h.st.DispatchOrWake(passCtx, ids, h.jobs)
 	switch {
 	case err != nil && !h.failing:
 		h.logger.Warn("new deliveries could not be handed to their dispatch runs; retrying", "endpoints", len(ids), "err", err)
@@ -218,7 +282,7 @@ func (h *handoff) pass() {
 	}
 	h.failing = err != nil
 	if err != nil {
-		h.retryLater(ids)
+		h.retryLater(ctx, ids)
 	}
 }
 
@@ -242,17 +306,14 @@ func (h *handoff) hand(commits []committed) []uuid.UUID {
 	return ids
 }
 
-// retryLater makes ids pending again after handoffRetry, unless the
-// hand-off is closing: then the sweeper's walk finds them.
-func (h *handoff) retryLater(ids []uuid.UUID) {
+// retryLater makes ids pending again after handoffRetry, unless ctx ends
+// first (the Ingester is stopping): then the sweeper's walk finds them.
+func (h *handoff) retryLater(ctx context.Context, ids []uuid.UUID) {
+	t := time.NewTimer(handoffRetry)
+	defer t.Stop()
 	select {
-	case <-h.done:
-	case <-time.After(handoffRetry):
+	case <-ctx.Done():
+	case <-t.C:
 		h.add(0, store.TouchedWithout(ids))
 	}
-}
-
-func (h *handoff) close() {
-	h.once.Do(func() { close(h.done) })
-	<-h.stopped
 }

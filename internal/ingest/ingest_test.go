@@ -25,8 +25,7 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	f := storetest.New(t)
 	st, pool, tenantA, tenantB := f.Store, f.Store.Pool(), f.TenantA, f.TenantB
 
-	b := ingest.New(st, f.Jobs, ingest.Config{Committers: 2, MaxBatch: 50})
-	defer b.Close()
+	b := start(t, f, ingest.Config{Committers: 2, MaxBatch: 50})
 	const n = 400
 	var wg sync.WaitGroup
 	got := make([]sluice.Event, n)
@@ -53,9 +52,11 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	require.Less(t, commits, n, "events shared transactions")
 	t.Logf("%d events in %d transactions", n, commits)
 
-	b.Close()
+	b.Stop()
 	_, err := b.Submit(ctx, tenantA.ID, sluice.NewEvent{Type: "t.x", Payload: []byte(`1`)})
-	require.ErrorIs(t, err, ingest.ErrClosed)
+	require.ErrorIs(t, err, ingest.ErrClosed, "after Stop")
+	_, err = b.SubmitBatch(ctx, tenantA.ID, []sluice.NewEvent{{Type: "t.x", Payload: []byte(`1`)}})
+	require.ErrorIs(t, err, ingest.ErrClosed, "after Stop")
 }
 
 // TestRejectedEventFailsAlone submits, bypassing the API's validation,
@@ -69,8 +70,7 @@ func TestRejectedEventFailsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := storetest.New(t)
-	b := ingest.New(f.Store, f.Jobs, ingest.Config{Committers: 1, MaxBatch: 64})
-	defer b.Close()
+	b := start(t, f, ingest.Config{Committers: 1, MaxBatch: 64})
 
 	rejected := []sluice.NewEvent{
 		{Type: "t.bad", Payload: []byte("{\"s\":\"a\xffb\"}")},
@@ -128,4 +128,31 @@ func eventCommits(t *testing.T, pool *pgxpool.Pool, tenants ...uuid.UUID) int {
 	require.NoError(t, pool.QueryRow(t.Context(),
 		`SELECT count(DISTINCT xmin::text) FROM events WHERE tenant_id = ANY($1)`, tenants).Scan(&n))
 	return n
+}
+
+// TestConfigResolve: defaults fill what is unset, and a negative setting
+// is refused when the Ingester is made.
+func TestConfigResolve(t *testing.T) {
+	t.Parallel()
+	cfg, err := ingest.Config{}.Resolve()
+	require.NoError(t, err)
+	require.Equal(t, ingest.CommittersDefault, cfg.Committers)
+	require.Equal(t, ingest.MaxBatchDefault, cfg.MaxBatch)
+	require.NotNil(t, cfg.Logger)
+
+	_, err = ingest.New(nil, nil, ingest.Config{Committers: -1})
+	require.ErrorContains(t, err, "Committers")
+	_, err = ingest.New(nil, nil, ingest.Config{MaxBatch: -1})
+	require.ErrorContains(t, err, "MaxBatch")
+}
+
+// TestSubmitBeforeStart: an Ingester takes no event before it is started.
+func TestSubmitBeforeStart(t *testing.T) {
+	t.Parallel()
+	in, err := ingest.New(nil, nil, ingest.Config{})
+	require.NoError(t, err)
+	_, err = in.Submit(t.Context(), uuid.New(), sluice.NewEvent{Type: "t.x", Payload: []byte(`1`)})
+	require.ErrorIs(t, err, ingest.ErrClosed)
+	_, err = in.SubmitBatch(t.Context(), uuid.New(), []sluice.NewEvent{{Type: "t.x", Payload: []byte(`1`)}})
+	require.ErrorIs(t, err, ingest.ErrClosed)
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -39,7 +40,7 @@ func setupSweep(t *testing.T) *sweepBundle {
 	b.endpointID = ep.ID
 	_, err = b.f.Store.CreateSubscription(b.ctx, b.f.TenantA.ID, ep.ID, []string{"*"})
 	require.NoError(t, err)
-	ev, _, err := b.f.Store.CreateEvent(b.ctx, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
+	ev, _, err := fanout.InsertOne(b.ctx, b.f.Store, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
 	require.NoError(t, err)
 	b.eventID = ev.ID
 	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Nanosecond, WalkInterval: time.Nanosecond})
@@ -102,7 +103,7 @@ func TestSweepReplacesDeadRunsOnly(t *testing.T) {
 // is live, and not while it is throttled.
 func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	b := setupSweep(t)
-	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	_, created, err := fanout.Events(b.ctx, b.f.Store, []uuid.UUID{b.eventID}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, created)
 
@@ -142,7 +143,7 @@ func TestSweepQueuesRetriesWhenDueWithoutWalking(t *testing.T) {
 	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Nanosecond, WalkInterval: time.Hour})
 	_, err := b.f.Store.Pool().Exec(b.ctx, `UPDATE sweeps SET swept_at = now() WHERE name = 'dispatch-walk'`)
 	require.NoError(t, err)
-	_, created, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	_, created, err := fanout.Events(b.ctx, b.f.Store, []uuid.UUID{b.eventID}, nil)
 	require.NoError(t, err)
 	require.Equal(t, 1, created)
 	retryDue := func() *time.Time {
@@ -205,7 +206,7 @@ func TestSweepReplacesDeadReplayJobs(t *testing.T) {
 // stops when told.
 func TestSweeperSweepsOnItsClock(t *testing.T) {
 	b := setupSweep(t)
-	_, _, err := b.f.Store.FanOut(b.ctx, []uuid.UUID{b.eventID}, nil)
+	_, _, err := fanout.Events(b.ctx, b.f.Store, []uuid.UUID{b.eventID}, nil)
 	require.NoError(t, err)
 	clk := fakeclock.New(time.Now())
 	b.sweeper = b.newSweeper(SweeperConfig{Interval: time.Minute, Clock: clk})

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -25,9 +26,9 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	key := "user-1"
 	post := func(payload string) uuid.UUID {
-		ev, _, err := f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: "profile.updated", Payload: []byte(payload), CoalesceKey: &key}, f.Jobs)
+		ev, _, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, sluice.NewEvent{Type: "profile.updated", Payload: []byte(payload), CoalesceKey: &key}, f.Jobs)
 		require.NoError(t, err)
-		_, _, err = f.Store.FanOut(ctx, []uuid.UUID{ev.ID}, nil)
+		_, _, err = fanout.Events(ctx, f.Store, []uuid.UUID{ev.ID}, nil)
 		require.NoError(t, err)
 		return ev.ID
 	}

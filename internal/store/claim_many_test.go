@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -149,9 +150,9 @@ func postEvents(t *testing.T, f storetest.Fixture, typ string, n int) []uuid.UUI
 	t.Helper()
 	var ids []uuid.UUID
 	for range n {
-		ev, _, err := f.Store.CreateEvent(t.Context(), f.TenantA.ID, sluice.NewEvent{Type: typ, Payload: []byte(`{}`)}, f.Jobs)
+		ev, _, err := fanout.InsertOne(t.Context(), f.Store, f.TenantA.ID, sluice.NewEvent{Type: typ, Payload: []byte(`{}`)}, f.Jobs)
 		require.NoError(t, err)
-		_, _, err = f.Store.FanOut(t.Context(), []uuid.UUID{ev.ID}, nil)
+		_, _, err = fanout.Events(t.Context(), f.Store, []uuid.UUID{ev.ID}, nil)
 		require.NoError(t, err)
 		ids = append(ids, ev.ID)
 	}

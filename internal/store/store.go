@@ -1,6 +1,7 @@
 // Package store is all of Sluice's SQL access. It speaks domain types from
-// package sluice; the sqlc-generated code in store/dbq never leaves it, and
-// pgx.ErrNoRows becomes sluice.ErrNotFound here and nowhere else.
+// package sluice; the sqlc-generated code in store/dbq leaves it only in a
+// Tx handed to fanout, and pgx.ErrNoRows becomes sluice.ErrNotFound here
+// (NotFound) and nowhere else.
 package store
 
 import (
@@ -36,9 +37,7 @@ type Store struct {
 	// plainRecord runs a statement alone with recordSettings: for the plain
 	// record of attempts.
 	plainRecord *dbq.Queries
-	// routed runs a statement alone held to index probes (indexProbes), as
-	// inRoutingTx holds a transaction: for a small group of events stored,
-	// routed and fanned out in one statement (insertRouted).
+	// routed runs a statement alone held to index probes (Routed).
 	routed *dbq.Queries
 }
 
@@ -166,19 +165,6 @@ func setLocal(settings [][2]string) string {
 		calls[i] = fmt.Sprintf("set_config('%s', '%s', true)", s[0], s[1])
 	}
 	return "; SELECT " + strings.Join(calls, ", ")
-}
-
-// inRoutingTx is inTx for a transaction that routes events to their
-// endpoints (SubscriptionsForEvents) and makes their deliveries, with
-// indexProbes: the routing query's generic plan, made without knowing the
-// post's types, read every subscription and every endpoint of the tenant
-// and joined them by hash (0.47 ms a post beside 2,000 endpoints on other
-// types, against 0.18), where the index of subscription patterns finds the
-// few that match and each endpoint is one probe of its key
-// (TestRoutingReadsOnlyMatchingSubscriptions).
-// One round trip: BEGIN and the settings go as one simple-protocol query.
-func (s *Store) inRoutingTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(indexProbes)}, fn)
 }
 
 // recordSettings are what RecordOutcomes runs with. It commits

@@ -2,9 +2,6 @@ package store
 
 import (
 	"github.com/google/uuid"
-
-	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Touched is what a post did to its endpoints' queues: for each endpoint
@@ -30,31 +27,6 @@ func TouchedWithout(endpointIDs []uuid.UUID) Touched {
 	t := make(Touched, len(endpointIDs))
 	for _, id := range endpointIDs {
 		t[id] = nil
-	}
-	return t
-}
-
-// touchedWith is Touched for the deliveries InsertRoutedEvents made of evs:
-// each new, due when it was made, with its event as stored.
-func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) Touched {
-	byID := make(map[uuid.UUID]*sluice.Event, len(evs))
-	for i := range evs {
-		byID[evs[i].ID] = &evs[i]
-	}
-	t := Touched{}
-	for _, r := range rows {
-		ev := byID[r.EventID]
-		if ev == nil || r.NextAttemptAt == nil { // neither happens; a claim will find it
-			t[r.EndpointID] = nil
-			continue
-		}
-		if c, known := t[r.EndpointID]; known && c == nil {
-			continue
-		}
-		t[r.EndpointID] = append(t[r.EndpointID], Claimed{
-			ID: r.ID, EventID: r.EventID, NextAttemptAt: *r.NextAttemptAt,
-			EventType: ev.Type, Payload: ev.Payload, EventCreatedAt: ev.CreatedAt,
-		})
 	}
 	return t
 }

@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -20,3 +23,55 @@ func (s *Store) Queries() *dbq.Queries { return s.q }
 func (s *Store) InQueriesTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx, q *dbq.Queries) error) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, tx, s.q.WithTx(tx)) })
 }
+
+// Tx is one of the store's transactions, handed to a package that makes
+// its own decisions inside one (fanout): Q runs the sqlc queries in it, and
+// the embedded pgx.Tx is there for COPY and for River's inserts, which
+// commit with the rest.
+type Tx struct {
+	pgx.Tx
+	Q *dbq.Queries
+}
+
+// WithTx runs fn in a transaction, committing if it returns nil.
+func (s *Store) WithTx(ctx context.Context, fn func(Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(Tx{Tx: tx, Q: s.q.WithTx(tx)}) })
+}
+
+// WithRoutingTx is WithTx for a transaction that routes events to their
+// endpoints (SubscriptionsForEvents) and makes their deliveries, held to
+// indexProbes: the routing query's generic plan, made without knowing the
+// post's types, would otherwise read every subscription and endpoint of
+// the tenant and join them by hash, where the index of subscription
+// patterns finds the few that match and each endpoint is one probe of its
+// key (TestRoutingReadsOnlyMatchingSubscriptions).
+// One round trip: BEGIN and the settings go as one simple-protocol query.
+func (s *Store) WithRoutingTx(ctx context.Context, fn func(Tx) error) error {
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(indexProbes)}, func(tx pgx.Tx) error {
+		return fn(Tx{Tx: tx, Q: s.q.WithTx(tx)})
+	})
+}
+
+// Routed runs one statement alone (oneShot), held to indexProbes as
+// WithRoutingTx holds a transaction: for a small group of events stored,
+// routed and fanned out in one statement (InsertRoutedEvents).
+func (s *Store) Routed() *dbq.Queries { return s.routed }
+
+// NotFound turns pgx.ErrNoRows (and a foreign key violation) into
+// sluice.ErrNotFound, for the code that runs queries in a Tx.
+func NotFound(err error) error { return notFound(err) }
+
+// NewID returns a time-ordered id, as the store gives every row it makes.
+func NewID() uuid.UUID { return newID() }
+
+// InsertEvent stores one event in the transaction, as posted.
+func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
+	row, err := insertEvent(ctx, t.Q, tenantID, ev)
+	if err != nil {
+		return sluice.Event{}, fmt.Errorf("insert event: %w", err)
+	}
+	return eventFromRow(row), nil
+}
+
+// EventFromRow is an events row as the domain's Event.
+func EventFromRow(r dbq.Event) sluice.Event { return eventFromRow(r) }

@@ -140,7 +140,7 @@ type InsertEventsParams struct {
 }
 
 // Stores a small group of events in one statement and one round trip
-// (store.insertEvents; a large group goes by COPY). A consumer is stored
+// (fanout.insertEvents; a large group goes by COPY). A consumer is stored
 // only where has_consumers says there is one, so that "" stays "".
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
@@ -213,7 +213,7 @@ type InsertRoutedEventsRow struct {
 
 // Stores a group of events that carry neither a coalesce key nor a
 // consumer, routes them and makes their deliveries, all in one statement
-// (store.insertRouted): what InsertEvents, SubscriptionsForEvents and
+// (fanout.insertRouted): what InsertEvents, SubscriptionsForEvents and
 // InsertDeliveries do in a transaction of their own, in one round trip.
 // Each event reaches the subscriptions holding one of the patterns that
 // could match its type (pattern_events and patterns pair each event with

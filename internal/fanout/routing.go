@@ -1,7 +1,8 @@
-package store
+package fanout
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -39,7 +40,7 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 	}
 	rows, err := q.SubscriptionsForEvents(ctx, params)
 	if err != nil {
-		return routes{}, err
+		return routes{}, fmt.Errorf("route events: %w", err)
 	}
 	r := routes{byConsumer: map[string][]dbq.SubscriptionsForEventsRow{}}
 	for _, row := range rows {

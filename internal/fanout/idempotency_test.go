@@ -1,4 +1,4 @@
-package store_test
+package fanout_test
 
 import (
 	"sync"
@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -33,7 +33,7 @@ func TestIdempotencyKeyUnderConcurrency(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			got, isNew, err := f.Store.CreateEvent(ctx, f.TenantA.ID, ev, f.Jobs)
+			got, isNew, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, ev, f.Jobs)
 			require.NoError(t, err)
 			mu.Lock()
 			defer mu.Unlock()
@@ -47,20 +47,20 @@ func TestIdempotencyKeyUnderConcurrency(t *testing.T) {
 	require.Equal(t, 1, created, "one request creates the event")
 	require.Len(t, ids, 1, "every request answers with it")
 
-	other, isNew, err := f.Store.CreateEvent(ctx, f.TenantB.ID, ev, f.Jobs)
+	other, isNew, err := fanout.InsertOne(ctx, f.Store, f.TenantB.ID, ev, f.Jobs)
 	require.NoError(t, err)
 	require.True(t, isNew, "another tenant's key is its own")
 	require.NotContains(t, ids, other.ID)
 
-	_, _, err = f.Store.CreateEvent(ctx, f.TenantA.ID, sluice.NewEvent{Type: "pay.done", Payload: []byte(`{"n":2}`), IdempotencyKey: "k-1"}, f.Jobs)
-	require.ErrorIs(t, err, store.ErrIdempotencyMismatch)
+	_, _, err = fanout.InsertOne(ctx, f.Store, f.TenantA.ID, sluice.NewEvent{Type: "pay.done", Payload: []byte(`{"n":2}`), IdempotencyKey: "k-1"}, f.Jobs)
+	require.ErrorIs(t, err, fanout.ErrIdempotencyMismatch)
 
 	// Past the window the key is free again.
 	_, err = f.Store.Pool().Exec(ctx, `UPDATE events SET id = sluice_uuid_at(sluice_uuid_ms(id) - $1::bigint)
-	    WHERE tenant_id = $2`, (store.IdempotencyWindow + time.Minute).Milliseconds(), f.TenantA.ID)
+	    WHERE tenant_id = $2`, (fanout.IdempotencyWindow + time.Minute).Milliseconds(), f.TenantA.ID)
 	require.NoError(t, err)
-	again, isNew, err := f.Store.CreateEvent(ctx, f.TenantA.ID, ev, f.Jobs)
+	again, isNew, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, ev, f.Jobs)
 	require.NoError(t, err)
-	require.True(t, isNew, "a key older than %s creates a new event", store.IdempotencyWindow)
+	require.True(t, isNew, "a key older than %s creates a new event", fanout.IdempotencyWindow)
 	require.NotContains(t, ids, again.ID)
 }

@@ -1,39 +1,40 @@
-package store
+package fanout
 
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// FanOut turns events into deliveries, one per (event, endpoint subscribed
-// to its type), runs done in the same transaction, and returns the
-// endpoints whose queues changed and the number of deliveries created.
+// Events makes the deliveries of stored events, one per (event, endpoint
+// subscribed to its type), runs done in the same transaction, and returns
+// the endpoints whose queues changed and the number of deliveries created.
 // Running it twice for the same events inserts nothing twice. An event with
 // a coalesce key replaces the event of a queued, never-attempted delivery
 // with the same endpoint, type and key instead of adding one.
 //
-// The caller dispatches the returned endpoints (DispatchOrWake)
+// The caller dispatches the returned endpoints (store.DispatchOrWake)
 // after the commit, not inside it: River's unique insert locks a live
 // dispatch job's row, and holding those locks for a whole fan-out
 // transaction convoyed dispatchers and deadlocked with River's completer.
 // Doing so after the commit is still race-free; see DispatchOrWake.
-func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) ([]uuid.UUID, int, error) {
+func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done store.TxHook) ([]uuid.UUID, int, error) {
 	var (
 		created int
 		touched []uuid.UUID
 	)
-	err := s.inRoutingTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		events, err := q.EventsByID(ctx, eventIDs)
+	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
+		events, err := tx.Q.EventsByID(ctx, eventIDs)
 		if err != nil {
-			return err
+			return fmt.Errorf("read events: %w", err)
 		}
-		plan, err := planFanOut(ctx, q, events)
+		plan, err := planFanOut(ctx, tx.Q, events)
 		if err != nil {
 			return err
 		}
@@ -41,11 +42,16 @@ func (s *Store) FanOut(ctx context.Context, eventIDs []uuid.UUID, done TxHook) (
 			return err
 		}
 		if done != nil {
-			return done(ctx, tx)
+			if err := done(ctx, tx.Tx); err != nil {
+				return fmt.Errorf("before commit: %w", err)
+			}
 		}
 		return nil
 	})
-	return touched, created, err
+	if err != nil {
+		return nil, 0, fmt.Errorf("fan out %d events: %w", len(eventIDs), err)
+	}
+	return touched, created, nil
 }
 
 // planFanOut plans, per tenant, the deliveries of events, in id order. An
@@ -55,7 +61,7 @@ func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event) (*fanou
 	plan := &fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
 	for tenantID, evs := range byTenant(events) {
 		if err := plan.addTenant(ctx, tenantID, evs); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("plan tenant %s: %w", tenantID, err)
 		}
 	}
 	return plan, nil
@@ -80,7 +86,7 @@ func (p *fanoutPlan) insert(ctx context.Context) ([]uuid.UUID, int, error) {
 		}
 		inserted, err := p.q.InsertDeliveries(ctx, batch.params(tenantID))
 		if err != nil {
-			return nil, 0, err
+			return nil, 0, fmt.Errorf("insert deliveries: %w", err)
 		}
 		created += len(inserted)
 		for _, id := range inserted {
@@ -111,7 +117,7 @@ func byTenant(events []dbq.Event) map[uuid.UUID][]dbq.Event {
 }
 
 // addTenant plans the deliveries of one tenant's events with one query for
-// the subscriptions they can reach (routing.load).
+// the subscriptions they can reach (loadRoutes).
 func (p *fanoutPlan) addTenant(ctx context.Context, tenantID uuid.UUID, evs []dbq.Event) error {
 	routes, err := loadRoutes(ctx, p.q, tenantID, evs)
 	if err != nil {
@@ -149,17 +155,20 @@ func (p *fanoutPlan) coalesce(ctx context.Context, batch *deliveryBatch, ev dbq.
 	superseded, err := p.q.NewerCoalescedExists(ctx, dbq.NewerCoalescedExistsParams{
 		EndpointID: endpointID, CoalesceKey: ev.CoalesceKey, EventType: ev.Type, EventID: ev.ID,
 	})
-	if err != nil || superseded {
-		return superseded, err
+	if err != nil {
+		return false, fmt.Errorf("look for a newer coalesced event: %w", err)
+	}
+	if superseded {
+		return true, nil
 	}
 	_, err = p.q.CoalesceDelivery(ctx, dbq.CoalesceDeliveryParams{
 		EventID: ev.ID, EndpointID: endpointID, EventType: ev.Type, CoalesceKey: ev.CoalesceKey,
 	})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
+	if errors.Is(store.NotFound(err), sluice.ErrNotFound) {
+		return false, nil // no queued delivery to take over
 	}
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("coalesce delivery: %w", err)
 	}
 	p.touched[endpointID] = true
 	return true, nil
@@ -184,7 +193,7 @@ func (b *deliveryBatch) add(ev dbq.Event, endpointID uuid.UUID) {
 		key = *ev.CoalesceKey
 		b.coalesced[coalesceKey{endpointID, ev.Type, key}] = len(b.ids)
 	}
-	b.ids = append(b.ids, newID())
+	b.ids = append(b.ids, store.NewID())
 	b.eventIDs = append(b.eventIDs, ev.ID)
 	b.endpointIDs = append(b.endpointIDs, endpointID)
 	b.eventTypes = append(b.eventTypes, ev.Type)

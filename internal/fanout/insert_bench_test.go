@@ -1,10 +1,10 @@
-package store_test
+package fanout_test
 
 import (
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -18,9 +18,9 @@ func BenchmarkSinglePost(b *testing.B) {
 	f := storetest.New(b)
 	ctx := b.Context()
 	subscribed(b, f, "bench.post")
-	post := []store.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "bench.post", Payload: []byte(`{"n":1}`)}}}
+	post := []fanout.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "bench.post", Payload: []byte(`{"n":1}`)}}}
 	for b.Loop() {
-		if _, _, err := f.Store.CreateTenantEvents(ctx, post, f.Jobs); err != nil {
+		if _, _, err := fanout.Insert(ctx, f.Store, post, f.Jobs); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package store_test
+package fanout_test
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestWideGroupsFanOutByJob stores two groups of events for 40 endpoints:
-// one whose deliveries fit under store.MaxInlineDeliveries, made in its
+// one whose deliveries fit under fanout.MaxInlineDeliveries, made in its
 // commit, and one just over it, left whole to a fan-out job.
 func TestWideGroupsFanOutByJob(t *testing.T) {
 	t.Parallel()
@@ -26,22 +26,22 @@ func TestWideGroupsFanOutByJob(t *testing.T) {
 		_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"})
 		require.NoError(t, err)
 	}
-	group := func(n int) []store.TenantEvent {
-		evs := make([]store.TenantEvent, n)
+	group := func(n int) []fanout.TenantEvent {
+		evs := make([]fanout.TenantEvent, n)
 		for i := range evs {
-			evs[i] = store.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "t.x", Payload: []byte(`{}`)}}
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "t.x", Payload: []byte(`{}`)}}
 		}
 		return evs
 	}
-	fits := store.MaxInlineDeliveries / endpoints
+	fits := fanout.MaxInlineDeliveries / endpoints
 
-	out, touched, err := f.Store.CreateTenantEvents(ctx, group(fits), f.Jobs)
+	out, touched, err := fanout.Insert(ctx, f.Store, group(fits), f.Jobs)
 	require.NoError(t, err)
 	require.Len(t, touched, endpoints)
 	require.Equal(t, fits*endpoints, deliveriesOf(t, f, out))
 	require.Zero(t, fanoutJobs(t, f))
 
-	out, touched, err = f.Store.CreateTenantEvents(ctx, group(fits+1), f.Jobs)
+	out, touched, err = fanout.Insert(ctx, f.Store, group(fits+1), f.Jobs)
 	require.NoError(t, err)
 	require.Empty(t, touched)
 	require.Zero(t, deliveriesOf(t, f, out), "none made in the commit")
@@ -82,11 +82,11 @@ func TestGroupsAreStoredAsPosted(t *testing.T) {
 		{Type: "a.f", Payload: []byte(`{}`), Broadcast: true},
 	}
 	for _, n := range []int{len(variants), 40} {
-		evs := make([]store.TenantEvent, n)
+		evs := make([]fanout.TenantEvent, n)
 		for i := range evs {
-			evs[i] = store.TenantEvent{TenantID: f.TenantA.ID, Event: variants[i%len(variants)]}
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: variants[i%len(variants)]}
 		}
-		out, _, err := f.Store.CreateTenantEvents(t.Context(), evs, f.Jobs)
+		out, _, err := fanout.Insert(t.Context(), f.Store, evs, f.Jobs)
 		require.NoError(t, err)
 		for i, want := range out {
 			var got sluice.Event

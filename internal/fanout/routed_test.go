@@ -1,4 +1,4 @@
-package store_test
+package fanout_test
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -52,19 +52,19 @@ func TestOneStatementRoutesAsTheTransactionDoes(t *testing.T) {
 		endpoint(f.TenantA.ID, "cus2-other", &cus2, false, []string{"user.*"}):                           "cus2-other",
 		endpoint(f.TenantB.ID, "b-all", nil, false, []string{"*"}):                                       "b-all",
 	}
-	var kinds []store.TenantEvent
+	var kinds []fanout.TenantEvent
 	for _, tenant := range []uuid.UUID{f.TenantA.ID, f.TenantB.ID} {
 		for _, typ := range []string{"invoice.paid", "invoice.paid.late", "user.created", "audit"} {
 			for _, broadcast := range []bool{false, true} {
 				ev := sluice.NewEvent{Type: typ, Payload: []byte(`{}`), Broadcast: broadcast}
-				kinds = append(kinds, store.TenantEvent{TenantID: tenant, Event: ev})
+				kinds = append(kinds, fanout.TenantEvent{TenantID: tenant, Event: ev})
 			}
 		}
 	}
 	// reached stores evs as one group and names, for each, the endpoints
 	// it made deliveries to.
-	reached := func(evs []store.TenantEvent) []string {
-		out, _, err := f.Store.CreateTenantEvents(ctx, evs, f.Jobs)
+	reached := func(evs []fanout.TenantEvent) []string {
+		out, _, err := fanout.Insert(ctx, f.Store, evs, f.Jobs)
 		require.NoError(t, err)
 		got := make([]string, len(out))
 		for i, ev := range out {
@@ -108,11 +108,11 @@ func TestDeliveryIDsSortAsTheirEvents(t *testing.T) {
 	first, second := subscribed(t, f, "order.x"), subscribed(t, f, "order.x")
 	var posted []uuid.UUID
 	for range 3 {
-		evs := make([]store.TenantEvent, 10)
+		evs := make([]fanout.TenantEvent, 10)
 		for i := range evs {
-			evs[i] = store.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.x", Payload: []byte(`{}`)}}
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.x", Payload: []byte(`{}`)}}
 		}
-		out, _, err := f.Store.CreateTenantEvents(ctx, evs, f.Jobs)
+		out, _, err := fanout.Insert(ctx, f.Store, evs, f.Jobs)
 		require.NoError(t, err)
 		for _, ev := range out {
 			posted = append(posted, ev.ID)

@@ -1,0 +1,252 @@
+package fanout
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// TenantEvent is an event to store for a tenant.
+type TenantEvent struct {
+	TenantID uuid.UUID
+	Event    sluice.NewEvent
+}
+
+// MaxInlineDeliveries bounds the deliveries Insert makes in its own
+// transaction; a group of events that would make more is fanned out by a
+// job instead, so that a broadcast to thousands of endpoints does not hold
+// up the posts it was grouped with.
+const MaxInlineDeliveries = 1000
+
+// Insert stores events of any tenants (a group of single posts, or one
+// tenant's batch) and makes their deliveries in the same transaction, so
+// that a post costs no fan-out job: no job row written, fetched and
+// completed. It returns the events in input order and the endpoints whose
+// queues changed (store.Touched), which the caller hands to their dispatch
+// runs after the commit (store.DispatchOrWake).
+//
+// A group of up to maxInsertEvents events with neither coalesce keys nor
+// consumers is one statement (insertRouted). Others go through a
+// transaction: the events (see insertEvents), then their routing and
+// deliveries. Events with a coalesce key, and groups that would make more
+// than MaxInlineDeliveries deliveries, get a fan-out job in that
+// transaction instead. Coalescing updates queued deliveries, and so waits
+// on, and can deadlock with, the dispatchers recording those rows: a
+// fan-out job retries that, but a POST would fail. Idempotency keys are
+// not looked at: events that carry one go through InsertOne.
+func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, store.Touched, error) {
+	out := newEvents(evs)
+	if oneStatement(out) {
+		touched, err := insertRouted(ctx, st, out)
+		if err == nil {
+			return out, touched, nil
+		}
+		if !errors.Is(err, errOverInline) {
+			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
+		}
+	}
+	var touched store.Touched
+	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
+		if err := insertEvents(ctx, tx, out); err != nil {
+			return fmt.Errorf("insert events: %w", err)
+		}
+		inline, keyed := splitKeyed(out)
+		plan, err := planFanOut(ctx, tx.Q, inline)
+		if err != nil {
+			return err
+		}
+		if plan.deliveries() > MaxInlineDeliveries {
+			return queueFanOut(ctx, tx, jobs, eventIDs(out))
+		}
+		endpoints, _, err := plan.insert(ctx)
+		if err != nil {
+			return err
+		}
+		touched = store.TouchedWithout(endpoints)
+		if len(keyed) == 0 {
+			return nil
+		}
+		return queueFanOut(ctx, tx, jobs, keyed)
+	})
+	if err != nil {
+		return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
+	}
+	return out, touched, nil
+}
+
+// queueFanOut queues the fan-out job of events in tx.
+func queueFanOut(ctx context.Context, tx store.Tx, jobs store.JobQueue, eventIDs []uuid.UUID) error {
+	if err := jobs.FanOut(ctx, tx.Tx, eventIDs); err != nil {
+		return fmt.Errorf("queue fan-out of %d events: %w", len(eventIDs), err)
+	}
+	return nil
+}
+
+// errOverInline is insertRouted's answer for a group that would make more
+// than MaxInlineDeliveries deliveries: it stored nothing.
+var errOverInline = errors.New("more deliveries than are made inline")
+
+// insertRouted stores evs, none with a coalesce key or a consumer, and
+// their deliveries with one statement in one round trip
+// (InsertRoutedEvents: events, routing and deliveries, where a transaction
+// takes five round trips) and returns the deliveries it made, whole.
+func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (store.Touched, error) {
+	e := eventsParams(evs)
+	p := dbq.InsertRoutedEventsParams{
+		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
+		Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts,
+		MaxDeliveries: MaxInlineDeliveries,
+	}
+	for _, ev := range evs {
+		for _, pattern := range sluice.CandidatePatterns(ev.Type) {
+			p.PatternEvents = append(p.PatternEvents, ev.ID)
+			p.Patterns = append(p.Patterns, pattern)
+		}
+	}
+	rows, err := st.Routed().InsertRoutedEvents(ctx, p)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
+		return nil, errOverInline
+	}
+	if err != nil {
+		return nil, fmt.Errorf("insert routed events: %w", err)
+	}
+	return touchedWith(evs, rows), nil
+}
+
+// overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
+// (00017_routed_insert.sql).
+const overInlineCode = "SL001"
+
+// oneStatement reports whether evs are a group insertRouted takes: small,
+// and none with a coalesce key or a consumer.
+func oneStatement(evs []sluice.Event) bool {
+	return len(evs) <= maxInsertEvents && !slices.ContainsFunc(evs, func(ev sluice.Event) bool {
+		return ev.CoalesceKey != nil || ev.Consumer != nil
+	})
+}
+
+// newEvents gives each event an id and its creation time, and returns them
+// as they will be stored: the time to the microsecond, as Postgres keeps it,
+// so the answer to the post, the events read back and the deliveries' bodies
+// agree.
+func newEvents(evs []TenantEvent) []sluice.Event {
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	out := make([]sluice.Event, len(evs))
+	for i, te := range evs {
+		ev := te.Event
+		out[i] = sluice.Event{
+			ID: store.NewID(), TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
+			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now,
+		}
+	}
+	return out
+}
+
+// maxInsertEvents is the largest group of events stored with one INSERT
+// (InsertEvents, or InsertRoutedEvents with their deliveries): one round
+// trip, where COPY takes two and, for a few rows, more of Postgres's time.
+// Larger groups go by COPY, which costs less per row.
+const maxInsertEvents = 32
+
+// insertEvents stores evs in tx: with InsertEvents, or by COPY when there
+// are more than maxInsertEvents.
+func insertEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
+	if len(evs) > maxInsertEvents {
+		return copyEvents(ctx, tx, evs)
+	}
+	return tx.Q.InsertEvents(ctx, eventsParams(evs))
+}
+
+// eventsParams lays evs out as InsertEvents's columns.
+func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
+	n := len(evs)
+	p := dbq.InsertEventsParams{
+		Ids: make([]uuid.UUID, n), TenantIds: make([]uuid.UUID, n), Types: make([]string, n), Payloads: make([]string, n),
+		CoalesceKeys: make([]string, n), Consumers: make([]string, n), HasConsumers: make([]bool, n),
+		Broadcasts: make([]bool, n), CreatedAts: make([]time.Time, n),
+	}
+	for i, ev := range evs {
+		p.Ids[i], p.TenantIds[i], p.Types[i], p.Payloads[i] = ev.ID, ev.TenantID, ev.Type, string(ev.Payload)
+		p.Broadcasts[i], p.CreatedAts[i] = ev.Broadcast, ev.CreatedAt
+		if ev.CoalesceKey != nil {
+			p.CoalesceKeys[i] = *ev.CoalesceKey // never "": the API refuses an empty key
+		}
+		if ev.Consumer != nil {
+			p.Consumers[i], p.HasConsumers[i] = *ev.Consumer, true
+		}
+	}
+	return p
+}
+
+func copyEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
+	rows := make([][]any, len(evs))
+	for i, ev := range evs {
+		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt}
+	}
+	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
+		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
+	return err
+}
+
+// splitKeyed returns, in order, the events without a coalesce key as rows
+// to plan deliveries for, and the ids of those with one.
+func splitKeyed(evs []sluice.Event) ([]dbq.Event, []uuid.UUID) {
+	var (
+		plain []dbq.Event
+		keyed []uuid.UUID
+	)
+	for _, ev := range evs {
+		if ev.CoalesceKey != nil {
+			keyed = append(keyed, ev.ID)
+			continue
+		}
+		plain = append(plain, dbq.Event{
+			ID: ev.ID, TenantID: ev.TenantID, Type: ev.Type, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
+		})
+	}
+	return plain, keyed
+}
+
+func eventIDs(evs []sluice.Event) []uuid.UUID {
+	ids := make([]uuid.UUID, len(evs))
+	for i, ev := range evs {
+		ids[i] = ev.ID
+	}
+	return ids
+}
+
+// touchedWith is Touched for the deliveries InsertRoutedEvents made of evs:
+// each new, due when it was made, with its event as stored.
+func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) store.Touched {
+	byID := make(map[uuid.UUID]*sluice.Event, len(evs))
+	for i := range evs {
+		byID[evs[i].ID] = &evs[i]
+	}
+	t := store.Touched{}
+	for _, r := range rows {
+		ev := byID[r.EventID]
+		if ev == nil || r.NextAttemptAt == nil { // neither happens; a claim will find it
+			t[r.EndpointID] = nil
+			continue
+		}
+		if c, known := t[r.EndpointID]; known && c == nil {
+			continue
+		}
+		t[r.EndpointID] = append(t[r.EndpointID], store.Claimed{
+			ID: r.ID, EventID: r.EventID, NextAttemptAt: *r.NextAttemptAt,
+			EventType: ev.Type, Payload: ev.Payload, EventCreatedAt: ev.CreatedAt,
+		})
+	}
+	return t
+}

@@ -1,0 +1,24 @@
+package httpapi
+
+import (
+	"context"
+	"testing"
+
+	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// StartIngest returns an Ingester on st, as the app wires one for the API:
+// started, and stopped when the test ends.
+func StartIngest(t testing.TB, st *store.Store, jobs store.JobQueue) *ingest.Ingester {
+	t.Helper()
+	in, err := ingest.New(st, jobs, ingest.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Stop)
+	return in
+}
