@@ -39,8 +39,13 @@ type Config struct {
 	Waker ingest.Waker
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
-	// APIRate is the API's rate limit per tenant for tenants without their
-	// own; zero means apirate.DefaultRate.
+	// Limits are the rate limits the API shares with the dashboard and
+	// the portal of the same process: the tenants' buckets and the failed
+	// authentications per client address. Nil means limits of the API's
+	// own, at APIRate.
+	Limits *apirate.Limits
+	// APIRate is the rate of tenants without their own, when Limits is
+	// nil; zero means apirate.DefaultRate.
 	APIRate apirate.Rate
 	// MaxLargeBatches is how many batches over 1 MiB are read at once;
 	// zero means DefaultMaxLargeBatches.
@@ -78,15 +83,15 @@ func New(st *store.Store, cfg Config) *API {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	if cfg.APIRate.IsZero() {
-		cfg.APIRate = apirate.MustParse(apirate.DefaultRate)
+	if cfg.Limits == nil {
+		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: st})
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Waker: cfg.Waker, Logger: cfg.Logger}),
-		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches),
+		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
 	}
