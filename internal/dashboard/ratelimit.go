@@ -2,58 +2,110 @@ package dashboard
 
 import (
 	"fmt"
-	"net"
 	"net/http"
-	"net/netip"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 )
 
-// signInRate is how often one client address may try to sign in: 10 tries
-// a minute, all 10 at once if it likes.
-var signInRate = apirate.MustParse("10/m").WithBurst(10)
+// The dashboard and the portal draw from the rate limits of the API
+// (apirate.Limits, shared through Config.Limits): each request of a
+// session costs tokens of its tenant's bucket, as an API request does, and
+// as many of the session's own smaller bucket first, so that one session
+// (a portal link handed to a customer) cannot empty the tenant's bucket
+// alone. Failed authentications (a wrong API key at sign-in, an unknown
+// session cookie, an invalid portal link) cost the client's address a
+// token of the bucket the API's 401s draw from; an address without one is
+// answered 429 before its credential is looked up.
 
-// signInKey is a client address (an IPv6 one by its /64) at one Dashboard.
-type signInKey struct {
-	d    *Dashboard
-	addr netip.Prefix
+// heavyCost is what a page that aggregates costs, in tokens, where any
+// other request costs one: the endpoint page (charts of an hour's and a
+// day's attempts, a count of its dead deliveries), the dead-letter page (a
+// count per endpoint shown) and the confirmation of a bulk replay (a
+// count).
+const heavyCost = 5
+
+// heavyPages are the pages that cost heavyCost, by method and route.
+var heavyPages = map[string]bool{
+	"GET /endpoints/{id}":        true,
+	"GET /dead":                  true,
+	"GET /endpoints/{id}/replay": true,
 }
 
-// signInBuckets holds the sign-in buckets of every Dashboard of the process,
-// each keyed by its Dashboard as well, so two never share one. Buckets that
-// have refilled are dropped, so it holds only addresses seen in the last
-// minute or so.
-var signInBuckets = apirate.NewLimiter[signInKey](nil)
+// requestCost is what r costs, by its route; the dashboard is mounted at
+// the root, so its route patterns are the ones it registers.
+func requestCost(r *http.Request) int {
+	if rc := chi.RouteContext(r.Context()); rc != nil && heavyPages[r.Method+" "+rc.RoutePattern()] {
+		return heavyCost
+	}
+	return 1
+}
 
-// limitSignIn charges a sign-in try to the client's address, or answers 429
-// with Retry-After once it has used up its tries. The address is the
-// connection's peer: behind a proxy every client shares the proxy's.
-func (d *Dashboard) limitSignIn(r *http.Request) error {
-	res := signInBuckets.Take(signInKey{d: d, addr: clientPrefix(r.RemoteAddr)}, signInRate, 1)
+// limitRequest takes the request's cost from the session's own bucket,
+// then from its tenant's: a session over its own limit costs its tenant
+// nothing.
+func (d *Dashboard) limitRequest(r *http.Request, s session) error {
+	cost := requestCost(r)
+	if err := d.limitSession(s.bucketKey(), cost); err != nil {
+		return err
+	}
+	return d.limitTenant(r, s.tenant.ID, cost)
+}
+
+// limitSession takes cost tokens from the bucket named key
+// (session.bucketKey).
+func (d *Dashboard) limitSession(key string, cost int) error {
+	res := d.limits.TakeSession(key, cost)
 	if res.Allowed {
 		return nil
 	}
-	after := max(1, apirate.Seconds(res.RetryAfter))
-	return &pageError{status: http.StatusTooManyRequests, title: "Too many sign-in attempts",
-		detail: fmt.Sprintf("This address has tried to sign in too often. Try again in %d seconds.", after), retryAfter: after}
+	after := apirate.RetryAfter(res)
+	return &pageError{status: http.StatusTooManyRequests, title: "Too many requests",
+		detail:     fmt.Sprintf("This session is sending requests faster than it may. Try again in %s.", seconds(after)),
+		retryAfter: after}
 }
 
-// clientPrefix is the address a sign-in is counted against: the whole
-// IPv4 address, or the /64 of an IPv6 one (one host's usual allotment).
-func clientPrefix(remoteAddr string) netip.Prefix {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
+// limitTenant takes cost tokens from the tenant's bucket, the one its API
+// requests draw from too.
+func (d *Dashboard) limitTenant(r *http.Request, tenant uuid.UUID, cost int) error {
+	res := d.limits.TakeTenant(r.Context(), tenant, cost)
+	if res.Allowed {
+		return nil
 	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return netip.Prefix{}
+	after := apirate.RetryAfter(res)
+	return &pageError{status: http.StatusTooManyRequests, title: "Too many requests",
+		detail: fmt.Sprintf("This account has used up its rate limit, which its API, dashboard and portal share. "+
+			"Try again in %s.", seconds(after)),
+		retryAfter: after}
+}
+
+// checkAuth answers 429 to a client address that has failed to
+// authenticate too often of late, before its credential is looked up.
+func (d *Dashboard) checkAuth(r *http.Request) error {
+	if res := d.limits.CheckAuth(apirate.ClientPrefix(r)); !res.Allowed {
+		return errAuthThrottled(res)
 	}
-	addr = addr.Unmap()
-	bits := 32
-	if addr.Is6() {
-		bits = 64
+	return nil
+}
+
+// failAuth charges a failed authentication to the client's address.
+func (d *Dashboard) failAuth(r *http.Request) {
+	d.limits.FailAuth(apirate.ClientPrefix(r))
+}
+
+func errAuthThrottled(res apirate.Result) *pageError {
+	after := apirate.RetryAfter(res)
+	return &pageError{status: http.StatusTooManyRequests, title: "Too many failed sign-in attempts",
+		detail:     fmt.Sprintf("This address has failed to sign in too often. Try again in %s.", seconds(after)),
+		retryAfter: after}
+}
+
+// seconds is n seconds in words.
+func seconds(n int) string {
+	if n == 1 {
+		return "1 second"
 	}
-	p, _ := addr.Prefix(bits)
-	return p
+	return fmt.Sprintf("%d seconds", n)
 }
