@@ -32,8 +32,8 @@ type Config struct {
 	// Session is each dashboard or portal session's rate; zero means
 	// DefaultSessionRate.
 	Session Rate
-	// Auth is each client address's rate of failed authentications (and
-	// of dashboard sign-in tries); zero means DefaultAuthRate.
+	// Auth is each client address's rate of failed authentications; zero
+	// means DefaultAuthRate.
 	Auth Rate
 	// Rates reads a tenant's own rate; nil means every tenant has Tenant.
 	Rates RateSource
@@ -86,21 +86,21 @@ func New(cfg Config) *Limits {
 	}
 }
 
-// TenantRate is the rate of the tenant's bucket: its own, or the default.
-func (l *Limits) TenantRate(ctx context.Context, tenant uuid.UUID) Rate {
+// tenantRate is the rate of the tenant's bucket: its own, or the default.
+func (l *Limits) tenantRate(ctx context.Context, tenant uuid.UUID) Rate {
 	return l.rates.get(ctx, tenant, l.cfg.Tenant)
 }
 
 // TakeTenant takes n tokens from the tenant's bucket if it holds them.
 func (l *Limits) TakeTenant(ctx context.Context, tenant uuid.UUID, n int) Result {
-	return l.cfg.Buckets.Take(ctx, tenant, l.TenantRate(ctx, tenant), n)
+	return l.cfg.Buckets.Take(ctx, tenant, l.tenantRate(ctx, tenant), n)
 }
 
 // ChargeTenant takes n tokens from the tenant's bucket whether or not it
 // holds them: a charge for work already done, which may leave the bucket
 // in debt (Limiter.Charge).
 func (l *Limits) ChargeTenant(ctx context.Context, tenant uuid.UUID, n int) Result {
-	return l.cfg.Buckets.Charge(ctx, tenant, l.TenantRate(ctx, tenant), n)
+	return l.cfg.Buckets.Charge(ctx, tenant, l.tenantRate(ctx, tenant), n)
 }
 
 // TakeSession takes n tokens from the bucket of the session whose secret
@@ -121,13 +121,6 @@ func (l *Limits) CheckAuth(addr netip.Prefix) Result {
 // leave the address in debt, when failures raced past CheckAuth.
 func (l *Limits) FailAuth(addr netip.Prefix) Result {
 	return l.addrs.Charge(addr, l.cfg.Auth, 1)
-}
-
-// TakeAuth takes a token from the client address's bucket of failed
-// authentications, whatever the outcome of the try it pays for: for the
-// dashboard's sign-in, each of which starts a session.
-func (l *Limits) TakeAuth(addr netip.Prefix) Result {
-	return l.addrs.Take(addr, l.cfg.Auth, 1)
 }
 
 // ClientPrefix is the client address a request's authentication failures

@@ -77,13 +77,17 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 // worthless even if a copy of it survives. A signed-in request must carry
 // its CSRF token, so no other site can sign anyone out.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
-	if s, ok := d.sessionFrom(r); ok {
+	s, err := d.loadSession(r)
+	switch {
+	case err == nil:
 		if err := d.checkCSRF(w, r, s); err != nil {
 			return err
 		}
 		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(s.cookie)); err != nil {
 			return err
 		}
+	case !errors.Is(err, errNoSession):
+		return err // the session could not be ended: say so rather than drop the cookie
 	}
 	d.clearSessionCookie(w, r)
 	return redirect(w, r, "/login")
