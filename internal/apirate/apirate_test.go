@@ -1,6 +1,11 @@
 package apirate_test
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,4 +119,102 @@ func BenchmarkLimiterTake(b *testing.B) {
 			i++
 		}
 	})
+}
+
+func TestLimiterPeekTakesNothing(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.NewLimiter[string](c.now)
+	rate := apirate.MustParse("1/s") // burst 2
+	res := l.Peek("a", rate, 1)
+	require.True(t, res.Allowed)
+	require.Equal(t, 2, res.Remaining)
+	require.Zero(t, l.Len(), "a peek keeps no bucket")
+	l.Charge("a", rate, 3)
+	res = l.Peek("a", rate, 1)
+	require.False(t, res.Allowed)
+	require.Equal(t, 2*time.Second, res.RetryAfter, "one token of debt, then one to take")
+	c.advance(2 * time.Second)
+	require.True(t, l.Peek("a", rate, 1).Allowed)
+	require.True(t, l.Peek("a", rate, 1).Allowed, "still there: nothing was taken")
+}
+
+// rates is a RateSource of fixed rates that counts its reads.
+type rates struct {
+	mu    sync.Mutex
+	rate  map[uuid.UUID]string
+	reads int
+}
+
+func (r *rates) TenantAPIRate(_ context.Context, id uuid.UUID) (*string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reads++
+	if s, ok := r.rate[id]; ok {
+		return &s, nil
+	}
+	return nil, nil
+}
+
+func TestLimitsTenantRate(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	own, other := uuid.New(), uuid.New()
+	src := &rates{rate: map[uuid.UUID]string{own: "1/s"}}
+	l := apirate.New(apirate.Config{Tenant: apirate.MustParse("10/s"), Rates: src, Now: c.now})
+	require.Equal(t, 2, l.TakeTenant(t.Context(), own, 1).Limit, "its own rate")
+	require.Equal(t, 20, l.TakeTenant(t.Context(), other, 1).Limit, "the default")
+	require.False(t, l.TakeTenant(t.Context(), own, 2).Allowed)
+	res := l.ChargeTenant(t.Context(), own, 2)
+	require.True(t, res.Allowed)
+	require.Equal(t, 3*time.Second, res.Reset)
+	require.Equal(t, 2, src.reads, "each rate read once a second")
+
+	src.mu.Lock()
+	src.rate[own] = "100/s"
+	src.mu.Unlock()
+	c.advance(time.Second)
+	require.Equal(t, 200, l.TakeTenant(t.Context(), own, 1).Limit, "a new rate reaches the bucket within a second")
+}
+
+func TestLimitsSessionsAndAuth(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.New(apirate.Config{Session: apirate.MustParse("1/s").WithBurst(3), Now: c.now})
+	require.True(t, l.TakeSession("cookie-a", 3).Allowed)
+	require.False(t, l.TakeSession("cookie-a", 1).Allowed)
+	require.True(t, l.TakeSession("cookie-b", 1).Allowed, "each session its own bucket")
+
+	addr := netip.MustParsePrefix("198.51.100.7/32")
+	for i := range 10 {
+		require.True(t, l.CheckAuth(addr).Allowed, "failure %d", i)
+		l.FailAuth(addr)
+	}
+	res := l.CheckAuth(addr)
+	require.False(t, res.Allowed)
+	require.Equal(t, 6, apirate.RetryAfter(res), "ten a minute: one more every 6 s")
+	require.True(t, l.CheckAuth(netip.MustParsePrefix("198.51.100.8/32")).Allowed)
+	c.advance(6 * time.Second)
+	require.True(t, l.CheckAuth(addr).Allowed)
+	l.FailAuth(addr)
+	require.False(t, l.CheckAuth(addr).Allowed)
+}
+
+func TestClientPrefix(t *testing.T) {
+	t.Parallel()
+	for remote, want := range map[string]string{
+		"198.51.100.7:4000":         "198.51.100.7/32",
+		"[::ffff:198.51.100.7]:1":   "198.51.100.7/32",
+		"[2001:db8:1:2::1]:4000":    "2001:db8:1:2::/64",
+		"[2001:db8:1:2:ffff::]:443": "2001:db8:1:2::/64",
+		"198.51.100.7":              "198.51.100.7/32",
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", "203.0.113.1")
+		require.Equal(t, want, apirate.ClientPrefix(r).String(), remote)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.RemoteAddr = "not an address"
+	require.False(t, apirate.ClientPrefix(r).IsValid())
 }

@@ -65,6 +65,21 @@ func (l *Limiter[K]) Charge(key K, rate Rate, n int) Result {
 	return l.take(key, rate, n, true)
 }
 
+// Peek reports whether key's bucket holds n tokens at rate, taking none
+// and keeping no bucket for a key it has not seen: for a check that must
+// come before work whose outcome decides the charge (Charge).
+func (l *Limiter[K]) Peek(key K, rate Rate, n int) Result {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := bucket{rate: rate}
+	if held := l.buckets[key]; held != nil {
+		b.state = held.state
+	}
+	b.state = b.state.Refill(flow.ExactPace(rate.limit), now)
+	return b.result(b.state.Tokens+1e-9 >= float64(n), n)
+}
+
 func (l *Limiter[K]) take(key K, rate Rate, n int, force bool) Result {
 	now := l.now()
 	l.mu.Lock()

@@ -1,8 +1,11 @@
-// Package apirate is the rate limit of Sluice's own API: token buckets kept
-// in the memory of one process, keyed by tenant (API requests) or by client
-// address (dashboard sign-in). Unlike package flow, which paces
-// deliveries with buckets shared in Postgres, these buckets are never
-// shared: each API process enforces the full rate on its own.
+// Package apirate is the rate limit of Sluice's own doors: the API, the
+// dashboard and the portal. One Limits per process holds a token bucket
+// per tenant that every door draws from, a smaller one per dashboard or
+// portal session, and one per client address for failed authentications.
+// Unlike package flow, which paces deliveries with buckets shared in
+// Postgres, these buckets live in one process's memory: each process
+// enforces the full rate on its own (the tenants' buckets sit behind the
+// Buckets interface so that a shared store can stand in for them).
 package apirate
 
 import (

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
@@ -105,6 +106,9 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	router := chi.NewRouter()
 	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
+	// One set of rate limits for every door: a tenant's API, dashboard and
+	// portal requests draw from one bucket.
+	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store})
 	if roles.API {
 		var waker ingest.Waker
 		if p.workers != nil {
@@ -120,7 +124,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		p.api = httpapi.New(p.Store, httpapi.Config{
 			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
-			APIRate:             cfg.APIRate,
+			Limits:              limits,
 			Jobs:                jobs.NewQueue(p.River),
 			Ingest:              p.ingest,
 			Portal:              links,
@@ -130,7 +134,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger,
+			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger, Limits: limits,
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)

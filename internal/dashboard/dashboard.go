@@ -18,6 +18,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
@@ -50,6 +51,10 @@ type Config struct {
 	// Now is the clock of the charts and of "next attempt"; nil means
 	// time.Now.
 	Now func() time.Time
+	// Limits are the rate limits the dashboard and the portal share with
+	// the API of the same process (ratelimit.go); nil means limits of the
+	// dashboard's own, at apirate's defaults.
+	Limits *apirate.Limits
 }
 
 // Dashboard serves the dashboard's pages.
@@ -59,6 +64,7 @@ type Dashboard struct {
 	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
+	limits *apirate.Limits
 
 	allowPrivate bool
 	secretGrace  time.Duration
@@ -88,12 +94,16 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Limits == nil {
+		cfg.Limits = apirate.New(apirate.Config{Rates: st})
+	}
 	return &Dashboard{
 		store:  st,
 		jobs:   cfg.Jobs,
 		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
+		limits: cfg.Limits,
 
 		secureCookies: cfg.SecureCookies,
 		allowPrivate:  cfg.AllowPrivateTargets,

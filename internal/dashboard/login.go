@@ -23,10 +23,13 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) error {
 	return d.render(w, r, http.StatusOK, web.LoginPage("", next))
 }
 
-// login is POST /login: checks the API key and starts a session. Each
-// client address may try 10 times a minute (signin_limit.go).
+// login is POST /login: checks the API key and starts a session. A wrong
+// key is a failed authentication of the client's address, which is
+// answered 429 once it has failed too often, before its key is looked up;
+// a sign-in costs its tenant a token, as an API request does
+// (ratelimit.go).
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
-	if err := d.limitSignIn(r); err != nil {
+	if err := d.checkAuth(r); err != nil {
 		return err
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
@@ -40,10 +43,12 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 		formNext = ""
 	}
 	if key == "" {
+		d.failAuth(r)
 		return d.render(w, r, http.StatusBadRequest, web.LoginPage("Enter an API key.", formNext))
 	}
 	cred, err := d.store.AuthenticateAPIKey(r.Context(), key)
 	if errors.Is(err, sluice.ErrNotFound) {
+		d.failAuth(r)
 		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
 	}
 	if err != nil {
@@ -51,6 +56,9 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	if cred.Tenant.Disabled() {
 		return d.render(w, r, http.StatusForbidden, web.LoginPage("This account is disabled. Ask the operator of this Sluice to enable it.", formNext))
+	}
+	if err := d.limitTenant(r, cred.Tenant.ID, 1); err != nil {
+		return err
 	}
 	token := newSessionToken()
 	expires := time.Now().Add(SessionTTL)
@@ -69,13 +77,17 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 // worthless even if a copy of it survives. A signed-in request must carry
 // its CSRF token, so no other site can sign anyone out.
 func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
-	if s, ok := d.sessionFrom(r); ok {
+	s, err := d.loadSession(r)
+	switch {
+	case err == nil:
 		if err := d.checkCSRF(w, r, s); err != nil {
 			return err
 		}
 		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(s.cookie)); err != nil {
 			return err
 		}
+	case !errors.Is(err, errNoSession):
+		return err // the session could not be ended: say so rather than drop the cookie
 	}
 	d.clearSessionCookie(w, r)
 	return redirect(w, r, "/login")

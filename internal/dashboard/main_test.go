@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -58,13 +59,28 @@ func (b *bundle) now() time.Time {
 
 func setup(t *testing.T) *bundle {
 	t.Helper()
+	return setupWith(t, func(b *bundle) http.Handler {
+		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, Now: b.now, Limits: looseLimits(b.store)}).Handler()
+	})
+}
+
+// setupWith is setup serving what serve makes of the bundle.
+func setupWith(t *testing.T, serve func(*bundle) http.Handler) *bundle {
+	t.Helper()
 	t.Parallel()
 	f := storetest.New(t)
-	st := f.Store
-	b := &bundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	b.srv = httptest.NewServer(dashboard.New(st, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, Now: b.now}).Handler())
+	b := &bundle{t: t, store: f.Store, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
+	b.srv = httptest.NewServer(serve(b))
 	t.Cleanup(b.srv.Close)
 	return b
+}
+
+// looseLimits are rate limits no test but ratelimit_test.go's meets: a
+// tenant's and a session's at a million a second. Failed authentications
+// keep their default limit.
+func looseLimits(st *store.Store) *apirate.Limits {
+	loose := apirate.MustParse("1000000/s")
+	return apirate.New(apirate.Config{Tenant: loose, Session: loose, Rates: st})
 }
 
 // seeded is an endpoint with one event fanned out to it.

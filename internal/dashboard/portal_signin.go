@@ -13,13 +13,25 @@ import (
 // expires, and redirects to the endpoints, so the token leaves the address
 // bar (and the history entry the browser keeps). A session the browser
 // already had ends first. A link that is not valid answers 403, whatever is
-// wrong with it.
+// wrong with it, and is a failed authentication of the client's address
+// (ratelimit.go). Opening a link costs a token of its consumer's session
+// bucket and of its tenant's, as a request of the session does.
 func (d *Dashboard) openPortal(w http.ResponseWriter, r *http.Request) error {
+	if err := d.checkAuth(r); err != nil {
+		return err
+	}
 	g, err := d.portal.Open(r.Context(), r.URL.Query().Get("token"))
 	if errors.Is(err, portal.ErrInvalidLink) {
+		d.failAuth(r)
 		return errInvalidLink()
 	}
 	if err != nil {
+		return err
+	}
+	if err := d.limitSession(consumerBucket(g.Target.Consumer.ID), 1); err != nil {
+		return err
+	}
+	if err := d.limitTenant(r, g.Target.Tenant.ID, 1); err != nil {
 		return err
 	}
 	if old, ok := d.sessionFrom(r); ok {

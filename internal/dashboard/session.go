@@ -125,22 +125,29 @@ var errNoSession = errors.New("not signed in")
 // the database's included, counts as signed out.
 func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 	s, err := d.loadSession(r)
-	if err != nil && !errors.Is(err, errNoSession) && !store.Unavailable(err) {
+	var pe *pageError
+	if err != nil && !errors.Is(err, errNoSession) && !errors.As(err, &pe) && !store.Unavailable(err) {
 		d.logger.ErrorContext(r.Context(), "dashboard session: load", "err", err)
 	}
 	return s, err == nil
 }
 
 // loadSession is sessionFrom telling errNoSession apart from a failure to
-// load the session.
+// load the session. A cookie that names no session is a failed
+// authentication of the client's address, and an address that has failed
+// too often is answered 429 before its cookie is looked up (ratelimit.go).
 func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	ck, err := r.Cookie(SessionCookie)
 	if err != nil || !wellFormedToken(ck.Value) {
 		return session{}, errNoSession
 	}
+	if err := d.checkAuth(r); err != nil {
+		return session{}, err
+	}
 	ds, err := d.store.DashboardSession(r.Context(), tokenHash(ck.Value))
 	switch {
 	case errors.Is(err, sluice.ErrNotFound):
+		d.failAuth(r)
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
@@ -154,6 +161,19 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	}
 	return s, nil
 }
+
+// bucketKey names the session's own rate-limit bucket: a tenant's session
+// has its own, while a consumer's portal sessions share their consumer's,
+// so that opening more sessions from a portal link gains nothing.
+func (s session) bucketKey() string {
+	if s.consumer != nil {
+		return consumerBucket(s.consumer.ID)
+	}
+	return s.cookie
+}
+
+// consumerBucket names the bucket of a consumer's portal sessions.
+func consumerBucket(consumerID uuid.UUID) string { return "consumer " + consumerID.String() }
 
 // readOnlyGuard refuses, with 403, every request of a read-only session
 // that is not a GET or HEAD, whatever its route: read-only sessions change
@@ -195,13 +215,19 @@ func (d *Dashboard) tenantOnly(next http.Handler) http.Handler {
 
 // requireSession lets only signed-in requests through. A page asked for
 // without a session redirects to /login (and back after); any other method
-// is refused.
+// is refused. A request of a session then pays its cost from the
+// session's bucket and its tenant's (ratelimit.go), or is answered 429.
 func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, err := d.loadSession(r)
 		switch {
 		case err == nil:
-			next.ServeHTTP(w, r.WithContext(withSession(r.Context(), s)))
+			r = r.WithContext(withSession(r.Context(), s))
+			if err := d.limitRequest(r, s); err != nil {
+				d.writeError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
 			return
 		case !errors.Is(err, errNoSession):
 			d.writeError(w, r, err) // the database, most likely: not a reason to sign out

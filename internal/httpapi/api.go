@@ -38,15 +38,17 @@ type Config struct {
 	Ingest *ingest.Ingester
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
-	// APIRate is the API's rate limit per tenant for tenants without their
-	// own; zero means apirate.DefaultRate.
+	// Limits are the rate limits the API shares with the dashboard and
+	// the portal of the same process: the tenants' buckets and the failed
+	// authentications per client address. Nil means limits of the API's
+	// own, at APIRate.
+	Limits *apirate.Limits
+	// APIRate is the rate of tenants without their own, when Limits is
+	// nil; zero means apirate.DefaultRate.
 	APIRate apirate.Rate
 	// MaxLargeBatches is how many batches over 1 MiB are read at once;
 	// zero means DefaultMaxLargeBatches.
 	MaxLargeBatches int
-	// Now is the clock the rate limit's buckets refill by; nil means
-	// time.Now. Tests move their own instead of waiting.
-	Now func() time.Time
 	// Portal signs portal links. Nil means links signed with a random key
 	// under http://localhost, which only this process accepts: for tests.
 	Portal *portal.Links
@@ -80,15 +82,15 @@ func New(st *store.Store, cfg Config) *API {
 	if cfg.Gatherer == nil {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
-	if cfg.APIRate.IsZero() {
-		cfg.APIRate = apirate.MustParse(apirate.DefaultRate)
+	if cfg.Limits == nil {
+		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: st})
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  cfg.Ingest,
-		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches, cfg.Now),
+		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
 	}

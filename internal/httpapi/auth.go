@@ -3,11 +3,13 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/apikey"
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -22,34 +24,60 @@ func tenantFrom(ctx context.Context) sluice.Tenant {
 // answers 401. A revoked or expired key answers 401 within keyCacheTTL on
 // every process; a disabled tenant's keys are refused as soon by
 // refuseDisabled.
+//
+// Every 401 costs the client's address a token of its failed
+// authentications (apirate.Limits.FailAuth), the bucket the dashboard's
+// sign-in draws from too; an address without one is answered 429 before
+// its key is looked up, so guessing costs the database nothing past the
+// limit (TestFailedAuthThrottledPerAddress). A key this process resolved
+// in the last keyCacheTTL is served whatever its address has failed.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := bearer(r.Header.Get("Authorization"))
-		if !ok {
-			writeUnauthorized(w, "send your API key as \"Authorization: Bearer sk_...\"")
-			return
-		}
-		if !apikey.WellFormed(key) {
-			writeUnauthorized(w, "the API key is not valid")
-			return
-		}
-		tenant, ok := a.keys.get(key)
-		if !ok {
-			looked := time.Now()
-			cred, err := a.store.AuthenticateAPIKey(r.Context(), key)
-			if errors.Is(err, sluice.ErrNotFound) {
-				writeUnauthorized(w, "the API key is not valid: unknown, revoked or expired")
+		key, given := bearer(r.Header.Get("Authorization"))
+		wellFormed := given && apikey.WellFormed(key)
+		if wellFormed {
+			if tenant, cached := a.keys.get(key); cached {
+				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
 				return
 			}
-			if err != nil {
-				a.writeError(w, r, err)
-				return
-			}
-			a.keys.put(key, cred, looked)
-			tenant = cred.Tenant
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		addr := apirate.ClientPrefix(r)
+		if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
+			writeProblem(w, authThrottled(res))
+			return
+		}
+		if !wellFormed {
+			a.limits.rate.FailAuth(addr)
+			if given {
+				writeUnauthorized(w, "the API key is not valid")
+			} else {
+				writeUnauthorized(w, "send your API key as \"Authorization: Bearer sk_...\"")
+			}
+			return
+		}
+		looked := time.Now()
+		cred, err := a.store.AuthenticateAPIKey(r.Context(), key)
+		if errors.Is(err, sluice.ErrNotFound) {
+			a.limits.rate.FailAuth(addr)
+			writeUnauthorized(w, "the API key is not valid: unknown, revoked or expired")
+			return
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		a.keys.put(key, cred, looked)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, cred.Tenant)))
 	})
+}
+
+// authThrottled answers a client address that has failed to authenticate
+// too often of late.
+func authThrottled(res apirate.Result) *Problem {
+	after := apirate.RetryAfter(res)
+	return &Problem{Type: typeRateLimited, Title: "Too many requests", Status: http.StatusTooManyRequests,
+		Detail:     fmt.Sprintf("too many failed authentications from this address; retry in %d s", after),
+		RetryAfter: after}
 }
 
 func bearer(header string) (string, bool) {

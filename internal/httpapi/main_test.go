@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/api"
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -61,21 +62,19 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	return setupWith(t, nil)
+	return setupWith(t, apirate.Config{Tenant: testRate})
 }
 
-// setupWith is setup with a change to the API's configuration (nil: none).
-func setupWith(t *testing.T, configure func(*httpapi.Config)) *testBundle {
+// setupWith is setup with rate limits of the test's choosing (read from
+// the test's store).
+func setupWith(t *testing.T, limits apirate.Config) *testBundle {
 	t.Helper()
 	t.Parallel()
 	f := storetest.New(t)
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	cfg := httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, Ingest: httpapi.StartIngest(t, st, b.jobs), APIRate: testRate}
-	if configure != nil {
-		configure(&cfg)
-	}
-	api := httpapi.New(st, cfg)
+	limits.Rates = st
+	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, Ingest: httpapi.StartIngest(t, st, b.jobs), Limits: apirate.New(limits)})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)

@@ -4,18 +4,25 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -47,27 +54,29 @@ func (b *testBundle) setRate(tenant string, rate string) {
 	require.NoError(b.t, b.store.SetTenantAPIRate(context.Background(), id, &rate))
 }
 
-// fakeClock is a clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
+// clock is the buckets' time, moved only by the test.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
 }
 
-func (c *fakeClock) Now() time.Time {
+func newClock() *clock { return &clock{t: time.Unix(1_800_000_000, 0)} }
+
+func (c *clock) now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.now
+	return c.t
 }
 
-func (c *fakeClock) Advance(d time.Duration) {
+func (c *clock) advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	c.t = c.t.Add(d)
 }
 
 func TestRateLimit429AndRecovery(t *testing.T) {
-	clock := &fakeClock{now: time.Now()}
-	b := setupWith(t, func(cfg *httpapi.Config) { cfg.Now = clock.Now })
+	c := newClock()
+	b := setupWith(t, apirate.Config{Tenant: testRate, Now: c.now})
 	b.setRate("A", "2/s") // bursts of 4
 	for i := range 4 {
 		r := b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil)
@@ -90,15 +99,12 @@ func TestRateLimit429AndRecovery(t *testing.T) {
 	// Writes are limited too, before their body is looked at.
 	requireProblem(t, b.do(b.keyA, http.MethodPost, "/v1/events", map[string]any{"type": "a", "payload": map[string]any{}}), http.StatusTooManyRequests)
 
-	clock.Advance(499 * time.Millisecond)
-	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil), http.StatusTooManyRequests)
-	clock.Advance(time.Millisecond) // a token at 2/s
+	c.advance(time.Second) // Retry-After
 	require.Equal(t, http.StatusOK, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil).Status)
-	requireProblem(t, b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil), http.StatusTooManyRequests)
 }
 
 func TestRateLimitBatchCountsPerHundredEvents(t *testing.T) {
-	b := setup(t)
+	b := setupWith(t, apirate.Config{Tenant: testRate, Now: newClock().now})
 	b.setRate("A", "10/m") // bursts of 1: a 450-event batch puts 4 tokens of debt on top
 	events := make([]map[string]any, 450)
 	for i := range events {
@@ -109,12 +115,12 @@ func TestRateLimitBatchCountsPerHundredEvents(t *testing.T) {
 	require.Equal(t, "0", r.Header.Get("RateLimit-Remaining"))
 	reset, err := strconv.Atoi(r.Header.Get("RateLimit-Reset"))
 	require.NoError(t, err)
-	require.InDelta(t, 30, reset, 1, "5 tokens (1 up front, 4 after decoding) at 10/m: full again in 30 s")
+	require.Equal(t, 30, reset, "5 tokens (1 up front, 4 after decoding) at 10/m: full again in 30 s")
 	r = b.do(b.keyA, http.MethodGet, "/v1/endpoints", nil)
 	requireProblem(t, r, http.StatusTooManyRequests)
 	retry, err := strconv.Atoi(r.Header.Get("Retry-After"))
 	require.NoError(t, err)
-	require.InDelta(t, 30, retry, 1, "the debt is repaid before the next request")
+	require.Equal(t, 30, retry, "the debt is repaid before the next request")
 }
 
 // doRaw sends body with exactly this Content-Type (none when empty) and
@@ -249,4 +255,104 @@ func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	w = httptest.NewRecorder()
 	h.ServeHTTP(w, post(strings.NewReader(big), int64(len(big))))
 	require.Equal(t, http.StatusAccepted, w.Code, "the turn is free again: %.300s", w.Body.String())
+}
+
+// keyLookups counts the API-key lookups a pool runs, by the query's sqlc
+// name.
+type keyLookups struct{ n atomic.Int64 }
+
+func (k *keyLookups) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if strings.HasPrefix(d.SQL, "-- name: AuthenticateAPIKey ") {
+		k.n.Add(1)
+	}
+	return ctx
+}
+
+func (k *keyLookups) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// clientFrom is an HTTP client whose connections come from addr, one of
+// the loopback addresses.
+func clientFrom(addr string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(addr)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, Proxy: nil}}
+}
+
+// TestFailedAuthThrottledPerAddress: each 401 costs its client address a
+// token of ten a minute; past them the address is answered 429 before its
+// key is looked up, which the database's own count of lookups shows.
+func TestFailedAuthThrottledPerAddress(t *testing.T) {
+	t.Parallel()
+	lookups := &keyLookups{}
+	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
+	require.NoError(t, err)
+	store.ConfigurePool(cfg)
+	cfg.ConnConfig.Tracer = lookups
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool, nil)
+	_, key, err := st.CreateTenant(context.Background(), "Acme", "ops@acme.test")
+	require.NoError(t, err)
+	c := newClock()
+	api := httpapi.New(st, httpapi.Config{Limits: apirate.New(apirate.Config{Rates: st, Now: c.now})})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+
+	get := func(client *http.Client, key string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/event-types", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := client.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		checkContract(t, req, nil, res, body)
+		return res, body
+	}
+	one, two := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
+
+	for i := range 10 {
+		res, _ := get(one, apikey.New())
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode, "guess %d", i)
+	}
+	require.EqualValues(t, 10, lookups.n.Load())
+	for i := range 50 {
+		res, body := get(one, apikey.New())
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "guess %d past the limit", i)
+		require.Contains(t, string(body), "https://sluice.dev/problems/rate-limited")
+		require.Contains(t, string(body), "failed authentications")
+		require.Equal(t, "6", res.Header.Get("Retry-After"), "one more try every 6 s")
+	}
+	// Even a good key: telling it apart would cost a lookup.
+	res, _ := get(one, key)
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.EqualValues(t, 10, lookups.n.Load(), "no lookup past the limit")
+
+	// Another address is not held back.
+	res, _ = get(two, apikey.New())
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	res, _ = get(two, key)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.EqualValues(t, 12, lookups.n.Load())
+
+	// Six seconds on, the first address has one more try.
+	c.advance(6 * time.Second)
+	res, _ = get(one, apikey.New())
+	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	res, _ = get(one, apikey.New())
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.EqualValues(t, 13, lookups.n.Load())
+
+	// A missing or malformed key is a failed authentication too, though it
+	// costs no lookup.
+	c.advance(time.Minute)
+	for i := range 10 {
+		res, _ := get(one, "not-a-key")
+		require.Equal(t, http.StatusUnauthorized, res.StatusCode, "try %d", i)
+	}
+	res, _ = get(one, "not-a-key")
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
+	require.EqualValues(t, 13, lookups.n.Load())
 }

@@ -1,0 +1,150 @@
+package apirate
+
+import (
+	"context"
+	"crypto/sha256"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// The default rates of a session and of failed authentications. A session
+// may spend a twentieth of the default tenant rate and a quarter of its
+// burst, so neither one portal session handed to a customer nor one
+// browser tab on a refresh loop can empty its tenant's bucket alone; a
+// person clicking through pages, or opening ten of them at once, never
+// meets it. Ten failed authentications a minute are ample for a person
+// mistyping a key and for a client with a revoked one, and hold a guesser
+// to one database lookup every six seconds per address.
+var (
+	DefaultSessionRate = MustParse("5/s").WithBurst(50)
+	DefaultAuthRate    = MustParse("10/m").WithBurst(10)
+)
+
+// Config configures Limits; its zero value is the defaults.
+type Config struct {
+	// Tenant is the rate of tenants without their own (SLUICE_API_RATE);
+	// zero means DefaultRate.
+	Tenant Rate
+	// Session is each dashboard or portal session's rate; zero means
+	// DefaultSessionRate.
+	Session Rate
+	// Auth is each client address's rate of failed authentications; zero
+	// means DefaultAuthRate.
+	Auth Rate
+	// Rates reads a tenant's own rate; nil means every tenant has Tenant.
+	Rates RateSource
+	// Buckets keeps the tenants' buckets; nil means in this process's
+	// memory.
+	Buckets Buckets
+	// Now is the buckets' clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// resolve fills in the defaults.
+func (c Config) resolve() Config {
+	if c.Tenant.IsZero() {
+		c.Tenant = MustParse(DefaultRate)
+	}
+	if c.Session.IsZero() {
+		c.Session = DefaultSessionRate
+	}
+	if c.Auth.IsZero() {
+		c.Auth = DefaultAuthRate
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Buckets == nil {
+		c.Buckets = memoryBuckets{NewLimiter[uuid.UUID](c.Now)}
+	}
+	return c
+}
+
+// Limits are the rate limits of one process's doors. The API, the
+// dashboard and the portal share one, so that a tenant's requests draw
+// from one bucket whichever door they come through. It is safe for
+// concurrent use.
+type Limits struct {
+	cfg      Config
+	rates    rateCache
+	sessions *Limiter[[sha256.Size]byte]
+	addrs    *Limiter[netip.Prefix]
+}
+
+// New returns Limits with every bucket full.
+func New(cfg Config) *Limits {
+	cfg = cfg.resolve()
+	return &Limits{
+		cfg:      cfg,
+		rates:    rateCache{source: cfg.Rates, now: cfg.Now, entries: map[uuid.UUID]cachedRate{}},
+		sessions: NewLimiter[[sha256.Size]byte](cfg.Now),
+		addrs:    NewLimiter[netip.Prefix](cfg.Now),
+	}
+}
+
+// tenantRate is the rate of the tenant's bucket: its own, or the default.
+func (l *Limits) tenantRate(ctx context.Context, tenant uuid.UUID) Rate {
+	return l.rates.get(ctx, tenant, l.cfg.Tenant)
+}
+
+// TakeTenant takes n tokens from the tenant's bucket if it holds them.
+func (l *Limits) TakeTenant(ctx context.Context, tenant uuid.UUID, n int) Result {
+	return l.cfg.Buckets.Take(ctx, tenant, l.tenantRate(ctx, tenant), n)
+}
+
+// ChargeTenant takes n tokens from the tenant's bucket whether or not it
+// holds them: a charge for work already done, which may leave the bucket
+// in debt (Limiter.Charge).
+func (l *Limits) ChargeTenant(ctx context.Context, tenant uuid.UUID, n int) Result {
+	return l.cfg.Buckets.Charge(ctx, tenant, l.tenantRate(ctx, tenant), n)
+}
+
+// TakeSession takes n tokens from the bucket of the session whose secret
+// token (a session cookie, a portal link) is given. Buckets are keyed by
+// the token's SHA-256, so the limiter holds no secret.
+func (l *Limits) TakeSession(token string, n int) Result {
+	return l.sessions.Take(sha256.Sum256([]byte(token)), l.cfg.Session, n)
+}
+
+// CheckAuth reports whether the client address may still fail to
+// authenticate, taking nothing: a door asks before it looks a credential
+// up, so that past the limit a guess costs no database lookup.
+func (l *Limits) CheckAuth(addr netip.Prefix) Result {
+	return l.addrs.Peek(addr, l.cfg.Auth, 1)
+}
+
+// FailAuth charges a failed authentication to the client address. It may
+// leave the address in debt, when failures raced past CheckAuth.
+func (l *Limits) FailAuth(addr netip.Prefix) Result {
+	return l.addrs.Charge(addr, l.cfg.Auth, 1)
+}
+
+// ClientPrefix is the client address a request's authentication failures
+// are counted against: the connection's peer (r.RemoteAddr), the whole
+// IPv4 address or the /64 of an IPv6 one (one host's usual allotment).
+// Forwarding headers are not believed, as any client can send them; behind
+// a proxy every client shares the proxy's address.
+func ClientPrefix(r *http.Request) netip.Prefix {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Prefix{}
+	}
+	addr = addr.Unmap()
+	bits := 32
+	if addr.Is6() {
+		bits = 64
+	}
+	p, _ := addr.Prefix(bits)
+	return p
+}
+
+// RetryAfter is res's Retry-After in whole seconds, at least 1.
+func RetryAfter(res Result) int { return max(1, Seconds(res.RetryAfter)) }

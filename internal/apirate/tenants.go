@@ -1,0 +1,90 @@
+package apirate
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Buckets keeps the tenants' token buckets. The default keeps them in one
+// process's memory, so each process enforces the full rate on its own; a
+// store shared by every process can stand in for it.
+type Buckets interface {
+	// Take takes n tokens from the tenant's bucket at rate if it holds
+	// them, and nothing otherwise.
+	Take(ctx context.Context, tenant uuid.UUID, rate Rate, n int) Result
+	// Charge takes n tokens whether or not the bucket holds them.
+	Charge(ctx context.Context, tenant uuid.UUID, rate Rate, n int) Result
+}
+
+// memoryBuckets are Buckets in this process's memory.
+type memoryBuckets struct{ l *Limiter[uuid.UUID] }
+
+func (m memoryBuckets) Take(_ context.Context, tenant uuid.UUID, rate Rate, n int) Result {
+	return m.l.Take(tenant, rate, n)
+}
+
+func (m memoryBuckets) Charge(_ context.Context, tenant uuid.UUID, rate Rate, n int) Result {
+	return m.l.Charge(tenant, rate, n)
+}
+
+// RateSource reads a tenant's own rate, as Parse reads it ("100/s"), or
+// nil when it has none; *store.Store is one.
+type RateSource interface {
+	TenantAPIRate(ctx context.Context, tenant uuid.UUID) (*string, error)
+}
+
+// rateRecheck is how long a tenant's own rate is trusted before it is read
+// again, and so how soon `sluice tenant set-rate` reaches a process.
+const rateRecheck = time.Second
+
+// maxCachedRates bounds the rate cache; past it the cache starts afresh.
+const maxCachedRates = 100_000
+
+// rateCache holds each tenant's own rate for rateRecheck, so that a busy
+// tenant costs one indexed lookup a second per process.
+type rateCache struct {
+	source RateSource // nil: every tenant has the default
+	now    func() time.Time
+
+	mu      sync.Mutex
+	entries map[uuid.UUID]cachedRate
+}
+
+type cachedRate struct {
+	rate    Rate // zero: the default
+	checked time.Time
+}
+
+func (c *rateCache) get(ctx context.Context, id uuid.UUID, def Rate) Rate {
+	if c.source == nil {
+		return def
+	}
+	now := c.now()
+	c.mu.Lock()
+	e, ok := c.entries[id]
+	c.mu.Unlock()
+	if !ok || now.Sub(e.checked) >= rateRecheck {
+		e = cachedRate{rate: e.rate, checked: now}
+		// On a failed lookup the last known rate stands; the request
+		// itself will meet the database's trouble soon enough.
+		if text, err := c.source.TenantAPIRate(ctx, id); err == nil {
+			e.rate = Rate{}
+			if text != nil {
+				e.rate, _ = Parse(*text) // the column's check admits only what Parse reads
+			}
+		}
+		c.mu.Lock()
+		if len(c.entries) >= maxCachedRates {
+			clear(c.entries)
+		}
+		c.entries[id] = e
+		c.mu.Unlock()
+	}
+	if e.rate.IsZero() {
+		return def
+	}
+	return e.rate
+}
