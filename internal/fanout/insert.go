@@ -165,7 +165,10 @@ func insertEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
 	if len(evs) > maxInsertEvents {
 		return copyEvents(ctx, tx, evs)
 	}
-	return tx.Q.InsertEvents(ctx, eventsParams(evs))
+	if err := tx.Q.InsertEvents(ctx, eventsParams(evs)); err != nil {
+		return fmt.Errorf("insert events: %w", err)
+	}
+	return nil
 }
 
 // eventsParams lays evs out as InsertEvents's columns.
@@ -196,7 +199,10 @@ func copyEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
 		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
-	return err
+	if err != nil {
+		return fmt.Errorf("copy events: %w", err)
+	}
+	return nil
 }
 
 // splitKeyed returns, in order, the events without a coalesce key as rows

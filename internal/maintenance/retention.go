@@ -222,7 +222,7 @@ func sleep(ctx context.Context, clock jobs.Clock, d time.Duration) error {
 	defer stop()
 	select {
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("pause between pieces: %w", ctx.Err())
 	case <-c:
 		return nil
 	}

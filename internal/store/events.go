@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -15,10 +16,14 @@ func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev slu
 	if ev.IdempotencyKey != "" {
 		key = &ev.IdempotencyKey
 	}
-	return q.InsertEvent(ctx, dbq.InsertEventParams{
+	row, err := q.InsertEvent(ctx, dbq.InsertEventParams{
 		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
 		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
 	})
+	if err != nil {
+		return dbq.Event{}, fmt.Errorf("insert event: %w", err)
+	}
+	return row, nil
 }
 
 // GetEvent returns one of a tenant's events with its deliveries.
@@ -29,7 +34,7 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 	}
 	drows, err := s.q.DeliveriesForEvent(ctx, dbq.DeliveriesForEventParams{TenantID: tenantID, EventID: id})
 	if err != nil {
-		return sluice.Event{}, nil, err
+		return sluice.Event{}, nil, fmt.Errorf("deliveries of event: %w", err)
 	}
 	deliveries := make([]sluice.Delivery, len(drows))
 	for i, d := range drows {
@@ -51,7 +56,7 @@ func (s *Store) ListConsumerEvents(ctx context.Context, tenantID uuid.UUID, cons
 		TenantID: tenantID, Type: eventType, Consumer: consumer, After: p.After, MaxRows: limitRows(p),
 	})
 	if err != nil {
-		return sluice.Page[sluice.Event]{}, err
+		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
 	return page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
 		func(r dbq.Event) (sluice.Event, error) { return eventFromRow(r), nil })
