@@ -23,9 +23,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/httpapi"
-	"github.com/sluice-dev/sluice/internal/ingest"
-	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/portal"
@@ -78,11 +77,12 @@ type Process struct {
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
-	workers *workers     // nil without the worker role
-	ui      *operator.UI // nil unless SLUICE_OPERATOR_TOKEN is set
+	nudger  *dispatch.Nudger // starts and nudges dispatch runs, and queues every job
+	workers *workers         // nil without the worker role
+	ui      *operator.UI     // nil unless SLUICE_OPERATOR_TOKEN is set
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
-	swept   sync.WaitGroup // the sweeper and the wake-up listener
+	swept   sync.WaitGroup // the sweeper
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -98,25 +98,21 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
 		pool.Close()
 		return nil, err
 	}
 	router := chi.NewRouter()
 	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
 	if roles.API {
-		var waker ingest.Waker
-		if p.workers != nil {
-			waker = p.workers.waker
-		}
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
 		p.api = httpapi.New(p.Store, httpapi.Config{
 			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			APIRate:             cfg.APIRate,
-			Jobs:                jobs.NewQueue(p.River),
-			Waker:               waker,
+			Jobs:                p.nudger,
+			Nudger:              p.nudger,
 			Portal:              links,
 			Logger:              logger,
 		})
@@ -124,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger,
+			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger,
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
@@ -163,7 +159,9 @@ func (p *Process) Start(ctx context.Context) error {
 	bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	p.stop = stop
 	p.swept.Go(func() { p.workers.sweeper.Run(bgCtx) })
-	p.swept.Go(func() { p.workers.waker.Listen(bgCtx, p.Pool.Config().ConnConfig, p.logger) })
+	if err := p.nudger.Start(bgCtx); err != nil {
+		return fmt.Errorf("start dispatch nudger: %w", err)
+	}
 	return nil
 }
 
@@ -181,7 +179,8 @@ func (p *Process) Close() {
 		p.swept.Wait()
 	}
 	if p.roles.Worker {
-		p.workers.dispatch.Stop() // runs hand their endpoints over instead of waiting
+		p.nudger.Stop()           // its listener and alarm; lingering runs stop lingering
+		p.workers.dispatch.Stop() // runs yield instead of waiting
 		stopRiver(p.River, p.logger)
 	}
 	p.workers.close()

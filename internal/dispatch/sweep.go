@@ -32,7 +32,10 @@ type SweepConfig struct {
 	// holding its lease before it counts as dead: the moment between River
 	// fetching a job and the run taking its lease (default 3s).
 	RescueGrace time.Duration
-	Logger      *slog.Logger
+	// Nudger is what it nudges endpoints and rescues jobs through
+	// (default: a Nudger of its own on the queue).
+	Nudger *Nudger
+	Logger *slog.Logger
 }
 
 // maxSweepEndpoints bounds the dispatch jobs one sweep queues (each in its
@@ -83,6 +86,9 @@ func NewSweeper(st *store.Store, q *jobs.Queue, cfg SweepConfig) *Sweeper {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	if cfg.Nudger == nil {
+		cfg.Nudger = NewNudger(st, q, NudgerConfig{Logger: cfg.Logger})
+	}
 	return &Sweeper{store: st, jobs: q, cfg: cfg}
 }
 
@@ -120,7 +126,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return err // the walk finds them
 	}
 	return s.walk(ctx)
@@ -142,7 +148,7 @@ func (s *Sweeper) walk(ctx context.Context) error {
 		return err
 	}
 	s.more = len(ids) == maxSweepEndpoints
-	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return err // the next walk starts where this one did
 	}
 	s.after = walkFrom(ids, maxSweepEndpoints)
@@ -168,7 +174,7 @@ func walkFrom(ids []uuid.UUID, limit int) uuid.UUID {
 func (s *Sweeper) rescue(ctx context.Context) error {
 	grace := s.cfg.RescueGrace
 	for range maxRescues {
-		n, err := s.store.RescueDeadJobs(ctx, []string{jobs.DispatchArgs{}.Kind()}, grace, 1, s.jobs)
+		n, err := s.store.RescueDeadJobs(ctx, []string{jobs.DispatchArgs{}.Kind()}, grace, 1, s.cfg.Nudger)
 		if err != nil {
 			return err
 		}
@@ -178,7 +184,7 @@ func (s *Sweeper) rescue(ctx context.Context) error {
 		s.rescued(n, "dispatch")
 	}
 	others := []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()}
-	n, err := s.store.RescueDeadJobs(ctx, others, grace, maxRescues, s.jobs)
+	n, err := s.store.RescueDeadJobs(ctx, others, grace, maxRescues, s.cfg.Nudger)
 	if err == nil && n > 0 {
 		s.rescued(n, strings.Join(others, " or "))
 	}

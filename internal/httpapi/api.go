@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/portal"
@@ -31,12 +32,12 @@ type Config struct {
 	AllowPrivateTargets bool
 	// SecretGrace is how long a rotated-out secret keeps signing.
 	SecretGrace time.Duration
-	// Jobs queues fan-out and dispatch jobs in the API's transactions.
+	// Jobs queues fan-out and dispatch jobs in the API's transactions:
+	// the process's dispatch.Nudger.
 	Jobs store.JobQueue
-	// Waker reaches dispatch runs lingering in this process, when it has
-	// workers (nil: none here, so new deliveries get a job or a
-	// notification).
-	Waker ingest.Waker
+	// Nudger nudges the endpoints of posted events: the process's, which
+	// wakes its own runs in process (nil: ingest makes one on Jobs).
+	Nudger *dispatch.Nudger
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
 	// APIRate is the API's rate limit per tenant for tenants without their
@@ -85,7 +86,7 @@ func New(st *store.Store, cfg Config) *API {
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
-		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Waker: cfg.Waker, Logger: cfg.Logger}),
+		ingest:  ingest.New(st, cfg.Jobs, ingest.Config{Nudger: cfg.Nudger, Logger: cfg.Logger}),
 		limits:  newLimits(cfg.APIRate, cfg.MaxLargeBatches),
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),

@@ -105,8 +105,8 @@ const MaxInlineDeliveries = 1000
 // posts, or one tenant's batch) and makes their deliveries in the same
 // transaction, so that a post costs no fan-out job: no job row written,
 // fetched and completed. It returns the events in input order and the
-// endpoints whose queues changed (Touched), which the caller hands to their
-// dispatch runs after the commit (DispatchOrWake).
+// endpoints whose queues changed (Touched), which the caller nudges after
+// the commit (dispatch.Nudger.Nudge).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a
