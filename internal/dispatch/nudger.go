@@ -53,8 +53,8 @@ type NudgerConfig struct {
 	// ConnConfig is the database the listener hears wakes on, on a
 	// connection of its own; nil: it does not listen.
 	ConnConfig *pgx.ConnConfig
-	// Clock is what lingering, the alarm and the listener's reconnects
-	// wait on (default: the system's).
+	// Clock is what the alarm and the listener's reconnects wait on
+	// (default: the system's); a run lingers on its own Config.Clock.
 	Clock  Clock
 	Logger *slog.Logger
 }

@@ -46,3 +46,10 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 	}
 	return nil
 }
+
+// InAsyncTx runs fn in a transaction whose commit does not wait for the
+// WAL flush (inAsyncTx): for the dispatch jobs Nudge queues, which the
+// sweeper's walk queues again if a crash loses them.
+func (s *Store) InAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.inAsyncTx(ctx, fn)
+}
