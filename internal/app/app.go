@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -24,9 +23,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
-	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/portal"
@@ -80,11 +79,11 @@ type Process struct {
 	Handler http.Handler // API and/or dashboard routes, as the roles say
 	api     *httpapi.API
 	ingest  *ingest.Ingester // nil without the API role
+	nudger  *dispatch.Nudger // starts and nudges dispatch runs, and queues every job
 	workers *workers         // nil without the worker role
 	ui      *operator.UI     // nil unless SLUICE_OPERATOR_TOKEN is set
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
-	swept   sync.WaitGroup // the wake-up listener
 	roles   Roles
 	logger  *slog.Logger
 }
@@ -100,7 +99,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
 		pool.Close()
 		return nil, err
 	}
@@ -110,11 +109,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	// portal requests draw from one bucket.
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store})
 	if roles.API {
-		var waker ingest.Waker
-		if p.workers != nil {
-			waker = p.workers.waker
-		}
-		p.ingest, err = ingest.New(p.Store, jobs.NewQueue(p.River), ingest.Config{Waker: waker, Logger: logger})
+		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger})
 		if err != nil {
 			pool.Close()
 			return nil, err
@@ -125,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			Limits:              limits,
-			Jobs:                jobs.NewQueue(p.River),
+			Jobs:                p.nudger,
 			Ingest:              p.ingest,
 			Portal:              links,
 			Logger:              logger,
@@ -134,7 +129,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: jobs.NewQueue(p.River), Portal: links, Logger: logger, Limits: limits,
+			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits,
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
@@ -187,7 +182,10 @@ func (p *Process) Start(ctx context.Context) error {
 		stop()
 		return fmt.Errorf("start sweeper: %w", err)
 	}
-	p.swept.Go(func() { p.workers.waker.Listen(bgCtx, p.Pool.Config().ConnConfig, p.logger) })
+	if err := p.nudger.Start(bgCtx); err != nil {
+		stop()
+		return fmt.Errorf("start dispatch nudger: %w", err)
+	}
 	return nil
 }
 
@@ -204,10 +202,10 @@ func (p *Process) Close() {
 	if p.stop != nil {
 		p.stop()
 		p.workers.sweeper.Stop()
-		p.swept.Wait()
 	}
 	if p.roles.Worker {
-		p.workers.dispatch.Stop() // runs hand their endpoints over instead of waiting
+		p.nudger.Stop()           // its listener and alarm; lingering runs stop lingering
+		p.workers.dispatch.Stop() // runs yield instead of waiting
 		stopRiver(p.River, p.logger)
 	}
 	p.workers.close()

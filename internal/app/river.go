@@ -29,12 +29,13 @@ const (
 )
 
 // workers is what a worker process runs besides River: the lease
-// connection its runs hold, and the sweeper.
+// connection its runs hold, the sweeper, and the Nudger's listener and
+// alarm.
 type workers struct {
 	leases   *jobs.LeaseHolder
 	sweeper  *maintenance.Sweeper
 	dispatch *dispatch.Worker
-	waker    *dispatch.Waker // Listen carries wake-ups from other processes
+	nudger   *dispatch.Nudger
 }
 
 // close releases the workers' resources; call it after River has stopped.
@@ -46,9 +47,9 @@ func (w *workers) close() {
 	w.leases.Stop()
 }
 
-// NewRiver returns the River client and, when workers is true, the worker
-// side of the process (nil otherwise: an API-only process only inserts
-// jobs).
+// NewRiver returns the River client, the process's dispatch.Nudger and,
+// when workers is true, the worker side of the process (nil otherwise: an
+// API-only process only inserts jobs).
 //
 // The job policy is resolved here, once: each worker kind has its own
 // timeout (dispatch from its resolved budget and delivery timeout, fan-out
@@ -57,7 +58,7 @@ func (w *workers) close() {
 // whose run died is replaced by the sweeper as soon as its lease is free.
 // River's own rescuer remains the backstop for the other kinds, after
 // longer than any of those timeouts.
-func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, logger *slog.Logger) (*river.Client[pgx.Tx], *workers, error) {
+func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, logger *slog.Logger) (*river.Client[pgx.Tx], *dispatch.Nudger, *workers, error) {
 	rc := &river.Config{
 		Logger: riverLogger(logger),
 		// Dispatch jobs are many and short-lived: keep the table small.
@@ -72,20 +73,21 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	}
 	if !withWorkers {
 		client, err := river.NewClient(riverpgxv5.New(pool), rc)
-		return client, nil, err
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		return client, dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{Logger: logger}), nil, nil
 	}
 	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	w := &workers{leases: leases}
 	mailer, err := notify.NewMailer(notify.MailConfig{URL: cfg.SMTPURL, From: cfg.SMTPFrom})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	w.waker = dispatch.NewWaker(lingerMax)
 	dcfg := dispatch.Config{
-		Waker:            w.waker,
 		Leases:           w.leases,
 		Sender:           send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
 		DeliveryTimeout:  cfg.DeliveryTimeout,
@@ -95,21 +97,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		Logger:           logger,
 	}
 	if dcfg, err = dcfg.Resolve(); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if w.dispatch, err = dispatch.NewWorker(st, dcfg); err != nil {
-		return nil, nil, err
-	}
+	// The workers are added once the client exists, as River allows: the
+	// Nudger, which the dispatch and fan-out workers use, queues jobs with it.
 	ws := river.NewWorkers()
-	river.AddWorker(ws, notify.NewAlertWorker(st, mailer, cfg.PublicURL))
-	river.AddWorker(ws, fanout.NewWorker(st, w.waker, w.leases, logger))
-	river.AddWorker(ws, w.dispatch)
-	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
-	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention})
-	if err != nil {
-		return nil, nil, err
-	}
-	river.AddWorker(ws, retention)
 	rc.Workers = ws
 	// Inserts notify the workers (LISTEN/NOTIFY), so polling only finds
 	// jobs that become due without an insert: retries and parked
@@ -120,7 +112,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	// unparked one by Unpark, so the dispatch poll only backs those up, and
 	// the rare insert River does not announce (two within its FetchCooldown
 	// from one process, when no insert after them is announced either;
-	// DispatchOrWake inserts its jobs together for that reason). Fan-out's
+	// Nudger.Nudge inserts its jobs together for that reason). Fan-out's
 	// finds its retries after a failed run (a database outage, whose
 	// recovery takes seconds anyway). Bulk replay and maintenance jobs are
 	// announced as they are inserted and wait for no one. Each poll costs
@@ -145,10 +137,27 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if w.sweeper, err = maintenance.NewSweeper(st, jobs.NewQueue(client), maintenance.SweeperConfig{Interval: cfg.SweepInterval, Logger: logger}); err != nil {
-		return nil, nil, err
+	queue := jobs.NewQueue(client)
+	w.nudger = dispatch.NewNudger(st, queue, dispatch.NudgerConfig{
+		MaxLinger: lingerMax, ConnConfig: pool.Config().ConnConfig, Logger: logger,
+	})
+	dcfg.Nudger = w.nudger
+	if w.dispatch, err = dispatch.NewWorker(st, dcfg); err != nil {
+		return nil, nil, nil, err
 	}
-	return client, w, nil
+	river.AddWorker(ws, notify.NewAlertWorker(st, mailer, cfg.PublicURL))
+	river.AddWorker(ws, fanout.NewWorker(st, w.nudger, w.leases, logger))
+	river.AddWorker(ws, w.dispatch)
+	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
+	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	river.AddWorker(ws, retention)
+	if w.sweeper, err = maintenance.NewSweeper(st, queue, maintenance.SweeperConfig{Interval: cfg.SweepInterval, Nudger: w.nudger, Logger: logger}); err != nil {
+		return nil, nil, nil, err
+	}
+	return client, w.nudger, w, nil
 }

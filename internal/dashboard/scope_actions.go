@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -115,6 +116,6 @@ func (sc scoped) closeCircuit(ctx context.Context, id uuid.UUID, jobs store.JobQ
 	if _, err := sc.endpoint(ctx, id); err != nil {
 		return err
 	}
-	_, err := sc.st.CloseCircuit(ctx, sc.tenant, id, jobs)
+	_, err := dispatch.CloseCircuit(ctx, sc.st, jobs, sc.tenant, id)
 	return err
 }

@@ -10,12 +10,12 @@ import (
 	"github.com/google/uuid"
 )
 
-// An alarm tells River's dispatch fetchers when a parked endpoint's wait
-// ends. A parked run's successor job is available but due in the future,
-// and River's fetch finds such a job only when it hears of an insert to
-// the queue or when it polls, which it does rarely so that an idle process
-// stays quiet (internal/app/river.go). So at the end of each park in this
-// process the alarm asks for the endpoint's dispatch job
+// An alarm announces parked jobs to River's dispatch fetchers as their
+// parks end. A parked job is available but due in the future, and River's
+// fetch finds such a job only when it hears of an insert to the queue or
+// when it polls, which it does rarely so that an idle process stays quiet
+// (internal/app/river.go). So at the end of each park in this process the
+// alarm asks for the endpoint's dispatch job
 // (jobs.Queue.DispatchNow): the parked job is live, so River's unique
 // insert adds nothing, but River announces the insert to the dispatch
 // queue's fetchers, in every process, and they find the parked job due.
@@ -36,16 +36,12 @@ type alarm struct {
 	changed chan struct{}
 	rang    time.Time // the last ring
 	failing bool      // the last ring's ask failed; run's alone
-	stop    context.CancelFunc
-	done    chan struct{}
 }
 
-// newAlarm starts an alarm on clock; close stops it.
+// newAlarm returns an alarm on clock; it rings while run runs (the
+// Nudger's service).
 func newAlarm(clock Clock, logger *slog.Logger) *alarm {
-	ctx, stop := context.WithCancel(context.Background())
-	a := &alarm{clock: clock, logger: logger, changed: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
-	go a.run(ctx)
-	return a
+	return &alarm{clock: clock, logger: logger, changed: make(chan struct{}, 1)}
 }
 
 // alarmLate is how long after a wait's end the alarm rings, so that
@@ -74,8 +70,8 @@ func (a *alarm) set(endpointID uuid.UUID, when time.Time, ask func(context.Conte
 	}
 }
 
+// run rings until ctx ends.
 func (a *alarm) run(ctx context.Context) {
-	defer close(a.done)
 	for {
 		a.ring(ctx)
 		a.mu.Lock()
@@ -120,15 +116,9 @@ func (a *alarm) ring(ctx context.Context) {
 	defer cancel()
 	err := ask(ctx, due)
 	if err != nil && !a.failing { // once per outage, not at every ring
-		a.logger.Warn("could not announce parked endpoints coming due; the next poll finds them", "endpoints", len(due), "err", err)
+		a.logger.Warn("dispatch alarm could not announce parked jobs coming due; the next poll finds them", "endpoints", len(due), "err", err)
 	}
 	a.failing = err != nil
-}
-
-// close stops the alarm.
-func (a *alarm) close() {
-	a.stop()
-	<-a.done
 }
 
 // wait is an endpoint's park, ending at at.

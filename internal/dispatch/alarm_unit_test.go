@@ -20,7 +20,10 @@ func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	asked := make(chan []uuid.UUID, 4)
 	ask := func(_ context.Context, ids []uuid.UUID) error { asked <- ids; return nil }
 	a := newAlarm(clk, slog.Default())
-	defer a.close()
+	ctx, stop := context.WithCancel(t.Context())
+	rang := make(chan struct{})
+	go func() { defer close(rang); a.run(ctx) }()
+	defer func() { stop(); <-rang }()
 	a1, a2, near, b := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 
 	a.set(b, start.Add(5*time.Second), ask)

@@ -1,30 +1,58 @@
-// Package dispatch sends each endpoint's queued deliveries. One River job per
-// endpoint (jobs.DispatchArgs, unique while queued or running) claims that
-// endpoint's due deliveries in batches — as many as its rate limit, circuit
-// and max_in_flight allow (flow.go) — sends them concurrently, records every
-// attempt, and ends when nothing is due, in the same transaction that
-// re-checks the queue with the endpoint row locked against fan-out, so no
-// delivery is ever left without a dispatcher. A throttled endpoint or an
-// open circuit parks the job until it lifts; retries that come due later are
-// picked up by the sweeper (sweep.go). Each step of a run (claim, record,
-// park, finish, hand over) is one transaction against store.DispatchTx,
-// written top to bottom in step.go; its decisions are plain functions of
-// values in flow.go and retry.go.
+// Package dispatch sends each endpoint's queued deliveries, and owns
+// every way a dispatch run is started or nudged: the Nudger.
 //
-// Four words name the ways a dispatch is brought about, each for one thing.
-// To dispatch an endpoint is to queue its dispatch job (jobs.Queue.Dispatch,
-// unique, so a no-op when one is live; DispatchAt for a successor due
-// later). To park is to end a blocked run with its successor due when the
-// block lifts (Worker.park); to unpark is to make that parked job due now
-// (jobs.Queue.Unpark, when the endpoint changes or its circuit is closed by
-// hand). To wake is to signal a run that is already live, lingering with
-// nothing due, that new deliveries have come: in this process through the
-// Waker (Waker.Wake), in other processes through a Postgres notification
-// (store.NotifyDispatchWake, heard by Waker.Listen). store.DispatchOrWake,
-// what fan-out and the sweeper call, does the two: it dispatches each
-// endpoint and wakes the runs of those whose job was already live. To hand
-// over is to wake a run in this process with the new deliveries themselves
-// (Waker.Hand, from ingest), which it may send without claiming them.
+// Each word below means one thing, in code, comments, metrics and logs.
+//
+//   - dispatch job: the River job (jobs.DispatchArgs) that sends one
+//     endpoint's due deliveries; unique per endpoint while live.
+//   - live: a dispatch job available, pending, scheduled, retryable or
+//     running: the states River's unique insert checks.
+//   - run: one execution of a dispatch job (Worker.Work). It claims, sends
+//     and records batches until nothing is due, its endpoint is blocked,
+//     or its budget is spent.
+//   - step: one transaction of a run (claim, record, park, finish, yield),
+//     against store.DispatchTx, written top to bottom in step.go; its
+//     decisions are plain functions of values in flow.go and retry.go.
+//   - claim: read up to n of an endpoint's due deliveries, oldest due
+//     first, locking nothing (store.ClaimDueDeliveries says why).
+//   - record: store a batch's attempts, what they did to their deliveries
+//     and to the endpoint's flow state (package flow decides; flow.go
+//     applies; the store keeps it).
+//   - blocked: an endpoint whose throttle, open circuit or empty token
+//     bucket lets nothing through now.
+//   - finish: end a run when a final check, with the endpoint row locked
+//     FOR UPDATE against fan-out, finds nothing due.
+//   - park: end a blocked run, completing its job and queueing its
+//     successor due when the block lifts.
+//   - yield: end a run whose budget is spent, or whose worker is stopping,
+//     completing its job and queueing its successor due at once.
+//   - successor: the job a park or a yield queues in the transaction that
+//     completes the run's job, so one of the two is always live.
+//   - linger: wait, as a run with nothing due, up to a second for a wake
+//     before finishing.
+//   - queue: insert an endpoint's dispatch job, a no-op when one is live
+//     (Nudger.Dispatch, inside the caller's transaction).
+//   - wake: tell an endpoint's live run that deliveries are due: a signal
+//     to a run in this process, a Postgres notification to the others
+//     (heard by the Nudger's listener). A wake only hastens a run.
+//   - nudge: once deliveries have committed, wake each endpoint's live
+//     run, or queue a job for an endpoint with none (Nudger.Nudge: fan-out,
+//     ingest and the sweeper call it).
+//   - unpark: make a parked job due now (Nudger.Unpark), when the endpoint
+//     changes or its circuit is closed by hand (CloseCircuit).
+//   - alarm: announce a parked job to River's fetchers when its park, made
+//     in this process, ends.
+//   - lease: the lock a run holds while it works (jobs.LeaseHolder), so
+//     that the sweeper can tell a dead run from a live one.
+//   - rescue: replace the job of a dead run with a new one, as the sweeper
+//     does as soon as the run's lease is free. River's own rescuer is the
+//     backstop, after longer than Config.JobTimeout.
+//   - sweep: the sweeper's periodic pass, made by one process at a time:
+//     it rescues, nudges the endpoints whose retries have come due, and
+//     now and then walks.
+//   - walk: the sweep's pass over every endpoint with deliveries queued,
+//     nudging those with deliveries due, for what a crash left between two
+//     commits.
 package dispatch
 
 import (
@@ -57,12 +85,12 @@ type Config struct {
 	ThrottleSchedule []time.Duration
 	// Circuit is the circuit breaker's policy.
 	Circuit flow.CircuitConfig
-	// Budget is how long one job run keeps sending before it yields its
-	// worker slot and is queued again (default 5s).
+	// Budget is how long one run keeps sending before it yields
+	// (default 5s).
 	Budget time.Duration
-	// Waker lets runs with nothing due linger for fan-out in this process;
-	// nil turns lingering off.
-	Waker *Waker
+	// Nudger is the process's: runs register with it to be woken, linger
+	// on it, and set its alarm when they park. Required.
+	Nudger *Nudger
 	// Leases is the process's lease connection: each run holds a lock on it
 	// so that the sweeper can tell a dead run from a live one. Nil turns
 	// leases off (a dead run's job then waits for River's rescuer).
@@ -72,14 +100,20 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Budget's default.
-const defaultBudget = 5 * time.Second
+// Defaults.
+const (
+	defaultBudget = 5 * time.Second
+	defaultJitter = 0.2
+)
 
 // Resolve returns the configuration with defaults applied, or an error if
 // it cannot work. Everything derived from it (JobTimeout) must be computed
-// from the resolved value.
+// from the resolved value. The Nudger is checked by NewWorker, since it is
+// made with the River client that JobTimeout configures.
 func (c Config) Resolve() (Config, error) {
 	c.Budget = cmp.Or(c.Budget, defaultBudget)
+	c.Retry.Jitter = cmp.Or(c.Retry.Jitter, defaultJitter)
+	c.Circuit.MaxProbe = cmp.Or(c.Circuit.MaxProbe, flow.DefaultMaxProbe)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -105,7 +139,6 @@ type Worker struct {
 	flow     flowPolicy
 	recorder *recorder
 	claimer  *claimer
-	alarm    *alarm
 	stopping context.Context // done once Stop is called
 	stop     context.CancelFunc
 }
@@ -116,26 +149,28 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Nudger == nil {
+		return nil, errors.New("dispatch: Nudger is required")
+	}
 	stopping, stop := context.WithCancel(context.Background())
 	return &Worker{
 		store: st, cfg: cfg, recorder: newRecorder(st.RecordPlain, 2), claimer: newClaimer(st.ClaimPlainMany, 2),
-		alarm: newAlarm(cfg.Clock, cfg.Logger), stopping: stopping, stop: stop,
+		stopping: stopping, stop: stop,
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
 	}, nil
 }
 
-// Stop asks every run to hand its endpoint over to a successor job (which
-// another worker process picks up) after the requests it has in flight,
-// instead of waiting, lingering or claiming more: call it when the process
-// begins to shut down, before River stops.
+// Stop asks every run to yield (its successor is picked up by another
+// worker process) after the requests it has in flight, instead of
+// waiting, lingering or claiming more: call it when the process begins to
+// shut down, before River stops.
 func (w *Worker) Stop() { w.stop() }
 
-// Close stops the worker's claimer, attempt recorder and alarm; call it
-// after River has stopped.
+// Close stops the worker's claimer and attempt recorder; call it after
+// River has stopped.
 func (w *Worker) Close() {
 	w.claimer.close()
 	w.recorder.close()
-	w.alarm.close()
 }
 
 // JobTimeout is the longest one dispatch run of a resolved configuration
@@ -179,10 +214,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	}
 	defer held.Release()
 	queue := jobs.FromContext(ctx)
-	clock := w.cfg.Clock
+	clock, nudger := w.cfg.Clock, w.cfg.Nudger
 	deadline := w.deadline()
-	wake := w.cfg.Waker.join(endpointID)
-	defer func() { w.cfg.Waker.leave(endpointID, wake) }()
+	wakes := nudger.join(endpointID)
+	defer func() { nudger.leave(endpointID, wakes) }()
 	var known knownTarget
 	// Waits end early when the worker is stopping; requests and database
 	// calls keep the job's own ctx.
@@ -198,24 +233,19 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	var after store.Position
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
-			return err // the sweeper may already have handed the endpoint to another run
+			return fmt.Errorf("check lease: %w", err) // the sweeper may have rescued the job already
 		}
-		// Every delivery made since that claim came with a signal (see
-		// Waker), so wait for one instead of claiming again; the final
-		// check covers a signal lost. A signal that handed the deliveries
-		// over whole spares the claim (nextBatch).
-		if drained && !w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
-			finished, err := w.end(ctx, job, &wake)
+		// Every delivery made since that claim came with a wake (Nudger),
+		// so linger for one instead of claiming again; the final check
+		// covers a wake lost.
+		if drained && !nudger.linger(waitCtx, clock, wakes, deadline) {
+			finished, err := w.end(ctx, job, &wakes)
 			if err != nil || finished {
 				return err
 			}
 		}
-		var handed []store.Claimed
-		if drained {
-			handed = w.cfg.Waker.take(wake)
-		}
 		drained = false
-		target, plan, claimed, err := w.nextBatch(ctx, endpointID, after, clock.Now(), &known, wake, handed)
+		target, plan, claimed, err := w.claim(ctx, endpointID, after, clock.Now(), &known)
 		after = store.Position{}
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
@@ -227,6 +257,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
+			claimedBatches.Inc()
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
 			flowChanged, err := w.record(ctx, target, sent, queue)
 			if err != nil {
@@ -238,12 +269,12 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
-			drained = wake != nil && !flowChanged && len(claimed.Deliveries) < plan.n
+			drained = wakes != nil && !flowChanged && len(claimed.Deliveries) < plan.n
 		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
-			// endpoint: its next job is scheduled for when the wait ends,
-			// and closing the circuit or changing the endpoint unparks it.
+			// run: its successor is due when the wait ends, and closing
+			// the circuit or changing the endpoint unparks it.
 			if sleepIfSoon(waitCtx, clock, plan.wait(clock.Now()), deadline) {
 				continue
 			}
@@ -255,46 +286,46 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				return nil
 			}
 		default:
-			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || w.cfg.Waker.linger(waitCtx, clock, wake, deadline) {
+			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || nudger.linger(waitCtx, clock, wakes, deadline) {
 				continue
 			}
-			finished, err := w.end(ctx, job, &wake)
+			finished, err := w.end(ctx, job, &wakes)
 			if err != nil || finished {
 				return err
 			}
 		}
 	}
-	// Budget spent, or the worker is stopping: finish, or hand over to a
-	// successor queued behind other work (yield). A successor is
-	// committed (and can be fetched) at once, where a snooze would wait
-	// for River's completer. Leave the Waker first: once the job ends,
-	// fan-out must not hand deliveries to this run any more.
-	w.cfg.Waker.leave(endpointID, wake)
+	// Budget spent, or the worker is stopping: finish, or yield to a
+	// successor queued behind other work. A successor is committed (and
+	// can be fetched) at once, where a snooze would wait for River's
+	// completer. Leave the Nudger first: once the job ends, a wake must
+	// not be taken by this run any more.
+	nudger.leave(endpointID, wakes)
 	if err := w.yield(ctx, job, queue); err != nil {
 		return fmt.Errorf("yield: %w", err)
 	}
 	return nil
 }
 
-// end ends the run if nothing is due (finish), having left the Waker
-// first (see Waker). If something became due while it looked, it joins the
-// Waker again, with *wake its new channel, and reports false: go on.
-func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wake **registration) (bool, error) {
+// end ends the run if nothing is due (finish), having left the Nudger
+// first (see Nudger). If something became due while it looked, it joins
+// the Nudger again, with *wakes its new channel, and reports false: go on.
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}) (bool, error) {
 	endpointID := job.Args.EndpointID
-	w.cfg.Waker.leave(endpointID, *wake)
+	w.cfg.Nudger.leave(endpointID, *wakes)
 	finished, err := w.finish(ctx, job)
 	if err != nil {
 		return false, fmt.Errorf("finish: %w", err)
 	}
 	if !finished {
-		*wake = w.cfg.Waker.join(endpointID)
+		*wakes = w.cfg.Nudger.join(endpointID)
 	}
 	return finished, nil
 }
 
-// deadline is when a run starting now hands over: after its budget, give
-// or take a fifth, so endpoints that started together do not all hand over
-// at once.
+// deadline is when a run starting now yields: after its budget, give or
+// take a fifth, so endpoints that started together do not all yield at
+// once.
 func (w *Worker) deadline() time.Time {
 	return w.cfg.Clock.Now().Add(time.Duration(float64(w.cfg.Budget) * (0.8 + 0.4*rand.Float64())))
 }

@@ -2,58 +2,57 @@ package dispatch
 
 import (
 	"context"
-	"log/slog"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// listenRetry is how long Listen waits before connecting again after its
-// connection failed.
+// listenRetry is how long the listener waits before connecting again
+// after its connection failed.
 const listenRetry = time.Second
 
-// Listen carries wake-ups between processes: on a connection of its own it
-// listens on store.DispatchWakeChannel, where store.DispatchOrWake names
-// endpoints whose dispatch job is already live (possibly running here),
-// and signals those endpoints' runs registered in this Waker. It returns
-// when ctx ends.
+// listen carries wakes between processes: on a connection of its own it
+// listens on wakeChannel, where Nudge names endpoints whose job is
+// already live (possibly running here), and wakes those endpoints' runs
+// registered here. It returns when ctx ends.
 //
 // A notification only hastens what would happen anyway: a lost one (while
-// the connection is down) costs a lingering run the rest of its linger, and
-// never a delivery (see Waker).
-func (w *Waker) Listen(ctx context.Context, connConfig *pgx.ConnConfig, logger *slog.Logger) {
+// the connection is down) costs a lingering run the rest of its linger,
+// and never a delivery (see Nudger).
+func (n *Nudger) listen(ctx context.Context) {
 	for ctx.Err() == nil {
-		err := w.listenOnce(ctx, connConfig)
+		err := n.listenOnce(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		logger.Warn("dispatch wake-ups: listener connection lost; reconnecting", "err", err)
+		n.cfg.Logger.Warn("dispatch wake listener lost its connection; reconnecting", "err", err)
+		retry, stop := n.cfg.Clock.After(listenRetry)
 		select {
 		case <-ctx.Done():
-		case <-time.After(listenRetry):
+		case <-retry:
 		}
+		stop()
 	}
 }
 
-func (w *Waker) listenOnce(ctx context.Context, connConfig *pgx.ConnConfig) error {
-	conn, err := pgx.ConnectConfig(ctx, connConfig.Copy())
+func (n *Nudger) listenOnce(ctx context.Context) error {
+	conn, err := pgx.ConnectConfig(ctx, n.cfg.ConnConfig.Copy())
 	if err != nil {
-		return err
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{store.DispatchWakeChannel}.Sanitize()); err != nil {
-		return err
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{wakeChannel}.Sanitize()); err != nil {
+		return fmt.Errorf("listen: %w", err)
 	}
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		msg, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("wait for notification: %w", err)
 		}
-		w.Wake(parseWake(n.Payload))
+		n.signal(parseWake(msg.Payload))
 	}
 }
 

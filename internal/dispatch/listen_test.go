@@ -13,68 +13,60 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
-// TestWakeCrossesProcesses: waking the dispatcher of an endpoint whose job
-// is already live signals that endpoint's run registered in another
-// process's Waker (here: another Waker on its own connection), also after
-// that Waker's connection was cut; queueing a new job signals nobody.
+// TestWakeCrossesProcesses: nudging an endpoint whose job is already live
+// wakes its run registered with another process's Nudger (here: another
+// Nudger, listening on its own connection), also after that listener's
+// connection was cut; a nudge that queues a new job wakes nobody.
 func TestWakeCrossesProcesses(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := t.Context()
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 1})
 	require.NoError(t, err)
 	marker, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/m", MaxInFlight: 1})
 	require.NoError(t, err)
 
-	other := NewWaker(10) // the Waker of a process where the endpoint's run lingers
-	wake := other.join(ep.ID)
-	markerWake := other.join(marker.ID)
-	go other.Listen(ctx, f.Store.Pool().Config().ConnConfig, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// The Nudger of a process where the endpoint's run lingers.
+	other := NewNudger(f.Store, f.Jobs, NudgerConfig{MaxLinger: 10, ConnConfig: f.Store.Pool().Config().ConnConfig, Logger: logger})
+	wakes, markerWakes := other.join(ep.ID), other.join(marker.ID)
+	require.NoError(t, other.Start(ctx))
+	t.Cleanup(other.Stop)
 	listener := func() (pid int) { // the listening backend, 0 while there is none
+		// Idle: its LISTEN has completed, so it hears what commits after.
 		_ = f.Store.Pool().QueryRow(ctx, `SELECT pid FROM pg_stat_activity
-			WHERE query LIKE 'LISTEN%' AND datname = current_database() AND state <> 'disabled'`).Scan(&pid)
+			WHERE query LIKE 'LISTEN%' AND datname = current_database() AND state = 'idle'`).Scan(&pid)
 		return pid
 	}
 	require.Eventually(t, func() bool { return listener() != 0 }, 10*time.Second, 10*time.Millisecond)
 
-	dispatchTo := func(id uuid.UUID) { // what fan-out does after its commit
-		require.NoError(t, f.Store.DispatchOrWake(ctx, []uuid.UUID{id}, f.Jobs))
+	here := NewNudger(f.Store, f.Jobs, NudgerConfig{Logger: logger})                     // this process: no runs
+	nudge := func(id uuid.UUID) { require.NoError(t, here.Nudge(ctx, []uuid.UUID{id})) } // what fan-out does after its commit
+	awaitWake := func(wakes chan struct{}, what string) {
+		t.Helper()
+		select {
+		case <-wakes:
+		case <-time.After(10 * time.Second):
+			t.Fatal(what)
+		}
 	}
-	dispatch := func() { dispatchTo(ep.ID) }
-	dispatch() // a new job: nothing live to wake
-	// The marker endpoint's second dispatch wakes its run; notifications
-	// arrive in commit order, so one from the first dispatch would have
-	// arrived before it.
-	dispatchTo(marker.ID)
-	dispatchTo(marker.ID)
-	select {
-	case <-markerWake.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up crossed to the other process")
-	}
-	select {
-	case <-wake.ch:
-		t.Fatal("a new dispatch job woke a run")
-	default:
-	}
-	dispatch() // the job is live: its run, wherever it is, is told
-	select {
-	case <-wake.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up crossed to the other process")
-	}
+
+	nudge(ep.ID)     // a new job: nothing live to wake
+	nudge(marker.ID) // likewise
+	nudge(marker.ID) // the marker's job is live: its run is woken, after anything sent before
+	awaitWake(markerWakes, "no wake crossed to the other process")
+	require.Empty(t, wakes, "a nudge that queued a new job woke a run")
+
+	nudge(ep.ID) // the job is live: its run, wherever it is, is woken
+	awaitWake(wakes, "no wake crossed to the other process")
 
 	// Cut the listener's connection: it comes back and wakes again.
 	old := listener()
 	_, err = f.Store.Pool().Exec(ctx, `SELECT pg_terminate_backend($1)`, old)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { pid := listener(); return pid != 0 && pid != old }, 10*time.Second, 20*time.Millisecond)
-	dispatch()
-	select {
-	case <-wake.ch:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no wake-up after the listener reconnected")
-	}
+	nudge(ep.ID)
+	awaitWake(wakes, "no wake after the listener reconnected")
 }
 
 func TestParseWake(t *testing.T) {

@@ -13,7 +13,8 @@ import (
 type Retry struct {
 	// Schedule is the wait before each retry: len(Schedule)+1 attempts in all.
 	Schedule []time.Duration
-	// Jitter spreads each wait by up to ±Jitter of itself (default 0.2).
+	// Jitter spreads each wait by up to ±Jitter of itself (default 0.2,
+	// set by Config.Resolve).
 	Jitter float64
 }
 
@@ -51,8 +52,5 @@ func (r Retry) Outcome(c store.Claimed, res send.Result, now time.Time) store.Ou
 
 func (r Retry) jitter(d time.Duration) time.Duration {
 	j := r.Jitter
-	if j == 0 {
-		j = 0.2
-	}
 	return time.Duration(float64(d) * (1 - j + 2*j*rand.Float64()))
 }

@@ -37,33 +37,9 @@ func (k knownTarget) plain(now time.Time) bool {
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
 
-// The batch counters, resolved once rather than on every batch.
-var (
-	handedBatches  = metrics.DispatchBatches.WithLabelValues("handed")
-	claimedBatches = metrics.DispatchBatches.WithLabelValues("claimed")
-)
-
-// nextBatch is what the run sends next: the deliveries handed to it (see
-// Waker.Hand), when it may send them without asking the database, or else
-// what it claims. It may when it knows the endpoint needs nothing decided
-// (knownTarget.plain, which also means it claimed under the endpoint's lock
-// less than refreshTarget ago, so a retry that came due meanwhile waits at
-// most that long) and they fit in one batch. The caller passes handed only
-// after a batch that came up short, recorded: the queue had nothing else
-// due, and every delivery made since came with a signal.
-func (w *Worker) nextBatch(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time, known *knownTarget, wake *registration, handed []store.Claimed) (store.Target, claimPlan, store.Claim, error) {
-	if n := known.target.MaxInFlight; len(handed) > 0 && len(handed) <= n && known.plain(now) {
-		handedBatches.Inc()
-		return known.target, claimPlan{n: n}, store.Claim{Deliveries: handed}, nil
-	}
-	w.cfg.Waker.claiming(wake)
-	target, plan, claimed, err := w.claim(ctx, endpointID, after, now, known)
-	w.cfg.Waker.claimed(wake)
-	if len(claimed.Deliveries) > 0 {
-		claimedBatches.Inc()
-	}
-	return target, plan, claimed, err
-}
+// claimedBatches counts the batches runs claimed and sent, resolved once
+// rather than on every batch.
+var claimedBatches = metrics.DispatchBatches.WithLabelValues("claimed")
 
 // claim claims the endpoint's due deliveries after the position at now: on
 // the plain path with a single read, otherwise with claimLocked, which
@@ -74,7 +50,10 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after store.Po
 	if known.plain(now) {
 		n := known.target.MaxInFlight
 		claimed, err := w.claimer.claimPlain(ctx, store.ClaimRequest{EndpointID: endpointID, N: n, After: after})
-		return known.target, claimPlan{n: n}, claimed, err
+		if err != nil {
+			return known.target, claimPlan{}, store.Claim{}, fmt.Errorf("plain claim: %w", err)
+		}
+		return known.target, claimPlan{n: n}, claimed, nil
 	}
 	target, plan, claimed, err := w.claimLocked(ctx, endpointID, after, now)
 	if err == nil {
@@ -90,12 +69,12 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after store.Po
 func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time) (store.Target, claimPlan, store.Claim, error) {
 	tx, err := w.store.BeginDispatch(ctx)
 	if err != nil {
-		return store.Target{}, claimPlan{}, store.Claim{}, err
+		return store.Target{}, claimPlan{}, store.Claim{}, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	target, err := tx.LockEndpoint(ctx, endpointID)
 	if err != nil {
-		return target, claimPlan{}, store.Claim{}, err
+		return target, claimPlan{}, store.Claim{}, fmt.Errorf("lock endpoint: %w", err)
 	}
 	plan := planClaim(target, now)
 	var claimed store.Claim
@@ -109,7 +88,7 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after st
 		return target, plan, store.Claim{}, fmt.Errorf("save flow: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return target, plan, store.Claim{}, err
+		return target, plan, store.Claim{}, fmt.Errorf("commit claim: %w", err)
 	}
 	target.Flow = flow
 	return target, plan, claimed, nil
@@ -130,11 +109,14 @@ func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDel
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
 	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) {
-		return false, w.recorder.record(ctx, outcomes(sent))
+		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
+			return false, fmt.Errorf("plain record: %w", err)
+		}
+		return false, nil
 	}
 	alerts, before, after, err := w.recordLocked(ctx, target, sent, queue)
 	if err != nil {
-		return true, err
+		return true, fmt.Errorf("locked record: %w", err)
 	}
 	w.announce(target, alerts, before, after, sent)
 	return true, nil
@@ -171,12 +153,12 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (alerts []store.Alert, before, after store.Flow, err error) {
 	tx, err := w.store.BeginDispatch(ctx)
 	if err != nil {
-		return nil, before, after, err
+		return nil, before, after, fmt.Errorf("begin record: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	locked, err := tx.LockFlow(ctx, target.ID)
 	if err != nil {
-		return nil, before, after, err
+		return nil, before, after, fmt.Errorf("lock endpoint: %w", err)
 	}
 	before = locked.Flow
 	after, alerts = w.flow.apply(before, target.RateLimit, sent, w.cfg.Clock.Now())
@@ -189,31 +171,38 @@ func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []s
 	if err := tx.InsertAlerts(ctx, locked.TenantID, target.ID, alerts, queue); err != nil {
 		return nil, before, after, fmt.Errorf("insert alerts: %w", err)
 	}
-	return alerts, before, after, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return nil, before, after, fmt.Errorf("commit record: %w", err)
+	}
+	return alerts, before, after, nil
 }
 
-// park ends a run that has to wait for its endpoint's throttle or circuit
-// to lift, or for its next token. With the endpoint row locked it checks
-// that the endpoint still has to wait (a circuit may have been closed by
-// hand meanwhile, a rate limit changed); if so it completes the job and
-// queues its successor for when the wait ends, recording the successor's id
-// so that closing the circuit by hand or changing the endpoint can unpark
-// it. It reports whether it parked.
+// park ends a blocked run: one that has to wait for its endpoint's
+// throttle or circuit to lift, or for its next token. With the endpoint
+// row locked it checks that the endpoint is still blocked (a circuit may
+// have been closed by hand meanwhile, a rate limit changed); if so it
+// completes the job and queues its successor for when the block lifts,
+// recording the successor's id so that closing the circuit by hand or
+// changing the endpoint can unpark it, and sets the Nudger's alarm. It
+// reports whether it parked.
 func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) (bool, error) {
 	endpointID := job.Args.EndpointID
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("begin park: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	locked, err := tx.LockFlow(ctx, endpointID)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("lock endpoint: %w", err)
 	}
 	now := w.cfg.Clock.Now()
 	until := waitUntil(locked.Flow, locked.RateLimit, now)
 	if !now.Before(until) {
-		return false, tx.Commit(ctx) // free to send: go on
+		if err := tx.Commit(ctx); err != nil { // free to send: go on
+			return false, fmt.Errorf("commit: %w", err)
+		}
+		return false, nil
 	}
 	jobID, err := w.successor(ctx, tx, job, queue, until)
 	if err != nil {
@@ -223,9 +212,9 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 		return false, fmt.Errorf("set parked job: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return false, err
+		return false, fmt.Errorf("commit park: %w", err)
 	}
-	w.alarm.set(endpointID, until, queue.DispatchNow)
+	w.cfg.Nudger.parked(endpointID, until, queue.DispatchNow)
 	return true, nil
 }
 
@@ -234,14 +223,17 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("begin finish: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	finished, err := w.finishIn(ctx, tx, job)
 	if err != nil {
 		return false, err
 	}
-	return finished, tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return false, fmt.Errorf("commit finish: %w", err)
+	}
+	return finished, nil
 }
 
 // finishIn is finish's step in tx: with the endpoint row locked FOR UPDATE
@@ -290,16 +282,16 @@ func sameTime(a, b *time.Time) bool {
 // without a successor that would only find nothing to send.
 //
 // It looks first without the lock: a run that still has work due (every
-// run under steady load) hands over without locking its endpoint FOR
-// UPDATE, which would hold up every fan-out to the endpoint until the
-// hand-over committed, and fan-outs' KEY SHARE locks would hold up the
-// hand-over in turn. Handing over needs no lock: the successor becomes
-// live in the transaction that completes the job, so fan-out always finds
-// one of the two live.
+// run under steady load) yields without locking its endpoint FOR UPDATE,
+// which would hold up every fan-out to the endpoint until the yield
+// committed, and fan-outs' KEY SHARE locks would hold up the yield in
+// turn. A yield needs no lock: the successor becomes live in the
+// transaction that completes the job, so fan-out always finds one of the
+// two live.
 func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
 	tx, err := w.store.BeginDispatchSync(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("begin yield: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	_, due, err := tx.NextQueued(ctx, job.Args.EndpointID)
@@ -317,7 +309,10 @@ func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], q
 			return err
 		}
 	}
-	return tx.Commit(ctx)
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit yield: %w", err)
+	}
+	return nil
 }
 
 // successor completes the running job and queues the endpoint's next

@@ -141,7 +141,7 @@ func sent(codes ...int) []sentDelivery {
 
 var testPolicy = flowPolicy{
 	throttle: []time.Duration{time.Minute, 5 * time.Minute},
-	circuit:  flow.CircuitConfig{Threshold: 3, FirstProbe: 30 * time.Second},
+	circuit:  flow.CircuitConfig{Threshold: 3, FirstProbe: 30 * time.Second, MaxProbe: flow.DefaultMaxProbe},
 }
 
 func TestUnitFlowApply(t *testing.T) {

@@ -28,7 +28,7 @@ func TestUnitRunDeadline(t *testing.T) {
 	require.False(t, lo.Before(clock.Add(8*time.Second)), "at most a fifth short of the budget from the clock's now: %s", lo)
 	require.False(t, hi.After(clock.Add(12*time.Second)), "at most a fifth over: %s", hi)
 	require.Less(t, hi.Sub(lo), 4*time.Second)
-	require.Greater(t, hi.Sub(lo), 2*time.Second, "spread, so runs started together hand over apart")
+	require.Greater(t, hi.Sub(lo), 2*time.Second, "spread, so runs started together yield apart")
 }
 
 // TestUnitNextRetry: a failed run's job is retried soon after the clock's
@@ -110,7 +110,7 @@ func TestUnitLinger(t *testing.T) {
 
 	t.Run("lingerFor when the deadline is further", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewWaker(1), uuid.New()
+		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		woken := waiting(t, clk, lingerFor, func() bool { return w.linger(t.Context(), clk, ch, clock.Add(time.Minute)) })
 		clk.Advance(lingerFor - time.Millisecond)
@@ -121,31 +121,24 @@ func TestUnitLinger(t *testing.T) {
 	})
 	t.Run("bounded by the deadline", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewWaker(1), uuid.New()
+		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		woken := waiting(t, clk, 300*time.Millisecond, func() bool {
 			return w.linger(t.Context(), clk, ch, clock.Add(300*time.Millisecond))
 		})
-		require.Empty(t, w.Wake([]uuid.UUID{id}), "the lingering run takes the wake")
+		require.Empty(t, w.signal([]uuid.UUID{id}), "the lingering run takes the wake")
 		require.True(t, <-woken)
 		require.Zero(t, clk.pending(), "its timer is stopped")
 	})
 	t.Run("deadline reached: no linger", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewWaker(1), uuid.New()
+		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		clk.Advance(time.Second)
 		require.False(t, answersAtOnce(t, clk, func(ctx context.Context) bool {
 			return w.linger(ctx, clk, ch, clock.Add(time.Second))
 		}))
 	})
-}
-
-// lingering is how many runs w counts as lingering.
-func lingering(w *Waker) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.lingering
 }
 
 func minTime(a, b time.Time) time.Time {

@@ -14,9 +14,8 @@
 //     events, very wide groups and single events with an Idempotency-Key
 //     (InsertOne) are left to the River Worker (Events).
 //
-// Dispatch receives the endpoints whose queues changed, with the new
-// deliveries when the insert knows them whole (store.Touched), after the
-// commit (store.DispatchOrWake, dispatch.Waker). Fan-out runs its queries
+// Dispatch receives the endpoints whose queues changed after the commit
+// (dispatch.Nudger.Nudge). Fan-out runs its queries
 // in a store.Tx, with the planner settings store gives routing
 // transactions (store.Store.WithRoutingTx).
 package fanout
@@ -43,17 +42,17 @@ import (
 type Worker struct {
 	river.WorkerDefaults[jobs.FanoutArgs]
 	store  *store.Store
-	waker  *dispatch.Waker
+	nudger *dispatch.Nudger
 	leases *jobs.LeaseHolder
 	logger *slog.Logger
 }
 
-// NewWorker returns a fan-out worker on st that hands new deliveries to
-// dispatch runs lingering in this process through waker. Each run holds a
-// lease on leases (nil: none), so that the sweeper replaces the job at once
-// if the process dies mid-run.
-func NewWorker(st *store.Store, waker *dispatch.Waker, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
-	return &Worker{store: st, waker: waker, leases: leases, logger: logger}
+// NewWorker returns a fan-out worker on st that nudges the endpoints it
+// made deliveries for through nudger. Each run holds a lease on leases
+// (nil: none), so that the sweeper replaces the job at once if the process
+// dies mid-run.
+func NewWorker(st *store.Store, nudger *dispatch.Nudger, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
+	return &Worker{store: st, nudger: nudger, leases: leases, logger: logger}
 }
 
 // Timeout implements river.Worker: a fan-out's work grows with its events.
@@ -74,9 +73,8 @@ func (w *Worker) NextRetry(job *river.Job[jobs.FanoutArgs]) time.Time {
 
 // Work fans the job's events out and completes the job in the same
 // transaction, so a crash can never leave the deliveries without the job
-// being done, or the job done without the deliveries; then it wakes the
-// endpoints' lingering runs or queues their dispatch jobs
-// (store.DispatchOrWake says why afterwards).
+// being done, or the job done without the deliveries; then it nudges the
+// endpoints (dispatch.Nudger.Nudge says why afterwards).
 func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.FanoutArgs]) error {
 	err := w.fanOut(ctx, job)
 	if err != nil {
@@ -101,9 +99,9 @@ func (w *Worker) fanOut(ctx context.Context, job *river.Job[jobs.FanoutArgs]) er
 	if err != nil {
 		return err
 	}
-	if err := w.store.DispatchOrWake(ctx, w.waker.Wake(touched), jobs.FromContext(ctx)); err != nil {
-		// The job is complete; the sweeper's walk queues them (every 5 s).
-		w.logger.WarnContext(ctx, "fan-out could not wake dispatchers", "err", err, "endpoints", len(touched))
+	if err := w.nudger.Nudge(ctx, touched); err != nil {
+		// The job is complete; the sweeper's walk nudges them (every 5 s).
+		w.logger.WarnContext(ctx, "fan-out could not nudge dispatch", "err", err, "endpoints", len(touched))
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ const MaxInlineDeliveries = 1000
 // that a post costs no fan-out job: no job row written, fetched and
 // completed. It returns the events in input order and the endpoints whose
 // queues changed (store.Touched), which the caller hands to their dispatch
-// runs after the commit (store.DispatchOrWake).
+// runs after the commit (dispatch.Nudger.Nudge).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a

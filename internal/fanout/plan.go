@@ -19,11 +19,11 @@ import (
 // a coalesce key replaces the event of a queued, never-attempted delivery
 // with the same endpoint, type and key instead of adding one.
 //
-// The caller dispatches the returned endpoints (store.DispatchOrWake)
+// The caller dispatches the returned endpoints (dispatch.Nudger.Nudge)
 // after the commit, not inside it: River's unique insert locks a live
 // dispatch job's row, and holding those locks for a whole fan-out
 // transaction convoyed dispatchers and deadlocked with River's completer.
-// Doing so after the commit is still race-free; see DispatchOrWake.
+// Doing so after the commit is still race-free; see dispatch.Nudger.Nudge.
 func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done store.TxHook) ([]uuid.UUID, int, error) {
 	var (
 		created int

@@ -17,8 +17,11 @@ import (
 type CircuitConfig struct {
 	Threshold  int           // consecutive failures that open the circuit
 	FirstProbe time.Duration // first probe interval
-	MaxProbe   time.Duration // the interval doubles up to this (default 1h)
+	MaxProbe   time.Duration // the interval doubles up to this (DefaultMaxProbe, set by dispatch.Config.Resolve)
 }
+
+// DefaultMaxProbe is CircuitConfig.MaxProbe's default.
+const DefaultMaxProbe = time.Hour
 
 // Breaker is one endpoint's circuit.
 type Breaker struct {
@@ -72,7 +75,7 @@ func (b Breaker) Record(success bool, errMsg string, now time.Time, cfg CircuitC
 	b.LastError = errMsg
 	switch b.State {
 	case sluice.CircuitHalfOpen: // the probe failed
-		b.ProbeInterval = min(2*b.ProbeInterval, cfg.maxProbe())
+		b.ProbeInterval = min(2*b.ProbeInterval, cfg.MaxProbe)
 		b.open(now)
 		return b, NoTransition
 	case sluice.CircuitOpen: // requests in flight when it opened
@@ -102,11 +105,4 @@ func (b *Breaker) open(now time.Time) {
 	b.State = sluice.CircuitOpen
 	next := now.Add(b.ProbeInterval)
 	b.NextProbeAt = &next
-}
-
-func (c CircuitConfig) maxProbe() time.Duration {
-	if c.MaxProbe == 0 {
-		return time.Hour
-	}
-	return c.MaxProbe
 }

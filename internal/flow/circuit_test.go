@@ -11,7 +11,7 @@ import (
 
 func TestBreakerLifecycle(t *testing.T) {
 	t.Parallel()
-	cfg := CircuitConfig{Threshold: 3, FirstProbe: time.Minute}
+	cfg := CircuitConfig{Threshold: 3, FirstProbe: time.Minute, MaxProbe: DefaultMaxProbe}
 	now := time.Unix(1000, 0)
 	b := Breaker{State: sluice.CircuitClosed}
 

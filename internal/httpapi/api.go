@@ -31,7 +31,8 @@ type Config struct {
 	AllowPrivateTargets bool
 	// SecretGrace is how long a rotated-out secret keeps signing.
 	SecretGrace time.Duration
-	// Jobs queues dispatch and replay jobs in the API's transactions.
+	// Jobs queues dispatch and replay jobs in the API's transactions: the
+	// process's dispatch.Nudger.
 	Jobs store.JobQueue
 	// Ingest commits posted events and hands their deliveries to dispatch;
 	// whoever builds the API starts and stops it.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -131,7 +132,7 @@ func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := a.store.CloseCircuit(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	ep, err := dispatch.CloseCircuit(r.Context(), a.store, a.cfg.Jobs, tenantFrom(r.Context()).ID, id)
 	if err != nil {
 		return err
 	}

@@ -42,7 +42,7 @@ func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, deliveriesOf(t, f, batch[0].ID), "a batch's deliveries commit with it too")
 	require.Equal(t, 1, deliveriesOf(t, f, batch[1].ID))
-	b.Stop() // the hand-off's last pass is done
+	b.Stop() // the last nudge is done
 	require.Equal(t, 1, dispatchJobs(t, f, ep), "the live job is found, not duplicated")
 	require.Equal(t, 1, dispatchJobs(t, f, other), "the batch's other endpoint has its job")
 

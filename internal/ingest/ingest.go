@@ -9,14 +9,12 @@
 // event with an Idempotency-Key is stored on its own
 // (fanout.InsertOne).
 //
-// After each commit, the endpoints whose queues changed are handed to their
-// dispatch runs (a run lingering in this process is signalled, and given
-// the deliveries themselves when the commit knows them whole; others get a
-// job or a notification: store.DispatchOrWake) by one goroutine, off the
-// posts' path. It merges the endpoints of the commits that land while it
-// works, so under load each pass covers many commits. A pass the database
-// fails is tried again; if the process dies first, the sweeper's walk
-// queues their dispatch (every 5 s by default).
+// After each commit, the endpoints whose queues changed are nudged
+// (dispatch.Nudger.Nudge) by one goroutine, off the posts' path. It merges
+// the endpoints of the commits that land while it works, so under load each
+// pass covers many commits. A pass the database fails is tried again; if
+// the process dies first, the sweeper's walk queues their dispatch (every
+// 5 s by default).
 //
 // An event Postgres rejects (store.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
@@ -36,6 +34,7 @@ import (
 	"github.com/riverqueue/river/rivershared/startstop"
 
 	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -58,10 +57,11 @@ type Config struct {
 	// MaxBatch bounds the events in one transaction (default
 	// MaxBatchDefault).
 	MaxBatch int
-	// Waker signals dispatch runs lingering in this process; nil (a process
-	// without workers) signals none.
-	Waker Waker
-	// Logger reports hand-offs that failed (the sweeper repairs them).
+	// Nudger nudges the endpoints of each commit: the process's, whose
+	// runs it wakes in process. Nil: a Nudger of its own on the job queue,
+	// for a process without dispatch runs.
+	Nudger *dispatch.Nudger
+	// Logger reports nudges that failed (the sweeper repairs them).
 	Logger *slog.Logger
 }
 
@@ -86,16 +86,8 @@ func (c Config) Resolve() (Config, error) {
 	return c, nil
 }
 
-// Waker signals the dispatch runs of endpoints registered in this process,
-// handing them the deliveries made, and returns the endpoints that have
-// none (dispatch.Waker). Seq is read before the deliveries are inserted.
-type Waker interface {
-	Seq() uint64
-	Hand(seq uint64, touched store.Touched) []uuid.UUID
-}
-
-// Ingester commits posted events, single ones in groups, and hands the
-// endpoints they reach to their dispatch runs. It is a startstop.Service:
+// Ingester commits posted events, single ones in groups, and nudges the
+// endpoints they reach. It is a startstop.Service:
 // Start before the API serves, Stop after the HTTP server has shut down.
 type Ingester struct {
 	startstop.BaseStartStop
@@ -104,7 +96,7 @@ type Ingester struct {
 	jobs    store.JobQueue
 	cfg     Config
 	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
-	handoff *handoff
+	nudges  *nudges
 }
 
 // New returns an Ingester on st that queues the jobs its commits need on
@@ -114,10 +106,13 @@ func New(st *store.Store, jobs store.JobQueue, cfg Config) (*Ingester, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Ingester{st: st, jobs: jobs, cfg: cfg, handoff: newHandoff(st, jobs, cfg.Waker, cfg.Logger)}, nil
+	if cfg.Nudger == nil {
+		cfg.Nudger = dispatch.NewNudger(st, jobs, dispatch.NudgerConfig{Logger: cfg.Logger})
+	}
+	return &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}, nil
 }
 
-// Start starts the group commit and the hand-off loop.
+// Start starts the group commit and the nudging loop.
 func (i *Ingester) Start(ctx context.Context) error {
 	ctx, shouldStart, started, stopped := i.StartInit(ctx)
 	if !shouldStart {
@@ -128,28 +123,27 @@ func (i *Ingester) Start(ctx context.Context) error {
 	go func() {
 		started()
 		defer stopped()
-		i.handoff.run(ctx) // until Stop
+		i.nudges.run(ctx) // until Stop
 		i.batcher.Store(nil)
-		b.Close()           // the groups in flight commit
-		i.handoff.pass(ctx) // and their endpoints are handed over
+		b.Close()          // the groups in flight commit
+		i.nudges.pass(ctx) // and their endpoints are nudged
 	}()
 	return nil
 }
 
-// commit stores a group and passes its endpoints to the hand-off.
+// commit stores a group and passes its endpoints to the nudging loop.
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
-	seq := i.handoff.seq()
 	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
 	}
-	i.handoff.add(seq, touched)
+	i.nudges.add(touched.Endpoints())
 	return out, nil
 }
 
 // SubmitBatch commits one tenant's batch of events on its own (a batch is
 // a group already) and returns them as stored, in order. Its endpoints are
-// handed over with the others'.
+// nudged with the others'.
 func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent) ([]sluice.Event, error) {
 	if i.batcher.Load() == nil {
 		return nil, ErrClosed
@@ -180,140 +174,96 @@ func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev 
 	return fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs) //nolint:wrapcheck // wrapped by fanout
 }
 
-// handoff hands endpoints whose queues changed to their dispatch runs, one
-// pass at a time, merging the commits added while a pass runs.
-type handoff struct {
-	st     *store.Store
-	jobs   store.JobQueue
-	waker  Waker
+// nudges nudges the endpoints whose queues changed, one pass at a time,
+// merging the commits added while a pass runs.
+type nudges struct {
+	nudger *dispatch.Nudger
 	logger *slog.Logger
 
-	mu           sync.Mutex
-	pending      []committed
-	pendingBytes int           // the deliveries pending hold (store.Touched.Bytes)
-	kick         chan struct{} // holds a token while pending has commits
-	failing      bool          // the last pass failed; read and written by the loop alone
+	mu      sync.Mutex
+	pending map[uuid.UUID]struct{}
+	kick    chan struct{} // holds a token while pending has endpoints
+	failing bool          // the last pass failed; read and written by the loop alone
 }
 
-// handoffTimeout bounds one pass, so that a database that stopped
-// answering cannot hold up Close.
-const handoffTimeout = 10 * time.Second
+// nudgeTimeout bounds one pass, so that a database that stopped answering
+// cannot hold up Stop.
+const nudgeTimeout = 10 * time.Second
 
-// committed is what one commit touched, with the Waker's Seq read before it.
-type committed struct {
-	seq     uint64
-	touched store.Touched
+func newNudges(nudger *dispatch.Nudger, logger *slog.Logger) *nudges {
+	return &nudges{nudger: nudger, logger: logger, pending: map[uuid.UUID]struct{}{}, kick: make(chan struct{}, 1)}
 }
 
-func newHandoff(st *store.Store, jobs store.JobQueue, waker Waker, logger *slog.Logger) *handoff {
-	return &handoff{st: st, jobs: jobs, waker: waker, logger: logger, kick: make(chan struct{}, 1)}
-}
-
-// seq is the Waker's Seq, to read before a commit (0 without a Waker).
-func (h *handoff) seq() uint64 {
-	if h.waker == nil {
-		return 0
-	}
-	return h.waker.Seq()
-}
-
-// maxPendingBytes bounds the deliveries held for the next pass: commits
-// that land while a slow pass runs are handed over past that without
-// them, as endpoints to wake, so a database that slows down cannot make
-// ingest hold every payload posted meanwhile.
-const maxPendingBytes = 8 << 20
-
-func (h *handoff) add(seq uint64, touched store.Touched) {
-	if len(touched) == 0 {
+func (n *nudges) add(endpointIDs []uuid.UUID) {
+	if len(endpointIDs) == 0 {
 		return
 	}
-	h.mu.Lock()
-	if size := touched.Bytes(); h.pendingBytes+size > maxPendingBytes {
-		touched = store.TouchedWithout(touched.Endpoints())
-	} else {
-		h.pendingBytes += size
+	n.mu.Lock()
+	for _, id := range endpointIDs {
+		n.pending[id] = struct{}{}
 	}
-	h.pending = append(h.pending, committed{seq: seq, touched: touched})
-	h.mu.Unlock()
+	n.mu.Unlock()
 	select {
-	case h.kick <- struct{}{}:
+	case n.kick <- struct{}{}:
 	default:
 	}
 }
 
 // run makes a pass each time commits are added, until ctx ends.
-func (h *handoff) run(ctx context.Context) {
+func (n *nudges) run(ctx context.Context) {
 	for {
 		select {
-		case <-h.kick:
-			h.pass(ctx)
+		case <-n.kick:
+			n.pass(ctx)
 		case <-ctx.Done():
 			return
 		}
 	}
 }
 
-// handoffRetry is the pause before a failed pass's endpoints are handed
-// over again.
-const handoffRetry = 250 * time.Millisecond
+// nudgeRetry is the pause before a failed pass's endpoints are nudged
+// again.
+const nudgeRetry = 250 * time.Millisecond
 
-// pass hands over the pending endpoints. Those it failed to reach (the
-// database is down) are pending again after handoffRetry, unless ctx has
+// pass nudges the pending endpoints. Those it failed to reach (the
+// database is down) are pending again after nudgeRetry, unless ctx has
 // ended; their deliveries are committed, so nothing is lost meanwhile. The
-// pass itself outlives ctx, bounded by handoffTimeout, so that the last one
-// hands over what the last commits added.
-func (h *handoff) pass(ctx context.Context) {
-	h.mu.Lock()
-	commits := h.pending
-	h.pending, h.pendingBytes = nil, 0
-	h.mu.Unlock()
-	ids := h.hand(commits)
+// pass itself outlives ctx, bounded by nudgeTimeout, so that the last one
+// nudges what the last commits added.
+func (n *nudges) pass(ctx context.Context) {
+	n.mu.Lock()
+	ids := make([]uuid.UUID, 0, len(n.pending))
+	for id := range n.pending {
+		ids = append(ids, id)
+	}
+	clear(n.pending)
+	n.mu.Unlock()
 	if len(ids) == 0 {
 		return
 	}
-	passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), handoffTimeout)
+	passCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), nudgeTimeout)
 	defer cancel()
-	err := h.st.DispatchOrWake(passCtx, ids, h.jobs)
+	err := n.nudger.Nudge(passCtx, ids)
 	switch {
-	case err != nil && !h.failing:
-		h.logger.Warn("new deliveries could not be handed to their dispatch runs; retrying", "endpoints", len(ids), "err", err)
-	case err == nil && h.failing:
-		h.logger.Info("new deliveries are handed to their dispatch runs again")
+	case err != nil && !n.failing:
+		n.logger.Warn("could not nudge dispatch for new deliveries; retrying", "endpoints", len(ids), "err", err)
+	case err == nil && n.failing:
+		n.logger.Info("nudging dispatch for new deliveries again")
 	}
-	h.failing = err != nil
+	n.failing = err != nil
 	if err != nil {
-		h.retryLater(ctx, ids)
+		n.retryLater(ctx, ids)
 	}
 }
 
-// hand hands the commits' deliveries to the runs lingering here, and
-// returns the endpoints (each once) that have none.
-func (h *handoff) hand(commits []committed) []uuid.UUID {
-	rest := map[uuid.UUID]bool{}
-	for _, c := range commits {
-		ids := c.touched.Endpoints()
-		if h.waker != nil {
-			ids = h.waker.Hand(c.seq, c.touched)
-		}
-		for _, id := range ids {
-			rest[id] = true
-		}
-	}
-	ids := make([]uuid.UUID, 0, len(rest))
-	for id := range rest {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
-// retryLater makes ids pending again after handoffRetry, unless ctx ends
+// retryLater makes ids pending again after nudgeRetry, unless ctx ends
 // first (the Ingester is stopping): then the sweeper's walk finds them.
-func (h *handoff) retryLater(ctx context.Context, ids []uuid.UUID) {
-	t := time.NewTimer(handoffRetry)
+func (n *nudges) retryLater(ctx context.Context, ids []uuid.UUID) {
+	t := time.NewTimer(nudgeRetry)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
-		h.add(0, store.TouchedWithout(ids))
+		n.add(ids)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/riverqueue/river/rivershared/startstop"
 	"github.com/riverqueue/river/rivershared/testsignal"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -43,6 +44,10 @@ type SweeperConfig struct {
 	// fetching a job and the run taking its lease (default
 	// DefaultReplaceGrace).
 	ReplaceGrace time.Duration
+	// Nudger starts or wakes the dispatch runs of the endpoints a sweep
+	// finds (default: a Nudger of its own on the queue, which wakes runs
+	// in other processes by notification).
+	Nudger *dispatch.Nudger
 	// Clock paces the sweeps (default jobs.SystemClock).
 	Clock  jobs.Clock
 	Logger *slog.Logger
@@ -124,6 +129,9 @@ func NewSweeper(st *store.Store, q *jobs.Queue, cfg SweeperConfig) (*Sweeper, er
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Nudger == nil {
+		cfg.Nudger = dispatch.NewNudger(st, q, dispatch.NudgerConfig{Logger: cfg.Logger})
+	}
 	return &Sweeper{store: st, jobs: q, cfg: cfg}, nil
 }
 
@@ -179,7 +187,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err)
 	}
-	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err) // the walk finds them
 	}
 	return s.walk(ctx)
@@ -204,7 +212,7 @@ func (s *Sweeper) walk(ctx context.Context) error {
 		return fmt.Errorf("walk: %w", err)
 	}
 	s.more = len(ids) == maxSweepEndpoints
-	if err := s.store.DispatchOrWake(ctx, ids, s.jobs); err != nil {
+	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return fmt.Errorf("walk: dispatch the endpoints found: %w", err) // the next walk starts where this one did
 	}
 	s.after = walkFrom(ids, maxSweepEndpoints)

@@ -43,12 +43,12 @@ var (
 		Name: "sluice_jobs_replaced_total",
 		Help: "Fan-out, dispatch and bulk replay jobs replaced because their run died.",
 	})
-	// DispatchBatches counts the batches dispatch runs sent, by where they
-	// came from: claimed from the database, or handed over by ingest in the
-	// same process without a claim (dispatch.Waker.Hand).
+	// DispatchBatches counts the batches dispatch runs claimed and sent.
+	// Every batch is claimed; the source label stays so that queries on it
+	// keep working.
 	DispatchBatches = promauto.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_dispatch_batches_total",
-		Help: "Batches of deliveries sent by dispatch runs, by source (claimed, handed).",
+		Help: "Batches of deliveries claimed and sent by dispatch runs (source: claimed).",
 	}, []string{"source"})
 	// FirstAttemptLag is the time from an event's acceptance to the first
 	// attempt of each of its deliveries (replays excluded).

@@ -5,11 +5,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -30,7 +30,7 @@ type Target struct {
 	Flow        Flow
 }
 
-// Claimed is a due delivery handed to a dispatcher, with its event.
+// Claimed is a due delivery a dispatch run claimed, with its event.
 type Claimed struct {
 	ID             uuid.UUID
 	EventID        uuid.UUID
@@ -130,7 +130,7 @@ func claimDue(ctx context.Context, q *dbq.Queries, claims []ClaimRequest) ([]Cla
 	}
 	rows, err := q.ClaimDueDeliveries(ctx, p)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("claim due deliveries: %w", err)
 	}
 	byEndpoint := make(map[uuid.UUID]*Claim, len(claims))
 	for _, r := range rows {
@@ -173,7 +173,7 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		Flow:        flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &t.Headers); err != nil {
-		return t, err
+		return t, fmt.Errorf("read endpoint headers: %w", err)
 	}
 	secrets := [][]byte{r.SecretEnc}
 	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {
@@ -182,11 +182,11 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 	for _, sealed := range secrets {
 		secret, err := s.box.Open(sealed)
 		if err != nil {
-			return t, err
+			return t, fmt.Errorf("open endpoint secret: %w", err)
 		}
 		key, err := signature.Key(string(secret))
 		if err != nil {
-			return t, err
+			return t, fmt.Errorf("read endpoint secret: %w", err)
 		}
 		t.Keys = append(t.Keys, key)
 	}
@@ -196,10 +196,15 @@ func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 // RecordPlain stores attempts that change no endpoint's flow state, of any
 // endpoints, in one statement.
 func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
-	return s.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes))
+	if err := s.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
+		return fmt.Errorf("record outcomes: %w", err)
+	}
+	return nil
 }
 
-func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
+// saveFlow writes what changed from before to after in an endpoint's flow
+// state.
+func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
 	if after.Throttle != before.Throttle {
 		var err error
 		if after.Throttle.Count == 0 {
@@ -211,29 +216,14 @@ func (s *Store) saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UU
 			})
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("save throttle: %w", err)
 		}
 	}
 	if after.Bucket == before.Bucket && after.Breaker == before.Breaker {
 		return nil
 	}
-	return q.SaveFlow(ctx, saveFlowParams(endpointID, after))
-}
-
-func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, tenantID, endpointID uuid.UUID, alerts []Alert, jobs JobQueue) error {
-	q := s.q.WithTx(tx)
-	for _, a := range alerts {
-		id := newID()
-		err := q.InsertCircuitAlert(ctx, dbq.InsertCircuitAlertParams{
-			ID: id, TenantID: tenantID, EndpointID: endpointID, Opened: a.Opened,
-			LastError: a.LastError, Failures: int32(a.Failures), NextProbeAt: a.NextProbeAt,
-		})
-		if err != nil {
-			return err
-		}
-		if err := jobs.Alert(ctx, tx, id); err != nil {
-			return err
-		}
+	if err := q.SaveFlow(ctx, saveFlowParams(endpointID, after)); err != nil {
+		return fmt.Errorf("save flow: %w", err)
 	}
 	return nil
 }
@@ -241,9 +231,8 @@ func (s *Store) insertAlerts(ctx context.Context, tx pgx.Tx, tenantID, endpointI
 // outcomeParams lays a batch of outcomes out as RecordOutcomes' arrays,
 // in delivery id order: the ids follow their events' time, so Postgres
 // updates the deliveries, and inserts their index entries, in the order
-// they lie on disk rather than one run's batch after another's. A record
-// of 5,000 outcomes from 50 endpoints across a table of 1,000,000 took
-// 106-113 ms so ordered against 114-125 ms in arrival order (four pairs).
+// they lie on disk rather than one run's batch after another's
+// (TestRecordsGoInDeliveryOrder).
 func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 	outcomes = slices.SortedFunc(slices.Values(outcomes), func(a, b Outcome) int {
 		return bytes.Compare(a.DeliveryID[:], b.DeliveryID[:])

@@ -34,7 +34,7 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	requireGenericPlans(t, tx, "LockEndpointForDispatch", "ClaimDueDeliveries", "RecordOutcomes")
 	require.NoError(t, tx.Commit(ctx))
 
-	// The steps that change River's jobs (finish, park, hand over).
+	// The steps that change River's jobs (finish, park, yield).
 	tx, err = f.Store.BeginDispatchSync(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)

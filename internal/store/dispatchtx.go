@@ -14,10 +14,9 @@ import (
 )
 
 // DispatchTx is the transaction of one dispatch step (claim, record, park,
-// finish, hand over): the typed operations a dispatch run calls in order,
-// between BeginDispatch and Commit. The decisions between them (how many to
-// claim, what a batch does to the circuit) are the caller's; the store only
-// reads and writes.
+// finish, yield) or of closing a circuit by hand: typed statements, called
+// in order between a Begin and Commit. The decisions between them are
+// package dispatch's; the store only reads and writes.
 type DispatchTx struct {
 	s  *Store
 	tx pgx.Tx
@@ -33,11 +32,10 @@ const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
 // RecordOutcomes runs here too: an asynchronous commit (see inAsyncTx),
 // the generic plan, and the planner held to nested loops over index
 // probes. Every statement of these steps looks rows up by key, so the plan
-// made once per connection is the one each call's values would get.
-// Planned for each call, the claim took 0.65 ms to plan and 0.1 ms to run,
-// and in e2e-single the claims of these steps spent six times as long
-// being planned as running (TestDispatchStepsPlanOncePerConnection). One
-// round trip: BEGIN and the settings go as one simple-protocol query.
+// made once per connection is the one each call's values would get, and
+// planning for each call cost more than running
+// (TestDispatchStepsPlanOncePerConnection). One round trip: BEGIN and the
+// settings go as one simple-protocol query.
 var dispatchStep = "BEGIN" + setLocal(recordSettings)
 
 // BeginDispatch begins a claim or a record: a transaction whose loss in a
@@ -48,15 +46,21 @@ func (s *Store) BeginDispatch(ctx context.Context) (*DispatchTx, error) {
 }
 
 // dispatchSyncStep begins a step that changes River's jobs: synchronously
-// committed, with the settings of dispatchStep otherwise. River's job
-// completion in it (JobSetStateIfRunningMany) was planned for its values
-// on every call: 0.42 ms to plan and 0.08 to run, once per dispatch run.
+// committed, with the settings of dispatchStep otherwise, since River's
+// job completion in it (JobSetStateIfRunningMany) was otherwise planned
+// for its values on every call.
 var dispatchSyncStep = "BEGIN" + setLocal(keyLookups)
 
 // BeginDispatchSync begins a step that changes River's jobs (park, finish,
-// hand over): an ordinary, synchronously committed transaction.
+// yield): synchronously committed.
 func (s *Store) BeginDispatchSync(ctx context.Context) (*DispatchTx, error) {
 	return s.beginDispatch(ctx, pgx.TxOptions{BeginQuery: dispatchSyncStep})
+}
+
+// BeginByHand begins a change an operator makes by hand (closing a
+// circuit): an ordinary transaction, rare enough to need no settings.
+func (s *Store) BeginByHand(ctx context.Context) (*DispatchTx, error) {
+	return s.beginDispatch(ctx, pgx.TxOptions{})
 }
 
 func (s *Store) beginDispatch(ctx context.Context, opts pgx.TxOptions) (*DispatchTx, error) {
@@ -72,10 +76,15 @@ func (s *Store) beginDispatch(ctx context.Context, opts pgx.TxOptions) (*Dispatc
 func (t *DispatchTx) Tx() pgx.Tx { return t.tx }
 
 // Commit commits the step.
-func (t *DispatchTx) Commit(ctx context.Context) error { return t.tx.Commit(ctx) }
+func (t *DispatchTx) Commit(ctx context.Context) error {
+	if err := t.tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
 
 // Rollback abandons the step unless it has committed; defer it after
-// BeginDispatch.
+// beginning.
 func (t *DispatchTx) Rollback(ctx context.Context) { _ = t.tx.Rollback(ctx) }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -90,17 +99,18 @@ func (t *DispatchTx) LockEndpoint(ctx context.Context, endpointID uuid.UUID) (Ta
 	return t.s.target(row)
 }
 
-// LockedFlow is an endpoint's flow-control state as read under its row
-// lock, with what the caller needs to act on it.
+// LockedFlow is an endpoint's flow state as read under its row lock, with
+// what the caller needs to act on it.
 type LockedFlow struct {
-	TenantID  uuid.UUID
-	RateLimit *sluice.RateLimit
-	Flow      Flow
+	TenantID    uuid.UUID
+	RateLimit   *sluice.RateLimit
+	ParkedJobID *int64 // its parked dispatch job, if one was recorded (SetParkedJob)
+	Flow        Flow
 }
 
 // LockFlow locks the endpoint row as LockEndpoint does and returns only its
-// flow state: for the steps that send nothing (record, park), so nothing is
-// decrypted.
+// flow state: for the steps that send nothing (record, park, closing a
+// circuit), so nothing is decrypted.
 func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (LockedFlow, error) {
 	row, err := t.q.LockEndpointForDispatch(ctx, endpointID)
 	if err != nil {
@@ -108,9 +118,10 @@ func (t *DispatchTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (Locked
 	}
 	e := row.Endpoint
 	return LockedFlow{
-		TenantID:  e.TenantID,
-		RateLimit: rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst),
-		Flow:      flowFromRow(row),
+		TenantID:    e.TenantID,
+		RateLimit:   rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst),
+		ParkedJobID: e.ParkedJobID,
+		Flow:        flowFromRow(row),
 	}, nil
 }
 
@@ -128,25 +139,44 @@ func (t *DispatchTx) ClaimDue(ctx context.Context, c ClaimRequest) (Claim, error
 // state (its throttle row, its bucket and circuit columns); nothing when
 // nothing changed.
 func (t *DispatchTx) SaveFlow(ctx context.Context, endpointID uuid.UUID, before, after Flow) error {
-	return t.s.saveFlow(ctx, t.q, endpointID, before, after)
+	return saveFlow(ctx, t.q, endpointID, before, after)
 }
 
 // RecordOutcomes stores a batch of attempts and applies them to their
 // deliveries, in one statement.
 func (t *DispatchTx) RecordOutcomes(ctx context.Context, outcomes []Outcome) error {
-	return t.q.RecordOutcomes(ctx, outcomeParams(outcomes))
+	if err := t.q.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
+		return fmt.Errorf("record outcomes: %w", err)
+	}
+	return nil
 }
 
 // InsertAlerts stores circuit transitions and queues their emails, so a
 // transition is announced exactly when it is committed.
 func (t *DispatchTx) InsertAlerts(ctx context.Context, tenantID, endpointID uuid.UUID, alerts []Alert, jobs JobQueue) error {
-	return t.s.insertAlerts(ctx, t.tx, tenantID, endpointID, alerts, jobs)
+	for _, a := range alerts {
+		id := newID()
+		err := t.q.InsertCircuitAlert(ctx, dbq.InsertCircuitAlertParams{
+			ID: id, TenantID: tenantID, EndpointID: endpointID, Opened: a.Opened,
+			LastError: a.LastError, Failures: int32(a.Failures), NextProbeAt: a.NextProbeAt,
+		})
+		if err != nil {
+			return fmt.Errorf("insert circuit alert: %w", err)
+		}
+		if err := jobs.Alert(ctx, t.tx, id); err != nil {
+			return fmt.Errorf("queue circuit alert: %w", err)
+		}
+	}
+	return nil
 }
 
 // SetParkedJob records the endpoint's parked dispatch job, so that closing
 // its circuit by hand or changing the endpoint can unpark it.
 func (t *DispatchTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, jobID int64) error {
-	return t.q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID})
+	if err := t.q.SetParkedJob(ctx, dbq.SetParkedJobParams{ID: endpointID, JobID: &jobID}); err != nil {
+		return fmt.Errorf("set parked job: %w", err)
+	}
+	return nil
 }
 
 // LockToFinish locks the endpoint row FOR UPDATE, against fan-out (whose
@@ -156,7 +186,7 @@ func (t *DispatchTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, job
 func (t *DispatchTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, err error) {
 	row, err := t.q.LockEndpointToFinish(ctx, endpointID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, err
+		return nil, fmt.Errorf("lock endpoint to finish: %w", err)
 	}
 	return row.RetryDueAt, nil
 }
@@ -166,11 +196,17 @@ func (t *DispatchTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (re
 // it runs (NextQueuedDelivery says why).
 func (t *DispatchTx) NextQueued(ctx context.Context, endpointID uuid.UUID) (next *time.Time, due bool, err error) {
 	row, err := t.q.NextQueuedDelivery(ctx, endpointID)
-	return row.NextAttemptAt, row.Due, err
+	if err != nil {
+		return nil, false, fmt.Errorf("next queued delivery: %w", err)
+	}
+	return row.NextAttemptAt, row.Due, nil
 }
 
 // SetRetryDue writes when the endpoint's next retry is due (nil: none), for
-// the sweeper to queue its dispatch then (Store.TakeRetriesDue).
+// the sweeper to nudge its endpoint then (Store.TakeRetriesDue).
 func (t *DispatchTx) SetRetryDue(ctx context.Context, endpointID uuid.UUID, at *time.Time) error {
-	return t.q.SetRetryDue(ctx, dbq.SetRetryDueParams{ID: endpointID, RetryDueAt: at})
+	if err := t.q.SetRetryDue(ctx, dbq.SetRetryDueParams{ID: endpointID, RetryDueAt: at}); err != nil {
+		return fmt.Errorf("set retry due: %w", err)
+	}
+	return nil
 }

@@ -1,20 +1,19 @@
 package store
 
 import (
-	"context"
+	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-
-	"time"
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// Flow is an endpoint's flow-control state: its token bucket, circuit
-// breaker and throttle window (zero when not throttled).
+// Flow is an endpoint's flow state as the store keeps it: its token bucket
+// and circuit breaker on the endpoint row, its throttle window (zero when
+// not throttled) in destination_throttle. Package flow decides what they
+// allow; package dispatch applies that.
 type Flow struct {
 	Bucket   flow.Bucket
 	Breaker  flow.Breaker
@@ -68,35 +67,4 @@ func saveFlowParams(id uuid.UUID, f Flow) dbq.SaveFlowParams {
 		p.LastError = new(f.Breaker.LastError)
 	}
 	return p
-}
-
-// CloseCircuit closes an endpoint's circuit by hand. If it was open, the
-// tenant is told (one alert, as for any close), the backlog starts from an
-// empty token bucket, and the endpoint's parked dispatch is unparked.
-func (s *Store) CloseCircuit(ctx context.Context, tenantID, endpointID uuid.UUID, jobs JobQueue) (sluice.Endpoint, error) {
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.LockEndpointForDispatch(ctx, endpointID)
-		if err != nil || row.Endpoint.TenantID != tenantID {
-			return sluice.ErrNotFound
-		}
-		before := flowFromRow(row)
-		after := before
-		var tr flow.Transition
-		if after.Breaker, tr = before.Breaker.Close(); tr != flow.CircuitClosed {
-			return nil
-		}
-		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
-		if err := s.saveFlow(ctx, q, endpointID, before, after); err != nil {
-			return err
-		}
-		if err := s.insertAlerts(ctx, tx, row.Endpoint.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
-			return err
-		}
-		return jobs.Unpark(ctx, tx, endpointID, row.Endpoint.ParkedJobID)
-	})
-	if err != nil {
-		return sluice.Endpoint{}, err
-	}
-	return s.GetEndpoint(ctx, tenantID, endpointID)
 }

@@ -8,8 +8,7 @@ import (
 // whose queue changed, the deliveries the post made there as a claim would
 // return them, or nil when the post does not know them whole (a fan-out job
 // makes them later, or a coalesce key may have updated a queued one
-// instead). A dispatch run lingering in the same process can send the
-// deliveries it is handed without claiming them (dispatch.Waker.Hand).
+// instead).
 type Touched map[uuid.UUID][]Claimed
 
 // Endpoints lists the endpoints whose queues changed.

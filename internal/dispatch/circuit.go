@@ -1,0 +1,56 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/flow"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// CloseCircuit closes an endpoint's circuit by hand. If it was open, the
+// tenant is told (one alert, as for any close), the backlog starts from an
+// empty token bucket, and the endpoint's parked job is unparked through
+// jobs (the process's Nudger). An endpoint of another tenant is
+// sluice.ErrNotFound.
+func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, tenantID, endpointID uuid.UUID) (sluice.Endpoint, error) {
+	tx, err := st.BeginByHand(ctx)
+	if err != nil {
+		return sluice.Endpoint{}, fmt.Errorf("begin close circuit: %w", err)
+	}
+	defer tx.Rollback(ctx)
+	locked, err := tx.LockFlow(ctx, endpointID)
+	switch {
+	case errors.Is(err, sluice.ErrNotFound) || err == nil && locked.TenantID != tenantID:
+		return sluice.Endpoint{}, sluice.ErrNotFound
+	case err != nil:
+		return sluice.Endpoint{}, fmt.Errorf("lock endpoint: %w", err)
+	}
+	before, after := locked.Flow, locked.Flow
+	var tr flow.Transition
+	if after.Breaker, tr = before.Breaker.Close(); tr == flow.CircuitClosed {
+		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
+		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
+			return sluice.Endpoint{}, fmt.Errorf("save flow: %w", err)
+		}
+		if err := tx.InsertAlerts(ctx, locked.TenantID, endpointID, []store.Alert{{Opened: false}}, jobs); err != nil {
+			return sluice.Endpoint{}, fmt.Errorf("insert alert: %w", err)
+		}
+		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
+			return sluice.Endpoint{}, fmt.Errorf("unpark: %w", err)
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return sluice.Endpoint{}, fmt.Errorf("commit close circuit: %w", err)
+	}
+	ep, err := st.GetEndpoint(ctx, tenantID, endpointID)
+	if err != nil {
+		return sluice.Endpoint{}, fmt.Errorf("read endpoint: %w", err)
+	}
+	return ep, nil
+}

@@ -1,0 +1,283 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river/rivershared/startstop"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// A Nudger is the one way a dispatch run is started or nudged (see the
+// package doc for the words). It is the process's store.JobQueue, so the
+// store's own transactions queue and unpark through it (Dispatch, Unpark);
+// after a commit, Nudge wakes or queues. The runs of this process register
+// with it while they work and linger on it. As a service (Start, Stop) it
+// runs the listener, which hears wakes from other processes, and the
+// alarm, which announces parked jobs as their waits end; a Nudger that
+// was never started still nudges, it only hears no wakes and rings no
+// alarm (an API-only process, which has no runs).
+//
+// A wake cannot strand a delivery: Nudge wakes only after the deliveries
+// have committed, and a run leaves the Nudger before its final check
+// (Worker.finish). So if the signal finds the run registered, the run's
+// final check comes later and sees the deliveries; if not, Nudge queues a
+// job, or finds one live, whose run sees them. A run that ends without a
+// final check (a park or a yield) leaves a successor, which sees them.
+type Nudger struct {
+	store.JobQueue
+	startstop.BaseStartStop
+
+	store *store.Store
+	cfg   NudgerConfig
+	alarm *alarm
+
+	mu        sync.Mutex
+	runs      map[uuid.UUID]chan struct{} // each holds a wake not yet taken
+	lingering int
+	stopping  <-chan struct{} // closed when the service stops; nil before Start
+}
+
+// NudgerConfig configures a Nudger.
+type NudgerConfig struct {
+	// MaxLinger is how many runs may linger at once, so that lingering
+	// never starves the dispatch queue; 0 turns lingering off.
+	MaxLinger int
+	// ConnConfig is the database the listener hears wakes on, on a
+	// connection of its own; nil: it does not listen.
+	ConnConfig *pgx.ConnConfig
+	// Clock is what the alarm and the listener's reconnects wait on
+	// (default: the system's); a run lingers on its own Config.Clock.
+	Clock  Clock
+	Logger *slog.Logger
+}
+
+// Resolve returns the configuration with defaults applied.
+func (c NudgerConfig) Resolve() NudgerConfig {
+	if c.Clock == nil {
+		c.Clock = realClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// NewNudger returns a Nudger that looks jobs up and notifies through st
+// and queues them on jobs.
+func NewNudger(st *store.Store, jobs store.JobQueue, cfg NudgerConfig) *Nudger {
+	cfg = cfg.Resolve()
+	return &Nudger{
+		JobQueue: jobs, store: st, cfg: cfg,
+		alarm: newAlarm(cfg.Clock, cfg.Logger),
+		runs:  map[uuid.UUID]chan struct{}{},
+	}
+}
+
+// Start runs the listener (when ConnConfig is set) and the alarm until
+// Stop, or until ctx ends.
+func (n *Nudger) Start(ctx context.Context) error {
+	ctx, shouldStart, started, stopped := n.StartInit(ctx)
+	if !shouldStart {
+		return nil
+	}
+	n.mu.Lock()
+	n.stopping = ctx.Done()
+	n.mu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(func() { n.alarm.run(ctx) })
+	if n.cfg.ConnConfig != nil {
+		wg.Go(func() { n.listen(ctx) })
+	}
+	started()
+	go func() {
+		defer stopped()
+		wg.Wait()
+	}()
+	return nil
+}
+
+// Nudge is called once deliveries to these endpoints have committed: it
+// wakes each endpoint's live run, by a signal to a run registered here
+// and by a notification for a run in another process, and queues a job
+// for each endpoint that has none live.
+//
+// No delivery is stranded by a dispatch job finishing meanwhile: a job
+// finishes only in a transaction that locks its endpoint row FOR UPDATE,
+// which conflicts with the KEY SHARE lock each delivery insert took. So
+// either the job's final check ran after the deliveries committed and saw
+// them, or the deliveries waited for the job's completion to commit, and
+// the lookup then finds no live job and queues one. The lookup answers as
+// River's unique insert would, on the same states (jobs.DispatchArgs);
+// River's uniqueness still settles a race between two inserts. A crash
+// between the two commits is covered by the sweeper's walk; the inserts
+// commit asynchronously for the same reason.
+//
+// The new jobs are inserted in one transaction, so River announces them
+// to its fetchers with one notification at its commit: inserted one
+// transaction each, the second of two jobs inserted within River's
+// notification cooldown (FetchCooldown) was announced by no one and waited
+// for the dispatch queue's poll. River's unique insert locks a live job's
+// row, in endpoint order (jobs.Queue.DispatchLive); with the live ones
+// looked up first, that happens only when a job became live in between.
+func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
+	rest := n.signal(endpointIDs)
+	if len(rest) == 0 {
+		return nil
+	}
+	live, err := n.store.LiveDispatch(ctx, rest)
+	if err != nil {
+		return fmt.Errorf("look up live dispatch jobs: %w", err)
+	}
+	var wake, queue []uuid.UUID
+	for _, id := range rest {
+		if live[id] {
+			wake = append(wake, id)
+		} else {
+			queue = append(queue, id)
+		}
+	}
+	if len(queue) > 0 {
+		err := n.store.InAsyncTx(ctx, func(tx pgx.Tx) error {
+			l, err := n.DispatchLive(ctx, tx, queue)
+			wake = append(wake, l...)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("queue dispatch jobs: %w", err)
+		}
+	}
+	return n.notify(ctx, wake)
+}
+
+// signal wakes the runs registered here of these endpoints and returns
+// the endpoints that have none here.
+func (n *Nudger) signal(endpointIDs []uuid.UUID) []uuid.UUID {
+	var rest []uuid.UUID
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, id := range endpointIDs {
+		wakes, ok := n.runs[id]
+		if !ok {
+			rest = append(rest, id)
+			continue
+		}
+		select {
+		case wakes <- struct{}{}:
+		default: // already woken
+		}
+	}
+	return rest
+}
+
+// wakeChannel is the Postgres notification channel that names, as
+// comma-separated ids, endpoints whose live run should claim now.
+const wakeChannel = "sluice_dispatch_wake"
+
+// wakePayloadIDs keeps a notification's payload under Postgres's
+// 8,000-byte limit.
+const wakePayloadIDs = 200
+
+// notify wakes the endpoints' runs in every process, in as few
+// notifications as fit.
+func (n *Nudger) notify(ctx context.Context, endpointIDs []uuid.UUID) error {
+	for len(endpointIDs) > 0 {
+		k := min(len(endpointIDs), wakePayloadIDs)
+		ids := make([]string, k)
+		for i, id := range endpointIDs[:k] {
+			ids[i] = id.String()
+		}
+		if err := n.store.Notify(ctx, wakeChannel, strings.Join(ids, ",")); err != nil {
+			return fmt.Errorf("notify dispatch runs: %w", err)
+		}
+		endpointIDs = endpointIDs[k:]
+	}
+	return nil
+}
+
+// join registers a run of the endpoint and returns the channel its wakes
+// arrive on, or nil when lingering is off or another run of the endpoint
+// is registered.
+func (n *Nudger) join(endpointID uuid.UUID) chan struct{} {
+	if n.cfg.MaxLinger <= 0 {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, taken := n.runs[endpointID]; taken {
+		return nil
+	}
+	wakes := make(chan struct{}, 1)
+	n.runs[endpointID] = wakes
+	return wakes
+}
+
+// leave unregisters the run that joined with wakes; it may be called
+// again.
+func (n *Nudger) leave(endpointID uuid.UUID, wakes chan struct{}) {
+	if wakes == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.runs[endpointID] == wakes {
+		delete(n.runs, endpointID)
+	}
+}
+
+// lingerFor is how long a run with nothing due lingers.
+const lingerFor = time.Second
+
+// linger waits up to lingerFor (within deadline) for a wake on wakes, and
+// reports whether one came. It gives up when ctx ends, when the Nudger
+// stops, and at once when MaxLinger runs linger already.
+func (n *Nudger) linger(ctx context.Context, clock Clock, wakes chan struct{}, deadline time.Time) bool {
+	wait := min(lingerFor, deadline.Sub(clock.Now()))
+	if wakes == nil || wait <= 0 {
+		return false
+	}
+	select {
+	case <-wakes: // woken while the run was busy
+		return true
+	default:
+	}
+	n.mu.Lock()
+	if n.lingering >= n.cfg.MaxLinger {
+		n.mu.Unlock()
+		return false
+	}
+	n.lingering++
+	stopping := n.stopping
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.lingering--
+		n.mu.Unlock()
+	}()
+
+	elapsed, stop := clock.After(wait)
+	defer stop()
+	select {
+	case <-wakes:
+		return true
+	case <-elapsed:
+		return false
+	case <-ctx.Done():
+		return false
+	case <-stopping:
+		return false
+	}
+}
+
+// parked sets the alarm for a park of the endpoint that ends at until;
+// ask asks for the endpoint's dispatch job (jobs.Queue.DispatchNow).
+func (n *Nudger) parked(endpointID uuid.UUID, until time.Time, ask func(context.Context, []uuid.UUID) error) {
+	n.alarm.set(endpointID, until, ask)
+}
