@@ -4,14 +4,17 @@
 package endpointrules
 
 import (
+	"errors"
 	"maps"
 	"net"
 	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
+	"code.dny.dev/ssrf"
 	"golang.org/x/net/http/httpguts"
 
 	"github.com/sluice-dev/sluice/internal/send"
@@ -80,9 +83,12 @@ func Patterns(field string, patterns []string, v *sluice.ValidationError) {
 }
 
 // TargetURL accepts absolute https URLs (and http ones when private
-// targets are allowed) without credentials, whose host is not a loopback,
-// private or otherwise special address unless private targets are allowed.
-// Names are checked again when dialled, against what they resolve to.
+// targets are allowed) without credentials or fragment, with a port from 1
+// to 65535 if any. A host that is an IP literal must pass the dialler's own
+// check (send.CheckAddr), so that what validates can be dialled; a
+// localhost name or a legacy numeric form is refused unless private
+// targets are allowed. Names are checked again when dialled, against what
+// they resolve to.
 func TargetURL(raw string, allowPrivate bool, v *sluice.ValidationError) {
 	if raw == "" {
 		v.Add("url", "is required")
@@ -110,51 +116,67 @@ func TargetURL(raw string, allowPrivate bool, v *sluice.ValidationError) {
 		v.Add("url", "must use https, not %q", u.Scheme)
 		return
 	}
-	if u.User != nil {
+	switch {
+	case u.User != nil:
 		v.Add("url", "must not contain a username or password")
-		return
-	}
-	if u.Fragment != "" {
+	case u.Fragment != "":
 		v.Add("url", "must not contain a #fragment")
-		return
-	}
-	if isMetadataHost(u.Hostname()) {
-		v.Add("url", "must not point at a cloud metadata address (%q)", u.Hostname())
-		return
-	}
-	if !allowPrivate && isPrivateHost(u.Hostname()) {
-		v.Add("url", "must point at a public address, not %q", u.Hostname())
+	case !validPort(u.Port()):
+		v.Add("url", "must have a port from 1 to 65535, not %q", u.Port())
+	default:
+		targetHost(u.Hostname(), allowPrivate, v)
 	}
 }
 
-// isPrivateHost reports whether host names a loopback, private, link-local,
-// unspecified or otherwise non-public address, or a localhost name.
-func isPrivateHost(host string) bool {
+// validPort reports whether port (digits, as url.Parse leaves it) is empty
+// or from 1 to 65535.
+func validPort(port string) bool {
+	if port == "" {
+		return true
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n >= 1 && n <= 65535
+}
+
+// targetHost checks the host of an endpoint URL.
+func targetHost(host string, allowPrivate bool, v *sluice.ValidationError) {
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		if !allowPrivate && isPrivateName(host) {
+			v.Add("url", "must point at a public address, not %q", host)
+		}
+		return
+	}
+	if addr.Zone() != "" {
+		v.Add("url", "must not name an IPv6 zone (%q)", host)
+		return
+	}
+	// An IPv4-mapped literal is dialled as the IPv4 address it holds.
+	err = send.CheckAddr(addr.Unmap(), allowPrivate)
+	switch {
+	case errors.Is(err, send.ErrMetadataAddr):
+		v.Add("url", "must not point at a cloud metadata address (%q)", host)
+	case err != nil:
+		v.Add("url", "must point at an address Sluice delivers to, not %q (%s)", host, reason(err))
+	}
+}
+
+// reason is why the address policy refused an address, without the
+// ssrf package's prefix.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), ssrf.ErrProhibitedIP.Error()+": ")
+}
+
+// isPrivateName reports whether host, which is not an IP literal, is a
+// localhost name, or one of the odd legacy numeric forms (0x7f.1,
+// 2130706433) that resolvers may still read as addresses.
+func isPrivateName(host string) bool {
 	host = strings.TrimSuffix(strings.ToLower(host), ".")
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return true
 	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		// Not a canonical literal; refuse the odd legacy forms (0x7f.1,
-		// 2130706433) that resolvers may still read as addresses.
-		return net.ParseIP(host) != nil || looksNumeric(host)
-	}
-	addr = addr.Unmap()
-	return !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() ||
-		addr.IsLinkLocalUnicast() || sharedAddressSpace.Contains(addr)
+	return net.ParseIP(host) != nil || looksNumeric(host)
 }
-
-// isMetadataHost reports whether host is a literal cloud metadata address,
-// refused even when private targets are allowed (the sender's dialer
-// checks names again once resolved).
-func isMetadataHost(host string) bool {
-	addr, err := netip.ParseAddr(strings.TrimSuffix(host, "."))
-	return err == nil && send.IsMetadataAddr(addr)
-}
-
-// sharedAddressSpace is carrier-grade NAT space (RFC 6598), not public.
-var sharedAddressSpace = netip.MustParsePrefix("100.64.0.0/10")
 
 func looksNumeric(host string) bool {
 	return strings.Trim(host, "0123456789abcdefx.") == "" && strings.ContainsAny(host, "0123456789")

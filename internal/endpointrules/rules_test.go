@@ -8,6 +8,12 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
+func refused(url string, allowPrivate bool) []sluice.FieldError {
+	v := &sluice.ValidationError{}
+	TargetURL(url, allowPrivate, v)
+	return v.Fields
+}
+
 func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 	t.Parallel()
 	for _, url := range []string{
@@ -19,18 +25,50 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 		"https://192.168.0.1/hook",
 		"https://[::1]/hook",
 		"https://[fd00::1]/hook",
-		"https://0.0.0.0/hook",
+		"https://[::ffff:127.0.0.1]/hook",
 		"https://2130706433/hook",
-		"https://100.64.0.1/hook",
 	} {
-		v := &sluice.ValidationError{}
-		TargetURL(url, false, v)
-		require.NotEmpty(t, v.Fields, "%s must be refused", url)
-		v = &sluice.ValidationError{}
-		TargetURL(url, true, v)
-		require.Empty(t, v.Fields, "%s must be allowed with private targets on", url)
+		require.NotEmpty(t, refused(url, false), "%s must be refused", url)
+		require.Empty(t, refused(url, true), "%s must be allowed with private targets on", url)
 	}
-	v := &sluice.ValidationError{}
-	TargetURL("https://hooks.example.com/in?x=1", false, v)
-	require.Empty(t, v.Fields)
+	require.Empty(t, refused("https://hooks.example.com/in?x=1", false))
+	require.Empty(t, refused("https://93.184.215.14:8443/in", false))
+	require.Empty(t, refused("https://[2606:2800:21f:cb07:6820:80da:af6b:8b2c]/in", false))
+}
+
+// TestUndeliverableTargetsRefused: an IP literal the dialler would never
+// connect to, or an impossible port, is refused when the endpoint is saved,
+// with private targets allowed or not.
+func TestUndeliverableTargetsRefused(t *testing.T) {
+	t.Parallel()
+	for _, url := range []string{
+		"https://198.18.0.1/x",         // benchmarking
+		"https://240.0.0.1/x",          // reserved
+		"https://255.255.255.255/x",    // broadcast
+		"https://224.0.0.1/x",          // multicast
+		"https://192.0.2.1/x",          // documentation
+		"https://0.0.0.0/x",            // "this network"
+		"https://100.64.0.1/x",         // carrier-grade NAT
+		"https://[2001:db8::1]/x",      // documentation
+		"https://[2002:7f00:1::]/x",    // 6to4 of 127.0.0.1
+		"https://[::127.0.0.1]/x",      // IPv4-compatible
+		"https://[64:ff9b::7f00:1]/x",  // NAT64 of 127.0.0.1
+		"https://[::]/x",               // unspecified
+		"https://[ff02::1]/x",          // multicast
+		"https://[fd00::1%25eth0]/x",   // zone
+		"https://169.254.169.254/x",    // metadata
+		"https://[fd00:ec2::254]/x",    // metadata
+		"https://[::ffff:a9fe:a9fe]/x", // metadata, IPv4-mapped
+		"http://127.0.0.1:99999/x",
+		"https://example.com:0/x",
+		"https://example.com:65536/x",
+	} {
+		require.NotEmpty(t, refused(url, true), "%s must be refused with private targets allowed", url)
+		require.NotEmpty(t, refused(url, false), "%s must be refused", url)
+	}
+	require.Empty(t, refused("http://127.0.0.1:65535/x", true))
+	require.Empty(t, refused("https://example.com:1/x", false))
+	require.Empty(t, refused("https://example.com:/x", false), "an empty port is the scheme's")
+	require.Contains(t, refused("https://198.18.0.1/x", false)[0].Message, "198.18.0.0/15", "the message names the range")
+	require.Contains(t, refused("http://127.0.0.1:99999/x", true)[0].Message, "port")
 }

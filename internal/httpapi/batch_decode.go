@@ -7,14 +7,16 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // decodeBatch reads {"events": [...]} from the request one event at a
-// time, with decodeJSON's rules (each event's text checked, unknown fields
-// and wrong types refused, nothing after the object), so that only the
+// time, with decodeJSON's rules (each event's text checked, unknown fields,
+// repeated names and wrong types refused, nothing after the object), so
+// that only the
 // decoded events are ever held: not the body as well, nor a decoder's copy
 // of it. It stops at the first event past maxBatchEvents.
 func decodeBatch(w http.ResponseWriter, r *http.Request) (batchInput, error) {
@@ -23,13 +25,21 @@ func decodeBatch(w http.ResponseWriter, r *http.Request) (batchInput, error) {
 	if err := expectDelim(dec, '{', "(body)", "an object"); err != nil {
 		return in, err
 	}
-	for dec.More() {
+	for seen := false; dec.More(); seen = true {
 		tok, err := dec.Token()
 		if err != nil {
 			return in, decodeProblem(err, maxBatchBody)
 		}
-		if key, _ := tok.(string); !strings.EqualFold(key, "events") {
-			v := &sluice.ValidationError{}
+		key, _ := tok.(string)
+		v := &sluice.ValidationError{}
+		switch {
+		case key == "events" && seen:
+			return in, &Problem{Type: typeMalformedJSON, Title: "Malformed JSON", Status: http.StatusBadRequest,
+				Detail: "events is given twice; a name may appear only once in an object"}
+		case strings.EqualFold(key, "events") && key != "events":
+			v.Add(key, "is not a known field; names are case-sensitive: did you mean %q?", "events")
+			return in, v
+		case key != "events":
 			v.Add(key, "is not a known field")
 			return in, v
 		}
@@ -95,7 +105,7 @@ func decodeEvent(raw json.RawMessage, path string) (eventInput, error) {
 	d.DisallowUnknownFields()
 	err := d.Decode(&e)
 	if err == nil {
-		return e, nil
+		return e, checkNames(raw, eventInputType, path)
 	}
 	err = decodeProblem(err, maxBatchBody)
 	var v *sluice.ValidationError
@@ -106,6 +116,8 @@ func decodeEvent(raw json.RawMessage, path string) (eventInput, error) {
 	}
 	return e, err
 }
+
+var eventInputType = reflect.TypeFor[eventInput]()
 
 // expectDelim reads the token that opens a value at field, which must be
 // delim, describing it as what when it is not.

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -40,4 +41,25 @@ func TestBatchDecoding(t *testing.T) {
 	r := b.do(b.keyA, http.MethodPost, "/v1/events/batch", fmt.Sprintf(`{"events":[%s,%s]}`, event, event))
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	require.Len(t, r.JSON(t)["data"], 2)
+}
+
+// TestBatchRefusesIdempotencyKey: a key on a batch is refused before the
+// body is read, and nothing is created; a repeat would not be recognised.
+func TestBatchRefusesIdempotencyKey(t *testing.T) {
+	b := setup(t)
+	for _, key := range []string{"k-1", ""} {
+		req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/events/batch", strings.NewReader(`{"events":[{"type":"a","payload":{}}]}`))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.keyA)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header["Idempotency-Key"] = []string{key}
+		res, err := b.srv.Client().Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		res.Body.Close()
+		require.Equal(t, http.StatusBadRequest, res.StatusCode, string(body))
+		require.Contains(t, string(body), "Idempotency-Key is not accepted on a batch")
+	}
+	require.Empty(t, b.do(b.keyA, http.MethodGet, "/v1/events", nil).JSON(t)["data"])
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -19,7 +20,9 @@ const maxBodyBytes = 8 << 20
 // decodeJSON reads the request body into dst strictly: text that is not
 // UTF-8, unknown fields, wrong types, trailing data and oversize bodies are
 // all client errors, each with a message that names what is wrong; so are
-// decoded strings that Postgres could not store (checkFieldText).
+// a name given twice in one object, a field name in the wrong case
+// (checkNames) and decoded strings that Postgres could not store
+// (checkFieldText).
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) error {
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
@@ -36,6 +39,9 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, limit int64) er
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return &Problem{Type: typeMalformedJSON, Title: "Malformed JSON", Status: http.StatusBadRequest,
 			Detail: "the body holds more than one JSON value"}
+	}
+	if err := checkNames(raw, reflect.TypeOf(dst), ""); err != nil {
+		return err
 	}
 	return checkFieldText(dst)
 }

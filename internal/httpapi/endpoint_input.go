@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/endpointrules"
@@ -129,6 +130,16 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 			return nil
 		}
 		v.Add("rate_limit", "must be an object with per_second or per_minute (whole numbers) and an optional burst")
+		return nil
+	}
+	// The body's names were checked as free-form JSON: rate_limit is kept raw.
+	if err := checkNames(raw, reflect.TypeFor[rateLimitInput](), "rate_limit"); err != nil {
+		var fields *sluice.ValidationError
+		if !errors.As(err, &fields) {
+			v.Add("rate_limit", "%s", err)
+			return nil
+		}
+		v.Fields = append(v.Fields, fields.Fields...)
 		return nil
 	}
 	rl := &sluice.RateLimit{}

@@ -55,6 +55,12 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
+	// A key on a batch would promise what no lookup backs (a repeat would
+	// make a second set of events): it is refused, never ignored.
+	if _, keyed := r.Header["Idempotency-Key"]; keyed {
+		return badRequest("Idempotency-Key is not accepted on a batch: a repeated batch would not be recognised; " +
+			"post events that must be idempotent one at a time to POST /v1/events with a key each")
+	}
 	release, ok := a.admitBatch(w, r)
 	if !ok {
 		return nil

@@ -47,6 +47,19 @@ func IsMetadataAddr(addr netip.Addr) bool {
 	return false
 }
 
+// CheckAddr is the address policy: it reports why the dialler would refuse
+// to connect to addr (nil when it would connect). Endpoint URLs holding an
+// IP literal are checked with it when they are saved, so a URL that
+// validates can be dialled; names are checked by the dialler once resolved.
+// allowPrivate is SLUICE_ALLOW_PRIVATE_TARGETS.
+func CheckAddr(addr netip.Addr, allowPrivate bool) error {
+	return policy[allowPrivate].check(addr)
+}
+
+// policy holds the two guards, built once: private targets refused, and
+// allowed.
+var policy = map[bool]guard{false: newGuard(false), true: newGuard(true)}
+
 // guard is the dial check: metadata addresses first, always refused, then
 // the ssrf guardian (which AllowPrivate configures).
 type guard struct {
@@ -63,6 +76,14 @@ func newGuard(allowPrivate bool) guard {
 	return guard{ssrf: ssrf.New(opts...)}
 }
 
+// check is the decision on one address, whatever the port.
+func (g guard) check(addr netip.Addr) error {
+	if IsMetadataAddr(addr) {
+		return fmt.Errorf("%w: %s", ErrMetadataAddr, addr)
+	}
+	return g.ssrf.SafeAddr(addr)
+}
+
 // control decides whether the dialer may connect to address (an IP and
 // port: the address actually dialled, after DNS). It is a net.Dialer
 // Control function.
@@ -71,8 +92,8 @@ func (g guard) control(network, address string, c syscall.RawConn) error {
 	if err != nil {
 		return errors.Join(ssrf.ErrInvalidHostPort, err)
 	}
-	if IsMetadataAddr(ap.Addr()) {
-		return fmt.Errorf("%w: %s", ErrMetadataAddr, ap.Addr())
+	if err := g.check(ap.Addr()); err != nil {
+		return err
 	}
-	return g.ssrf.Safe(network, address, c)
+	return g.ssrf.Safe(network, address, c) // the network type; the address passes again
 }

@@ -66,3 +66,30 @@ func network(addr string) string {
 	}
 	return "tcp6"
 }
+
+// TestCheckAddrIsTheDialDecision: CheckAddr and the dialler's Control agree
+// on every address, with private targets allowed and refused.
+func TestCheckAddrIsTheDialDecision(t *testing.T) {
+	t.Parallel()
+	addrs := []string{
+		"93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "127.0.0.1", "10.0.0.5", "172.16.0.1",
+		"192.168.1.2", "::1", "fd00::1", "0.0.0.0", "100.64.0.1", "169.254.169.254", "198.18.0.1",
+		"240.0.0.1", "255.255.255.255", "224.0.0.1", "192.0.2.1", "2001:db8::1", "2002:7f00:1::",
+		"::127.0.0.1", "64:ff9b::7f00:1", "::", "fe80::1", "ff02::1", "fd00:ec2::254",
+	}
+	for _, allowPrivate := range []bool{false, true} {
+		g := newGuard(allowPrivate)
+		for _, s := range addrs {
+			addr := netip.MustParseAddr(s)
+			ap := netip.AddrPortFrom(addr, 443).String()
+			dial := g.control(network(ap), ap, nil)
+			policy := CheckAddr(addr, allowPrivate)
+			require.Equal(t, dial == nil, policy == nil, "%s (allowPrivate=%v): dial %v, policy %v", s, allowPrivate, dial, policy)
+		}
+	}
+	for _, s := range []string{"198.18.0.1", "240.0.0.1", "2001:db8::1", "2002:7f00:1::", "::127.0.0.1", "64:ff9b::7f00:1"} {
+		require.ErrorIs(t, CheckAddr(netip.MustParseAddr(s), true), ssrf.ErrProhibitedIP, "%s is refused even with private targets allowed", s)
+	}
+	require.NoError(t, CheckAddr(netip.MustParseAddr("127.0.0.1"), true))
+	require.Error(t, CheckAddr(netip.MustParseAddr("127.0.0.1"), false))
+}
