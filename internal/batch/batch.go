@@ -28,6 +28,10 @@ import (
 // ErrClosed is returned for requests submitted after Close.
 var ErrClosed = errors.New("batch: closed")
 
+// ErrOutcomeUnknown is returned when a request's context ends after a
+// commit loop took it: its commit goes on, and may yet succeed.
+var ErrOutcomeUnknown = errors.New("batch: the caller left while its request was being committed")
+
 // Config tunes a Batcher. Zero fields take their defaults.
 type Config struct {
 	// Committers is how many groups may commit at once (default 4).
@@ -97,21 +101,31 @@ func New[Req, Res any](cfg Config, commit CommitFunc[Req, Res]) *Batcher[Req, Re
 
 // Submit commits req, possibly with others, and returns its result. If
 // ctx ends before a commit loop takes req, req is not committed and
-// Submit returns ctx's error; once taken, the commit decides, and a commit
-// is never cut short by its callers' contexts ending.
+// Submit returns ctx's error. A commit is never cut short by its callers'
+// contexts ending, but a caller need not wait for it: if ctx ends once
+// req is taken, Submit returns an error wrapping ErrOutcomeUnknown (and
+// ctx's cause), and the commit decides without it.
 func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
+	var zero Res
 	c := call[Req, Res]{ctx: ctx, req: req, answer: make(chan answer[Res], 1)}
 	select {
 	case b.calls <- c:
 	case <-b.stop:
-		var zero Res
 		return zero, ErrClosed
 	case <-ctx.Done():
-		var zero Res
 		return zero, ctx.Err()
 	}
-	a := <-c.answer // always answered once taken
-	return a.res, a.err
+	select {
+	case a := <-c.answer: // always answered once taken (buffered)
+		return a.res, a.err
+	case <-ctx.Done():
+		select {
+		case a := <-c.answer: // an answer already there wins
+			return a.res, a.err
+		default:
+			return zero, fmt.Errorf("%w: %w", ErrOutcomeUnknown, context.Cause(ctx))
+		}
+	}
 }
 
 // Close stops the Batcher once the groups being committed are done.

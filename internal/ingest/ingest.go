@@ -38,6 +38,10 @@ import (
 // ErrClosed is returned for events submitted after Close.
 var ErrClosed = batch.ErrClosed
 
+// ErrOutcomeUnknown is returned by Submit when its context ends while its
+// event is being committed: the event may or may not be stored.
+var ErrOutcomeUnknown = batch.ErrOutcomeUnknown
+
 // Config tunes a Batcher.
 type Config struct {
 	// Committers is how many batches may commit at once (default 4).
@@ -97,7 +101,8 @@ func (b *Batcher) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []slu
 
 // Submit commits one event, possibly with others, and returns it as stored.
 // An event Postgres refuses fails with an error store.RowRejected
-// recognises.
+// recognises; one whose ctx ends while it is being committed, with
+// ErrOutcomeUnknown.
 func (b *Batcher) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
 	return b.b.Submit(ctx, store.TenantEvent{TenantID: tenantID, Event: ev})
 }
