@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -141,6 +142,10 @@ func (a *API) storeEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewE
 	if ev.IdempotencyKey != "" {
 		return a.store.CreateEvent(ctx, tenantID, ev, a.cfg.Jobs)
 	}
+	// The commit is another goroutine's: its wait counts towards this
+	// request's bound all the same.
+	done := dbwait.Wait(ctx)
 	out, err := a.ingest.Submit(ctx, tenantID, ev)
+	done()
 	return out, err == nil, err
 }
