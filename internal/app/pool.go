@@ -20,10 +20,11 @@ import (
 const (
 	// DefaultConnectTimeout bounds opening one connection, TLS and
 	// authentication included, to each host DATABASE_URL lists, unless its
-	// connect_timeout says otherwise: short enough that a multi-host URL
-	// whose first host is unreachable gets to the next one within a
-	// request's bound.
-	DefaultConnectTimeout = 2 * time.Second
+	// connect_timeout says otherwise. Not much shorter: a server that has
+	// just seen hundreds of connections reset can take seconds to accept
+	// new ones, and attempts abandoned sooner only add to its load, so
+	// that none ever succeeds (make faults, partition).
+	DefaultConnectTimeout = 10 * time.Second
 	// TCP keepalives probe an idle connection after keepAliveIdle, then
 	// every keepAliveInterval, and drop it after keepAliveCount
 	// unanswered probes: a server that vanished is noticed within about

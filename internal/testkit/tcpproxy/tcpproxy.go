@@ -23,7 +23,8 @@ type Proxy struct {
 	wg    sync.WaitGroup
 }
 
-// pair is one client connection and its connection to the target.
+// pair is one client connection and its connection to the target (nil
+// until dialled; both guarded by Proxy.mu once registered).
 type pair struct{ client, server net.Conn }
 
 // Start listens on a free loopback port and forwards to target
@@ -71,15 +72,25 @@ func (p *Proxy) Release() {
 // see "connection reset by peer"), then lets bytes pass again for new
 // connections.
 func (p *Proxy) Reset() {
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = map[*pair]struct{}{}
-	p.mu.Unlock()
-	for c := range conns {
-		abort(c.client)
-		abort(c.server)
+	for _, c := range p.take() {
+		abort(c)
 	}
 	p.Release()
+}
+
+// take unregisters every connection and returns both ends of each.
+func (p *Proxy) take() []net.Conn {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []net.Conn
+	for c := range p.conns {
+		out = append(out, c.client)
+		if c.server != nil {
+			out = append(out, c.server)
+		}
+	}
+	p.conns = map[*pair]struct{}{}
+	return out
 }
 
 // Conns is how many connections are open through the proxy.
@@ -98,13 +109,8 @@ func (p *Proxy) Close() {
 		close(p.done)
 	}
 	_ = p.ln.Close()
-	p.mu.Lock()
-	conns := p.conns
-	p.conns = map[*pair]struct{}{}
-	p.mu.Unlock()
-	for c := range conns {
-		_ = c.client.Close()
-		_ = c.server.Close()
+	for _, c := range p.take() {
+		_ = c.Close()
 	}
 	p.Release()
 	p.wg.Wait()
@@ -116,26 +122,46 @@ func (p *Proxy) accept() {
 		if err != nil {
 			return
 		}
-		server, err := net.Dial("tcp", p.target)
-		if err != nil {
-			abort(client)
-			continue
-		}
-		c := &pair{client: client, server: server}
+		c := &pair{client: client}
 		p.mu.Lock()
 		select {
 		case <-p.done:
 			p.mu.Unlock()
 			_ = client.Close()
-			_ = server.Close()
 			return
 		default:
 		}
 		p.conns[c] = struct{}{}
 		p.mu.Unlock()
-		p.wg.Go(func() { p.pump(c, c.client, c.server) })
-		p.wg.Go(func() { p.pump(c, c.server, c.client) })
+		p.wg.Go(func() { p.connect(c) })
 	}
+}
+
+// connect dials the target for c once bytes may pass (a connection opened
+// while they are held reaches nothing, as in a partition) and starts the
+// pumps.
+func (p *Proxy) connect(c *pair) {
+	if !p.wait() {
+		_ = c.client.Close()
+		return
+	}
+	server, err := net.Dial("tcp", p.target)
+	p.mu.Lock()
+	_, live := p.conns[c] // not reset or closed meanwhile
+	switch {
+	case err != nil || !live:
+		delete(p.conns, c)
+		p.mu.Unlock()
+		abort(c.client)
+		if server != nil {
+			abort(server)
+		}
+		return
+	}
+	c.server = server
+	p.mu.Unlock()
+	p.wg.Go(func() { p.pump(c, c.client, server) })
+	p.wg.Go(func() { p.pump(c, server, c.client) })
 }
 
 // pump copies src to dst, each chunk only while the gate is open. When
@@ -185,8 +211,8 @@ func (p *Proxy) wait() bool {
 	}
 }
 
-// Held is how many chunks of bytes are being held (read from one side,
-// not yet written to the other).
+// Held is how many chunks of bytes (read from one side, not yet written
+// to the other) and new connections (not yet dialled through) are held.
 func (p *Proxy) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()

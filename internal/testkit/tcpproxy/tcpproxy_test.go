@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -14,30 +15,34 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
 )
 
-// echo serves a line echo on loopback.
-func echo(t *testing.T) string {
+// echo serves a line echo on loopback and counts the connections it
+// accepted.
+func echo(t *testing.T) (string, *atomic.Int64) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { ln.Close() })
+	var accepted atomic.Int64
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			accepted.Add(1)
 			go func() {
 				defer c.Close()
 				_, _ = io.Copy(c, c)
 			}()
 		}
 	}()
-	return ln.Addr().String()
+	return ln.Addr().String(), &accepted
 }
 
 func TestHoldReleaseReset(t *testing.T) {
 	t.Parallel()
-	p, err := tcpproxy.Start(echo(t))
+	target, accepted := echo(t)
+	p, err := tcpproxy.Start(target)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 
@@ -75,10 +80,19 @@ func TestHoldReleaseReset(t *testing.T) {
 	require.Equal(t, "held\n", <-got)
 	roundTrip("after")
 
-	// Reset: the held connection is reset; a new one works.
+	// A connection opened while held reaches nothing until Release.
 	p.Hold()
-	require.Equal(t, 1, p.Conns())
+	late, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer late.Close()
+	require.Eventually(t, func() bool { return p.Held() == 1 }, 5*time.Second, time.Millisecond, "the proxy holds it")
+	require.EqualValues(t, 1, accepted.Load(), "the target has seen only the first connection")
+
+	// Reset: both held connections are reset; a new one works.
+	require.Equal(t, 2, p.Conns())
 	p.Reset()
+	_, err = late.Read(make([]byte, 1))
+	require.Error(t, err, "the late connection is reset too")
 	_, err = r.ReadString('\n')
 	require.Error(t, err)
 	require.True(t, errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF), "%v", err)
