@@ -48,6 +48,7 @@ func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	store.ConfigurePool(pcfg)
+	configurePool(pcfg, cfg) // pool.go
 	if pcfg.MaxConns < 40 {
 		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
@@ -124,6 +125,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Ingest:              p.ingest,
 			Portal:              links,
 			Logger:              logger,
+			DBTimeout:           cfg.DBTimeout,
 		})
 		p.api.Mount(router)
 	}
@@ -227,7 +229,7 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 	}
 	var probes *probeListener
 	if !roles.API && cfg.HealthAddr != "" {
-		if probes, err = listenProbes(cfg.HealthAddr, p.Store); err != nil {
+		if probes, err = listenProbes(cfg.HealthAddr, p.Store, cfg.DBTimeout); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/health"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -18,7 +19,7 @@ type probeListener struct {
 
 // listenProbes binds addr now, so that a bad or busy address stops the
 // process at start.
-func listenProbes(addr string, st *store.Store) (*probeListener, error) {
+func listenProbes(addr string, st *store.Store, dbTimeout time.Duration) (*probeListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -26,7 +27,7 @@ func listenProbes(addr string, st *store.Store) (*probeListener, error) {
 	// The default registry holds this process's own metrics (attempts,
 	// latency, job errors); the queue gauges, read from the database, are
 	// left to the API's /metrics.
-	return &probeListener{ln: ln, probes: health.New(st.Ping, nil)}, nil
+	return &probeListener{ln: ln, probes: health.New(st.Ping, dbTimeout, nil)}, nil
 }
 
 // serve answers the probes until ctx ends; from then on /readyz answers

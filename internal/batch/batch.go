@@ -39,6 +39,10 @@ const (
 	DefaultMaxBatch   = 200
 )
 
+// ErrOutcomeUnknown is returned when a request's context ends after a
+// commit loop took it: its commit goes on, and may yet succeed.
+var ErrOutcomeUnknown = errors.New("batch: the caller left while its request was being committed")
+
 // Config tunes a Batcher. Zero fields take their defaults.
 type Config struct {
 	// Committers is how many groups may commit at once (default
@@ -144,8 +148,10 @@ func (b *Batcher[Req, Res]) Close() { b.Stop() }
 
 // Submit commits req, possibly with others, and returns its result. If
 // ctx ends before a commit loop takes req, req is not committed and
-// Submit returns ctx's error; once taken, the commit decides, and a commit
-// is never cut short by its callers' contexts ending.
+// Submit returns ctx's error. A commit is never cut short by its callers'
+// contexts ending, but a caller need not wait for it: if ctx ends once
+// req is taken, Submit returns an error wrapping ErrOutcomeUnknown (and
+// ctx's cause), and the commit decides without it.
 func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	var zero Res
 	running := b.running.Load()
@@ -160,8 +166,17 @@ func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	case <-ctx.Done():
 		return zero, fmt.Errorf("batch: no commit loop took the request: %w", ctx.Err())
 	}
-	a := <-c.answer // always answered once taken
-	return a.res, a.err
+	select {
+	case a := <-c.answer: // always answered once taken (buffered)
+		return a.res, a.err
+	case <-ctx.Done():
+		select {
+		case a := <-c.answer: // an answer already there wins
+			return a.res, a.err
+		default:
+			return zero, fmt.Errorf("%w: %w", ErrOutcomeUnknown, context.Cause(ctx))
+		}
+	}
 }
 
 // loop commits groups until ctx (the run's) ends.

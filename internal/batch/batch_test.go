@@ -212,17 +212,21 @@ func TestCancelledRequestsAreNotCommitted(t *testing.T) {
 func TestCommitOutlivesCallerContext(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	started := make(chan struct{})
+	started, finish := make(chan struct{}), make(chan struct{})
+	committed := make(chan error, 1)
 	b := New(Config{Committers: 1}, func(cctx context.Context, reqs []int) ([]int, error) {
 		close(started)
-		<-ctx.Done() // the caller leaves mid-commit
+		<-finish // the caller leaves mid-commit
+		committed <- cctx.Err()
 		return reqs, cctx.Err()
 	})
 	defer b.Close()
 	go func() { <-started; cancel() }()
-	res, err := b.Submit(ctx, 7)
-	require.NoError(t, err, "once taken, the commit decides")
-	require.Equal(t, 7, res)
+	_, err := b.Submit(ctx, 7)
+	require.ErrorIs(t, err, ErrOutcomeUnknown, "a caller that leaves mid-commit is not told it failed")
+	require.ErrorIs(t, err, context.Canceled)
+	close(finish)
+	require.NoError(t, <-committed, "the commit went on without its caller")
 }
 
 func TestCloseDrains(t *testing.T) {

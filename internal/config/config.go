@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 )
 
@@ -50,6 +51,10 @@ type Config struct {
 	// OperatorToken is the operators' credential for River's web UI
 	// (SLUICE_OPERATOR_TOKEN); empty means the UI is not served.
 	OperatorToken string
+	// DBTimeout bounds how long an API request, and /readyz, wait on the
+	// database (SLUICE_DB_TIMEOUT); past it the answer is 503 with
+	// Retry-After (docs/database.md).
+	DBTimeout time.Duration
 }
 
 // MinOperatorTokenLen is the shortest SLUICE_OPERATOR_TOKEN accepted: it
@@ -68,6 +73,7 @@ const (
 	DefaultDeadRetention    = 720 * time.Hour
 	DefaultSweepInterval    = time.Second
 	DefaultDrainDelay       = 2 * time.Second
+	DefaultDBTimeout        = dbwait.DefaultTimeout
 	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
 )
 
@@ -101,6 +107,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		DrainDelay:          p.duration("SLUICE_DRAIN_DELAY", DefaultDrainDelay),
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),
 		OperatorToken:       getenv("SLUICE_OPERATOR_TOKEN"),
+		DBTimeout:           p.duration("SLUICE_DB_TIMEOUT", DefaultDBTimeout),
 	}
 	if n := len(c.OperatorToken); n > 0 && n < MinOperatorTokenLen {
 		p.errs = append(p.errs, fmt.Errorf("SLUICE_OPERATOR_TOKEN: %d characters, at least %d needed (e.g. openssl rand -base64 32)", n, MinOperatorTokenLen))

@@ -22,6 +22,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 10*time.Second, c.DeliveryTimeout)
 	require.Equal(t, 5, c.CircuitThreshold)
 	require.Equal(t, 14*24*time.Hour, c.Retention)
+	require.Equal(t, 5*time.Second, c.DBTimeout)
 	require.False(t, c.AllowPrivateTargets)
 }
 

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -19,17 +20,23 @@ import (
 // Server answers the probes of one process.
 type Server struct {
 	ping     func(context.Context) error
+	timeout  time.Duration
 	gatherer prometheus.Gatherer
 	draining atomic.Bool
 }
 
 // New returns the probes of a process: ping tells whether its database
-// answers; gatherer (nil: the Prometheus default registry) serves /metrics.
-func New(ping func(context.Context) error, gatherer prometheus.Gatherer) *Server {
+// answers, and one that has not answered within timeout (zero: 5 s) makes
+// /readyz answer 503; gatherer (nil: the Prometheus default registry)
+// serves /metrics.
+func New(ping func(context.Context) error, timeout time.Duration, gatherer prometheus.Gatherer) *Server {
 	if gatherer == nil {
 		gatherer = prometheus.DefaultGatherer
 	}
-	return &Server{ping: ping, gatherer: gatherer}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	return &Server{ping: ping, timeout: timeout, gatherer: gatherer}
 }
 
 // Drain makes /readyz answer 503 from now on: the process is stopping.
@@ -37,7 +44,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 
 // Handler serves GET /healthz (the process is up: 200 with its version),
 // GET /readyz (200, or 503 while stopping or while the database does not
-// answer) and GET /metrics; anything else is 404.
+// answer within the timeout) and GET /metrics; anything else is 404.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -49,11 +56,13 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.timeout)
+	defer cancel()
 	detail := ""
 	switch {
 	case s.draining.Load():
 		detail = "shutting down"
-	case s.ping(r.Context()) != nil:
+	case s.ping(ctx) != nil:
 		detail = "database unreachable"
 	default:
 		writeJSON(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": version.String()})

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -27,7 +28,7 @@ func TestProbes(t *testing.T) {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "sluice_probe_test_total", Help: "test"}))
-	h := health.New(ping, reg)
+	h := health.New(ping, 0, reg)
 	srv := httptest.NewServer(h.Handler())
 	t.Cleanup(srv.Close)
 
@@ -67,4 +68,26 @@ func TestProbes(t *testing.T) {
 	status, body, _ = get("/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, status)
 	require.Contains(t, body, "shutting down")
+}
+
+// TestReadyzBoundsThePing: a database that does not answer at all makes
+// /readyz answer 503 once the timeout has passed, not hang.
+func TestReadyzBoundsThePing(t *testing.T) {
+	t.Parallel()
+	const timeout = 200 * time.Millisecond
+	hung := func(ctx context.Context) error {
+		<-ctx.Done() // as pgx does: it gives up when the context ends
+		return ctx.Err()
+	}
+	srv := httptest.NewServer(health.New(hung, timeout, nil).Handler())
+	t.Cleanup(srv.Close)
+	start := time.Now()
+	res, err := srv.Client().Get(srv.URL + "/readyz")
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+	require.Contains(t, string(body), "database unreachable")
+	require.Less(t, time.Since(start), timeout+time.Second)
 }

@@ -5,6 +5,7 @@ package httpapi
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/portal"
@@ -54,6 +56,9 @@ type Config struct {
 	// under http://localhost, which only this process accepts: for tests.
 	Portal *portal.Links
 	Logger *slog.Logger
+	// DBTimeout bounds how long a /v1 request, and /readyz, wait on the
+	// database (dbwait); zero means dbwait.DefaultTimeout.
+	DBTimeout time.Duration
 }
 
 // API serves the /v1 routes.
@@ -87,6 +92,7 @@ func New(st *store.Store, cfg Config) *API {
 		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: st})
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
+	cfg.DBTimeout = cmp.Or(cfg.DBTimeout, dbwait.DefaultTimeout)
 	return &API{
 		store: st, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
@@ -103,7 +109,9 @@ func (a *API) Mount(r chi.Router) {
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(observeRequests, middleware.Recoverer)
+		// Everything after Recoverer, authentication included, waits on
+		// the database within the bound.
+		r.Use(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout))
 		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON)
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
@@ -175,7 +183,9 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 			Detail: "shutting down", RetryAfter: unavailableRetryAfter})
 		return
 	}
-	if err := a.store.Ping(r.Context()); err != nil {
+	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.DBTimeout)
+	defer cancel()
+	if err := a.store.Ping(ctx); err != nil {
 		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
 			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
 		return

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"time"
 
@@ -32,10 +33,36 @@ func (a *API) admitBatch(w http.ResponseWriter, r *http.Request) (release func()
 	case a.limits.batches <- struct{}{}:
 		return func() { <-a.limits.batches }, true
 	default:
-		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
+		refuseBody(w, r, &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
 			Detail: "too many large batches are being handled right now; retry shortly", RetryAfter: 1})
 		return nil, false
 	}
+}
+
+// refuseBody answers p to a request whose body will not be used, so that
+// the client reads the answer rather than a connection reset.
+//
+// A client that sent "Expect: 100-continue" is waiting for a go-ahead
+// before it sends the body: the answer goes out at once, the body is never
+// sent, and the connection is closed. Any other client is sending its
+// body already; closing the connection with that body unread would reset
+// it, and the reset discards the answer the client has not read yet. So
+// the answer is sent first and the body is then read and discarded (up
+// to maxBatchBody, within the server's read timeout), holding no memory.
+func refuseBody(w http.ResponseWriter, r *http.Request, p *Problem) {
+	if r.Header.Get("Expect") != "" {
+		writeProblem(w, p)
+		return
+	}
+	w.Header().Set("Connection", "close")
+	// HTTP/1.1 lets the answer go out while the body still arrives only
+	// in full-duplex mode; where that is unsupported the body is read
+	// after the answer is written, which is the same on the wire.
+	rc := http.NewResponseController(w)
+	_ = rc.EnableFullDuplex()
+	writeProblem(w, p)
+	_ = rc.Flush()
+	_, _ = io.Copy(io.Discard, io.LimitReader(r.Body, maxBatchBody))
 }
 
 // writeEventList answers {"data": [event, ...]} one event at a time, and

@@ -1,11 +1,15 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
+	"github.com/sluice-dev/sluice/internal/dbwait"
+	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -54,6 +58,26 @@ func unavailableProblem() *Problem {
 		Detail: "the database cannot be reached right now; retry shortly", RetryAfter: unavailableRetryAfter}
 }
 
+// timeoutProblem is the answer to a request that reached its bound on
+// waiting for the database (dbwait), or whose event was still being
+// committed when it did (ingest.ErrOutcomeUnknown); nil for any other
+// failure. Once a commit was sent the request may have taken effect, and
+// the answer says so: a retry with the same Idempotency-Key is safe.
+func (a *API) timeoutProblem(ctx context.Context, err error) *Problem {
+	var detail string
+	switch {
+	case errors.Is(err, ingest.ErrOutcomeUnknown), dbwait.Exceeded(ctx) && dbwait.CommitSent(ctx):
+		detail = fmt.Sprintf("the database did not confirm the commit within %s: the request may or may not have taken effect; "+
+			"retrying it with the same Idempotency-Key is safe", a.cfg.DBTimeout)
+	case dbwait.Exceeded(ctx):
+		detail = fmt.Sprintf("the database did not answer within %s; the request was not carried out; retry shortly", a.cfg.DBTimeout)
+	default:
+		return nil
+	}
+	return &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
+		Detail: detail, RetryAfter: unavailableRetryAfter}
+}
+
 func notFoundProblem(detail string) *Problem {
 	return &Problem{Type: typeNotFound, Title: "Not found", Status: http.StatusNotFound, Detail: detail}
 }
@@ -98,6 +122,11 @@ func (a *API) handle(h func(http.ResponseWriter, *http.Request) error) http.Hand
 
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
+	if p == nil || p.Status == http.StatusServiceUnavailable {
+		if t := a.timeoutProblem(r.Context(), err); t != nil {
+			p = t
+		}
+	}
 	switch {
 	case p == nil:
 		a.logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -147,6 +148,10 @@ func (a *API) storeEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewE
 	if ev.IdempotencyKey != "" {
 		return a.ingest.SubmitIdempotent(ctx, tenantID, ev)
 	}
+	// The commit is another goroutine's: its wait counts towards this
+	// request's bound all the same.
+	done := dbwait.Wait(ctx)
 	out, err := a.ingest.Submit(ctx, tenantID, ev)
+	done()
 	return out, err == nil, err
 }

@@ -232,11 +232,14 @@ func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	<-first.read
 
 	// The next is refused without a byte of its body read, large by its
-	// length or of unknown length alike.
+	// length or of unknown length alike (its client waits for 100
+	// Continue; TestRefusedBatchesGetTheirAnswer has those that do not).
 	for _, length := range []int64{2 << 20, -1} {
 		second := newPendingBody()
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, post(second, length))
+		req := post(second, length)
+		req.Header.Set("Expect", "100-continue")
+		h.ServeHTTP(w, req)
 		require.Equal(t, http.StatusServiceUnavailable, w.Code, w.Body.String())
 		require.Equal(t, "1", w.Header().Get("Retry-After"))
 		require.Contains(t, w.Body.String(), "https://sluice.dev/problems/unavailable")

@@ -43,6 +43,10 @@ import (
 // ErrClosed is returned for events submitted before Start or after Stop.
 var ErrClosed = batch.ErrClosed
 
+// ErrOutcomeUnknown is returned by Submit when its context ends while its
+// event is being committed: the event may or may not be stored.
+var ErrOutcomeUnknown = batch.ErrOutcomeUnknown
+
 // Defaults of Config.
 const (
 	CommittersDefault = 4
@@ -157,7 +161,8 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 
 // Submit commits one event, possibly with others, and returns it as stored.
 // An event Postgres refuses fails with an error store.RowRejected
-// recognises.
+// recognises; one whose ctx ends while it is being committed, with
+// ErrOutcomeUnknown.
 func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
 	b := i.batcher.Load()
 	if b == nil {

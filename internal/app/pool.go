@@ -1,0 +1,94 @@
+package app
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/dbwait"
+)
+
+// How a connection to Postgres that died is noticed (docs/database.md).
+// Every connection Sluice opens is made with these: the pool's, River's
+// (it uses the pool), the dispatch leases' and the wake-up listener's
+// (they copy its ConnConfig).
+const (
+	// DefaultConnectTimeout bounds opening one connection, TLS and
+	// authentication included, to each host DATABASE_URL lists, unless its
+	// connect_timeout says otherwise. Not much shorter: a server that has
+	// just seen hundreds of connections reset can take seconds to accept
+	// new ones, and attempts abandoned sooner only add to its load, so
+	// that none ever succeeds (make faults, partition).
+	DefaultConnectTimeout = 10 * time.Second
+	// TCP keepalives probe an idle connection after keepAliveIdle, then
+	// every keepAliveInterval, and drop it after keepAliveCount
+	// unanswered probes: a server that vanished is noticed within about
+	// 11 s even by a connection that only listens.
+	keepAliveIdle     = 5 * time.Second
+	keepAliveInterval = 2 * time.Second
+	keepAliveCount    = 3
+	// TCPUserTimeout (TCP_USER_TIMEOUT, Linux) drops a connection whose
+	// data has gone unacknowledged this long: a statement sent to a server
+	// that vanished fails then, instead of after the kernel's retransmission
+	// limit (about 15 minutes).
+	TCPUserTimeout = 10 * time.Second
+)
+
+// configurePool sets the pool's bounds on a database that stops answering
+// and its hold on a primary that moves.
+func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
+	cc := pcfg.ConnConfig
+	if cc.ConnectTimeout == 0 {
+		cc.ConnectTimeout = DefaultConnectTimeout
+	}
+	d := &net.Dialer{
+		Timeout: cc.ConnectTimeout,
+		KeepAliveConfig: net.KeepAliveConfig{
+			Enable: true, Idle: keepAliveIdle, Interval: keepAliveInterval, Count: keepAliveCount,
+		},
+		Control: setUserTimeout(TCPUserTimeout),
+	}
+	cc.DialFunc = d.DialContext
+	// A connection idle for over a second is pinged before use; a ping
+	// the server does not answer within the bound drops it, whatever the
+	// acquiring context (a bounded API request stops waiting sooner).
+	pcfg.PingTimeout = cfg.DBTimeout
+	// A server that became a standby, or was fenced read-only, tells its
+	// connected clients (in_hot_standby, default_transaction_read_only);
+	// such connections are dropped rather than reused, and new ones go to
+	// the host that is primary now (target_session_attrs=read-write).
+	prepare := pcfg.PrepareConn
+	pcfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
+		if !writable(c) {
+			return false, nil
+		}
+		if prepare != nil {
+			return prepare(ctx, c)
+		}
+		return true, nil
+	}
+	release := pcfg.AfterRelease
+	pcfg.AfterRelease = func(c *pgx.Conn) bool {
+		if !writable(c) {
+			return false
+		}
+		return release == nil || release(c)
+	}
+	// Requests bounded by dbwait learn whether a commit was sent for them.
+	if cc.Tracer == nil {
+		cc.Tracer = dbwait.Tracer{}
+	} else {
+		cc.Tracer = multitracer.New(cc.Tracer, dbwait.Tracer{})
+	}
+}
+
+// writable reports whether c's server last said it takes writes.
+func writable(c *pgx.Conn) bool {
+	pc := c.PgConn()
+	return pc.ParameterStatus("in_hot_standby") != "on" && pc.ParameterStatus("default_transaction_read_only") != "on"
+}

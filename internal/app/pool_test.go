@@ -1,0 +1,43 @@
+package app_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
+)
+
+// TestPoolDropsReadOnlyConnections: a connection whose server says it no
+// longer takes writes (here one session set read-only, as a server fenced
+// or demoted says to every session) is dropped when released, and the next
+// acquire gets a new, writable one.
+func TestPoolDropsReadOnlyConnections(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := app.OpenPool(ctx, config.Config{DatabaseURL: pgtest.NewDatabase(t), DBTimeout: config.DefaultDBTimeout,
+		EncryptionKey: bytes.Repeat([]byte{1}, 32)})
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+
+	c, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	pid := c.Conn().PgConn().PID()
+	require.EqualValues(t, 1, pool.Stat().TotalConns(), "the only connection")
+	_, err = c.Exec(ctx, "SET default_transaction_read_only = on")
+	require.NoError(t, err)
+	require.Equal(t, "on", c.Conn().PgConn().ParameterStatus("default_transaction_read_only"), "the server reports it")
+	c.Release()
+
+	c, err = pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	require.NotEqual(t, pid, c.Conn().PgConn().PID(), "a new connection")
+	var ro string
+	require.NoError(t, c.QueryRow(ctx, "SHOW transaction_read_only").Scan(&ro))
+	require.Equal(t, "off", ro)
+}

@@ -1,0 +1,160 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
+	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
+)
+
+// TestDatabaseWaitsAreBounded serves the API on a pool built as `sluice
+// serve` builds it, through a proxy that can hold every byte, with a bound
+// of one second on waiting for the database. Requests that wait on a
+// table lock, and requests made while every byte to the database is held,
+// are answered 503 with Retry-After within the bound (and some slack), saying
+// whether their outcome is unknown; /readyz answers 503 while the database
+// is held. When the lock goes, the event whose outcome was unknown turns
+// out stored, and the one that was not carried out is not; when the bytes
+// flow again, or the held connections are reset, posts are accepted again.
+func TestDatabaseWaitsAreBounded(t *testing.T) {
+	t.Parallel()
+	// slack is what a request takes besides its waits on the database: on
+	// a busy test box, scheduling more than anything.
+	const bound, slack = time.Second, 2 * time.Second
+	ctx := context.Background()
+	dbURL := pgtest.NewDatabase(t)
+	u, err := url.Parse(dbURL)
+	require.NoError(t, err)
+	proxy, err := tcpproxy.Start(u.Host)
+	require.NoError(t, err)
+	t.Cleanup(proxy.Close)
+	u.Host = proxy.Addr()
+
+	cfg := config.Config{DatabaseURL: u.String(), DBTimeout: bound, EncryptionKey: bytes.Repeat([]byte{1}, 32)}
+	pool, err := app.OpenPool(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st, err := app.NewStore(pool, cfg)
+	require.NoError(t, err)
+	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
+	require.NoError(t, err)
+	_, keyA, err := st.CreateTenant(ctx, "Acme", "ops@acme.test")
+	require.NoError(t, err)
+	_, keyB, err := st.CreateTenant(ctx, "Globex", "ops@globex.test")
+	require.NoError(t, err)
+	api := httpapi.New(st, httpapi.Config{Jobs: jobs.NewQueue(rc), Ingest: httpapi.StartIngest(t, st, jobs.NewQueue(rc)), APIRate: testRate, DBTimeout: bound})
+	srv := httptest.NewServer(api.Handler())
+	t.Cleanup(srv.Close)
+
+	type answer struct {
+		status  int
+		retry   string
+		detail  string
+		elapsed time.Duration
+	}
+	do := func(method, path, key, body string, header map[string]string) answer {
+		t.Helper()
+		req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+key)
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		start := time.Now()
+		res, err := srv.Client().Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		got, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		a := answer{status: res.StatusCode, retry: res.Header.Get("Retry-After"), elapsed: time.Since(start)}
+		var p struct{ Detail string }
+		_ = json.Unmarshal(got, &p)
+		a.detail = p.Detail
+		return a
+	}
+	event := func(marker string) string {
+		return `{"type":"order.created","payload":{"marker":"` + marker + `"}}`
+	}
+	requireBounded := func(a answer, detail, what string) {
+		t.Helper()
+		require.Equal(t, http.StatusServiceUnavailable, a.status, "%s: %s", what, a.detail)
+		require.Equal(t, "1", a.retry, what)
+		require.Contains(t, a.detail, detail, what)
+		require.Less(t, a.elapsed, bound+slack, "%s: answered within the bound", what)
+	}
+	stored := func(marker string) int {
+		var n int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE payload->>'marker' = $1`, marker).Scan(&n))
+		return n
+	}
+	// Warm: connections open, the key and the event type cached (a busy
+	// test box can make the first request's waits outlast a second).
+	require.Eventually(t, func() bool {
+		return do("POST", "/v1/events", keyA, event("warm"), nil).status == http.StatusAccepted
+	}, 20*time.Second, 10*time.Millisecond)
+
+	// A lock every insert into events waits on, held on a connection of
+	// its own.
+	admin, err := pgx.Connect(ctx, dbURL)
+	require.NoError(t, err)
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	tx, err := admin.Begin(ctx)
+	require.NoError(t, err)
+	_, err = tx.Exec(ctx, `LOCK TABLE events IN ACCESS EXCLUSIVE MODE`)
+	require.NoError(t, err)
+
+	const notDone, unknown = "was not carried out", "may or may not have taken effect"
+	requireBounded(do("POST", "/v1/events", keyA, event("keyed"), map[string]string{"Idempotency-Key": "k-1"}), notDone,
+		"an event with an Idempotency-Key, waiting to insert")
+	requireBounded(do("POST", "/v1/events", keyA, event("grouped"), nil), unknown,
+		"an event in the group commit, whose commit is under way")
+	// A small batch is stored by one statement outside a transaction: sent,
+	// it is its own commit, and the answer cannot tell whether it got to
+	// run.
+	requireBounded(do("POST", "/v1/events/batch", keyA, `{"events":[`+event("batch")+`]}`, nil), unknown,
+		"a batch, sent as one statement")
+	require.NoError(t, tx.Rollback(ctx))
+	require.Eventually(t, func() bool { return stored("grouped") == 1 }, 10*time.Second, 20*time.Millisecond,
+		"the event whose outcome was unknown is stored once the lock goes")
+	require.Zero(t, stored("keyed"), "the event that was not carried out is not stored")
+	require.Equal(t, http.StatusAccepted, do("POST", "/v1/events", keyA, event("keyed"), map[string]string{"Idempotency-Key": "k-1"}).status,
+		"the retry with the same key is accepted")
+
+	// Every byte to the database held: a partition.
+	for _, then := range []func(){proxy.Release, proxy.Reset} {
+		proxy.Hold()
+		ready := do("GET", "/readyz", "", "", nil)
+		require.Equal(t, http.StatusServiceUnavailable, ready.status)
+		require.Equal(t, "1", ready.retry)
+		require.Less(t, ready.elapsed, bound+slack)
+		requireBounded(do("POST", "/v1/events", keyA, event("held"), nil), "",
+			"an event from a tenant whose key is cached")
+		requireBounded(do("GET", "/v1/endpoints", keyB, "", nil), notDone, "a read whose key must be looked up")
+		then()
+		require.Eventually(t, func() bool {
+			return do("POST", "/v1/events", keyA, event("after"), nil).status == http.StatusAccepted
+		}, 10*time.Second, 50*time.Millisecond, "posts are accepted once the bytes flow again")
+		require.Equal(t, http.StatusOK, do("GET", "/readyz", "", "", nil).status)
+	}
+}
