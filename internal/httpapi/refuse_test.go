@@ -39,8 +39,7 @@ func (c *countingReader) Read(b []byte) (int, error) {
 func TestRefusedBatchesGetTheirAnswer(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	api := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, APIRate: testRate, MaxLargeBatches: 1})
-	t.Cleanup(api.Close)
+	api := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, Ingest: httpapi.StartIngest(t, f.Store, f.Jobs), APIRate: testRate, MaxLargeBatches: 1})
 	admitted := make(chan struct{}, 1)
 	h := api.Handler()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
