@@ -104,7 +104,10 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after st
 // only send them again.
 func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
 	if len(sent) == 0 {
-		return false, ctx.Err() // every send was cut short: nothing happened
+		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
+			return false, fmt.Errorf("record: %w", err)
+		}
+		return false, nil
 	}
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
