@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivershared/startstop"
 
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -132,7 +133,7 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	live, err := n.store.LiveDispatch(ctx, rest)
+	live, err := jobs.LiveDispatch(ctx, n.store.Pool(), rest)
 	if err != nil {
 		return fmt.Errorf("look up live dispatch jobs: %w", err)
 	}
