@@ -115,7 +115,7 @@ func unfannedEvents(ctx context.Context, tx pgx.Tx) (int, error) {
 func jobCounts(ctx context.Context, db jobs.DBTX) (string, error) {
 	counts, err := jobs.CountByKindAndState(ctx, db)
 	if err != nil {
-		return "", fmt.Errorf("River jobs: %w", err)
+		return "", fmt.Errorf("count River jobs: %w", err)
 	}
 	parts := make([]string, len(counts))
 	for i, c := range counts {
