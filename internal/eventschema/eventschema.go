@@ -18,6 +18,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/sluice-dev/sluice/internal/dbwait"
 )
 
 // MaxSchemaBytes bounds a schema's size, and so the cost of compiling it.
@@ -109,7 +111,9 @@ type Cache struct {
 }
 
 type tenantSchemas struct {
-	mu       sync.Mutex // one load at a time per tenant
+	// turn is held by the one load at a time per tenant; byName and
+	// loadedAt are read and written under it.
+	turn     chan struct{}
 	loadedAt time.Time
 	byName   map[string]compiled
 }
@@ -149,13 +153,22 @@ func (c *Cache) Schemas(ctx context.Context, tenantID uuid.UUID) (Set, error) {
 	c.mu.Lock()
 	ts := c.tenants[tenantID]
 	if ts == nil {
-		ts = &tenantSchemas{}
+		ts = &tenantSchemas{turn: make(chan struct{}, 1)}
 		c.tenants[tenantID] = ts
 	}
 	c.mu.Unlock()
 
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
+	// Waiting for another request's load is waiting on the database: it
+	// counts towards this request's bound (dbwait), and ends with it.
+	done := dbwait.Wait(ctx)
+	select {
+	case ts.turn <- struct{}{}:
+		done()
+	case <-ctx.Done():
+		done()
+		return Set{}, fmt.Errorf("wait for the event schemas: %w", context.Cause(ctx))
+	}
+	defer func() { <-ts.turn }()
 	if ts.byName == nil || c.now().Sub(ts.loadedAt) >= refresh {
 		if err := c.reload(ctx, tenantID, ts); err != nil {
 			return Set{}, err

@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dbwait"
 )
 
 const invoice = `{"type":"object","required":["amount"],"properties":{
@@ -109,4 +111,33 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal(v)
 		}
 	}
+}
+
+// TestWaitingForALoadIsBounded: while one request's load hangs (the
+// database does not answer), another request for the same tenant waits
+// for it only within its own bound on waiting for the database.
+func TestWaitingForALoadIsBounded(t *testing.T) {
+	t.Parallel()
+	started := make(chan struct{})
+	cache := NewCache(func(ctx context.Context, _ uuid.UUID) ([]Source, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	tenant := uuid.New()
+	first, cancelFirst := context.WithCancel(context.Background())
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := cache.Schemas(first, tenant)
+		firstDone <- err
+	}()
+	<-started
+
+	second, stop := dbwait.WithBudget(context.Background(), 50*time.Millisecond)
+	defer stop()
+	_, err := cache.Schemas(second, tenant)
+	require.ErrorIs(t, err, dbwait.ErrTimeout, "the second gives up at its bound")
+	require.Empty(t, firstDone, "while the first still waits")
+	cancelFirst()
+	require.ErrorIs(t, <-firstDone, context.Canceled)
 }

@@ -55,9 +55,8 @@ func refuseBody(w http.ResponseWriter, r *http.Request, p *Problem) {
 		return
 	}
 	w.Header().Set("Connection", "close")
-	// HTTP/1.1 lets the answer go out while the body still arrives only
-	// in full-duplex mode; where that is unsupported the body is read
-	// after the answer is written, which is the same on the wire.
+	// Go's HTTP/1 server lets a handler read the body after answering
+	// only in full-duplex mode (TestRefusedBatchesGetTheirAnswer).
 	rc := http.NewResponseController(w)
 	_ = rc.EnableFullDuplex()
 	writeProblem(w, p)

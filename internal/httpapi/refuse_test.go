@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -34,8 +37,9 @@ func (c *countingReader) Read(b []byte) (int, error) {
 // posts more over real connections: each is answered 503 with Retry-After,
 // never a connection reset. A client that sends "Expect: 100-continue" gets
 // the 503 without sending a byte of its body; one that sends the body at
-// once has it read and discarded after the answer. A client that waits for
-// 100 Continue gets it when its batch is admitted.
+// once has it read and discarded after the answer, so that one which
+// reads the answer only after sending the whole body gets it too. A client
+// that waits for 100 Continue gets it when its batch is admitted.
 func TestRefusedBatchesGetTheirAnswer(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
@@ -75,6 +79,8 @@ func TestRefusedBatchesGetTheirAnswer(t *testing.T) {
 
 	// The first large batch is admitted and waits for the rest of its body.
 	first := newPendingBody()
+	releaseFirst := sync.OnceFunc(func() { close(first.release) })
+	t.Cleanup(releaseFirst) // before the server closes: a failing test must not hang there
 	firstDone := make(chan struct{})
 	go func() {
 		defer close(firstDone)
@@ -101,6 +107,24 @@ func TestRefusedBatchesGetTheirAnswer(t *testing.T) {
 		client.CloseIdleConnections()
 	}
 
+	// A client that sends its whole request before it reads the answer
+	// (as many do) reads the 503 too: its body was read, not reset.
+	for i := range 3 {
+		c, err := net.Dial("tcp", srv.Listener.Addr().String())
+		require.NoError(t, err)
+		require.NoError(t, c.SetDeadline(time.Now().Add(30*time.Second)))
+		fmt.Fprintf(c, "POST /v1/events/batch HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n"+
+			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", f.KeyA, size)
+		_, err = c.Write(bytes.Repeat([]byte{' '}, size))
+		require.NoError(t, err, "raw post %d: the body is taken whole", i)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err, "raw post %d", i)
+		require.Equal(t, http.StatusServiceUnavailable, res.StatusCode)
+		require.Equal(t, "1", res.Header.Get("Retry-After"))
+		res.Body.Close()
+		c.Close()
+	}
+
 	// Refused before the body is sent: none of it goes.
 	expecting := &http.Client{Transport: &http.Transport{ExpectContinueTimeout: time.Minute}}
 	body := &countingReader{r: bytes.NewReader(bytes.Repeat([]byte{' '}, size))}
@@ -110,7 +134,7 @@ func TestRefusedBatchesGetTheirAnswer(t *testing.T) {
 	require.Equal(t, "1", res.Header.Get("Retry-After"))
 	require.Zero(t, body.n.Load(), "the body of a refused batch is not sent")
 
-	close(first.release)
+	releaseFirst()
 	<-firstDone
 
 	// Admitted once the turn is free (the first's handler returns after

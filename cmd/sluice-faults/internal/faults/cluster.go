@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -184,4 +185,72 @@ func (c *Cluster) Destroy(keepLog string) {
 		}
 	}
 	_ = os.RemoveAll(c.Dir)
+}
+
+// BaseBackup makes a standby of c in dir (dir/data, as pg.sh lays it out)
+// with pg_basebackup -R: it streams from c once started (StartCluster on
+// dir).
+func (c *Cluster) BaseBackup(ctx context.Context, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if os.Geteuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return err
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			return err
+		}
+	}
+	out, err := c.asOwner(ctx, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
+		"-D", filepath.Join(dir, "data"), "-R", "-X", "stream", "-c", "fast").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_basebackup: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// RequireSyncStandby makes every commit on c wait for a standby to have
+// it (synchronous_standby_names = '*'), and returns once a standby is
+// streaming synchronously. Set after the base backup, so that the standby,
+// once promoted, does not wait for a standby of its own.
+func (c *Cluster) RequireSyncStandby(ctx context.Context) error {
+	conn, err := pgx.Connect(ctx, c.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = '*'`, `SELECT pg_reload_conf()`} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'`).Scan(&n); err != nil {
+			return err
+		}
+		if n > 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("no synchronous standby streaming after 30s")
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+}
+
+// Promote makes a standby the primary (pg_ctl promote) and returns once it
+// takes writes.
+func (c *Cluster) Promote(ctx context.Context) error {
+	out, err := c.asOwner(ctx, "pg_ctl", "promote", "-D", filepath.Join(c.Dir, "data"), "-w", "-t", "60").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("pg_ctl promote: %v\n%s", err, out)
+	}
+	return nil
 }

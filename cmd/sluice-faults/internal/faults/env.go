@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
 )
 
 // Workers is how many `sluice serve --worker` processes run.
@@ -40,18 +42,24 @@ var Settings = []string{
 // one API process, Workers worker processes, the receiver, and the faults
 // injected so far.
 type Env struct {
-	Dir      string // the scenario's logs
-	Cluster  *Cluster
-	API      *Proc
-	Workers  []*Proc
-	Receiver *Receiver
-	BaseURL  string
-	Keys     []string // API keys: [0] the main tenant, [1] a second one if asked for
-	DB       *pgxpool.Pool
-	Healthy  []string // healthy endpoint names at the receiver
-	URLs     map[string]string
-	Logf     func(format string, args ...any)
-	warmUpID string
+	Dir     string // the scenario's logs
+	Cluster *Cluster
+	// Proxy, with DBProxy, stands between every sluice process and the
+	// cluster (the suite's own connections go direct).
+	Proxy *tcpproxy.Proxy
+	// Primary and Standby, with DBStandby, are the scenario's own pair of
+	// clusters, the standby synchronous; sluice is given both hosts.
+	Primary, Standby *Cluster
+	API              *Proc
+	Workers          []*Proc
+	Receiver         *Receiver
+	BaseURL          string
+	Keys             []string // API keys: [0] the main tenant, [1] a second one if asked for
+	DB               *pgxpool.Pool
+	Healthy          []string // healthy endpoint names at the receiver
+	URLs             map[string]string
+	Logf             func(format string, args ...any)
+	warmUpID         string
 
 	mu     sync.Mutex
 	faults []Fault
@@ -66,7 +74,24 @@ type envConfig struct {
 	healthy int
 	bad     []Mode
 	tenants int
+	db      DBSetup
 }
+
+// DBSetup is how a scenario's sluice processes reach Postgres.
+type DBSetup int
+
+// Database setups.
+const (
+	// DBDirect: the suite's cluster, directly.
+	DBDirect DBSetup = iota
+	// DBProxy: the suite's cluster through a proxy (tcpproxy) that can
+	// hold every byte, as a partition does.
+	DBProxy
+	// DBStandby: a primary and a synchronous streaming standby of the
+	// scenario's own, both hosts in DATABASE_URL with
+	// target_session_attrs=read-write.
+	DBStandby
+)
 
 // newEnv sets up a scenario. On error, the caller still calls close.
 func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
@@ -76,7 +101,8 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		return err
 	}
 	db := "faults_" + strings.ReplaceAll(cfg.name, "-", "_")
-	if err := s.cluster.CreateDatabase(ctx, db); err != nil {
+	dbURL, err := s.database(ctx, cfg, db, e)
+	if err != nil {
 		return err
 	}
 	key := make([]byte, 32)
@@ -88,7 +114,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	e.BaseURL = "http://" + addr
 	env := append(cleanEnv(), append([]string{
-		"DATABASE_URL=" + s.cluster.URL(db),
+		"DATABASE_URL=" + dbURL,
 		"SLUICE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"SLUICE_ADDR=" + addr,
 	}, Settings...)...)
@@ -108,7 +134,11 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		}
 		e.Keys = append(e.Keys, t.APIKey)
 	}
-	if e.DB, err = pgxpool.New(ctx, s.cluster.URL(db)); err != nil {
+	checkURL := s.cluster.URL(db)
+	if cfg.db == DBStandby {
+		checkURL = dbURL // whichever host is primary
+	}
+	if e.DB, err = pgxpool.New(ctx, checkURL); err != nil {
 		return err
 	}
 
@@ -150,6 +180,46 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	return nil
 }
 
+// database creates the scenario's database db and returns the URL the
+// sluice processes are given.
+func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) (string, error) {
+	switch cfg.db {
+	case DBStandby:
+		var err error
+		// Ports above the suite's cluster's, in their own ranges.
+		if e.Primary, err = StartCluster(ctx, s.cfg.Root, filepath.Join(s.dir, cfg.name+"-primary"), s.cfg.BasePort+100); err != nil {
+			return "", fmt.Errorf("primary: %w", err)
+		}
+		if err := e.Primary.CreateDatabase(ctx, db); err != nil {
+			return "", err
+		}
+		standbyDir := filepath.Join(s.dir, cfg.name+"-standby")
+		if err := e.Primary.BaseBackup(ctx, standbyDir); err != nil {
+			return "", err
+		}
+		if e.Standby, err = StartCluster(ctx, s.cfg.Root, standbyDir, s.cfg.BasePort+200); err != nil {
+			return "", fmt.Errorf("standby: %w", err)
+		}
+		if err := e.Primary.RequireSyncStandby(ctx); err != nil {
+			return "", err
+		}
+		s.logf("  primary on 127.0.0.1:%d, synchronous standby on 127.0.0.1:%d", e.Primary.Port, e.Standby.Port)
+		return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/%s?sslmode=disable&target_session_attrs=read-write",
+			e.Primary.Port, e.Standby.Port, db), nil
+	case DBProxy:
+		if err := s.cluster.CreateDatabase(ctx, db); err != nil {
+			return "", err
+		}
+		var err error
+		if e.Proxy, err = tcpproxy.Start(fmt.Sprintf("127.0.0.1:%d", s.cluster.Port)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("postgres://postgres@%s/%s?sslmode=disable", e.Proxy.Addr(), db), nil
+	default:
+		return s.cluster.URL(db), s.cluster.CreateDatabase(ctx, db)
+	}
+}
+
 // close stops every process, the receiver and the database pool.
 func (e *Env) close() {
 	if e.stop != nil {
@@ -172,6 +242,14 @@ func (e *Env) close() {
 	}
 	if e.DB != nil {
 		e.DB.Close()
+	}
+	if e.Proxy != nil {
+		e.Proxy.Close()
+	}
+	for name, c := range map[string]*Cluster{"primary": e.Primary, "standby": e.Standby} {
+		if c != nil {
+			c.Destroy(filepath.Join(e.Dir, name+"-postgres.log"))
+		}
 	}
 }
 
@@ -256,6 +334,36 @@ func (e *Env) PausePG(ctx context.Context, d time.Duration) error {
 	e.Cluster.Resume(pids)
 	e.record(Fault{Kind: fmt.Sprintf("SIGSTOP postgres (%d processes)", len(pids)), At: at, End: time.Now(), Outage: true})
 	return nil
+}
+
+// HoldDB holds every byte between sluice and Postgres for d (at the
+// proxy), then resets the held connections (reset) or lets them go on.
+func (e *Env) HoldDB(ctx context.Context, d time.Duration, reset bool) error {
+	at := time.Now()
+	e.Proxy.Hold()
+	err := sleep(ctx, d)
+	kind := fmt.Sprintf("every byte to postgres held %s, then let go on", d)
+	if reset {
+		e.Proxy.Reset()
+		kind = fmt.Sprintf("every byte to postgres held %s, then the connections reset", d)
+	} else {
+		e.Proxy.Release()
+	}
+	e.record(Fault{Kind: kind, At: at, End: time.Now(), Outage: true})
+	return err
+}
+
+// Failover stops the primary with -m immediate and promotes the standby
+// after down; it is over when the standby takes writes.
+func (e *Env) Failover(ctx context.Context, down time.Duration) error {
+	at := time.Now()
+	if err := e.Primary.Crash(ctx); err != nil {
+		return err
+	}
+	_ = sleep(ctx, down)
+	err := e.Standby.Promote(context.WithoutCancel(ctx))
+	e.record(Fault{Kind: fmt.Sprintf("primary stop -m immediate, standby promoted after %s", down), At: at, End: time.Now(), Outage: true})
+	return err
 }
 
 func (e *Env) maxWorkerRSS() int64 {

@@ -10,9 +10,11 @@ import (
 )
 
 // TestFaultsShort runs the short form of the fault suite: a worker killed
-// with SIGKILL, Postgres stopped with -m immediate and started again, and
-// Postgres paused with SIGSTOP for 3 s, each during a 1,500-event burst,
-// against separate sluice processes and a private cluster of its own.
+// with SIGKILL, Postgres stopped with -m immediate and started again,
+// Postgres paused with SIGSTOP for 3 s, and a primary stopped with -m
+// immediate and its synchronous standby promoted (sluice given both hosts),
+// each during a 1,500-event burst, against separate sluice processes and a
+// private cluster of its own.
 //
 // Every check of each scenario must pass (report.go): nothing lost, every
 // accepted event delivered within 30 s of the last fault, duplicates within
@@ -22,9 +24,9 @@ import (
 // 503, nothing stuck in the database.
 func TestFaultsShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs sluice processes and crashes a Postgres cluster (~90 s)")
+		t.Skip("runs sluice processes and crashes Postgres clusters (~2 min)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	suite, err := NewSuite(ctx, Config{SettleLimit: 30 * time.Second, Logf: t.Logf})
 	if err != nil {
@@ -32,7 +34,7 @@ func TestFaultsShort(t *testing.T) {
 	}
 	t.Cleanup(func() { suite.Close(false) })
 
-	scenarios, err := Select(Scenarios(true), "workerkill,pgcrash,pgpause")
+	scenarios, err := Select(Scenarios(true), "workerkill,pgcrash,pgpause,failover")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,15 @@ type Post struct {
 	// Retried lists the outcomes (StatusKey) of the attempts before the
 	// last, which were answered 503 or 429 or not at all.
 	Retried []string
+	// Attempts are every attempt's times and status, the last included.
+	Attempts []Attempt
+}
+
+// Attempt is one request of a post: when it was sent, when its answer (or
+// its transport error) came, and the status (0: none).
+type Attempt struct {
+	Sent, Done time.Time
+	Status     int
 }
 
 // StatusKey names the outcome for the status table: "202", "503", "conn".
@@ -94,12 +103,14 @@ func (l Load) Run(ctx context.Context) []Post {
 				p := Post{Seq: seq, Sent: time.Now()}
 				for {
 					var wait time.Duration
+					sent := time.Now()
 					if raw {
 						p.Status, p.Err = l.postRaw(ctx, body, header, timeout)
 					} else {
 						p.Status, p.EventID, wait, p.Err = l.post(ctx, client, body, header)
 					}
 					p.Done = time.Now()
+					p.Attempts = append(p.Attempts, Attempt{Sent: sent, Done: p.Done, Status: p.Status})
 					retry := p.Status == 0 || p.Status == http.StatusServiceUnavailable || p.Status == http.StatusTooManyRequests
 					if !retry || time.Since(p.Sent) > l.RetryFor || ctx.Err() != nil {
 						break

@@ -46,6 +46,16 @@ type Figures struct {
 	FirstAfterPG, ServeAllAfterPG time.Duration
 	Recoveries                    int
 	LatencyP50, LatencyP99        time.Duration // post sent → first receipt
+	// OutageAttempts counts the post attempts in flight during a Postgres
+	// outage (sent before it ended, answered after it began), by outcome
+	// in OutageStatuses; OutageSlowest is the longest any of them took to
+	// be answered (or to fail).
+	OutageAttempts int
+	OutageStatuses map[string]int
+	OutageSlowest  time.Duration
+	// AcceptAfterPG is, over Postgres recoveries, the longest wait from
+	// Postgres back to a post answered 2xx.
+	AcceptAfterPG time.Duration
 }
 
 type pair struct{ endpoint, id string }
@@ -181,6 +191,36 @@ func Reconcile(posts []Post, receipts []Receipt, healthy []string, faults []Faul
 		if out > 0 {
 			gap(end)
 		}
+	}
+
+	// Posts during and after Postgres outages.
+	f.OutageStatuses = map[string]int{}
+	for _, p := range posts {
+		for _, a := range p.Attempts {
+			for _, ft := range faults {
+				if !ft.Outage || !a.Sent.Before(ft.End) || !a.Done.After(ft.At) {
+					continue
+				}
+				f.OutageAttempts++
+				f.OutageStatuses[Post{Status: a.Status}.StatusKey()]++
+				f.OutageSlowest = max(f.OutageSlowest, a.Done.Sub(a.Sent))
+				break
+			}
+		}
+	}
+	for _, ft := range faults {
+		if !ft.Outage {
+			continue
+		}
+		first := end
+		for _, p := range posts {
+			for _, a := range p.Attempts {
+				if a.Status/100 == 2 && a.Done.After(ft.End) && a.Done.Before(first) {
+					first = a.Done
+				}
+			}
+		}
+		f.AcceptAfterPG = max(f.AcceptAfterPG, first.Sub(ft.End)-overlap(faults, ft.End, first))
 	}
 
 	// Recoveries of Postgres.

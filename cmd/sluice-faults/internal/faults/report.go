@@ -61,6 +61,14 @@ func (sc Scenario) check(r Result) []Check {
 			other5xx += n
 		}
 	}
+	if b.OutageAnswer > 0 {
+		add(fmt.Sprintf("posts during the outage answered ≤ %s", b.OutageAnswer),
+			f.OutageStatuses["err"] == 0 && f.OutageSlowest <= b.OutageAnswer,
+			"%d attempts (%s), slowest %s", f.OutageAttempts, statuses(f.OutageStatuses), secs(f.OutageSlowest))
+	}
+	if b.AcceptBack > 0 {
+		add(fmt.Sprintf("a post accepted after postgres back ≤ %s", b.AcceptBack), f.AcceptAfterPG <= b.AcceptBack, "%s", secs(f.AcceptAfterPG))
+	}
 	add("no 5xx but 503", other5xx == 0, "%d", other5xx)
 	if !b.ConnErrors {
 		add("every post answered", f.Statuses["err"] == 0, "%d unanswered", f.Statuses["err"])
@@ -113,8 +121,10 @@ func (r Result) WriteDetail(w io.Writer) {
 	fmt.Fprintf(w, "  settle %s, longest endpoint stall %s (%s), latency p50 %s p99 %s, max worker RSS %.0f MB\n",
 		settle(f.Settle), secs(f.MaxStall), f.StallAt, secs(f.LatencyP50), secs(f.LatencyP99), float64(r.MaxRSS)/(1<<20))
 	if f.Recoveries > 0 {
-		fmt.Fprintf(w, "  postgres recoveries %d: first delivery after %s, every endpoint served after %s\n",
-			f.Recoveries, secs(f.FirstAfterPG), secs(f.ServeAllAfterPG))
+		fmt.Fprintf(w, "  postgres recoveries %d: first delivery after %s, every endpoint served after %s, a post accepted after %s\n",
+			f.Recoveries, secs(f.FirstAfterPG), secs(f.ServeAllAfterPG), secs(f.AcceptAfterPG))
+		fmt.Fprintf(w, "  post attempts during the outages: %d (%s), slowest answer %s\n",
+			f.OutageAttempts, statuses(f.OutageStatuses), secs(f.OutageSlowest))
 	}
 	for _, ft := range r.Faults {
 		fmt.Fprintf(w, "  fault: %s at %s for %s\n", ft.Kind, ft.At.Format("15:04:05.000"), ft.End.Sub(ft.At).Round(time.Millisecond))

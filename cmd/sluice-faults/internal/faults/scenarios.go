@@ -23,6 +23,8 @@ type Scenario struct {
 	// Inject runs beside the load; burst is the load's planned duration.
 	Inject func(ctx context.Context, e *Env, burst time.Duration) error
 	Bounds Bounds
+	// DB is how the sluice processes reach Postgres (default: directly).
+	DB DBSetup
 }
 
 // Bounds are what a scenario must meet.
@@ -36,7 +38,18 @@ type Bounds struct {
 	PGBack, PGServeAll time.Duration
 	// ConnErrors allows posts without an answer (the API is killed).
 	ConnErrors bool
+	// OutageAnswer, when set: every post attempt in flight during a
+	// Postgres outage is answered within it (sluice's bound on waiting for
+	// the database, SLUICE_DB_TIMEOUT, plus a second).
+	OutageAnswer time.Duration
+	// AcceptBack, when set: after a Postgres outage, a post is accepted
+	// within it.
+	AcceptBack time.Duration
 }
+
+// dbBound is sluice's default bound on a request's wait for the database
+// (SLUICE_DB_TIMEOUT), which the suite leaves as it is.
+const dbBound = 5 * time.Second
 
 // Scenario sizes: full (make faults) and short (-short, make test).
 type size struct {
@@ -45,6 +58,7 @@ type size struct {
 	kills   int
 	crashes int
 	pause   time.Duration
+	hold    time.Duration // how long the proxy holds every byte
 }
 
 // Scenarios returns every scenario, full size or scaled down.
@@ -53,11 +67,17 @@ func Scenarios(short bool) []Scenario {
 	// API ingests single posts on a 2-core box (about 1,000 deliveries/s),
 	// so that settle times measure recovery rather than a backlog.
 	big := size{events: 10000, rate: 250, kills: 5, crashes: 3, pause: 5 * time.Second}
-	mid := size{events: 5000, rate: 200, crashes: 3, pause: 5 * time.Second}
+	mid := size{events: 5000, rate: 200, crashes: 3, pause: 5 * time.Second, hold: 20 * time.Second}
 	if short {
 		big = size{events: 1500, rate: 150, kills: 1, crashes: 1, pause: 3 * time.Second}
-		mid = size{events: 1500, rate: 150, crashes: 1, pause: 3 * time.Second}
+		mid = size{events: 1500, rate: 150, crashes: 1, pause: 3 * time.Second, hold: 7 * time.Second}
 	}
+	// A burst that outlasts the outage: it starts a quarter in.
+	outage := size{events: int(150 * (mid.hold.Seconds()*2 + 10)), rate: 150}
+	held := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second,
+		OutageAnswer: dbBound + time.Second, AcceptBack: 5 * time.Second}
+	moved := Bounds{Stall: 10 * time.Second, PGBack: 10 * time.Second, PGServeAll: 15 * time.Second,
+		OutageAnswer: dbBound + time.Second, AcceptBack: 10 * time.Second}
 	stall := Bounds{Stall: 10 * time.Second}
 	pg := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second}
 	return []Scenario{
@@ -135,6 +155,36 @@ func Scenarios(short bool) []Scenario {
 					return err
 				}
 				return e.PausePG(ctx, mid.pause)
+			},
+		},
+		{
+			Name: "partition", Title: fmt.Sprintf("every byte between sluice and postgres held %s, then the connections reset, during a %d-event burst", mid.hold, outage.events),
+			Events: outage.events, Rate: outage.rate, Clients: 12, Healthy: 4, Bounds: held, DB: DBProxy,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				if err := e.waitFault(ctx, time.Now(), burst/4); err != nil {
+					return err
+				}
+				return e.HoldDB(ctx, mid.hold, true)
+			},
+		},
+		{
+			Name: "blip", Title: fmt.Sprintf("every byte between sluice and postgres held %s, then let go on, during a %d-event burst", mid.hold, outage.events),
+			Events: outage.events, Rate: outage.rate, Clients: 12, Healthy: 4, Bounds: held, DB: DBProxy,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				if err := e.waitFault(ctx, time.Now(), burst/4); err != nil {
+					return err
+				}
+				return e.HoldDB(ctx, mid.hold, false)
+			},
+		},
+		{
+			Name: "failover", Title: fmt.Sprintf("the primary stopped -m immediate, its synchronous standby promoted 2s later, during a %d-event burst", mid.events),
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: moved, DB: DBStandby,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				if err := e.waitFault(ctx, time.Now(), burst*3/10); err != nil {
+					return err
+				}
+				return e.Failover(ctx, 2*time.Second)
 			},
 		},
 		{

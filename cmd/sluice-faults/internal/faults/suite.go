@@ -118,7 +118,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	if sc.Poison > 0 {
 		tenants = 2
 	}
-	if err := s.newEnv(ctx, envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants}, e); err != nil {
+	if err := s.newEnv(ctx, envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants, db: sc.DB}, e); err != nil {
 		return res, fmt.Errorf("%s: setup: %w", sc.Name, err)
 	}
 	if err := warmUp(ctx, e); err != nil {
