@@ -314,3 +314,28 @@ func cpuSince(start syscall.Rusage) float64 {
 	ns := func(ru syscall.Rusage) int64 { return ru.Utime.Nano() + ru.Stime.Nano() }
 	return float64(ns(end) - ns(start))
 }
+
+// TestCompileBoundsItsOwnWork: pricing a schema is itself bounded; a
+// schema with hundreds of recursive members, each a distinct subschema,
+// is refused as too complex, while as many plain $ref members are one
+// state and cheap.
+func TestCompileBoundsItsOwnWork(t *testing.T) {
+	t.Parallel()
+	members := func(n int, member string) string {
+		var list []string
+		for i := range n {
+			list = append(list, fmt.Sprintf(`"a%d":%s`, i, member))
+		}
+		return `{"properties":{` + strings.Join(list, ",") + `}}`
+	}
+	_, err := Compile([]byte(members(300, `{"$ref":"#","properties":{"z":{}}}`)))
+	require.ErrorIs(t, err, errTooComplex)
+	sch, err := Compile([]byte(members(2000, `{"$ref":"#"}`)))
+	require.NoError(t, err)
+	require.Less(t, sch.cost.work, maxModelWork/10)
+
+	_, err = Compile([]byte(strings.Repeat(`{"properties":{"a":`, 81) + "{}" + strings.Repeat("}}", 81)))
+	require.ErrorContains(t, err, "must nest arrays and objects at most 160 deep")
+	_, err = Compile([]byte(`{"anyOf":[` + strings.Repeat(`{},`, MaxSchemaObjects) + `{}]}`))
+	require.ErrorContains(t, err, "must hold at most 4096 objects")
+}

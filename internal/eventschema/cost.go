@@ -38,9 +38,12 @@ import (
 // errTooComplex refuses a schema whose graph is too large to price.
 var errTooComplex = errors.New("is too complex to check against the evaluation budget; split or simplify it")
 
-// maxModelWork bounds the work of pricing a schema at Compile: the schema
-// nodes touched while exploring its states.
-const maxModelWork = 4_000_000
+// maxModelWork bounds the work of pricing a schema at Compile, and so its
+// time and the memory the model keeps: the steps taken and schema nodes
+// touched while exploring its states. Large legitimate schemas take a few
+// thousand; a few hundred recursive members, each its own subschema,
+// reach it.
+const maxModelWork = 200_000
 
 // infinite is where counts saturate: far past any budget, far from
 // overflowing a sum of two.
@@ -73,6 +76,7 @@ type gnode struct {
 	weight   uint64 // evaluating it once: 1, plus one per enum value compared
 	perKey   uint64 // per member of an object: 1, plus one per pattern matched
 	uniqueOf bool   // uniqueItems: hashes every element
+	leaf     bool   // applies nothing below its place, and hashes nothing
 }
 
 type pattern struct {
@@ -118,6 +122,8 @@ type entry struct {
 // state is a multiset of schemas evaluated at one place, divided by the
 // greatest common divisor of its counts (the step that leads to it
 // carries that factor), so that states met at several depths are shared.
+// Only the schemas that apply something below are listed; the others are
+// in the sums.
 type state struct {
 	entries []entry
 	evals   uint64 // Σ n: evaluations
@@ -267,6 +273,8 @@ func (m *model) add(s *jsonschema.Schema) int32 {
 	}
 	n.perKey = 1 + uint64(len(patterns))
 	n.uniqueOf = s.UniqueItems
+	n.leaf = !n.uniqueOf && len(props) == 0 && len(patterns) == 0 && additional < 0 && len(anyKey) == 0 &&
+		len(prefix) == 0 && items < 0 && len(anyIndex) == 0
 	return i
 }
 
@@ -463,18 +471,42 @@ func (m *model) closure(init []entry, sc *scratch) (*state, uint64, error) {
 			return nil, 0, errTooComplex
 		}
 	}
-	entries := make([]entry, 0, len(sc.touched))
-	var g uint64
+	// Schemas that apply nothing below this place only add to its cost:
+	// they are kept as sums, so that states differing only in them (the
+	// many "$ref" wrappers of one recursive schema, say) are one state.
+	var (
+		entries []entry
+		own     cost
+		g       uint64
+	)
 	for _, i := range sc.touched {
-		entries = append(entries, entry{node: i, n: sc.count[i]})
-		g = gcd(g, sc.count[i])
+		c, n := sc.count[i], &m.nodes[i]
+		g = gcd(g, c)
+		if n.leaf {
+			own = own.plus(c, n)
+			continue
+		}
+		entries = append(entries, entry{node: i, n: c})
 	}
 	m.clear(sc)
 	slices.SortFunc(entries, func(a, b entry) int { return int(a.node - b.node) })
 	for i := range entries {
 		entries[i].n /= g
 	}
-	return m.intern(entries), g, nil
+	own = cost{evals: own.evals / g, base: own.base / g, perKey: own.perKey / g}
+	return m.intern(entries, own), g, nil
+}
+
+// cost is what schemas evaluated at one place cost there.
+type cost struct {
+	evals  uint64 // evaluations
+	base   uint64 // evaluations with enum values
+	perKey uint64 // per member of an object: evaluations with patterns
+}
+
+// plus adds c evaluations of n.
+func (o cost) plus(c uint64, n *gnode) cost {
+	return cost{evals: add(o.evals, c), base: add(o.base, mul(c, n.weight)), perKey: add(o.perKey, mul(c, n.perKey))}
 }
 
 func (m *model) clear(sc *scratch) {
@@ -492,8 +524,11 @@ func gcd(a, b uint64) uint64 {
 
 // intern returns the state of entries, made once (until the model is
 // frozen: then a state not met at Compile is made afresh each time).
-func (m *model) intern(entries []entry) *state {
-	buf := make([]byte, 0, len(entries)*6)
+func (m *model) intern(entries []entry, own cost) *state {
+	buf := make([]byte, 0, len(entries)*6+24)
+	buf = binary.AppendUvarint(buf, own.evals)
+	buf = binary.AppendUvarint(buf, own.base)
+	buf = binary.AppendUvarint(buf, own.perKey)
 	for _, e := range entries {
 		buf = binary.AppendUvarint(buf, uint64(e.node))
 		buf = binary.AppendUvarint(buf, e.n)
@@ -504,9 +539,7 @@ func (m *model) intern(entries []entry) *state {
 	st := &state{entries: entries, next: map[label]step{}}
 	for _, e := range entries {
 		n := &m.nodes[e.node]
-		st.evals = add(st.evals, e.n)
-		st.base = add(st.base, mul(e.n, n.weight))
-		st.perKey = add(st.perKey, mul(e.n, n.perKey))
+		own = own.plus(e.n, n)
 		if n.uniqueOf {
 			st.unique = add(st.unique, e.n)
 		}
@@ -518,6 +551,7 @@ func (m *model) intern(entries []entry) *state {
 		}
 		st.prefix = max(st.prefix, len(n.prefix))
 	}
+	st.evals, st.base, st.perKey = own.evals, own.base, own.perKey
 	if !m.frozen {
 		m.states[string(buf)] = st
 	}
