@@ -5,6 +5,13 @@
 // applies within one second) and dropped at once when this process changes
 // the catalogue. Schemas cannot reach outside themselves: a $ref to any URL
 // or file fails to compile.
+//
+// Validation is bounded twice (docs/limits.md). A schema is refused when
+// saved if its subschemas could be evaluated more than MaxEvaluations times
+// at one place of an event (cost.go); and each payload is priced before it
+// is validated, a request's payloads together at most MaxRequestCost.
+// Validation stops at the first failure, and says where in a few hundred
+// bytes.
 package eventschema
 
 import (
@@ -15,15 +22,64 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/sluice-dev/sluice/internal/dbwait"
+	"github.com/sluice-dev/sluice/internal/textcheck"
 )
 
 // MaxSchemaBytes bounds a schema's size, and so the cost of compiling it.
 const MaxSchemaBytes = 64 << 10
+
+// MaxSchemaDepth bounds how deep a schema nests arrays and objects:
+// compiling costs the square of it, and two levels per level of a payload
+// (properties, then the member) describe the deepest payload with room to
+// spare.
+const MaxSchemaDepth = 160
+
+// MaxSchemaObjects bounds the objects in a schema (its subschemas, about):
+// the compiler's work grows with the square of their number.
+const MaxSchemaObjects = 4096
+
+// MaxDepth is how deep an event's payload may nest arrays and objects; the
+// evaluation budget is checked for every place of a value this deep.
+const MaxDepth = 64
+
+// MaxEvaluations is the evaluation budget of a schema: how many times its
+// subschemas may be evaluated at any one place of an event. A schema over
+// it is refused when it is saved (Compile). Legitimate schemas, even large
+// ones, stay well below; past it, a few levels of a subschema reached
+// through two paths each (allOf of two $refs) double the cost per level.
+const MaxEvaluations = 1000
+
+// MaxRequestCost is what validating the payloads of one request may cost,
+// in the units of Check's price: evaluations, with enum values compared
+// and object members visited counted too. A unit is of the order of a
+// microsecond of CPU. A request past it is refused before its payloads are validated; a
+// single payload of the largest size against a plain schema costs a tenth
+// of it.
+const MaxRequestCost = 500_000
+
+// detailCost is the most a failing payload may cost and still be
+// validated a second time to say where it fails: the full error tree of a
+// costlier one would be too large to build.
+const detailCost = 10_000
+
+// maxMessage bounds, in bytes, what a Violation says, and where.
+const maxMessage = 300
+
+// schemaURL and quickURL name the tenant's schema and a wrapper around it
+// inside one compiler.
+const (
+	schemaURL = "sluice:schema.json"
+	quickURL  = "sluice:quick.json"
+)
 
 // refresh is how long a tenant's compiled schemas are used before the
 // store is asked again.
@@ -39,28 +95,72 @@ type Source struct {
 // Loader reads the schemas of a tenant's event types that have one.
 type Loader func(ctx context.Context, tenantID uuid.UUID) ([]Source, error)
 
+// Schema is a compiled schema with its cost model.
+type Schema struct {
+	full  *jsonschema.Schema
+	quick *jsonschema.Schema // not(not(full)): stops at the first failure
+	cost  *model
+}
+
 // Compile compiles a JSON Schema (2020-12 unless its $schema says
-// otherwise). The error says what is wrong with it.
-func Compile(schema []byte) (*jsonschema.Schema, error) {
+// otherwise) and checks it against the evaluation budget. The error says
+// what is wrong with it.
+func Compile(schema []byte) (*Schema, error) {
 	if len(schema) > MaxSchemaBytes {
 		return nil, fmt.Errorf("must be at most %d bytes", MaxSchemaBytes)
+	}
+	if textcheck.Depth(schema) > MaxSchemaDepth {
+		return nil, fmt.Errorf("must nest arrays and objects at most %d deep", MaxSchemaDepth)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("is not JSON: %v", err)
 	}
+	if objects(doc) > MaxSchemaObjects {
+		return nil, fmt.Errorf("must hold at most %d objects (subschemas)", MaxSchemaObjects)
+	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
-	const url = "sluice:schema.json"
-	if err := c.AddResource(url, doc); err != nil {
+	if err := c.AddResource(schemaURL, doc); err != nil {
 		return nil, fmt.Errorf("is not a JSON Schema: %v", err)
 	}
-	sch, err := c.Compile(url)
+	// Validation inside "not" only asks whether the value is valid, so it
+	// stops at the first failure instead of building every error.
+	wrapper := map[string]any{"not": map[string]any{"not": map[string]any{"$ref": schemaURL}}}
+	if err := c.AddResource(quickURL, wrapper); err != nil {
+		return nil, fmt.Errorf("add the wrapper schema: %w", err)
+	}
+	full, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err.Error()))
 	}
-	return sch, nil
+	quick, err := c.Compile(quickURL)
+	if err != nil {
+		return nil, fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err.Error()))
+	}
+	cost, err := newModel(full, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{full: full, quick: quick, cost: cost}, nil
+}
+
+// objects counts the JSON objects in v.
+func objects(v any) int {
+	n := 0
+	switch v := v.(type) {
+	case map[string]any:
+		n++
+		for _, c := range v {
+			n += objects(c)
+		}
+	case []any:
+		for _, c := range v {
+			n += objects(c)
+		}
+	}
+	return n
 }
 
 // noLoader refuses every external reference: schemas are self-contained.
@@ -77,24 +177,107 @@ type Violation struct {
 	Message  string
 }
 
-// Check validates the JSON document doc against sch. It returns nil when
-// doc is valid.
-func Check(sch *jsonschema.Schema, doc []byte) *Violation {
+// Budget is what validating one request's payloads may still cost.
+type Budget struct {
+	left, spent uint64
+}
+
+// NewBudget returns a budget of units.
+func NewBudget(units uint64) *Budget { return &Budget{left: units} }
+
+// Spent is what the checks against b have cost.
+func (b *Budget) Spent() uint64 { return b.spent }
+
+func (b *Budget) charge(units uint64) {
+	b.spent += units
+	b.left -= min(units, b.left)
+}
+
+// OverBudgetError refuses a payload whose validation would cost more than
+// the request has left.
+type OverBudgetError struct {
+	Cost, Left uint64
+}
+
+func (e *OverBudgetError) Error() string {
+	return fmt.Sprintf("would cost %s to validate against its schema, and a request may spend %d on validation "+
+		"(%d were left): post fewer or smaller events at once", count(e.Cost), MaxRequestCost, e.Left)
+}
+
+// Check validates the JSON document doc against s. It prices doc first
+// and refuses it (OverBudgetError) when that is more than b has left;
+// otherwise it charges b and returns nil when doc is valid, or the first
+// failure found.
+func (s *Schema) Check(doc []byte, b *Budget) (*Violation, error) {
+	if textcheck.Depth(doc) > MaxDepth {
+		return &Violation{Message: fmt.Sprintf("nests arrays and objects more than %d deep", MaxDepth)}, nil
+	}
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
 	if err != nil {
-		return &Violation{Message: "is not JSON"}
+		return &Violation{Message: "is not JSON"}, nil
 	}
-	err = sch.Validate(v)
+	price := s.cost.price(v, b.left)
+	if price > b.left {
+		return nil, &OverBudgetError{Cost: price, Left: b.left}
+	}
+	b.charge(price)
+	if s.quick.Validate(v) == nil {
+		return nil, nil
+	}
+	if price > detailCost {
+		return &Violation{Message: "does not satisfy the schema (the payload is too large for Sluice to say where; validate it locally)"}, nil
+	}
+	b.charge(price)
 	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
-		return nil
+	if !errors.As(s.full.Validate(v), &ve) {
+		return &Violation{Message: "does not satisfy the schema"}, nil // cannot happen: quick said so
 	}
-	for _, u := range ve.BasicOutput().Errors {
-		if u.Error != nil && !strings.HasPrefix(u.Error.String(), "validation failed") {
-			return &Violation{Location: u.InstanceLocation, Message: u.Error.String()}
+	return firstFailure(ve), nil
+}
+
+// firstFailure follows the first cause of the error tree down to a
+// failing keyword: where it failed and why. At an anyOf or oneOf that no
+// alternative matched it stops, naming the first alternative's failure.
+func firstFailure(ve *jsonschema.ValidationError) *Violation {
+	for len(ve.Causes) > 0 {
+		switch ve.ErrorKind.(type) {
+		case *kind.AnyOf, *kind.OneOf:
+			why := firstFailure(ve.Causes[0])
+			return &Violation{
+				Location: pointer(ve.InstanceLocation),
+				Message:  capText(describe(ve) + "; the first alternative: " + strings.TrimPrefix(why.Location+" ", " ") + why.Message),
+			}
 		}
+		ve = ve.Causes[0]
 	}
-	return &Violation{Message: oneLine(ve.Error())}
+	return &Violation{Location: pointer(ve.InstanceLocation), Message: capText(describe(ve))}
+}
+
+var english = message.NewPrinter(language.English)
+
+func describe(ve *jsonschema.ValidationError) string {
+	return oneLine(ve.ErrorKind.LocalizedString(english))
+}
+
+// pointer writes a location as a JSON pointer, cut to maxMessage bytes.
+func pointer(loc []string) string {
+	var b strings.Builder
+	for _, tok := range loc {
+		b.WriteString("/" + escapePointer(tok))
+	}
+	return capText(b.String())
+}
+
+// capText cuts s to maxMessage bytes, on a character boundary.
+func capText(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	cut := maxMessage - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 func oneLine(s string) string {
@@ -120,7 +303,7 @@ type tenantSchemas struct {
 
 type compiled struct {
 	updatedAt time.Time
-	schema    *jsonschema.Schema
+	schema    *Schema
 }
 
 // NewCache returns a cache that loads schemas with load.
@@ -142,7 +325,7 @@ type Set struct {
 }
 
 // For returns the schema of an event type, nil when it has none.
-func (s Set) For(eventType string) *jsonschema.Schema {
+func (s Set) For(eventType string) *Schema {
 	return s.byName[eventType].schema
 }
 
@@ -191,7 +374,10 @@ func (c *Cache) reload(ctx context.Context, tenantID uuid.UUID, ts *tenantSchema
 		}
 		sch, err := Compile(src.Schema)
 		if err != nil {
-			continue // stored before a stricter rule: it validates nothing
+			// Stored before a stricter rule (the evaluation budget, say):
+			// validating against it could cost without bound, so it
+			// validates nothing.
+			continue
 		}
 		next[src.Name] = compiled{updatedAt: src.UpdatedAt, schema: sch}
 	}

@@ -16,18 +16,26 @@ const invoice = `{"type":"object","required":["amount"],"properties":{
 	"currency":{"enum":["EUR","USD"]},
 	"lines":{"type":"array","items":{"type":"object","required":["sku"],"properties":{"sku":{"type":"string"}}}}}}`
 
+// check validates doc against sch with a request's whole budget.
+func check(t *testing.T, sch *Schema, doc string) *Violation {
+	t.Helper()
+	v, err := sch.Check([]byte(doc), NewBudget(MaxRequestCost))
+	require.NoError(t, err)
+	return v
+}
+
 func TestCheckNamesTheFailingLocation(t *testing.T) {
 	t.Parallel()
 	sch, err := Compile([]byte(invoice))
 	require.NoError(t, err)
-	require.Nil(t, Check(sch, []byte(`{"amount":1,"currency":"EUR","lines":[{"sku":"a"}]}`)))
+	require.Nil(t, check(t, sch, `{"amount":1,"currency":"EUR","lines":[{"sku":"a"}]}`))
 	for doc, loc := range map[string]string{
 		`{"amount":-1}`:                     "/amount",
 		`{"currency":"EUR"}`:                "",
 		`{"amount":1,"lines":[{},{"x":1}]}`: "/lines/0",
 		`{"amount":1,"currency":"GBP"}`:     "/currency",
 	} {
-		v := Check(sch, []byte(doc))
+		v := check(t, sch, doc)
 		require.NotNil(t, v, doc)
 		require.Equal(t, loc, v.Location, doc)
 		require.NotEmpty(t, v.Message)
@@ -88,8 +96,8 @@ func TestCacheReloadsOnlyWhatChanged(t *testing.T) {
 	changed, err := c.Schemas(t.Context(), tenant)
 	require.NoError(t, err)
 	require.Equal(t, 3, loads, "Forget: read again at once")
-	require.Nil(t, Check(changed.For("invoice.paid"), []byte(`{"amount":-1}`)), "the new schema applies")
-	require.NotNil(t, Check(first.For("invoice.paid"), []byte(`{"amount":-1}`)), "a Set already handed out never changes")
+	require.Nil(t, check(t, changed.For("invoice.paid"), `{"amount":-1}`), "the new schema applies")
+	require.NotNil(t, check(t, first.For("invoice.paid"), `{"amount":-1}`), "a Set already handed out never changes")
 }
 
 // BenchmarkCheck is the ingest cost of a schema: an invoice-sized payload
@@ -107,8 +115,8 @@ func BenchmarkCheck(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if v := Check(set.For("invoice.paid"), doc); v != nil {
-			b.Fatal(v)
+		if v, err := set.For("invoice.paid").Check(doc, NewBudget(MaxRequestCost)); v != nil || err != nil {
+			b.Fatal(v, err)
 		}
 	}
 }

@@ -36,7 +36,7 @@ func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tenantID := tenantFrom(r.Context()).ID
-	if err := a.checkEvents(r.Context(), tenantID, []sluice.NewEvent{ev}, noPrefix, v); err != nil {
+	if err := a.checkEvents(w, r, tenantID, []sluice.NewEvent{ev}, noPrefix, v); err != nil {
 		return err
 	}
 	if err := v.Err(); err != nil {
@@ -91,7 +91,7 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	in = batchInput{} // evs holds what is still needed
 	tenantID := tenantFrom(r.Context()).ID
-	if err := a.checkEvents(r.Context(), tenantID, evs, batchPrefix, v); err != nil {
+	if err := a.checkEvents(w, r, tenantID, evs, batchPrefix, v); err != nil {
 		return err
 	}
 	if err := v.Err(); err != nil {

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 
+	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/textcheck"
 )
@@ -20,7 +21,7 @@ const (
 	maxBatchEvents       = 1000
 	// maxPayloadDepth bounds the nesting of arrays and objects in a
 	// payload, far below what a parser's stack would notice.
-	maxPayloadDepth = 64
+	maxPayloadDepth = eventschema.MaxDepth
 	// maxEventBody leaves room around the payload for the other fields.
 	maxEventBody = maxPayloadBytes + 4<<10
 	maxBatchBody = 32 << 20

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/google/uuid"
 
@@ -12,8 +13,12 @@ import (
 // checkEvents checks what validating each event alone cannot: that the
 // consumers they are addressed to exist (one query for all of them) and
 // that their payloads satisfy their types' schemas. Failures are added to v
-// under each event's prefix (prefix(i)).
-func (a *API) checkEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.NewEvent, prefix func(int) string, v *sluice.ValidationError) error {
+// under each event's prefix (prefix(i)). Schema validation is bounded per
+// request (eventschema.MaxRequestCost) and stops at the first event that
+// fails; what it cost is charged to the tenant's rate bucket
+// (chargeValidation).
+func (a *API) checkEvents(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, evs []sluice.NewEvent, prefix func(int) string, v *sluice.ValidationError) error {
+	ctx := r.Context()
 	if err := a.checkConsumers(ctx, tenantID, evs, prefix, v); err != nil {
 		return err
 	}
@@ -21,13 +26,21 @@ func (a *API) checkEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.
 	if err != nil {
 		return err
 	}
+	budget := eventschema.NewBudget(eventschema.MaxRequestCost)
+	defer func() { a.chargeValidation(w, r, budget.Spent()) }()
 	for i, ev := range evs {
 		sch := schemas.For(ev.Type)
 		if sch == nil {
 			continue
 		}
-		if bad := eventschema.Check(sch, ev.Payload); bad != nil {
+		bad, err := sch.Check(ev.Payload, budget)
+		switch {
+		case err != nil:
+			v.Add(prefix(i)+"payload", "%s", err)
+			return nil
+		case bad != nil:
 			v.Add(prefix(i)+"payload"+bad.Location, "does not satisfy the schema of %s: %s", ev.Type, bad.Message)
+			return nil
 		}
 	}
 	return nil

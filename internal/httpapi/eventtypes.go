@@ -44,8 +44,11 @@ func (in eventTypeInput) eventType(name string) (sluice.EventType, error) {
 	if in.Deprecated != nil {
 		et.Deprecated = *in.Deprecated
 	}
+	exampleOK := true
 	if et.Example != nil {
+		before := len(v.Fields)
 		validatePayload(et.Example, "example", v)
+		exampleOK = len(v.Fields) == before
 	}
 	if et.Schema == nil {
 		return et, v.Err()
@@ -55,8 +58,12 @@ func (in eventTypeInput) eventType(name string) (sluice.EventType, error) {
 		v.Add("schema", "%s", err.Error())
 		return et, v.Err()
 	}
-	if et.Example != nil {
-		if bad := eventschema.Check(sch, et.Example); bad != nil {
+	if et.Example != nil && exampleOK {
+		bad, err := sch.Check(et.Example, eventschema.NewBudget(eventschema.MaxRequestCost))
+		switch {
+		case err != nil:
+			v.Add("example", "%s", err)
+		case bad != nil:
 			v.Add("example"+bad.Location, "does not satisfy the schema: %s", bad.Message)
 		}
 	}

@@ -48,6 +48,22 @@ func (a *API) chargeBatch(w http.ResponseWriter, r *http.Request, n int) {
 	setRateHeaders(w.Header(), a.limits.rate.ChargeTenant(r.Context(), tenantFrom(r.Context()).ID, extra))
 }
 
+// validationUnitsPerRequest is how much schema validation one request of
+// the tenant's rate pays for.
+const validationUnitsPerRequest = 10_000
+
+// chargeValidation charges the tenant's bucket one request per
+// validationUnitsPerRequest units its events' validation cost, rounded
+// down: small events cost nothing more than the request. Like chargeBatch,
+// it may leave the bucket in debt.
+func (a *API) chargeValidation(w http.ResponseWriter, r *http.Request, units uint64) {
+	extra := int(units / validationUnitsPerRequest)
+	if extra == 0 {
+		return
+	}
+	setRateHeaders(w.Header(), a.limits.rate.ChargeTenant(r.Context(), tenantFrom(r.Context()).ID, extra))
+}
+
 // setRateHeaders sets the RateLimit fields of the IETF draft
 // (draft-ietf-httpapi-ratelimit-headers): the bucket's capacity, its whole
 // tokens left, and the seconds until it is full again.
