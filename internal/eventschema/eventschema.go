@@ -6,7 +6,7 @@
 // the catalogue. Schemas cannot reach outside themselves: a $ref to any URL
 // or file fails to compile.
 //
-// Validation is bounded twice (docs/limits.md). A schema is refused when
+// Validation is bounded twice (docs/input.md). A schema is refused when
 // saved if its subschemas could be evaluated more than MaxEvaluations times
 // at one place of an event (cost.go); and each payload is priced before it
 // is validated, a request's payloads together at most MaxRequestCost.
