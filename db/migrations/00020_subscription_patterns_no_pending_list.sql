@@ -3,10 +3,10 @@
 -- Every post searches subscriptions_event_types_idx to route its events,
 -- and subscriptions change only through the API. With GIN's default
 -- fastupdate, new entries wait in the index's pending list until a vacuum
--- merges them, and every search reads that whole list: after 5,000
--- subscriptions were created at once, each post's search took 0.54 ms
--- until then against 0.014 (bench/scale.md, "Stop 25"). Without it each
--- subscription goes into the index as it is created.
+-- merges them, and every search reads that whole list, so a tenant that
+-- creates thousands of subscriptions at once slows every post until the
+-- next vacuum. Without it each subscription goes into the index as it is
+-- created.
 ALTER INDEX subscriptions_event_types_idx SET (fastupdate = off);
 SELECT gin_clean_pending_list('subscriptions_event_types_idx');
 

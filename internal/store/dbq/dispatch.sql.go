@@ -84,8 +84,8 @@ type ClaimDueDeliveriesRow struct {
 // where the run's last full claim ended (store.Position). The deliveries
 // before it are mostly that run's own, recorded; their index entries stay
 // until vacuum, and a claim starting at the front of a draining backlog
-// stepped over every one of them (claims took twice as long at 100,000
-// queued as at 5,000). One that lands behind the position (a fan-out that
+// would step over every one of them, slowing as the backlog drains. One
+// that lands behind the position (a fan-out that
 // committed late) is claimed when a claim comes up short and the run
 // starts from the front again. The zero position is before every delivery.
 // For each endpoint whose earliest queued delivery (after the position)
