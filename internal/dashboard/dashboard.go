@@ -43,9 +43,6 @@ type Config struct {
 	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
 	// API does.
 	AllowPrivateTargets bool
-	// SecretGrace is how long a rotated-out secret keeps signing; 0 means
-	// 24 hours, as in the API.
-	SecretGrace time.Duration
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of the charts and of "next attempt"; nil means
@@ -67,7 +64,6 @@ type Dashboard struct {
 	limits *apirate.Limits
 
 	allowPrivate bool
-	secretGrace  time.Duration
 	now          func() time.Time
 
 	secureCookies bool
@@ -84,9 +80,6 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
-	}
-	if cfg.SecretGrace == 0 {
-		cfg.SecretGrace = 24 * time.Hour
 	}
 	if cfg.Portal == nil {
 		cfg.Portal = portal.New(st, cfg.Key, "")
@@ -107,7 +100,6 @@ func New(st *store.Store, cfg Config) *Dashboard {
 
 		secureCookies: cfg.SecureCookies,
 		allowPrivate:  cfg.AllowPrivateTargets,
-		secretGrace:   cfg.SecretGrace,
 		now:           cfg.Now,
 	}
 }

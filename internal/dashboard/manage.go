@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/endpointrules"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -192,7 +193,7 @@ func (d *Dashboard) confirmRotateSecret(w http.ResponseWriter, r *http.Request) 
 	return d.confirmEndpointAction(w, r, func(ep sluice.Endpoint) web.ConfirmView {
 		return web.ConfirmView{Title: "Rotate secret", Question: "Rotate the signing secret of " + ep.URL + "?",
 			Detail: "A new secret signs every message from now on. The current one keeps signing beside it for " +
-				d.secretGrace.String() + ", so receivers can switch to the new one without losing a message.",
+				endpointrules.SecretGrace.String() + ", so receivers can switch to the new one without losing a message.",
 			Button: "Rotate secret"}
 	})
 }
@@ -218,7 +219,7 @@ func (d *Dashboard) showSecret(w http.ResponseWriter, r *http.Request, rotate bo
 	}
 	v := web.SecretView{Endpoint: ep, Rotated: rotate}
 	if rotate {
-		v.Secret, err = sc.rotateSecret(r.Context(), id, d.secretGrace)
+		v.Secret, err = sc.rotateSecret(r.Context(), id, endpointrules.SecretGrace)
 	} else {
 		v.Secret, err = sc.secret(r.Context(), id)
 	}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"code.dny.dev/ssrf"
 	"golang.org/x/net/http/httpguts"
@@ -20,6 +21,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
+
+// SecretGrace is how long a rotated-out signing secret keeps signing
+// beside the new one, so receivers can switch without losing a message.
+const SecretGrace = 24 * time.Hour
 
 // Limits on endpoint fields.
 const (

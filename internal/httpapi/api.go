@@ -31,8 +31,6 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints point at loopback and private
 	// addresses, and at plain http URLs.
 	AllowPrivateTargets bool
-	// SecretGrace is how long a rotated-out secret keeps signing.
-	SecretGrace time.Duration
 	// Jobs queues dispatch and replay jobs in the API's transactions: the
 	// process's dispatch.Nudger.
 	Jobs store.JobQueue
@@ -78,9 +76,6 @@ type API struct {
 func New(st *store.Store, cfg Config) *API {
 	if cfg.Portal == nil {
 		cfg.Portal = portal.New(st, []byte(uuid.NewString()), "http://localhost")
-	}
-	if cfg.SecretGrace == 0 {
-		cfg.SecretGrace = 24 * time.Hour
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

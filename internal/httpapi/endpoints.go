@@ -4,6 +4,7 @@ import (
 	"net/http"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/endpointrules"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -119,7 +120,7 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	secret, err := a.store.RotateEndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.SecretGrace)
+	secret, err := a.store.RotateEndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id, endpointrules.SecretGrace)
 	if err != nil {
 		return err
 	}
