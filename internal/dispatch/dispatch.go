@@ -118,7 +118,7 @@ func (c Config) Resolve() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = jobs.SystemClock
 	}
 	switch {
 	case c.Sender == nil:

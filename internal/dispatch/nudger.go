@@ -63,7 +63,7 @@ type NudgerConfig struct {
 // Resolve returns the configuration with defaults applied.
 func (c NudgerConfig) Resolve() NudgerConfig {
 	if c.Clock == nil {
-		c.Clock = realClock{}
+		c.Clock = jobs.SystemClock
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

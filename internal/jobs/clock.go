@@ -2,11 +2,11 @@ package jobs
 
 import "time"
 
-// Clock is the time the background services around River's jobs (the
-// lease holder here, the sweeper in package maintenance) read and wait
-// on, injected through their Config so that tests move time by hand
-// instead of sleeping. It has dispatch.Clock's methods, so one clock
-// serves both. Statements read Postgres's now(), not this clock.
+// Clock is the time the dispatch runs and the services around River's
+// jobs (the lease holder here, the Nudger, the sweeper and retention) read
+// and wait on, injected through their Config so that tests move time by
+// hand instead of sleeping. Statements read Postgres's now(), not this
+// clock.
 type Clock interface {
 	// Now is the current time.
 	Now() time.Time

@@ -1,5 +1,5 @@
 // Package fakeclock is a clock that moves only when a test moves it, for
-// the services that take one (jobs.Clock, dispatch.Clock).
+// the services that take a jobs.Clock.
 package fakeclock
 
 import (
