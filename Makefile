@@ -55,7 +55,7 @@ check: vet staticcheck lint vulncheck check-generate lint-openapi ## static chec
 
 # The core packages wrap the errors they return with what they were doing
 # (wrapcheck) and compare errors with errors.Is/As (errorlint); .golangci.yml.
-LINTED = ./internal/store/... ./internal/dispatch/... ./internal/jobs/... ./internal/ingest/... ./internal/fanout/... ./internal/maintenance/...
+LINTED = ./internal/store/... ./internal/dispatch/... ./internal/jobs/... ./internal/ingest/... ./internal/fanout/... ./internal/maintenance/... ./internal/replay/...
 lint: ## golangci-lint (errorlint, wrapcheck) on the core packages, pinned in tools/go.mod
 	$(TOOL) golangci-lint run $(LINTED)
 

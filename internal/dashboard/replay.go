@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -142,7 +143,7 @@ func (d *Dashboard) replayMarks(ctx context.Context, ds []sluice.Delivery) (map[
 	for i, del := range ds {
 		ids[i] = del.ID
 	}
-	replays, err := d.store.NewestReplays(ctx, ids)
+	replays, err := replay.NewestOf(ctx, d.store, ids)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -126,12 +127,12 @@ func (sc scoped) events(ctx context.Context, eventType *string, p sluice.PagePar
 	return sc.st.ListConsumerEvents(ctx, sc.tenant, sc.consumer, eventType, p)
 }
 
-// countReplayable is store.CountReplayable for an endpoint of the scope.
+// countReplayable is replay.CountReplayable for an endpoint of the scope.
 func (sc scoped) countReplayable(ctx context.Context, endpointID uuid.UUID, f sluice.ReplayFilter) (int64, error) {
 	if _, err := sc.endpoint(ctx, endpointID); err != nil {
 		return 0, err
 	}
-	return sc.st.CountReplayable(ctx, sc.tenant, endpointID, f)
+	return replay.CountReplayable(ctx, sc.st, sc.tenant, endpointID, f)
 }
 
 // attemptStats is store.AttemptStats for an endpoint of the scope.

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -17,28 +18,28 @@ import (
 // delivery never between endpoints, so the check holds for the change
 // that follows it.
 
-// replayDelivery is store.ReplayDelivery for a delivery of the scope.
+// replayDelivery is replay.Delivery for a delivery of the scope.
 func (sc scoped) replayDelivery(ctx context.Context, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
 	if _, _, err := sc.delivery(ctx, id); err != nil {
 		return sluice.Delivery{}, err
 	}
-	return sc.st.ReplayDelivery(ctx, sc.tenant, id, jobs)
+	return replay.Delivery(ctx, sc.st, sc.tenant, id, jobs)
 }
 
-// retryDelivery is store.RetryDelivery for a delivery of the scope.
+// retryDelivery is replay.Retry for a delivery of the scope.
 func (sc scoped) retryDelivery(ctx context.Context, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
 	if _, _, err := sc.delivery(ctx, id); err != nil {
 		return sluice.Delivery{}, err
 	}
-	return sc.st.RetryDelivery(ctx, sc.tenant, id, jobs)
+	return replay.Retry(ctx, sc.st, sc.tenant, id, jobs)
 }
 
-// replayEndpoint is store.ReplayEndpoint for an endpoint of the scope.
+// replayEndpoint is replay.Endpoint for an endpoint of the scope.
 func (sc scoped) replayEndpoint(ctx context.Context, id uuid.UUID, f sluice.ReplayFilter, jobs store.JobQueue) (int64, error) {
 	if _, err := sc.endpoint(ctx, id); err != nil {
 		return 0, err
 	}
-	return sc.st.ReplayEndpoint(ctx, sc.tenant, id, f, jobs)
+	return replay.Endpoint(ctx, sc.st, sc.tenant, id, f, jobs)
 }
 
 // createEndpoint creates an endpoint in the scope, subscribed to patterns:

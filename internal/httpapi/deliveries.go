@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -62,7 +63,7 @@ func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := a.store.ReplayDelivery(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	d, err := replay.Delivery(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := a.store.RetryDelivery(r.Context(), tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	d, err := replay.Retry(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}
@@ -137,7 +138,7 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	n, err := a.store.ReplayEndpoint(r.Context(), tenantFrom(r.Context()).ID, id, f, a.cfg.Jobs)
+	n, err := replay.Endpoint(r.Context(), a.store, tenantFrom(r.Context()).ID, id, f, a.cfg.Jobs)
 	if err != nil {
 		return err
 	}

@@ -221,12 +221,12 @@ func TestLargeBulkReplayInBackground(t *testing.T) {
 	requireProblem(t, b.do(b.keyB, http.MethodPost, "/v1/endpoints/"+ep+"/replay", dead), http.StatusNotFound)
 	require.Equal(t, n, b.bulkReplay(ep, dead))
 	replays, _, _, staged := b.replayCounts(id)
-	require.Equal(t, store.InlineReplays, replays, "the request replays the first chunk itself")
-	require.Equal(t, n-store.InlineReplays, staged, "and leaves the rest to the job")
+	require.Equal(t, replay.Inline, replays, "the request replays the first chunk itself")
+	require.Equal(t, n-replay.Inline, staged, "and leaves the rest to the job")
 	for range 4 {
 		require.Zero(t, b.bulkReplay(ep, dead), "staged deliveries count as queued")
 	}
-	count, err := b.store.CountReplayable(t.Context(), b.tenantA.ID, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
+	count, err := replay.CountReplayable(t.Context(), b.store, b.tenantA.ID, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
 	require.NoError(t, err)
 	require.Zero(t, count)
 	var stagedID uuid.UUID

@@ -80,7 +80,7 @@ func (DispatchArgs) InsertOpts() river.InsertOpts {
 }
 
 // ReplayArgs creates the replays of a bulk replay request staged by
-// store.ReplayEndpoint, a chunk at a time.
+// replay.Endpoint, a chunk at a time.
 type ReplayArgs struct {
 	RequestID  uuid.UUID `json:"request_id"`
 	EndpointID uuid.UUID `json:"endpoint_id"`

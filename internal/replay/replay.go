@@ -1,7 +1,8 @@
-// Package replay is the River worker that finishes a bulk replay: it turns
-// the deliveries a POST /v1/endpoints/{id}/replay staged (store.ReplayEndpoint)
-// into new deliveries, a chunk per transaction, and queues the endpoint's
-// dispatch job as each chunk commits.
+// Package replay sends deliveries again: one delivery replayed (Delivery)
+// or made due now (Retry), or an endpoint's matching deliveries replayed in
+// bulk (Endpoint). A bulk replay stages its deliveries and a River worker
+// finishes it, a chunk per transaction, queueing the endpoint's dispatch
+// job as each chunk commits.
 package replay
 
 import (
@@ -70,13 +71,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.ReplayArgs]) error
 	return Run(ctx, w.store, job.Args, jobs.FromContext(ctx))
 }
 
-// Run replays a request's staged deliveries store.ReplayChunk at a time
+// Run replays a request's staged deliveries Chunk at a time
 // until none is left. Each chunk commits with its progress, so Run may be
 // cut short and run again, or run twice at once, and still replays each
 // staged delivery once.
 func Run(ctx context.Context, st *store.Store, args jobs.ReplayArgs, q store.JobQueue) error {
 	for {
-		finished, err := st.ReplayStaged(ctx, args.RequestID, args.EndpointID, store.ReplayChunk, q)
+		finished, err := Staged(ctx, st, args.RequestID, args.EndpointID, Chunk, q)
 		if err != nil || finished {
 			return err
 		}

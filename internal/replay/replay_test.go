@@ -23,7 +23,7 @@ func staged(t *testing.T, n int) (storetest.Fixture, jobs.ReplayArgs) {
 	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10})
 	require.NoError(t, err)
 	storetest.DeadBacklog(t, f.Store, f.TenantA.ID, ep.ID, n)
-	queued, err := f.Store.ReplayEndpoint(t.Context(), f.TenantA.ID, ep.ID, sluice.ReplayFilter{Status: sluice.DeliveryDead}, f.Jobs)
+	queued, err := replay.Endpoint(t.Context(), f.Store, f.TenantA.ID, ep.ID, sluice.ReplayFilter{Status: sluice.DeliveryDead}, f.Jobs)
 	require.NoError(t, err)
 	require.EqualValues(t, n, queued)
 	var raw []byte
@@ -52,7 +52,7 @@ func TestRunIsIdempotent(t *testing.T) {
 	const n = 12_345
 	f, args := staged(t, n)
 
-	finished, err := f.Store.ReplayStaged(t.Context(), args.RequestID, args.EndpointID, 2000, f.Jobs)
+	finished, err := replay.Staged(t.Context(), f.Store, args.RequestID, args.EndpointID, 2000, f.Jobs)
 	require.NoError(t, err)
 	require.False(t, finished)
 	replays, sources, requests := counts(t, f, args.EndpointID)
@@ -80,7 +80,7 @@ func TestRunAfterEndpointDeleted(t *testing.T) {
 	_, _, requests := counts(t, f, args.EndpointID)
 	require.Zero(t, requests)
 	require.NoError(t, replay.Run(t.Context(), f.Store, args, f.Jobs))
-	finished, err := f.Store.ReplayStaged(t.Context(), args.RequestID, args.EndpointID, 10, f.Jobs)
+	finished, err := replay.Staged(t.Context(), f.Store, args.RequestID, args.EndpointID, 10, f.Jobs)
 	require.NoError(t, err)
 	require.True(t, finished)
 }

@@ -75,3 +75,7 @@ func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEv
 
 // EventFromRow is an events row as the domain's Event.
 func EventFromRow(r dbq.Event) sluice.Event { return eventFromRow(r) }
+
+// DeliveryFromRow is a deliveries row as the domain's Delivery, for the
+// code that runs queries in a Tx (package replay).
+func DeliveryFromRow(r dbq.Delivery) sluice.Delivery { return deliveryFromRow(r) }
