@@ -22,7 +22,7 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	f, ep := dueBacklog(t, 100000)
 
 	claim := claimSQL(t)
-	// Claims run the generic plan (store.genericPlan), made once per
+	// Claims run the generic plan (store.GenericPlan), made once per
 	// connection; the plan made for the values is what it would be without.
 	plans := map[string]string{
 		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),

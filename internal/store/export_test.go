@@ -13,11 +13,11 @@ func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
 	return newOneShot(pool, settings)
 }
 
-// IndexProbes are the planner settings of routing and dispatch
+// IndexProbeSets are the planner settings of routing and dispatch
 // transactions, as session settings for EXPLAIN.
-var IndexProbes = func() []string {
+var IndexProbeSets = func() []string {
 	var sets []string
-	for _, s := range indexProbes {
+	for _, s := range IndexProbes {
 		sets = append(sets, "SET "+s[0]+" = "+s[1])
 	}
 	return sets

@@ -45,9 +45,9 @@ type Store struct {
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{
 		pool: pool, q: dbq.New(pool), box: box,
-		groupClaim:  dbq.New(newOneShot(pool, [][2]string{genericPlan})),
+		groupClaim:  dbq.New(newOneShot(pool, [][2]string{GenericPlan})),
 		plainRecord: dbq.New(newOneShot(pool, recordSettings)),
-		routed:      dbq.New(newOneShot(pool, indexProbes)),
+		routed:      dbq.New(newOneShot(pool, IndexProbes)),
 	}
 }
 
@@ -141,20 +141,20 @@ func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }
 
-// indexProbes hold the planner, for the rest of a transaction, to nested
+// IndexProbes hold the planner, for the rest of a transaction, to nested
 // loops over index probes: hash and merge joins and sequential scans off.
 // The transactions that set them run only statements that look rows up by
 // key or by an index of their own, whose plans a generic plan or stale
 // statistics could otherwise turn into reads of whole tables.
-var indexProbes = [][2]string{
+var IndexProbes = [][2]string{
 	{"enable_hashjoin", "off"},
 	{"enable_mergejoin", "off"},
 	{"enable_seqscan", "off"},
 }
 
-// genericPlan has prepared statements run Postgres's generic plan, made
+// GenericPlan has prepared statements run Postgres's generic plan, made
 // once per connection, instead of one planned for each call's values.
-var genericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
+var GenericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
 
 // setLocal writes settings for a transaction's BeginQuery as one statement
 // after BEGIN: "; SELECT set_config('name', 'value', true), …", which is
@@ -182,4 +182,4 @@ var recordSettings = append([][2]string{{"synchronous_commit", "off"}}, keyLooku
 // keyLookups are the settings of transactions whose statements all look
 // rows up by key (the dispatch steps): the generic plan, made once per
 // connection, held to nested loops over index probes.
-var keyLookups = append([][2]string{genericPlan}, indexProbes...)
+var keyLookups = append([][2]string{GenericPlan}, IndexProbes...)
