@@ -1,7 +1,6 @@
 package store
 
 import (
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -22,13 +21,3 @@ var IndexProbeSets = func() []string {
 	}
 	return sets
 }()
-
-// RecordSettings are the settings the plain record runs with.
-var RecordSettings = recordSettings
-
-// OutcomeIDs are the delivery ids of RecordOutcomes' arrays for outcomes,
-// in the order they are sent, with each id's event beside it.
-func OutcomeIDs(outcomes []Outcome) (ids, eventIDs []uuid.UUID) {
-	p := outcomeParams(outcomes)
-	return p.Ids, p.EventIds
-}
