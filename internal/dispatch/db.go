@@ -23,9 +23,9 @@ type DB struct {
 	// groupClaim runs the group claim alone with the generic plan: its
 	// plan is the same for any endpoints and limits (each week's claim
 	// index read in order, TestClaimPlanDoesNotDependOnTheBacklog), and
-	// planning it across the partitions for every call cost more than
-	// running it. The generic plan is not forced on other statements,
-	// whose plans depend on their values.
+	// planning it across the partitions on every call would cost more than
+	// running it. Other statements, whose plans depend on their values,
+	// are planned as usual.
 	groupClaim *dbq.Queries
 	// plainRecord runs the plain record alone with recordSettings.
 	plainRecord *dbq.Queries
@@ -157,8 +157,8 @@ func (d *DB) BeginSync(ctx context.Context) (*StepTx, error) {
 
 // The steps' BEGIN and settings go as one simple-protocol query: one round
 // trip. A step that changes River's jobs keeps keyLookups too, since
-// River's job completion in it (JobSetStateIfRunningMany) was otherwise
-// planned for its values on every call.
+// River's job completion in it (JobSetStateIfRunningMany) would otherwise
+// be planned for its values on every call.
 var (
 	stepBegin     = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(recordSettings)}
 	syncStepBegin = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(keyLookups)}

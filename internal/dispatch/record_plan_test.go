@@ -21,7 +21,7 @@ import (
 // statement's generic plan until the table's statistics change. Under the
 // settings the plain record runs with, each delivery is one probe of its
 // week's primary key and no partition is read whole; without them the plan
-// made for 200 rows read all 30,200 on every call.
+// made for 200 rows reads all 30,200 on every call.
 func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
