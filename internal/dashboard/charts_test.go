@@ -10,10 +10,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 )
 
 // attempt inserts one attempt of a delivery directly, as RecordOutcomes
@@ -164,7 +164,7 @@ func TestDeliveryTimeline(t *testing.T) {
 
 	// Throttled for an hour: the next attempt waits for the throttle.
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) {
 		f.Throttle = flow.Throttle{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
 	})
 	p = br.get(path)
@@ -177,7 +177,7 @@ func TestDeliveryTimeline(t *testing.T) {
 	// waits for the probe.
 	opened := time.Now().UTC().Truncate(time.Second)
 	probe := opened.Add(2 * time.Hour)
-	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) {
 		f.Throttle = flow.Throttle{}
 		f.Breaker = flow.Breaker{State: sluice.CircuitOpen, Failures: 5, OpenedAt: &opened, NextProbeAt: &probe,
 			ProbeInterval: 2 * time.Hour, LastError: "HTTP 503"}
@@ -188,7 +188,7 @@ func TestDeliveryTimeline(t *testing.T) {
 
 	// A next attempt time already past, the endpoint well again: due now,
 	// no past time shown as next.
-	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) {
 		f.Breaker = flow.Breaker{State: sluice.CircuitClosed}
 	})
 	past := time.Now().UTC().Add(-3 * time.Minute).Truncate(time.Second)
@@ -240,7 +240,7 @@ func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 		require.NotContains(t, p.Body, `datetime="`+past.Format(time.RFC3339)+`"`, "%s: no past time as the next attempt", path)
 	}
 	until := time.Now().UTC().Add(time.Hour).Truncate(time.Second)
-	storetest.SetFlow(t, b.store, s.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) {
 		f.Throttle = flow.Throttle{Until: until, Reason: "429", Count: 1}
 	})
 	for _, path := range pages {

@@ -14,10 +14,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 )
 
 func TestLogin(t *testing.T) {
@@ -455,12 +455,12 @@ func TestEndpointsShowFlowState(t *testing.T) {
 
 	openedAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	probe := openedAt.Add(time.Minute)
-	storetest.SetFlow(t, b.store, open.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, open.endpoint.ID, func(f *dispatch.Flow) {
 		f.Breaker = flow.Breaker{State: sluice.CircuitOpen, Failures: 7, OpenedAt: &openedAt, NextProbeAt: &probe,
 			ProbeInterval: time.Minute, LastError: "HTTP 500"}
 	})
 	until := time.Now().Add(time.Hour).UTC().Truncate(time.Second)
-	storetest.SetFlow(t, b.store, throttled.endpoint.ID, func(f *store.Flow) {
+	dispatchtest.SetFlow(t, b.store, throttled.endpoint.ID, func(f *dispatch.Flow) {
 		f.Throttle = flow.Throttle{Until: until, Reason: "429 with Retry-After: 3600", Count: 1}
 	})
 

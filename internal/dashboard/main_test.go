@@ -22,10 +22,12 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -136,8 +138,8 @@ func (b *bundle) event(tenant sluice.Tenant, eventType, payload string) sluice.E
 func (b *bundle) kill(endpointID uuid.UUID, status int, errMsg, body string) {
 	t := b.t
 	t.Helper()
-	n := storetest.Settle(t, b.store, endpointID, func(c store.Claimed) store.Outcome {
-		return store.Outcome{
+	n := dispatchtest.Settle(t, b.store, endpointID, func(c dispatch.Claimed) dispatch.Outcome {
+		return dispatch.Outcome{
 			DeliveryID: c.ID, EventID: c.EventID, Status: sluice.DeliveryDead, Failed: true,
 			NextAttemptAt: time.Now(),
 			At:            time.Now(), StatusCode: status, Error: errMsg, LatencyMS: 12, ResponseBody: body,

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // announce logs and counts what a committed batch did to its endpoint and
@@ -12,7 +11,7 @@ import (
 // that did not happen. Batches that change no flow state (the plain path)
 // have nothing to announce: a dead letter is a failure, which changes the
 // circuit's count.
-func (w *Worker) announce(target store.Target, alerts []store.Alert, before, after store.Flow, sent []sentDelivery) {
+func (w *Worker) announce(target Target, alerts []Alert, before, after Flow, sent []sentDelivery) {
 	log, id := w.cfg.Logger, target.ID
 	for _, a := range alerts {
 		if a.Opened {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -19,7 +20,7 @@ import (
 // jobs (the process's Nudger). An endpoint of another tenant is
 // sluice.ErrNotFound.
 func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, tenantID, endpointID uuid.UUID) (sluice.Endpoint, error) {
-	tx, err := st.BeginByHand(ctx)
+	tx, err := beginStep(ctx, st, pgx.TxOptions{}) // by hand, rare: no settings
 	if err != nil {
 		return sluice.Endpoint{}, fmt.Errorf("begin close circuit: %w", err)
 	}
@@ -38,7 +39,7 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("save flow: %w", err)
 		}
-		if err := tx.InsertAlerts(ctx, locked.TenantID, endpointID, []store.Alert{{Opened: false}}, jobs); err != nil {
+		if err := tx.InsertAlerts(ctx, locked.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("insert alert: %w", err)
 		}
 		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/sluice-dev/sluice/internal/batch"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // claimer reads the plain claims of many endpoints' dispatch runs together
@@ -16,12 +15,12 @@ import (
 // are busy share the next statement.
 type claimer struct {
 	claim claimFunc
-	batch *batch.Batcher[store.ClaimRequest, store.Claim]
+	batch *batch.Batcher[ClaimRequest, Claim]
 }
 
 // claimFunc claims for many endpoints in one statement:
-// store.Store.ClaimPlainMany.
-type claimFunc func(context.Context, []store.ClaimRequest) ([]store.Claim, error)
+// DB.ClaimPlainMany.
+type claimFunc func(context.Context, []ClaimRequest) ([]Claim, error)
 
 // maxClaimRuns bounds the runs whose claims one statement reads.
 const maxClaimRuns = 100
@@ -30,18 +29,18 @@ const maxClaimRuns = 100
 // concurrent statements.
 func newClaimer(claim claimFunc, committers int) *claimer {
 	cfg := batch.Config{Committers: committers, MaxBatch: maxClaimRuns}
-	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[store.ClaimRequest, store.Claim](claim))}
+	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[ClaimRequest, Claim](claim))}
 }
 
 // claimPlain claims what req asks for (up to N of an endpoint's due
 // deliveries after a position), possibly in one statement with other runs'
 // claims. After close it claims on its own.
-func (c *claimer) claimPlain(ctx context.Context, req store.ClaimRequest) (store.Claim, error) {
+func (c *claimer) claimPlain(ctx context.Context, req ClaimRequest) (Claim, error) {
 	claimed, err := c.batch.Submit(ctx, req)
 	if errors.Is(err, batch.ErrClosed) {
-		all, err := c.claim(ctx, []store.ClaimRequest{req})
+		all, err := c.claim(ctx, []ClaimRequest{req})
 		if err != nil {
-			return store.Claim{}, err
+			return Claim{}, err
 		}
 		return all[0], nil
 	}

@@ -11,13 +11,14 @@
 //     and records batches until nothing is due, its endpoint is blocked,
 //     or its budget is spent.
 //   - step: one transaction of a run (claim, record, park, finish, yield),
-//     against store.DispatchTx, written top to bottom in step.go; its
+//     a StepTx (steptx.go), written top to bottom in step.go; its
 //     decisions are plain functions of values in flow.go and retry.go.
 //   - claim: read up to n of an endpoint's due deliveries, oldest due
-//     first, locking nothing (store.ClaimDueDeliveries says why).
+//     first, locking nothing (ClaimDueDeliveries in queries/dispatch.sql
+//     says why).
 //   - record: store a batch's attempts, what they did to their deliveries
 //     and to the endpoint's flow state (package flow decides; flow.go
-//     applies; the store keeps it).
+//     applies; flowstate.go keeps it).
 //   - blocked: an endpoint whose throttle, open circuit or empty token
 //     bucket lets nothing through now.
 //   - finish: end a run when a final check, with the endpoint row locked
@@ -134,7 +135,7 @@ func (c Config) Resolve() (Config, error) {
 // Worker runs jobs.DispatchArgs.
 type Worker struct {
 	river.WorkerDefaults[jobs.DispatchArgs]
-	store    *store.Store
+	db       *DB
 	cfg      Config
 	flow     flowPolicy
 	recorder *recorder
@@ -153,8 +154,9 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 		return nil, errors.New("dispatch: Nudger is required")
 	}
 	stopping, stop := context.WithCancel(context.Background())
+	db := NewDB(st)
 	return &Worker{
-		store: st, cfg: cfg, recorder: newRecorder(st.RecordPlain, 2), claimer: newClaimer(st.ClaimPlainMany, 2),
+		db: db, cfg: cfg, recorder: newRecorder(db.RecordPlain, 2), claimer: newClaimer(db.ClaimPlainMany, 2),
 		stopping: stopping, stop: stop,
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
 	}, nil
@@ -230,7 +232,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// ClaimDueDeliveries). A claim that comes up short, and every new run,
 	// starts from the front, so a delivery that lands behind the position
 	// (a fan-out that committed late) waits at most for the backlog ahead.
-	var after store.Position
+	var after Position
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return fmt.Errorf("check lease: %w", err) // the sweeper may have rescued the job already
@@ -246,7 +248,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		}
 		drained = false
 		target, plan, claimed, err := w.claim(ctx, endpointID, after, clock.Now(), &known)
-		after = store.Position{}
+		after = Position{}
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}

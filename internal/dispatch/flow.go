@@ -5,7 +5,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // claimPlan is what one claim may take from an endpoint, decided from its
@@ -14,14 +13,14 @@ import (
 // none.
 type claimPlan struct {
 	n            int           // deliveries that may be claimed now
-	flow         store.Flow    // the flow state the claim leaves (half-open, refilled bucket)
+	flow         Flow          // the flow state the claim leaves (half-open, refilled bucket)
 	probe        bool          // n is a half-open circuit's one probe
 	blockedUntil time.Time     // throttle or open circuit
 	tokenWait    time.Duration // rate limit
 }
 
 // planClaim decides how many of t's due deliveries may be claimed at now.
-func planClaim(t store.Target, now time.Time) claimPlan {
+func planClaim(t Target, now time.Time) claimPlan {
 	p := claimPlan{flow: t.Flow}
 	if t.Disabled {
 		return p
@@ -57,7 +56,7 @@ func planClaim(t store.Target, now time.Time) claimPlan {
 // claimed is the flow state after claiming n of the plan's deliveries: the
 // tokens paid, and an unused probe given back (the circuit stays open and
 // probes when there is something to probe with).
-func (p claimPlan) claimed(rl *sluice.RateLimit, n int) store.Flow {
+func (p claimPlan) claimed(rl *sluice.RateLimit, n int) Flow {
 	f := p.flow
 	if rl != nil {
 		f.Bucket = f.Bucket.Take(n)
@@ -96,8 +95,8 @@ type flowPolicy struct {
 // returns the new state and the circuit transitions to email about; it has
 // no other effect, so calling it to see whether a batch changes anything
 // counts nothing.
-func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (store.Flow, []store.Alert) {
-	var alerts []store.Alert
+func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (Flow, []Alert) {
+	var alerts []Alert
 	if rl != nil {
 		f.Bucket = f.Bucket.SentAt(flow.DeliveryPace(*rl), len(sent), lastStart(sent))
 	}
@@ -119,10 +118,10 @@ func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDeliv
 		}
 		switch tr {
 		case flow.CircuitOpened:
-			alerts = append(alerts, store.Alert{Opened: true, LastError: f.Breaker.LastError,
+			alerts = append(alerts, Alert{Opened: true, LastError: f.Breaker.LastError,
 				Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
 		case flow.CircuitClosed:
-			alerts = append(alerts, store.Alert{Opened: false})
+			alerts = append(alerts, Alert{Opened: false})
 			// The backlog drains at the rate limit from an empty bucket,
 			// never as a burst.
 			f.Bucket = flow.Bucket{Tokens: 0, At: now}
@@ -134,7 +133,7 @@ func (pol flowPolicy) apply(f store.Flow, rl *sluice.RateLimit, sent []sentDeliv
 // changes reports whether a batch would change flow state f or announce a
 // transition: if not, its attempts are recorded without the endpoint's
 // lock (the plain path).
-func (pol flowPolicy) changes(f store.Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
+func (pol flowPolicy) changes(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
 	after, alerts := pol.apply(f, rl, sent, now)
 	return len(alerts) > 0 || after != f
 }
@@ -153,7 +152,7 @@ func lastStart(sent []sentDelivery) time.Time {
 // waitUntil is when an endpoint with flow state f and rate limit rl may
 // send again: when its throttle or open circuit lifts, or else when its
 // token bucket next holds a token; zero when it may send at now.
-func waitUntil(f store.Flow, rl *sluice.RateLimit, now time.Time) time.Time {
+func waitUntil(f Flow, rl *sluice.RateLimit, now time.Time) time.Time {
 	if until := blockedUntil(f, now); !until.IsZero() || rl == nil {
 		return until
 	}
@@ -165,7 +164,7 @@ func waitUntil(f store.Flow, rl *sluice.RateLimit, now time.Time) time.Time {
 
 // blockedUntil is when an endpoint's throttle or open circuit lifts (zero
 // if neither holds it at now).
-func blockedUntil(f store.Flow, now time.Time) time.Time {
+func blockedUntil(f Flow, now time.Time) time.Time {
 	if f.Throttle.Active(now) {
 		return f.Throttle.Until
 	}

@@ -17,12 +17,12 @@ import (
 // that run alone; the other runs' attempts are stored.
 type recorder struct {
 	save  saveFunc
-	batch *batch.Batcher[[]store.Outcome, struct{}]
+	batch *batch.Batcher[[]Outcome, struct{}]
 }
 
 // saveFunc stores attempts of any endpoints in one statement:
-// store.Store.RecordPlain.
-type saveFunc func(context.Context, []store.Outcome) error
+// DB.RecordPlain.
+type saveFunc func(context.Context, []Outcome) error
 
 // maxRecordRuns bounds the runs whose attempts one statement stores: at
 // most max_in_flight (default 10) attempts each.
@@ -36,9 +36,9 @@ func newRecorder(save saveFunc, committers int) *recorder {
 }
 
 // recordRuns stores the attempts of a group of runs with one call of save.
-func recordRuns(save saveFunc) batch.CommitFunc[[]store.Outcome, struct{}] {
-	return func(ctx context.Context, runs [][]store.Outcome) ([]struct{}, error) {
-		var outcomes []store.Outcome
+func recordRuns(save saveFunc) batch.CommitFunc[[]Outcome, struct{}] {
+	return func(ctx context.Context, runs [][]Outcome) ([]struct{}, error) {
+		var outcomes []Outcome
 		for _, run := range runs {
 			outcomes = append(outcomes, run...)
 		}
@@ -48,7 +48,7 @@ func recordRuns(save saveFunc) batch.CommitFunc[[]store.Outcome, struct{}] {
 
 // record stores outcomes, possibly with other runs', and returns once they
 // are committed. After close it stores them on its own.
-func (r *recorder) record(ctx context.Context, outcomes []store.Outcome) error {
+func (r *recorder) record(ctx context.Context, outcomes []Outcome) error {
 	_, err := r.batch.Submit(ctx, outcomes)
 	if errors.Is(err, batch.ErrClosed) {
 		return r.save(ctx, outcomes)

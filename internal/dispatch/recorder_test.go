@@ -27,18 +27,18 @@ func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 	f := storetest.New(t)
 	good := newDeliveries(t, f, f.TenantA.ID, 60)
 	bad := newDeliveries(t, f, f.TenantB.ID, 6)
-	r := newRecorder(f.Store.RecordPlain, 1)
+	r := newRecorder(NewDB(f.Store).RecordPlain, 1)
 	defer r.close()
 
 	var wg sync.WaitGroup
 	for i, d := range good {
 		wg.Go(func() {
-			require.NoError(t, r.record(ctx, []store.Outcome{outcomeFor(d, nil)}))
+			require.NoError(t, r.record(ctx, []Outcome{outcomeFor(d, nil)}))
 		})
 		if i%(len(good)/len(bad)) == 0 {
 			b := bad[i/(len(good)/len(bad))]
 			wg.Go(func() {
-				err := r.record(ctx, []store.Outcome{outcomeFor(b, new("x509: certificate is valid for a\x00b"))})
+				err := r.record(ctx, []Outcome{outcomeFor(b, new("x509: certificate is valid for a\x00b"))})
 				require.Error(t, err)
 				require.True(t, store.RowRejected(err), "a rejected row is recognisable: %v", err)
 			})
@@ -73,8 +73,8 @@ func newDeliveries(t *testing.T, f storetest.Fixture, tenant uuid.UUID, n int) [
 }
 
 // outcomeFor is a delivered attempt of d, or a failed one with errText.
-func outcomeFor(d sluice.Delivery, errText *string) store.Outcome {
-	o := store.Outcome{DeliveryID: d.ID, EventID: d.EventID, Status: sluice.DeliveryDelivered,
+func outcomeFor(d sluice.Delivery, errText *string) Outcome {
+	o := Outcome{DeliveryID: d.ID, EventID: d.EventID, Status: sluice.DeliveryDelivered,
 		At: time.Now(), StatusCode: 200, LatencyMS: 3}
 	if errText != nil {
 		o.Status, o.Failed, o.NextAttemptAt = sluice.DeliveryFailed, true, time.Now().Add(time.Minute)

@@ -9,8 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
-
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // TestUnitRecorderTiming: the recorder has no flush interval. A lone run's
@@ -23,10 +21,10 @@ func TestUnitRecorderTiming(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var (
 			mu    sync.Mutex
-			saved [][]store.Outcome
+			saved [][]Outcome
 			hold  chan struct{} // when set, the next save waits for it to close
 		)
-		save := func(_ context.Context, o []store.Outcome) error {
+		save := func(_ context.Context, o []Outcome) error {
 			mu.Lock()
 			saved = append(saved, o)
 			wait := hold
@@ -40,7 +38,7 @@ func TestUnitRecorderTiming(t *testing.T) {
 		r := newRecorder(save, 1)
 		defer r.close()
 		start := time.Now()
-		run := func() []store.Outcome { return []store.Outcome{{DeliveryID: uuid.New()}} }
+		run := func() []Outcome { return []Outcome{{DeliveryID: uuid.New()}} }
 
 		require.NoError(t, r.record(t.Context(), run()))
 		require.Equal(t, start, time.Now(), "a lone run is saved without waiting for company")
@@ -53,7 +51,7 @@ func TestUnitRecorderTiming(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Go(func() { require.NoError(t, r.record(t.Context(), run())) })
 		synctest.Wait() // the one committer is busy saving it
-		waiting := make([]store.Outcome, 5)
+		waiting := make([]Outcome, 5)
 		for i := range waiting {
 			waiting[i] = run()[0]
 			wg.Go(func() { require.NoError(t, r.record(t.Context(), waiting[i:i+1])) })

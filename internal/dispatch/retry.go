@@ -6,7 +6,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // Retry decides what an attempt does to its delivery.
@@ -21,8 +20,8 @@ type Retry struct {
 // Outcome applies the retry policy to one attempt of c that got res at
 // now: what the store records of the attempt, and what it does to the
 // delivery. It is the one conversion of a send's result.
-func (r Retry) Outcome(c store.Claimed, res send.Result, now time.Time) store.Outcome {
-	o := store.Outcome{
+func (r Retry) Outcome(c Claimed, res send.Result, now time.Time) Outcome {
+	o := Outcome{
 		DeliveryID: c.ID, EventID: c.EventID,
 		At: res.At, StatusCode: res.StatusCode, Error: res.Err,
 		LatencyMS: int(res.Latency.Milliseconds()), ResponseBody: res.Body,

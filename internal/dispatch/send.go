@@ -8,14 +8,13 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/send"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // sentDelivery is one attempt: what was sent, what came back, and what it
 // does to the delivery.
 type sentDelivery struct {
 	result  send.Result
-	outcome store.Outcome
+	outcome Outcome
 }
 
 // sendBatch sends claimed deliveries concurrently. A send that the run cut
@@ -23,7 +22,7 @@ type sentDelivery struct {
 // arrived) is left out: it is not the receiver's failure, costs the
 // delivery no retry budget and no circuit failure, and the delivery stays
 // due for the next run.
-func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []store.Claimed) []sentDelivery {
+func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed) []sentDelivery {
 	sent := make([]sentDelivery, len(claimed))
 	cut := make([]bool, len(claimed))
 	var wg sync.WaitGroup
@@ -57,8 +56,8 @@ func (w *Worker) sendBatch(ctx context.Context, target store.Target, claimed []s
 	return kept
 }
 
-func outcomes(sent []sentDelivery) []store.Outcome {
-	out := make([]store.Outcome, len(sent))
+func outcomes(sent []sentDelivery) []Outcome {
+	out := make([]Outcome, len(sent))
 	for i, s := range sent {
 		out[i] = s.outcome
 	}
@@ -67,7 +66,7 @@ func outcomes(sent []sentDelivery) []store.Outcome {
 
 // Body is the Standard Webhooks body of a delivery:
 // {"id","type","timestamp","data"}, with data the payload exactly as posted.
-func Body(c store.Claimed) []byte {
+func Body(c Claimed) []byte {
 	b := make([]byte, 0, len(c.Payload)+160)
 	b = append(b, `{"id":"`...)
 	b = append(b, c.EventID.String()...)

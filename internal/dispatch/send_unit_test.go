@@ -11,7 +11,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // TestUnitSendRetryAt: the retries a batch schedules count from the
@@ -38,9 +37,9 @@ func TestUnitSendRetryAt(t *testing.T) {
 	}}
 	// AttemptCount 1 (an earlier 429) keeps the first-attempt lag metric,
 	// which compares the system's time with EventCreatedAt, out of it.
-	claimed := []store.Claimed{{ID: uuid.New(), EventID: uuid.New(), AttemptCount: 1, EventType: "a.b", Payload: []byte(`{}`)}}
-	attemptTo := func(path string) store.Outcome {
-		sent := w.sendBatch(t.Context(), store.Target{URL: receiver.URL + path}, claimed)
+	claimed := []Claimed{{ID: uuid.New(), EventID: uuid.New(), AttemptCount: 1, EventType: "a.b", Payload: []byte(`{}`)}}
+	attemptTo := func(path string) Outcome {
+		sent := w.sendBatch(t.Context(), Target{URL: receiver.URL + path}, claimed)
 		require.Len(t, sent, 1)
 		return sent[0].outcome
 	}

@@ -11,16 +11,15 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // The steps of a dispatch run. Each is one transaction read top to bottom:
-// the store's typed operations (store.DispatchTx) in the order they run,
-// and between them the decisions, as plain functions of values (flow.go).
+// the typed statements of a StepTx in the order they run, and between them
+// the decisions, as plain functions of values (flow.go).
 
 // knownTarget is an endpoint as a dispatch run last read it.
 type knownTarget struct {
-	target store.Target
+	target Target
 	at     time.Time
 }
 
@@ -46,12 +45,12 @@ var claimedBatches = metrics.DispatchBatches.WithLabelValues("claimed")
 // decides under the endpoint's lock. The plan says why nothing was claimed;
 // when the claim ran and nothing was due, the claim says when something
 // will be.
-func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time, known *knownTarget) (store.Target, claimPlan, store.Claim, error) {
+func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget) (Target, claimPlan, Claim, error) {
 	if known.plain(now) {
 		n := known.target.MaxInFlight
-		claimed, err := w.claimer.claimPlain(ctx, store.ClaimRequest{EndpointID: endpointID, N: n, After: after})
+		claimed, err := w.claimer.claimPlain(ctx, ClaimRequest{EndpointID: endpointID, N: n, After: after})
 		if err != nil {
-			return known.target, claimPlan{}, store.Claim{}, fmt.Errorf("plain claim: %w", err)
+			return known.target, claimPlan{}, Claim{}, fmt.Errorf("plain claim: %w", err)
 		}
 		return known.target, claimPlan{n: n}, claimed, nil
 	}
@@ -66,29 +65,29 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after store.Po
 // throttle and circuit, claims up to that many due deliveries (oldest due
 // first) and saves the flow state the claim leaves. The target returned
 // holds that flow state.
-func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after store.Position, now time.Time) (store.Target, claimPlan, store.Claim, error) {
-	tx, err := w.store.BeginDispatch(ctx)
+func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time) (Target, claimPlan, Claim, error) {
+	tx, err := w.db.Begin(ctx)
 	if err != nil {
-		return store.Target{}, claimPlan{}, store.Claim{}, fmt.Errorf("begin claim: %w", err)
+		return Target{}, claimPlan{}, Claim{}, fmt.Errorf("begin claim: %w", err)
 	}
 	defer tx.Rollback(ctx)
 	target, err := tx.LockEndpoint(ctx, endpointID)
 	if err != nil {
-		return target, claimPlan{}, store.Claim{}, fmt.Errorf("lock endpoint: %w", err)
+		return target, claimPlan{}, Claim{}, fmt.Errorf("lock endpoint: %w", err)
 	}
 	plan := planClaim(target, now)
-	var claimed store.Claim
+	var claimed Claim
 	if plan.n > 0 {
-		if claimed, err = tx.ClaimDue(ctx, store.ClaimRequest{EndpointID: endpointID, N: plan.n, After: after}); err != nil {
-			return target, plan, store.Claim{}, fmt.Errorf("claim due: %w", err)
+		if claimed, err = tx.ClaimDue(ctx, ClaimRequest{EndpointID: endpointID, N: plan.n, After: after}); err != nil {
+			return target, plan, Claim{}, fmt.Errorf("claim due: %w", err)
 		}
 	}
 	flow := plan.claimed(target.RateLimit, len(claimed.Deliveries))
 	if err := tx.SaveFlow(ctx, endpointID, target.Flow, flow); err != nil {
-		return target, plan, store.Claim{}, fmt.Errorf("save flow: %w", err)
+		return target, plan, Claim{}, fmt.Errorf("save flow: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return target, plan, store.Claim{}, fmt.Errorf("commit claim: %w", err)
+		return target, plan, Claim{}, fmt.Errorf("commit claim: %w", err)
 	}
 	target.Flow = flow
 	return target, plan, claimed, nil
@@ -102,7 +101,7 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after st
 // Attempts that were made are recorded even when the run is being cut short
 // (shutdown, job timeout): the receiver has them, and forgetting them would
 // only send them again.
-func (w *Worker) record(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
+func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
 	if len(sent) == 0 {
 		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
 			return false, fmt.Errorf("record: %w", err)
@@ -153,8 +152,8 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 // reads there, saves that, stores the attempts and the circuit transitions
 // (queueing their emails), all in one transaction. It returns what it
 // applied, for announce once it has committed.
-func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []sentDelivery, queue *jobs.Queue) (alerts []store.Alert, before, after store.Flow, err error) {
-	tx, err := w.store.BeginDispatch(ctx)
+func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (alerts []Alert, before, after Flow, err error) {
+	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, before, after, fmt.Errorf("begin record: %w", err)
 	}
@@ -190,7 +189,7 @@ func (w *Worker) recordLocked(ctx context.Context, target store.Target, sent []s
 // reports whether it parked.
 func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) (bool, error) {
 	endpointID := job.Args.EndpointID
-	tx, err := w.store.BeginDispatchSync(ctx)
+	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin park: %w", err)
 	}
@@ -224,7 +223,7 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 // finish ends the run when nothing is due (finishIn) and reports whether
 // it did.
 func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
-	tx, err := w.store.BeginDispatchSync(ctx)
+	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin finish: %w", err)
 	}
@@ -245,7 +244,7 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 // leaving on the endpoint when its first queued retry is due, for the
 // sweeper to queue its next run then. It reports whether the job is
 // complete; the caller commits either way.
-func (w *Worker) finishIn(ctx context.Context, tx *store.DispatchTx, job *river.Job[jobs.DispatchArgs]) (bool, error) {
+func (w *Worker) finishIn(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	endpointID := job.Args.EndpointID
 	retryDue, err := tx.LockToFinish(ctx, endpointID)
 	if err != nil {
@@ -292,7 +291,7 @@ func sameTime(a, b *time.Time) bool {
 // transaction that completes the job, so fan-out always finds one of the
 // two live.
 func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
-	tx, err := w.store.BeginDispatchSync(ctx)
+	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return fmt.Errorf("begin yield: %w", err)
 	}
@@ -323,7 +322,7 @@ func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], q
 // transaction, returning the new job's id. Unlike a snooze, which River
 // applies after Work returns, the new job is visible (and can be unparked)
 // the moment the transaction commits.
-func (w *Worker) successor(ctx context.Context, tx *store.DispatchTx, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, at time.Time) (int64, error) {
+func (w *Worker) successor(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, at time.Time) (int64, error) {
 	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return 0, fmt.Errorf("complete job: %w", err)
 	}

@@ -37,7 +37,7 @@ func openBreaker(probeIn time.Duration) flow.Breaker {
 
 func TestUnitPlanClaim(t *testing.T) {
 	t.Parallel()
-	healthy := store.Target{MaxInFlight: 7}
+	healthy := Target{MaxInFlight: 7}
 
 	t.Run("max_in_flight", func(t *testing.T) {
 		p := planClaim(healthy, clock)
@@ -46,7 +46,7 @@ func TestUnitPlanClaim(t *testing.T) {
 		require.Equal(t, healthy.Flow, p.claimed(nil, 7), "nothing to save for a healthy endpoint")
 	})
 	t.Run("disabled", func(t *testing.T) {
-		p := planClaim(store.Target{MaxInFlight: 7, Disabled: true}, clock)
+		p := planClaim(Target{MaxInFlight: 7, Disabled: true}, clock)
 		require.Zero(t, p.n)
 		require.False(t, p.blocked())
 	})
@@ -110,13 +110,13 @@ func TestUnitPlanClaim(t *testing.T) {
 
 		p = planClaim(tg, clock.Add(time.Second))
 		require.Equal(t, 2, p.n)
-		require.Equal(t, 1, planClaim(store.Target{MaxInFlight: 1, RateLimit: tg.RateLimit}, clock).n, "max_in_flight under the bucket")
+		require.Equal(t, 1, planClaim(Target{MaxInFlight: 1, RateLimit: tg.RateLimit}, clock).n, "max_in_flight under the bucket")
 	})
 	t.Run("waitUntil", func(t *testing.T) {
-		require.True(t, waitUntil(store.Flow{}, nil, clock).IsZero(), "free to send")
-		f := store.Flow{Throttle: flow.Throttle{Until: clock.Add(time.Hour), Count: 1}}
+		require.True(t, waitUntil(Flow{}, nil, clock).IsZero(), "free to send")
+		f := Flow{Throttle: flow.Throttle{Until: clock.Add(time.Hour), Count: 1}}
 		require.Equal(t, clock.Add(time.Hour), waitUntil(f, nil, clock))
-		f = store.Flow{Breaker: openBreaker(time.Minute)}
+		f = Flow{Breaker: openBreaker(time.Minute)}
 		require.Equal(t, clock.Add(time.Minute), waitUntil(f, nil, clock))
 		require.True(t, waitUntil(f, nil, clock.Add(time.Minute)).IsZero(), "probe due")
 	})
@@ -149,7 +149,7 @@ func TestUnitFlowApply(t *testing.T) {
 	now := clock.Add(time.Second)
 
 	t.Run("healthy batch changes nothing", func(t *testing.T) {
-		f := store.Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed}}
+		f := Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed}}
 		after, alerts := testPolicy.apply(f, nil, sent(200, 204), now)
 		require.Equal(t, f, after)
 		require.Empty(t, alerts)
@@ -159,7 +159,7 @@ func TestUnitFlowApply(t *testing.T) {
 	t.Run("429 throttles", func(t *testing.T) {
 		batch := sent(429)
 		batch[0].result.RetryAfter = 7 * time.Second
-		after, alerts := testPolicy.apply(store.Flow{}, nil, batch, now)
+		after, alerts := testPolicy.apply(Flow{}, nil, batch, now)
 		require.Empty(t, alerts)
 		require.Equal(t, now.Add(7*time.Second), after.Throttle.Until, "Retry-After")
 		require.Equal(t, 1, after.Throttle.Count)
@@ -175,13 +175,13 @@ func TestUnitFlowApply(t *testing.T) {
 		require.Equal(t, flow.Throttle{}, lifted.Throttle, "a success lifts it")
 	})
 	t.Run("failures open the circuit at the threshold, once", func(t *testing.T) {
-		after, alerts := testPolicy.apply(store.Flow{}, nil, sent(500, 0), now)
+		after, alerts := testPolicy.apply(Flow{}, nil, sent(500, 0), now)
 		require.Empty(t, alerts)
 		require.Equal(t, 2, after.Breaker.Failures)
 
 		after, alerts = testPolicy.apply(after, nil, sent(500, 500, 500), now)
 		require.Len(t, alerts, 1, "one transition, however many failures follow it in the batch")
-		require.Equal(t, store.Alert{Opened: true, LastError: "status 500", Failures: 3, NextProbeAt: alerts[0].NextProbeAt}, alerts[0])
+		require.Equal(t, Alert{Opened: true, LastError: "status 500", Failures: 3, NextProbeAt: alerts[0].NextProbeAt}, alerts[0])
 		require.Equal(t, now.Add(30*time.Second), *alerts[0].NextProbeAt)
 		require.Equal(t, sluice.CircuitOpen, after.Breaker.State)
 		require.Equal(t, 5, after.Breaker.Failures)
@@ -192,15 +192,15 @@ func TestUnitFlowApply(t *testing.T) {
 	})
 	t.Run("success closes the circuit and empties the bucket", func(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 10}
-		f := store.Flow{Breaker: openBreaker(time.Minute), Bucket: flow.Bucket{Tokens: 9, At: clock}}
+		f := Flow{Breaker: openBreaker(time.Minute), Bucket: flow.Bucket{Tokens: 9, At: clock}}
 		f.Breaker.State = sluice.CircuitHalfOpen
 		after, alerts := testPolicy.apply(f, rl, sent(200), now)
-		require.Equal(t, []store.Alert{{Opened: false}}, alerts)
+		require.Equal(t, []Alert{{Opened: false}}, alerts)
 		require.Equal(t, flow.Breaker{State: sluice.CircuitClosed}, after.Breaker)
 		require.Equal(t, flow.Bucket{Tokens: 0, At: now}, after.Bucket, "the backlog drains at the rate, not as a burst")
 	})
 	t.Run("failed probe reopens with the interval doubled", func(t *testing.T) {
-		f := store.Flow{Breaker: openBreaker(time.Minute)}
+		f := Flow{Breaker: openBreaker(time.Minute)}
 		f.Breaker.State = sluice.CircuitHalfOpen
 		after, alerts := testPolicy.apply(f, nil, sent(500), now)
 		require.Empty(t, alerts, "still open: nothing to tell")
@@ -209,7 +209,7 @@ func TestUnitFlowApply(t *testing.T) {
 	})
 	t.Run("rate-limited bucket restated at the last start", func(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 5}
-		f := store.Flow{Bucket: flow.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
+		f := Flow{Bucket: flow.Bucket{Tokens: 0, At: clock.Add(-time.Second)}}
 		after, _ := testPolicy.apply(f, rl, sent(200, 200), now)
 		require.InDelta(t, 4.7-2, after.Bucket.Tokens, 1e-9, "refilled up to the burst (less the way's allowance) minus the batch")
 		require.Equal(t, clock, after.Bucket.At, "as of the last start")
@@ -224,25 +224,25 @@ func TestUnitTransitionAnnouncedOnce(t *testing.T) {
 	opened := metrics.CircuitTransitions.WithLabelValues("opened")
 	start := counted(t, opened)
 
-	f := store.Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed, Failures: 2}}
+	f := Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed, Failures: 2}}
 	batch := sent(500, 500)
 	require.True(t, w.flow.changes(f, nil, batch, clock))
 	after, alerts := w.flow.apply(f, nil, batch, clock)
 	require.Equal(t, start, counted(t, opened), "deciding counts nothing")
-	w.announce(store.Target{ID: uuid.New()}, alerts, f, after, batch)
+	w.announce(Target{ID: uuid.New()}, alerts, f, after, batch)
 	require.Equal(t, start+1, counted(t, opened))
 }
 
 func TestUnitRetryOutcome(t *testing.T) {
 	t.Parallel()
 	r := Retry{Schedule: []time.Duration{time.Minute, 10 * time.Minute}, Jitter: 0.2}
-	fresh := store.Claimed{ID: uuid.New(), EventID: uuid.New(), NextAttemptAt: clock.Add(-time.Second)}
+	fresh := Claimed{ID: uuid.New(), EventID: uuid.New(), NextAttemptAt: clock.Add(-time.Second)}
 	now := clock.Add(time.Second)
 
 	t.Run("delivered: the attempt as sent", func(t *testing.T) {
 		res := send.Result{At: clock, StatusCode: 200, Latency: 1500 * time.Microsecond, Body: "ok"}
 		o := r.Outcome(fresh, res, now)
-		require.Equal(t, store.Outcome{
+		require.Equal(t, Outcome{
 			DeliveryID: fresh.ID, EventID: fresh.EventID, Status: sluice.DeliveryDelivered,
 			At: clock, StatusCode: 200, LatencyMS: 1, ResponseBody: "ok",
 		}, o)
@@ -302,22 +302,22 @@ func TestUnitRetryOutcome(t *testing.T) {
 
 func TestUnitRecorderGroups(t *testing.T) {
 	t.Parallel()
-	outcome := func() store.Outcome { return store.Outcome{DeliveryID: uuid.New()} }
+	outcome := func() Outcome { return Outcome{DeliveryID: uuid.New()} }
 
 	t.Run("one statement per group", func(t *testing.T) {
-		var saved [][]store.Outcome
-		save := func(_ context.Context, o []store.Outcome) error { saved = append(saved, o); return nil }
+		var saved [][]Outcome
+		save := func(_ context.Context, o []Outcome) error { saved = append(saved, o); return nil }
 		a, b, c := outcome(), outcome(), outcome()
-		res, err := recordRuns(save)(t.Context(), [][]store.Outcome{{a}, {b, c}, nil})
+		res, err := recordRuns(save)(t.Context(), [][]Outcome{{a}, {b, c}, nil})
 		require.NoError(t, err)
 		require.Len(t, res, 3, "one answer per run")
-		require.Equal(t, [][]store.Outcome{{a, b, c}}, saved, "the runs' attempts in one call, in order")
+		require.Equal(t, [][]Outcome{{a, b, c}}, saved, "the runs' attempts in one call, in order")
 	})
 	t.Run("a rejected run fails alone", func(t *testing.T) {
 		bad := outcome()
 		var mu sync.Mutex
 		stored := map[uuid.UUID]bool{}
-		save := func(_ context.Context, os []store.Outcome) error {
+		save := func(_ context.Context, os []Outcome) error {
 			for _, o := range os {
 				if o.DeliveryID == bad.DeliveryID {
 					return &pgconn.PgError{Code: "22021"} // a NUL byte, say
@@ -332,14 +332,14 @@ func TestUnitRecorderGroups(t *testing.T) {
 		}
 		r := newRecorder(save, 1)
 		defer r.close()
-		good := make([]store.Outcome, 40)
+		good := make([]Outcome, 40)
 		var wg sync.WaitGroup
 		for i := range good {
 			good[i] = outcome()
-			wg.Go(func() { require.NoError(t, r.record(t.Context(), []store.Outcome{good[i]})) })
+			wg.Go(func() { require.NoError(t, r.record(t.Context(), []Outcome{good[i]})) })
 		}
 		wg.Go(func() {
-			err := r.record(t.Context(), []store.Outcome{bad})
+			err := r.record(t.Context(), []Outcome{bad})
 			require.True(t, store.RowRejected(err), "%v", err)
 		})
 		wg.Wait()
@@ -349,9 +349,9 @@ func TestUnitRecorderGroups(t *testing.T) {
 	})
 	t.Run("after close, on its own", func(t *testing.T) {
 		calls := 0
-		r := newRecorder(func(context.Context, []store.Outcome) error { calls++; return nil }, 1)
+		r := newRecorder(func(context.Context, []Outcome) error { calls++; return nil }, 1)
 		r.close()
-		require.NoError(t, r.record(t.Context(), []store.Outcome{outcome()}))
+		require.NoError(t, r.record(t.Context(), []Outcome{outcome()}))
 		require.Equal(t, 1, calls)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -32,7 +33,7 @@ const MaxInlineDeliveries = 1000
 // tenant's batch) and makes their deliveries in the same transaction, so
 // that a post costs no fan-out job: no job row written, fetched and
 // completed. It returns the events in input order and the endpoints whose
-// queues changed (store.Touched), which the caller hands to their dispatch
+// queues changed (Touched), which the caller hands to their dispatch
 // runs after the commit (dispatch.Nudger.Nudge).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
@@ -44,7 +45,7 @@ const MaxInlineDeliveries = 1000
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through InsertOne.
-func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, store.Touched, error) {
+func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, Touched, error) {
 	out := newEvents(evs)
 	if oneStatement(out) {
 		touched, err := insertRouted(ctx, st, out)
@@ -55,7 +56,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 		}
 	}
-	var touched store.Touched
+	var touched Touched
 	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
 		if err := insertEvents(ctx, tx, out); err != nil {
 			return fmt.Errorf("insert events: %w", err)
@@ -72,7 +73,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		if err != nil {
 			return err
 		}
-		touched = store.TouchedWithout(endpoints)
+		touched = TouchedWithout(endpoints)
 		if len(keyed) == 0 {
 			return nil
 		}
@@ -100,7 +101,7 @@ var errOverInline = errors.New("more deliveries than are made inline")
 // their deliveries with one statement in one round trip
 // (InsertRoutedEvents: events, routing and deliveries, where a transaction
 // takes five round trips) and returns the deliveries it made, whole.
-func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (store.Touched, error) {
+func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (Touched, error) {
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
@@ -234,12 +235,12 @@ func eventIDs(evs []sluice.Event) []uuid.UUID {
 
 // touchedWith is Touched for the deliveries InsertRoutedEvents made of evs:
 // each new, due when it was made, with its event as stored.
-func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) store.Touched {
+func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) Touched {
 	byID := make(map[uuid.UUID]*sluice.Event, len(evs))
 	for i := range evs {
 		byID[evs[i].ID] = &evs[i]
 	}
-	t := store.Touched{}
+	t := Touched{}
 	for _, r := range rows {
 		ev := byID[r.EventID]
 		if ev == nil || r.NextAttemptAt == nil { // neither happens; a claim will find it
@@ -249,7 +250,7 @@ func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) store.Tou
 		if c, known := t[r.EndpointID]; known && c == nil {
 			continue
 		}
-		t[r.EndpointID] = append(t[r.EndpointID], store.Claimed{
+		t[r.EndpointID] = append(t[r.EndpointID], dispatch.Claimed{
 			ID: r.ID, EventID: r.EventID, NextAttemptAt: *r.NextAttemptAt,
 			EventType: ev.Type, Payload: ev.Payload, EventCreatedAt: ev.CreatedAt,
 		})

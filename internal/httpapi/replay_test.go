@@ -14,11 +14,13 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -32,8 +34,8 @@ func (b *testBundle) settle(endpointID uuid.UUID, status string, next time.Time)
 	if code == 0 {
 		code = 500
 	}
-	return storetest.Settle(t, b.store, endpointID, func(c store.Claimed) store.Outcome {
-		return store.Outcome{
+	return dispatchtest.Settle(t, b.store, endpointID, func(c dispatch.Claimed) dispatch.Outcome {
+		return dispatch.Outcome{
 			DeliveryID: c.ID, EventID: c.EventID, Status: status, Failed: status != sluice.DeliveryDelivered,
 			NextAttemptAt: next, At: time.Now(), StatusCode: code, LatencyMS: 1,
 		}

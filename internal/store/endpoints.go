@@ -179,7 +179,6 @@ type endpointView struct {
 
 func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	r := v.Endpoint
-	b := breakerFromRow(r)
 	ep := sluice.Endpoint{
 		ID:          r.ID,
 		TenantID:    r.TenantID,
@@ -190,8 +189,8 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		Disabled:    r.Disabled,
 		Consumer:    r.Consumer,
 		Circuit: sluice.Circuit{
-			State: b.State, ConsecutiveFailures: b.Failures,
-			OpenedAt: b.OpenedAt, NextProbeAt: b.NextProbeAt,
+			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),
+			OpenedAt: r.CircuitOpenedAt, NextProbeAt: r.CircuitNextProbeAt,
 		},
 		QueuedDeliveries: v.QueuedDeliveries,
 		CreatedAt:        r.CreatedAt,
@@ -203,7 +202,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	switch {
 	case r.Disabled:
 		ep.Status = sluice.EndpointDisabled
-	case b.State == sluice.CircuitOpen || b.State == sluice.CircuitHalfOpen:
+	case r.CircuitState == sluice.CircuitOpen || r.CircuitState == sluice.CircuitHalfOpen:
 		ep.Status = sluice.EndpointCircuitOpen
 	case ep.ThrottledUntil != nil:
 		ep.Status = sluice.EndpointThrottled

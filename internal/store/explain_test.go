@@ -78,22 +78,8 @@ func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
 	t.Helper()
 	f := storetest.New(t)
 	ep := newEndpoint(t, f, "h")
-	addBacklog(t, f, ep, n)
+	storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, n)
 	return f, ep
-}
-
-// addBacklog adds n deliveries to the endpoint, as dueBacklog makes them.
-func addBacklog(t *testing.T, f storetest.Fixture, ep uuid.UUID, n int) {
-	t.Helper()
-	_, err := f.Store.Pool().Exec(t.Context(), `
-		WITH ev AS (
-			INSERT INTO events (id, tenant_id, type, payload)
-			SELECT sluice_uuidv7(), $1, 'backlog', '{}' FROM generate_series(1, $3::int)
-			RETURNING id)
-		INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
-		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
-		f.TenantA.ID, ep, n)
-	require.NoError(t, err)
 }
 
 // newEndpoint creates an endpoint of tenant A at https://example.com/path

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -13,22 +12,12 @@ func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
 	return newOneShot(pool, settings)
 }
 
-// IndexProbes are the planner settings of routing and dispatch
+// IndexProbeSets are the planner settings of routing and dispatch
 // transactions, as session settings for EXPLAIN.
-var IndexProbes = func() []string {
+var IndexProbeSets = func() []string {
 	var sets []string
-	for _, s := range indexProbes {
+	for _, s := range IndexProbes {
 		sets = append(sets, "SET "+s[0]+" = "+s[1])
 	}
 	return sets
 }()
-
-// RecordSettings are the settings the plain record runs with.
-var RecordSettings = recordSettings
-
-// OutcomeIDs are the delivery ids of RecordOutcomes' arrays for outcomes,
-// in the order they are sent, with each id's event beside it.
-func OutcomeIDs(outcomes []Outcome) (ids, eventIDs []uuid.UUID) {
-	p := outcomeParams(outcomes)
-	return p.Ids, p.EventIds
-}

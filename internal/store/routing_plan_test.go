@@ -22,7 +22,7 @@ func TestRoutingReadsOnlyMatchingSubscriptions(t *testing.T) {
 	f := pastOtherSubscriptions(t)
 	sql := querySQL(t, "events.sql", "SubscriptionsForEvents", "tenant_id", "patterns", "broadcast", "own", "consumers")
 	args := fmt.Sprintf("'%s', '{healthy.one,healthy.*,*}', false, true, '{}'", f.TenantA.ID)
-	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbes...)
+	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbeSets...)
 	t.Logf("routing one post past 2,000 other subscriptions:\n%s", plan)
 	requireOnlyMatchingSubscriptions(t, plan, 0)
 }
@@ -39,7 +39,7 @@ func TestOneStatementReadsOnlyMatchingSubscriptions(t *testing.T) {
 	id := uuid.Must(uuid.NewV7())
 	args := fmt.Sprintf("'{%[1]s}', '{%[2]s}', '{healthy.one}', '{\"{}\"}', '{false}', '{now}', "+
 		"'{%[1]s,%[1]s,%[1]s}', '{healthy.one,healthy.*,*}', 1000", id, f.TenantA.ID)
-	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbes...)
+	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbeSets...)
 	t.Logf("one post past 2,000 other subscriptions, stored, routed and fanned out:\n%s", plan)
 	requireOnlyMatchingSubscriptions(t, plan, 10)
 }

@@ -1,7 +1,8 @@
-// Package store is all of Sluice's SQL access. It speaks domain types from
-// package sluice; the sqlc-generated code in store/dbq leaves it only in a
-// Tx handed to fanout, and pgx.ErrNoRows becomes sluice.ErrNotFound here
-// (NotFound) and nowhere else.
+// Package store is Sluice's shared SQL access. It speaks domain types from
+// package sluice; the sqlc-generated code in store/dbq leaves it only for
+// the packages that own their statements' decisions (fanout, dispatch,
+// maintenance, through tx.go), and pgx.ErrNoRows becomes
+// sluice.ErrNotFound here (NotFound) and nowhere else.
 package store
 
 import (
@@ -26,17 +27,6 @@ type Store struct {
 	q    *dbq.Queries
 	box  *secretbox.Box
 
-	// groupClaim runs a statement alone (oneShot) with Postgres's generic
-	// plan, made once per connection, instead of one planned for each
-	// call's values: for the group claim, whose plan is the same for any
-	// endpoints and limits (each week's claim index read in order,
-	// TestClaimPlanDoesNotDependOnTheBacklog), and whose planning across
-	// the partitions cost four times its execution. Forced on every
-	// statement, generic plans made others 10 to 100 times slower.
-	groupClaim *dbq.Queries
-	// plainRecord runs a statement alone with recordSettings: for the plain
-	// record of attempts.
-	plainRecord *dbq.Queries
 	// routed runs a statement alone held to index probes (Routed).
 	routed *dbq.Queries
 }
@@ -45,9 +35,7 @@ type Store struct {
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{
 		pool: pool, q: dbq.New(pool), box: box,
-		groupClaim:  dbq.New(newOneShot(pool, [][2]string{genericPlan})),
-		plainRecord: dbq.New(newOneShot(pool, recordSettings)),
-		routed:      dbq.New(newOneShot(pool, indexProbes)),
+		routed: dbq.New(newOneShot(pool, IndexProbes)),
 	}
 }
 
@@ -129,32 +117,34 @@ func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx
 	return nil
 }
 
+// asyncCommit begins a transaction whose commit does not wait for the WAL
+// flush (inAsyncTx), BEGIN and the setting in one round trip.
+const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
+
 // inAsyncTx is inTx for a transaction whose loss in a Postgres crash is
 // harmless: its commit does not wait for the WAL flush
-// (synchronous_commit = off, for this transaction only). The dispatcher's
-// claims and attempt records use it: losing one at a crash means a delivery
-// is sent again, which at-least-once delivery allows, and never that an
-// accepted event is lost, since events commit synchronously. Postgres
-// still commits these in order, so a later synchronous commit makes every
+// (synchronous_commit = off, for this transaction only). Events commit
+// synchronously, so such a loss never loses an accepted event; and
+// Postgres commits in order, so a later synchronous commit makes every
 // earlier one durable too.
 func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }
 
-// indexProbes hold the planner, for the rest of a transaction, to nested
+// IndexProbes hold the planner, for the rest of a transaction, to nested
 // loops over index probes: hash and merge joins and sequential scans off.
 // The transactions that set them run only statements that look rows up by
 // key or by an index of their own, whose plans a generic plan or stale
 // statistics could otherwise turn into reads of whole tables.
-var indexProbes = [][2]string{
+var IndexProbes = [][2]string{
 	{"enable_hashjoin", "off"},
 	{"enable_mergejoin", "off"},
 	{"enable_seqscan", "off"},
 }
 
-// genericPlan has prepared statements run Postgres's generic plan, made
+// GenericPlan has prepared statements run Postgres's generic plan, made
 // once per connection, instead of one planned for each call's values.
-var genericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
+var GenericPlan = [2]string{"plan_cache_mode", "force_generic_plan"}
 
 // setLocal writes settings for a transaction's BeginQuery as one statement
 // after BEGIN: "; SELECT set_config('name', 'value', true), …", which is
@@ -166,20 +156,3 @@ func setLocal(settings [][2]string) string {
 	}
 	return "; SELECT " + strings.Join(calls, ", ")
 }
-
-// recordSettings are what RecordOutcomes runs with. It commits
-// asynchronously (see inAsyncTx). It runs its generic plan, made once per
-// connection, rather than planning each call (0.3 ms across the weekly
-// partitions). And that plan finds each delivery with one probe of its
-// week's primary key, by a nested loop over the attempts: with hash and
-// merge joins and sequential scans off, Postgres cannot plan to read
-// partitions whole instead, as it did when the plan was made while the
-// week's partition was small and then kept as it grew: every record of 15
-// attempts then read the whole partition, 2 to 4 ms a call on a fresh
-// database (TestRecordPlanDoesNotDependOnStatistics).
-var recordSettings = append([][2]string{{"synchronous_commit", "off"}}, keyLookups...)
-
-// keyLookups are the settings of transactions whose statements all look
-// rows up by key (the dispatch steps): the generic plan, made once per
-// connection, held to nested loops over index probes.
-var keyLookups = append([][2]string{genericPlan}, indexProbes...)

@@ -22,7 +22,7 @@ func (s *Store) ClaimSweep(ctx context.Context, name string, every time.Duration
 
 // TakeRetriesDue clears and returns up to limit endpoints whose next retry
 // is due: what dispatch runs left on their endpoint as they ended
-// (DispatchTx.SetRetryDue). Its cost follows those endpoints alone.
+// (dispatch.StepTx.SetRetryDue). Its cost follows those endpoints alone.
 func (s *Store) TakeRetriesDue(ctx context.Context, limit int) ([]uuid.UUID, error) {
 	ids, err := s.q.TakeRetriesDue(ctx, int32(limit))
 	if err != nil {

@@ -81,7 +81,7 @@ type ClaimDueDeliveriesRow struct {
 // dispatch runs are group-committed (internal/dispatch/claimer.go).
 //
 // Each claim starts after a position in the queue (after_at, after_id):
-// where the run's last full claim ended (store.Position). The deliveries
+// where the run's last full claim ended (dispatch.Position). The deliveries
 // before it are mostly that run's own, recorded; their index entries stay
 // until vacuum, and a claim starting at the front of a draining backlog
 // would step over every one of them, slowing as the backlog drains. One

@@ -2,7 +2,11 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +19,25 @@ import (
 
 // What plan tests stand on: the plan Postgres runs a statement with, and
 // a backlog of due deliveries to run it against.
+
+// QuerySQL returns the query named name in queries/file as sqlc reads it,
+// with its named parameters (params, in order) numbered $1, $2, …: the SQL
+// a plan test EXPLAINs.
+func QuerySQL(t testing.TB, file, name string, params ...string) string {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	raw, err := os.ReadFile(filepath.Join(filepath.Dir(here), "../../../queries", file))
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(raw), "-- name: "+name+" ")
+	require.True(t, ok, "%s is in queries/%s", name, file)
+	_, rest, _ = strings.Cut(rest, "\n") // past the ":many" of the name line
+	q, _, _ := strings.Cut(rest, "-- name:")
+	var pairs []string
+	for i, p := range params {
+		pairs = append(pairs, "@"+p, fmt.Sprintf("$%d", i+1))
+	}
+	return strings.NewReplacer(pairs...).Replace(q)
+}
 
 // ExplainAnalyze runs sql under EXPLAIN (ANALYZE, BUFFERS) and returns the
 // plan as text.

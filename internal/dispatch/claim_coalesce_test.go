@@ -1,4 +1,4 @@
-package store_test
+package dispatch_test
 
 import (
 	"testing"
@@ -7,9 +7,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -32,19 +32,20 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 		require.NoError(t, err)
 		return ev.ID
 	}
+	db := dispatch.NewDB(f.Store)
 	older := post(`{"v":1}`)
-	claimed, err := f.Store.ClaimPlain(ctx, ep, 10)
+	claimed, err := db.ClaimPlain(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.Equal(t, older, claimed[0].EventID)
 
 	newer := post(`{"v":2}`) // re-points the in-flight delivery
-	require.NoError(t, f.Store.RecordPlain(ctx, []store.Outcome{{
+	require.NoError(t, db.RecordPlain(ctx, []dispatch.Outcome{{
 		DeliveryID: claimed[0].ID, EventID: older, Status: sluice.DeliveryDelivered,
 		At: time.Now(), StatusCode: 200, LatencyMS: 5,
 	}}))
 
-	again, err := f.Store.ClaimPlain(ctx, ep, 10)
+	again, err := db.ClaimPlain(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "the delivery is due again")
 	require.Equal(t, claimed[0].ID, again[0].ID)

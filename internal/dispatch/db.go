@@ -1,34 +1,58 @@
-package store
+package dispatch
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/signature"
-	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// Target is what a dispatcher needs to send to one endpoint: where, how
-// signed, how fast, and its flow-control state.
-type Target struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	URL         string
-	Headers     map[string]string
-	Keys        [][]byte // signing keys: the current secret's, then a rotated-out one still in its grace period
-	MaxInFlight int
-	RateLimit   *sluice.RateLimit
-	Disabled    bool
-	Flow        Flow
+// DB is a dispatch run's reads and writes on the shared store: the
+// transactions of its steps (StepTx) and the plain claims and records,
+// which need none.
+type DB struct {
+	st *store.Store
+	// groupClaim runs the group claim alone with the generic plan: its
+	// plan is the same for any endpoints and limits (each week's claim
+	// index read in order, TestClaimPlanDoesNotDependOnTheBacklog), and
+	// planning it across the partitions on every call would cost more than
+	// running it. Other statements, whose plans depend on their values,
+	// are planned as usual.
+	groupClaim *dbq.Queries
+	// plainRecord runs the plain record alone with recordSettings.
+	plainRecord *dbq.Queries
 }
+
+// NewDB returns the dispatch statements on st.
+func NewDB(st *store.Store) *DB {
+	return &DB{
+		st:          st,
+		groupClaim:  st.OneShot([][2]string{store.GenericPlan}),
+		plainRecord: st.OneShot(recordSettings),
+	}
+}
+
+// keyLookups are the settings of the steps, whose statements all look
+// rows up by key: the generic plan, made once per connection, held to
+// nested loops over index probes, so that the plan made once is the one
+// each call's values would get (TestDispatchStepsPlanOncePerConnection).
+var keyLookups = append([][2]string{store.GenericPlan}, store.IndexProbes...)
+
+// recordSettings are what RecordOutcomes runs with: keyLookups, so that
+// each delivery is one probe of its week's primary key even when the plan
+// was made while the week's partition was small
+// (TestRecordPlanDoesNotDependOnStatistics), and an asynchronous commit:
+// losing a claim or a record in a Postgres crash only sends a delivery
+// again, which at-least-once delivery allows.
+var recordSettings = append([][2]string{{"synchronous_commit", "off"}}, keyLookups...)
 
 // Claimed is a due delivery a dispatch run claimed, with its event.
 type Claimed struct {
@@ -56,43 +80,6 @@ func (c Claimed) Position() Position {
 	return Position{NextAttemptAt: c.NextAttemptAt, ID: c.ID}
 }
 
-// Outcome is one attempt and what it did to its delivery: a row of
-// delivery_attempts and the delivery's new state.
-type Outcome struct {
-	DeliveryID    uuid.UUID
-	EventID       uuid.UUID // the event that was sent
-	Status        string
-	Failed        bool // the attempt spends retry budget
-	NextAttemptAt time.Time
-
-	At           time.Time // when the attempt started
-	StatusCode   int       // 0 when no response arrived
-	Error        string    // "" when none
-	LatencyMS    int
-	ResponseBody string // "" when none
-}
-
-// Alert is a circuit transition to email the tenant about.
-type Alert struct {
-	Opened      bool
-	LastError   string
-	Failures    int
-	NextProbeAt *time.Time
-}
-
-// ClaimPlain claims up to n of an endpoint's due deliveries without
-// touching the endpoint row: for a dispatcher that knows (from a Claim less
-// than a second ago) that the endpoint has no rate limit, no throttle and a
-// healthy circuit, so there is nothing to decide or save. It is one read,
-// outside any transaction (ClaimDueDeliveries says why nothing is locked).
-func (s *Store) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	claimed, err := s.ClaimPlainMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
-	if err != nil {
-		return nil, err
-	}
-	return claimed[0].Deliveries, nil
-}
-
 // Claim is what a claim found for one endpoint.
 type Claim struct {
 	// Deliveries are the due deliveries claimed, oldest due first.
@@ -110,12 +97,72 @@ type ClaimRequest struct {
 	After      Position
 }
 
-// ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
-// plain claims of concurrent dispatch runs, group-committed. It returns
-// what each claim found, in the order of claims.
-func (s *Store) ClaimPlainMany(ctx context.Context, claims []ClaimRequest) ([]Claim, error) {
-	return claimDue(ctx, s.groupClaim, claims)
+// Outcome is one attempt and what it did to its delivery: a row of
+// delivery_attempts and the delivery's new state.
+type Outcome struct {
+	DeliveryID    uuid.UUID
+	EventID       uuid.UUID // the event that was sent
+	Status        string
+	Failed        bool // the attempt spends retry budget
+	NextAttemptAt time.Time
+
+	At           time.Time // when the attempt started
+	StatusCode   int       // 0 when no response arrived
+	Error        string    // "" when none
+	LatencyMS    int
+	ResponseBody string // "" when none
 }
+
+// ClaimPlain claims up to n of an endpoint's due deliveries without
+// touching the endpoint row: for a run that knows (from a locked claim
+// less than a second ago) that the endpoint has no rate limit, no throttle
+// and a healthy circuit, so there is nothing to decide or save. It is one
+// read, outside any transaction (ClaimDueDeliveries says why nothing is
+// locked).
+func (d *DB) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
+	claimed, err := d.ClaimPlainMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
+	if err != nil {
+		return nil, err
+	}
+	return claimed[0].Deliveries, nil
+}
+
+// ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
+// plain claims of concurrent runs, group-committed (claimer). It returns
+// what each claim found, in the order of claims.
+func (d *DB) ClaimPlainMany(ctx context.Context, claims []ClaimRequest) ([]Claim, error) {
+	return claimDue(ctx, d.groupClaim, claims)
+}
+
+// RecordPlain stores attempts that change no endpoint's flow state, of any
+// endpoints, in one statement.
+func (d *DB) RecordPlain(ctx context.Context, outcomes []Outcome) error {
+	if err := d.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
+		return fmt.Errorf("record outcomes: %w", err)
+	}
+	return nil
+}
+
+// Begin begins a claim or a record step. Its commit does not wait for the
+// WAL flush (recordSettings says why).
+func (d *DB) Begin(ctx context.Context) (*StepTx, error) {
+	return beginStep(ctx, d.st, stepBegin)
+}
+
+// BeginSync begins a step that changes River's jobs (park, finish, yield):
+// synchronously committed.
+func (d *DB) BeginSync(ctx context.Context) (*StepTx, error) {
+	return beginStep(ctx, d.st, syncStepBegin)
+}
+
+// The steps' BEGIN and settings go as one simple-protocol query: one round
+// trip. A step that changes River's jobs keeps keyLookups too, since
+// River's job completion in it (JobSetStateIfRunningMany) would otherwise
+// be planned for its values on every call.
+var (
+	stepBegin     = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(recordSettings)}
+	syncStepBegin = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(keyLookups)}
+)
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a
 // transaction, and sorts its rows out by claim.
@@ -161,73 +208,6 @@ func claimDue(ctx context.Context, q *dbq.Queries, claims []ClaimRequest) ([]Cla
 	return out, nil
 }
 
-func (s *Store) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
-	r := row.Endpoint
-	t := Target{
-		ID:          r.ID,
-		TenantID:    r.TenantID,
-		URL:         r.Url,
-		MaxInFlight: int(r.MaxInFlight),
-		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
-		Disabled:    r.Disabled,
-		Flow:        flowFromRow(row),
-	}
-	if err := json.Unmarshal(r.Headers, &t.Headers); err != nil {
-		return t, fmt.Errorf("read endpoint headers: %w", err)
-	}
-	secrets := [][]byte{r.SecretEnc}
-	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {
-		secrets = append(secrets, r.PreviousSecretEnc)
-	}
-	for _, sealed := range secrets {
-		secret, err := s.box.Open(sealed)
-		if err != nil {
-			return t, fmt.Errorf("open endpoint secret: %w", err)
-		}
-		key, err := signature.Key(string(secret))
-		if err != nil {
-			return t, fmt.Errorf("read endpoint secret: %w", err)
-		}
-		t.Keys = append(t.Keys, key)
-	}
-	return t, nil
-}
-
-// RecordPlain stores attempts that change no endpoint's flow state, of any
-// endpoints, in one statement.
-func (s *Store) RecordPlain(ctx context.Context, outcomes []Outcome) error {
-	if err := s.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
-		return fmt.Errorf("record outcomes: %w", err)
-	}
-	return nil
-}
-
-// saveFlow writes what changed from before to after in an endpoint's flow
-// state.
-func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
-	if after.Throttle != before.Throttle {
-		var err error
-		if after.Throttle.Count == 0 {
-			err = q.DeleteThrottle(ctx, endpointID)
-		} else {
-			err = q.UpsertThrottle(ctx, dbq.UpsertThrottleParams{
-				EndpointID: endpointID, ThrottledUntil: after.Throttle.Until,
-				Reason: after.Throttle.Reason, Consecutive429s: int32(after.Throttle.Count),
-			})
-		}
-		if err != nil {
-			return fmt.Errorf("save throttle: %w", err)
-		}
-	}
-	if after.Bucket == before.Bucket && after.Breaker == before.Breaker {
-		return nil
-	}
-	if err := q.SaveFlow(ctx, saveFlowParams(endpointID, after)); err != nil {
-		return fmt.Errorf("save flow: %w", err)
-	}
-	return nil
-}
-
 // outcomeParams lays a batch of outcomes out as RecordOutcomes' arrays,
 // in delivery id order: the ids follow their events' time, so Postgres
 // updates the deliveries, and inserts their index entries, in the order
@@ -247,7 +227,7 @@ func outcomeParams(outcomes []Outcome) dbq.RecordOutcomesParams {
 	}
 	for i, o := range outcomes {
 		p.Ids[i], p.EventIds[i], p.Statuses[i], p.NextAttemptAts[i] = o.DeliveryID, o.EventID, o.Status, o.NextAttemptAt
-		p.WeekLos[i], p.WeekHis[i] = WeekBounds(o.EventID)
+		p.WeekLos[i], p.WeekHis[i] = store.WeekBounds(o.EventID)
 		if o.Failed {
 			p.Failed[i] = 1
 		}

@@ -1,4 +1,4 @@
-package store_test
+package dispatch_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 )
 
 // TestRecordsGoInDeliveryOrder: a group commit's outcomes arrive one run's
@@ -16,17 +16,17 @@ import (
 // order the deliveries lie on disk), each with its own event.
 func TestRecordsGoInDeliveryOrder(t *testing.T) {
 	t.Parallel()
-	var outcomes []store.Outcome
+	var outcomes []dispatch.Outcome
 	events := map[uuid.UUID]uuid.UUID{}
 	for range 50 {
 		id, ev := uuid.Must(uuid.NewV7()), uuid.Must(uuid.NewV7())
 		events[id] = ev
-		outcomes = append(outcomes, store.Outcome{DeliveryID: id, EventID: ev, Status: "delivered"})
+		outcomes = append(outcomes, dispatch.Outcome{DeliveryID: id, EventID: ev, Status: "delivered"})
 	}
 	slices.Reverse(outcomes) // a later run's batch first
 	arrived := slices.Clone(outcomes)
 
-	ids, eventIDs := store.OutcomeIDs(outcomes)
+	ids, eventIDs := dispatch.OutcomeIDs(outcomes)
 	require.True(t, slices.IsSortedFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) }),
 		"delivery ids in order")
 	require.Len(t, ids, len(outcomes))

@@ -1,6 +1,8 @@
-package store
+package dispatch
 
 import (
+	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -10,10 +12,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// Flow is an endpoint's flow state as the store keeps it: its token bucket
-// and circuit breaker on the endpoint row, its throttle window (zero when
-// not throttled) in destination_throttle. Package flow decides what they
-// allow; package dispatch applies that.
+// Flow is an endpoint's flow state as it is kept: its token bucket and
+// circuit breaker on the endpoint row, its throttle window (zero when not
+// throttled) in destination_throttle. Package flow decides what they
+// allow; flow.go applies that.
 type Flow struct {
 	Bucket   flow.Bucket
 	Breaker  flow.Breaker
@@ -44,6 +46,32 @@ func breakerFromRow(e dbq.Endpoint) flow.Breaker {
 		b.LastError = *e.LastError
 	}
 	return b
+}
+
+// saveFlow writes what changed from before to after in an endpoint's flow
+// state.
+func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
+	if after.Throttle != before.Throttle {
+		var err error
+		if after.Throttle.Count == 0 {
+			err = q.DeleteThrottle(ctx, endpointID)
+		} else {
+			err = q.UpsertThrottle(ctx, dbq.UpsertThrottleParams{
+				EndpointID: endpointID, ThrottledUntil: after.Throttle.Until,
+				Reason: after.Throttle.Reason, Consecutive429s: int32(after.Throttle.Count),
+			})
+		}
+		if err != nil {
+			return fmt.Errorf("save throttle: %w", err)
+		}
+	}
+	if after.Bucket == before.Bucket && after.Breaker == before.Breaker {
+		return nil
+	}
+	if err := q.SaveFlow(ctx, saveFlowParams(endpointID, after)); err != nil {
+		return fmt.Errorf("save flow: %w", err)
+	}
+	return nil
 }
 
 func saveFlowParams(id uuid.UUID, f Flow) dbq.SaveFlowParams {

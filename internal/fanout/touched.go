@@ -1,7 +1,9 @@
-package store
+package fanout
 
 import (
 	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/dispatch"
 )
 
 // Touched is what a post did to its endpoints' queues: for each endpoint
@@ -9,7 +11,7 @@ import (
 // return them, or nil when the post does not know them whole (a fan-out job
 // makes them later, or a coalesce key may have updated a queued one
 // instead).
-type Touched map[uuid.UUID][]Claimed
+type Touched map[uuid.UUID][]dispatch.Claimed
 
 // Endpoints lists the endpoints whose queues changed.
 func (t Touched) Endpoints() []uuid.UUID {
@@ -34,7 +36,7 @@ func TouchedWithout(endpointIDs []uuid.UUID) Touched {
 const claimedOverhead = 128
 
 // ClaimedBytes is about how much memory deliveries hold, payloads included.
-func ClaimedBytes(ds []Claimed) int {
+func ClaimedBytes(ds []dispatch.Claimed) int {
 	n := 0
 	for _, d := range ds {
 		n += claimedOverhead + len(d.Payload) + len(d.EventType)

@@ -1,4 +1,4 @@
-package store_test
+package dispatch_test
 
 import (
 	"strings"
@@ -6,28 +6,28 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 )
 
 // TestDispatchStepsPlanOncePerConnection: the statements of a dispatch
 // step (a locked claim: the endpoint's lock, the claim, the record; a
-// finish: the endpoint's lock, the final check) run
-// their generic plan from the first call, where Postgres's default plans
-// the first five calls on each connection for their values, and the claim
-// for its values on every call after that too when the generic plan looks
-// dearer. Planning a claim cost six times its run in e2e-single.
+// finish: the endpoint's lock, the final check) run their generic plan
+// from the first call, where Postgres's default plans the first five calls
+// on each connection for their values, and the claim for its values on
+// every call after that too when the generic plan looks dearer.
 func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	t.Parallel()
 	f, ep := dueBacklog(t, 50)
 	ctx := t.Context()
 
-	tx, err := f.Store.BeginDispatch(ctx)
+	db := dispatch.NewDB(f.Store)
+	tx, err := db.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)
 	for range 7 {
 		_, err := tx.LockEndpoint(ctx, ep)
 		require.NoError(t, err)
-		_, err = tx.ClaimDue(ctx, store.ClaimRequest{EndpointID: ep, N: 5})
+		_, err = tx.ClaimDue(ctx, dispatch.ClaimRequest{EndpointID: ep, N: 5})
 		require.NoError(t, err)
 		require.NoError(t, tx.RecordOutcomes(ctx, nil))
 	}
@@ -35,7 +35,7 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	require.NoError(t, tx.Commit(ctx))
 
 	// The steps that change River's jobs (finish, park, yield).
-	tx, err = f.Store.BeginDispatchSync(ctx)
+	tx, err = db.BeginSync(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)
 	for range 7 {
@@ -49,7 +49,7 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 
 // requireGenericPlans fails the test unless each named statement was
 // prepared on tx's connection and ran only its generic plan there.
-func requireGenericPlans(t *testing.T, tx *store.DispatchTx, names ...string) {
+func requireGenericPlans(t *testing.T, tx *dispatch.StepTx, names ...string) {
 	t.Helper()
 	rows, err := tx.Tx().Query(t.Context(), `SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements`)
 	require.NoError(t, err)

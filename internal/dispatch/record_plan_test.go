@@ -1,4 +1,4 @@
-package store_test
+package dispatch_test
 
 import (
 	"slices"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -20,7 +21,7 @@ import (
 // statement's generic plan until the table's statistics change. Under the
 // settings the plain record runs with, each delivery is one probe of its
 // week's primary key and no partition is read whole; without them the plan
-// made for 200 rows read all 30,200 on every call.
+// made for 200 rows reads all 30,200 on every call.
 func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -30,9 +31,9 @@ func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {
 	conn, err := f.Store.Pool().Acquire(ctx)
 	require.NoError(t, err)
 	defer conn.Release()
-	sql := querySQL(t, "dispatch.sql", "RecordOutcomes", "ids", "event_ids", "week_los", "week_his", "statuses",
+	sql := storetest.QuerySQL(t, "dispatch.sql", "RecordOutcomes", "ids", "event_ids", "week_los", "week_his", "statuses",
 		"failed", "next_attempt_ats", "ats", "status_codes", "errors", "latencies_ms", "bodies")
-	for _, s := range store.RecordSettings {
+	for _, s := range dispatch.RecordSettings {
 		_, err := conn.Exec(ctx, `SELECT set_config($1, $2, false)`, s[0], s[1])
 		require.NoError(t, err)
 	}
@@ -42,7 +43,7 @@ func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {
 
 	_, err = conn.Exec(ctx, "EXPLAIN EXECUTE recorded("+recordArgs(t, f, 15)+")") // plans it, at 200 rows
 	require.NoError(t, err)
-	addBacklog(t, f, ep, 30000)
+	storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, 30000)
 
 	tx, err := conn.Begin(ctx)
 	require.NoError(t, err)

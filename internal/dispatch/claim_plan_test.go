@@ -1,16 +1,15 @@
-package store_test
+package dispatch_test
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestClaimPlanDoesNotDependOnTheBacklog: with 100,000 due deliveries on one
@@ -22,11 +21,11 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	f, ep := dueBacklog(t, 100000)
 
 	claim := claimSQL(t)
-	// Claims run the generic plan (store.genericPlan), made once per
+	// Group claims run the generic plan (DB.groupClaim), made once per
 	// connection; the plan made for the values is what it would be without.
 	plans := map[string]string{
-		"planned for its values": explainAnalyze(t, f.Store, claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),
-		"generic":                explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{})),
+		"planned for its values": storetest.ExplainAnalyze(t, f.Store.Pool(), claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),
+		"generic":                storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{})),
 	}
 	for name, plan := range plans {
 		t.Logf("claim over a 100,000-delivery backlog, no statistics, %s:\n%s", name, plan)
@@ -47,7 +46,7 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 func TestClaimAfterAPositionSkipsWhatWasDelivered(t *testing.T) {
 	t.Parallel()
 	f, ep := dueBacklog(t, 40000)
-	var last store.Position
+	var last dispatch.Position
 	err := f.Store.Pool().QueryRow(t.Context(), `
 		WITH done AS (
 			UPDATE deliveries SET status = 'delivered'
@@ -59,33 +58,22 @@ func TestClaimAfterAPositionSkipsWhatWasDelivered(t *testing.T) {
 	claim := claimSQL(t)
 	// The first claim from the front marks the entries it steps over dead;
 	// the second is the one measured.
-	_ = explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{}))
-	fromFront := explainGeneric(t, f.Store, claim, claimArgs(ep, 10, store.Position{}))
-	afterLast := explainGeneric(t, f.Store, claim, claimArgs(ep, 10, last))
+	_ = storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}))
+	fromFront := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}))
+	afterLast := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, last))
 	t.Logf("from the front:\n%s\nafter the last delivered:\n%s", fromFront, afterLast)
 	require.Contains(t, afterLast, "(ROW(next_attempt_at, id) > ROW(", "the position bounds the index scan")
-	front, after := sharedHits(t, fromFront), sharedHits(t, afterLast)
+	front, after := storetest.SharedHits(t, fromFront), storetest.SharedHits(t, afterLast)
 	require.Less(t, after*5, front, "after the position: %d buffers; from the front: %d", after, front)
 }
 
 // claimSQL is ClaimDueDeliveries with its parameters numbered, for EXPLAIN.
 func claimSQL(t *testing.T) string {
-	return querySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows", "after_ats", "after_ids")
+	return storetest.QuerySQL(t, "dispatch.sql", "ClaimDueDeliveries", "endpoint_ids", "max_rows", "after_ats", "after_ids")
 }
 
 // claimArgs are claimSQL's arguments, as SQL, for a claim of n from ep after
 // the position.
-func claimArgs(ep uuid.UUID, n int, after store.Position) string {
+func claimArgs(ep uuid.UUID, n int, after dispatch.Position) string {
 	return fmt.Sprintf(`'{%s}', '{%d}', '{"%s"}', '{%s}'`, ep, n, after.NextAttemptAt.UTC().Format("2006-01-02 15:04:05.999999Z07:00"), after.ID)
-}
-
-// sharedHits is the number of shared buffers a whole plan touched (its top
-// line's Buffers).
-func sharedHits(t *testing.T, plan string) int {
-	t.Helper()
-	m := regexp.MustCompile(`Buffers: shared hit=(\d+)`).FindStringSubmatch(plan)
-	require.NotNil(t, m, "buffers in the plan")
-	n, err := strconv.Atoi(m[1])
-	require.NoError(t, err)
-	return n
 }
