@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/health"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -14,7 +13,7 @@ import (
 // for a process without the API role (which serves them on SLUICE_ADDR).
 type probeListener struct {
 	ln     net.Listener
-	probes *health.Server
+	probes *probes
 }
 
 // listenProbes binds addr now, so that a bad or busy address stops the
@@ -27,7 +26,7 @@ func listenProbes(addr string, st *store.Store, dbTimeout time.Duration) (*probe
 	// The default registry holds this process's own metrics (attempts,
 	// latency, job errors); the queue gauges, read from the database, are
 	// left to the API's /metrics.
-	return &probeListener{ln: ln, probes: health.New(st.Ping, dbTimeout, nil)}, nil
+	return &probeListener{ln: ln, probes: newProbes(st.Ping, dbTimeout, nil)}, nil
 }
 
 // serve answers the probes until ctx ends; from then on /readyz answers
