@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
@@ -16,7 +18,7 @@ import (
 // that ring, not at once; then the last.
 func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	start := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	clk := newFakeClock(start)
+	clk := fakeclock.New(start)
 	asked := make(chan []uuid.UUID, 4)
 	ask := func(_ context.Context, ids []uuid.UUID) error { asked <- ids; return nil }
 	a := newAlarm(clk, slog.Default())
@@ -30,7 +32,7 @@ func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	a.set(near, start.Add(2*time.Second+10*time.Millisecond), ask)
 	a.set(a1, start.Add(2*time.Second), ask)
 	a.set(a2, start.Add(2*time.Second), ask)
-	for d := range clk.waits { // until the alarm waits for the earliest end
+	for d := range clk.Waits { // until the alarm waits for the earliest end
 		if d == 2*time.Second+alarmLate {
 			break
 		}
@@ -42,7 +44,7 @@ func TestUnitAlarmRingsWhenWaitsEnd(t *testing.T) {
 	}
 	clk.Advance(2*time.Second + alarmLate)
 	require.ElementsMatch(t, []uuid.UUID{a1, a2}, <-asked, "both, in one call")
-	for d := range clk.waits { // the next ring waits out alarmEvery
+	for d := range clk.Waits { // the next ring waits out alarmEvery
 		if d == alarmEvery {
 			break
 		}

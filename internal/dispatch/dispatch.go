@@ -259,7 +259,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
-			claimedBatches.Inc()
+			metrics.DispatchBatches.Inc()
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
 			flowChanged, err := w.record(ctx, target, sent, queue)
 			if err != nil {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 )
@@ -33,7 +35,7 @@ func TestUnitNudgerSignalsRegisteredRuns(t *testing.T) {
 
 	off := NewNudger(nil, nil, NudgerConfig{})
 	require.Nil(t, off.join(a), "MaxLinger 0: runs do not register")
-	clk := newFakeClock(clock)
+	clk := fakeclock.New(clock)
 	require.False(t, answersAtOnce(t, clk, func(ctx context.Context) bool {
 		return off.linger(ctx, clk, nil, clock.Add(time.Minute))
 	}))
@@ -43,7 +45,7 @@ func TestUnitNudgerSignalsRegisteredRuns(t *testing.T) {
 // another run with nothing due does not wait.
 func TestUnitNudgerBoundsLingering(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock(clock)
+	clk := fakeclock.New(clock)
 	n := NewNudger(nil, nil, NudgerConfig{MaxLinger: 1, Clock: clk})
 	a, b := uuid.New(), uuid.New()
 	wakesA, wakesB := n.join(a), n.join(b)
@@ -60,14 +62,14 @@ func TestUnitNudgerBoundsLingering(t *testing.T) {
 // lifecycle: stopping it ends a linger at once, unwoken.
 func TestUnitNudgerStopEndsLingering(t *testing.T) {
 	t.Parallel()
-	clk := newFakeClock(clock)
+	clk := fakeclock.New(clock)
 	n := NewNudger(nil, nil, NudgerConfig{MaxLinger: 1, Clock: clk})
 	require.NoError(t, n.Start(t.Context()))
 	wakes := n.join(uuid.New())
 	woken := waiting(t, clk, lingerFor, func() bool { return n.linger(t.Context(), clk, wakes, clock.Add(time.Minute)) })
 	n.Stop()
 	require.False(t, <-woken)
-	require.Zero(t, clk.pending(), "its timer is stopped")
+	require.Zero(t, clk.Pending(), "its timer is stopped")
 }
 
 // lingering is how many runs n counts as lingering.

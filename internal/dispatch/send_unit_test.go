@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -33,7 +35,7 @@ func TestUnitSendRetryAt(t *testing.T) {
 	w := &Worker{cfg: Config{
 		Sender: send.New(send.Config{Timeout: time.Minute, AllowPrivate: true}),
 		Retry:  Retry{Schedule: []time.Duration{time.Hour}},
-		Clock:  newFakeClock(clock),
+		Clock:  fakeclock.New(clock),
 	}}
 	// AttemptCount 1 (an earlier 429) keeps the first-attempt lag metric,
 	// which compares the system's time with EventCreatedAt, out of it.

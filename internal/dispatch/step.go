@@ -9,7 +9,6 @@ import (
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -35,10 +34,6 @@ func (k knownTarget) plain(now time.Time) bool {
 		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
-
-// claimedBatches counts the batches runs claimed and sent, resolved once
-// rather than on every batch.
-var claimedBatches = metrics.DispatchBatches.WithLabelValues("claimed")
 
 // claim claims the endpoint's due deliveries after the position at now: on
 // the plain path with a single read, otherwise with claimLocked, which

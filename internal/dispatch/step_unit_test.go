@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
@@ -367,7 +369,7 @@ func counted(t *testing.T, c prometheus.Counter) float64 {
 // TestUnitRecordOutlivesItsRunByGrace: recording waits as long as its run
 // lives, however long that is, and grace longer once the run is cut short.
 func TestUnitRecordOutlivesItsRunByGrace(t *testing.T) {
-	clk := newFakeClock(clock)
+	clk := fakeclock.New(clock)
 	run, cut := context.WithCancel(t.Context())
 	rctx, cancel := recordContext(run, clk, time.Second)
 	defer cancel()
@@ -375,7 +377,7 @@ func TestUnitRecordOutlivesItsRunByGrace(t *testing.T) {
 	clk.Advance(time.Hour)
 	require.NoError(t, rctx.Err(), "no deadline while the run lives")
 	cut()
-	require.Equal(t, time.Second, <-clk.waits, "grace starts when the run is cut")
+	require.Equal(t, time.Second, <-clk.Waits, "grace starts when the run is cut")
 	require.NoError(t, rctx.Err(), "still recording within grace")
 	clk.Advance(time.Second)
 	<-rctx.Done()

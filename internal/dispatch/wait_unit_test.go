@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
+
 	"github.com/google/uuid"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
@@ -19,7 +21,7 @@ import (
 
 func TestUnitRunDeadline(t *testing.T) {
 	t.Parallel()
-	w := &Worker{cfg: Config{Budget: 10 * time.Second, Clock: newFakeClock(clock)}}
+	w := &Worker{cfg: Config{Budget: 10 * time.Second, Clock: fakeclock.New(clock)}}
 	lo, hi := clock.Add(time.Hour), clock
 	for range 1000 {
 		d := w.deadline()
@@ -35,7 +37,7 @@ func TestUnitRunDeadline(t *testing.T) {
 // now (the first retry 100ms, give or take a fifth).
 func TestUnitNextRetry(t *testing.T) {
 	t.Parallel()
-	w := &Worker{cfg: Config{Clock: newFakeClock(clock)}}
+	w := &Worker{cfg: Config{Clock: fakeclock.New(clock)}}
 	at := w.NextRetry(&river.Job[jobs.DispatchArgs]{JobRow: &rivertype.JobRow{Attempt: 1}})
 	require.False(t, at.Before(clock.Add(80*time.Millisecond)), "%s", at)
 	require.False(t, at.After(clock.Add(120*time.Millisecond)), "%s", at)
@@ -47,18 +49,18 @@ func TestUnitSleepIfSoon(t *testing.T) {
 
 	t.Run("due soon: sleeps it out on the clock", func(t *testing.T) {
 		t.Parallel()
-		clk := newFakeClock(clock)
+		clk := fakeclock.New(clock)
 		slept := waiting(t, clk, 300*time.Millisecond, func() bool {
 			return sleepIfSoon(t.Context(), clk, 300*time.Millisecond, far)
 		})
 		clk.Advance(299 * time.Millisecond)
-		require.Equal(t, 1, clk.pending(), "still waiting a millisecond early")
+		require.Equal(t, 1, clk.Pending(), "still waiting a millisecond early")
 		clk.Advance(time.Millisecond)
 		require.True(t, <-slept)
 	})
 	t.Run("soon is at most a second", func(t *testing.T) {
 		t.Parallel()
-		clk := newFakeClock(clock)
+		clk := fakeclock.New(clock)
 		slept := waiting(t, clk, soon, func() bool { return sleepIfSoon(t.Context(), clk, soon, far) })
 		clk.Advance(soon)
 		require.True(t, <-slept)
@@ -68,13 +70,13 @@ func TestUnitSleepIfSoon(t *testing.T) {
 	})
 	t.Run("due now: goes on without waiting", func(t *testing.T) {
 		t.Parallel()
-		clk := newFakeClock(clock)
+		clk := fakeclock.New(clock)
 		require.True(t, answersAtOnce(t, clk, func(ctx context.Context) bool { return sleepIfSoon(ctx, clk, 0, far) }))
 		require.True(t, answersAtOnce(t, clk, func(ctx context.Context) bool { return sleepIfSoon(ctx, clk, -time.Second, far) }))
 	})
 	t.Run("gives up when the wait ends past the deadline", func(t *testing.T) {
 		t.Parallel()
-		clk := newFakeClock(clock)
+		clk := fakeclock.New(clock)
 		deadline := clock.Add(500 * time.Millisecond)
 		require.False(t, answersAtOnce(t, clk, func(ctx context.Context) bool {
 			return sleepIfSoon(ctx, clk, 501*time.Millisecond, deadline)
@@ -94,14 +96,14 @@ func TestUnitSleepIfSoon(t *testing.T) {
 	})
 	t.Run("stopping ends the sleep", func(t *testing.T) {
 		t.Parallel()
-		clk := newFakeClock(clock)
+		clk := fakeclock.New(clock)
 		ctx, cancel := context.WithCancel(t.Context())
 		slept := waiting(t, clk, 300*time.Millisecond, func() bool {
 			return sleepIfSoon(ctx, clk, 300*time.Millisecond, far)
 		})
 		cancel()
 		require.False(t, <-slept)
-		require.Zero(t, clk.pending(), "its timer is stopped")
+		require.Zero(t, clk.Pending(), "its timer is stopped")
 	})
 }
 
@@ -110,29 +112,29 @@ func TestUnitLinger(t *testing.T) {
 
 	t.Run("lingerFor when the deadline is further", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
+		clk, w, id := fakeclock.New(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		woken := waiting(t, clk, lingerFor, func() bool { return w.linger(t.Context(), clk, ch, clock.Add(time.Minute)) })
 		clk.Advance(lingerFor - time.Millisecond)
-		require.Equal(t, 1, clk.pending(), "still lingering")
+		require.Equal(t, 1, clk.Pending(), "still lingering")
 		clk.Advance(time.Millisecond)
 		require.False(t, <-woken, "nobody woke it")
 		require.Zero(t, lingering(w), "no longer counted as lingering")
 	})
 	t.Run("bounded by the deadline", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
+		clk, w, id := fakeclock.New(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		woken := waiting(t, clk, 300*time.Millisecond, func() bool {
 			return w.linger(t.Context(), clk, ch, clock.Add(300*time.Millisecond))
 		})
 		require.Empty(t, w.signal([]uuid.UUID{id}), "the lingering run takes the wake")
 		require.True(t, <-woken)
-		require.Zero(t, clk.pending(), "its timer is stopped")
+		require.Zero(t, clk.Pending(), "its timer is stopped")
 	})
 	t.Run("deadline reached: no linger", func(t *testing.T) {
 		t.Parallel()
-		clk, w, id := newFakeClock(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
+		clk, w, id := fakeclock.New(clock), NewNudger(nil, nil, NudgerConfig{MaxLinger: 1}), uuid.New()
 		ch := w.join(id)
 		clk.Advance(time.Second)
 		require.False(t, answersAtOnce(t, clk, func(ctx context.Context) bool {

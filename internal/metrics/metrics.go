@@ -44,12 +44,10 @@ var (
 		Help: "Fan-out, dispatch and bulk replay jobs replaced because their run died.",
 	})
 	// DispatchBatches counts the batches dispatch runs claimed and sent.
-	// Every batch is claimed; the source label stays so that queries on it
-	// keep working.
-	DispatchBatches = promauto.NewCounterVec(prometheus.CounterOpts{
+	DispatchBatches = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_dispatch_batches_total",
-		Help: "Batches of deliveries claimed and sent by dispatch runs (source: claimed).",
-	}, []string{"source"})
+		Help: "Batches of deliveries claimed and sent by dispatch runs.",
+	})
 	// FirstAttemptLag is the time from an event's acceptance to the first
 	// attempt of each of its deliveries (replays excluded).
 	FirstAttemptLag = promauto.NewHistogram(prometheus.HistogramOpts{

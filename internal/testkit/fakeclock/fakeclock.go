@@ -66,6 +66,13 @@ func (f *Clock) Advance(d time.Duration) {
 	f.fire()
 }
 
+// Pending is how many waits have neither fired nor been stopped.
+func (f *Clock) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.timers)
+}
+
 // fire sends the time on each wait due at f.now; f.mu is held.
 func (f *Clock) fire() {
 	for t := range f.timers {
