@@ -125,10 +125,9 @@ const recordTimeout = 5 * time.Second
 // recordContext lives as long as ctx and then grace longer: recording
 // waits as long as the run may (a wide drain queues runs of hundreds of
 // attempts behind one another in the recorder, seconds under load), and
-// a run cut short still gets grace to record what it sent. A record given
-// a fixed deadline failed its run with the attempts unrecorded, and the
-// run's retry sent them again (10,300 duplicate requests in one drain of
-// 1,000,000 deliveries over 10,000 endpoints).
+// a run cut short still gets grace to record what it sent. A fixed
+// deadline would fail a run whose record waits behind others, leaving its
+// attempts unrecorded for the run's retry to send again.
 func recordContext(ctx context.Context, clock Clock, grace time.Duration) (context.Context, context.CancelFunc) {
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, func() {

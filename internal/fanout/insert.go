@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -33,8 +32,8 @@ const MaxInlineDeliveries = 1000
 // tenant's batch) and makes their deliveries in the same transaction, so
 // that a post costs no fan-out job: no job row written, fetched and
 // completed. It returns the events in input order and the endpoints whose
-// queues changed (Touched), which the caller hands to their dispatch
-// runs after the commit (dispatch.Nudger.Nudge).
+// queues changed, which the caller nudges after the commit
+// (dispatch.Nudger.Nudge).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a
@@ -45,7 +44,7 @@ const MaxInlineDeliveries = 1000
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through InsertOne.
-func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, Touched, error) {
+func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
 	if oneStatement(out) {
 		touched, err := insertRouted(ctx, st, out)
@@ -56,7 +55,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 		}
 	}
-	var touched Touched
+	var touched []uuid.UUID
 	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
 		if err := insertEvents(ctx, tx, out); err != nil {
 			return fmt.Errorf("insert events: %w", err)
@@ -73,7 +72,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		if err != nil {
 			return err
 		}
-		touched = TouchedWithout(endpoints)
+		touched = endpoints
 		if len(keyed) == 0 {
 			return nil
 		}
@@ -100,8 +99,8 @@ var errOverInline = errors.New("more deliveries than are made inline")
 // insertRouted stores evs, none with a coalesce key or a consumer, and
 // their deliveries with one statement in one round trip
 // (InsertRoutedEvents: events, routing and deliveries, where a transaction
-// takes five round trips) and returns the deliveries it made, whole.
-func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (Touched, error) {
+// takes five round trips) and returns the endpoints it made deliveries for.
+func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]uuid.UUID, error) {
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
@@ -122,7 +121,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (Tou
 	if err != nil {
 		return nil, fmt.Errorf("insert routed events: %w", err)
 	}
-	return touchedWith(evs, rows), nil
+	return endpointsOf(rows), nil
 }
 
 // overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
@@ -233,27 +232,16 @@ func eventIDs(evs []sluice.Event) []uuid.UUID {
 	return ids
 }
 
-// touchedWith is Touched for the deliveries InsertRoutedEvents made of evs:
-// each new, due when it was made, with its event as stored.
-func touchedWith(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) Touched {
-	byID := make(map[uuid.UUID]*sluice.Event, len(evs))
-	for i := range evs {
-		byID[evs[i].ID] = &evs[i]
-	}
-	t := Touched{}
+// endpointsOf lists, once each, the endpoints InsertRoutedEvents made
+// deliveries for.
+func endpointsOf(rows []dbq.InsertRoutedEventsRow) []uuid.UUID {
+	seen := make(map[uuid.UUID]bool, len(rows))
+	var ids []uuid.UUID
 	for _, r := range rows {
-		ev := byID[r.EventID]
-		if ev == nil || r.NextAttemptAt == nil { // neither happens; a claim will find it
-			t[r.EndpointID] = nil
-			continue
+		if !seen[r.EndpointID] {
+			seen[r.EndpointID] = true
+			ids = append(ids, r.EndpointID)
 		}
-		if c, known := t[r.EndpointID]; known && c == nil {
-			continue
-		}
-		t[r.EndpointID] = append(t[r.EndpointID], dispatch.Claimed{
-			ID: r.ID, EventID: r.EventID, NextAttemptAt: *r.NextAttemptAt,
-			EventType: ev.Type, Payload: ev.Payload, EventCreatedAt: ev.CreatedAt,
-		})
 	}
-	return t
+	return ids
 }

@@ -141,7 +141,7 @@ func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent) ([]slui
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
 	}
-	i.nudges.add(touched.Endpoints())
+	i.nudges.add(touched)
 	return out, nil
 }
 
