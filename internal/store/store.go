@@ -1,7 +1,7 @@
 // Package store is Sluice's shared SQL access. It speaks domain types from
 // package sluice; the sqlc-generated code in store/dbq leaves it only for
 // the packages that own their statements' decisions (fanout, dispatch,
-// maintenance, through tx.go), and pgx.ErrNoRows becomes
+// replay, maintenance, through tx.go), and pgx.ErrNoRows becomes
 // sluice.ErrNotFound here (NotFound) and nowhere else.
 package store
 
