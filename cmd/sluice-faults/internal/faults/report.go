@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,10 +35,23 @@ type Check struct {
 	Pass  bool
 }
 
+// asyncWindow is how much of its most recent work a Postgres that stops
+// at once (a crash, or a failover to a standby) can lose of what was
+// committed asynchronously: three wal_writer_delays at the default 200 ms.
+// Dispatch records attempts that way (docs/architecture.md), so the
+// deliveries recorded in that window are sent again.
+const asyncWindow = 600 * time.Millisecond
+
 // DupBound is the duplicates allowed: every delivery in flight at each
-// fault, at most max_in_flight per endpoint on each worker.
+// fault, at most max_in_flight per endpoint on each worker, and, when the
+// fault stops Postgres at once, the deliveries recorded in its last
+// asyncWindow.
 func (sc Scenario) DupBound(faults int) int {
-	return MaxInFlight * Workers * sc.Healthy * max(faults, 1)
+	perFault := MaxInFlight * Workers * sc.Healthy
+	if sc.Bounds.AsyncLoss {
+		perFault += int(math.Ceil(sc.Rate * float64(sc.Healthy) * asyncWindow.Seconds()))
+	}
+	return perFault * max(faults, 1)
 }
 
 func (sc Scenario) check(r Result) []Check {

@@ -36,6 +36,9 @@ type Bounds struct {
 	// PGBack and every endpoint with deliveries outstanding served within
 	// PGServeAll.
 	PGBack, PGServeAll time.Duration
+	// AsyncLoss: the fault stops Postgres at once, losing its last
+	// asynchronous commits (DupBound).
+	AsyncLoss bool
 	// ConnErrors allows posts without an answer (the API is killed).
 	ConnErrors bool
 	// OutageAnswer, when set: every post attempt in flight during a
@@ -77,9 +80,11 @@ func Scenarios(short bool) []Scenario {
 	held := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second,
 		OutageAnswer: dbBound + time.Second, AcceptBack: 5 * time.Second}
 	moved := Bounds{Stall: 10 * time.Second, PGBack: 10 * time.Second, PGServeAll: 15 * time.Second,
-		OutageAnswer: dbBound + time.Second, AcceptBack: 10 * time.Second}
+		OutageAnswer: dbBound + time.Second, AcceptBack: 10 * time.Second, AsyncLoss: true}
 	stall := Bounds{Stall: 10 * time.Second}
 	pg := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second}
+	crash := pg
+	crash.AsyncLoss = true
 	return []Scenario{
 		{
 			Name: "workerkill", Title: fmt.Sprintf("kill -9 a worker %d times during a %d-event burst", big.kills, big.events),
@@ -112,7 +117,7 @@ func Scenarios(short bool) []Scenario {
 		},
 		{
 			Name: "pgcrash", Title: fmt.Sprintf("postgres stop -m immediate + start, %d times during a %d-event burst", mid.crashes, mid.events),
-			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: crash,
 			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
 				start := time.Now()
 				step := burst * 7 / 10 / time.Duration(mid.crashes)
@@ -129,7 +134,7 @@ func Scenarios(short bool) []Scenario {
 		},
 		{
 			Name: "pgcrash4", Title: fmt.Sprintf("postgres stop -m immediate 4 times in a row (0.5s up between) during a %d-event burst", mid.events),
-			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: pg,
+			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bounds: crash,
 			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
 				start := time.Now()
 				if err := e.waitFault(ctx, start, burst*3/10); err != nil {
