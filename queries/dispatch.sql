@@ -16,7 +16,10 @@ UPDATE endpoints SET
     circuit_opened_at = @circuit_opened_at,
     circuit_next_probe_at = @circuit_next_probe_at,
     circuit_probe_ms = @circuit_probe_ms,
-    last_error = @last_error
+    last_error = @last_error,
+    adaptive_rate = @adaptive_rate,
+    adaptive_rate_at = @adaptive_rate_at,
+    adaptive_halved_at = @adaptive_halved_at
 WHERE id = @id;
 
 -- name: UpsertThrottle :exec

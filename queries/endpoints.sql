@@ -2,10 +2,12 @@
 INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
+    rate_limit_adaptive, rate_limit_min,
     max_in_flight, headers, disabled, secret_enc, consumer
 ) VALUES (
     @id, @tenant_id, @url, @description,
     @rate_limit_per_second, @rate_limit_per_minute, @rate_limit_burst,
+    @rate_limit_adaptive, @rate_limit_min,
     @max_in_flight, @headers, @disabled, @secret_enc, sqlc.narg(consumer)
 )
 RETURNING *;
@@ -39,6 +41,8 @@ UPDATE endpoints SET
     rate_limit_per_second = @rate_limit_per_second,
     rate_limit_per_minute = @rate_limit_per_minute,
     rate_limit_burst = @rate_limit_burst,
+    rate_limit_adaptive = @rate_limit_adaptive,
+    rate_limit_min = @rate_limit_min,
     max_in_flight = @max_in_flight,
     headers = @headers,
     disabled = @disabled,

@@ -1,9 +1,11 @@
 package dispatch
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/flow"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -44,10 +46,11 @@ func planClaim(t Target, now time.Time) claimPlan {
 		p.n = 1 // the throttle has lifted: one request first, to see it stays lifted
 	}
 	if rl := t.RateLimit; rl != nil {
-		f.Bucket = f.Bucket.Refill(flow.DeliveryPace(*rl), now)
+		pace := deliveryPace(*rl, *f, now)
+		f.Bucket = f.Bucket.Refill(pace, now)
 		p.n = min(p.n, f.Bucket.Available())
 		if p.n == 0 {
-			p.tokenWait = f.Bucket.Wait(flow.DeliveryPace(*rl))
+			p.tokenWait = f.Bucket.Wait(pace)
 		}
 	}
 	return p
@@ -86,8 +89,24 @@ type flowPolicy struct {
 	circuit  flow.CircuitConfig
 }
 
+// deliveryPace is the pace of deliveries to an endpoint under rl with
+// flow state f at now: rl's, or for an adaptive limit its effective rate's.
+func deliveryPace(rl sluice.RateLimit, f Flow, now time.Time) flow.Pace {
+	if !rl.Adaptive {
+		return flow.DeliveryPace(rl)
+	}
+	return flow.AdaptivePace(rl, f.Adaptive.Current(flow.LimitOf(rl), now))
+}
+
+// slowsDown reports whether res asks an adaptive endpoint to slow down: a
+// 429, a 503 or a timeout.
+func slowsDown(res send.Result) bool {
+	return res.Throttled() || res.StatusCode == http.StatusServiceUnavailable || res.TimedOut()
+}
+
 // apply folds a batch's results into flow state f at now: 429s throttle
-// the endpoint, failures count towards opening its circuit, a success
+// the endpoint (on an adaptive one, only those with Retry-After), 429s,
+// 503s and timeouts halve an adaptive endpoint's rate, failures count towards opening its circuit, a success
 // closes it (emptying a rate-limited endpoint's bucket, so the backlog
 // drains at the rate, never as a burst) and lifts the throttle. For a
 // rate-limited endpoint (rl not nil) it also restates the token bucket as
@@ -97,13 +116,20 @@ type flowPolicy struct {
 // counts nothing.
 func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (Flow, []Alert) {
 	var alerts []Alert
+	adaptive := rl != nil && rl.Adaptive
 	if rl != nil {
-		f.Bucket = f.Bucket.SentAt(flow.DeliveryPace(*rl), len(sent), lastStart(sent))
+		f.Bucket = f.Bucket.SentAt(deliveryPace(*rl, f, now), len(sent), lastStart(sent))
 	}
 	throttledNow := false
 	for _, s := range sent {
 		var tr flow.Transition
-		switch res := s.result; {
+		res := s.result
+		if adaptive && slowsDown(res) {
+			f.Adaptive = f.Adaptive.Slowdown(flow.LimitOf(*rl), now)
+		}
+		switch {
+		case res.Throttled() && adaptive && res.RetryAfter == 0:
+			continue // the lowered rate is the answer: no throttle window
 		case res.Throttled():
 			f.Throttle = flow.NextThrottle(f.Throttle, res.RetryAfter, pol.throttle, now)
 			throttledNow = true
@@ -156,8 +182,9 @@ func waitUntil(f Flow, rl *sluice.RateLimit, now time.Time) time.Time {
 	if until := blockedUntil(f, now); !until.IsZero() || rl == nil {
 		return until
 	}
-	if b := f.Bucket.Refill(flow.DeliveryPace(*rl), now); b.Available() == 0 {
-		return now.Add(b.Wait(flow.DeliveryPace(*rl)))
+	pace := deliveryPace(*rl, f, now)
+	if b := f.Bucket.Refill(pace, now); b.Available() == 0 {
+		return now.Add(b.Wait(pace))
 	}
 	return time.Time{}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -20,11 +21,12 @@ type Flow struct {
 	Bucket   flow.Bucket
 	Breaker  flow.Breaker
 	Throttle flow.Throttle
+	Adaptive flow.Adaptive // an adaptive rate limit's effective rate, beside the bucket
 }
 
 func flowFromRow(r dbq.LockEndpointForDispatchRow) Flow {
 	e := r.Endpoint
-	f := Flow{Breaker: breakerFromRow(e)}
+	f := Flow{Breaker: breakerFromRow(e), Adaptive: store.EndpointAdaptive(e)}
 	if e.BucketTokens != nil && e.BucketAt != nil {
 		f.Bucket = flow.Bucket{Tokens: *e.BucketTokens, At: *e.BucketAt}
 	}
@@ -65,7 +67,7 @@ func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before,
 			return fmt.Errorf("save throttle: %w", err)
 		}
 	}
-	if after.Bucket == before.Bucket && after.Breaker == before.Breaker {
+	if after.Bucket == before.Bucket && after.Breaker == before.Breaker && after.Adaptive == before.Adaptive {
 		return nil
 	}
 	if err := q.SaveFlow(ctx, saveFlowParams(endpointID, after)); err != nil {
@@ -87,6 +89,12 @@ func saveFlowParams(id uuid.UUID, f Flow) dbq.SaveFlowParams {
 	}
 	if !f.Bucket.At.IsZero() {
 		p.BucketTokens, p.BucketAt = new(f.Bucket.Tokens), new(f.Bucket.At)
+	}
+	if a := f.Adaptive; !a.At.IsZero() {
+		p.AdaptiveRate, p.AdaptiveRateAt = new(a.Rate), new(a.At)
+	}
+	if a := f.Adaptive; !a.HalvedAt.IsZero() {
+		p.AdaptiveHalvedAt = new(a.HalvedAt)
 	}
 	if f.Breaker.ProbeInterval > 0 {
 		p.CircuitProbeMs = new(f.Breaker.ProbeInterval.Milliseconds())

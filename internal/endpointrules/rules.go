@@ -63,6 +63,18 @@ func Rate(field string, n int, v *sluice.ValidationError) {
 	}
 }
 
+// Adaptive checks an adaptive rate limit's min: more than 0 and at most
+// the rate, in deliveries a second, and set only with adaptive.
+func Adaptive(rl sluice.RateLimit, v *sluice.ValidationError) {
+	switch {
+	case rl.Min == 0:
+	case !rl.Adaptive:
+		v.Add("rate_limit.min", "is the floor of an adaptive rate: set it with \"adaptive\": true")
+	case rl.Min < 0 || rl.Min > rl.TokensPerSecond():
+		v.Add("rate_limit.min", "must be more than 0 and at most the rate (%g a second)", rl.TokensPerSecond())
+	}
+}
+
 // Subscription patterns: "*", an exact type, or a type prefix followed by
 // ".*"; at most MaxPatterns of them, each at most MaxEventTypeLength long.
 const (

@@ -41,7 +41,10 @@ const Spread = 30 * time.Millisecond
 // Spread + 1) keeps one token, and the rate gives the rest: at burst 1 it
 // is 1 / (1 + Spread) of rl's, 97 %.
 func DeliveryPace(rl sluice.RateLimit) Pace {
-	rate, burst := rl.TokensPerSecond(), float64(rl.Burst)
+	return deliveryPace(rl.TokensPerSecond(), float64(rl.Burst))
+}
+
+func deliveryPace(rate, burst float64) Pace {
 	window := 1 + Spread.Seconds()
 	if c := burst - rate*Spread.Seconds(); c >= 1 {
 		return Pace{PerSecond: rate, Capacity: c}

@@ -65,6 +65,8 @@ type rateLimitInput struct {
 	PerSecond *int `json:"per_second"`
 	PerMinute *int `json:"per_minute"`
 	Burst     *int `json:"burst"`
+	Adaptive  *bool    `json:"adaptive"`
+	Min       *float64 `json:"min"`
 }
 
 // consumer returns the consumer of a new endpoint, or checks that an update
@@ -125,6 +127,14 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "adaptive":
+			v.Add("rate_limit.adaptive", "must be true or false")
+			return nil
+		case errors.As(err, &te) && te.Field == "min":
+			v.Add("rate_limit.min", "must be a number of deliveries a second")
+			return nil
+		}
 		if errors.As(err, &te) && endpointrules.RateMax[te.Field] > 0 {
 			v.Add("rate_limit."+te.Field, "must be a whole number from 1 to %d", endpointrules.RateMax[te.Field])
 			return nil
@@ -160,5 +170,15 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 		rl.Burst = *in.Burst
 		endpointrules.Rate("burst", rl.Burst, v)
 	}
+	if in.Adaptive != nil {
+		rl.Adaptive = *in.Adaptive
+	}
+	if in.Min != nil {
+		rl.Min = *in.Min
+		if rl.Min <= 0 {
+			rl.Min = -1 // refused by endpointrules.Adaptive, not taken for unset
+		}
+	}
+	endpointrules.Adaptive(*rl, v)
 	return rl
 }

@@ -36,6 +36,12 @@ func (r Result) Delivered() bool { return r.StatusCode >= 200 && r.StatusCode < 
 // Throttled reports whether the endpoint answered 429 Too Many Requests.
 func (r Result) Throttled() bool { return r.StatusCode == http.StatusTooManyRequests }
 
+// TimedOut reports whether no response arrived in time (describeErr's
+// "timeout" and "deadline exceeded").
+func (r Result) TimedOut() bool {
+	return r.StatusCode == 0 && (strings.HasPrefix(r.Err, "timeout") || r.Err == "deadline exceeded")
+}
+
 // describeErr maps a transport error (no response) to a short message.
 func describeErr(err error) string {
 	var dnsErr *net.DNSError

@@ -27,11 +27,18 @@ const DefaultMaxInFlight = 10
 
 // RateLimit paces deliveries to one endpoint with a token bucket: exactly one
 // of PerSecond and PerMinute is set, and Burst is the bucket's capacity.
+// Adaptive lets the rate fall on 429s, 503s and timeouts (Smart delivery,
+// package flow), not below Min deliveries a second (0: the default).
 type RateLimit struct {
-	PerSecond int `json:"per_second,omitempty"`
-	PerMinute int `json:"per_minute,omitempty"`
-	Burst     int `json:"burst"`
+	PerSecond int     `json:"per_second,omitempty"`
+	PerMinute int     `json:"per_minute,omitempty"`
+	Burst     int     `json:"burst"`
+	Adaptive  bool    `json:"adaptive,omitempty"`
+	Min       float64 `json:"min,omitempty"`
 }
+
+// MinPerSecond is the floor of an adaptive rate as set, 0 if not set.
+func (r RateLimit) MinPerSecond() float64 { return r.Min }
 
 // TokensPerSecond is the bucket's refill rate.
 func (r RateLimit) TokensPerSecond() float64 {
@@ -66,6 +73,9 @@ type Endpoint struct {
 	ThrottleReason   *string           `json:"throttle_reason"`
 	Circuit          Circuit           `json:"circuit"`
 	QueuedDeliveries int64             `json:"queued_deliveries"`
+	// EffectiveRate is what an adaptive rate limit allows now, in
+	// deliveries a second; nil without one.
+	EffectiveRate *float64 `json:"effective_rate"`
 	CreatedAt        time.Time         `json:"created_at"`
 	UpdatedAt        time.Time         `json:"updated_at"`
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"time"
 
 	"github.com/google/uuid"
@@ -24,6 +25,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	}
 	secret := signature.NewSecret()
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
+	adaptive, floor := adaptiveColumns(set.RateLimit)
 	row, err := s.q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
 		ID:                 newID(),
 		TenantID:           tenantID,
@@ -32,6 +34,8 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 		RateLimitPerSecond: perSecond,
 		RateLimitPerMinute: perMinute,
 		RateLimitBurst:     burst,
+		RateLimitAdaptive:  adaptive,
+		RateLimitMin:       floor,
 		MaxInFlight:        int32(set.MaxInFlight),
 		Headers:            headers,
 		Disabled:           set.Disabled,
@@ -80,6 +84,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 		return sluice.Endpoint{}, fmt.Errorf("encode json: %w", err)
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
+	adaptive, floor := adaptiveColumns(set.RateLimit)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		parked, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
 			TenantID:           tenantID,
@@ -89,6 +94,8 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 			RateLimitPerSecond: perSecond,
 			RateLimitPerMinute: perMinute,
 			RateLimitBurst:     burst,
+			RateLimitAdaptive:  adaptive,
+			RateLimitMin:       floor,
 			MaxInFlight:        int32(set.MaxInFlight),
 			Headers:            headers,
 			Disabled:           set.Disabled,
@@ -152,6 +159,30 @@ func rateLimitColumns(rl *sluice.RateLimit) (perSecond, perMinute, burst *int32)
 	return opt(rl.PerSecond), opt(rl.PerMinute), opt(rl.Burst)
 }
 
+// adaptiveColumns are the columns of rl's Smart delivery settings.
+func adaptiveColumns(rl *sluice.RateLimit) (adaptive bool, floor *float64) {
+	if rl == nil || !rl.Adaptive {
+		return false, nil
+	}
+	if rl.Min > 0 {
+		floor = new(rl.Min)
+	}
+	return true, floor
+}
+
+// rateLimitOf is the rate limit on endpoint row e, with its Smart delivery
+// settings.
+func rateLimitOf(e dbq.Endpoint) *sluice.RateLimit {
+	rl := rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst)
+	if rl != nil && e.RateLimitAdaptive {
+		rl.Adaptive = true
+		if e.RateLimitMin != nil {
+			rl.Min = *e.RateLimitMin
+		}
+	}
+	return rl
+}
+
 func rateLimitFromColumns(perSecond, perMinute, burst *int32) *sluice.RateLimit {
 	if perSecond == nil && perMinute == nil {
 		return nil
@@ -184,7 +215,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		TenantID:    r.TenantID,
 		URL:         r.Url,
 		Description: r.Description,
-		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
+		RateLimit:   rateLimitOf(r),
 		MaxInFlight: int(r.MaxInFlight),
 		Disabled:    r.Disabled,
 		Consumer:    r.Consumer,
@@ -195,6 +226,9 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		QueuedDeliveries: v.QueuedDeliveries,
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
+	}
+	if rl := ep.RateLimit; rl != nil && rl.Adaptive {
+		ep.EffectiveRate = new(EndpointAdaptive(r).Current(flow.LimitOf(*rl), time.Now()))
 	}
 	if v.ThrottledUntil != nil && time.Now().Before(*v.ThrottledUntil) {
 		ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason

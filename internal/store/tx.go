@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"github.com/sluice-dev/sluice/internal/flow"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -71,7 +72,20 @@ func (s *Store) OpenSecret(sealed []byte) ([]byte, error) {
 
 // EndpointRateLimit is an endpoint row's rate limit; nil when it has none.
 func EndpointRateLimit(e dbq.Endpoint) *sluice.RateLimit {
-	return rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst)
+	return rateLimitOf(e)
+}
+
+// EndpointAdaptive is an endpoint row's adaptive rate state (the zero
+// value when it has not slowed down).
+func EndpointAdaptive(e dbq.Endpoint) flow.Adaptive {
+	var a flow.Adaptive
+	if e.AdaptiveRate != nil && e.AdaptiveRateAt != nil {
+		a.Rate, a.At = *e.AdaptiveRate, *e.AdaptiveRateAt
+	}
+	if e.AdaptiveHalvedAt != nil {
+		a.HalvedAt = *e.AdaptiveHalvedAt
+	}
+	return a
 }
 
 // WithRoutingTx is WithTx for a transaction that routes events to their

@@ -167,7 +167,7 @@ func (q *Queries) InsertCircuitAlert(ctx context.Context, arg InsertCircuitAlert
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = $1
@@ -213,6 +213,11 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 		&i.Endpoint.ParkedJobID,
 		&i.Endpoint.Consumer,
 		&i.Endpoint.RetryDueAt,
+		&i.Endpoint.RateLimitAdaptive,
+		&i.Endpoint.RateLimitMin,
+		&i.Endpoint.AdaptiveRate,
+		&i.Endpoint.AdaptiveRateAt,
+		&i.Endpoint.AdaptiveHalvedAt,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.Consecutive429s,
@@ -356,8 +361,11 @@ UPDATE endpoints SET
     circuit_opened_at = $5,
     circuit_next_probe_at = $6,
     circuit_probe_ms = $7,
-    last_error = $8
-WHERE id = $9
+    last_error = $8,
+    adaptive_rate = $9,
+    adaptive_rate_at = $10,
+    adaptive_halved_at = $11
+WHERE id = $12
 `
 
 type SaveFlowParams struct {
@@ -369,6 +377,9 @@ type SaveFlowParams struct {
 	CircuitNextProbeAt  *time.Time
 	CircuitProbeMs      *int64
 	LastError           *string
+	AdaptiveRate        *float64
+	AdaptiveRateAt      *time.Time
+	AdaptiveHalvedAt    *time.Time
 	ID                  uuid.UUID
 }
 
@@ -382,6 +393,9 @@ func (q *Queries) SaveFlow(ctx context.Context, arg SaveFlowParams) error {
 		arg.CircuitNextProbeAt,
 		arg.CircuitProbeMs,
 		arg.LastError,
+		arg.AdaptiveRate,
+		arg.AdaptiveRateAt,
+		arg.AdaptiveHalvedAt,
 		arg.ID,
 	)
 	return err

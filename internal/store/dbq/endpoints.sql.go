@@ -16,13 +16,15 @@ const createEndpoint = `-- name: CreateEndpoint :one
 INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
+    rate_limit_adaptive, rate_limit_min,
     max_in_flight, headers, disabled, secret_enc, consumer
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
-    $8, $9, $10, $11, $12
+    $8, $9,
+    $10, $11, $12, $13, $14
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at
 `
 
 type CreateEndpointParams struct {
@@ -33,6 +35,8 @@ type CreateEndpointParams struct {
 	RateLimitPerSecond *int32
 	RateLimitPerMinute *int32
 	RateLimitBurst     *int32
+	RateLimitAdaptive  bool
+	RateLimitMin       *float64
 	MaxInFlight        int32
 	Headers            []byte
 	Disabled           bool
@@ -49,6 +53,8 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		arg.RateLimitPerSecond,
 		arg.RateLimitPerMinute,
 		arg.RateLimitBurst,
+		arg.RateLimitAdaptive,
+		arg.RateLimitMin,
 		arg.MaxInFlight,
 		arg.Headers,
 		arg.Disabled,
@@ -83,6 +89,11 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.ParkedJobID,
 		&i.Consumer,
 		&i.RetryDueAt,
+		&i.RateLimitAdaptive,
+		&i.RateLimitMin,
+		&i.AdaptiveRate,
+		&i.AdaptiveRateAt,
+		&i.AdaptiveHalvedAt,
 	)
 	return i, err
 }
@@ -111,7 +122,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -161,6 +172,11 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.ParkedJobID,
 		&i.Endpoint.Consumer,
 		&i.Endpoint.RetryDueAt,
+		&i.Endpoint.RateLimitAdaptive,
+		&i.Endpoint.RateLimitMin,
+		&i.Endpoint.AdaptiveRate,
+		&i.Endpoint.AdaptiveRateAt,
+		&i.Endpoint.AdaptiveHalvedAt,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.QueuedDeliveries,
@@ -193,7 +209,7 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -260,6 +276,11 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.ParkedJobID,
 			&i.Endpoint.Consumer,
 			&i.Endpoint.RetryDueAt,
+			&i.Endpoint.RateLimitAdaptive,
+			&i.Endpoint.RateLimitMin,
+			&i.Endpoint.AdaptiveRate,
+			&i.Endpoint.AdaptiveRateAt,
+			&i.Endpoint.AdaptiveHalvedAt,
 			&i.ThrottledUntil,
 			&i.ThrottleReason,
 			&i.QueuedDeliveries,
@@ -310,11 +331,13 @@ UPDATE endpoints SET
     rate_limit_per_second = $3,
     rate_limit_per_minute = $4,
     rate_limit_burst = $5,
-    max_in_flight = $6,
-    headers = $7,
-    disabled = $8,
+    rate_limit_adaptive = $6,
+    rate_limit_min = $7,
+    max_in_flight = $8,
+    headers = $9,
+    disabled = $10,
     updated_at = now()
-WHERE tenant_id = $9 AND id = $10
+WHERE tenant_id = $11 AND id = $12
 RETURNING parked_job_id
 `
 
@@ -324,6 +347,8 @@ type UpdateEndpointParams struct {
 	RateLimitPerSecond *int32
 	RateLimitPerMinute *int32
 	RateLimitBurst     *int32
+	RateLimitAdaptive  bool
+	RateLimitMin       *float64
 	MaxInFlight        int32
 	Headers            []byte
 	Disabled           bool
@@ -340,6 +365,8 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.RateLimitPerSecond,
 		arg.RateLimitPerMinute,
 		arg.RateLimitBurst,
+		arg.RateLimitAdaptive,
+		arg.RateLimitMin,
 		arg.MaxInFlight,
 		arg.Headers,
 		arg.Disabled,

@@ -145,6 +145,11 @@ type Endpoint struct {
 	ParkedJobID             *int64
 	Consumer                *string
 	RetryDueAt              *time.Time
+	RateLimitAdaptive       bool
+	RateLimitMin            *float64
+	AdaptiveRate            *float64
+	AdaptiveRateAt          *time.Time
+	AdaptiveHalvedAt        *time.Time
 }
 
 type Event struct {

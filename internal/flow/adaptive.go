@@ -1,0 +1,86 @@
+// Smart delivery adapts an endpoint's rate to what its receiver takes
+// (AIMD): the effective rate starts at the configured one, is halved
+// (never below a minimum) on a slowdown signal, a 429, a 503 or a
+// timeout, and grows back by a tenth of the configured rate for each
+// second without one, up to the configured rate. It is pure arithmetic
+// over an Adaptive value; the store keeps it on the endpoint row with the
+// token bucket, so every worker process paces at the same rate.
+
+package flow
+
+import (
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// AdaptiveHold is how long after a halving further slowdowns do not halve
+// again: they report the same overload, from requests already under way
+// or within the same overloaded second at the receiver. They still stop
+// the rate growing (TestAdaptiveHold).
+const AdaptiveHold = time.Second
+
+// DefaultAdaptiveMin is the floor of an adaptive rate whose min is not set,
+// in deliveries a second (or the configured rate, if that is lower).
+const DefaultAdaptiveMin = 1.0
+
+// AdaptiveLimit is what an adaptive rate moves between: Configured, the
+// rate limit's own rate, and Min, both in deliveries a second.
+type AdaptiveLimit struct {
+	Configured float64
+	Min        float64
+}
+
+// LimitOf is the adaptive limit of rl, with Min defaulted.
+func LimitOf(rl sluice.RateLimit) AdaptiveLimit {
+	l := AdaptiveLimit{Configured: rl.TokensPerSecond(), Min: rl.MinPerSecond()}
+	if l.Min <= 0 {
+		l.Min = DefaultAdaptiveMin
+	}
+	l.Min = min(l.Min, l.Configured)
+	return l
+}
+
+// Adaptive is an adaptive rate's state: Rate, in deliveries a second, as of
+// At, the last slowdown, from which it grows; HalvedAt is the last
+// halving. The zero value is an endpoint that never slowed down: it runs
+// at the configured rate.
+type Adaptive struct {
+	Rate     float64
+	At       time.Time
+	HalvedAt time.Time
+}
+
+// Current is the effective rate at now: Rate grown by a tenth of the
+// configured rate a second since At, within [l.Min, l.Configured].
+func (a Adaptive) Current(l AdaptiveLimit, now time.Time) float64 {
+	if a.At.IsZero() {
+		return l.Configured
+	}
+	grown := a.Rate + l.Configured/10*max(now.Sub(a.At).Seconds(), 0)
+	return max(l.Min, min(l.Configured, grown))
+}
+
+// Slowdown is the state after a slowdown signal learnt at now: the rate
+// halved (not below l.Min), or, within AdaptiveHold of the last halving,
+// held where it is; either way it grows again only from now.
+func (a Adaptive) Slowdown(l AdaptiveLimit, now time.Time) Adaptive {
+	cur := a.Current(l, now)
+	if !a.HalvedAt.IsZero() && !now.Before(a.HalvedAt) && now.Sub(a.HalvedAt) < AdaptiveHold {
+		return Adaptive{Rate: cur, At: now, HalvedAt: a.HalvedAt}
+	}
+	return Adaptive{Rate: max(l.Min, cur/2), At: now, HalvedAt: now}
+}
+
+// AdaptivePace is the pace of deliveries to an endpoint under rl running
+// at rate a second: DeliveryPace with the rate and the burst scaled by
+// rate over the configured rate (at least 1), so a lowered rate is not
+// undone by a burst sized for the configured one.
+func AdaptivePace(rl sluice.RateLimit, rate float64) Pace {
+	configured := rl.TokensPerSecond()
+	if rate >= configured {
+		return DeliveryPace(rl)
+	}
+	burst := max(1, float64(rl.Burst)*rate/configured)
+	return deliveryPace(rate, burst)
+}
