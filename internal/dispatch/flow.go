@@ -47,6 +47,9 @@ func planClaim(t Target, now time.Time) claimPlan {
 	}
 	if rl := t.RateLimit; rl != nil {
 		pace := deliveryPace(*rl, *f, now)
+		if rl.Adaptive {
+			f.Bucket = flow.StartEmpty(f.Bucket, now)
+		}
 		f.Bucket = f.Bucket.Refill(pace, now)
 		p.n = min(p.n, f.Bucket.Available())
 		if p.n == 0 {
@@ -125,7 +128,7 @@ func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, n
 		var tr flow.Transition
 		res := s.result
 		if adaptive && slowsDown(res) {
-			f.Adaptive = f.Adaptive.Slowdown(flow.LimitOf(*rl), now)
+			f.Adaptive = f.Adaptive.Slowdown(flow.LimitOf(*rl), res.At, now)
 		}
 		switch {
 		case res.Throttled() && adaptive && res.RetryAfter == 0:

@@ -14,12 +14,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// AdaptiveHold is how long after a halving further slowdowns do not halve
-// again: they report the same overload, from requests already under way
-// or within the same overloaded second at the receiver. They still stop
-// the rate growing (TestAdaptiveHold).
-const AdaptiveHold = time.Second
-
 // DefaultAdaptiveMin is the floor of an adaptive rate whose min is not set,
 // in deliveries a second (or the configured rate, if that is lower).
 const DefaultAdaptiveMin = 1.0
@@ -61,12 +55,15 @@ func (a Adaptive) Current(l AdaptiveLimit, now time.Time) float64 {
 	return max(l.Min, min(l.Configured, grown))
 }
 
-// Slowdown is the state after a slowdown signal learnt at now: the rate
-// halved (not below l.Min), or, within AdaptiveHold of the last halving,
-// held where it is; either way it grows again only from now.
-func (a Adaptive) Slowdown(l AdaptiveLimit, now time.Time) Adaptive {
+// Slowdown is the state after a slowdown signal learnt at now, about a
+// request sent at sent: the rate halved (not below l.Min), unless the
+// request was sent before the last halving, at the rate that has been
+// halved already (one overload halves once, however many of the requests
+// then under way report it: TestAdaptiveOneHalvingPerOverload); either
+// way it grows again only from now.
+func (a Adaptive) Slowdown(l AdaptiveLimit, sent, now time.Time) Adaptive {
 	cur := a.Current(l, now)
-	if !a.HalvedAt.IsZero() && !now.Before(a.HalvedAt) && now.Sub(a.HalvedAt) < AdaptiveHold {
+	if !a.HalvedAt.IsZero() && !sent.After(a.HalvedAt) {
 		return Adaptive{Rate: cur, At: now, HalvedAt: a.HalvedAt}
 	}
 	return Adaptive{Rate: max(l.Min, cur/2), At: now, HalvedAt: now}
@@ -83,4 +80,15 @@ func AdaptivePace(rl sluice.RateLimit, rate float64) Pace {
 	}
 	burst := max(1, float64(rl.Burst)*rate/configured)
 	return deliveryPace(rate, burst)
+}
+
+// StartEmpty is bucket b of an adaptive endpoint, which starts empty
+// rather than full: its first second goes at the rate, not as a burst of
+// the configured size at a receiver not yet heard from (a burst of 1,000
+// at one that takes 200 a second is 800 429s at once).
+func StartEmpty(b Bucket, now time.Time) Bucket {
+	if b.At.IsZero() {
+		return Bucket{Tokens: 0, At: now}
+	}
+	return b
 }

@@ -62,9 +62,9 @@ func (in *endpointInput) UnmarshalJSON(data []byte) error {
 }
 
 type rateLimitInput struct {
-	PerSecond *int `json:"per_second"`
-	PerMinute *int `json:"per_minute"`
-	Burst     *int `json:"burst"`
+	PerSecond *int     `json:"per_second"`
+	PerMinute *int     `json:"per_minute"`
+	Burst     *int     `json:"burst"`
 	Adaptive  *bool    `json:"adaptive"`
 	Min       *float64 `json:"min"`
 }

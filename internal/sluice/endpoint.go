@@ -75,9 +75,9 @@ type Endpoint struct {
 	QueuedDeliveries int64             `json:"queued_deliveries"`
 	// EffectiveRate is what an adaptive rate limit allows now, in
 	// deliveries a second; nil without one.
-	EffectiveRate *float64 `json:"effective_rate"`
-	CreatedAt        time.Time         `json:"created_at"`
-	UpdatedAt        time.Time         `json:"updated_at"`
+	EffectiveRate *float64  `json:"effective_rate"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // EndpointSettings are the fields of an endpoint a tenant chooses.
