@@ -382,3 +382,53 @@ func TestUnitRecordOutlivesItsRunByGrace(t *testing.T) {
 	clk.Advance(time.Second)
 	<-rctx.Done()
 }
+
+// TestUnitAdaptiveApply: on an adaptive endpoint 429s, 503s and timeouts
+// halve the rate once a batch; a 429 without Retry-After opens no throttle
+// window, one with it does; 503s and timeouts still count as failures;
+// and the claim paces at the effective rate.
+func TestUnitAdaptiveApply(t *testing.T) {
+	t.Parallel()
+	now := clock.Add(time.Second)
+	rl := &sluice.RateLimit{PerSecond: 100, Burst: 100, Adaptive: true}
+
+	t.Run("429 without Retry-After lowers the rate, no throttle", func(t *testing.T) {
+		after, _ := testPolicy.apply(Flow{}, rl, sent(429, 429, 200), now)
+		require.Equal(t, flow.Throttle{}, after.Throttle)
+		require.InDelta(t, 50.0, after.Adaptive.Current(flow.LimitOf(*rl), now), 1e-9, "halved once for the batch")
+		require.Zero(t, after.Breaker.Failures)
+		require.True(t, testPolicy.changes(Flow{}, rl, sent(429), now), "under the lock")
+	})
+	t.Run("429 with Retry-After does both", func(t *testing.T) {
+		batch := sent(429)
+		batch[0].result.RetryAfter = 7 * time.Second
+		after, _ := testPolicy.apply(Flow{}, rl, batch, now)
+		require.Equal(t, now.Add(7*time.Second), after.Throttle.Until)
+		require.InDelta(t, 50.0, after.Adaptive.Current(flow.LimitOf(*rl), now), 1e-9)
+	})
+	t.Run("503 and timeouts lower it and are failures", func(t *testing.T) {
+		batch := sent(503, 0)
+		batch[1].result.Err = "timeout: context deadline exceeded"
+		after, _ := testPolicy.apply(Flow{}, rl, batch, now)
+		require.InDelta(t, 50.0, after.Adaptive.Current(flow.LimitOf(*rl), now), 1e-9)
+		require.Equal(t, 2, after.Breaker.Failures)
+	})
+	t.Run("other failures leave it", func(t *testing.T) {
+		after, _ := testPolicy.apply(Flow{}, rl, sent(500, 0), now)
+		require.Equal(t, flow.Adaptive{}, after.Adaptive)
+	})
+	t.Run("not adaptive: a 429 throttles, the rate stays", func(t *testing.T) {
+		plain := &sluice.RateLimit{PerSecond: 100, Burst: 100}
+		after, _ := testPolicy.apply(Flow{}, plain, sent(429), now)
+		require.Equal(t, flow.Adaptive{}, after.Adaptive)
+		require.Equal(t, 1, after.Throttle.Count)
+	})
+	t.Run("the claim paces at the effective rate", func(t *testing.T) {
+		f := Flow{Adaptive: flow.Adaptive{Rate: 10, At: clock, HalvedAt: clock}, Bucket: flow.Bucket{Tokens: 0, At: clock}}
+		p := planClaim(Target{MaxInFlight: 100, RateLimit: rl, Flow: f}, clock.Add(100*time.Millisecond))
+		require.Equal(t, 1, p.n, "10/s for 100 ms: one token (at 100/s it would be ten)")
+		fresh := planClaim(Target{MaxInFlight: 100, RateLimit: rl}, clock)
+		require.Zero(t, fresh.n, "an adaptive bucket starts empty")
+		require.Positive(t, fresh.tokenWait)
+	})
+}
