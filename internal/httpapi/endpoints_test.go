@@ -78,3 +78,41 @@ func TestSubscriptionLifecycle(t *testing.T) {
 	require.Equal(t, http.StatusNoContent, b.do(b.keyA, http.MethodDelete, "/v1/subscriptions/"+id, nil).Status)
 	requireProblem(t, b.do(b.keyA, http.MethodDelete, "/v1/subscriptions/"+id, nil), http.StatusNotFound)
 }
+
+// TestAdaptiveRateLimit: rate_limit takes adaptive and min, refuses a bad
+// min naming the field, and the endpoint shows effective_rate (the
+// configured rate until a receiver slows it down; null when not adaptive).
+func TestAdaptiveRateLimit(t *testing.T) {
+	b := setup(t)
+	ep := b.createEndpoint(b.keyA, map[string]any{
+		"url":        "https://example.com/hooks",
+		"rate_limit": map[string]any{"per_second": 100, "adaptive": true, "min": 2.5},
+	})
+	id := ep["id"].(string)
+	require.Equal(t, map[string]any{"per_second": float64(100), "burst": float64(100), "adaptive": true, "min": 2.5}, ep["rate_limit"])
+	require.InDelta(t, 100.0, ep["effective_rate"], 1e-9)
+
+	got := b.do(b.keyA, http.MethodGet, "/v1/endpoints/"+id, nil).JSON(t)
+	require.InDelta(t, 100.0, got["effective_rate"], 1e-9)
+	require.Equal(t, true, got["rate_limit"].(map[string]any)["adaptive"])
+
+	r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": map[string]any{"per_minute": 120, "adaptive": true}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.InDelta(t, 2.0, r.JSON(t)["effective_rate"], 1e-9, "a changed rate: effective_rate follows it")
+
+	r = b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": map[string]any{"per_second": 10}})
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Nil(t, r.JSON(t)["effective_rate"], "not adaptive")
+	require.NotContains(t, r.JSON(t)["rate_limit"], "adaptive")
+
+	for body, field := range map[string]string{
+		`{"rate_limit":{"per_second":10,"adaptive":true,"min":0}}`:   "rate_limit.min",
+		`{"rate_limit":{"per_second":10,"adaptive":true,"min":-1}}`:  "rate_limit.min",
+		`{"rate_limit":{"per_second":10,"adaptive":true,"min":11}}`:  "rate_limit.min",
+		`{"rate_limit":{"per_second":10,"min":2}}`:                   "rate_limit.min",
+		`{"rate_limit":{"per_second":10,"adaptive":true,"min":"2"}}`: "rate_limit.min",
+		`{"rate_limit":{"per_second":10,"adaptive":"yes"}}`:          "rate_limit.adaptive",
+	} {
+		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body), field)
+	}
+}
