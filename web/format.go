@@ -2,7 +2,9 @@ package web
 
 import (
 	"fmt"
+	"math"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,14 +58,38 @@ func deadPath(endpointID uuid.UUID) string {
 }
 
 func rateLimit(rl *sluice.RateLimit) string {
+	var s string
 	switch {
 	case rl == nil:
 		return "unlimited"
 	case rl.PerSecond > 0:
-		return fmt.Sprintf("%d/s, burst %d", rl.PerSecond, rl.Burst)
+		s = fmt.Sprintf("%d/s, burst %d", rl.PerSecond, rl.Burst)
 	default:
-		return fmt.Sprintf("%d/min, burst %d", rl.PerMinute, rl.Burst)
+		s = fmt.Sprintf("%d/min, burst %d", rl.PerMinute, rl.Burst)
 	}
+	switch {
+	case !rl.Adaptive:
+	case rl.Min > 0:
+		s += fmt.Sprintf(", adaptive (min %s/s)", perSecond(rl.Min))
+	default:
+		s += ", adaptive"
+	}
+	return s
+}
+
+// rateSummary is an endpoint's rate limit and, when adaptive, what it
+// allows now (effective_rate).
+func rateSummary(e sluice.Endpoint) string {
+	s := rateLimit(e.RateLimit)
+	if e.EffectiveRate != nil {
+		s += ", now " + perSecond(*e.EffectiveRate) + "/s"
+	}
+	return s
+}
+
+// perSecond is a rate in deliveries a second, to at most two decimals.
+func perSecond(r float64) string {
+	return strconv.FormatFloat(math.Round(r*100)/100, 'f', -1, 64)
 }
 
 func latency(ms int) string { return fmt.Sprintf("%d ms", ms) }

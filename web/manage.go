@@ -14,6 +14,8 @@ type EndpointForm struct {
 	RateKind    string // "", "per_second" or "per_minute"
 	Rate        string
 	Burst       string
+	Adaptive    bool
+	Min         string // an adaptive rate's floor, deliveries a second
 	MaxInFlight string
 	Disabled    bool
 	// Types are the ticked event types: "*" or names of the catalogue.

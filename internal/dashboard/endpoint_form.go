@@ -26,6 +26,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 	form := web.EndpointForm{
 		URL: strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
 		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
+		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
 		Types: map[string]bool{}, Patterns: f.Get("patterns"),
 	}
@@ -44,6 +45,10 @@ func endpointForm(ep sluice.Endpoint, patterns []string, catalogue []sluice.Even
 	}
 	if rl := ep.RateLimit; rl != nil {
 		form.Burst = strconv.Itoa(rl.Burst)
+		form.Adaptive = rl.Adaptive
+		if rl.Min > 0 {
+			form.Min = strconv.FormatFloat(rl.Min, 'f', -1, 64)
+		}
 		if rl.PerSecond > 0 {
 			form.RateKind, form.Rate = ratePerSecond, strconv.Itoa(rl.PerSecond)
 		} else {
@@ -111,6 +116,15 @@ func formRateLimit(form web.EndpointForm, v *sluice.ValidationError) *sluice.Rat
 		rl.Burst = atoiOrZero(form.Burst)
 		endpointrules.Rate("burst", rl.Burst, v)
 	}
+	rl.Adaptive = form.Adaptive
+	if form.Min != "" {
+		m, err := strconv.ParseFloat(form.Min, 64)
+		if err != nil || m <= 0 {
+			m = -1 // refused by endpointrules.Adaptive
+		}
+		rl.Min = m
+	}
+	endpointrules.Adaptive(*rl, v)
 	return rl
 }
 

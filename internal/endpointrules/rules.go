@@ -70,7 +70,7 @@ func Adaptive(rl sluice.RateLimit, v *sluice.ValidationError) {
 	case rl.Min == 0:
 	case !rl.Adaptive:
 		v.Add("rate_limit.min", "is the floor of an adaptive rate: set it with \"adaptive\": true")
-	case rl.Min < 0 || rl.Min > rl.TokensPerSecond():
+	case !(rl.Min > 0 && rl.Min <= rl.TokensPerSecond()): // NaN too
 		v.Add("rate_limit.min", "must be more than 0 and at most the rate (%g a second)", rl.TokensPerSecond())
 	}
 }
