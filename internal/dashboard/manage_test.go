@@ -233,3 +233,41 @@ func TestManageBrowser(t *testing.T) {
 	require.NoError(t, err)
 	require.LessOrEqual(t, overflow, 0, "the fan-out table scrolls sideways at 1366 px")
 }
+
+// TestManageAdaptiveRate: the endpoint form sets an adaptive rate limit
+// with its floor under the API's rules, fills them back, and the endpoint's
+// list and page show the effective rate.
+func TestManageAdaptiveRate(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Add(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	p := br.post("/endpoints", form("url", "https://a.test/x", "max_in_flight", "5", "rate_kind", "per_second", "rate", "10", "adaptive", "1", "min", "20"))
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	requireContains(t, p, "must be more than 0 and at most the rate")
+	p = br.post("/endpoints", form("url", "https://a.test/x", "max_in_flight", "5", "rate_kind", "per_second", "rate", "10", "min", "2"))
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status, "min without adaptive")
+
+	p = br.post("/endpoints", form("url", "https://a.test/x", "max_in_flight", "5", "rate_kind", "per_second", "rate", "10", "adaptive", "1", "min", "2.5", "event_types", "*"))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	ep, err := b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, &sluice.RateLimit{PerSecond: 10, Burst: 10, Adaptive: true, Min: 2.5}, ep.RateLimit)
+
+	p = br.get("/endpoints/" + id.String())
+	requireContains(t, p, "10/s, burst 10, adaptive (min 2.5/s)", "Effective rate", ">10/s<")
+	p = br.get("/")
+	requireContains(t, p, "adaptive (min 2.5/s), now 10/s")
+	p = br.get("/endpoints/" + id.String() + "/edit")
+	requireContains(t, p, `name="adaptive" value="1" checked`, `value="2.5"`)
+}
