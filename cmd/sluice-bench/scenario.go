@@ -51,6 +51,8 @@ func scenarios() []Scenario {
 		blockedScenario,
 		drainScenario,
 		rateLimitScenario,
+		adaptiveScenario,
+		adaptive2WScenario,
 		retentionScenario,
 		backlogScenario,
 	}
