@@ -1,6 +1,7 @@
 // Package flow is the policy that decides when an endpoint may receive a
-// request: its rate limit (a token bucket), its throttle (the window a 429
-// opens) and its circuit breaker (consecutive failures). Each is pure
+// request: its rate limit (a token bucket, paced at an adaptive rate's
+// effective rate when the limit is adaptive), its throttle (the window a
+// 429 opens) and its circuit breaker (consecutive failures). Each is pure
 // arithmetic over a value the store keeps in Postgres, so every worker
 // process shares it and a test needs no clock but the one it passes in.
 //
