@@ -110,8 +110,9 @@ func slowsDown(res send.Result) bool {
 // apply folds a batch's results into flow state f at now: 429s throttle
 // the endpoint (on an adaptive one, only those with Retry-After), 429s,
 // 503s and timeouts halve an adaptive endpoint's rate (flow.Adaptive),
-// failures count towards opening its circuit, a success closes it (emptying a rate-limited endpoint's bucket, so the backlog
-// drains at the rate, never as a burst) and lifts the throttle. For a
+// failures count towards opening its circuit, a success closes it
+// (emptying a rate-limited endpoint's bucket, so the backlog drains at
+// the rate, never as a burst) and lifts the throttle. For a
 // rate-limited endpoint (rl not nil) it also restates the token bucket as
 // of when the batch's last request started (flow.Bucket.SentAt). It
 // returns the new state and the circuit transitions to email about; it has

@@ -209,6 +209,7 @@ func TestTimeout(t *testing.T) {
 	require.False(t, res.Delivered())
 	require.Zero(t, res.StatusCode)
 	require.Equal(t, "timeout after 100ms", res.Err)
+	require.True(t, res.TimedOut(), "what slows an adaptive endpoint down")
 	require.GreaterOrEqual(t, res.Latency, 100*time.Millisecond)
 	require.Less(t, res.Latency, 2*time.Second)
 }
@@ -233,6 +234,7 @@ func TestConnectionRefused(t *testing.T) {
 	require.False(t, res.Delivered())
 	require.Zero(t, res.StatusCode)
 	require.Equal(t, "connection refused", res.Err)
+	require.False(t, res.TimedOut())
 }
 
 func TestInvalidURL(t *testing.T) {
