@@ -72,3 +72,29 @@ func TestUndeliverableTargetsRefused(t *testing.T) {
 	require.Contains(t, refused("https://198.18.0.1/x", false)[0].Message, "198.18.0.0/15", "the message names the range")
 	require.Contains(t, refused("http://127.0.0.1:99999/x", true)[0].Message, "port")
 }
+
+func TestAdaptiveMin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		rl sluice.RateLimit
+		ok bool
+	}{
+		{sluice.RateLimit{PerSecond: 10, Adaptive: true}, true},
+		{sluice.RateLimit{PerSecond: 10, Adaptive: true, Min: 10}, true},
+		{sluice.RateLimit{PerSecond: 10, Adaptive: true, Min: 0.5}, true},
+		{sluice.RateLimit{PerMinute: 30, Adaptive: true, Min: 0.5}, true},
+		{sluice.RateLimit{PerMinute: 30, Adaptive: true, Min: 1}, false}, // above 0.5 a second
+		{sluice.RateLimit{PerSecond: 10, Adaptive: true, Min: 10.5}, false},
+		{sluice.RateLimit{PerSecond: 10, Adaptive: true, Min: -1}, false},
+		{sluice.RateLimit{PerSecond: 10, Min: 2}, false}, // min without adaptive
+	} {
+		v := &sluice.ValidationError{}
+		Adaptive(tc.rl, v)
+		if tc.ok {
+			require.Empty(t, v.Fields, "%+v", tc.rl)
+			continue
+		}
+		require.Len(t, v.Fields, 1, "%+v", tc.rl)
+		require.Equal(t, "rate_limit.min", v.Fields[0].Field)
+	}
+}
