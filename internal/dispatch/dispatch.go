@@ -86,6 +86,10 @@ type Config struct {
 	ThrottleSchedule []time.Duration
 	// Circuit is the circuit breaker's policy.
 	Circuit flow.CircuitConfig
+	// DisableAfter is how long an endpoint's attempts may all fail while
+	// its circuit stays open before it is disabled (default 120h;
+	// negative: never).
+	DisableAfter time.Duration
 	// Budget is how long one run keeps sending before it yields
 	// (default 5s).
 	Budget time.Duration
@@ -103,8 +107,9 @@ type Config struct {
 
 // Defaults.
 const (
-	defaultBudget = 5 * time.Second
-	defaultJitter = 0.2
+	defaultBudget       = 5 * time.Second
+	defaultJitter       = 0.2
+	DefaultDisableAfter = 120 * time.Hour
 )
 
 // Resolve returns the configuration with defaults applied, or an error if
@@ -115,6 +120,7 @@ func (c Config) Resolve() (Config, error) {
 	c.Budget = cmp.Or(c.Budget, defaultBudget)
 	c.Retry.Jitter = cmp.Or(c.Retry.Jitter, defaultJitter)
 	c.Circuit.MaxProbe = cmp.Or(c.Circuit.MaxProbe, flow.DefaultMaxProbe)
+	c.DisableAfter = cmp.Or(c.DisableAfter, DefaultDisableAfter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -158,7 +164,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	return &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordPlain, 2), claimer: newClaimer(db.ClaimPlainMany, 2),
 		stopping: stopping, stop: stop,
-		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
+		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}, nil
 }
 

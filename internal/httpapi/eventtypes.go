@@ -88,11 +88,24 @@ func pathEventType(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// reservedEventType refuses to change an entry of Sluice's own types.
+func reservedEventType(name string) error {
+	if !sluice.IsReservedType(name) {
+		return nil
+	}
+	v := &sluice.ValidationError{}
+	v.Add("name", "must not begin with %q: those types are Sluice's own", sluice.ReservedTypePrefix)
+	return v.Err()
+}
+
 // putEventType is PUT /v1/event-types/{name}: 201 when it created the
 // entry, 200 when it replaced it.
 func (a *API) putEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
+		return err
+	}
+	if err := reservedEventType(name); err != nil {
 		return err
 	}
 	var in eventTypeInput
@@ -127,6 +140,9 @@ func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if p.After == nil { // Sluice's own types lead the first page
+		page.Items = append(sluice.OperationalEventTypes(), page.Items...)
+	}
 	writePage(w, page)
 	return nil
 }
@@ -135,6 +151,10 @@ func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
 		return err
+	}
+	if et, ok := sluice.OperationalEventType(name); ok {
+		writeJSON(w, http.StatusOK, et)
+		return nil
 	}
 	et, err := a.store.GetEventType(r.Context(), tenantFrom(r.Context()).ID, name)
 	if err != nil {
@@ -147,6 +167,9 @@ func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {
 func (a *API) deleteEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
+		return err
+	}
+	if err := reservedEventType(name); err != nil {
 		return err
 	}
 	tenantID := tenantFrom(r.Context()).ID

@@ -60,6 +60,9 @@ type Endpoint struct {
 	MaxInFlight      int               `json:"max_in_flight"`
 	Headers          map[string]string `json:"headers"`
 	Disabled         bool              `json:"disabled"`
+	// DisabledReason says why it is disabled (DisabledManual, DisabledGone,
+	// DisabledFailing); nil while it is enabled.
+	DisabledReason *string `json:"disabled_reason"`
 	Consumer         *string           `json:"consumer"`
 	Status           string            `json:"status"`
 	ThrottledUntil   *time.Time        `json:"throttled_until"`

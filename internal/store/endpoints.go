@@ -81,7 +81,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		parked, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+		row, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
 			TenantID:           tenantID,
 			ID:                 id,
 			Url:                set.URL,
@@ -93,10 +93,26 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 			Headers:            headers,
 			Disabled:           set.Disabled,
 		})
-		if err != nil || parked == nil {
+		if err != nil {
 			return notFound(err)
 		}
-		return jobs.Unpark(ctx, tx, id, parked)
+		var evs []sluice.OpEvent
+		ep := sluice.OpEndpoint{ID: id, URL: row.NewUrl, Consumer: row.Consumer}
+		switch {
+		case set.Disabled && !row.WasDisabled:
+			evs = append(evs, ep.Event(sluice.OpEndpointDisabled, sluice.DisabledManual))
+		case !set.Disabled && row.WasDisabled:
+			evs = append(evs, ep.Event(sluice.OpEndpointEnabled, sluice.ReasonManual))
+		}
+		if err := InsertOpEvents(ctx, Tx{Tx: tx, Q: s.q.WithTx(tx)}, jobs, tenantID, evs); err != nil {
+			return err
+		}
+		// A run that found the endpoint disabled ended without a
+		// successor: enabling it queues one, to drain what stayed queued.
+		if row.ParkedJobID == nil && !(row.WasDisabled && !set.Disabled) {
+			return nil
+		}
+		return jobs.Unpark(ctx, tx, id, row.ParkedJobID)
 	})
 	if err != nil {
 		return sluice.Endpoint{}, err
@@ -187,6 +203,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
 		MaxInFlight: int(r.MaxInFlight),
 		Disabled:    r.Disabled,
+		DisabledReason: r.DisabledReason,
 		Consumer:    r.Consumer,
 		Circuit: sluice.Circuit{
 			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),
