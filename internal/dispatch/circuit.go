@@ -44,8 +44,8 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 			return sluice.Endpoint{}, fmt.Errorf("insert alert: %w", err)
 		}
 		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
-		if err := tx.Announce(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {
-			return sluice.Endpoint{}, fmt.Errorf("announce: %w", err)
+		if err := tx.PostOpEvents(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {
+			return sluice.Endpoint{}, fmt.Errorf("post operational events: %w", err)
 		}
 		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("unpark: %w", err)

@@ -18,7 +18,15 @@
 //     says why).
 //   - record: store a batch's attempts, what they did to their deliveries
 //     and to the endpoint's flow state (package flow decides; flow.go
-//     applies; flowstate.go keeps it).
+//     applies; flowstate.go keeps it), and what the tenant is told of it:
+//     alert emails and operational events.
+//   - operational event: an event of Sluice's own (sluice.OpEvent) posted
+//     into the tenant's stream in the transaction of the transition it
+//     reports: a circuit opening or closing, the endpoint disabled, a
+//     delivery going dead.
+//   - disable: stop an endpoint for good until it is enabled by hand, when
+//     its receiver answers 410 Gone or its open circuit's attempts have
+//     all failed for Config.DisableAfter; its queued deliveries stay.
 //   - blocked: an endpoint whose throttle, open circuit or empty token
 //     bucket lets nothing through now.
 //   - finish: end a run when a final check, with the endpoint row locked

@@ -183,8 +183,8 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 			w.cfg.Logger.Warn("endpoint disabled", "endpoint_id", target.ID, "reason", reason, "last_error", lastError)
 		}
 	}
-	if err := tx.Announce(ctx, locked.TenantID, evs, queue); err != nil {
-		return nil, before, after, fmt.Errorf("announce: %w", err)
+	if err := tx.PostOpEvents(ctx, locked.TenantID, evs, queue); err != nil {
+		return nil, before, after, fmt.Errorf("post operational events: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, before, after, fmt.Errorf("commit record: %w", err)

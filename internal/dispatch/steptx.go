@@ -220,10 +220,10 @@ func (t *StepTx) Disable(ctx context.Context, tenantID, endpointID uuid.UUID, re
 	return true, nil
 }
 
-// Announce posts operational events into the tenant's stream in the step's
-// transaction (store.InsertOpEvents), so each commits with the transition
-// it reports.
-func (t *StepTx) Announce(ctx context.Context, tenantID uuid.UUID, evs []sluice.OpEvent, jobs store.JobQueue) error {
+// PostOpEvents posts operational events into the tenant's stream in the
+// step's transaction (store.InsertOpEvents), so each commits with the
+// transition it reports.
+func (t *StepTx) PostOpEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.OpEvent, jobs store.JobQueue) error {
 	return store.InsertOpEvents(ctx, t.tx, jobs, tenantID, evs)
 }
 
