@@ -38,8 +38,8 @@ LIMIT @max_rows;
 -- by hand keeps the reason of an endpoint Sluice disabled already.
 -- name: UpdateEndpoint :one
 WITH old AS (
-    SELECT id, disabled FROM endpoints
-    WHERE tenant_id = @tenant_id AND id = @id
+    SELECT o.id, o.disabled FROM endpoints o
+    WHERE o.tenant_id = @tenant_id AND o.id = @id
     FOR NO KEY UPDATE
 )
 UPDATE endpoints e SET

@@ -37,10 +37,10 @@ const (
 
 // Reasons an operational event gives beside the disabled reasons.
 const (
-	ReasonFailures      = "failures"       // circuit_opened: consecutive failures
-	ReasonProbeSucceeded = "probe_succeeded" // circuit_closed: a probe was delivered
-	ReasonManual        = "manual"         // circuit_closed by hand, endpoint enabled by hand
-	ReasonAttemptsSpent = "attempts_exhausted" // delivery.dead
+	ReasonFailures       = "failures"           // circuit_opened: consecutive failures
+	ReasonProbeSucceeded = "probe_succeeded"    // circuit_closed: a probe was delivered
+	ReasonManual         = "manual"             // circuit_closed by hand, endpoint enabled by hand
+	ReasonAttemptsSpent  = "attempts_exhausted" // delivery.dead
 )
 
 // OpEvent is an operational event about one endpoint, as it is posted:

@@ -196,15 +196,15 @@ type endpointView struct {
 func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	r := v.Endpoint
 	ep := sluice.Endpoint{
-		ID:          r.ID,
-		TenantID:    r.TenantID,
-		URL:         r.Url,
-		Description: r.Description,
-		RateLimit:   rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
-		MaxInFlight: int(r.MaxInFlight),
-		Disabled:    r.Disabled,
+		ID:             r.ID,
+		TenantID:       r.TenantID,
+		URL:            r.Url,
+		Description:    r.Description,
+		RateLimit:      rateLimitFromColumns(r.RateLimitPerSecond, r.RateLimitPerMinute, r.RateLimitBurst),
+		MaxInFlight:    int(r.MaxInFlight),
+		Disabled:       r.Disabled,
 		DisabledReason: r.DisabledReason,
-		Consumer:    r.Consumer,
+		Consumer:       r.Consumer,
 		Circuit: sluice.Circuit{
 			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),
 			OpenedAt: r.CircuitOpenedAt, NextProbeAt: r.CircuitNextProbeAt,
