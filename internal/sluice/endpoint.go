@@ -52,25 +52,23 @@ type Circuit struct {
 // Endpoint is a receiver URL of a tenant, with its delivery settings and its
 // current flow-control state.
 type Endpoint struct {
-	ID          uuid.UUID         `json:"id"`
-	TenantID    uuid.UUID         `json:"-"`
-	URL         string            `json:"url"`
-	Description string            `json:"description"`
-	RateLimit   *RateLimit        `json:"rate_limit"`
-	MaxInFlight int               `json:"max_in_flight"`
-	Headers     map[string]string `json:"headers"`
-	Disabled    bool              `json:"disabled"`
-	// DisabledReason says why it is disabled (DisabledManual, DisabledGone,
-	// DisabledFailing); nil while it is enabled.
-	DisabledReason   *string    `json:"disabled_reason"`
-	Consumer         *string    `json:"consumer"`
-	Status           string     `json:"status"`
-	ThrottledUntil   *time.Time `json:"throttled_until"`
-	ThrottleReason   *string    `json:"throttle_reason"`
-	Circuit          Circuit    `json:"circuit"`
-	QueuedDeliveries int64      `json:"queued_deliveries"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
+	ID               uuid.UUID         `json:"id"`
+	TenantID         uuid.UUID         `json:"-"`
+	URL              string            `json:"url"`
+	Description      string            `json:"description"`
+	RateLimit        *RateLimit        `json:"rate_limit"`
+	MaxInFlight      int               `json:"max_in_flight"`
+	Headers          map[string]string `json:"headers"`
+	Disabled         bool              `json:"disabled"`
+	DisabledReason   *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
+	Consumer         *string           `json:"consumer"`
+	Status           string            `json:"status"`
+	ThrottledUntil   *time.Time        `json:"throttled_until"`
+	ThrottleReason   *string           `json:"throttle_reason"`
+	Circuit          Circuit           `json:"circuit"`
+	QueuedDeliveries int64             `json:"queued_deliveries"`
+	CreatedAt        time.Time         `json:"created_at"`
+	UpdatedAt        time.Time         `json:"updated_at"`
 }
 
 // EndpointSettings are the fields of an endpoint a tenant chooses.

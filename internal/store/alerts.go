@@ -11,10 +11,8 @@ import (
 
 // CircuitAlert is a circuit transition to email, with what the email names.
 type CircuitAlert struct {
-	ID uuid.UUID
-	// Kind is "circuit" (Opened says which way) or "disabled" (Reason
-	// says why: sluice.DisabledGone or DisabledFailing).
-	Kind        string
+	ID          uuid.UUID
+	Kind        string // "circuit" (Opened says which way) or "disabled" (Reason says why: sluice.DisabledGone or DisabledFailing)
 	Reason      string
 	TenantName  string
 	AlertEmail  string
