@@ -269,3 +269,55 @@ func TestSluiceTypesAreReserved(t *testing.T) {
 	h.call(http.MethodPost, "/v1/endpoints/"+id+"/test", nil, http.StatusAccepted, nil)
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == 1 }, "sluice.test arrives")
 }
+
+// TestCircuitEventsReachSubscribers: a circuit opening, closing after a
+// probe, and closing by hand each post their operational event, signed,
+// to the tenant's endpoint subscribed to sluice.endpoint.*.
+func TestCircuitEventsReachSubscribers(t *testing.T) {
+	h := start(t, map[string]string{
+		"SLUICE_CIRCUIT_THRESHOLD": "2",
+		"SLUICE_CIRCUIT_PROBE":     "300ms",
+		"SLUICE_RETRY_SCHEDULE":    "10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms",
+	})
+	ops := receiver.New(t)
+	h.endpoint(ops, []string{"sluice.endpoint.*"}, nil)
+	find := func(typ, endpointID string) *opEvent {
+		for _, ev := range opEvents(t, ops) {
+			if ev.Type == typ && ev.Data.EndpointID == endpointID {
+				return &ev
+			}
+		}
+		return nil
+	}
+	arrives := func(typ, endpointID string) opEvent {
+		t.Helper()
+		eventually(t, 10*time.Second, func() bool { return find(typ, endpointID) != nil }, "%s about %s arrives", typ, endpointID)
+		return *find(typ, endpointID)
+	}
+
+	var healthy atomic.Bool
+	recovering, failing := receiver.New(t), receiver.New(t)
+	recovering.AnswerFunc(func(int) receiver.Behavior {
+		if healthy.Load() {
+			return receiver.Behavior{}
+		}
+		return receiver.Behavior{Status: 500}
+	})
+	failing.Answer(receiver.Behavior{Status: 500})
+	recoveringID, _ := h.endpoint(recovering, []string{"order.*"}, map[string]any{"max_in_flight": 1})
+	failingID, _ := h.endpoint(failing, []string{"invoice.*"}, map[string]any{"max_in_flight": 1})
+	for i := range 3 {
+		h.post("order.created", map[string]int{"i": i})
+		h.post("invoice.paid", map[string]int{"i": i})
+	}
+
+	opened := arrives("sluice.endpoint.circuit_opened", recoveringID)
+	require.Equal(t, "failures", opened.Data.Reason)
+	require.Equal(t, recovering.URL(), opened.Data.URL)
+	healthy.Store(true)
+	require.Equal(t, "probe_succeeded", arrives("sluice.endpoint.circuit_closed", recoveringID).Data.Reason)
+
+	arrives("sluice.endpoint.circuit_opened", failingID)
+	h.call(http.MethodPost, "/v1/endpoints/"+failingID+"/circuit/close", nil, http.StatusOK, nil)
+	require.Equal(t, "manual", arrives("sluice.endpoint.circuit_closed", failingID).Data.Reason)
+}
