@@ -140,11 +140,30 @@ func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if p.After == nil { // Sluice's own types lead the first page
-		page.Items = append(sluice.OperationalEventTypes(), page.Items...)
-	}
-	writePage(w, page)
+	writePage(w, withOperational(page, p))
 	return nil
+}
+
+// withOperational puts Sluice's own types after the cursor ahead of the
+// tenant's page, keeping the page's limit: their ids sort above the
+// tenant's, so the list stays one order a cursor walks.
+func withOperational(page sluice.Page[sluice.EventType], p sluice.PageParams) sluice.Page[sluice.EventType] {
+	var items []sluice.EventType
+	for _, et := range sluice.OperationalEventTypes() {
+		if p.After == nil || bytes.Compare(et.ID[:], p.After[:]) < 0 {
+			items = append(items, et)
+		}
+	}
+	if len(items) == 0 {
+		return page
+	}
+	items = append(items, page.Items...)
+	if len(items) <= p.Limit {
+		page.Items = items
+		return page
+	}
+	next := items[p.Limit-1].ID
+	return sluice.Page[sluice.EventType]{Items: items[:p.Limit], Next: &next}
 }
 
 func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {

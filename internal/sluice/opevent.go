@@ -81,12 +81,16 @@ func (e OpEndpoint) Event(typ, reason string) OpEvent {
 }
 
 // OperationalEventTypes is the catalogue of Sluice's own event types, as
-// GET /v1/event-types lists them ahead of the tenant's.
+// GET /v1/event-types lists them ahead of the tenant's. Their ids are above
+// every UUIDv7 and descend in this order, so a list ordered by id
+// descending shows them first and its cursor can stop among them.
 func OperationalEventTypes() []EventType {
 	out := make([]EventType, len(opTypes))
 	for i, t := range opTypes {
+		id := uuid.Max
+		id[15] -= byte(i)
 		out[i] = EventType{
-			Name: t.name, Description: t.description,
+			ID: id, Name: t.name, Description: t.description,
 			Example: json.RawMessage(t.example), Schema: json.RawMessage(opSchema(t.extra, t.reasons)),
 		}
 	}
