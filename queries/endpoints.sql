@@ -3,12 +3,13 @@ INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
-    max_in_flight, headers, disabled, secret_enc, consumer
+    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer
 ) VALUES (
     @id, @tenant_id, @url, @description,
     @rate_limit_per_second, @rate_limit_per_minute, @rate_limit_burst,
     @rate_limit_adaptive, @rate_limit_min,
-    @max_in_flight, @headers, @disabled, @secret_enc, sqlc.narg(consumer)
+    @max_in_flight, @headers, @disabled::boolean, CASE WHEN @disabled::boolean THEN 'manual' END,
+    @secret_enc, sqlc.narg(consumer)
 )
 RETURNING *;
 
@@ -33,9 +34,17 @@ ORDER BY e.id DESC
 LIMIT @max_rows;
 
 -- UpdateEndpoint returns the endpoint's parked dispatch job, if any, so
--- that the change can wake it (a new rate limit may let it send now).
+-- that the change can wake it (a new rate limit may let it send now), and
+-- whether it was disabled before, so that disabling or enabling it is
+-- announced (sluice.endpoint.disabled, sluice.endpoint.enabled). Disabling
+-- by hand keeps the reason of an endpoint Sluice disabled already.
 -- name: UpdateEndpoint :one
-UPDATE endpoints SET
+WITH old AS (
+    SELECT o.id, o.disabled FROM endpoints o
+    WHERE o.tenant_id = @tenant_id AND o.id = @id
+    FOR NO KEY UPDATE
+)
+UPDATE endpoints e SET
     url = @url,
     description = @description,
     rate_limit_per_second = @rate_limit_per_second,
@@ -45,10 +54,12 @@ UPDATE endpoints SET
     rate_limit_min = @rate_limit_min,
     max_in_flight = @max_in_flight,
     headers = @headers,
-    disabled = @disabled,
+    disabled = @disabled::boolean,
+    disabled_reason = CASE WHEN @disabled::boolean THEN coalesce(e.disabled_reason, 'manual') END,
     updated_at = now()
-WHERE tenant_id = @tenant_id AND id = @id
-RETURNING parked_job_id;
+FROM old
+WHERE e.id = old.id
+RETURNING e.parked_job_id, old.disabled AS was_disabled, e.url AS new_url, e.consumer;
 
 -- name: DeleteEndpoint :execrows
 -- Its deliveries and subscriptions go by cascade; its attempts, which have

@@ -130,3 +130,15 @@ func statusClass(code int) string {
 }
 
 func consumerPath(uid string) string { return "/consumers/" + url.PathEscape(uid) }
+
+// disabledReason says why an endpoint is disabled (Endpoint.DisabledReason).
+func disabledReason(reason string) string {
+	switch reason {
+	case sluice.DisabledGone:
+		return "gone: the receiver answered 410 Gone"
+	case sluice.DisabledFailing:
+		return "failing: every attempt failed for too long"
+	default:
+		return "manual: disabled by hand"
+	}
+}

@@ -94,6 +94,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
 		ThrottleSchedule: cfg.ThrottleSchedule,
 		Circuit:          flow.CircuitConfig{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
+		DisableAfter:     cfg.DisableAfter,
 		Logger:           logger,
 	}
 	if dcfg, err = dcfg.Resolve(); err != nil {

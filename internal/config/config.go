@@ -34,7 +34,11 @@ type Config struct {
 	ThrottleSchedule    []time.Duration
 	CircuitThreshold    int
 	CircuitProbe        time.Duration
-	Retention           time.Duration
+	// DisableAfter is how long an endpoint's attempts may all fail while
+	// its circuit stays open before it is disabled (SLUICE_DISABLE_AFTER);
+	// negative means never ("off").
+	DisableAfter time.Duration
+	Retention    time.Duration
 	// DeadRetention is how long dead deliveries are kept for replay
 	// (SLUICE_DEAD_RETENTION).
 	DeadRetention time.Duration
@@ -69,6 +73,7 @@ const (
 	DefaultDeliveryTimeout  = 10 * time.Second
 	DefaultCircuitThreshold = 5
 	DefaultCircuitProbe     = time.Minute
+	DefaultDisableAfter     = 120 * time.Hour
 	DefaultRetention        = 336 * time.Hour
 	DefaultDeadRetention    = 720 * time.Hour
 	DefaultSweepInterval    = time.Second
@@ -101,6 +106,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		ThrottleSchedule:    p.schedule("SLUICE_THROTTLE_SCHEDULE", DefaultThrottleSchedule),
 		CircuitThreshold:    p.positiveInt("SLUICE_CIRCUIT_THRESHOLD", DefaultCircuitThreshold),
 		CircuitProbe:        p.duration("SLUICE_CIRCUIT_PROBE", DefaultCircuitProbe),
+		DisableAfter:        p.durationOrOff("SLUICE_DISABLE_AFTER", DefaultDisableAfter),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
 		DeadRetention:       p.duration("SLUICE_DEAD_RETENTION", DefaultDeadRetention),
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),

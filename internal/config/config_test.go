@@ -23,7 +23,20 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 5, c.CircuitThreshold)
 	require.Equal(t, 14*24*time.Hour, c.Retention)
 	require.Equal(t, 5*time.Second, c.DBTimeout)
+	require.Equal(t, 120*time.Hour, c.DisableAfter)
 	require.False(t, c.AllowPrivateTargets)
+}
+
+func TestDisableAfter(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_DISABLE_AFTER": "off"}), false)
+	require.NoError(t, err)
+	require.Negative(t, c.DisableAfter, "off: never")
+	c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_DISABLE_AFTER": "36h"}), false)
+	require.NoError(t, err)
+	require.Equal(t, 36*time.Hour, c.DisableAfter)
+	_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_DISABLE_AFTER": "soon"}), false)
+	require.ErrorContains(t, err, "SLUICE_DISABLE_AFTER")
 }
 
 func TestShortDurationsAndErrors(t *testing.T) {

@@ -199,11 +199,11 @@ func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) ([]str
 	return out, nil
 }
 
-// catalogue is the tenant's event-type catalogue, which every session
-// subscribes from.
+// catalogue is the tenant's event-type catalogue, followed by Sluice's own
+// operational event types, which every session subscribes from.
 func (sc scoped) catalogue(ctx context.Context) ([]sluice.EventType, error) {
 	page, err := sc.st.ListEventTypes(ctx, sc.tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
-	return page.Items, err
+	return append(page.Items, sluice.OperationalEventTypes()...), err
 }
 
 // catalogueNames are the names of the catalogue's event types, which the

@@ -15,7 +15,8 @@ import (
 )
 
 // CloseCircuit closes an endpoint's circuit by hand. If it was open, the
-// tenant is told (one alert, as for any close), the backlog starts from an
+// tenant is told (one alert and one sluice.endpoint.circuit_closed, as for
+// any close), the backlog starts from an
 // empty token bucket, and the endpoint's parked job is unparked through
 // jobs (the process's Nudger). An endpoint of another tenant is
 // sluice.ErrNotFound.
@@ -41,6 +42,10 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 		}
 		if err := tx.InsertAlerts(ctx, locked.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("insert alert: %w", err)
+		}
+		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
+		if err := tx.PostOpEvents(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {
+			return sluice.Endpoint{}, fmt.Errorf("post operational events: %w", err)
 		}
 		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("unpark: %w", err)

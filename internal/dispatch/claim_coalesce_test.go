@@ -21,7 +21,7 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := t.Context()
-	ep := newEndpoint(t, f, "h")
+	ep := storetest.NewEndpoint(t, f, "h")
 	_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"})
 	require.NoError(t, err)
 	key := "user-1"

@@ -18,7 +18,7 @@ import (
 // every due row to its event.
 func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	t.Parallel()
-	f, ep := dueBacklog(t, 100000)
+	f, ep := storetest.WithBacklog(t, 100000)
 
 	claim := claimSQL(t)
 	// Group claims run the generic plan (DB.groupClaim), made once per
@@ -45,7 +45,7 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 // and reads a few pages where a claim from the front reads hundreds.
 func TestClaimAfterAPositionSkipsWhatWasDelivered(t *testing.T) {
 	t.Parallel()
-	f, ep := dueBacklog(t, 40000)
+	f, ep := storetest.WithBacklog(t, 40000)
 	var last dispatch.Position
 	err := f.Store.Pool().QueryRow(t.Context(), `
 		WITH done AS (

@@ -18,7 +18,15 @@
 //     says why).
 //   - record: store a batch's attempts, what they did to their deliveries
 //     and to the endpoint's flow state (package flow decides; flow.go
-//     applies; flowstate.go keeps it).
+//     applies; flowstate.go keeps it), and what the tenant is told of it:
+//     alert emails and operational events.
+//   - operational event: an event of Sluice's own (sluice.OpEvent) posted
+//     into the tenant's stream in the transaction of the transition it
+//     reports: a circuit opening or closing, the endpoint disabled, a
+//     delivery going dead.
+//   - disable: stop an endpoint for good until it is enabled by hand, when
+//     its receiver answers 410 Gone or its open circuit's attempts have
+//     all failed for Config.DisableAfter; its queued deliveries stay.
 //   - blocked: an endpoint whose throttle, open circuit or empty token
 //     bucket lets nothing through now.
 //   - finish: end a run when a final check, with the endpoint row locked
@@ -86,6 +94,10 @@ type Config struct {
 	ThrottleSchedule []time.Duration
 	// Circuit is the circuit breaker's policy.
 	Circuit flow.CircuitConfig
+	// DisableAfter is how long an endpoint's attempts may all fail while
+	// its circuit stays open before it is disabled (default 120h;
+	// negative: never).
+	DisableAfter time.Duration
 	// Budget is how long one run keeps sending before it yields
 	// (default 5s).
 	Budget time.Duration
@@ -103,8 +115,9 @@ type Config struct {
 
 // Defaults.
 const (
-	defaultBudget = 5 * time.Second
-	defaultJitter = 0.2
+	defaultBudget       = 5 * time.Second
+	defaultJitter       = 0.2
+	DefaultDisableAfter = 120 * time.Hour
 )
 
 // Resolve returns the configuration with defaults applied, or an error if
@@ -115,6 +128,7 @@ func (c Config) Resolve() (Config, error) {
 	c.Budget = cmp.Or(c.Budget, defaultBudget)
 	c.Retry.Jitter = cmp.Or(c.Retry.Jitter, defaultJitter)
 	c.Circuit.MaxProbe = cmp.Or(c.Circuit.MaxProbe, flow.DefaultMaxProbe)
+	c.DisableAfter = cmp.Or(c.DisableAfter, DefaultDisableAfter)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -158,7 +172,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	return &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordPlain, 2), claimer: newClaimer(db.ClaimPlainMany, 2),
 		stopping: stopping, stop: stop,
-		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit},
+		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}, nil
 }
 

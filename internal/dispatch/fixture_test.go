@@ -11,30 +11,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
-// dueBacklog makes a fixture with one endpoint holding n deliveries due
-// within the last hour, each of an event of its own, inserted by SQL with
-// no statistics gathered: the setting of the plan tests.
-func dueBacklog(t *testing.T, n int) (storetest.Fixture, uuid.UUID) {
-	t.Helper()
-	f := storetest.New(t)
-	ep := newEndpoint(t, f, "h")
-	storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, n)
-	return f, ep
-}
-
-// newEndpoint creates an endpoint of tenant A at https://example.com/path
-// (max_in_flight 10) and returns its id.
-func newEndpoint(t testing.TB, f storetest.Fixture, path string) uuid.UUID {
-	t.Helper()
-	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
-	require.NoError(t, err)
-	return ep.ID
-}
-
 // subscribed creates an endpoint of tenant A subscribed to typ.
 func subscribed(t testing.TB, f storetest.Fixture, typ string) uuid.UUID {
 	t.Helper()
-	ep := newEndpoint(t, f, typ)
+	ep := storetest.NewEndpoint(t, f, typ)
 	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
 	require.NoError(t, err)
 	return ep

@@ -88,8 +88,9 @@ func (p claimPlan) wait(now time.Time) time.Duration {
 // flowPolicy is what decides how a batch's results change an endpoint's
 // flow state.
 type flowPolicy struct {
-	throttle []time.Duration // waits after consecutive 429s without Retry-After
-	circuit  flow.CircuitConfig
+	throttle     []time.Duration // waits after consecutive 429s without Retry-After
+	circuit      flow.CircuitConfig
+	disableAfter time.Duration // how long an open circuit's attempts may all fail before the endpoint is disabled; 0: never
 }
 
 // deliveryPace is the pace of deliveries to an endpoint under rl with
@@ -166,6 +167,40 @@ func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, n
 func (pol flowPolicy) changes(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
 	after, alerts := pol.apply(f, rl, sent, now)
 	return len(alerts) > 0 || after != f
+}
+
+// disable decides whether a batch that left flow state after at now
+// disables its endpoint, and why: at once when a receiver answered 410
+// Gone; when every attempt has failed for disableAfter since the circuit
+// opened (only probes go while it is open, so none succeeded meanwhile).
+// It returns "" to keep the endpoint, else the reason and the error to
+// tell its owner.
+func (pol flowPolicy) disable(after Flow, sent []sentDelivery, now time.Time) (reason, lastError string) {
+	failed := false
+	for _, s := range sent {
+		if s.result.StatusCode == http.StatusGone {
+			return sluice.DisabledGone, s.result.Err
+		}
+		failed = failed || !s.result.Delivered() && !s.result.Throttled()
+	}
+	b := after.Breaker
+	open := b.State == sluice.CircuitOpen || b.State == sluice.CircuitHalfOpen
+	if pol.disableAfter > 0 && failed && open && b.OpenedAt != nil && now.Sub(*b.OpenedAt) >= pol.disableAfter {
+		return sluice.DisabledFailing, b.LastError
+	}
+	return "", ""
+}
+
+// mustAnnounce reports whether a batch has something an operational event
+// reports beyond its flow state: a 410, or a delivery going dead. Such a
+// batch is recorded under the endpoint's lock.
+func mustAnnounce(sent []sentDelivery) bool {
+	for _, s := range sent {
+		if s.result.StatusCode == http.StatusGone || s.outcome.Status == sluice.DeliveryDead {
+			return true
+		}
+	}
+	return false
 }
 
 // lastStart is when the last of a batch's requests started.

@@ -25,7 +25,7 @@ import (
 func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	f, ep := dueBacklog(t, 200)
+	f, ep := storetest.WithBacklog(t, 200)
 	_, err := f.Store.Pool().Exec(ctx, `ANALYZE deliveries`)
 	require.NoError(t, err)
 	conn, err := f.Store.Pool().Acquire(ctx)

@@ -13,8 +13,10 @@ import (
 // sentDelivery is one attempt: what was sent, what came back, and what it
 // does to the delivery.
 type sentDelivery struct {
-	result  send.Result
-	outcome Outcome
+	result    send.Result
+	outcome   Outcome
+	eventType string // for sluice.delivery.dead
+	attempts  int    // the delivery's attempts, this one included
 }
 
 // sendBatch sends claimed deliveries concurrently. A send that the run cut
@@ -39,7 +41,8 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				cut[i] = true
 				return
 			}
-			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, w.cfg.Clock.Now())}
+			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, w.cfg.Clock.Now()),
+				eventType: c.EventType, attempts: c.AttemptCount + 1}
 			observe(sent[i])
 			if c.AttemptCount == 0 && !c.Replayed {
 				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())

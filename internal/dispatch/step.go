@@ -105,7 +105,7 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	}
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
-	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) {
+	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !mustAnnounce(sent) {
 		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
 			return false, fmt.Errorf("plain record: %w", err)
 		}
@@ -143,9 +143,11 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 }
 
 // recordLocked locks the endpoint, applies the batch to the flow state it
-// reads there, saves that, stores the attempts and the circuit transitions
-// (queueing their emails), all in one transaction. It returns what it
-// applied, for announce once it has committed.
+// reads there, saves that, stores the attempts, the circuit transitions
+// (queueing their emails), the endpoint's disabling when the batch calls
+// for it, and the operational events that report all of these, in one
+// transaction. It returns what it applied, for announce once it has
+// committed.
 func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (alerts []Alert, before, after Flow, err error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
@@ -157,7 +159,8 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 		return nil, before, after, fmt.Errorf("lock endpoint: %w", err)
 	}
 	before = locked.Flow
-	after, alerts = w.flow.apply(before, target.RateLimit, sent, w.cfg.Clock.Now())
+	now := w.cfg.Clock.Now()
+	after, alerts = w.flow.apply(before, target.RateLimit, sent, now)
 	if err := tx.SaveFlow(ctx, target.ID, before, after); err != nil {
 		return nil, before, after, fmt.Errorf("save flow: %w", err)
 	}
@@ -167,10 +170,56 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 	if err := tx.InsertAlerts(ctx, locked.TenantID, target.ID, alerts, queue); err != nil {
 		return nil, before, after, fmt.Errorf("insert alerts: %w", err)
 	}
+	evs := opEvents(locked.Endpoint, alerts, sent)
+	if reason, lastError := w.flow.disable(after, sent, now); reason != "" && !locked.Disabled {
+		disabled, err := tx.Disable(ctx, locked.TenantID, target.ID, reason, lastError, queue)
+		if err != nil {
+			return nil, before, after, fmt.Errorf("disable: %w", err)
+		}
+		if disabled {
+			ev := locked.Endpoint.Event(sluice.OpEndpointDisabled, reason)
+			ev.Payload.LastError = lastError
+			evs = append(evs, ev)
+			w.cfg.Logger.Warn("endpoint disabled", "endpoint_id", target.ID, "reason", reason, "last_error", lastError)
+		}
+	}
+	if err := tx.PostOpEvents(ctx, locked.TenantID, evs, queue); err != nil {
+		return nil, before, after, fmt.Errorf("post operational events: %w", err)
+	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, before, after, fmt.Errorf("commit record: %w", err)
 	}
 	return alerts, before, after, nil
+}
+
+// opEvents are the operational events a recorded batch reports: its circuit
+// transitions and its dead letters, but none about a delivery of Sluice's
+// own events (no event about an event about an event).
+func opEvents(ep sluice.OpEndpoint, alerts []Alert, sent []sentDelivery) []sluice.OpEvent {
+	var evs []sluice.OpEvent
+	for _, a := range alerts {
+		if !a.Opened {
+			evs = append(evs, ep.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonProbeSucceeded))
+			continue
+		}
+		ev := ep.Event(sluice.OpEndpointCircuitOpened, sluice.ReasonFailures)
+		ev.Payload.LastError, ev.Payload.Failures, ev.Payload.NextProbeAt = a.LastError, a.Failures, a.NextProbeAt
+		evs = append(evs, ev)
+	}
+	for _, s := range sent {
+		if s.outcome.Status != sluice.DeliveryDead || sluice.IsReservedType(s.eventType) {
+			continue
+		}
+		ev := ep.Event(sluice.OpDeliveryDead, sluice.ReasonAttemptsSpent)
+		o := s.outcome
+		ev.Payload.LastError, ev.Payload.EventType, ev.Payload.Attempts = o.Error, s.eventType, s.attempts
+		ev.Payload.DeliveryID, ev.Payload.EventID = new(o.DeliveryID), new(o.EventID)
+		if o.StatusCode != 0 {
+			ev.Payload.LastStatus = new(o.StatusCode)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
 }
 
 // park ends a blocked run: one that has to wait for its endpoint's

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestDispatchStepsPlanOncePerConnection: the statements of a dispatch
@@ -17,7 +18,7 @@ import (
 // every call after that too when the generic plan looks dearer.
 func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	t.Parallel()
-	f, ep := dueBacklog(t, 50)
+	f, ep := storetest.WithBacklog(t, 50)
 	ctx := t.Context()
 
 	db := dispatch.NewDB(f.Store)

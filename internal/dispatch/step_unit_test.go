@@ -432,3 +432,33 @@ func TestUnitAdaptiveApply(t *testing.T) {
 		require.Positive(t, fresh.tokenWait)
 	})
 }
+
+func TestUnitFlowDisable(t *testing.T) {
+	t.Parallel()
+	pol := testPolicy
+	pol.disableAfter = time.Hour
+	now := clock.Add(2 * time.Hour)
+	closed := Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed}}
+	openedAt := func(ago time.Duration) Flow {
+		return Flow{Breaker: flow.Breaker{State: sluice.CircuitOpen, OpenedAt: new(now.Add(-ago)), LastError: "status 500"}}
+	}
+
+	reason, _ := pol.disable(closed, sent(200, 410), now)
+	require.Equal(t, sluice.DisabledGone, reason, "a 410 disables at once, whatever the circuit")
+	require.True(t, mustAnnounce(sent(410)), "a 410 is recorded under the lock")
+
+	reason, lastError := pol.disable(openedAt(time.Hour), sent(500), now)
+	require.Equal(t, sluice.DisabledFailing, reason, "a failed probe an hour after the circuit opened")
+	require.Equal(t, "status 500", lastError)
+
+	reason, _ = pol.disable(openedAt(59*time.Minute), sent(500), now)
+	require.Empty(t, reason, "not yet")
+	reason, _ = pol.disable(openedAt(2*time.Hour), sent(429), now)
+	require.Empty(t, reason, "a 429 is no failed attempt")
+	reason, _ = pol.disable(closed, sent(500), now)
+	require.Empty(t, reason, "a closed circuit")
+
+	pol.disableAfter = 0
+	reason, _ = pol.disable(openedAt(1000*time.Hour), sent(500), now)
+	require.Empty(t, reason, "SLUICE_DISABLE_AFTER=off")
+}

@@ -62,6 +62,7 @@ type Target struct {
 	MaxInFlight int
 	RateLimit   *sluice.RateLimit
 	Disabled    bool
+	Consumer    *string // the consumer it belongs to, if any
 	Flow        Flow
 }
 
@@ -87,6 +88,7 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		MaxInFlight: int(r.MaxInFlight),
 		RateLimit:   store.EndpointRateLimit(r),
 		Disabled:    r.Disabled,
+		Consumer:    r.Consumer,
 		Flow:        flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
@@ -114,6 +116,8 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 // what the caller needs to act on it.
 type LockedFlow struct {
 	TenantID    uuid.UUID
+	Endpoint    sluice.OpEndpoint // what an operational event about it names
+	Disabled    bool
 	RateLimit   *sluice.RateLimit
 	ParkedJobID *int64 // its parked dispatch job, if one was recorded (SetParkedJob)
 	Flow        Flow
@@ -130,6 +134,8 @@ func (t *StepTx) LockFlow(ctx context.Context, endpointID uuid.UUID) (LockedFlow
 	e := row.Endpoint
 	return LockedFlow{
 		TenantID:    e.TenantID,
+		Endpoint:    sluice.OpEndpoint{ID: e.ID, URL: e.Url, Consumer: e.Consumer},
+		Disabled:    e.Disabled,
 		RateLimit:   store.EndpointRateLimit(e),
 		ParkedJobID: e.ParkedJobID,
 		Flow:        flowFromRow(row),
@@ -187,6 +193,38 @@ func (t *StepTx) InsertAlerts(ctx context.Context, tenantID, endpointID uuid.UUI
 		}
 	}
 	return nil
+}
+
+// Disable disables the endpoint for reason (sluice.DisabledGone or
+// DisabledFailing) and queues its owner's email, so the email goes exactly
+// when the endpoint is disabled. It reports false, doing nothing, for an
+// endpoint disabled already.
+func (t *StepTx) Disable(ctx context.Context, tenantID, endpointID uuid.UUID, reason, lastError string, jobs store.JobQueue) (bool, error) {
+	n, err := t.tx.Q.DisableEndpoint(ctx, dbq.DisableEndpointParams{ID: endpointID, Reason: &reason})
+	if err != nil {
+		return false, fmt.Errorf("disable endpoint: %w", err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	id := store.NewID()
+	err = t.tx.Q.InsertDisabledAlert(ctx, dbq.InsertDisabledAlertParams{
+		ID: id, TenantID: tenantID, EndpointID: endpointID, Reason: &reason, LastError: lastError,
+	})
+	if err != nil {
+		return false, fmt.Errorf("insert disabled alert: %w", err)
+	}
+	if err := jobs.Alert(ctx, t.tx.Tx, id); err != nil {
+		return false, fmt.Errorf("queue disabled alert: %w", err)
+	}
+	return true, nil
+}
+
+// PostOpEvents posts operational events into the tenant's stream in the
+// step's transaction (store.InsertOpEvents), so each commits with the
+// transition it reports.
+func (t *StepTx) PostOpEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.OpEvent, jobs store.JobQueue) error {
+	return store.InsertOpEvents(ctx, t.tx, jobs, tenantID, evs)
 }
 
 // SetParkedJob records the endpoint's parked dispatch job, so that closing

@@ -129,3 +129,54 @@ func TestDeliveryIDsSortAsTheirEvents(t *testing.T) {
 	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT count(DISTINCT id) FROM deliveries`).Scan(&ids))
 	require.Equal(t, 2*len(posted), ids)
 }
+
+// TestOperationalEventsReachTheTenantAndTheirConsumer: an operational
+// event about a consumer's endpoint (addressed to that consumer) reaches
+// the tenant's own endpoints and that consumer's subscribed to it, never
+// another consumer's, a disabled one's, or one subscribed to "*"; one
+// about the tenant's own endpoint only the tenant's own.
+func TestOperationalEventsReachTheTenantAndTheirConsumer(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := storetest.New(t)
+	for _, uid := range []string{"cus_1", "cus_2"} {
+		_, _, err := f.Store.UpsertConsumer(ctx, f.TenantA.ID, uid, sluice.ConsumerSettings{Name: uid})
+		require.NoError(t, err)
+	}
+	names := map[uuid.UUID]string{}
+	endpoint := func(name string, consumer *string, disabled bool, types ...string) {
+		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{
+			URL: "https://example.com/" + name, MaxInFlight: 10, Consumer: consumer, Disabled: disabled,
+		})
+		require.NoError(t, err)
+		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, types)
+		require.NoError(t, err)
+		names[ep.ID] = name
+	}
+	cus1, cus2 := "cus_1", "cus_2"
+	endpoint("own-sluice", nil, false, "sluice.*")
+	endpoint("own-exact", nil, false, "sluice.endpoint.disabled")
+	endpoint("own-star", nil, false, "*")
+	endpoint("own-disabled", nil, true, "sluice.*")
+	endpoint("cus1-prefix", &cus1, false, "sluice.endpoint.*")
+	endpoint("cus1-star", &cus1, false, "*")
+	endpoint("cus2-sluice", &cus2, false, "sluice.*")
+	reached := func(consumer *string) string {
+		out, _, err := fanout.Insert(ctx, f.Store, []fanout.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{
+			Type: sluice.OpEndpointDisabled, Payload: []byte(`{}`), Consumer: consumer,
+		}}}, f.Jobs)
+		require.NoError(t, err)
+		rows, err := f.Store.Pool().Query(ctx, `SELECT endpoint_id FROM deliveries WHERE event_id = $1`, out[0].ID)
+		require.NoError(t, err)
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		require.NoError(t, err)
+		eps := []string{}
+		for _, id := range ids {
+			eps = append(eps, names[id])
+		}
+		slices.Sort(eps)
+		return fmt.Sprint(eps)
+	}
+	require.Equal(t, "[cus1-prefix own-exact own-sluice]", reached(&cus1), "about cus_1's endpoint")
+	require.Equal(t, "[own-exact own-sluice]", reached(nil), "about the tenant's own endpoint")
+}

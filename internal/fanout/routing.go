@@ -14,7 +14,10 @@ import (
 // by the consumer their endpoint belongs to ("" for the tenant's own). The
 // routing rule lives here and nowhere else: an event addressed to a
 // consumer reaches only that consumer's endpoints, an event without one
-// only the tenant's own, and a broadcast every endpoint.
+// only the tenant's own, and a broadcast every endpoint. An operational
+// event (a type of Sluice's own) about a consumer's endpoint is addressed
+// to that consumer and reaches the tenant's own endpoints too: the tenant
+// hears about every endpoint, a consumer only about its own.
 type routes struct {
 	byConsumer map[string][]dbq.SubscriptionsForEventsRow
 }
@@ -33,9 +36,14 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 			params.Broadcast = true
 		case ev.Consumer == nil:
 			params.Own = true
-		case !seen[*ev.Consumer]:
-			seen[*ev.Consumer] = true
-			params.Consumers = append(params.Consumers, *ev.Consumer)
+		default:
+			if sluice.IsReservedType(ev.Type) {
+				params.Own = true
+			}
+			if !seen[*ev.Consumer] {
+				seen[*ev.Consumer] = true
+				params.Consumers = append(params.Consumers, *ev.Consumer)
+			}
 		}
 	}
 	rows, err := q.SubscriptionsForEvents(ctx, params)
@@ -67,7 +75,11 @@ func (r routes) endpoints(ev dbq.Event) []uuid.UUID {
 		if *ev.Consumer == "" {
 			return nil // never the tenant's own endpoints
 		}
-		return matchingEndpoints(r.byConsumer[*ev.Consumer], ev.Type)
+		out := matchingEndpoints(r.byConsumer[*ev.Consumer], ev.Type)
+		if sluice.IsReservedType(ev.Type) {
+			out = append(out, matchingEndpoints(r.byConsumer[""], ev.Type)...)
+		}
+		return out
 	default:
 		return matchingEndpoints(r.byConsumer[""], ev.Type)
 	}

@@ -54,6 +54,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 		v.Add(prefix+"type", "is required")
 	case len(*in.Type) > maxEventTypeLength || !eventTypeRE.MatchString(*in.Type):
 		v.Add(prefix+"type", "must be at most %d characters of letters, digits, '_' and '-' in dot-separated parts, such as \"order.created\"", maxEventTypeLength)
+	case sluice.IsReservedType(*in.Type):
+		v.Add(prefix+"type", "must not begin with %q: those types are Sluice's own", sluice.ReservedTypePrefix)
 	default:
 		ev.Type = *in.Type
 	}

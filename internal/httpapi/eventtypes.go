@@ -88,11 +88,24 @@ func pathEventType(r *http.Request) (string, error) {
 	return name, nil
 }
 
+// reservedEventType refuses to change an entry of Sluice's own types.
+func reservedEventType(name string) error {
+	if !sluice.IsReservedType(name) {
+		return nil
+	}
+	v := &sluice.ValidationError{}
+	v.Add("name", "must not begin with %q: those types are Sluice's own", sluice.ReservedTypePrefix)
+	return v.Err()
+}
+
 // putEventType is PUT /v1/event-types/{name}: 201 when it created the
 // entry, 200 when it replaced it.
 func (a *API) putEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
+		return err
+	}
+	if err := reservedEventType(name); err != nil {
 		return err
 	}
 	var in eventTypeInput
@@ -127,14 +140,40 @@ func (a *API) listEventTypes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writePage(w, page)
+	writePage(w, withOperational(page, p))
 	return nil
+}
+
+// withOperational puts Sluice's own types after the cursor ahead of the
+// tenant's page, keeping the page's limit: their ids sort above the
+// tenant's, so the list stays one order a cursor walks.
+func withOperational(page sluice.Page[sluice.EventType], p sluice.PageParams) sluice.Page[sluice.EventType] {
+	var items []sluice.EventType
+	for _, et := range sluice.OperationalEventTypes() {
+		if p.After == nil || bytes.Compare(et.ID[:], p.After[:]) < 0 {
+			items = append(items, et)
+		}
+	}
+	if len(items) == 0 {
+		return page
+	}
+	items = append(items, page.Items...)
+	if len(items) <= p.Limit {
+		page.Items = items
+		return page
+	}
+	next := items[p.Limit-1].ID
+	return sluice.Page[sluice.EventType]{Items: items[:p.Limit], Next: &next}
 }
 
 func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
 		return err
+	}
+	if et, ok := sluice.OperationalEventType(name); ok {
+		writeJSON(w, http.StatusOK, et)
+		return nil
 	}
 	et, err := a.store.GetEventType(r.Context(), tenantFrom(r.Context()).ID, name)
 	if err != nil {
@@ -147,6 +186,9 @@ func (a *API) getEventType(w http.ResponseWriter, r *http.Request) error {
 func (a *API) deleteEventType(w http.ResponseWriter, r *http.Request) error {
 	name, err := pathEventType(r)
 	if err != nil {
+		return err
+	}
+	if err := reservedEventType(name); err != nil {
 		return err
 	}
 	tenantID := tenantFrom(r.Context()).ID

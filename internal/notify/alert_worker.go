@@ -1,5 +1,5 @@
-// AlertWorker is the River worker that emails a tenant when one of its
-// endpoints' circuits opens or closes. The transition and this job commit
+// AlertWorker is the River worker that emails an endpoint's owner when its
+// circuit opens or closes, or Sluice disables it. The transition and this job commit
 // together (store.Record), the email is sent once per transition (the alert
 // row is marked sent in the transaction that completes the job), and a mail
 // server that is down is retried by River without ever blocking delivery.
@@ -44,7 +44,27 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	if !w.mailer.Enabled() {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
 	}
-	msg := CircuitAlert{
+	msg := w.message(a)
+	if err := w.mailer.Send(ctx, msg); err != nil {
+		return err
+	}
+	return w.store.MarkCircuitAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
+		return jobs.Complete(ctx, tx, job)
+	})
+}
+
+// message is an alert's email: a circuit opening or closing, or the
+// endpoint disabled.
+func (w *AlertWorker) message(a store.CircuitAlert) Message {
+	dashboard := w.publicURL + "/endpoints/" + a.EndpointID.String()
+	messageID := "<alert-" + a.ID.String() + "@sluice>"
+	if a.Kind == "disabled" {
+		return DisabledAlert{
+			Reason: a.Reason, TenantName: a.TenantName, EndpointID: a.EndpointID.String(), EndpointURL: a.EndpointURL,
+			LastError: a.LastError, At: a.CreatedAt, DashboardURL: dashboard,
+		}.Message(a.AlertEmail, messageID)
+	}
+	return CircuitAlert{
 		Opened:       a.Opened,
 		TenantName:   a.TenantName,
 		EndpointID:   a.EndpointID.String(),
@@ -53,12 +73,6 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 		Failures:     a.Failures,
 		At:           a.CreatedAt,
 		NextProbeAt:  a.NextProbeAt,
-		DashboardURL: w.publicURL + "/endpoints/" + a.EndpointID.String(),
-	}.Message(a.AlertEmail, "<alert-"+a.ID.String()+"@sluice>")
-	if err := w.mailer.Send(ctx, msg); err != nil {
-		return err
-	}
-	return w.store.MarkCircuitAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
-		return jobs.Complete(ctx, tx, job)
-	})
+		DashboardURL: dashboard,
+	}.Message(a.AlertEmail, messageID)
 }

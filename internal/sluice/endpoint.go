@@ -67,6 +67,7 @@ type Endpoint struct {
 	MaxInFlight      int               `json:"max_in_flight"`
 	Headers          map[string]string `json:"headers"`
 	Disabled         bool              `json:"disabled"`
+	DisabledReason   *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
 	Consumer         *string           `json:"consumer"`
 	Status           string            `json:"status"`
 	ThrottledUntil   *time.Time        `json:"throttled_until"`

@@ -18,12 +18,12 @@ type Subscription struct {
 }
 
 // MatchEventType reports whether eventType matches pattern: "*" matches
-// everything, "video.*" every type that starts with "video.", and anything
-// else only itself.
+// every type but Sluice's own (IsReservedType), "video.*" every type that
+// starts with "video.", and anything else only itself.
 func MatchEventType(pattern, eventType string) bool {
 	switch {
 	case pattern == "*":
-		return true
+		return !IsReservedType(eventType)
 	case strings.HasSuffix(pattern, ".*"):
 		return strings.HasPrefix(eventType, pattern[:len(pattern)-1])
 	default:
@@ -32,11 +32,14 @@ func MatchEventType(pattern, eventType string) bool {
 }
 
 // CandidatePatterns returns every pattern that could match eventType: the
-// type itself, "*", and "prefix.*" for each dotted prefix of it (for
-// "a.b.c": "a.b.c", "*", "a.*", "a.b.*"). A subscription matches the type
-// only if it holds one of them.
+// type itself, "*" (unless the type is Sluice's own), and "prefix.*" for
+// each dotted prefix of it (for "a.b.c": "a.b.c", "*", "a.*", "a.b.*"). A
+// subscription matches the type only if it holds one of them.
 func CandidatePatterns(eventType string) []string {
 	out := []string{eventType, "*"}
+	if IsReservedType(eventType) {
+		out = out[:1]
+	}
 	for i := range len(eventType) {
 		if eventType[i] == '.' {
 			out = append(out, eventType[:i+1]+"*")

@@ -12,6 +12,8 @@ import (
 // CircuitAlert is a circuit transition to email, with what the email names.
 type CircuitAlert struct {
 	ID          uuid.UUID
+	Kind        string // "circuit" (Opened says which way) or "disabled" (Reason says why: sluice.DisabledGone or DisabledFailing)
+	Reason      string
 	TenantName  string
 	AlertEmail  string
 	EndpointID  uuid.UUID
@@ -31,10 +33,10 @@ func (s *Store) GetCircuitAlert(ctx context.Context, id uuid.UUID) (CircuitAlert
 		return CircuitAlert{}, notFound(err)
 	}
 	return CircuitAlert{
-		ID: r.ID, TenantName: r.TenantName, AlertEmail: r.AlertEmail,
+		ID: r.ID, Kind: r.Kind, TenantName: r.TenantName, AlertEmail: r.AlertEmail,
 		EndpointID: r.EndpointID, EndpointURL: r.EndpointUrl, Opened: r.Opened,
 		LastError: r.LastError, Failures: int(r.Failures), NextProbeAt: r.NextProbeAt,
-		CreatedAt: r.CreatedAt, Sent: r.SentAt != nil,
+		CreatedAt: r.CreatedAt, Sent: r.SentAt != nil, Reason: deref(r.Reason),
 	}, nil
 }
 

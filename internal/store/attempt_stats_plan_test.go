@@ -34,7 +34,7 @@ func TestAttemptStatsPlan(t *testing.T) {
 	ctx := t.Context()
 	ids := make([]uuid.UUID, planEndpoints)
 	for i := range ids {
-		ids[i] = newEndpoint(t, f, "h"+strconv.Itoa(i))
+		ids[i] = storetest.NewEndpoint(t, f, "h"+strconv.Itoa(i))
 	}
 	now := time.Now().UTC().Truncate(time.Minute)
 	start := time.Now()
@@ -91,7 +91,7 @@ var (
 // requires it to read want index entries and nothing else.
 func requireIndexPlan(t *testing.T, st *store.Store, ep uuid.UUID, since, until time.Time, want int64, when string) {
 	t.Helper()
-	plan := explainAnalyze(t, st, querySQL(t, "attempt_stats.sql", "AttemptStats", "bucket_seconds", "since", "endpoint_id", "until"),
+	plan := storetest.ExplainAnalyze(t, st.Pool(), storetest.QuerySQL(t, "attempt_stats.sql", "AttemptStats", "bucket_seconds", "since", "endpoint_id", "until"),
 		int32(1800), since, ep, until)
 	t.Logf("day chart of 1 endpoint among %d, 1,000,000 attempts, %s:\n%s", planEndpoints, when, plan)
 	// (A day's empty partition may be "scanned": it has no pages.)

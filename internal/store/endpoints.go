@@ -86,7 +86,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		parked, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+		row, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
 			TenantID:           tenantID,
 			ID:                 id,
 			Url:                set.URL,
@@ -100,10 +100,26 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 			Headers:            headers,
 			Disabled:           set.Disabled,
 		})
-		if err != nil || parked == nil {
+		if err != nil {
 			return notFound(err)
 		}
-		return jobs.Unpark(ctx, tx, id, parked)
+		var evs []sluice.OpEvent
+		ep := sluice.OpEndpoint{ID: id, URL: row.NewUrl, Consumer: row.Consumer}
+		switch {
+		case set.Disabled && !row.WasDisabled:
+			evs = append(evs, ep.Event(sluice.OpEndpointDisabled, sluice.DisabledManual))
+		case !set.Disabled && row.WasDisabled:
+			evs = append(evs, ep.Event(sluice.OpEndpointEnabled, sluice.ReasonManual))
+		}
+		if err := InsertOpEvents(ctx, Tx{Tx: tx, Q: s.q.WithTx(tx)}, jobs, tenantID, evs); err != nil {
+			return err
+		}
+		// A run that found the endpoint disabled ended without a
+		// successor: enabling it queues one, to drain what stayed queued.
+		if row.ParkedJobID == nil && !(row.WasDisabled && !set.Disabled) {
+			return nil
+		}
+		return jobs.Unpark(ctx, tx, id, row.ParkedJobID)
 	})
 	if err != nil {
 		return sluice.Endpoint{}, err
@@ -211,14 +227,15 @@ type endpointView struct {
 func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	r := v.Endpoint
 	ep := sluice.Endpoint{
-		ID:          r.ID,
-		TenantID:    r.TenantID,
-		URL:         r.Url,
-		Description: r.Description,
-		RateLimit:   rateLimitOf(r),
-		MaxInFlight: int(r.MaxInFlight),
-		Disabled:    r.Disabled,
-		Consumer:    r.Consumer,
+		ID:             r.ID,
+		TenantID:       r.TenantID,
+		URL:            r.Url,
+		Description:    r.Description,
+		RateLimit:      rateLimitOf(r),
+		MaxInFlight:    int(r.MaxInFlight),
+		Disabled:       r.Disabled,
+		DisabledReason: r.DisabledReason,
+		Consumer:       r.Consumer,
 		Circuit: sluice.Circuit{
 			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),
 			OpenedAt: r.CircuitOpenedAt, NextProbeAt: r.CircuitNextProbeAt,

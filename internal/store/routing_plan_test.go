@@ -20,9 +20,9 @@ import (
 func TestRoutingReadsOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	f := pastOtherSubscriptions(t)
-	sql := querySQL(t, "events.sql", "SubscriptionsForEvents", "tenant_id", "patterns", "broadcast", "own", "consumers")
+	sql := storetest.QuerySQL(t, "events.sql", "SubscriptionsForEvents", "tenant_id", "patterns", "broadcast", "own", "consumers")
 	args := fmt.Sprintf("'%s', '{healthy.one,healthy.*,*}', false, true, '{}'", f.TenantA.ID)
-	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbeSets...)
+	plan := storetest.ExplainGeneric(t, f.Store.Pool(), sql, args, store.IndexProbeSets...)
 	t.Logf("routing one post past 2,000 other subscriptions:\n%s", plan)
 	requireOnlyMatchingSubscriptions(t, plan, 0)
 }
@@ -34,12 +34,12 @@ func TestRoutingReadsOnlyMatchingSubscriptions(t *testing.T) {
 func TestOneStatementReadsOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	f := pastOtherSubscriptions(t)
-	sql := querySQL(t, "events.sql", "InsertRoutedEvents", "ids", "tenant_ids", "types", "payloads",
+	sql := storetest.QuerySQL(t, "events.sql", "InsertRoutedEvents", "ids", "tenant_ids", "types", "payloads",
 		"broadcasts", "created_ats", "pattern_events", "patterns", "max_deliveries")
 	id := uuid.Must(uuid.NewV7())
 	args := fmt.Sprintf("'{%[1]s}', '{%[2]s}', '{healthy.one}', '{\"{}\"}', '{false}', '{now}', "+
 		"'{%[1]s,%[1]s,%[1]s}', '{healthy.one,healthy.*,*}', 1000", id, f.TenantA.ID)
-	plan := explainGeneric(t, f.Store, sql, args, store.IndexProbeSets...)
+	plan := storetest.ExplainGeneric(t, f.Store.Pool(), sql, args, store.IndexProbeSets...)
 	t.Logf("one post past 2,000 other subscriptions, stored, routed and fanned out:\n%s", plan)
 	requireOnlyMatchingSubscriptions(t, plan, 10)
 }
@@ -49,10 +49,10 @@ func TestOneStatementReadsOnlyMatchingSubscriptions(t *testing.T) {
 // statistics gathered.
 func pastOtherSubscriptions(t *testing.T) storetest.Fixture {
 	t.Helper()
-	f, _ := dueBacklog(t, 0)
+	f, _ := storetest.WithBacklog(t, 0)
 	subscribe := func(n int, typ string) {
 		for i := range n {
-			ep := newEndpoint(t, f, fmt.Sprintf("%s/%d", typ, i))
+			ep := storetest.NewEndpoint(t, f, fmt.Sprintf("%s/%d", typ, i))
 			_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
 			require.NoError(t, err)
 		}

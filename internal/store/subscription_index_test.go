@@ -17,7 +17,7 @@ func TestNewSubscriptionsWaitInNoPendingList(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	for i := range 200 {
-		ep := newEndpoint(t, f, fmt.Sprintf("s/%d", i))
+		ep := storetest.NewEndpoint(t, f, fmt.Sprintf("s/%d", i))
 		_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{fmt.Sprintf("type.%d", i)})
 		require.NoError(t, err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const getCircuitAlert = `-- name: GetCircuitAlert :one
-SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, t.name AS tenant_name,
+SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, a.kind, a.reason, t.name AS tenant_name,
     coalesce(c.alert_email, t.alert_email)::text AS alert_email,
     e.url AS endpoint_url, e.consumer
 FROM circuit_alerts a
@@ -33,6 +33,8 @@ type GetCircuitAlertRow struct {
 	NextProbeAt *time.Time
 	CreatedAt   time.Time
 	SentAt      *time.Time
+	Kind        string
+	Reason      *string
 	TenantName  string
 	AlertEmail  string
 	EndpointUrl string
@@ -54,6 +56,8 @@ func (q *Queries) GetCircuitAlert(ctx context.Context, id uuid.UUID) (GetCircuit
 		&i.NextProbeAt,
 		&i.CreatedAt,
 		&i.SentAt,
+		&i.Kind,
+		&i.Reason,
 		&i.TenantName,
 		&i.AlertEmail,
 		&i.EndpointUrl,

@@ -17,14 +17,15 @@ INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
-    max_in_flight, headers, disabled, secret_enc, consumer
+    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
     $8, $9,
-    $10, $11, $12, $13, $14
+    $10, $11, $12::boolean, CASE WHEN $12::boolean THEN 'manual' END,
+    $13, $14
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at
 `
 
 type CreateEndpointParams struct {
@@ -89,6 +90,7 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.ParkedJobID,
 		&i.Consumer,
 		&i.RetryDueAt,
+		&i.DisabledReason,
 		&i.RateLimitAdaptive,
 		&i.RateLimitMin,
 		&i.AdaptiveRate,
@@ -122,7 +124,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -172,6 +174,7 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.ParkedJobID,
 		&i.Endpoint.Consumer,
 		&i.Endpoint.RetryDueAt,
+		&i.Endpoint.DisabledReason,
 		&i.Endpoint.RateLimitAdaptive,
 		&i.Endpoint.RateLimitMin,
 		&i.Endpoint.AdaptiveRate,
@@ -209,7 +212,7 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -276,6 +279,7 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.ParkedJobID,
 			&i.Endpoint.Consumer,
 			&i.Endpoint.RetryDueAt,
+			&i.Endpoint.DisabledReason,
 			&i.Endpoint.RateLimitAdaptive,
 			&i.Endpoint.RateLimitMin,
 			&i.Endpoint.AdaptiveRate,
@@ -325,7 +329,12 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 }
 
 const updateEndpoint = `-- name: UpdateEndpoint :one
-UPDATE endpoints SET
+WITH old AS (
+    SELECT o.id, o.disabled FROM endpoints o
+    WHERE o.tenant_id = $11 AND o.id = $12
+    FOR NO KEY UPDATE
+)
+UPDATE endpoints e SET
     url = $1,
     description = $2,
     rate_limit_per_second = $3,
@@ -335,10 +344,12 @@ UPDATE endpoints SET
     rate_limit_min = $7,
     max_in_flight = $8,
     headers = $9,
-    disabled = $10,
+    disabled = $10::boolean,
+    disabled_reason = CASE WHEN $10::boolean THEN coalesce(e.disabled_reason, 'manual') END,
     updated_at = now()
-WHERE tenant_id = $11 AND id = $12
-RETURNING parked_job_id
+FROM old
+WHERE e.id = old.id
+RETURNING e.parked_job_id, old.disabled AS was_disabled, e.url AS new_url, e.consumer
 `
 
 type UpdateEndpointParams struct {
@@ -356,9 +367,19 @@ type UpdateEndpointParams struct {
 	ID                 uuid.UUID
 }
 
+type UpdateEndpointRow struct {
+	ParkedJobID *int64
+	WasDisabled bool
+	NewUrl      string
+	Consumer    *string
+}
+
 // UpdateEndpoint returns the endpoint's parked dispatch job, if any, so
-// that the change can wake it (a new rate limit may let it send now).
-func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (*int64, error) {
+// that the change can wake it (a new rate limit may let it send now), and
+// whether it was disabled before, so that disabling or enabling it is
+// announced (sluice.endpoint.disabled, sluice.endpoint.enabled). Disabling
+// by hand keeps the reason of an endpoint Sluice disabled already.
+func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) (UpdateEndpointRow, error) {
 	row := q.db.QueryRow(ctx, updateEndpoint,
 		arg.Url,
 		arg.Description,
@@ -373,7 +394,12 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.TenantID,
 		arg.ID,
 	)
-	var parked_job_id *int64
-	err := row.Scan(&parked_job_id)
-	return parked_job_id, err
+	var i UpdateEndpointRow
+	err := row.Scan(
+		&i.ParkedJobID,
+		&i.WasDisabled,
+		&i.NewUrl,
+		&i.Consumer,
+	)
+	return i, err
 }

@@ -31,6 +31,8 @@ type CircuitAlert struct {
 	NextProbeAt *time.Time
 	CreatedAt   time.Time
 	SentAt      *time.Time
+	Kind        string
+	Reason      *string
 }
 
 type Consumer struct {
@@ -145,6 +147,7 @@ type Endpoint struct {
 	ParkedJobID             *int64
 	Consumer                *string
 	RetryDueAt              *time.Time
+	DisabledReason          *string
 	RateLimitAdaptive       bool
 	RateLimitMin            *float64
 	AdaptiveRate            *float64

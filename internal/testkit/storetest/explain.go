@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/stretchr/testify/require"
 )
 
@@ -101,4 +102,24 @@ func DueBacklog(t testing.TB, pool *pgxpool.Pool, tenantID, endpointID uuid.UUID
 		SELECT sluice_uuidv7(), $1, ev.id, $2, 'backlog', now() - random() * interval '1 hour' FROM ev`,
 		tenantID, endpointID, n)
 	require.NoError(t, err)
+}
+
+// WithBacklog makes a fixture with one endpoint holding n deliveries due
+// within the last hour, each of an event of its own, inserted by SQL with
+// no statistics gathered: the setting of the plan tests.
+func WithBacklog(t testing.TB, n int) (Fixture, uuid.UUID) {
+	t.Helper()
+	f := New(t)
+	ep := NewEndpoint(t, f, "h")
+	DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, n)
+	return f, ep
+}
+
+// NewEndpoint creates an endpoint of tenant A at https://example.com/path
+// (max_in_flight 10) and returns its id.
+func NewEndpoint(t testing.TB, f Fixture, path string) uuid.UUID {
+	t.Helper()
+	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	require.NoError(t, err)
+	return ep.ID
 }

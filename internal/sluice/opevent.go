@@ -1,0 +1,164 @@
+package sluice
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// ReservedTypePrefix begins the types of Sluice's own events: operational
+// events and sluice.test. Tenants cannot post them, and the pattern "*"
+// does not match them.
+const ReservedTypePrefix = "sluice."
+
+// IsReservedType reports whether eventType is one of Sluice's own.
+func IsReservedType(eventType string) bool {
+	return strings.HasPrefix(eventType, ReservedTypePrefix)
+}
+
+// Operational event types: what Sluice posts into a tenant's stream when
+// one of its endpoints changes state or a delivery goes dead.
+const (
+	OpEndpointDisabled      = "sluice.endpoint.disabled"
+	OpEndpointEnabled       = "sluice.endpoint.enabled"
+	OpEndpointCircuitOpened = "sluice.endpoint.circuit_opened"
+	OpEndpointCircuitClosed = "sluice.endpoint.circuit_closed"
+	OpDeliveryDead          = "sluice.delivery.dead"
+)
+
+// Why an endpoint is disabled (Endpoint.DisabledReason).
+const (
+	DisabledManual  = "manual"  // PATCH {"disabled": true}, or created disabled
+	DisabledGone    = "gone"    // its receiver answered 410 Gone
+	DisabledFailing = "failing" // every attempt failed for SLUICE_DISABLE_AFTER while its circuit stayed open
+)
+
+// Reasons an operational event gives beside the disabled reasons.
+const (
+	ReasonFailures       = "failures"           // circuit_opened: consecutive failures
+	ReasonProbeSucceeded = "probe_succeeded"    // circuit_closed: a probe was delivered
+	ReasonManual         = "manual"             // circuit_closed by hand, endpoint enabled by hand
+	ReasonAttemptsSpent  = "attempts_exhausted" // delivery.dead
+)
+
+// OpEvent is an operational event about one endpoint, as it is posted:
+// addressed to the endpoint's consumer (if any), so it reaches that
+// consumer's endpoints and the tenant's own, never another consumer's.
+type OpEvent struct {
+	Type    string
+	Payload OpPayload
+}
+
+// OpPayload is an operational event's payload. The delivery fields are set
+// for sluice.delivery.dead only; the circuit fields for circuit_opened.
+type OpPayload struct {
+	EndpointID  uuid.UUID  `json:"endpoint_id"`
+	URL         string     `json:"url"`
+	Consumer    *string    `json:"consumer"`
+	Reason      string     `json:"reason"`
+	LastError   string     `json:"last_error,omitempty"`
+	Failures    int        `json:"failures,omitempty"`
+	NextProbeAt *time.Time `json:"next_probe_at,omitempty"`
+	DeliveryID  *uuid.UUID `json:"delivery_id,omitempty"`
+	EventID     *uuid.UUID `json:"event_id,omitempty"`
+	EventType   string     `json:"event_type,omitempty"`
+	Attempts    int        `json:"attempts,omitempty"`
+	LastStatus  *int       `json:"last_status,omitempty"`
+}
+
+// OpEndpoint names the endpoint an operational event is about.
+type OpEndpoint struct {
+	ID       uuid.UUID
+	URL      string
+	Consumer *string
+}
+
+// Event returns an operational event of type typ about e for reason.
+func (e OpEndpoint) Event(typ, reason string) OpEvent {
+	return OpEvent{Type: typ, Payload: OpPayload{EndpointID: e.ID, URL: e.URL, Consumer: e.Consumer, Reason: reason}}
+}
+
+// OperationalEventTypes is the catalogue of Sluice's own event types, as
+// GET /v1/event-types lists them ahead of the tenant's. Their ids are above
+// every UUIDv7 and descend in this order, so a list ordered by id
+// descending shows them first and its cursor can stop among them.
+func OperationalEventTypes() []EventType {
+	out := make([]EventType, len(opTypes))
+	for i, t := range opTypes {
+		id := uuid.Max
+		id[15] -= byte(i)
+		out[i] = EventType{
+			ID: id, Name: t.name, Description: t.description,
+			Example: json.RawMessage(t.example), Schema: json.RawMessage(opSchema(t.extra, t.reasons)),
+		}
+	}
+	return out
+}
+
+// OperationalEventType returns the catalogue entry of a reserved type.
+func OperationalEventType(name string) (EventType, bool) {
+	for _, et := range OperationalEventTypes() {
+		if et.Name == name {
+			return et, true
+		}
+	}
+	return EventType{}, false
+}
+
+type opType struct {
+	name, description string
+	reasons           []string
+	extra             string // more properties of the schema, JSON object members
+	example           string
+}
+
+var opTypes = []opType{
+	{
+		name:        OpEndpointDisabled,
+		description: "Sent by Sluice: an endpoint was disabled, by hand (manual), because its receiver answered 410 Gone (gone), or because its attempts all failed for SLUICE_DISABLE_AFTER (failing). Its queued deliveries are kept.",
+		reasons:     []string{DisabledManual, DisabledGone, DisabledFailing},
+		extra:       `"last_error": {"type": "string"}`,
+		example:     `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": null, "reason": "gone", "last_error": "status 410"}`,
+	},
+	{
+		name:        OpEndpointEnabled,
+		description: "Sent by Sluice: a disabled endpoint was enabled again; its queued deliveries drain at its rate limit.",
+		reasons:     []string{ReasonManual},
+		example:     `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": null, "reason": "manual"}`,
+	},
+	{
+		name:        OpEndpointCircuitOpened,
+		description: "Sent by Sluice: an endpoint's circuit opened after consecutive failures; deliveries keep queueing and one is tried at each probe.",
+		reasons:     []string{ReasonFailures},
+		extra:       `"last_error": {"type": "string"}, "failures": {"type": "integer"}, "next_probe_at": {"type": "string", "format": "date-time"}`,
+		example:     `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": "acme", "reason": "failures", "last_error": "status 500", "failures": 5, "next_probe_at": "2026-01-02T15:04:05Z"}`,
+	},
+	{
+		name:        OpEndpointCircuitClosed,
+		description: "Sent by Sluice: an endpoint's circuit closed, after a probe succeeded or by hand; its backlog drains at its rate limit.",
+		reasons:     []string{ReasonProbeSucceeded, ReasonManual},
+		example:     `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": "acme", "reason": "probe_succeeded"}`,
+	},
+	{
+		name:        OpDeliveryDead,
+		description: "Sent by Sluice: a delivery's last attempt failed; it is kept for replay for SLUICE_DEAD_RETENTION. Never sent about a delivery of Sluice's own events.",
+		reasons:     []string{ReasonAttemptsSpent},
+		extra: `"last_error": {"type": "string"}, "delivery_id": {"type": "string", "format": "uuid"}, "event_id": {"type": "string", "format": "uuid"},` +
+			` "event_type": {"type": "string"}, "attempts": {"type": "integer"}, "last_status": {"type": ["integer", "null"]}`,
+		example: `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": null, "reason": "attempts_exhausted",` +
+			` "last_error": "status 500", "delivery_id": "0193a5c8-7d3f-7000-8000-000000000001", "event_id": "0193a5c8-7d3f-7000-8000-000000000002",` +
+			` "event_type": "order.created", "attempts": 10, "last_status": 500}`,
+	},
+}
+
+// opSchema is the JSON Schema of an operational event's payload.
+func opSchema(extra string, reasons []string) string {
+	enum, _ := json.Marshal(reasons)
+	props := `"endpoint_id": {"type": "string", "format": "uuid"}, "url": {"type": "string"}, "consumer": {"type": ["string", "null"]}, "reason": {"enum": ` + string(enum) + `}`
+	if extra != "" {
+		props += ", " + extra
+	}
+	return `{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "required": ["endpoint_id", "url", "consumer", "reason"], "properties": {` + props + `}}`
+}
