@@ -3,11 +3,13 @@ INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
+    backlog_alert_queued, backlog_alert_oldest_seconds,
     max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer
 ) VALUES (
     @id, @tenant_id, @url, @description,
     @rate_limit_per_second, @rate_limit_per_minute, @rate_limit_burst,
     @rate_limit_adaptive, @rate_limit_min,
+    sqlc.narg(backlog_alert_queued), sqlc.narg(backlog_alert_oldest_seconds),
     @max_in_flight, @headers, @disabled::boolean, CASE WHEN @disabled::boolean THEN 'manual' END,
     @secret_enc, sqlc.narg(consumer)
 )
@@ -52,6 +54,11 @@ UPDATE endpoints e SET
     rate_limit_burst = @rate_limit_burst,
     rate_limit_adaptive = @rate_limit_adaptive,
     rate_limit_min = @rate_limit_min,
+    backlog_alert_queued = sqlc.narg(backlog_alert_queued),
+    backlog_alert_oldest_seconds = sqlc.narg(backlog_alert_oldest_seconds),
+    -- without an alert there is nothing to re-arm
+    backlog_alerted_at = CASE WHEN sqlc.narg(backlog_alert_queued)::integer IS NOT NULL
+        OR sqlc.narg(backlog_alert_oldest_seconds)::integer IS NOT NULL THEN e.backlog_alerted_at END,
     max_in_flight = @max_in_flight,
     headers = @headers,
     disabled = @disabled::boolean,

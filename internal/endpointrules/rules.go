@@ -36,6 +36,8 @@ const (
 	MaxPerSecond         = 10000
 	MaxPerMinute         = 600000
 	MaxBurst             = 10000
+	MaxBacklogQueued     = 10_000_000
+	MaxBacklogOldest     = 30 * 24 * 3600 // seconds: the dead-letter retention's default
 )
 
 // Settings checks an endpoint's settings once every field is set: its
@@ -50,6 +52,23 @@ func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Validati
 		v.Add("max_in_flight", "must be a whole number from 1 to %d", MaxInFlight)
 	}
 	Headers(set.Headers, v)
+	if set.BacklogAlert != nil {
+		BacklogAlert(*set.BacklogAlert, v)
+	}
+}
+
+// BacklogAlert checks a backlog alert's thresholds: at least one set, each
+// a whole number in range.
+func BacklogAlert(a sluice.BacklogAlert, v *sluice.ValidationError) {
+	if a.Queued == 0 && a.OldestSeconds == 0 {
+		v.Add("backlog_alert", "must set queued, oldest_seconds or both (or be null for no alert)")
+	}
+	if a.Queued < 0 || a.Queued > MaxBacklogQueued {
+		v.Add("backlog_alert.queued", "must be a whole number from 1 to %d", MaxBacklogQueued)
+	}
+	if a.OldestSeconds < 0 || a.OldestSeconds > MaxBacklogOldest {
+		v.Add("backlog_alert.oldest_seconds", "must be a whole number of seconds from 1 to %d", MaxBacklogOldest)
+	}
 }
 
 // RateMax is the largest value of each rate_limit field.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 
@@ -22,6 +23,8 @@ type endpointInput struct {
 	MaxInFlight *int               `json:"max_in_flight"`
 	Headers     *map[string]string `json:"headers"`
 	Disabled    *bool              `json:"disabled"`
+	// BacklogAlert stays raw like RateLimit: null removes it.
+	BacklogAlert json.RawMessage `json:"backlog_alert"`
 	// Consumer is chosen at creation only (consumer below).
 	Consumer *string `json:"consumer"`
 
@@ -113,6 +116,9 @@ func (in endpointInput) apply(set *sluice.EndpointSettings, creating, allowPriva
 	if in.Disabled != nil {
 		set.Disabled = *in.Disabled
 	}
+	if in.BacklogAlert != nil {
+		set.BacklogAlert = parseBacklogAlert(in.BacklogAlert, v)
+	}
 
 	endpointrules.Settings(*set, allowPrivate, v)
 	return v.Err()
@@ -142,14 +148,7 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 		v.Add("rate_limit", "must be an object with per_second or per_minute (whole numbers) and an optional burst")
 		return nil
 	}
-	// The body's names were checked as free-form JSON: rate_limit is kept raw.
-	if err := checkNames(raw, reflect.TypeFor[rateLimitInput](), "rate_limit"); err != nil {
-		var fields *sluice.ValidationError
-		if !errors.As(err, &fields) {
-			v.Add("rate_limit", "%s", err)
-			return nil
-		}
-		v.Fields = append(v.Fields, fields.Fields...)
+	if !namesChecked(raw, reflect.TypeFor[rateLimitInput](), "rate_limit", v) {
 		return nil
 	}
 	rl := &sluice.RateLimit{}
@@ -181,4 +180,57 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 	}
 	endpointrules.Adaptive(*rl, v)
 	return rl
+}
+
+// parseBacklogAlert reads backlog_alert: null, or an object with queued
+// and/or oldest_seconds (checked by endpointrules.BacklogAlert). A value
+// that is not a whole number (or 0) is kept as -1 so the rules name it.
+func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.BacklogAlert {
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	var in backlogAlertInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(&in); err != nil {
+		v.Add("backlog_alert", "must be null or an object with queued and/or oldest_seconds (whole numbers)")
+		return nil
+	}
+	if !namesChecked(raw, reflect.TypeFor[backlogAlertInput](), "backlog_alert", v) {
+		return nil
+	}
+	whole := func(n *json.Number) int {
+		if n == nil {
+			return 0
+		}
+		i, err := n.Int64()
+		if err != nil || i < 1 || i > math.MaxInt32 {
+			return -1
+		}
+		return int(i)
+	}
+	return &sluice.BacklogAlert{Queued: whole(in.Queued), OldestSeconds: whole(in.OldestSeconds)}
+}
+
+type backlogAlertInput struct {
+	Queued        *json.Number `json:"queued"`
+	OldestSeconds *json.Number `json:"oldest_seconds"`
+}
+
+// namesChecked checks the names of field, an object kept raw (the body's
+// names were checked as free-form JSON there), against t's, adding what
+// it refuses to v; it reports whether they passed.
+func namesChecked(raw json.RawMessage, t reflect.Type, field string, v *sluice.ValidationError) bool {
+	err := checkNames(raw, t, field)
+	if err == nil {
+		return true
+	}
+	var fields *sluice.ValidationError
+	if errors.As(err, &fields) {
+		v.Fields = append(v.Fields, fields.Fields...)
+	} else {
+		v.Add(field, "%s", err)
+	}
+	return false
 }

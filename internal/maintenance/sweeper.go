@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -39,6 +40,10 @@ type SweeperConfig struct {
 	// finds as many as it may queue, the next sweep walks again, on from
 	// the last endpoint the walk before found.
 	WalkInterval time.Duration
+	// BacklogInterval is how often, across all worker processes, a sweep
+	// also checks the endpoints with a backlog alert (default 5 ×
+	// Interval): how late an alert can be.
+	BacklogInterval time.Duration
 	// ReplaceGrace is how long a job may show as running without its run
 	// holding its lease before it counts as dead: the moment between River
 	// fetching a job and the run taking its lease (default
@@ -58,6 +63,7 @@ type SweeperConfig struct {
 func (c SweeperConfig) Resolve() (SweeperConfig, error) {
 	c.Interval = cmp.Or(c.Interval, DefaultSweepInterval)
 	c.WalkInterval = cmp.Or(c.WalkInterval, 5*c.Interval)
+	c.BacklogInterval = cmp.Or(c.BacklogInterval, 5*c.Interval)
 	c.ReplaceGrace = cmp.Or(c.ReplaceGrace, DefaultReplaceGrace)
 	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
 	if c.Logger == nil {
@@ -73,6 +79,8 @@ func (c SweeperConfig) validate() error {
 	switch {
 	case c.WalkInterval < 0:
 		return fmt.Errorf("sweeper: WalkInterval must be positive, not %s", c.WalkInterval)
+	case c.BacklogInterval < 0:
+		return fmt.Errorf("sweeper: BacklogInterval must be positive, not %s", c.BacklogInterval)
 	case c.ReplaceGrace < 0:
 		return fmt.Errorf("sweeper: ReplaceGrace must be positive, not %s", c.ReplaceGrace)
 	}
@@ -102,6 +110,8 @@ const maxReplaced = 100
 //     run, a crash cut short between two commits. The walk's cost grows
 //     with the endpoints holding deliveries (throttled and circuit-open
 //     ones too), so it is not made every second.
+//   - Every BacklogInterval it checks the endpoints with a backlog alert
+//     (checkBacklogs).
 //
 // It does not depend on River's leader, which a killed process may have
 // been, and never queues more than one job per transaction. It is a
@@ -190,7 +200,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err) // the walk finds them
 	}
-	return s.walk(ctx)
+	return errors.Join(s.walk(ctx), s.checkBacklogs(ctx))
 }
 
 // walk queues dispatch for endpoints with deliveries due and no job, if it

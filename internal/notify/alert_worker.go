@@ -1,13 +1,15 @@
 // AlertWorker is the River worker that emails an endpoint's owner when its
-// circuit opens or closes, or Sluice disables it. The transition and this job commit
-// together (store.Record), the email is sent once per transition (the alert
-// row is marked sent in the transaction that completes the job), and a mail
-// server that is down is retried by River without ever blocking delivery.
+// circuit opens or closes, Sluice disables it, or its backlog reaches its
+// backlog alert. The transition and this job commit together, the email is
+// sent once per transition (the alert row is marked sent in the
+// transaction that completes the job), and a mail server that is down is
+// retried by River without ever blocking delivery.
 
 package notify
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 
 	"github.com/jackc/pgx/v5"
@@ -58,7 +60,13 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 func (w *AlertWorker) message(a store.CircuitAlert) Message {
 	dashboard := w.publicURL + "/endpoints/" + a.EndpointID.String()
 	messageID := "<alert-" + a.ID.String() + "@sluice>"
-	if a.Kind == "disabled" {
+	switch a.Kind {
+	case "backlog":
+		var p sluice.OpPayload
+		_ = json.Unmarshal(a.Payload, &p) // written by store.RaiseBacklogAlert; the URL and id are the row's anyway
+		p.EndpointID, p.URL = a.EndpointID, a.EndpointURL
+		return BacklogAlert{Payload: p, TenantName: a.TenantName, At: a.CreatedAt, DashboardURL: dashboard}.Message(a.AlertEmail, messageID)
+	case "disabled":
 		return DisabledAlert{
 			Reason: a.Reason, TenantName: a.TenantName, EndpointID: a.EndpointID.String(), EndpointURL: a.EndpointURL,
 			LastError: a.LastError, At: a.CreatedAt, DashboardURL: dashboard,

@@ -57,11 +57,7 @@ func (a CircuitAlert) text() string {
 			"delivery succeeded and Sluice is sending to it again.\n\n")
 	}
 
-	field := func(name, value string) {
-		if value != "" {
-			fmt.Fprintf(&b, "%-13s %s\n", name+":", value)
-		}
-	}
+	field := func(name, value string) { writeField(&b, name, value) }
 	field("Tenant", a.TenantName)
 	field("Endpoint", a.EndpointID)
 	field("URL", a.EndpointURL)
@@ -108,6 +104,14 @@ func (a CircuitAlert) probeLine() string {
 		s += ";\n  " + backoff
 	}
 	return s
+}
+
+// writeField writes one "Name:  value" line of an alert, none for an
+// empty value.
+func writeField(b *strings.Builder, name, value string) {
+	if value != "" {
+		fmt.Fprintf(b, "%-13s %s\n", name+":", value)
+	}
 }
 
 func formatTime(t time.Time) string {

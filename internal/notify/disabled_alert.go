@@ -45,11 +45,7 @@ func (a DisabledAlert) text() string {
 	default:
 		b.WriteString("every attempt to deliver to it\nhas failed for a long time while its circuit stayed open.\n\n")
 	}
-	field := func(name, value string) {
-		if value != "" {
-			fmt.Fprintf(&b, "%-13s %s\n", name+":", value)
-		}
-	}
+	field := func(name, value string) { writeField(&b, name, value) }
 	field("Tenant", a.TenantName)
 	field("Endpoint", a.EndpointID)
 	field("URL", a.EndpointURL)

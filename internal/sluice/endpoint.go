@@ -56,6 +56,14 @@ type Circuit struct {
 	NextProbeAt         *time.Time `json:"next_probe_at"`
 }
 
+// BacklogAlert is when an endpoint's owner hears of its backlog (SPEC
+// "Backlog alerts"): Queued deliveries queued, or its oldest due delivery
+// waiting OldestSeconds. Zero leaves a threshold unset; at least one is set.
+type BacklogAlert struct {
+	Queued        int `json:"queued,omitempty"`
+	OldestSeconds int `json:"oldest_seconds,omitempty"`
+}
+
 // Endpoint is a receiver URL of a tenant, with its delivery settings and its
 // current flow-control state.
 type Endpoint struct {
@@ -69,6 +77,7 @@ type Endpoint struct {
 	Disabled         bool              `json:"disabled"`
 	DisabledReason   *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
 	Consumer         *string           `json:"consumer"`
+	BacklogAlert     *BacklogAlert     `json:"backlog_alert"`
 	Status           string            `json:"status"`
 	ThrottledUntil   *time.Time        `json:"throttled_until"`
 	ThrottleReason   *string           `json:"throttle_reason"`
@@ -89,6 +98,8 @@ type EndpointSettings struct {
 	MaxInFlight int
 	Headers     map[string]string
 	Disabled    bool
+	// BacklogAlert is nil without one.
+	BacklogAlert *BacklogAlert
 	// Consumer is the uid of the consumer the endpoint belongs to; it is
 	// chosen at creation and never changes.
 	Consumer *string
@@ -97,12 +108,13 @@ type EndpointSettings struct {
 // Settings returns the tenant-chosen fields of e.
 func (e Endpoint) Settings() EndpointSettings {
 	return EndpointSettings{
-		URL:         e.URL,
-		Description: e.Description,
-		RateLimit:   e.RateLimit,
-		MaxInFlight: e.MaxInFlight,
-		Headers:     e.Headers,
-		Disabled:    e.Disabled,
-		Consumer:    e.Consumer,
+		URL:          e.URL,
+		Description:  e.Description,
+		RateLimit:    e.RateLimit,
+		MaxInFlight:  e.MaxInFlight,
+		Headers:      e.Headers,
+		Disabled:     e.Disabled,
+		BacklogAlert: e.BacklogAlert,
+		Consumer:     e.Consumer,
 	}
 }

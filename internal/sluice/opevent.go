@@ -25,6 +25,7 @@ const (
 	OpEndpointEnabled       = "sluice.endpoint.enabled"
 	OpEndpointCircuitOpened = "sluice.endpoint.circuit_opened"
 	OpEndpointCircuitClosed = "sluice.endpoint.circuit_closed"
+	OpEndpointBacklog       = "sluice.endpoint.backlog"
 	OpDeliveryDead          = "sluice.delivery.dead"
 )
 
@@ -41,6 +42,8 @@ const (
 	ReasonProbeSucceeded = "probe_succeeded"    // circuit_closed: a probe was delivered
 	ReasonManual         = "manual"             // circuit_closed by hand, endpoint enabled by hand
 	ReasonAttemptsSpent  = "attempts_exhausted" // delivery.dead
+	ReasonQueued         = "queued"             // endpoint.backlog: backlog_alert.queued reached
+	ReasonOldest         = "oldest"             // endpoint.backlog: backlog_alert.oldest_seconds reached
 )
 
 // OpEvent is an operational event about one endpoint, as it is posted:
@@ -52,7 +55,8 @@ type OpEvent struct {
 }
 
 // OpPayload is an operational event's payload. The delivery fields are set
-// for sluice.delivery.dead only; the circuit fields for circuit_opened.
+// for sluice.delivery.dead only; the circuit fields for circuit_opened; the
+// backlog fields for endpoint.backlog.
 type OpPayload struct {
 	EndpointID  uuid.UUID  `json:"endpoint_id"`
 	URL         string     `json:"url"`
@@ -66,6 +70,10 @@ type OpPayload struct {
 	EventType   string     `json:"event_type,omitempty"`
 	Attempts    int        `json:"attempts,omitempty"`
 	LastStatus  *int       `json:"last_status,omitempty"`
+
+	Queued           *int64        `json:"queued,omitempty"`             // deliveries queued when the alert went
+	OldestDueSeconds *int64        `json:"oldest_due_seconds,omitempty"` // how long the oldest due one had waited
+	BacklogAlert     *BacklogAlert `json:"backlog_alert,omitempty"`      // the thresholds
 }
 
 // OpEndpoint names the endpoint an operational event is about.
@@ -140,6 +148,15 @@ var opTypes = []opType{
 		description: "Sent by Sluice: an endpoint's circuit closed, after a probe succeeded or by hand; its backlog drains at its rate limit.",
 		reasons:     []string{ReasonProbeSucceeded, ReasonManual},
 		example:     `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": "acme", "reason": "probe_succeeded"}`,
+	},
+	{
+		name:        OpEndpointBacklog,
+		description: "Sent by Sluice: an endpoint's backlog reached its backlog_alert, by deliveries queued (queued) or by how long its oldest due delivery had waited (oldest). Sent again only after the backlog fell below half of every threshold.",
+		reasons:     []string{ReasonQueued, ReasonOldest},
+		extra: `"queued": {"type": "integer"}, "oldest_due_seconds": {"type": "integer"},` +
+			` "backlog_alert": {"type": "object", "properties": {"queued": {"type": "integer"}, "oldest_seconds": {"type": "integer"}}}`,
+		example: `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": "acme", "reason": "queued",` +
+			` "queued": 1000, "oldest_due_seconds": 42, "backlog_alert": {"queued": 1000}}`,
 	},
 	{
 		name:        OpDeliveryDead,

@@ -12,7 +12,7 @@ import (
 // CircuitAlert is a circuit transition to email, with what the email names.
 type CircuitAlert struct {
 	ID          uuid.UUID
-	Kind        string // "circuit" (Opened says which way) or "disabled" (Reason says why: sluice.DisabledGone or DisabledFailing)
+	Kind        string // "circuit" (Opened says which way), "disabled" (Reason says why: sluice.DisabledGone or DisabledFailing) or "backlog"
 	Reason      string
 	TenantName  string
 	AlertEmail  string
@@ -24,6 +24,8 @@ type CircuitAlert struct {
 	NextProbeAt *time.Time
 	CreatedAt   time.Time
 	Sent        bool
+	// Payload is the operational event's payload, for kind backlog.
+	Payload []byte
 }
 
 // GetCircuitAlert returns one alert.
@@ -37,6 +39,7 @@ func (s *Store) GetCircuitAlert(ctx context.Context, id uuid.UUID) (CircuitAlert
 		EndpointID: r.EndpointID, EndpointURL: r.EndpointUrl, Opened: r.Opened,
 		LastError: r.LastError, Failures: int(r.Failures), NextProbeAt: r.NextProbeAt,
 		CreatedAt: r.CreatedAt, Sent: r.SentAt != nil, Reason: deref(r.Reason),
+		Payload: r.Payload,
 	}, nil
 }
 

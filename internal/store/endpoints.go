@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sluice-dev/sluice/internal/flow"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -26,21 +26,24 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	secret := signature.NewSecret()
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
+	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
 	row, err := s.q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
-		ID:                 newID(),
-		TenantID:           tenantID,
-		Url:                set.URL,
-		Description:        set.Description,
-		RateLimitPerSecond: perSecond,
-		RateLimitPerMinute: perMinute,
-		RateLimitBurst:     burst,
-		RateLimitAdaptive:  adaptive,
-		RateLimitMin:       floor,
-		MaxInFlight:        int32(set.MaxInFlight),
-		Headers:            headers,
-		Disabled:           set.Disabled,
-		SecretEnc:          s.box.Seal([]byte(secret)),
-		Consumer:           set.Consumer,
+		ID:                        newID(),
+		TenantID:                  tenantID,
+		Url:                       set.URL,
+		Description:               set.Description,
+		RateLimitPerSecond:        perSecond,
+		RateLimitPerMinute:        perMinute,
+		RateLimitBurst:            burst,
+		RateLimitAdaptive:         adaptive,
+		RateLimitMin:              floor,
+		MaxInFlight:               int32(set.MaxInFlight),
+		Headers:                   headers,
+		Disabled:                  set.Disabled,
+		BacklogAlertQueued:        backlogQueued,
+		BacklogAlertOldestSeconds: backlogOldest,
+		SecretEnc:                 s.box.Seal([]byte(secret)),
+		Consumer:                  set.Consumer,
 	})
 	if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
 		v := &sluice.ValidationError{}
@@ -85,20 +88,23 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
+	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		row, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
-			TenantID:           tenantID,
-			ID:                 id,
-			Url:                set.URL,
-			Description:        set.Description,
-			RateLimitPerSecond: perSecond,
-			RateLimitPerMinute: perMinute,
-			RateLimitBurst:     burst,
-			RateLimitAdaptive:  adaptive,
-			RateLimitMin:       floor,
-			MaxInFlight:        int32(set.MaxInFlight),
-			Headers:            headers,
-			Disabled:           set.Disabled,
+			TenantID:                  tenantID,
+			ID:                        id,
+			Url:                       set.URL,
+			Description:               set.Description,
+			RateLimitPerSecond:        perSecond,
+			RateLimitPerMinute:        perMinute,
+			RateLimitBurst:            burst,
+			RateLimitAdaptive:         adaptive,
+			RateLimitMin:              floor,
+			MaxInFlight:               int32(set.MaxInFlight),
+			Headers:                   headers,
+			Disabled:                  set.Disabled,
+			BacklogAlertQueued:        backlogQueued,
+			BacklogAlertOldestSeconds: backlogOldest,
 		})
 		if err != nil {
 			return notFound(err)
@@ -166,13 +172,15 @@ func rateLimitColumns(rl *sluice.RateLimit) (perSecond, perMinute, burst *int32)
 	if rl == nil {
 		return nil, nil, nil
 	}
-	opt := func(v int) *int32 {
-		if v == 0 {
-			return nil
-		}
-		return new(int32(v))
+	return optInt32(rl.PerSecond), optInt32(rl.PerMinute), optInt32(rl.Burst)
+}
+
+// optInt32 is the column of an optional setting: nil for zero, unset.
+func optInt32(v int) *int32 {
+	if v == 0 {
+		return nil
 	}
-	return opt(rl.PerSecond), opt(rl.PerMinute), opt(rl.Burst)
+	return new(int32(v))
 }
 
 // adaptiveColumns are the columns of rl's Smart delivery settings.
@@ -184,6 +192,29 @@ func adaptiveColumns(rl *sluice.RateLimit) (adaptive bool, floor *float64) {
 		floor = new(rl.Min)
 	}
 	return true, floor
+}
+
+// backlogAlertColumns are the columns of a backlog alert: nil where unset.
+func backlogAlertColumns(a *sluice.BacklogAlert) (queued, oldestSeconds *int32) {
+	if a == nil {
+		return nil, nil
+	}
+	return optInt32(a.Queued), optInt32(a.OldestSeconds)
+}
+
+// backlogAlertOf is the backlog alert set on endpoint row e, if any.
+func backlogAlertOf(e dbq.Endpoint) *sluice.BacklogAlert {
+	if e.BacklogAlertQueued == nil && e.BacklogAlertOldestSeconds == nil {
+		return nil
+	}
+	a := &sluice.BacklogAlert{}
+	if e.BacklogAlertQueued != nil {
+		a.Queued = int(*e.BacklogAlertQueued)
+	}
+	if e.BacklogAlertOldestSeconds != nil {
+		a.OldestSeconds = int(*e.BacklogAlertOldestSeconds)
+	}
+	return a
 }
 
 // rateLimitOf is the rate limit on endpoint row e, with its Smart delivery
@@ -235,6 +266,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		MaxInFlight:    int(r.MaxInFlight),
 		Disabled:       r.Disabled,
 		DisabledReason: r.DisabledReason,
+		BacklogAlert:   backlogAlertOf(r),
 		Consumer:       r.Consumer,
 		Circuit: sluice.Circuit{
 			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),

@@ -13,7 +13,7 @@ import (
 )
 
 const getCircuitAlert = `-- name: GetCircuitAlert :one
-SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, a.kind, a.reason, t.name AS tenant_name,
+SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, a.kind, a.reason, a.payload, t.name AS tenant_name,
     coalesce(c.alert_email, t.alert_email)::text AS alert_email,
     e.url AS endpoint_url, e.consumer
 FROM circuit_alerts a
@@ -35,6 +35,7 @@ type GetCircuitAlertRow struct {
 	SentAt      *time.Time
 	Kind        string
 	Reason      *string
+	Payload     []byte
 	TenantName  string
 	AlertEmail  string
 	EndpointUrl string
@@ -58,6 +59,7 @@ func (q *Queries) GetCircuitAlert(ctx context.Context, id uuid.UUID) (GetCircuit
 		&i.SentAt,
 		&i.Kind,
 		&i.Reason,
+		&i.Payload,
 		&i.TenantName,
 		&i.AlertEmail,
 		&i.EndpointUrl,

@@ -17,32 +17,36 @@ INSERT INTO endpoints (
     id, tenant_id, url, description,
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
+    backlog_alert_queued, backlog_alert_oldest_seconds,
     max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
     $8, $9,
-    $10, $11, $12::boolean, CASE WHEN $12::boolean THEN 'manual' END,
-    $13, $14
+    $10, $11,
+    $12, $13, $14::boolean, CASE WHEN $14::boolean THEN 'manual' END,
+    $15, $16
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at
 `
 
 type CreateEndpointParams struct {
-	ID                 uuid.UUID
-	TenantID           uuid.UUID
-	Url                string
-	Description        string
-	RateLimitPerSecond *int32
-	RateLimitPerMinute *int32
-	RateLimitBurst     *int32
-	RateLimitAdaptive  bool
-	RateLimitMin       *float64
-	MaxInFlight        int32
-	Headers            []byte
-	Disabled           bool
-	SecretEnc          []byte
-	Consumer           *string
+	ID                        uuid.UUID
+	TenantID                  uuid.UUID
+	Url                       string
+	Description               string
+	RateLimitPerSecond        *int32
+	RateLimitPerMinute        *int32
+	RateLimitBurst            *int32
+	RateLimitAdaptive         bool
+	RateLimitMin              *float64
+	BacklogAlertQueued        *int32
+	BacklogAlertOldestSeconds *int32
+	MaxInFlight               int32
+	Headers                   []byte
+	Disabled                  bool
+	SecretEnc                 []byte
+	Consumer                  *string
 }
 
 func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) (Endpoint, error) {
@@ -56,6 +60,8 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		arg.RateLimitBurst,
 		arg.RateLimitAdaptive,
 		arg.RateLimitMin,
+		arg.BacklogAlertQueued,
+		arg.BacklogAlertOldestSeconds,
 		arg.MaxInFlight,
 		arg.Headers,
 		arg.Disabled,
@@ -96,6 +102,9 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.AdaptiveRate,
 		&i.AdaptiveRateAt,
 		&i.AdaptiveHalvedAt,
+		&i.BacklogAlertQueued,
+		&i.BacklogAlertOldestSeconds,
+		&i.BacklogAlertedAt,
 	)
 	return i, err
 }
@@ -124,7 +133,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -180,6 +189,9 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.AdaptiveRate,
 		&i.Endpoint.AdaptiveRateAt,
 		&i.Endpoint.AdaptiveHalvedAt,
+		&i.Endpoint.BacklogAlertQueued,
+		&i.Endpoint.BacklogAlertOldestSeconds,
+		&i.Endpoint.BacklogAlertedAt,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.QueuedDeliveries,
@@ -212,7 +224,7 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -285,6 +297,9 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.AdaptiveRate,
 			&i.Endpoint.AdaptiveRateAt,
 			&i.Endpoint.AdaptiveHalvedAt,
+			&i.Endpoint.BacklogAlertQueued,
+			&i.Endpoint.BacklogAlertOldestSeconds,
+			&i.Endpoint.BacklogAlertedAt,
 			&i.ThrottledUntil,
 			&i.ThrottleReason,
 			&i.QueuedDeliveries,
@@ -331,7 +346,7 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 const updateEndpoint = `-- name: UpdateEndpoint :one
 WITH old AS (
     SELECT o.id, o.disabled FROM endpoints o
-    WHERE o.tenant_id = $11 AND o.id = $12
+    WHERE o.tenant_id = $13 AND o.id = $14
     FOR NO KEY UPDATE
 )
 UPDATE endpoints e SET
@@ -342,10 +357,15 @@ UPDATE endpoints e SET
     rate_limit_burst = $5,
     rate_limit_adaptive = $6,
     rate_limit_min = $7,
-    max_in_flight = $8,
-    headers = $9,
-    disabled = $10::boolean,
-    disabled_reason = CASE WHEN $10::boolean THEN coalesce(e.disabled_reason, 'manual') END,
+    backlog_alert_queued = $8,
+    backlog_alert_oldest_seconds = $9,
+    -- without an alert there is nothing to re-arm
+    backlog_alerted_at = CASE WHEN $8::integer IS NOT NULL
+        OR $9::integer IS NOT NULL THEN e.backlog_alerted_at END,
+    max_in_flight = $10,
+    headers = $11,
+    disabled = $12::boolean,
+    disabled_reason = CASE WHEN $12::boolean THEN coalesce(e.disabled_reason, 'manual') END,
     updated_at = now()
 FROM old
 WHERE e.id = old.id
@@ -353,18 +373,20 @@ RETURNING e.parked_job_id, old.disabled AS was_disabled, e.url AS new_url, e.con
 `
 
 type UpdateEndpointParams struct {
-	Url                string
-	Description        string
-	RateLimitPerSecond *int32
-	RateLimitPerMinute *int32
-	RateLimitBurst     *int32
-	RateLimitAdaptive  bool
-	RateLimitMin       *float64
-	MaxInFlight        int32
-	Headers            []byte
-	Disabled           bool
-	TenantID           uuid.UUID
-	ID                 uuid.UUID
+	Url                       string
+	Description               string
+	RateLimitPerSecond        *int32
+	RateLimitPerMinute        *int32
+	RateLimitBurst            *int32
+	RateLimitAdaptive         bool
+	RateLimitMin              *float64
+	BacklogAlertQueued        *int32
+	BacklogAlertOldestSeconds *int32
+	MaxInFlight               int32
+	Headers                   []byte
+	Disabled                  bool
+	TenantID                  uuid.UUID
+	ID                        uuid.UUID
 }
 
 type UpdateEndpointRow struct {
@@ -388,6 +410,8 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.RateLimitBurst,
 		arg.RateLimitAdaptive,
 		arg.RateLimitMin,
+		arg.BacklogAlertQueued,
+		arg.BacklogAlertOldestSeconds,
 		arg.MaxInFlight,
 		arg.Headers,
 		arg.Disabled,

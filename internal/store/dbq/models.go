@@ -33,6 +33,7 @@ type CircuitAlert struct {
 	SentAt      *time.Time
 	Kind        string
 	Reason      *string
+	Payload     []byte
 }
 
 type Consumer struct {
@@ -121,38 +122,41 @@ type DestinationThrottle struct {
 }
 
 type Endpoint struct {
-	ID                      uuid.UUID
-	TenantID                uuid.UUID
-	Url                     string
-	Description             string
-	RateLimitPerSecond      *int32
-	RateLimitPerMinute      *int32
-	RateLimitBurst          *int32
-	MaxInFlight             int32
-	Headers                 []byte
-	Disabled                bool
-	SecretEnc               []byte
-	PreviousSecretEnc       []byte
-	PreviousSecretExpiresAt *time.Time
-	CreatedAt               time.Time
-	UpdatedAt               time.Time
-	BucketTokens            *float64
-	BucketAt                *time.Time
-	CircuitState            string
-	ConsecutiveFailures     int32
-	CircuitOpenedAt         *time.Time
-	CircuitNextProbeAt      *time.Time
-	CircuitProbeMs          *int64
-	LastError               *string
-	ParkedJobID             *int64
-	Consumer                *string
-	RetryDueAt              *time.Time
-	DisabledReason          *string
-	RateLimitAdaptive       bool
-	RateLimitMin            *float64
-	AdaptiveRate            *float64
-	AdaptiveRateAt          *time.Time
-	AdaptiveHalvedAt        *time.Time
+	ID                        uuid.UUID
+	TenantID                  uuid.UUID
+	Url                       string
+	Description               string
+	RateLimitPerSecond        *int32
+	RateLimitPerMinute        *int32
+	RateLimitBurst            *int32
+	MaxInFlight               int32
+	Headers                   []byte
+	Disabled                  bool
+	SecretEnc                 []byte
+	PreviousSecretEnc         []byte
+	PreviousSecretExpiresAt   *time.Time
+	CreatedAt                 time.Time
+	UpdatedAt                 time.Time
+	BucketTokens              *float64
+	BucketAt                  *time.Time
+	CircuitState              string
+	ConsecutiveFailures       int32
+	CircuitOpenedAt           *time.Time
+	CircuitNextProbeAt        *time.Time
+	CircuitProbeMs            *int64
+	LastError                 *string
+	ParkedJobID               *int64
+	Consumer                  *string
+	RetryDueAt                *time.Time
+	DisabledReason            *string
+	RateLimitAdaptive         bool
+	RateLimitMin              *float64
+	AdaptiveRate              *float64
+	AdaptiveRateAt            *time.Time
+	AdaptiveHalvedAt          *time.Time
+	BacklogAlertQueued        *int32
+	BacklogAlertOldestSeconds *int32
+	BacklogAlertedAt          *time.Time
 }
 
 type Event struct {

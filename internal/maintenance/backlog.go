@@ -1,0 +1,90 @@
+package maintenance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// backlogPage is how many endpoints one statement of the backlog check
+// reads.
+const backlogPage = 1000
+
+// checkBacklogs, if it is this process's turn, reads every endpoint with a
+// backlog alert, a page at a time (store.Backlogs), and tells the owner of
+// each whose backlog reached a threshold (store.RaiseBacklogAlert), once:
+// an endpoint alerts again only after its backlog fell below half of every
+// threshold (store.RearmBacklogAlerts). Its cost is a few index reads per
+// such endpoint per BacklogInterval, whatever their backlogs.
+func (s *Sweeper) checkBacklogs(ctx context.Context) error {
+	mine, err := s.store.ClaimSweep(ctx, "backlog", s.cfg.BacklogInterval)
+	if err != nil || !mine {
+		return err
+	}
+	var errs []error
+	for after := uuid.Nil; ; {
+		page, err := s.store.Backlogs(ctx, after, backlogPage)
+		if err != nil {
+			return errors.Join(append(errs, err)...)
+		}
+		errs = append(errs, s.alertBacklogs(ctx, page))
+		if len(page) < backlogPage {
+			return errors.Join(errs...)
+		}
+		after = page[len(page)-1].EndpointID
+	}
+}
+
+// alertBacklogs raises and rearms the alerts of one page of backlogs.
+func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error {
+	var rearm []uuid.UUID
+	for _, b := range page {
+		if backlogRearms(b) {
+			rearm = append(rearm, b.EndpointID)
+			continue
+		}
+		reason := backlogReason(b)
+		if reason == "" {
+			continue
+		}
+		raised, err := s.store.RaiseBacklogAlert(ctx, s.jobs, b, reason)
+		if err != nil {
+			return fmt.Errorf("backlog alert: %w", err)
+		}
+		if raised {
+			s.cfg.Logger.Warn("endpoint backlog", "endpoint_id", b.EndpointID, "reason", reason,
+				"queued", b.Queued, "waited", b.Waited.Round(time.Second))
+		}
+	}
+	return s.store.RearmBacklogAlerts(ctx, rearm)
+}
+
+// backlogReason is why b's owner is told now: sluice.ReasonQueued when its
+// queued deliveries reached the threshold, sluice.ReasonOldest when its
+// first due delivery has waited that long, "" when neither or when it was
+// told already.
+func backlogReason(b store.Backlog) string {
+	switch {
+	case b.Alerted:
+		return ""
+	case b.Alert.Queued > 0 && b.Queued >= int64(b.Alert.Queued):
+		return sluice.ReasonQueued
+	case b.Alert.OldestSeconds > 0 && b.Waited >= time.Duration(b.Alert.OldestSeconds)*time.Second:
+		return sluice.ReasonOldest
+	}
+	return ""
+}
+
+// backlogRearms reports whether an alerted b may alert again: its backlog
+// is below half of every threshold set.
+func backlogRearms(b store.Backlog) bool {
+	queuedLow := b.Alert.Queued == 0 || 2*b.Queued < int64(b.Alert.Queued)
+	waitLow := b.Alert.OldestSeconds == 0 || 2*b.Waited < time.Duration(b.Alert.OldestSeconds)*time.Second
+	return b.Alerted && queuedLow && waitLow
+}
