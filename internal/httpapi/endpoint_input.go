@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/endpointrules"
@@ -192,7 +192,6 @@ func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.B
 	var in backlogAlertInput
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	if err := dec.Decode(&in); err != nil {
 		v.Add("backlog_alert", "must be null or an object with queued and/or oldest_seconds (whole numbers)")
 		return nil
@@ -200,12 +199,12 @@ func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.B
 	if !namesChecked(raw, reflect.TypeFor[backlogAlertInput](), "backlog_alert", v) {
 		return nil
 	}
-	whole := func(n *json.Number) int {
-		if n == nil {
+	whole := func(raw json.RawMessage) int {
+		if raw == nil {
 			return 0
 		}
-		i, err := n.Int64()
-		if err != nil || i < 1 || i > math.MaxInt32 {
+		i, err := strconv.ParseInt(string(raw), 10, 32) // a JSON string, fraction or exponent fails
+		if err != nil || i < 1 {
 			return -1
 		}
 		return int(i)
@@ -214,8 +213,8 @@ func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.B
 }
 
 type backlogAlertInput struct {
-	Queued        *json.Number `json:"queued"`
-	OldestSeconds *json.Number `json:"oldest_seconds"`
+	Queued        json.RawMessage `json:"queued"`
+	OldestSeconds json.RawMessage `json:"oldest_seconds"`
 }
 
 // namesChecked checks the names of field, an object kept raw (the body's

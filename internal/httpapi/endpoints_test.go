@@ -116,3 +116,38 @@ func TestAdaptiveRateLimit(t *testing.T) {
 		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body), field)
 	}
 }
+
+// TestBacklogAlertField: backlog_alert takes queued and/or oldest_seconds,
+// null removes it, PATCH without it keeps it, and a bad one is refused
+// naming the field.
+func TestBacklogAlertField(t *testing.T) {
+	b := setup(t)
+	ep := b.createEndpoint(b.keyA, map[string]any{"url": "https://example.com/hooks", "backlog_alert": map[string]any{"queued": 1000}})
+	id := ep["id"].(string)
+	require.Equal(t, map[string]any{"queued": 1000.0}, ep["backlog_alert"])
+
+	patch := func(body any) map[string]any {
+		r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body)
+		require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+		return r.JSON(t)
+	}
+	both := map[string]any{"queued": 10, "oldest_seconds": 300}
+	require.Equal(t, map[string]any{"queued": 10.0, "oldest_seconds": 300.0}, patch(map[string]any{"backlog_alert": both})["backlog_alert"])
+	require.Equal(t, map[string]any{"queued": 10.0, "oldest_seconds": 300.0}, patch(map[string]any{"description": "kept"})["backlog_alert"])
+	require.Nil(t, patch(map[string]any{"backlog_alert": nil})["backlog_alert"])
+
+	for body, field := range map[string]string{
+		`{"backlog_alert":{}}`:                         "backlog_alert",
+		`{"backlog_alert":{"queued":0}}`:               "backlog_alert.queued",
+		`{"backlog_alert":{"queued":1.5}}`:             "backlog_alert.queued",
+		`{"backlog_alert":{"queued":99999999999}}`:     "backlog_alert.queued",
+		`{"backlog_alert":{"oldest_seconds":-3}}`:      "backlog_alert.oldest_seconds",
+		`{"backlog_alert":{"oldest_seconds":9999999}}`: "backlog_alert.oldest_seconds",
+		`{"backlog_alert":{"queued":"5"}}`:             "backlog_alert",
+		`{"backlog_alert":{"Queued":5}}`:               "backlog_alert.Queued",
+		`{"backlog_alert":{"depth":5}}`:                "backlog_alert",
+		`{"backlog_alert":5}`:                          "backlog_alert",
+	} {
+		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body), field)
+	}
+}
