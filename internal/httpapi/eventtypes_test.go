@@ -38,7 +38,7 @@ func TestEventTypeCatalogue(t *testing.T) {
 	require.Equal(t, []string{"user.created", "invoice.paid"}, ownTypes(t, b.do(b.keyA, http.MethodGet, "/v1/event-types", nil)))
 	require.Equal(t, []string{
 		"sluice.endpoint.disabled", "sluice.endpoint.enabled", "sluice.endpoint.circuit_opened",
-		"sluice.endpoint.circuit_closed", "sluice.delivery.dead", "user.created", "invoice.paid",
+		"sluice.endpoint.circuit_closed", "sluice.endpoint.backlog", "sluice.delivery.dead", "user.created", "invoice.paid",
 	}, b.catalogue(t, 2), "pages of 2 walk Sluice's types, then the tenant's, each once")
 	require.Equal(t, "Paid.", b.do(b.keyA, http.MethodGet, "/v1/event-types/invoice.paid", nil).JSON(t)["description"])
 
@@ -139,6 +139,6 @@ func ownTypes(t *testing.T, r response) []string {
 		}
 		names = append(names, name)
 	}
-	require.Equal(t, 5, sluiceTypes, "the operational event types lead the first page")
+	require.Equal(t, 6, sluiceTypes, "the operational event types lead the first page")
 	return names
 }
