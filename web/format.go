@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,6 +76,22 @@ func rateLimit(rl *sluice.RateLimit) string {
 		s += ", adaptive"
 	}
 	return s
+}
+
+// backlogAlert names an endpoint's backlog alert: "at 1000 queued or
+// 600 s waited", or "none".
+func backlogAlert(a *sluice.BacklogAlert) string {
+	if a == nil {
+		return "none"
+	}
+	var parts []string
+	if a.Queued > 0 {
+		parts = append(parts, fmt.Sprintf("%d queued", a.Queued))
+	}
+	if a.OldestSeconds > 0 {
+		parts = append(parts, fmt.Sprintf("%d s waited", a.OldestSeconds))
+	}
+	return "at " + strings.Join(parts, " or ")
 }
 
 // rateSummary is an endpoint's rate limit and, when adaptive, what it

@@ -18,6 +18,10 @@ type EndpointForm struct {
 	Min         string // an adaptive rate's floor, deliveries a second
 	MaxInFlight string
 	Disabled    bool
+	// BacklogQueued and BacklogOldest are the backlog alert's thresholds:
+	// deliveries queued and seconds waited; both empty for none.
+	BacklogQueued string
+	BacklogOldest string
 	// Types are the ticked event types: "*" or names of the catalogue.
 	Types map[string]bool
 	// Patterns are free-text patterns (a tenant's only), space-separated.

@@ -28,6 +28,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
 		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
+		BacklogQueued: strings.TrimSpace(f.Get("backlog_queued")), BacklogOldest: strings.TrimSpace(f.Get("backlog_oldest")),
 		Types: map[string]bool{}, Patterns: f.Get("patterns"),
 	}
 	for _, t := range f["event_types"] {
@@ -42,6 +43,9 @@ func endpointForm(ep sluice.Endpoint, patterns []string, catalogue []sluice.Even
 	form := web.EndpointForm{
 		URL: ep.URL, Description: ep.Description, MaxInFlight: strconv.Itoa(ep.MaxInFlight),
 		Disabled: ep.Disabled, Types: map[string]bool{},
+	}
+	if a := ep.BacklogAlert; a != nil {
+		form.BacklogQueued, form.BacklogOldest = itoaOrEmpty(a.Queued), itoaOrEmpty(a.OldestSeconds)
 	}
 	if rl := ep.RateLimit; rl != nil {
 		form.Burst = strconv.Itoa(rl.Burst)
@@ -89,6 +93,7 @@ func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue
 	}
 	set.MaxInFlight = n
 	set.RateLimit = formRateLimit(form, v)
+	set.BacklogAlert = formBacklogAlert(form)
 	endpointrules.Settings(set, allowPrivate, v)
 	patterns := formPatterns(form, catalogue, free, v)
 	return set, patterns, v.Err()
@@ -128,6 +133,26 @@ func formRateLimit(form web.EndpointForm, v *sluice.ValidationError) *sluice.Rat
 	return rl
 }
 
+// formBacklogAlert reads the backlog alert's fields: nil when both are
+// empty; a value that is not a whole number is kept as -1, for
+// endpointrules.BacklogAlert to refuse.
+func formBacklogAlert(form web.EndpointForm) *sluice.BacklogAlert {
+	if form.BacklogQueued == "" && form.BacklogOldest == "" {
+		return nil
+	}
+	whole := func(s string) int {
+		if s == "" {
+			return 0
+		}
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return -1
+		}
+		return n
+	}
+	return &sluice.BacklogAlert{Queued: whole(form.BacklogQueued), OldestSeconds: whole(form.BacklogOldest)}
+}
+
 // formPatterns collects the subscription's patterns: the ticked boxes
 // ("*" or names of the catalogue) and, when free, the free-text patterns.
 func formPatterns(form web.EndpointForm, catalogue []sluice.EventType, free bool, v *sluice.ValidationError) []string {
@@ -151,6 +176,13 @@ func formPatterns(form web.EndpointForm, catalogue []sluice.EventType, free bool
 		endpointrules.Patterns("event_types", patterns, v)
 	}
 	return patterns
+}
+
+func itoaOrEmpty(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }
 
 func atoiOrZero(s string) int {

@@ -271,3 +271,40 @@ func TestManageAdaptiveRate(t *testing.T) {
 	p = br.get("/endpoints/" + id.String() + "/edit")
 	requireContains(t, p, `name="adaptive" value="1" checked`, `value="2.5"`)
 }
+
+// TestManageBacklogAlert: the endpoint form sets a backlog alert under the
+// API's rules, fills it back, clears it when both fields are emptied, and
+// the endpoint's page shows it.
+func TestManageBacklogAlert(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	p := br.post("/endpoints", form("backlog_queued", "0"))
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	requireContains(t, p, "must be a whole number from 1 to")
+
+	p = br.post("/endpoints", form("backlog_queued", "500", "backlog_oldest", "600"))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	ep, err := b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, &sluice.BacklogAlert{Queued: 500, OldestSeconds: 600}, ep.BacklogAlert)
+	requireContains(t, br.get("/endpoints/"+id.String()), "at 500 queued or 600 s waited")
+	requireContains(t, br.get("/endpoints/"+id.String()+"/edit"), `name="backlog_queued" type="number" min="1" value="500"`)
+
+	p = br.post("/endpoints/"+id.String()+"/edit", form())
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	ep, err = b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Nil(t, ep.BacklogAlert, "both fields empty: no alert")
+}
