@@ -55,6 +55,7 @@ func scenarios() []Scenario {
 		adaptive2WScenario,
 		retentionScenario,
 		backlogScenario,
+		backlogAlertsScenario,
 	}
 }
 
