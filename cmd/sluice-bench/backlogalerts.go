@@ -18,7 +18,7 @@ var backlogAlertsScenario = Scenario{
 	What: "10,000 endpoints (1,000 with -quick) created through POST /v1/endpoints with backlog_alert " +
 		"{\"queued\": 1000, \"oldest_seconds\": 600}, on one loopback receiver, no subscriptions. Each run measures CPU " +
 		"(Sluice and the whole Postgres cluster, from /proc) over a 20 s window with the alerts unset, then over a 20 s " +
-		"window with them set (one UPDATE of the columns PATCH writes switches them between windows, then a 6 s settle " +
+		"window with them set, reading the check's statements from pg_stat_statements when Postgres has it (one UPDATE of the columns PATCH writes switches them between windows, then a 6 s settle " +
 		"so each window holds whole checks). Added CPU = set − unset. The sweep checks them every 5 s by default. " +
 		"The endpoints are deleted at the end. Target from the backlog-alert issue: added ≤ 0.02 cores.",
 	Run:            backlogAlerts,
@@ -35,7 +35,10 @@ func backlogAlerts(ctx context.Context, env *Env) (Table, error) {
 		{Name: "Sluice + Postgres, alerts unset", Unit: "cores"},
 		{Name: "Postgres, added", Unit: "cores"},
 		{Name: "Sluice, added", Unit: "cores"},
+		{Name: "check statement, Postgres time per check", Unit: "ms"},
+		{Name: "checks, alerts set", Unit: "checks"},
 	}
+	pgss, pgssNote := pgssReady(ctx, env)
 	receivers := newReceivers(1)
 	defer receivers.Close()
 	ids, err := createAlertingEndpoints(ctx, env, receivers[0].URL(), n)
@@ -72,7 +75,21 @@ func backlogAlerts(ctx context.Context, env *Env) (Table, error) {
 			return s, fmt.Errorf("set the alerts: %w", err)
 		}
 		window6(ctx)
+		if pgss {
+			_, _ = env.DB.Exec(ctx, `/* bench-drain */ SELECT pg_stat_statements_reset()`)
+		}
 		on := env.idleCPU(ctx, window)
+		if pgss {
+			var calls int64
+			var ms float64
+			err := env.DB.QueryRow(ctx, `/* bench-drain */ SELECT coalesce(sum(calls), 0)::bigint, coalesce(sum(total_exec_time), 0)::float8
+				FROM pg_stat_statements WHERE query LIKE '%backlog_alerted_at IS NOT NULL%' AND query NOT LIKE '%bench-drain%'`).Scan(&calls, &ms)
+			if err == nil && calls > 0 {
+				pages := (n + 999) / 1000
+				s.Values["checks, alerts set"] = float64(calls) / float64(pages)
+				s.Values["check statement, Postgres time per check"] = ms / (float64(calls) / float64(pages))
+			}
+		}
 		s.Values["Sluice + Postgres, alerts set"] = on.cores(on.sluice + on.postgres)
 		s.Values["Sluice + Postgres, alerts unset"] = off.cores(off.sluice + off.postgres)
 		s.Values["Postgres, added"] = on.cores(on.postgres) - off.cores(off.postgres)
@@ -85,6 +102,9 @@ func backlogAlerts(ctx context.Context, env *Env) (Table, error) {
 		return s, nil
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("%d endpoints with a backlog alert, none with a backlog; windows of %s", n, window))
+	if pgssNote != "" {
+		t.Notes = append(t.Notes, pgssNote)
+	}
 	return t, err
 }
 
