@@ -38,9 +38,3 @@ RETURNING e.tenant_id, e.url, e.consumer, e.backlog_alert_queued, e.backlog_aler
 -- again.
 UPDATE endpoints SET backlog_alerted_at = NULL
 WHERE id = ANY(@ids::uuid[]) AND backlog_alerted_at IS NOT NULL;
-
--- name: InsertBacklogAlert :exec
--- The owner's email of a backlog alert (notify.AlertWorker), rendered from
--- the operational event's payload.
-INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, kind, reason, payload)
-VALUES (@id, @tenant_id, @endpoint_id, false, 'backlog', @reason, @payload);

@@ -34,10 +34,6 @@ ON CONFLICT (endpoint_id) DO UPDATE SET
 -- name: DeleteThrottle :exec
 DELETE FROM destination_throttle WHERE endpoint_id = @endpoint_id;
 
--- name: InsertCircuitAlert :exec
-INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
-VALUES (@id, @tenant_id, @endpoint_id, @opened, @last_error, @failures, @next_probe_at);
-
 -- name: SetParkedJob :exec
 UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 

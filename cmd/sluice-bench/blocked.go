@@ -52,7 +52,7 @@ const blockedSettledCores = 0.05
 // blockedSetupTables are the tables the blocked endpoints' setup writes,
 // vacuumed (and analyzed) by the benchmark once it is done, so that
 // autovacuum does not do it during a measurement.
-const blockedSetupTables = "endpoints, subscriptions, destination_throttle, circuit_alerts, " + jobs.JobTable + ", events, deliveries, delivery_attempts"
+const blockedSetupTables = "endpoints, subscriptions, destination_throttle, alerts, " + jobs.JobTable + ", events, deliveries, delivery_attempts"
 
 const (
 	blockedHealthy     = 100

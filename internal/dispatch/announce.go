@@ -11,9 +11,9 @@ import (
 // that did not happen. Batches that change no flow state (the plain path)
 // have nothing to announce: a dead letter is a failure, which changes the
 // circuit's count.
-func (w *Worker) announce(target Target, alerts []Alert, before, after Flow, sent []sentDelivery) {
+func (w *Worker) announce(target Target, changes []CircuitChange, before, after Flow, sent []sentDelivery) {
 	log, id := w.cfg.Logger, target.ID
-	for _, a := range alerts {
+	for _, a := range changes {
 		if a.Opened {
 			metrics.CircuitTransitions.WithLabelValues("opened").Inc()
 			log.Warn("circuit opened", "endpoint_id", id, "failures", a.Failures, "last_error", a.LastError, "next_probe_at", a.NextProbeAt)

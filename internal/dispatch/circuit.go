@@ -15,8 +15,8 @@ import (
 )
 
 // CloseCircuit closes an endpoint's circuit by hand. If it was open, the
-// tenant is told (one alert and one sluice.endpoint.circuit_closed, as for
-// any close), the backlog starts from an
+// owner is told (sluice.endpoint.circuit_closed and its email, as for any
+// close), the backlog starts from an
 // empty token bucket, and the endpoint's parked job is unparked through
 // jobs (the process's Nudger). An endpoint of another tenant is
 // sluice.ErrNotFound.
@@ -39,9 +39,6 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
 		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("save flow: %w", err)
-		}
-		if err := tx.InsertAlerts(ctx, locked.TenantID, endpointID, []Alert{{Opened: false}}, jobs); err != nil {
-			return sluice.Endpoint{}, fmt.Errorf("insert alert: %w", err)
 		}
 		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
 		if err := tx.PostOpEvents(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {

@@ -119,8 +119,8 @@ func slowsDown(res send.Result) bool {
 // returns the new state and the circuit transitions to email about; it has
 // no other effect, so calling it to see whether a batch changes anything
 // counts nothing.
-func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (Flow, []Alert) {
-	var alerts []Alert
+func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) (Flow, []CircuitChange) {
+	var changes []CircuitChange
 	adaptive := rl != nil && rl.Adaptive
 	if rl != nil {
 		f.Bucket = f.Bucket.SentAt(deliveryPace(*rl, f, now), len(sent), lastStart(sent))
@@ -149,24 +149,24 @@ func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, n
 		}
 		switch tr {
 		case flow.CircuitOpened:
-			alerts = append(alerts, Alert{Opened: true, LastError: f.Breaker.LastError,
+			changes = append(changes, CircuitChange{Opened: true, LastError: f.Breaker.LastError,
 				Failures: f.Breaker.Failures, NextProbeAt: f.Breaker.NextProbeAt})
 		case flow.CircuitClosed:
-			alerts = append(alerts, Alert{Opened: false})
+			changes = append(changes, CircuitChange{Opened: false})
 			// The backlog drains at the rate limit from an empty bucket,
 			// never as a burst.
 			f.Bucket = flow.Bucket{Tokens: 0, At: now}
 		}
 	}
-	return f, alerts
+	return f, changes
 }
 
 // changes reports whether a batch would change flow state f or announce a
 // transition: if not, its attempts are recorded without the endpoint's
 // lock (the plain path).
 func (pol flowPolicy) changes(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
-	after, alerts := pol.apply(f, rl, sent, now)
-	return len(alerts) > 0 || after != f
+	after, changes := pol.apply(f, rl, sent, now)
+	return len(changes) > 0 || after != f
 }
 
 // disable decides whether a batch that left flow state after at now

@@ -111,11 +111,11 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 		}
 		return false, nil
 	}
-	alerts, before, after, err := w.recordLocked(ctx, target, sent, queue)
+	changes, before, after, err := w.recordLocked(ctx, target, sent, queue)
 	if err != nil {
 		return true, fmt.Errorf("locked record: %w", err)
 	}
-	w.announce(target, alerts, before, after, sent)
+	w.announce(target, changes, before, after, sent)
 	return true, nil
 }
 
@@ -148,7 +148,7 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 // for it, and the operational events that report all of these, in one
 // transaction. It returns what it applied, for announce once it has
 // committed.
-func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (alerts []Alert, before, after Flow, err error) {
+func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (changes []CircuitChange, before, after Flow, err error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, before, after, fmt.Errorf("begin record: %w", err)
@@ -160,19 +160,16 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 	}
 	before = locked.Flow
 	now := w.cfg.Clock.Now()
-	after, alerts = w.flow.apply(before, target.RateLimit, sent, now)
+	after, changes = w.flow.apply(before, target.RateLimit, sent, now)
 	if err := tx.SaveFlow(ctx, target.ID, before, after); err != nil {
 		return nil, before, after, fmt.Errorf("save flow: %w", err)
 	}
 	if err := tx.RecordOutcomes(ctx, outcomes(sent)); err != nil {
 		return nil, before, after, fmt.Errorf("record outcomes: %w", err)
 	}
-	if err := tx.InsertAlerts(ctx, locked.TenantID, target.ID, alerts, queue); err != nil {
-		return nil, before, after, fmt.Errorf("insert alerts: %w", err)
-	}
-	evs := opEvents(locked.Endpoint, alerts, sent)
+	evs := opEvents(locked.Endpoint, changes, sent)
 	if reason, lastError := w.flow.disable(after, sent, now); reason != "" && !locked.Disabled {
-		disabled, err := tx.Disable(ctx, locked.TenantID, target.ID, reason, lastError, queue)
+		disabled, err := tx.Disable(ctx, target.ID, reason)
 		if err != nil {
 			return nil, before, after, fmt.Errorf("disable: %w", err)
 		}
@@ -189,15 +186,15 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 	if err := tx.Commit(ctx); err != nil {
 		return nil, before, after, fmt.Errorf("commit record: %w", err)
 	}
-	return alerts, before, after, nil
+	return changes, before, after, nil
 }
 
 // opEvents are the operational events a recorded batch reports: its circuit
 // transitions and its dead letters, but none about a delivery of Sluice's
 // own events (no event about an event about an event).
-func opEvents(ep sluice.OpEndpoint, alerts []Alert, sent []sentDelivery) []sluice.OpEvent {
+func opEvents(ep sluice.OpEndpoint, changes []CircuitChange, sent []sentDelivery) []sluice.OpEvent {
 	var evs []sluice.OpEvent
-	for _, a := range alerts {
+	for _, a := range changes {
 		if !a.Opened {
 			evs = append(evs, ep.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonProbeSucceeded))
 			continue

@@ -152,17 +152,17 @@ func TestUnitFlowApply(t *testing.T) {
 
 	t.Run("healthy batch changes nothing", func(t *testing.T) {
 		f := Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed}}
-		after, alerts := testPolicy.apply(f, nil, sent(200, 204), now)
+		after, changes := testPolicy.apply(f, nil, sent(200, 204), now)
 		require.Equal(t, f, after)
-		require.Empty(t, alerts)
+		require.Empty(t, changes)
 		require.False(t, testPolicy.changes(f, nil, sent(200, 204), now), "recorded on the plain path")
 		require.True(t, testPolicy.changes(f, nil, sent(200, 500), now), "a failure counts: under the lock")
 	})
 	t.Run("429 throttles", func(t *testing.T) {
 		batch := sent(429)
 		batch[0].result.RetryAfter = 7 * time.Second
-		after, alerts := testPolicy.apply(Flow{}, nil, batch, now)
-		require.Empty(t, alerts)
+		after, changes := testPolicy.apply(Flow{}, nil, batch, now)
+		require.Empty(t, changes)
 		require.Equal(t, now.Add(7*time.Second), after.Throttle.Until, "Retry-After")
 		require.Equal(t, 1, after.Throttle.Count)
 
@@ -177,35 +177,35 @@ func TestUnitFlowApply(t *testing.T) {
 		require.Equal(t, flow.Throttle{}, lifted.Throttle, "a success lifts it")
 	})
 	t.Run("failures open the circuit at the threshold, once", func(t *testing.T) {
-		after, alerts := testPolicy.apply(Flow{}, nil, sent(500, 0), now)
-		require.Empty(t, alerts)
+		after, changes := testPolicy.apply(Flow{}, nil, sent(500, 0), now)
+		require.Empty(t, changes)
 		require.Equal(t, 2, after.Breaker.Failures)
 
-		after, alerts = testPolicy.apply(after, nil, sent(500, 500, 500), now)
-		require.Len(t, alerts, 1, "one transition, however many failures follow it in the batch")
-		require.Equal(t, Alert{Opened: true, LastError: "status 500", Failures: 3, NextProbeAt: alerts[0].NextProbeAt}, alerts[0])
-		require.Equal(t, now.Add(30*time.Second), *alerts[0].NextProbeAt)
+		after, changes = testPolicy.apply(after, nil, sent(500, 500, 500), now)
+		require.Len(t, changes, 1, "one transition, however many failures follow it in the batch")
+		require.Equal(t, CircuitChange{Opened: true, LastError: "status 500", Failures: 3, NextProbeAt: changes[0].NextProbeAt}, changes[0])
+		require.Equal(t, now.Add(30*time.Second), *changes[0].NextProbeAt)
 		require.Equal(t, sluice.CircuitOpen, after.Breaker.State)
 		require.Equal(t, 5, after.Breaker.Failures)
 
-		again, alerts := testPolicy.apply(after, nil, sent(500), now)
-		require.Empty(t, alerts, "open already: no second transition")
+		again, changes := testPolicy.apply(after, nil, sent(500), now)
+		require.Empty(t, changes, "open already: no second transition")
 		require.Equal(t, 6, again.Breaker.Failures)
 	})
 	t.Run("success closes the circuit and empties the bucket", func(t *testing.T) {
 		rl := &sluice.RateLimit{PerSecond: 10, Burst: 10}
 		f := Flow{Breaker: openBreaker(time.Minute), Bucket: flow.Bucket{Tokens: 9, At: clock}}
 		f.Breaker.State = sluice.CircuitHalfOpen
-		after, alerts := testPolicy.apply(f, rl, sent(200), now)
-		require.Equal(t, []Alert{{Opened: false}}, alerts)
+		after, changes := testPolicy.apply(f, rl, sent(200), now)
+		require.Equal(t, []CircuitChange{{Opened: false}}, changes)
 		require.Equal(t, flow.Breaker{State: sluice.CircuitClosed}, after.Breaker)
 		require.Equal(t, flow.Bucket{Tokens: 0, At: now}, after.Bucket, "the backlog drains at the rate, not as a burst")
 	})
 	t.Run("failed probe reopens with the interval doubled", func(t *testing.T) {
 		f := Flow{Breaker: openBreaker(time.Minute)}
 		f.Breaker.State = sluice.CircuitHalfOpen
-		after, alerts := testPolicy.apply(f, nil, sent(500), now)
-		require.Empty(t, alerts, "still open: nothing to tell")
+		after, changes := testPolicy.apply(f, nil, sent(500), now)
+		require.Empty(t, changes, "still open: nothing to tell")
 		require.Equal(t, sluice.CircuitOpen, after.Breaker.State)
 		require.Equal(t, now.Add(2*time.Minute), *after.Breaker.NextProbeAt)
 	})
@@ -229,9 +229,9 @@ func TestUnitTransitionAnnouncedOnce(t *testing.T) {
 	f := Flow{Breaker: flow.Breaker{State: sluice.CircuitClosed, Failures: 2}}
 	batch := sent(500, 500)
 	require.True(t, w.flow.changes(f, nil, batch, clock))
-	after, alerts := w.flow.apply(f, nil, batch, clock)
+	after, changes := w.flow.apply(f, nil, batch, clock)
 	require.Equal(t, start, counted(t, opened), "deciding counts nothing")
-	w.announce(Target{ID: uuid.New()}, alerts, f, after, batch)
+	w.announce(Target{ID: uuid.New()}, changes, f, after, batch)
 	require.Equal(t, start+1, counted(t, opened))
 }
 

@@ -168,56 +168,25 @@ func (t *StepTx) RecordOutcomes(ctx context.Context, outcomes []Outcome) error {
 	return nil
 }
 
-// Alert is a circuit transition to email the tenant about.
-type Alert struct {
+// CircuitChange is a circuit opening or closing, which a step reports as
+// an operational event (and so an email to the endpoint's owner).
+type CircuitChange struct {
 	Opened      bool
 	LastError   string
 	Failures    int
 	NextProbeAt *time.Time
 }
 
-// InsertAlerts stores circuit transitions and queues their emails, so a
-// transition is announced exactly when it is committed.
-func (t *StepTx) InsertAlerts(ctx context.Context, tenantID, endpointID uuid.UUID, alerts []Alert, jobs store.JobQueue) error {
-	for _, a := range alerts {
-		id := store.NewID()
-		err := t.tx.Q.InsertCircuitAlert(ctx, dbq.InsertCircuitAlertParams{
-			ID: id, TenantID: tenantID, EndpointID: endpointID, Opened: a.Opened,
-			LastError: a.LastError, Failures: int32(a.Failures), NextProbeAt: a.NextProbeAt,
-		})
-		if err != nil {
-			return fmt.Errorf("insert circuit alert: %w", err)
-		}
-		if err := jobs.Alert(ctx, t.tx.Tx, id); err != nil {
-			return fmt.Errorf("queue circuit alert: %w", err)
-		}
-	}
-	return nil
-}
-
 // Disable disables the endpoint for reason (sluice.DisabledGone or
-// DisabledFailing) and queues its owner's email, so the email goes exactly
-// when the endpoint is disabled. It reports false, doing nothing, for an
-// endpoint disabled already.
-func (t *StepTx) Disable(ctx context.Context, tenantID, endpointID uuid.UUID, reason, lastError string, jobs store.JobQueue) (bool, error) {
+// DisabledFailing). It reports false, doing nothing, for an endpoint
+// disabled already; the caller posts sluice.endpoint.disabled, which emails
+// the owner.
+func (t *StepTx) Disable(ctx context.Context, endpointID uuid.UUID, reason string) (bool, error) {
 	n, err := t.tx.Q.DisableEndpoint(ctx, dbq.DisableEndpointParams{ID: endpointID, Reason: &reason})
 	if err != nil {
 		return false, fmt.Errorf("disable endpoint: %w", err)
 	}
-	if n == 0 {
-		return false, nil
-	}
-	id := store.NewID()
-	err = t.tx.Q.InsertDisabledAlert(ctx, dbq.InsertDisabledAlertParams{
-		ID: id, TenantID: tenantID, EndpointID: endpointID, Reason: &reason, LastError: lastError,
-	})
-	if err != nil {
-		return false, fmt.Errorf("insert disabled alert: %w", err)
-	}
-	if err := jobs.Alert(ctx, t.tx.Tx, id); err != nil {
-		return false, fmt.Errorf("queue disabled alert: %w", err)
-	}
-	return true, nil
+	return n > 0, nil
 }
 
 // PostOpEvents posts operational events into the tenant's stream in the

@@ -1,7 +1,7 @@
-// AlertWorker is the River worker that emails an endpoint's owner when its
-// circuit opens or closes, Sluice disables it, or its backlog reaches its
-// backlog alert. The transition and this job commit together, the email is
-// sent once per transition (the alert row is marked sent in the
+// AlertWorker is the River worker that emails an endpoint's owner about an
+// operational event: its circuit opening or closing, Sluice disabling it,
+// its backlog. The event and this job commit together
+// (store.InsertOpEvents), the email is sent once per event (the alert row is marked sent in the
 // transaction that completes the job), and a mail server that is down is
 // retried by River without ever blocking delivery.
 
@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -36,7 +37,7 @@ func NewAlertWorker(st *store.Store, mailer *Mailer, publicURL string) *AlertWor
 
 // Work sends the alert's email unless it was sent already.
 func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error {
-	a, err := w.store.GetCircuitAlert(ctx, job.Args.AlertID)
+	a, err := w.store.GetAlert(ctx, job.Args.AlertID)
 	if errors.Is(err, sluice.ErrNotFound) || (err == nil && a.Sent) {
 		return nil // endpoint deleted since, or already sent
 	}
@@ -46,41 +47,28 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	if !w.mailer.Enabled() {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
 	}
-	msg := w.message(a)
+	msg, err := w.message(a)
+	if err != nil {
+		return river.JobCancel(err) // a payload no retry will mend
+	}
 	if err := w.mailer.Send(ctx, msg); err != nil {
 		return err
 	}
-	return w.store.MarkCircuitAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
+	return w.store.MarkAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
 		return jobs.Complete(ctx, tx, job)
 	})
 }
 
-// message is an alert's email: a circuit opening or closing, or the
-// endpoint disabled.
-func (w *AlertWorker) message(a store.CircuitAlert) Message {
-	dashboard := w.publicURL + "/endpoints/" + a.EndpointID.String()
-	messageID := "<alert-" + a.ID.String() + "@sluice>"
-	switch a.Kind {
-	case "backlog":
-		var p sluice.OpPayload
-		_ = json.Unmarshal(a.Payload, &p) // written by store.RaiseBacklogAlert; the URL and id are the row's anyway
-		p.EndpointID, p.URL = a.EndpointID, a.EndpointURL
-		return BacklogAlert{Payload: p, TenantName: a.TenantName, At: a.CreatedAt, DashboardURL: dashboard}.Message(a.AlertEmail, messageID)
-	case "disabled":
-		return DisabledAlert{
-			Reason: a.Reason, TenantName: a.TenantName, EndpointID: a.EndpointID.String(), EndpointURL: a.EndpointURL,
-			LastError: a.LastError, At: a.CreatedAt, DashboardURL: dashboard,
-		}.Message(a.AlertEmail, messageID)
+// message is an alert's email, rendered from its event (Alert), to the
+// endpoint's owner.
+func (w *AlertWorker) message(a store.Alert) (Message, error) {
+	ev := sluice.OpEvent{Type: a.EventType}
+	if err := json.Unmarshal(a.Payload, &ev.Payload); err != nil {
+		return Message{}, fmt.Errorf("decode alert %s: %w", a.ID, err)
 	}
-	return CircuitAlert{
-		Opened:       a.Opened,
-		TenantName:   a.TenantName,
-		EndpointID:   a.EndpointID.String(),
-		EndpointURL:  a.EndpointURL,
-		LastError:    a.LastError,
-		Failures:     a.Failures,
-		At:           a.CreatedAt,
-		NextProbeAt:  a.NextProbeAt,
-		DashboardURL: dashboard,
-	}.Message(a.AlertEmail, messageID)
+	ev.Payload.URL = a.EndpointURL // its URL now, if it changed since
+	return Alert{
+		Event: ev, TenantName: a.TenantName, At: a.CreatedAt,
+		DashboardURL: w.publicURL + "/endpoints/" + ev.Payload.EndpointID.String(),
+	}.Message(a.AlertEmail, "<alert-"+a.ID.String()+"@sluice>"), nil
 }

@@ -1,8 +1,10 @@
 // Package notify tells an endpoint's owner about its trouble: the River
-// worker that sends the email of a circuit opening or closing or of an
-// endpoint Sluice disabled, the emails' text, and the SMTP client
-// (SLUICE_SMTP_URL, SLUICE_SMTP_FROM). The owner is the consumer's alert
-// address for a consumer's endpoint that has one, else the tenant's. The
-// same transitions are posted as operational events (sluice.OpEvent) in
-// the transaction that makes them (dispatch, store.InsertOpEvents).
+// worker that emails an operational event that calls for it
+// (sluice.OpEvent.EmailsOwner: a circuit opening or closing, Sluice
+// disabling the endpoint, a backlog), the emails' text, one template per
+// event type, and the SMTP client (SLUICE_SMTP_URL, SLUICE_SMTP_FROM). The
+// owner is the consumer's alert address for a consumer's endpoint that has
+// one, else the tenant's: the same endpoints the event itself is routed
+// to. The email is queued in the transaction that posts the event
+// (store.InsertOpEvents).
 package notify

@@ -8,9 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/notify"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 )
 
@@ -24,19 +26,20 @@ func newMailer(t *testing.T, url string) *notify.Mailer {
 	return m
 }
 
-func openedAlert() notify.CircuitAlert {
+var alertEndpoint = uuid.MustParse("0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90")
+
+func openedAlert() notify.Alert {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	next := at.Add(time.Minute)
-	return notify.CircuitAlert{
-		Opened:       true,
+	return notify.Alert{
+		Event: sluice.OpEvent{Type: sluice.OpEndpointCircuitOpened, Payload: sluice.OpPayload{
+			EndpointID: alertEndpoint, Reason: sluice.ReasonFailures,
+			URL:       "https://hooks.example.com/acme/orders/a-rather-long-path-so-quoted-printable-wraps?x=1&y=2",
+			LastError: "status 500", Failures: 5, NextProbeAt: &next,
+		}},
 		TenantName:   "Acme Gmbh – Zürich",
-		EndpointID:   "ep_01JD3",
-		EndpointURL:  "https://hooks.example.com/acme/orders/a-rather-long-path-so-quoted-printable-wraps?x=1&y=2",
-		LastError:    "status 500",
-		Failures:     5,
 		At:           at,
-		NextProbeAt:  &next,
-		DashboardURL: "http://sluice.localhost:8080/dashboard/endpoints/ep_01JD3",
+		DashboardURL: "http://sluice.localhost:8080/dashboard/endpoints/" + alertEndpoint.String(),
 	}
 }
 
@@ -54,10 +57,10 @@ func TestSendToSink(t *testing.T) {
 	require.NoError(t, g.ParseErr)
 	require.Equal(t, "alerts@sluice.localhost", g.From)
 	require.Equal(t, []string{"ops@acme.test"}, g.To)
-	require.Equal(t, "[Sluice] Circuit opened: "+a.EndpointURL, g.Subject)
+	require.Equal(t, "[Sluice] Circuit opened: "+a.Event.Payload.URL, g.Subject)
 	require.Equal(t, "<alert-0193@sluice>", g.MessageID)
-	require.Contains(t, g.Text, a.EndpointURL)
-	require.Contains(t, g.Text, a.EndpointID)
+	require.Contains(t, g.Text, a.Event.Payload.URL)
+	require.Contains(t, g.Text, alertEndpoint.String())
 	require.Contains(t, g.Text, "status 500")
 	require.Contains(t, g.Text, a.DashboardURL)
 	require.Contains(t, g.Text, a.TenantName)

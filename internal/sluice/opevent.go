@@ -76,6 +76,20 @@ type OpPayload struct {
 	BacklogAlert     *BacklogAlert `json:"backlog_alert,omitempty"`      // the thresholds
 }
 
+// EmailsOwner reports whether the endpoint's owner is also emailed about
+// e: about a circuit opening or closing, Sluice disabling the endpoint,
+// and a backlog; not about what the owner did (disabling or enabling it)
+// nor about each dead delivery.
+func (e OpEvent) EmailsOwner() bool {
+	switch e.Type {
+	case OpEndpointCircuitOpened, OpEndpointCircuitClosed, OpEndpointBacklog:
+		return true
+	case OpEndpointDisabled:
+		return e.Payload.Reason != DisabledManual
+	}
+	return false
+}
+
 // OpEndpoint names the endpoint an operational event is about.
 type OpEndpoint struct {
 	ID       uuid.UUID

@@ -9,46 +9,37 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// CircuitAlert is a circuit transition to email, with what the email names.
-type CircuitAlert struct {
+// Alert is an email to an endpoint's owner about an operational event
+// (InsertOpEvents queues it), with where it goes.
+type Alert struct {
 	ID          uuid.UUID
-	Kind        string // "circuit" (Opened says which way), "disabled" (Reason says why: sluice.DisabledGone or DisabledFailing) or "backlog"
-	Reason      string
+	EventType   string // a sluice.Op* type
+	Payload     []byte // the event's payload, a sluice.OpPayload
 	TenantName  string
-	AlertEmail  string
-	EndpointID  uuid.UUID
-	EndpointURL string
-	Opened      bool
-	LastError   string
-	Failures    int
-	NextProbeAt *time.Time
+	AlertEmail  string // the owner's: the consumer's alert address, else the tenant's
+	EndpointURL string // the endpoint's URL now
 	CreatedAt   time.Time
 	Sent        bool
-	// Payload is the operational event's payload, for kind backlog.
-	Payload []byte
 }
 
-// GetCircuitAlert returns one alert.
-func (s *Store) GetCircuitAlert(ctx context.Context, id uuid.UUID) (CircuitAlert, error) {
-	r, err := s.q.GetCircuitAlert(ctx, id)
+// GetAlert returns one alert.
+func (s *Store) GetAlert(ctx context.Context, id uuid.UUID) (Alert, error) {
+	r, err := s.q.GetAlert(ctx, id)
 	if err != nil {
-		return CircuitAlert{}, notFound(err)
+		return Alert{}, notFound(err)
 	}
-	return CircuitAlert{
-		ID: r.ID, Kind: r.Kind, TenantName: r.TenantName, AlertEmail: r.AlertEmail,
-		EndpointID: r.EndpointID, EndpointURL: r.EndpointUrl, Opened: r.Opened,
-		LastError: r.LastError, Failures: int(r.Failures), NextProbeAt: r.NextProbeAt,
-		CreatedAt: r.CreatedAt, Sent: r.SentAt != nil, Reason: deref(r.Reason),
-		Payload: r.Payload,
+	return Alert{
+		ID: r.ID, EventType: r.EventType, Payload: r.Payload, TenantName: r.TenantName, AlertEmail: r.AlertEmail,
+		EndpointURL: r.EndpointUrl, CreatedAt: r.CreatedAt, Sent: r.SentAt != nil,
 	}, nil
 }
 
-// MarkCircuitAlertSent records an alert's email as sent and runs done (the
-// job completing itself) in the same transaction.
-func (s *Store) MarkCircuitAlertSent(ctx context.Context, id uuid.UUID, done TxHook) error {
+// MarkAlertSent records an alert's email as sent and runs done (the job
+// completing itself) in the same transaction.
+func (s *Store) MarkAlertSent(ctx context.Context, id uuid.UUID, done TxHook) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := s.q.WithTx(tx).MarkCircuitAlertSent(ctx, id); err != nil {
-			return fmt.Errorf("mark circuit alert sent: %w", err)
+		if err := s.q.WithTx(tx).MarkAlertSent(ctx, id); err != nil {
+			return fmt.Errorf("mark alert sent: %w", err)
 		}
 		return done(ctx, tx)
 	})

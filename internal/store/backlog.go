@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -69,20 +68,6 @@ func (s *Store) RaiseBacklogAlert(ctx context.Context, jobs JobQueue, b Backlog,
 		ev.Payload.BacklogAlert = backlogAlertOf(dbq.Endpoint{BacklogAlertQueued: row.BacklogAlertQueued, BacklogAlertOldestSeconds: row.BacklogAlertOldestSeconds})
 		if err := InsertOpEvents(ctx, Tx{Tx: tx, Q: q}, jobs, row.TenantID, []sluice.OpEvent{ev}); err != nil {
 			return err
-		}
-		payload, err := json.Marshal(ev.Payload)
-		if err != nil {
-			return fmt.Errorf("encode backlog alert: %w", err)
-		}
-		id := newID()
-		err = q.InsertBacklogAlert(ctx, dbq.InsertBacklogAlertParams{
-			ID: id, TenantID: row.TenantID, EndpointID: b.EndpointID, Reason: &reason, Payload: payload,
-		})
-		if err != nil {
-			return fmt.Errorf("insert backlog alert: %w", err)
-		}
-		if err := jobs.Alert(ctx, tx, id); err != nil {
-			return fmt.Errorf("queue backlog alert: %w", err)
 		}
 		raised = true
 		return nil

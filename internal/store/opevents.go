@@ -16,7 +16,9 @@ import (
 // with the fan-out job that makes their deliveries, so that each event
 // commits with the transition it reports and is delivered like any other
 // (fanout routes it; the job nudges the endpoints after its commit). Each
-// is addressed to its endpoint's consumer, if any.
+// is addressed to its endpoint's consumer, if any. The events that email
+// the endpoint's owner (sluice.OpEvent.EmailsOwner) queue the email in tx
+// too: one notion of owner and one rendering for both (notify).
 func InsertOpEvents(ctx context.Context, tx Tx, jobs JobQueue, tenantID uuid.UUID, evs []sluice.OpEvent) error {
 	if len(evs) == 0 {
 		return nil
@@ -43,6 +45,21 @@ func InsertOpEvents(ctx context.Context, tx Tx, jobs JobQueue, tenantID uuid.UUI
 	}
 	if err := jobs.FanOut(ctx, tx.Tx, p.Ids); err != nil {
 		return fmt.Errorf("queue fan-out of operational events: %w", err)
+	}
+	for i, ev := range evs {
+		if !ev.EmailsOwner() {
+			continue
+		}
+		id := NewID()
+		err := tx.Q.InsertAlert(ctx, dbq.InsertAlertParams{
+			ID: id, TenantID: tenantID, EndpointID: ev.Payload.EndpointID, EventType: ev.Type, Payload: []byte(p.Payloads[i]),
+		})
+		if err != nil {
+			return fmt.Errorf("insert alert: %w", err)
+		}
+		if err := jobs.Alert(ctx, tx.Tx, id); err != nil {
+			return fmt.Errorf("queue alert: %w", err)
+		}
 	}
 	return nil
 }

@@ -12,67 +12,81 @@ import (
 	"github.com/google/uuid"
 )
 
-const getCircuitAlert = `-- name: GetCircuitAlert :one
-SELECT a.id, a.tenant_id, a.endpoint_id, a.opened, a.last_error, a.failures, a.next_probe_at, a.created_at, a.sent_at, a.kind, a.reason, a.payload, t.name AS tenant_name,
+const getAlert = `-- name: GetAlert :one
+SELECT a.id, a.tenant_id, a.endpoint_id, a.created_at, a.sent_at, a.event_type, a.payload, t.name AS tenant_name,
     coalesce(c.alert_email, t.alert_email)::text AS alert_email,
-    e.url AS endpoint_url, e.consumer
-FROM circuit_alerts a
+    e.url AS endpoint_url
+FROM alerts a
 JOIN tenants t ON t.id = a.tenant_id
 JOIN endpoints e ON e.id = a.endpoint_id
 LEFT JOIN consumers c ON c.tenant_id = e.tenant_id AND c.uid = e.consumer
 WHERE a.id = $1
 `
 
-type GetCircuitAlertRow struct {
+type GetAlertRow struct {
 	ID          uuid.UUID
 	TenantID    uuid.UUID
 	EndpointID  uuid.UUID
-	Opened      bool
-	LastError   string
-	Failures    int32
-	NextProbeAt *time.Time
 	CreatedAt   time.Time
 	SentAt      *time.Time
-	Kind        string
-	Reason      *string
+	EventType   string
 	Payload     []byte
 	TenantName  string
 	AlertEmail  string
 	EndpointUrl string
-	Consumer    *string
 }
 
 // The alert goes to the endpoint's owner: its consumer's alert address when
 // it has one, else the tenant's.
-func (q *Queries) GetCircuitAlert(ctx context.Context, id uuid.UUID) (GetCircuitAlertRow, error) {
-	row := q.db.QueryRow(ctx, getCircuitAlert, id)
-	var i GetCircuitAlertRow
+func (q *Queries) GetAlert(ctx context.Context, id uuid.UUID) (GetAlertRow, error) {
+	row := q.db.QueryRow(ctx, getAlert, id)
+	var i GetAlertRow
 	err := row.Scan(
 		&i.ID,
 		&i.TenantID,
 		&i.EndpointID,
-		&i.Opened,
-		&i.LastError,
-		&i.Failures,
-		&i.NextProbeAt,
 		&i.CreatedAt,
 		&i.SentAt,
-		&i.Kind,
-		&i.Reason,
+		&i.EventType,
 		&i.Payload,
 		&i.TenantName,
 		&i.AlertEmail,
 		&i.EndpointUrl,
-		&i.Consumer,
 	)
 	return i, err
 }
 
-const markCircuitAlertSent = `-- name: MarkCircuitAlertSent :exec
-UPDATE circuit_alerts SET sent_at = now() WHERE id = $1
+const insertAlert = `-- name: InsertAlert :exec
+INSERT INTO alerts (id, tenant_id, endpoint_id, event_type, payload)
+VALUES ($1, $2, $3, $4, $5)
 `
 
-func (q *Queries) MarkCircuitAlertSent(ctx context.Context, id uuid.UUID) error {
-	_, err := q.db.Exec(ctx, markCircuitAlertSent, id)
+type InsertAlertParams struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	EndpointID uuid.UUID
+	EventType  string
+	Payload    []byte
+}
+
+// The email telling an endpoint's owner of an operational event
+// (notify.AlertWorker renders it from the event's type and payload).
+func (q *Queries) InsertAlert(ctx context.Context, arg InsertAlertParams) error {
+	_, err := q.db.Exec(ctx, insertAlert,
+		arg.ID,
+		arg.TenantID,
+		arg.EndpointID,
+		arg.EventType,
+		arg.Payload,
+	)
+	return err
+}
+
+const markAlertSent = `-- name: MarkAlertSent :exec
+UPDATE alerts SET sent_at = now() WHERE id = $1
+`
+
+func (q *Queries) MarkAlertSent(ctx context.Context, id uuid.UUID) error {
+	_, err := q.db.Exec(ctx, markAlertSent, id)
 	return err
 }

@@ -79,32 +79,6 @@ func (q *Queries) BacklogsToCheck(ctx context.Context, arg BacklogsToCheckParams
 	return items, nil
 }
 
-const insertBacklogAlert = `-- name: InsertBacklogAlert :exec
-INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, kind, reason, payload)
-VALUES ($1, $2, $3, false, 'backlog', $4, $5)
-`
-
-type InsertBacklogAlertParams struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	EndpointID uuid.UUID
-	Reason     *string
-	Payload    []byte
-}
-
-// The owner's email of a backlog alert (notify.AlertWorker), rendered from
-// the operational event's payload.
-func (q *Queries) InsertBacklogAlert(ctx context.Context, arg InsertBacklogAlertParams) error {
-	_, err := q.db.Exec(ctx, insertBacklogAlert,
-		arg.ID,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Reason,
-		arg.Payload,
-	)
-	return err
-}
-
 const raiseBacklogAlert = `-- name: RaiseBacklogAlert :one
 UPDATE endpoints e SET backlog_alerted_at = now()
 WHERE e.id = $1 AND e.backlog_alerted_at IS NULL AND NOT e.disabled

@@ -138,34 +138,6 @@ func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) erro
 	return err
 }
 
-const insertCircuitAlert = `-- name: InsertCircuitAlert :exec
-INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, last_error, failures, next_probe_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-`
-
-type InsertCircuitAlertParams struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	EndpointID  uuid.UUID
-	Opened      bool
-	LastError   string
-	Failures    int32
-	NextProbeAt *time.Time
-}
-
-func (q *Queries) InsertCircuitAlert(ctx context.Context, arg InsertCircuitAlertParams) error {
-	_, err := q.db.Exec(ctx, insertCircuitAlert,
-		arg.ID,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Opened,
-		arg.LastError,
-		arg.Failures,
-		arg.NextProbeAt,
-	)
-	return err
-}
-
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
 SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e

@@ -10,6 +10,16 @@ import (
 	"github.com/google/uuid"
 )
 
+type Alert struct {
+	ID         uuid.UUID
+	TenantID   uuid.UUID
+	EndpointID uuid.UUID
+	CreatedAt  time.Time
+	SentAt     *time.Time
+	EventType  string
+	Payload    []byte
+}
+
 type ApiKey struct {
 	ID         uuid.UUID
 	TenantID   uuid.UUID
@@ -19,21 +29,6 @@ type ApiKey struct {
 	Name       string
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time
-}
-
-type CircuitAlert struct {
-	ID          uuid.UUID
-	TenantID    uuid.UUID
-	EndpointID  uuid.UUID
-	Opened      bool
-	LastError   string
-	Failures    int32
-	NextProbeAt *time.Time
-	CreatedAt   time.Time
-	SentAt      *time.Time
-	Kind        string
-	Reason      *string
-	Payload     []byte
 }
 
 type Consumer struct {

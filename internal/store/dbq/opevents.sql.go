@@ -30,28 +30,3 @@ func (q *Queries) DisableEndpoint(ctx context.Context, arg DisableEndpointParams
 	}
 	return result.RowsAffected(), nil
 }
-
-const insertDisabledAlert = `-- name: InsertDisabledAlert :exec
-INSERT INTO circuit_alerts (id, tenant_id, endpoint_id, opened, kind, reason, last_error)
-VALUES ($1, $2, $3, false, 'disabled', $4, $5)
-`
-
-type InsertDisabledAlertParams struct {
-	ID         uuid.UUID
-	TenantID   uuid.UUID
-	EndpointID uuid.UUID
-	Reason     *string
-	LastError  string
-}
-
-// The owner's email of an endpoint Sluice disabled (notify.AlertWorker).
-func (q *Queries) InsertDisabledAlert(ctx context.Context, arg InsertDisabledAlertParams) error {
-	_, err := q.db.Exec(ctx, insertDisabledAlert,
-		arg.ID,
-		arg.TenantID,
-		arg.EndpointID,
-		arg.Reason,
-		arg.LastError,
-	)
-	return err
-}
