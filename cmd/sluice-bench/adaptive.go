@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -158,6 +159,9 @@ func adaptiveRun(ctx context.Context, env *Env) (Table, error) {
 		s.Values["attempts answered 429"] = 100 * m.throttledShare
 		s.Values["settled after"] = m.settled.Seconds()
 		s.Note = joinNotes(s.Note, fmt.Sprintf("%.0f delivered, %d attempts in the window", m.delivered, m.attempts))
+		if len(m.unsettled) > 0 {
+			s.Note = joinNotes(s.Note, "seconds under 80% or with 5% 429s: "+strings.Join(m.unsettled, "; "))
+		}
 		return s, nil
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("window %s per run, receiver capacity %d/s, rate limit %d/s adaptive",
@@ -170,6 +174,7 @@ type adaptiveMeasure struct {
 	attempts       int
 	throttledShare float64
 	settled        time.Duration
+	unsettled      []string // each second that missed, "s12: 150 ok, 3 429"
 }
 
 // measureAdaptive reads the answers within [first, first+window): how many
@@ -198,6 +203,7 @@ func measureAdaptive(answers []capacityAnswer, first time.Time, window time.Dura
 	for i := range secs {
 		if float64(ok[i]) < 0.8*adaptiveCapacity || float64(bad[i]) >= 0.05*float64(ok[i]+bad[i]) {
 			m.settled = time.Duration(i+1) * time.Second
+			m.unsettled = append(m.unsettled, fmt.Sprintf("s%d: %d ok, %d 429", i+1, ok[i], bad[i]))
 		}
 	}
 	return m
