@@ -403,6 +403,12 @@ func TestPagesShowState(t *testing.T) {
 	p = br.get("/events")
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p, "order.created", `href="/events/`+s.event.ID.String()+`"`)
+	require.NotContains(t, p.Body, "badge-sluice", "the tenant's own events are not marked")
+	set := s.endpoint.Settings()
+	set.Disabled = true
+	_, err := b.store.UpdateEndpoint(context.Background(), b.tenantA.ID, s.endpoint.ID, set, b.jobs)
+	require.NoError(t, err)
+	requireContains(t, br.get("/events"), "sluice.endpoint.disabled", `class="badge badge-sluice"`)
 	p = br.get("/events?type=nothing.here")
 	requireContains(t, p, "No events.")
 
