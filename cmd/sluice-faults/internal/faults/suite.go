@@ -186,7 +186,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	end := time.Now()
 	var ops OpFigures
 	if sc.OpEvents {
-		ops.Outstanding = e.awaitDrained(ctx, time.Now().Add(s.cfg.SettleLimit))
+		ops.Outstanding = e.awaitDrained(ctx, sc.Endpoints, time.Now().Add(s.cfg.SettleLimit))
 		ops.Drain = time.Since(end)
 	}
 

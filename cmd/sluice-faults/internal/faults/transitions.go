@@ -24,12 +24,11 @@ import (
 // Endpoint names of the transitions scenario.
 const (
 	opsEndpoint = "ops" // subscribed to sluice.*, always 200
-	// opsFailing is subscribed to sluice.* too, and is picky during the
-	// burst: its deliveries of operational events go dead, which no event
-	// may report.
+	// opsFailing is subscribed to sluice.* too, and picky: its deliveries
+	// of operational events go dead, which no event may report.
 	opsFailing  = "opsfail"
 	flapPrefix  = "flap"  // fail with 500 for spells, so their circuits open and close
-	pickyPrefix = "picky" // refuse one event in pickyEvery during the burst: those go dead
+	pickyPrefix = "picky" // refuse one event in pickyEvery: those go dead
 	gonePrefix  = "gone"  // 200, then 410 from a point in the burst: disabled
 )
 
@@ -74,9 +73,7 @@ func transitions(short bool) Scenario {
 // endpoints between spells of 500 and of 200, turns each gone endpoint to
 // 410 at its own point, closes the flap endpoints' circuits by hand now
 // and then, and kills a worker kills times. Once the burst is over the
-// flap, picky and opsfail endpoints answer 200 to everything, so that
-// every queue drains: a circuit whose every probe fails waits twice as
-// long for each next one, up to an hour (flow.DefaultMaxProbe).
+// flap endpoints answer 200 again (awaitDrained deals with the picky ones).
 func injectTransitions(ctx context.Context, e *Env, burst time.Duration, kills int, eps []EndpointSpec) error {
 	start := time.Now()
 	flapCtx, stopFlap := context.WithCancel(ctx)
@@ -86,13 +83,11 @@ func injectTransitions(ctx context.Context, e *Env, burst time.Duration, kills i
 		mu      sync.Mutex
 		callErr error
 	)
-	var flaps, pickies, gones []string
+	var flaps, gones []string
 	for _, ep := range eps {
 		switch {
 		case strings.HasPrefix(ep.Name, flapPrefix):
 			flaps = append(flaps, ep.Name)
-		case strings.HasPrefix(ep.Name, pickyPrefix):
-			pickies = append(pickies, ep.Name)
 		case strings.HasPrefix(ep.Name, gonePrefix):
 			gones = append(gones, ep.Name)
 		}
@@ -119,7 +114,7 @@ func injectTransitions(ctx context.Context, e *Env, burst time.Duration, kills i
 		}
 	})
 	wg.Go(func() { // by hand: the circuits the database says are open, now and then
-		for sleep(flapCtx, time.Second) == nil {
+		for sleep(flapCtx, 500*time.Millisecond) == nil {
 			for _, name := range flaps {
 				var state string
 				err := e.DB.QueryRow(flapCtx, `SELECT circuit_state FROM endpoints WHERE id = $1`, e.EndpointIDs[name]).Scan(&state)
@@ -148,7 +143,7 @@ func injectTransitions(ctx context.Context, e *Env, burst time.Duration, kills i
 	_ = sleep(ctx, time.Until(start.Add(burst)))
 	stopFlap()
 	wg.Wait()
-	for _, name := range append(flaps, append(pickies, opsFailing)...) {
+	for _, name := range flaps {
 		e.Receiver.SetMode(name, ModeOK)
 	}
 	if err != nil {
@@ -161,7 +156,18 @@ func injectTransitions(ctx context.Context, e *Env, burst time.Duration, kills i
 // to be empty (each delivery delivered or dead), every event fanned out,
 // and every operational event received at the ops endpoint. It returns
 // what is still outstanding at the deadline ("" once drained).
-func (e *Env) awaitDrained(ctx context.Context, deadline time.Time) string {
+//
+// Meanwhile it closes by hand the open circuit of every picky endpoint
+// with deliveries queued: once a picky endpoint has only refused
+// deliveries left, each probe fails and the next waits twice as long, up
+// to an hour (flow.DefaultMaxProbe); each close lets them spend an attempt.
+func (e *Env) awaitDrained(ctx context.Context, eps []EndpointSpec, deadline time.Time) string {
+	var picky []string
+	for _, ep := range eps {
+		if ep.Mode == ModePicky {
+			picky = append(picky, e.EndpointIDs[ep.Name])
+		}
+	}
 	for {
 		var queued, unfanned int
 		err := e.DB.QueryRow(ctx, `
@@ -169,9 +175,17 @@ func (e *Env) awaitDrained(ctx context.Context, deadline time.Time) string {
 			        WHERE d.status IN ('pending','failed') AND NOT en.disabled),
 			       (SELECT count(*) FROM events v WHERE NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = v.id))`).
 			Scan(&queued, &unfanned)
-		var ops []string
+		var ops, blocked []string
 		if err == nil {
 			ops, err = opEventIDs(ctx, e.DB)
+		}
+		if err == nil {
+			blocked, err = blockedCircuits(ctx, e, picky)
+		}
+		for _, name := range blocked {
+			if err = e.CloseCircuit(ctx, name); err != nil {
+				break
+			}
 		}
 		missing := e.Receiver.Missing([]string{opsEndpoint}, ops)
 		state := fmt.Sprintf("%d deliveries queued at enabled endpoints, %d events without deliveries, %d operational events not at %s",
@@ -186,6 +200,30 @@ func (e *Env) awaitDrained(ctx context.Context, deadline time.Time) string {
 			return state
 		}
 	}
+}
+
+// blockedCircuits names the endpoints of ids whose circuit is open while
+// deliveries are queued for them.
+func blockedCircuits(ctx context.Context, e *Env, ids []string) ([]string, error) {
+	rows, err := e.DB.Query(ctx, `
+		SELECT en.id::text FROM endpoints en
+		WHERE en.id::text = ANY($1) AND en.circuit_state <> 'closed'
+		  AND EXISTS (SELECT 1 FROM deliveries d WHERE d.endpoint_id = en.id AND d.status IN ('pending','failed'))`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("blocked circuits: %w", err)
+	}
+	blocked, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("blocked circuits: %w", err)
+	}
+	names := map[string]string{}
+	for name, id := range e.EndpointIDs {
+		names[id] = name
+	}
+	for i, id := range blocked {
+		blocked[i] = names[id]
+	}
+	return blocked, nil
 }
 
 func opEventIDs(ctx context.Context, db interface {
@@ -219,10 +257,11 @@ type OpFigures struct {
 	OpDuplicates, NotOps             int            // receipts beyond the first; tenants' events at a sluice.* endpoint
 	OpMissing                        []string
 	LeakedReceipts, LeakedDeliveries int // sluice.* at endpoints subscribed to *
-	// Unsettled counts accepted events at a flap or picky endpoint
-	// without a delivery that is delivered or dead, or dead at a picky
-	// endpoint that never refused it; Unreceived, deliveries recorded
-	// delivered that the receiver never got.
+	// Unsettled counts accepted events at a flap or picky endpoint (and
+	// operational events at opsfail) without a delivery that is delivered
+	// or dead, or, at a picky endpoint, dead but not refused or delivered
+	// though refused; Unreceived, deliveries recorded delivered that the
+	// receiver never got.
 	Unsettled, Unreceived int
 	Samples               []string
 	// Drain is how long the queues took to drain after the healthy
@@ -473,8 +512,8 @@ func (f *OpFigures) arrivals(ctx context.Context, tx pgx.Tx, e *Env) error {
 
 // outcomes: at the flap and picky endpoints, every accepted event's
 // delivery is delivered or dead, and so is every operational event's at
-// opsfail (at a picky endpoint, dead only if it refused the event); and
-// every delivery recorded delivered, anywhere, was received.
+// opsfail (at a picky endpoint, dead exactly when it refuses the event);
+// and every delivery recorded delivered, anywhere, was received.
 func (f *OpFigures) outcomes(ctx context.Context, tx pgx.Tx, e *Env, eps []EndpointSpec, accepted []string) error {
 	rows, err := tx.Query(ctx, `SELECT endpoint_id::text, event_id::text, status FROM deliveries WHERE replayed_from IS NULL`)
 	if err != nil {
@@ -515,7 +554,7 @@ func (f *OpFigures) outcomes(ctx context.Context, tx pgx.Tx, e *Env, eps []Endpo
 		for _, id := range ids {
 			st := status[pair{e.EndpointIDs[ep.Name], id}]
 			ok := st == "delivered" || st == "dead"
-			if ep.Mode == ModePicky && st == "dead" && !Picky(id) {
+			if ep.Mode == ModePicky && ok && (st == "dead") != Picky(id) {
 				ok = false
 			}
 			if !ok {
