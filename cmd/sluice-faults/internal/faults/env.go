@@ -58,6 +58,7 @@ type Env struct {
 	DB               *pgxpool.Pool
 	Healthy          []string // healthy endpoint names at the receiver
 	URLs             map[string]string
+	EndpointIDs      map[string]string // endpoint name → id
 	Logf             func(format string, args ...any)
 	warmUpID         string
 
@@ -75,6 +76,11 @@ type envConfig struct {
 	bad     []Mode
 	tenants int
 	db      DBSetup
+	// endpoints are the scenario's own, beside the healthy and bad ones.
+	endpoints []EndpointSpec
+	// settings are more SLUICE_* settings of every sluice process, after
+	// (and so over) Settings.
+	settings []string
 }
 
 // DBSetup is how a scenario's sluice processes reach Postgres.
@@ -118,6 +124,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		"SLUICE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"SLUICE_ADDR=" + addr,
 	}, Settings...)...)
+	env = append(env, cfg.settings...) // the last of a name wins (exec.Cmd.Env)
 	if _, err := runOnce(ctx, env, s.bin, "migrate"); err != nil {
 		return err
 	}
@@ -148,8 +155,12 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		modes[name] = ModeOK
 		e.Healthy = append(e.Healthy, name)
 	}
+	types := map[string][]string{}
 	for _, m := range cfg.bad {
 		modes[string(m)] = m
+	}
+	for _, ep := range cfg.endpoints {
+		modes[ep.Name], types[ep.Name] = ep.Mode, ep.Types
 	}
 	if e.Receiver, err = StartReceiver(filepath.Join(e.Dir, "receiver.log"), modes); err != nil {
 		return err
@@ -162,11 +173,18 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	if err := e.waitReady(ctx, 30*time.Second); err != nil {
 		return err
 	}
-	e.URLs = map[string]string{}
+	e.URLs, e.EndpointIDs = map[string]string{}, map[string]string{}
 	for name := range modes {
 		e.URLs[name] = e.Receiver.URL(name)
-		if err := e.createEndpoint(ctx, e.Receiver.URL(name)); err != nil {
+		id, secret, err := e.createEndpoint(ctx, e.Receiver.URL(name), types[name])
+		if err != nil {
 			return err
+		}
+		e.EndpointIDs[name] = id
+		if types[name] != nil { // the scenario's own: its receipts say whether they were signed
+			if err := e.Receiver.SetSecret(name, secret); err != nil {
+				return err
+			}
 		}
 	}
 	for i := range Workers {
@@ -389,18 +407,34 @@ func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
 	return fmt.Errorf("api not ready after %s (log: %s)", limit, e.API.LogPath)
 }
 
-// createEndpoint registers url for the main tenant and subscribes it to *.
-func (e *Env) createEndpoint(ctx context.Context, url string) error {
+// createEndpoint registers url for the main tenant, subscribes it to
+// types (default *) and returns its id and signing secret.
+func (e *Env) createEndpoint(ctx context.Context, url string, types []string) (id, secret string, err error) {
 	var ep struct {
-		ID string `json:"id"`
+		ID     string `json:"id"`
+		Secret string `json:"secret"`
 	}
 	if err := e.call(ctx, "/v1/endpoints", map[string]any{"url": url, "max_in_flight": MaxInFlight}, &ep); err != nil {
-		return err
+		return "", "", err
 	}
-	return e.call(ctx, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": []string{"*"}}, nil)
+	if types == nil {
+		types = []string{"*"}
+	}
+	return ep.ID, ep.Secret, e.call(ctx, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": types}, nil)
+}
+
+// CloseCircuit closes endpoint name's circuit by hand (a no-op for a
+// closed one).
+func (e *Env) CloseCircuit(ctx context.Context, name string) error {
+	return e.callStatus(ctx, "/v1/endpoints/"+e.EndpointIDs[name]+"/circuit/close", nil, http.StatusOK, nil)
 }
 
 func (e *Env) call(ctx context.Context, path string, body, out any) error {
+	return e.callStatus(ctx, path, body, http.StatusCreated, out)
+}
+
+// callStatus POSTs body to path as the main tenant and requires status.
+func (e *Env) callStatus(ctx context.Context, path string, body any, status int, out any) error {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.BaseURL+path, bytes.NewReader(b))
 	req.Header.Set("Authorization", "Bearer "+e.Keys[0])
@@ -411,7 +445,7 @@ func (e *Env) call(ctx context.Context, path string, body, out any) error {
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusCreated {
+	if resp.StatusCode != status {
 		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, msg)
 	}
 	if out != nil {

@@ -13,18 +13,23 @@ import (
 // with SIGKILL, Postgres stopped with -m immediate and started again,
 // Postgres paused with SIGSTOP for 3 s, and a primary stopped with -m
 // immediate and its synchronous standby promoted (sluice given both hosts),
-// each during a 1,500-event burst, against separate sluice processes and a
-// private cluster of its own.
+// each during a 1,500-event burst, and (transitions) circuits opening and
+// closing, deliveries going dead and endpoints answering 410 while a worker
+// is killed 3 times during a 1,000-event burst, against separate sluice
+// processes and a private cluster of its own.
 //
 // Every check of each scenario must pass (report.go): nothing lost, every
 // accepted event delivered within 30 s of the last fault, duplicates within
 // the deliveries in flight at the faults, no endpoint with due deliveries
 // more than 10 s without an attempt, deliveries flowing within 5 s of
 // Postgres coming back and every endpoint served within 10 s, no 5xx but
-// 503, nothing stuck in the database.
+// 503, nothing stuck in the database; and in transitions, every circuit
+// alert, disabled endpoint and dead delivery in Postgres matched one to one
+// with the operational event reporting it, each of those received, signed,
+// at the endpoint subscribed to sluice.*, none at those subscribed to *.
 func TestFaultsShort(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs sluice processes and crashes Postgres clusters (~2 min)")
+		t.Skip("runs sluice processes and crashes Postgres clusters (~2.5 min)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -34,7 +39,7 @@ func TestFaultsShort(t *testing.T) {
 	}
 	t.Cleanup(func() { suite.Close(false) })
 
-	scenarios, err := Select(Scenarios(true), "workerkill,pgcrash,pgpause,failover")
+	scenarios, err := Select(Scenarios(true), "workerkill,pgcrash,pgpause,failover,transitions")
 	if err != nil {
 		t.Fatal(err)
 	}

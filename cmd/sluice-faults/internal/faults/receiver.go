@@ -3,14 +3,19 @@ package faults
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 // Mode is how one of the receiver's endpoints answers.
@@ -22,7 +27,23 @@ const (
 	ModeHang   Mode = "hang"   // never answers; Sluice's delivery timeout ends it
 	ModeReset  Mode = "reset"  // resets the connection (TCP RST) without answering
 	ModeStream Mode = "stream" // 200 with a 50 MB body, streamed
+	ModeFail   Mode = "fail"   // 500 at once
+	ModeGone   Mode = "gone"   // 410 Gone at once: Sluice disables the endpoint
+	// ModePicky answers 500 to the events whose webhook-id is Picky (one
+	// in pickyEvery) and 200 to the others: those deliveries spend their
+	// attempts and go dead.
+	ModePicky Mode = "picky"
 )
+
+// pickyEvery is how many events in one a ModePicky endpoint refuses.
+const pickyEvery = 10
+
+// Picky reports whether a ModePicky endpoint refuses event id.
+func Picky(id string) bool {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return h.Sum32()%pickyEvery == 0
+}
 
 // streamBytes is how much a ModeStream endpoint sends back.
 const streamBytes = 50 << 20
@@ -32,11 +53,16 @@ type Receipt struct {
 	At       time.Time
 	Endpoint string
 	ID       string // webhook-id
+	Type     string // the body's "type"
+	// Signed: the signature verified with the endpoint's secret (only for
+	// endpoints given one with SetSecret).
+	Signed bool
 }
 
 // Receiver is an HTTP server on loopback with one path per endpoint
-// (/hook/NAME). It logs every request's webhook-id, with the time and the
-// endpoint, to a file, and keeps them in memory for reconciliation.
+// (/hook/NAME). It logs every request's webhook-id, with the time, the
+// endpoint and the event's type, to a file, and keeps them in memory for
+// reconciliation.
 type Receiver struct {
 	srv   *http.Server
 	ln    net.Listener
@@ -47,6 +73,7 @@ type Receiver struct {
 	logFile  *os.File
 	receipts []Receipt
 	seen     map[string]struct{} // endpoint + " " + webhook-id
+	verify   map[string]*standardwebhooks.Webhook
 }
 
 // StartReceiver listens on 127.0.0.1 and logs to logPath; modes names the
@@ -61,11 +88,32 @@ func StartReceiver(logPath string, modes map[string]Mode) (*Receiver, error) {
 		f.Close()
 		return nil, err
 	}
-	r := &Receiver{ln: ln, modes: modes, logFile: f, log: bufio.NewWriterSize(f, 64<<10), seen: map[string]struct{}{}}
+	r := &Receiver{ln: ln, modes: maps.Clone(modes), logFile: f, log: bufio.NewWriterSize(f, 64<<10),
+		seen: map[string]struct{}{}, verify: map[string]*standardwebhooks.Webhook{}}
 	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = r.srv.Serve(ln) }()
 	go r.flushLoop()
 	return r, nil
+}
+
+// SetMode changes how endpoint name answers from now on.
+func (r *Receiver) SetMode(name string, m Mode) {
+	r.mu.Lock()
+	r.modes[name] = m
+	r.mu.Unlock()
+}
+
+// SetSecret makes the receiver verify the signature of every request to
+// endpoint name with secret (Receipt.Signed).
+func (r *Receiver) SetSecret(name, secret string) error {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.verify[name] = wh
+	r.mu.Unlock()
+	return nil
 }
 
 // URL is the address of endpoint name.
@@ -87,22 +135,44 @@ func (r *Receiver) flushLoop() {
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	name := strings.TrimPrefix(req.URL.Path, "/hook/")
+	r.mu.Lock()
 	mode, ok := r.modes[name]
+	wh := r.verify[name]
+	r.mu.Unlock()
 	if !ok {
 		http.NotFound(w, req)
 		return
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, 1<<20))
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	rc := Receipt{At: time.Now(), Endpoint: name, ID: req.Header.Get("webhook-id")}
+	var ev struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(body, &ev) == nil {
+		rc.Type = ev.Type
+	}
+	if wh != nil {
+		rc.Signed = wh.Verify(body, req.Header) == nil
+	}
 	r.mu.Lock()
 	r.receipts = append(r.receipts, rc)
 	r.seen[name+" "+rc.ID] = struct{}{}
 	if r.log != nil {
-		fmt.Fprintf(r.log, "%d %s %s\n", rc.At.UnixNano(), rc.Endpoint, rc.ID)
+		fmt.Fprintf(r.log, "%d %s %s %s\n", rc.At.UnixNano(), rc.Endpoint, rc.ID, rc.Type)
 	}
 	r.mu.Unlock()
 
 	switch mode {
+	case ModeFail:
+		w.WriteHeader(http.StatusInternalServerError)
+	case ModeGone:
+		w.WriteHeader(http.StatusGone)
+	case ModePicky:
+		if Picky(rc.ID) {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
 	case ModeHang:
 		<-req.Context().Done()
 	case ModeReset:

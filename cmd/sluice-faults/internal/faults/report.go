@@ -21,11 +21,14 @@ type Result struct {
 	MaxRSS         int64
 	PoisonStatuses map[string]int // the poisoning tenant's answers
 	PoisonByKind   map[string]map[string]int
-	Checks         []Check
-	Notes          []string
-	Pass           bool
-	Wall           time.Duration
-	exits          int
+	// Ops, for a scenario with OpEvents, is the reconciliation of
+	// transitions and operational events.
+	Ops    *OpFigures
+	Checks []Check
+	Notes  []string
+	Pass   bool
+	Wall   time.Duration
+	exits  int
 }
 
 // Check is one bound and what was measured against it.
@@ -98,6 +101,13 @@ func (sc Scenario) check(r Result) []Check {
 		}
 		add("poisoner: only 4xx", not4xx == 0, "%d not 4xx", not4xx)
 	}
+	if sc.OpEvents {
+		if r.Ops == nil {
+			add("operational events reconciled", false, "not read (see the notes)")
+		} else {
+			cs = append(cs, r.Ops.checks()...)
+		}
+	}
 	add("nothing stuck in the database", r.DB.Stuck == 0 && r.DB.Unfanned == 0,
 		"%d due without a dispatch job, %d events without fan-out", r.DB.Stuck, r.DB.Unfanned)
 	add("no process exited by itself", r.exits == 0, "%d", r.exits)
@@ -139,6 +149,9 @@ func (r Result) WriteDetail(w io.Writer) {
 			f.Recoveries, secs(f.FirstAfterPG), secs(f.ServeAllAfterPG), secs(f.AcceptAfterPG))
 		fmt.Fprintf(w, "  post attempts during the outages: %d (%s), slowest answer %s\n",
 			f.OutageAttempts, statuses(f.OutageStatuses), secs(f.OutageSlowest))
+	}
+	if r.Ops != nil {
+		r.Ops.write(w)
 	}
 	for _, ft := range r.Faults {
 		fmt.Fprintf(w, "  fault: %s at %s for %s\n", ft.Kind, ft.At.Format("15:04:05.000"), ft.End.Sub(ft.At).Round(time.Millisecond))

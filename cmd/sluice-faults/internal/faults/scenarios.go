@@ -25,6 +25,21 @@ type Scenario struct {
 	Bounds Bounds
 	// DB is how the sluice processes reach Postgres (default: directly).
 	DB DBSetup
+	// Endpoints are the scenario's own endpoints beside the healthy and
+	// bad ones, and Settings more SLUICE_* settings of every process.
+	Endpoints []EndpointSpec
+	Settings  []string
+	// OpEvents: after the load, wait until every endpoint's queue is
+	// drained and reconcile Sluice's transitions with the operational
+	// events reporting them (transitions.go).
+	OpEvents bool
+}
+
+// EndpointSpec is one of a scenario's own endpoints.
+type EndpointSpec struct {
+	Name  string
+	Mode  Mode     // how its receiver answers at first
+	Types []string // its subscription's event types; nil: *
 }
 
 // Bounds are what a scenario must meet.
@@ -197,6 +212,7 @@ func Scenarios(short bool) []Scenario {
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bad: []Mode{ModeHang, ModeReset, ModeStream},
 			Bounds: Bounds{Stall: 5 * time.Second},
 		},
+		transitions(short),
 		{
 			Name: "poison", Title: fmt.Sprintf("a tenant posting invalid UTF-8 and NULs beside a victim tenant (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Poison: mid.events / 5,

@@ -118,7 +118,8 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	if sc.Poison > 0 {
 		tenants = 2
 	}
-	if err := s.newEnv(ctx, envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants, db: sc.DB}, e); err != nil {
+	if err := s.newEnv(ctx, envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants, db: sc.DB,
+		endpoints: sc.Endpoints, settings: sc.Settings}, e); err != nil {
 		return res, fmt.Errorf("%s: setup: %w", sc.Name, err)
 	}
 	if err := warmUp(ctx, e); err != nil {
@@ -183,6 +184,11 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 		_ = sleep(ctx, 250*time.Millisecond)
 	}
 	end := time.Now()
+	var ops OpFigures
+	if sc.OpEvents {
+		ops.Outstanding = e.awaitDrained(ctx, sc.Endpoints, time.Now().Add(s.cfg.SettleLimit))
+		ops.Drain = time.Since(end)
+	}
 
 	// The database: let the healthy endpoints' queues drain (a delivery
 	// received but not recorded is sent again), then look for anything
@@ -212,6 +218,15 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 		}
 	}
 	res.Figures = Reconcile(posts, receipts, e.Healthy, e.Faults(), end, from)
+	if sc.OpEvents {
+		f, err := ReconcileOps(ctx, e, sc.Endpoints, ids)
+		f.Drain, f.Outstanding = ops.Drain, ops.Outstanding
+		if err != nil {
+			res.Notes = append(res.Notes, "operational events: "+err.Error())
+		} else {
+			res.Ops = &f
+		}
+	}
 	res.Faults = e.Faults()
 	res.MaxRSS = e.maxWorkerRSS()
 	for _, p := range poison {
