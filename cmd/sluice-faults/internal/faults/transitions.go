@@ -240,7 +240,7 @@ func opEventIDs(ctx context.Context, db interface {
 // events found. A "mismatch" names an endpoint or delivery whose stored
 // transitions and events disagree.
 type OpFigures struct {
-	// Circuits: circuit_alerts rows of kind circuit (opened, closed), and
+	// Circuits: alerts rows (emails) of circuit_opened and circuit_closed, and
 	// the events (opened; closed after a probe and by hand).
 	OpenAlerts, CloseAlerts          int
 	Opened, ClosedProbe, ClosedHand  int
@@ -277,7 +277,7 @@ func (f *OpFigures) sample(format string, args ...any) {
 }
 
 // ReconcileOps reads, in one snapshot, what Postgres stored of the
-// transitions (circuit_alerts, endpoints, dead deliveries) and the
+// transitions (alerts, endpoints, dead deliveries) and the
 // operational events, and matches them with each other and with what the
 // receiver got. accepted are the accepted events' ids.
 func ReconcileOps(ctx context.Context, e *Env, eps []EndpointSpec, accepted []string) (OpFigures, error) {
@@ -306,15 +306,18 @@ func ReconcileOps(ctx context.Context, e *Env, eps []EndpointSpec, accepted []st
 // key is an endpoint's count of one kind of alert or event.
 type key struct{ endpoint, kind string }
 
-// circuitsAndDisabling matches, per endpoint, circuit_alerts rows with
+// circuitsAndDisabling matches, per endpoint, alerts rows with
 // circuit_opened/closed events, the circuit's state with them, and each
 // endpoint Sluice disabled with its one alert and one event.
 func (f *OpFigures) circuitsAndDisabling(ctx context.Context, tx pgx.Tx, names map[string]string) error {
 	counts := map[key]int{}
 	rows, err := tx.Query(ctx, `
-		SELECT endpoint_id::text, CASE WHEN kind = 'disabled' THEN 'disabled:' || coalesce(reason, '')
-		                               WHEN opened THEN 'opened' ELSE 'closed' END, count(*)::int
-		FROM circuit_alerts GROUP BY 1, 2
+		SELECT endpoint_id::text, CASE event_type
+		           WHEN 'sluice.endpoint.disabled' THEN 'disabled:' || coalesce(payload->>'reason', '')
+		           WHEN 'sluice.endpoint.circuit_opened' THEN 'opened'
+		           WHEN 'sluice.endpoint.circuit_closed' THEN 'closed'
+		           ELSE event_type END, count(*)::int
+		FROM alerts GROUP BY 1, 2
 		UNION ALL
 		SELECT payload->>'endpoint_id', type || ':' || coalesce(payload->>'reason', ''), count(*)::int
 		FROM events WHERE type LIKE 'sluice.endpoint.%' GROUP BY 1, 2`)
