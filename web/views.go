@@ -54,6 +54,9 @@ type EndpointsView struct {
 // EndpointView is one endpoint with its delivery timeline.
 type EndpointView struct {
 	Endpoint sluice.Endpoint
+	// RateChart is its effective rate over the last hour; nil unless its
+	// rate limit is adaptive.
+	RateChart *RateChart
 	// Subscriptions are the patterns it is subscribed to.
 	Subscriptions []string
 	Flash         string // the outcome of the last action, if any

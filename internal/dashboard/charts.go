@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -64,4 +65,22 @@ func fillBuckets(since time.Time, bucket time.Duration, n int, rows []sluice.Att
 		}
 	}
 	return out
+}
+
+// rateChart is an adaptive endpoint's effective rate over the last hour
+// at now, a point every 30 s; nil for an endpoint whose rate limit is not
+// adaptive. ep is in sc's scope already.
+func (sc scoped) rateChart(ctx context.Context, ep sluice.Endpoint, now time.Time) (*web.RateChart, error) {
+	if ep.RateLimit == nil || !ep.RateLimit.Adaptive {
+		return nil, nil
+	}
+	until := now.UTC().Truncate(30 * time.Second).Add(30 * time.Second)
+	since := until.Add(-time.Hour)
+	slowdowns, err := sc.st.EffectiveRateChanges(ctx, ep.ID, since)
+	if err != nil {
+		return nil, err
+	}
+	l := flow.LimitOf(*ep.RateLimit)
+	return &web.RateChart{Since: since, Until: until, Configured: l.Configured,
+		Points: flow.RateCurve(slowdowns, l, since, until, 30*time.Second)}, nil
 }

@@ -66,5 +66,8 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if v.Charts, err = sc.attemptCharts(r.Context(), id, d.now()); err != nil {
 		return err
 	}
+	if v.RateChart, err = sc.rateChart(r.Context(), ep, d.now()); err != nil {
+		return err
+	}
 	return d.render(w, r, http.StatusOK, web.EndpointPage(chrome(r, web.SectionEndpoints), v))
 }

@@ -52,6 +52,10 @@ func breakerFromRow(e dbq.Endpoint) flow.Breaker {
 
 // saveFlow writes what changed from before to after in an endpoint's flow
 // state.
+// EffectiveRateHistory is how long an endpoint's slowdowns are kept: the
+// dashboard draws the last hour of its effective rate.
+const EffectiveRateHistory = 2 * time.Hour
+
 func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
 	if after.Throttle != before.Throttle {
 		var err error
@@ -72,6 +76,14 @@ func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before,
 	}
 	if err := q.SaveFlow(ctx, saveFlowParams(endpointID, after)); err != nil {
 		return fmt.Errorf("save flow: %w", err)
+	}
+	if a := after.Adaptive; !a.At.IsZero() && !a.At.Equal(before.Adaptive.At) { // a slowdown: the dashboard's curve
+		err := q.InsertEffectiveRateChange(ctx, dbq.InsertEffectiveRateChangeParams{
+			EndpointID: endpointID, ChangedAt: a.At, Rate: a.Rate, ExpireBefore: a.At.Add(-EffectiveRateHistory),
+		})
+		if err != nil {
+			return fmt.Errorf("save effective rate change: %w", err)
+		}
 	}
 	return nil
 }

@@ -92,3 +92,32 @@ func StartEmpty(b Bucket, now time.Time) Bucket {
 	}
 	return b
 }
+
+// RatePoint is the effective rate at one moment.
+type RatePoint struct {
+	At   time.Time
+	Rate float64
+}
+
+// RateCurve is the effective rate over [from, to], from the slowdowns
+// that set it (oldest first, the last one before from included): a point
+// every step, and one on each side of each slowdown, where the rate
+// drops. Before the first slowdown the rate is the configured one.
+func RateCurve(slowdowns []Adaptive, l AdaptiveLimit, from, to time.Time, step time.Duration) []RatePoint {
+	var (
+		out  []RatePoint
+		cur  Adaptive // the state in force
+		next int      // the first slowdown not yet in force
+	)
+	for t := from; !t.After(to); t = t.Add(step) {
+		for ; next < len(slowdowns) && !slowdowns[next].At.After(t); next++ {
+			s := slowdowns[next]
+			if s.At.After(from) {
+				out = append(out, RatePoint{At: s.At, Rate: cur.Current(l, s.At)}, RatePoint{At: s.At, Rate: s.Current(l, s.At)})
+			}
+			cur = s
+		}
+		out = append(out, RatePoint{At: t, Rate: cur.Current(l, t)})
+	}
+	return out
+}

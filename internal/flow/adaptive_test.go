@@ -206,3 +206,28 @@ func TestAdaptiveSettlesNearCapacity(t *testing.T) {
 	r := simulate(sluice.RateLimit{PerSecond: 1000, Burst: 1000}, capacity, 20*time.Millisecond, time.Minute)
 	require.Greater(t, float64(r.throttled)/float64(r.delivered+r.throttled), 0.5, "not adaptive: mostly 429s")
 }
+
+func TestRateCurve(t *testing.T) {
+	t.Parallel()
+	l := AdaptiveLimit{Configured: 100, Min: 1}
+	from := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	sec := func(n float64) time.Time { return from.Add(time.Duration(n * float64(time.Second))) }
+	rates := func(ps []RatePoint) []float64 {
+		var out []float64
+		for _, p := range ps {
+			out = append(out, p.Rate)
+		}
+		return out
+	}
+
+	require.Equal(t, []float64{100, 100, 100}, rates(RateCurve(nil, l, from, sec(20), 10*time.Second)), "never slowed: the configured rate")
+
+	before := []Adaptive{{Rate: 20, At: sec(-3)}}
+	require.Equal(t, []float64{50, 100}, rates(RateCurve(before, l, from, sec(10), 10*time.Second)),
+		"a slowdown before the range: grown by 10/s for 3 s, then capped")
+
+	within := []Adaptive{{Rate: 40, At: sec(5)}, {Rate: 30, At: sec(8)}}
+	got := RateCurve(within, l, from, sec(10), 10*time.Second)
+	require.Equal(t, []float64{100, 100, 40, 70, 30, 50}, rates(got), "each slowdown: the rate before it and after it, at its moment")
+	require.Equal(t, []time.Time{from, sec(5), sec(5), sec(8), sec(8), sec(10)}, []time.Time{got[0].At, got[1].At, got[2].At, got[3].At, got[4].At, got[5].At})
+}

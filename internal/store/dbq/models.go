@@ -116,6 +116,12 @@ type DestinationThrottle struct {
 	UpdatedAt       time.Time
 }
 
+type EffectiveRateChange struct {
+	EndpointID uuid.UUID
+	At         time.Time
+	Rate       float64
+}
+
 type Endpoint struct {
 	ID                        uuid.UUID
 	TenantID                  uuid.UUID
