@@ -1,11 +1,13 @@
 package app_test
 
 import (
+	"context"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
@@ -91,4 +93,12 @@ func TestAdaptiveRateFollowsTheReceiver(t *testing.T) {
 	t.Logf("%d attempts for %d deliveries, %d answered 429", attempts, events, capacity.count429())
 	require.Equal(t, attempts, events+capacity.count429(), "every attempt beyond one a delivery was a 429")
 	require.Empty(t, h.deliveries("status=dead&endpoint_id="+id), "429s spend no retry budget")
+
+	slowdowns, err := h.proc.Store.EffectiveRateChanges(context.Background(), uuid.MustParse(id), time.Now().Add(-time.Hour))
+	require.NoError(t, err)
+	require.NotEmpty(t, slowdowns, "each slowdown is kept for the dashboard's chart")
+	for _, s := range slowdowns {
+		require.GreaterOrEqual(t, s.Rate, 2.0)
+		require.Less(t, s.Rate, 100.0)
+	}
 }

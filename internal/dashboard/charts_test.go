@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -248,4 +249,35 @@ func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 		require.Contains(t, p.Body, `datetime="`+until.Format(time.RFC3339)+`"`, path)
 		require.Contains(t, p.Body, "(throttled)", path)
 	}
+}
+
+// TestEffectiveRateChart: an adaptive endpoint's page charts its effective
+// rate over the last hour from its slowdowns, recorded as a dispatch step
+// saves them; an endpoint whose rate limit is not adaptive has no such
+// chart.
+func TestEffectiveRateChart(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	s := b.seed(b.tenantA, "https://hooks.acme.test/adaptive", false)
+	br := b.browser()
+	br.login(b.keyA)
+	path := "/endpoints/" + s.endpoint.ID.String()
+	require.NotContains(t, br.get(path).Body, `id="chart-rate-svg"`, "no rate limit: no chart")
+
+	set := s.endpoint.Settings()
+	set.RateLimit = &sluice.RateLimit{PerSecond: 100, Burst: 100, Adaptive: true}
+	_, err := b.store.UpdateEndpoint(ctx, b.tenantA.ID, s.endpoint.ID, set, b.jobs)
+	require.NoError(t, err)
+	now := time.Now().UTC()
+	for _, sd := range []flow.Adaptive{{Rate: 40, At: now.Add(-20 * time.Minute)}, {Rate: 25, At: now.Add(-5 * time.Minute)}} {
+		dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) { f.Adaptive = flow.Adaptive{Rate: sd.Rate, At: sd.At, HalvedAt: sd.At} })
+	}
+
+	p := br.get(path)
+	svg := svgOf(t, p, "chart-rate-svg")
+	require.Contains(t, svg, "lowest 25/s, now 100/s, of 100/s configured")
+	require.Contains(t, svg, `class="configured"`)
+	line := regexp.MustCompile(`<polyline class="line-rate" points="([^"]+)"`).FindStringSubmatch(svg)
+	require.NotNil(t, line)
+	require.Equal(t, 121+4, len(strings.Fields(line[1])), "a point every 30 s over the hour, and two at each slowdown")
 }
