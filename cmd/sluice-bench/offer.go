@@ -57,6 +57,7 @@ func offer(ctx context.Context, rate float64, duration time.Duration, maxPending
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
 	for now := start; now.Sub(start) < duration && ctx.Err() == nil; now = <-ticker.C {
+	due:
 		for due := int(rate * now.Sub(start).Seconds()); sent < due; {
 			k := min(due-sent, per)
 			select {
@@ -64,7 +65,7 @@ func offer(ctx context.Context, rate float64, duration time.Duration, maxPending
 			default:
 				skipped++
 				if per > 1 {
-					break // a batch catches up next tick
+					break due // a batch catches up next tick, without a send slot
 				}
 				sent++ // a single event is dropped, not sent late
 				continue
@@ -86,7 +87,7 @@ func offer(ctx context.Context, rate float64, duration time.Duration, maxPending
 				ok += k
 			})
 			if per > 1 {
-				break // one batch a tick
+				break due // one batch a tick
 			}
 		}
 	}
