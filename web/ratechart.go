@@ -31,9 +31,9 @@ func (c RateChart) rateX(t time.Time) float64 {
 	return plotLeft + t.Sub(c.Since).Seconds()/span*(plotRight-plotLeft)
 }
 
-// plotRate lays out c: the curve, the configured rate, a tick every 15
-// minutes and the rate axis from 0 to a round number above the configured
-// rate.
+// plotRate lays out c: the curve, the configured rate, a tick on each
+// quarter hour within the range, and the rate axis from 0 to a round
+// number above the configured rate.
 func plotRate(c RateChart) ratePlot {
 	top := niceCeil(c.Configured)
 	p := ratePlot{Configured: valueY(c.Configured, top), YTicks: valueTicks(top, "/s")}
@@ -42,13 +42,15 @@ func plotRate(c RateChart) ratePlot {
 		pts = append(pts, coord(c.rateX(pt.At))+","+coord(valueY(pt.Rate, top)))
 	}
 	p.Line = strings.Join(pts, " ")
-	for t := c.Since; !t.After(c.Until); t = t.Add(15 * time.Minute) {
+	for t := c.Since.Truncate(15 * time.Minute); !t.After(c.Until); t = t.Add(15 * time.Minute) {
+		if t.Before(c.Since) {
+			continue
+		}
 		tk := tick{Pos: c.rateX(t), Label: t.UTC().Format("15:04"), Anchor: "middle"}
 		switch {
-		case t.Equal(c.Since):
+		case t.Sub(c.Since) < 5*time.Minute:
 			tk.Anchor = "start"
-		case !t.Add(15 * time.Minute).After(c.Until):
-		default:
+		case c.Until.Sub(t) < 5*time.Minute:
 			tk.Anchor = "end"
 		}
 		p.XTicks = append(p.XTicks, tk)

@@ -67,14 +67,14 @@ func fillBuckets(since time.Time, bucket time.Duration, n int, rows []sluice.Att
 	return out
 }
 
-// rateChart is an adaptive endpoint's effective rate over the last hour
-// at now, a point every 30 s; nil for an endpoint whose rate limit is not
-// adaptive. ep is in sc's scope already.
+// rateChart is an adaptive endpoint's effective rate over the hour up to
+// now (flow.RateCurve, in 30 s steps); nil for an endpoint whose rate
+// limit is not adaptive. ep is in sc's scope already.
 func (sc scoped) rateChart(ctx context.Context, ep sluice.Endpoint, now time.Time) (*web.RateChart, error) {
 	if ep.RateLimit == nil || !ep.RateLimit.Adaptive {
 		return nil, nil
 	}
-	until := now.UTC().Truncate(30 * time.Second).Add(30 * time.Second)
+	until := now.UTC()
 	since := until.Add(-time.Hour)
 	slowdowns, err := sc.st.EffectiveRateChanges(ctx, ep.ID, since)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -279,5 +280,11 @@ func TestEffectiveRateChart(t *testing.T) {
 	require.Contains(t, svg, `class="configured"`)
 	line := regexp.MustCompile(`<polyline class="line-rate" points="([^"]+)"`).FindStringSubmatch(svg)
 	require.NotNil(t, line)
-	require.Equal(t, 121+4, len(strings.Fields(line[1])), "a point every 30 s over the hour, and two at each slowdown")
+	points := strings.Fields(line[1])
+	require.GreaterOrEqual(t, len(points), 121, "a point every 30 s over the hour")
+	require.LessOrEqual(t, len(points), 121+2*3, "and the drop and recovery of each slowdown")
+	y := func(p string) string { _, v, _ := strings.Cut(p, ","); return v }
+	require.Equal(t, "10.0", y(points[0]), "an hour ago: the configured rate (100/s of an axis to 100/s)")
+	require.Equal(t, "10.0", y(points[len(points)-1]), "now: recovered")
+	require.True(t, slices.ContainsFunc(points, func(p string) bool { return y(p) == "92.5" }), "the drop to 25/s")
 }

@@ -50,12 +50,12 @@ func breakerFromRow(e dbq.Endpoint) flow.Breaker {
 	return b
 }
 
-// saveFlow writes what changed from before to after in an endpoint's flow
-// state.
 // EffectiveRateHistory is how long an endpoint's slowdowns are kept: the
 // dashboard draws the last hour of its effective rate.
 const EffectiveRateHistory = 2 * time.Hour
 
+// saveFlow writes what changed from before to after in an endpoint's flow
+// state.
 func saveFlow(ctx context.Context, q *dbq.Queries, endpointID uuid.UUID, before, after Flow) error {
 	if after.Throttle != before.Throttle {
 		var err error

@@ -101,23 +101,56 @@ type RatePoint struct {
 
 // RateCurve is the effective rate over [from, to], from the slowdowns
 // that set it (oldest first, the last one before from included): a point
-// every step, and one on each side of each slowdown, where the rate
-// drops. Before the first slowdown the rate is the configured one.
+// every step and at to; within each step, where the rate dropped (the rate
+// before the step's first slowdown, then the lowest any of them left) and
+// where it is back at the configured rate, if it gets there. So a chart of
+// an hour has at most five points a step, however often the rate dropped.
+// Before the first slowdown the rate is the configured one.
 func RateCurve(slowdowns []Adaptive, l AdaptiveLimit, from, to time.Time, step time.Duration) []RatePoint {
 	var (
 		out  []RatePoint
 		cur  Adaptive // the state in force
 		next int      // the first slowdown not yet in force
 	)
-	for t := from; !t.After(to); t = t.Add(step) {
-		for ; next < len(slowdowns) && !slowdowns[next].At.After(t); next++ {
+	add := func(t time.Time, rate float64) { out = append(out, RatePoint{At: t, Rate: rate}) }
+	for ; next < len(slowdowns) && !slowdowns[next].At.After(from); next++ {
+		cur = slowdowns[next]
+	}
+	add(from, cur.Current(l, from))
+	for t := from; t.Before(to); {
+		end := t.Add(step)
+		if end.After(to) {
+			end = to
+		}
+		var lowest *Adaptive
+		for ; next < len(slowdowns) && !slowdowns[next].At.After(end); next++ {
 			s := slowdowns[next]
-			if s.At.After(from) {
-				out = append(out, RatePoint{At: s.At, Rate: cur.Current(l, s.At)}, RatePoint{At: s.At, Rate: s.Current(l, s.At)})
+			if lowest == nil {
+				add(s.At, cur.Current(l, s.At))
+			}
+			if lowest == nil || s.Current(l, s.At) < lowest.Current(l, lowest.At) {
+				lowest = &s
 			}
 			cur = s
 		}
-		out = append(out, RatePoint{At: t, Rate: cur.Current(l, t)})
+		if lowest != nil {
+			add(lowest.At, lowest.Current(l, lowest.At))
+		}
+		if back, ok := cur.recovered(l); ok && back.After(out[len(out)-1].At) && back.Before(end) {
+			add(back, l.Configured)
+		}
+		add(end, cur.Current(l, end))
+		t = end
 	}
 	return out
+}
+
+// recovered is when a has grown back to the configured rate; false for
+// the zero value, which never left it.
+func (a Adaptive) recovered(l AdaptiveLimit) (time.Time, bool) {
+	if a.At.IsZero() || l.Configured <= 0 {
+		return time.Time{}, false
+	}
+	gap := l.Configured - a.Current(l, a.At)
+	return a.At.Add(time.Duration(gap / (l.Configured / 10) * float64(time.Second))), true
 }

@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -212,22 +213,36 @@ func TestRateCurve(t *testing.T) {
 	l := AdaptiveLimit{Configured: 100, Min: 1}
 	from := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	sec := func(n float64) time.Time { return from.Add(time.Duration(n * float64(time.Second))) }
-	rates := func(ps []RatePoint) []float64 {
-		var out []float64
+	curve := func(ps []RatePoint) []string {
+		var out []string
 		for _, p := range ps {
-			out = append(out, p.Rate)
+			out = append(out, fmt.Sprintf("%gs:%g", p.At.Sub(from).Seconds(), p.Rate))
 		}
 		return out
 	}
 
-	require.Equal(t, []float64{100, 100, 100}, rates(RateCurve(nil, l, from, sec(20), 10*time.Second)), "never slowed: the configured rate")
+	require.Equal(t, []string{"0s:100", "10s:100", "20s:100"}, curve(RateCurve(nil, l, from, sec(20), 10*time.Second)),
+		"never slowed: the configured rate")
 
 	before := []Adaptive{{Rate: 20, At: sec(-3)}}
-	require.Equal(t, []float64{50, 100}, rates(RateCurve(before, l, from, sec(10), 10*time.Second)),
-		"a slowdown before the range: grown by 10/s for 3 s, then capped")
+	require.Equal(t, []string{"0s:50", "5s:100", "10s:100"}, curve(RateCurve(before, l, from, sec(10), 10*time.Second)),
+		"a slowdown before the range: grown by 10/s for 3 s, back at 100 at 5 s")
 
-	within := []Adaptive{{Rate: 40, At: sec(5)}, {Rate: 30, At: sec(8)}}
-	got := RateCurve(within, l, from, sec(10), 10*time.Second)
-	require.Equal(t, []float64{100, 100, 40, 70, 30, 50}, rates(got), "each slowdown: the rate before it and after it, at its moment")
-	require.Equal(t, []time.Time{from, sec(5), sec(5), sec(8), sec(8), sec(10)}, []time.Time{got[0].At, got[1].At, got[2].At, got[3].At, got[4].At, got[5].At})
+	one := []Adaptive{{Rate: 50, At: sec(1)}}
+	require.Equal(t, []string{"0s:100", "1s:100", "1s:50", "6s:100", "30s:100"}, curve(RateCurve(one, l, from, sec(30), 30*time.Second)),
+		"the drop, and the recovery where it ends, not at the next step")
+
+	two := []Adaptive{{Rate: 40, At: sec(5)}, {Rate: 30, At: sec(8)}, {Rate: 60, At: sec(12)}}
+	require.Equal(t, []string{"0s:100", "5s:100", "8s:30", "10s:50", "12s:70", "12s:60", "16s:100", "20s:100"},
+		curve(RateCurve(two, l, from, sec(20), 10*time.Second)),
+		"two slowdowns in one step: one drop, to the lowest")
+
+	require.Equal(t, []string{"0s:100", "5s:100", "5s:40", "7s:60"}, curve(RateCurve(two[:1], l, from, sec(7), 10*time.Second)),
+		"the curve ends at to")
+
+	var often []Adaptive
+	for i := range 3600 {
+		often = append(often, Adaptive{Rate: 10, At: sec(float64(i) + 0.5)})
+	}
+	require.LessOrEqual(t, len(RateCurve(often, l, from, sec(3600), 30*time.Second)), 1+120*5, "at most five points a step")
 }
