@@ -24,7 +24,7 @@ GOTEST    = $(GO) test -race -count=1 -timeout 30m $(TESTFLAGS) ./...
 # product's go.mod.
 TOOL      = $(GO) tool -modfile=tools/go.mod
 # Generated code, committed; `make check-generate` fails when it is stale.
-GENERATED = internal/store/dbq api/spec.gen.go web
+GENERATED = internal/store/dbq api/spec.gen.go client/client.gen.go web
 # Redocly CLI 2.x needs Node >= 20.19; older Node (Debian's 18) gets 1.x.
 REDOCLY_VERSION        ?= 2.77.0
 REDOCLY_VERSION_NODE18 ?= 1.34.5
@@ -78,9 +78,10 @@ lint-openapi: ## lint openapi.yaml with Redocly CLI (npx; redocly.yaml is its co
 	@v=$(REDOCLY_VERSION); node -e 'const [a,b]=process.versions.node.split(".").map(Number); process.exit(a>20||(a==20&&b>=19)?0:1)' || v=$(REDOCLY_VERSION_NODE18); \
 	echo "npx -y @redocly/cli@$$v lint openapi.yaml"; npx -y @redocly/cli@$$v lint openapi.yaml
 
-generate: ## regenerate sqlc, oapi-codegen and templ code (tools pinned in tools/go.mod)
+generate: ## regenerate sqlc, oapi-codegen (spec and Go client) and templ code (tools pinned in tools/go.mod)
 	$(TOOL) sqlc generate
 	$(TOOL) oapi-codegen -config api/oapi-codegen.yaml openapi.yaml
+	$(TOOL) oapi-codegen -config client/oapi-codegen.yaml openapi.yaml
 	$(TOOL) templ generate
 
 vet: ## go vet
