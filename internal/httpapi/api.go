@@ -107,7 +107,7 @@ func (a *API) Mount(r chi.Router) {
 		// Everything after Recoverer, authentication included, waits on
 		// the database within the bound.
 		r.Use(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout))
-		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON)
+		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON, a.audited(r))
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
 
@@ -148,6 +148,8 @@ func (a *API) Mount(r chi.Router) {
 		r.Post("/events/batch", a.handle(a.createEventBatch))
 		r.Get("/events", a.handle(a.listEvents))
 		r.Get("/events/{id}", a.handle(a.getEvent))
+
+		r.Get("/audit-log", a.handle(a.listAuditLog))
 
 		r.Get("/deliveries", a.handle(a.listDeliveries))
 		r.Get("/deliveries/{id}", a.handle(a.getDelivery))

@@ -13,11 +13,26 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-type tenantKey struct{}
+type (
+	tenantKey struct{}
+	actorKey  struct{}
+)
 
 // tenantFrom returns the tenant the request authenticated as.
 func tenantFrom(ctx context.Context) sluice.Tenant {
 	return ctx.Value(tenantKey{}).(sluice.Tenant)
+}
+
+// actorFrom returns who the request acts as, for the audit log.
+func actorFrom(ctx context.Context) sluice.Actor {
+	a, _ := ctx.Value(actorKey{}).(sluice.Actor)
+	return a
+}
+
+// withCredential is ctx with the tenant and actor of an API key.
+func withCredential(ctx context.Context, cred sluice.Credential) context.Context {
+	ctx = context.WithValue(ctx, tenantKey{}, cred.Tenant)
+	return context.WithValue(ctx, actorKey{}, sluice.Actor{Type: sluice.ActorAPIKey, ID: cred.APIKeyID.String(), Name: cred.APIKeyName})
 }
 
 // authenticate resolves "Authorization: Bearer <key>" to a tenant, or
@@ -36,8 +51,8 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		key, given := bearer(r.Header.Get("Authorization"))
 		wellFormed := given && apikey.WellFormed(key)
 		if wellFormed {
-			if tenant, cached := a.keys.get(key); cached {
-				next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+			if cred, cached := a.keys.get(key); cached {
+				next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), cred)))
 				return
 			}
 		}
@@ -67,7 +82,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		a.keys.put(key, cred, looked)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, cred.Tenant)))
+		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), cred)))
 	})
 }
 

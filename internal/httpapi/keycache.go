@@ -24,29 +24,29 @@ type keyCache struct {
 	now func() time.Time
 
 	mu      sync.Mutex
-	entries map[[sha256.Size]byte]cachedTenant
+	entries map[[sha256.Size]byte]cachedKey
 }
 
-type cachedTenant struct {
-	tenant  sluice.Tenant
+type cachedKey struct {
+	cred    sluice.Credential
 	expires time.Time
 }
 
 func newKeyCache(ttl time.Duration, max int) *keyCache {
-	return &keyCache{ttl: ttl, max: max, now: time.Now, entries: map[[sha256.Size]byte]cachedTenant{}}
+	return &keyCache{ttl: ttl, max: max, now: time.Now, entries: map[[sha256.Size]byte]cachedKey{}}
 }
 
-// get returns the tenant of a key resolved less than ttl ago, if any.
-func (c *keyCache) get(key string) (sluice.Tenant, bool) {
+// get returns the credential of a key resolved less than ttl ago, if any.
+func (c *keyCache) get(key string) (sluice.Credential, bool) {
 	h := sha256.Sum256([]byte(key))
 	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.entries[h]
 	if !ok || !now.Before(e.expires) {
-		return sluice.Tenant{}, false
+		return sluice.Credential{}, false
 	}
-	return e.tenant, true
+	return e.cred, true
 }
 
 // put remembers a key's credential, resolved by a lookup that started at
@@ -67,7 +67,7 @@ func (c *keyCache) put(key string, cred sluice.Credential, looked time.Time) {
 	if len(c.entries) >= c.max {
 		clear(c.entries) // crude, and rare: a fresh start costs one lookup per key
 	}
-	c.entries[h] = cachedTenant{tenant: cred.Tenant, expires: expires}
+	c.entries[h] = cachedKey{cred: cred, expires: expires}
 }
 
 // evictExpired drops the entries that can no longer be hit; c.mu is held.

@@ -21,7 +21,7 @@ func TestKeyCache(t *testing.T) {
 	c.put("sk_a", cred, now)
 	got, ok := c.get("sk_a")
 	require.True(t, ok)
-	require.Equal(t, cred.Tenant.ID, got.ID)
+	require.Equal(t, cred.Tenant.ID, got.Tenant.ID)
 	_, ok = c.get("sk_b")
 	require.False(t, ok, "another key is not a hit")
 

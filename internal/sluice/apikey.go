@@ -41,8 +41,9 @@ type NewAPIKeyParams struct {
 // and when it stops working.
 type Credential struct {
 	Tenant    Tenant
-	APIKeyID  uuid.UUID
-	ExpiresAt *time.Time
+	APIKeyID   uuid.UUID
+	APIKeyName string
+	ExpiresAt  *time.Time
 }
 
 // MaxAPIKeyNameLength bounds an API key's name, in characters.

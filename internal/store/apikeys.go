@@ -88,8 +88,9 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, key string) (sluice.Cred
 		Tenant: sluice.Tenant{
 			ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt, DisabledAt: row.DisabledAt,
 		},
-		APIKeyID:  row.ApiKeyID,
-		ExpiresAt: row.KeyExpiresAt,
+		APIKeyID:   row.ApiKeyID,
+		APIKeyName: row.ApiKeyName,
+		ExpiresAt:  row.KeyExpiresAt,
 	}, nil
 }
 

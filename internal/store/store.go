@@ -34,7 +34,7 @@ type Store struct {
 // New returns a Store on pool that encrypts secrets with box.
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	return &Store{
-		pool: pool, q: dbq.New(pool), box: box,
+		pool: pool, q: dbq.New(ctxDB{pool}), box: box,
 		routed: dbq.New(newOneShot(pool, IndexProbes)),
 	}
 }
@@ -102,8 +102,18 @@ func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{}, fn)
 }
 
+// inTxWith is inTx with options: a BeginQuery that sets settings for the
+// transaction.
+//
+// Inside a change (Change) it runs fn in a savepoint of the change's
+// transaction instead, and opts' settings are not applied: the change
+// commits once, durably, with its audit entry.
 func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
+	begin := func() (pgx.Tx, error) { return s.pool.BeginTx(ctx, opts) }
+	if ch := changeTx(ctx); ch != nil {
+		begin = func() (pgx.Tx, error) { return ch.Begin(ctx) }
+	}
+	tx, err := begin()
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}

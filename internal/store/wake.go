@@ -7,9 +7,10 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// Notify sends payload on a Postgres notification channel.
+// Notify sends payload on a Postgres notification channel; inside a change
+// (Change), when the change commits.
 func (s *Store) Notify(ctx context.Context, channel, payload string) error {
-	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
+	if _, err := (ctxDB{s.pool}).Exec(ctx, "SELECT pg_notify($1, $2)", channel, payload); err != nil {
 		return fmt.Errorf("notify %s: %w", channel, err)
 	}
 	return nil

@@ -14,14 +14,14 @@ import (
 
 const authenticateAPIKey = `-- name: AuthenticateAPIKey :one
 WITH k AS (
-    SELECT ak.id, ak.tenant_id, ak.expires_at FROM api_keys ak
+    SELECT ak.id, ak.name, ak.tenant_id, ak.expires_at FROM api_keys ak
     WHERE ak.key_hash = $1 AND (ak.expires_at IS NULL OR ak.expires_at > now())
 ), touched AS (
     UPDATE api_keys u SET last_used_at = now()
     WHERE u.id = (SELECT k.id FROM k)
       AND (u.last_used_at IS NULL OR u.last_used_at < now() - interval '1 minute')
 )
-SELECT t.id, t.name, t.alert_email, t.created_at, t.disabled_at, k.id AS api_key_id, k.expires_at AS key_expires_at
+SELECT t.id, t.name, t.alert_email, t.created_at, t.disabled_at, k.id AS api_key_id, k.name AS api_key_name, k.expires_at AS key_expires_at
 FROM k JOIN tenants t ON t.id = k.tenant_id
 `
 
@@ -32,6 +32,7 @@ type AuthenticateAPIKeyRow struct {
 	CreatedAt    time.Time
 	DisabledAt   *time.Time
 	ApiKeyID     uuid.UUID
+	ApiKeyName   string
 	KeyExpiresAt *time.Time
 }
 
@@ -50,6 +51,7 @@ func (q *Queries) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (Authe
 		&i.CreatedAt,
 		&i.DisabledAt,
 		&i.ApiKeyID,
+		&i.ApiKeyName,
 		&i.KeyExpiresAt,
 	)
 	return i, err

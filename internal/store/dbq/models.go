@@ -31,6 +31,32 @@ type ApiKey struct {
 	LastUsedAt *time.Time
 }
 
+type AuditLog struct {
+	ID        uuid.UUID
+	TenantID  uuid.UUID
+	At        time.Time
+	ActorType string
+	ActorID   string
+	ActorName string
+	Action    string
+	ObjectID  *string
+	SourceIp  *string
+	Changed   []string
+}
+
+type AuditLogKept struct {
+	ID        uuid.UUID
+	TenantID  uuid.UUID
+	At        time.Time
+	ActorType string
+	ActorID   string
+	ActorName string
+	Action    string
+	ObjectID  *string
+	SourceIp  *string
+	Changed   []string
+}
+
 type Consumer struct {
 	ID               uuid.UUID
 	TenantID         uuid.UUID
