@@ -40,7 +40,7 @@ type NewAPIKeyParams struct {
 // Credential is what an API key authenticates as: its tenant, the key's id
 // and when it stops working.
 type Credential struct {
-	Tenant    Tenant
+	Tenant     Tenant
 	APIKeyID   uuid.UUID
 	APIKeyName string
 	ExpiresAt  *time.Time
