@@ -22,3 +22,7 @@ func StartIngest(t testing.TB, st *store.Store, jobs store.JobQueue) *ingest.Ing
 	t.Cleanup(in.Stop)
 	return in
 }
+
+// AuditActions is the table of audited routes, for the test that walks
+// openapi.yaml against it.
+var AuditActions = auditActions
