@@ -180,3 +180,49 @@ func (h *harness) retentionRanOnce() {
 		return done
 	}, "Sluice's retention job completed on start")
 }
+
+// TestAuditRetentionDropsWholeMonths: retention drops each month of the
+// audit log, as one table, once the month after it is past
+// SLUICE_AUDIT_RETENTION, and keeps the months after it.
+func TestAuditRetentionDropsWholeMonths(t *testing.T) {
+	ctx := context.Background()
+	h := start(t, nil)
+	h.retentionRanOnce()
+	now := time.Now().UTC()
+	old, recent := now.AddDate(0, -14, 0), now.AddDate(0, -11, 0)
+	for _, at := range []time.Time{old, recent} {
+		_, err := h.proc.Store.EnsureAuditMonth(ctx, at)
+		require.NoError(t, err)
+		_, err = h.proc.Store.Pool().Exec(ctx, `
+			INSERT INTO audit_log (id, tenant_id, at, actor_type, actor_id, actor_name, action)
+			VALUES (gen_random_uuid(), $1, $2, 'api_key', 'k', 'ci', 'endpoint.updated')`, h.tenant.ID, at)
+		require.NoError(t, err)
+	}
+	parts := func() []string {
+		rows, err := h.proc.Store.Pool().Query(ctx, `
+			SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+			WHERE i.inhparent = 'audit_log'::regclass AND c.relname <> 'audit_log_kept' ORDER BY 1`)
+		require.NoError(t, err)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return names
+	}
+	month := func(t time.Time) string { return "audit_log_" + t.Format("200601") }
+	require.Contains(t, parts(), month(old))
+
+	w, err := maintenance.NewRetentionWorker(h.proc.Store, maintenance.RetentionConfig{Delivered: 14 * 24 * time.Hour, Dead: 30 * 24 * time.Hour})
+	require.NoError(t, err)
+	r, err := w.Run(ctx, now)
+	require.NoError(t, err)
+	require.Equal(t, 1, r.AuditDropped)
+	require.NotContains(t, parts(), month(old))
+	require.Contains(t, parts(), month(recent))
+	require.Contains(t, parts(), month(now))
+	var left []time.Time
+	rows, err := h.proc.Store.Pool().Query(ctx, `SELECT at FROM audit_log WHERE tenant_id = $1`, h.tenant.ID)
+	require.NoError(t, err)
+	left, err = pgx.CollectRows(rows, pgx.RowTo[time.Time])
+	require.NoError(t, err)
+	require.Len(t, left, 1)
+	require.WithinDuration(t, recent, left[0], time.Second)
+}

@@ -42,6 +42,9 @@ type Config struct {
 	// DeadRetention is how long dead deliveries are kept for replay
 	// (SLUICE_DEAD_RETENTION).
 	DeadRetention time.Duration
+	// AuditRetention is how long audit log entries are kept
+	// (SLUICE_AUDIT_RETENTION); whole months are dropped.
+	AuditRetention time.Duration
 	// SweepInterval is how often (across all workers) due retries are
 	// queued and the jobs of dead runs replaced; negative means never
 	// (SLUICE_SWEEP_INTERVAL=off, for tests of what holds without it).
@@ -76,6 +79,7 @@ const (
 	DefaultDisableAfter     = 120 * time.Hour
 	DefaultRetention        = 336 * time.Hour
 	DefaultDeadRetention    = 720 * time.Hour
+	DefaultAuditRetention   = 8760 * time.Hour
 	DefaultSweepInterval    = time.Second
 	DefaultDrainDelay       = 2 * time.Second
 	DefaultDBTimeout        = dbwait.DefaultTimeout
@@ -109,6 +113,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		DisableAfter:        p.durationOrOff("SLUICE_DISABLE_AFTER", DefaultDisableAfter),
 		Retention:           p.duration("SLUICE_RETENTION", DefaultRetention),
 		DeadRetention:       p.duration("SLUICE_DEAD_RETENTION", DefaultDeadRetention),
+		AuditRetention:      p.duration("SLUICE_AUDIT_RETENTION", DefaultAuditRetention),
 		SweepInterval:       p.durationOrOff("SLUICE_SWEEP_INTERVAL", DefaultSweepInterval),
 		DrainDelay:          p.duration("SLUICE_DRAIN_DELAY", DefaultDrainDelay),
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),

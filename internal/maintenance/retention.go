@@ -39,12 +39,20 @@ const Ahead = 2 * 24 * time.Hour
 // chunk bounds one delete from the kept partitions.
 const chunk = 5000
 
-// RetentionConfig says how long deliveries are kept.
+// DefaultAuditRetention is how long audit entries are kept unless
+// configured (SLUICE_AUDIT_RETENTION): a year.
+const DefaultAuditRetention = 8760 * time.Hour
+
+// RetentionConfig says how long deliveries and audit entries are kept.
 type RetentionConfig struct {
 	// Delivered is how long a delivered delivery is kept. Required.
 	Delivered time.Duration
 	// Dead is how long a dead delivery is kept for replay. Required.
 	Dead time.Duration
+	// Audit is how long an audit entry is kept (default
+	// DefaultAuditRetention). Whole months go: an entry is kept until the
+	// month after the one it falls in is past Audit.
+	Audit time.Duration
 	// Clock is the time a run goes by, and paces its pauses and retries
 	// (default jobs.SystemClock).
 	Clock jobs.Clock
@@ -54,11 +62,14 @@ type RetentionConfig struct {
 // valid.
 func (c RetentionConfig) Resolve() (RetentionConfig, error) {
 	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
+	c.Audit = cmp.Or(c.Audit, DefaultAuditRetention)
 	switch {
 	case c.Delivered <= 0:
 		return c, fmt.Errorf("retention: Delivered must be positive, not %s", c.Delivered)
 	case c.Dead <= 0:
 		return c, fmt.Errorf("retention: Dead must be positive, not %s", c.Dead)
+	case c.Audit < 0:
+		return c, fmt.Errorf("retention: Audit must be positive, not %s", c.Audit)
 	}
 	return c, nil
 }
@@ -76,6 +87,9 @@ type RetentionReport struct {
 	Removed int
 	// Expired is the number of kept deliveries it deleted.
 	Expired int
+	// AuditCreated and AuditDropped are the months of the audit log whose
+	// partitions it created and dropped.
+	AuditCreated, AuditDropped int
 }
 
 // RetentionWorker runs jobs.RetentionArgs.
@@ -111,9 +125,13 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.Retentio
 
 // Run keeps the partitions as of now: it creates this week's, and the
 // next's when it starts within Ahead, drops every week that ended before
-// now - Delivered, and expires the kept deliveries.
+// now - Delivered, and expires the kept deliveries; and it does the same
+// for the audit log's months (auditMonths).
 func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
 	var r RetentionReport
+	if err := w.auditMonths(ctx, now, &r); err != nil {
+		return r, err
+	}
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
 		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return ensureWeekPartitions(ctx, w.store, t) })
 		if err != nil {
@@ -162,6 +180,24 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 			return r, err
 		}
 	}
+}
+
+// auditMonths creates the audit log's partition of this month, and of the
+// next when it starts within Ahead, and drops the months wholly older
+// than now - Audit: a DROP TABLE per month, whatever it holds.
+func (w *RetentionWorker) auditMonths(ctx context.Context, now time.Time, r *RetentionReport) error {
+	for _, t := range []time.Time{now, now.Add(Ahead)} {
+		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return w.store.EnsureAuditMonth(ctx, t) })
+		if err != nil {
+			return err
+		}
+		if created {
+			r.AuditCreated++
+		}
+	}
+	dropped, err := retryLocked(ctx, w.cfg.Clock, func() (int, error) { return w.store.DropAuditMonths(ctx, now.Add(-w.cfg.Audit)) })
+	r.AuditDropped = dropped
+	return err
 }
 
 // keep moves out of every retired week what must outlive it.
