@@ -7,7 +7,7 @@ VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), 
 -- expired. A portal session has a consumer (revoking the portal deletes the
 -- row) instead of a key.
 -- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at,
+SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
     s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
 FROM dashboard_sessions s
 JOIN tenants t ON t.id = s.tenant_id

@@ -11,8 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
+	"net/url"
+	"path"
 	"slices"
 	"strings"
 
@@ -50,11 +53,16 @@ type Config struct {
 	Store Changer
 	// Failed answers a request whose change could not be committed.
 	Failed func(w http.ResponseWriter, r *http.Request, err error)
+	// Changed names the fields an update set, from its request and the
+	// body the handler read (JSONFields, FormFields); nil records none.
+	Changed func(r *http.Request, body []byte) []string
 }
 
 // Middleware runs every request that Actions names as a change: the
-// handler's writes and the audit entry commit together when it answers
-// 2xx, and roll back together otherwise. The answer is held until the
+// handler's writes and the audit entry commit together when it succeeds
+// (any answer under 400: a 2xx, or a form's redirect, except a redirect
+// to the form's own path, which asks to confirm first), and roll back
+// together otherwise. The answer is held until the
 // commit, so a client never sees a success that did not commit.
 func Middleware(cfg Config) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
@@ -72,18 +80,22 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 			body := &teeBody{ReadCloser: r.Body}
 			r.Body = body
 			held := &heldResponse{header: w.Header(), status: http.StatusOK}
+			named := new(string)
 			err := cfg.Store.Change(r.Context(), cfg.Tenant(r.Context()), func(ctx context.Context) (*sluice.AuditEntry, error) {
-				next.ServeHTTP(held, r.WithContext(ctx))
-				if held.status < 200 || held.status > 299 {
+				next.ServeHTTP(held, r.WithContext(context.WithValue(ctx, objectKey{}, named)))
+				if held.status >= 400 || confirmFirst(r, held) {
 					return nil, errNoChange
 				}
-				return &sluice.AuditEntry{
+				e := &sluice.AuditEntry{
 					Actor:    cfg.Actor(r.Context()),
 					Action:   string(resolve(action, held.status)),
-					ObjectID: objectID(route, held),
+					ObjectID: objectID(route, *named, held),
 					SourceIP: sourceIP(r),
-					Changed:  changed(r.Method, body.read.Bytes()),
-				}, nil
+				}
+				if cfg.Changed != nil {
+					e.Changed = cfg.Changed(r, body.read.Bytes())
+				}
+				return e, nil
 			})
 			if errors.Is(err, errNoChange) {
 				err = nil
@@ -96,6 +108,17 @@ func Middleware(cfg Config) func(http.Handler) http.Handler {
 			held.send(w)
 		})
 	}
+}
+
+// confirmFirst reports whether a form's answer sends the browser back to
+// the form's own path: the confirmation page of a destructive action
+// that was not confirmed yet, which changed nothing.
+func confirmFirst(r *http.Request, held *heldResponse) bool {
+	if held.status < 300 || held.status > 399 {
+		return false
+	}
+	u, err := url.Parse(held.header.Get("Location"))
+	return err == nil && u.Path == r.URL.Path
 }
 
 // errNoChange rolls back a change whose request failed.
@@ -113,19 +136,40 @@ func resolve(a Action, status int) Action {
 	}
 }
 
+type objectKey struct{}
+
+// Object names the object a change made, for a handler whose answer shows
+// it in neither a JSON "id" nor a redirect (a page showing a new API key).
+func Object(ctx context.Context, id string) {
+	if named, ok := ctx.Value(objectKey{}).(*string); ok {
+		*named = id
+	}
+}
+
 // objectID is the id the route names (id, uid or name), or, for a create,
-// the id of what the answer shows.
-func objectID(route *chi.Context, held *heldResponse) *string {
+// the id the handler named (Object), or of what the answer shows, or of
+// the page it redirects to.
+func objectID(route *chi.Context, named string, held *heldResponse) *string {
 	for _, key := range []string{"id", "uid", "name"} {
 		if v := route.URLParam(key); v != "" {
 			return &v
 		}
+	}
+	if named != "" {
+		return &named
 	}
 	var created struct {
 		ID string `json:"id"`
 	}
 	if json.Unmarshal(held.body.Bytes(), &created) == nil && created.ID != "" {
 		return &created.ID
+	}
+	if loc := held.header.Get("Location"); loc != "" {
+		if u, err := url.Parse(loc); err == nil {
+			if last := path.Base(u.Path); last != "/" && last != "." {
+				return &last
+			}
+		}
 	}
 	return nil
 }
@@ -141,22 +185,39 @@ func sourceIP(r *http.Request) *string {
 	return &host
 }
 
-// changed names the fields an update's body set: the top-level names of
-// its JSON object, sorted; never their values.
-func changed(method string, body []byte) []string {
-	if method != http.MethodPatch && method != http.MethodPut {
+// JSONFields names the fields an update (PATCH or PUT) set: the top-level
+// names of its JSON body, sorted; never their values.
+func JSONFields(r *http.Request, body []byte) []string {
+	if r.Method != http.MethodPatch && r.Method != http.MethodPut {
 		return nil
 	}
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(body, &fields) != nil {
 		return nil
 	}
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
+	return slices.Sorted(maps.Keys(fields))
+}
+
+// FormFields returns a func naming the fields a form posted to a route
+// ending in suffix ("/edit") set, leaving out those named in skip (a CSRF
+// token); never their values.
+func FormFields(suffix string, skip ...string) func(r *http.Request, body []byte) []string {
+	return func(r *http.Request, body []byte) []string {
+		if !strings.HasSuffix(r.URL.Path, suffix) {
+			return nil
+		}
+		form := maps.Clone(r.PostForm) // parsed already by a CSRF check
+		if form == nil {
+			var err error
+			if form, err = url.ParseQuery(string(body)); err != nil {
+				return nil
+			}
+		}
+		for _, k := range skip {
+			delete(form, k)
+		}
+		return slices.Sorted(maps.Keys(form))
 	}
-	slices.Sort(names)
-	return names
 }
 
 // teeBody keeps what the handler read of the request body, so that the

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/audit"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -53,6 +54,7 @@ func (d *Dashboard) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	audit.Object(r.Context(), key.ID.String())
 	return d.renderAPIKeys(w, r, http.StatusOK, web.APIKeysView{Created: &key})
 }
 

@@ -124,7 +124,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Get(portal.Path, d.handle(d.openPortal))
 
 		r.Group(func(r chi.Router) {
-			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF)
+			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF, d.audited(r))
 			d.readRoutes(r)
 			r.Group(func(r chi.Router) {
 				r.Use(d.writersOnly)

@@ -72,8 +72,9 @@ func wellFormedToken(v string) bool {
 // session is a signed-in tenant, or a consumer signed in with a portal
 // link, as the pages see it.
 type session struct {
-	tenant   sluice.Tenant
-	apiKeyID uuid.UUID // the key a tenant's session was opened with
+	tenant     sluice.Tenant
+	apiKeyID   uuid.UUID // the key a tenant's session was opened with
+	apiKeyName string
 	// consumer is the consumer a portal session is scoped to (scope.go);
 	// nil for a tenant's session.
 	consumer *store.PortalConsumer
@@ -157,7 +158,7 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	s := session{tenant: ds.Tenant, consumer: ds.Consumer, readOnly: ds.ReadOnly,
 		cookie: ck.Value, csrf: d.csrf.token(ck.Value)}
 	if ds.APIKeyID != nil {
-		s.apiKeyID, s.consumer, s.readOnly = *ds.APIKeyID, nil, false
+		s.apiKeyID, s.apiKeyName, s.consumer, s.readOnly = *ds.APIKeyID, ds.APIKeyName, nil, false
 	}
 	return s, nil
 }

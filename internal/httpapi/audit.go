@@ -51,6 +51,7 @@ func (a *API) audited(routes chi.Routes) func(http.Handler) http.Handler {
 		Actor:   actorFrom,
 		Store:   a.store,
 		Failed:  a.writeError,
+		Changed: audit.JSONFields,
 	})
 }
 

@@ -14,8 +14,9 @@ import (
 // DashboardSession is a live dashboard sign-in: a tenant's, opened with an
 // API key, or a consumer's portal session, opened with a portal link.
 type DashboardSession struct {
-	Tenant   sluice.Tenant
-	APIKeyID *uuid.UUID // the key a tenant's session was opened with
+	Tenant     sluice.Tenant
+	APIKeyID   *uuid.UUID // the key a tenant's session was opened with
+	APIKeyName string     // and its name
 	// Consumer is the consumer a portal session is scoped to; nil for a
 	// tenant's session.
 	Consumer *PortalConsumer
@@ -53,10 +54,11 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 		return DashboardSession{}, notFound(err)
 	}
 	ds := DashboardSession{
-		Tenant:    sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
-		APIKeyID:  row.ApiKeyID,
-		ReadOnly:  row.ReadOnly,
-		ExpiresAt: row.ExpiresAt,
+		Tenant:     sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
+		APIKeyID:   row.ApiKeyID,
+		APIKeyName: deref(row.ApiKeyName),
+		ReadOnly:   row.ReadOnly,
+		ExpiresAt:  row.ExpiresAt,
 	}
 	if row.ConsumerID != nil {
 		ds.Consumer = &PortalConsumer{ID: *row.ConsumerID, UID: deref(row.ConsumerUid), Name: deref(row.ConsumerName)}

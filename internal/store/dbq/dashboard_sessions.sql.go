@@ -39,7 +39,7 @@ func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboar
 }
 
 const dashboardSession = `-- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, s.expires_at,
+SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
     s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
 FROM dashboard_sessions s
 JOIN tenants t ON t.id = s.tenant_id
@@ -58,6 +58,7 @@ type DashboardSessionRow struct {
 	AlertEmail   string
 	CreatedAt    time.Time
 	ApiKeyID     *uuid.UUID
+	ApiKeyName   *string
 	ExpiresAt    time.Time
 	ConsumerID   *uuid.UUID
 	ConsumerUid  *string
@@ -78,6 +79,7 @@ func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (Dashb
 		&i.AlertEmail,
 		&i.CreatedAt,
 		&i.ApiKeyID,
+		&i.ApiKeyName,
 		&i.ExpiresAt,
 		&i.ConsumerID,
 		&i.ConsumerUid,

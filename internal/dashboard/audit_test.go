@@ -1,0 +1,118 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// TestAuditEveryDashboardForm: every POST route of the dashboard but
+// signing in and out is named in the audit table; performing the forms
+// adds exactly one entry each, as the session's key, an unconfirmed
+// destructive form and a refused form none, and no entry holds a secret.
+func TestAuditEveryDashboardForm(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+
+	var missing []string
+	require.NoError(t, chi.Walk(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler().(chi.Routes),
+		func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+			if method == http.MethodPost && route != "/login" && route != "/logout" && !strings.HasPrefix(route, "/static/") {
+				if _, ok := dashboard.AuditActions[method+" "+route]; !ok {
+					missing = append(missing, method+" "+route)
+				}
+			}
+			return nil
+		}))
+	slices.Sort(missing)
+	require.Empty(t, missing, "dashboard forms the audit log does not record")
+
+	keys, err := b.store.ListAPIKeys(ctx, b.tenantA.ID, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, keys.Items, 1)
+	key := keys.Items[0]
+	log := func() []sluice.AuditEntry {
+		t.Helper()
+		page, err := b.store.AuditLog(ctx, b.tenantA.ID, sluice.AuditFilter{}, sluice.PageParams{Limit: 500})
+		require.NoError(t, err)
+		return page.Items
+	}
+
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Add(kv[i], kv[i+1])
+		}
+		return v
+	}
+	var secrets []string
+	step := func(path string, f url.Values, action string, changed ...string) page {
+		t.Helper()
+		before := len(log())
+		p := br.post(path, f)
+		require.Less(t, p.Status, 400, "%s: %s", path, p.Body)
+		entries := log()
+		require.Len(t, entries, before+1, "%s: one entry", path)
+		e := entries[0]
+		require.Equal(t, action, e.Action, path)
+		require.Equal(t, sluice.Actor{Type: sluice.ActorAPIKey, ID: key.ID.String(), Name: key.Name}, e.Actor)
+		require.NotNil(t, e.ObjectID, path)
+		if len(changed) > 0 {
+			require.Equal(t, changed, e.Changed)
+		}
+		return p
+	}
+	none := func(path string, f url.Values) {
+		t.Helper()
+		before := len(log())
+		br.post(path, f)
+		require.Len(t, log(), before, "%s changed nothing, and left no entry", path)
+	}
+
+	none("/endpoints", form("url", "ftp://a.test/x", "max_in_flight", "5")) // 422
+	p := step("/endpoints", form("url", "https://a.test/x", "max_in_flight", "5", "event_types", "*"), "endpoint.created")
+	id := regexp.MustCompile(`/endpoints/([0-9a-f-]{36})`).FindStringSubmatch(p.Location())[1]
+	require.Equal(t, id, *log()[0].ObjectID)
+	ep := "/endpoints/" + id
+	step(ep+"/edit", form("url", "https://b.test/y", "max_in_flight", "7", "event_types", "*"), "endpoint.updated",
+		"event_types", "max_in_flight", "url")
+	step(ep+"/disable", form("disabled", "1"), "endpoint.updated")
+	step(ep+"/test", form(), "endpoint.tested")
+	secret := step(ep+"/secret", form(), "endpoint.secret_revealed")
+	require.Contains(t, secret.Body, "whsec_")
+	none(ep+"/secret/rotate", form())
+	step(ep+"/secret/rotate", form("confirm", "yes"), "endpoint.secret_rotated")
+	step(ep+"/circuit/close", form(), "endpoint.circuit_closed")
+	s := b.seed(b.tenantA, "https://c.test/z", true)
+	replayed := step("/deliveries/"+s.delivery.ID.String()+"/replay", form(), "delivery.replayed")
+	step(replayed.Location()[:len("/deliveries/")+36]+"/retry", form(), "delivery.retried") // the replay, queued
+	step("/endpoints/"+s.endpoint.ID.String()+"/replay", form("status", "dead", "confirm", "yes"), "endpoint.replayed")
+	none(ep+"/delete", form())
+	step(ep+"/delete", form("confirm", "yes"), "endpoint.deleted")
+	created := step("/api-keys", form("name", "ci"), "api_key.created")
+	secrets = append(secrets, regexp.MustCompile(`sk_[A-Za-z0-9_-]+`).FindString(created.Body))
+	newKey, err := b.store.ListAPIKeys(ctx, b.tenantA.ID, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	step("/api-keys/"+newKey.Items[0].ID.String()+"/revoke", form(), "api_key.revoked")
+
+	for _, e := range log() {
+		raw := strings.Join(append([]string{e.Action, e.Actor.Name, *e.ObjectID}, e.Changed...), " ")
+		require.NotContains(t, raw, "whsec_")
+		for _, s := range secrets {
+			require.NotContains(t, raw, s)
+		}
+	}
+}
