@@ -108,6 +108,15 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	require.NoError(t, err)
 	step("/api-keys/"+newKey.Items[0].ID.String()+"/revoke", form(), "api_key.revoked")
 
+	// The page shows the log, filtered, and refuses a bad time.
+	all := br.get("/audit")
+	require.Equal(t, http.StatusOK, all.Status)
+	requireContains(t, all, "endpoint.secret_rotated", "API key "+key.Name, "event_types, max_in_flight, url")
+	only := br.get("/audit?action=endpoint.deleted")
+	requireContains(t, only, "endpoint.deleted", id)
+	require.NotContains(t, only.Body, "endpoint.created")
+	require.Equal(t, http.StatusUnprocessableEntity, br.get("/audit?since=yesterday").Status)
+
 	for _, e := range log() {
 		raw := strings.Join(append([]string{e.Action, e.Actor.Name, *e.ObjectID}, e.Changed...), " ")
 		require.NotContains(t, raw, "whsec_")

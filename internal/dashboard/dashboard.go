@@ -179,6 +179,7 @@ func (d *Dashboard) tenantRoutes(r chi.Router) {
 	r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
 	r.Get("/consumers", d.handle(d.listConsumers))
 	r.Get("/consumers/{uid}", d.handle(d.showConsumer))
+	r.Get("/audit", d.handle(d.showAuditLog))
 }
 
 // Handler returns a router serving only the dashboard, for tests and for
