@@ -47,6 +47,8 @@ type ConfirmView struct {
 	Detail   string
 	Action   string // the form's action
 	Button   string
+	// Danger marks an action that cannot be undone: its button is red.
+	Danger bool
 	Back     string
 }
 

@@ -166,9 +166,9 @@ func (d *Dashboard) confirmDeleteConsumer(w http.ResponseWriter, r *http.Request
 		return err
 	}
 	v := web.ConfirmView{Title: "Delete consumer", Question: "Delete the consumer " + c.UID + "?",
-		Detail: "Its " + plural(c.EndpointCount, "endpoint goes", "endpoints go") + " with it, with their subscriptions and every delivery to them, " +
+		Detail: "It goes with " + plural(c.EndpointCount, "endpoint", "endpoints") + " of its own, their subscriptions and every delivery to them, " +
 			"and its portal links stop working. Events addressed to it stay. This cannot be undone.",
-		Button: "Delete consumer", Action: r.URL.Path, Back: web.ConsumerPath(c.UID)}
+		Button: "Delete consumer", Danger: true, Action: r.URL.Path, Back: web.ConsumerPath(c.UID)}
 	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionConsumers), v))
 }
 
@@ -222,7 +222,7 @@ func (d *Dashboard) confirmRevokePortal(w http.ResponseWriter, r *http.Request) 
 	v := web.ConfirmView{Title: "Revoke portal links", Question: "Revoke every portal link of " + c.UID + "?",
 		Detail: "Every portal link issued for this consumer stops working at once, and everyone signed in with one is signed out. " +
 			"Its endpoints are not touched. New links can be issued afterwards.",
-		Button: "Revoke all portal links", Action: r.URL.Path, Back: web.ConsumerPath(c.UID)}
+		Button: "Revoke all portal links", Danger: true, Action: r.URL.Path, Back: web.ConsumerPath(c.UID)}
 	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionConsumers), v))
 }
 

@@ -87,7 +87,7 @@ func TestConsumerForms(t *testing.T) {
 	b.seedFor(b.tenantA, "c1", "https://c1.test/hooks")
 	p = br.get("/consumers/c1/delete")
 	require.Equal(t, http.StatusOK, p.Status)
-	requireContains(t, p, "Delete the consumer c1?", "Its 1 endpoint goes with it", `name="confirm" value="yes"`)
+	requireContains(t, p, "Delete the consumer c1?", "It goes with 1 endpoint of its own", `name="confirm" value="yes"`)
 	p = br.post("/consumers/c1/delete", formOf(token))
 	require.Equal(t, http.StatusSeeOther, p.Status)
 	require.Equal(t, "/consumers/c1/delete", p.Location())

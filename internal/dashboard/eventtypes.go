@@ -172,7 +172,7 @@ func (d *Dashboard) confirmDeleteEventType(w http.ResponseWriter, r *http.Reques
 	v := web.ConfirmView{Title: "Delete event type", Question: "Delete the event type " + et.Name + "?",
 		Detail: "It leaves the catalogue with its description, example and schema: events of the type are no longer validated. " +
 			"Subscriptions to it, and its events, stay.",
-		Button: "Delete event type", Action: r.URL.Path, Back: web.EventTypePath(et.Name)}
+		Button: "Delete event type", Danger: true, Action: r.URL.Path, Back: web.EventTypePath(et.Name)}
 	return d.render(w, r, http.StatusOK, web.ConfirmPage(chrome(r, web.SectionEventTypes), v))
 }
 

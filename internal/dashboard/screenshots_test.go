@@ -33,10 +33,11 @@ func (b *bundle) settle(endpointID uuid.UUID, status string, code int, errMsg, b
 	})
 }
 
-// TestScreenshots takes the pictures of docs/dashboard.md: the pages a new
-// user meets, clicked through in Chromium at 1280×800 and cut to the
-// window. It runs only when SLUICE_SCREENSHOTS names a directory, where it
-// writes its PNGs, so CI never rewrites them:
+// TestScreenshots takes the pictures of docs/dashboard.md, and of a few
+// more pages (in more/), as a new user meets them: clicked through in
+// Chromium at 1280×800 and cut to the window. It runs only when
+// SLUICE_SCREENSHOTS names a directory, where it writes its PNGs, so CI
+// never rewrites them:
 //
 //	SLUICE_SCREENSHOTS=$PWD/docs/dashboard bash scripts/withpg.sh go test ./internal/dashboard/ -run TestScreenshots
 func TestScreenshots(t *testing.T) {
@@ -99,14 +100,24 @@ func TestScreenshots(t *testing.T) {
 
 	bctx := chromium(t, 120*time.Second)
 	require.NoError(t, chromedp.Do(bctx, chromedp.EmulateViewport(1280, 800)))
+	// shot takes a picture docs/dashboard.md shows; look one of a page
+	// worth looking at after a change, kept apart in more/ (ignored by git).
 	n := 0
-	shot := func(name string) {
+	save := func(dir, name string) {
 		t.Helper()
 		n++
+		// A page shorter than the window is cut to its content.
+		h, err := chromedp.Run(bctx, chromedp.Evaluate[int64](`window.scrollY > 0 ? 800 : Math.min(800, Math.ceil(document.body.getBoundingClientRect().bottom))`))
+		require.NoError(t, err)
+		require.NoError(t, chromedp.Do(bctx, chromedp.EmulateViewport(1280, h)))
 		png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot())
 		require.NoError(t, err)
+		require.NoError(t, chromedp.Do(bctx, chromedp.EmulateViewport(1280, 800)))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644))
 	}
+	shot := func(name string) { t.Helper(); save(dir, name) }
+	look := func(name string) { t.Helper(); save(filepath.Join(dir, "more"), name) }
 	visit := func(path string, sel string) {
 		t.Helper()
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(b.srv.URL+path), chromedp.WaitVisible(chromedp.CSS(sel))))
@@ -122,7 +133,7 @@ func TestScreenshots(t *testing.T) {
 	}
 
 	visit("/login", "#api_key")
-	shot("login")
+	look("login")
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.SendKeys(chromedp.ID("api_key"), b.keyA),
 		chromedp.Click(chromedp.CSS(`form[action="/login"] button`)),
@@ -153,9 +164,9 @@ func TestScreenshots(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, ie.ID, []string{"invoice.paid", "invoice.voided"}))
 	require.NoError(t, chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("consumer"))))
-	shot("consumer")
+	look("consumer")
 	click(`a[href="/consumers/initech/edit"]`, "#consumer-form")
-	shot("consumer-edit")
+	look("consumer-edit")
 	visit("/consumers/initech", "#portal-form")
 	require.NoError(t, chromedp.Do(bctx, chromedp.SetValue(chromedp.ID("ttl"), "86400")))
 	click(`#portal-form button[type="submit"]`, "#portal-link-url")
@@ -165,7 +176,7 @@ func TestScreenshots(t *testing.T) {
 	click(`a[href="/consumers/initech/portal/revoke"]`, "form.confirm")
 	shot("consumer-revoke-portal")
 	visit("/consumers/globex/delete", "form.confirm")
-	shot("consumer-delete")
+	look("consumer-delete")
 
 	// The catalogue: list, an entry, a refused entry, an edit.
 	click(`header nav a[href="/event-types"]`, "#event-types")
@@ -183,9 +194,9 @@ func TestScreenshots(t *testing.T) {
 	scrollTo("#new-event-type")
 	shot("event-type-refused")
 	visit("/event-types/invoice.paid/edit", "#event-type-form")
-	shot("event-type-edit")
+	look("event-type-edit")
 	visit("/event-types/sluice.endpoint.disabled", "#operational-note")
-	shot("event-type-operational")
+	look("event-type-operational")
 
 	// The consumer opens its portal link.
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(b.srv.URL+strings.TrimPrefix(link, publicURL)), chromedp.WaitVisible(chromedp.ID("endpoints"))))
