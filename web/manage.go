@@ -49,7 +49,7 @@ type ConfirmView struct {
 	Button   string
 	// Danger marks an action that cannot be undone: its button is red.
 	Danger bool
-	Back     string
+	Back   string
 }
 
 // SecretView shows an endpoint's signing secret, once asked for.
