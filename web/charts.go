@@ -39,6 +39,8 @@ type AttemptChart struct {
 	Buckets []sluice.AttemptBucket
 	// TickEvery is how many buckets apart the time axis is labelled.
 	TickEvery int
+	// Now is when the chart is drawn: the time axis has no tick after it.
+	Now time.Time
 }
 
 // Since is when the range starts, Until when it ends.
@@ -128,23 +130,59 @@ func valueY(v, top float64) float64 {
 	return plotBottom - v/top*(plotBottom-plotTop)
 }
 
-// timeTicks labels the time axis every c.TickEvery buckets, ends included.
+// timeTicks labels the time axis every c.TickEvery buckets from its
+// start, up to c.Now: the range's last bucket holds now, so its end is in
+// the future and gets no tick.
 func timeTicks(c AttemptChart) []tick {
 	n := len(c.Buckets)
 	every := max(c.TickEvery, 1)
-	var out []tick
+	var at []time.Time
 	for i := 0; i <= n; i += every {
+		t := c.Since().Add(time.Duration(i) * c.Bucket)
+		if t.After(c.Now) {
+			break
+		}
+		at = append(at, t)
+	}
+	labels := tickLabels(at, c.Since(), c.Until())
+	out := make([]tick, len(at))
+	for k := range at {
+		i := k * every
 		x, _ := slotX(i, n)
-		t := tick{Pos: x, Label: c.Since().Add(time.Duration(i) * c.Bucket).UTC().Format("15:04"), Anchor: "middle"}
+		out[k] = tick{Pos: x, Label: labels[k], Anchor: "middle"}
 		switch i {
 		case 0:
-			t.Anchor = "start"
+			out[k].Anchor = "start"
 		case n:
-			t.Anchor = "end"
+			out[k].Anchor = "end"
 		}
-		out = append(out, t)
 	}
 	return out
+}
+
+// tickLabels are the labels of ticks at times on an axis from since to
+// until, in UTC: "15:04", and "Jan 2 15:04" on the first tick and on the
+// first of each new day when the axis crosses midnight, so no two ticks
+// of a range shorter than a day or so read the same.
+func tickLabels(times []time.Time, since, until time.Time) []string {
+	crosses := !sameDay(since, until.Add(-time.Nanosecond))
+	out := make([]string, len(times))
+	for i, t := range times {
+		dated := crosses && (i == 0 || !sameDay(times[i-1], t))
+		if dated {
+			out[i] = t.UTC().Format("Jan 2 15:04")
+		} else {
+			out[i] = t.UTC().Format("15:04")
+		}
+	}
+	return out
+}
+
+// sameDay reports whether a and b are on the same UTC day.
+func sameDay(a, b time.Time) bool {
+	ay, am, ad := a.UTC().Date()
+	by, bm, bd := b.UTC().Date()
+	return ay == by && am == bm && ad == bd
 }
 
 // valueTicks labels a value axis from 0 to top at 0, top and half of it

@@ -1,8 +1,11 @@
 package web
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +21,8 @@ func TestNiceCeil(t *testing.T) {
 // chartOf is a chart of n one-minute buckets from 12:00, with some set.
 func chartOf(n int, set map[int]sluice.AttemptBucket) AttemptChart {
 	since := time.Date(2031, 1, 1, 12, 0, 0, 0, time.UTC)
-	c := AttemptChart{ID: "t", Name: "Test", Per: "minute", Bucket: time.Minute, TickEvery: 2, Buckets: make([]sluice.AttemptBucket, n)}
+	c := AttemptChart{ID: "t", Name: "Test", Per: "minute", Bucket: time.Minute, TickEvery: 2, Buckets: make([]sluice.AttemptBucket, n),
+		Now: since.Add(time.Duration(n) * time.Minute)}
 	for i := range c.Buckets {
 		c.Buckets[i] = set[i]
 		c.Buckets[i].Start = since.Add(time.Duration(i) * time.Minute)
@@ -103,4 +107,94 @@ func TestPlotTimeline(t *testing.T) {
 	require.Empty(t, p.Marks)
 	require.InDelta(t, timelineLeft, p.Next.X, 1e-9)
 	require.Equal(t, "next attempt due now", p.Next.Title)
+}
+
+// TestTimeTicks: the day chart drawn at 17:10 runs from 17:30 the day
+// before to 17:30 (its last bucket holds now): its ticks are never after
+// now, never read the same, and carry the date on the first and at the
+// change of day; a range within one day has times alone.
+func TestTimeTicks(t *testing.T) {
+	now := time.Date(2026, 11, 27, 17, 10, 42, 0, time.UTC)
+	day := AttemptChart{Bucket: 30 * time.Minute, TickEvery: 12, Now: now, Buckets: make([]sluice.AttemptBucket, 48)}
+	since := time.Date(2026, 11, 26, 17, 30, 0, 0, time.UTC)
+	for i := range day.Buckets {
+		day.Buckets[i].Start = since.Add(time.Duration(i) * day.Bucket)
+	}
+	w := float64(plotRight-plotLeft) / 4
+	want := []tick{
+		{Pos: plotLeft, Label: "Nov 26 17:30", Anchor: "start"},
+		{Pos: plotLeft + w, Label: "23:30", Anchor: "middle"},
+		{Pos: plotLeft + 2*w, Label: "Nov 27 05:30", Anchor: "middle"},
+		{Pos: plotLeft + 3*w, Label: "11:30", Anchor: "middle"},
+	}
+	got := timeTicks(day)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i].Label, got[i].Label)
+		require.Equal(t, want[i].Anchor, got[i].Anchor, want[i].Label)
+		require.InDelta(t, want[i].Pos, got[i].Pos, 1e-9, want[i].Label)
+	}
+
+	// The hour from 12:00, drawn at 12:59:30: no tick at 13:00.
+	hour := chartOf(60, nil)
+	hour.TickEvery = 15
+	hour.Now = time.Date(2031, 1, 1, 12, 59, 30, 0, time.UTC)
+	var labels []string
+	for _, tk := range timeTicks(hour) {
+		labels = append(labels, tk.Label)
+	}
+	require.Equal(t, []string{"12:00", "12:15", "12:30", "12:45"}, labels)
+
+	// Drawn at the very end of its range, the end is a tick.
+	hour.Now = time.Date(2031, 1, 1, 13, 0, 0, 0, time.UTC)
+	ticks := timeTicks(hour)
+	end := ticks[len(ticks)-1]
+	require.Equal(t, "13:00", end.Label)
+	require.Equal(t, "end", end.Anchor)
+	require.InDelta(t, plotRight, end.Pos, 1e-9)
+
+	// An hour across midnight.
+	at := func(h, m int) time.Time { return time.Date(2026, 11, 26, h, m, 0, 0, time.UTC) }
+	require.Equal(t, []string{"Nov 26 23:30", "23:45", "Nov 27 00:00", "00:15"},
+		tickLabels([]time.Time{at(23, 30), at(23, 45), at(24, 0), at(24, 15)}, at(23, 20), at(24, 20)))
+	// Ending at midnight is within the day.
+	require.Equal(t, []string{"23:00", "23:30"}, tickLabels([]time.Time{at(23, 0), at(23, 30)}, at(23, 0), at(24, 0)))
+}
+
+// TestStatusWords: badges say a status in words; an endpoint disabled by
+// Sluice says why; unknown values still read as words.
+func TestStatusWords(t *testing.T) {
+	for raw, want := range map[string]string{
+		sluice.EndpointCircuitOpen: "Circuit open", sluice.EndpointThrottled: "Throttled", sluice.EndpointActive: "Active",
+		sluice.CircuitHalfOpen: "Half-open", sluice.DeliveryFailed: "Failed, will retry", sluice.DeliveryDead: "Dead",
+		"deprecated": "Deprecated", "some_new_state": "Some new state",
+	} {
+		require.Equal(t, want, statusLabel(raw), raw)
+	}
+	gone, failing, manual := sluice.DisabledGone, sluice.DisabledFailing, sluice.DisabledManual
+	for reason, want := range map[*string]string{&gone: "Disabled — gone", &failing: "Disabled — failing", &manual: "Disabled — by hand", nil: "Disabled"} {
+		require.Equal(t, want, endpointStatusLabel(sluice.Endpoint{Status: sluice.EndpointDisabled, DisabledReason: reason}))
+	}
+	var buf strings.Builder
+	require.NoError(t, badge(sluice.EndpointCircuitOpen).Render(context.Background(), &buf))
+	require.Equal(t, `<span class="badge badge-circuit_open" title="circuit_open">Circuit open</span>`, buf.String(), "the class keeps the raw value")
+}
+
+// TestAttemptError: an error that only repeats the status code is not
+// shown beside it; a list's detail falls back to the response body, cut
+// to maxErrorText characters.
+func TestAttemptError(t *testing.T) {
+	code, other := 422, "status 500"
+	same := "status 422"
+	require.Empty(t, attemptError(sluice.Attempt{StatusCode: &code, Error: &same}))
+	require.Equal(t, "status 500", attemptError(sluice.Attempt{StatusCode: &code, Error: &other}))
+	timeout := "timeout after 10s"
+	require.Equal(t, timeout, attemptDetail(sluice.Attempt{Error: &timeout}))
+	body := "  {\"error\":\n  \"" + strings.Repeat("x", 200) + "\"}"
+	d := attemptDetail(sluice.Attempt{StatusCode: &code, Error: &same, ResponseBody: &body})
+	require.True(t, strings.HasPrefix(d, `{"error": "xxx`), d)
+	cut := truncate(d, maxErrorText)
+	require.Equal(t, maxErrorText, utf8.RuneCountInString(cut))
+	require.True(t, strings.HasSuffix(cut, "…"))
+	require.Equal(t, "short", truncate("short", maxErrorText))
 }

@@ -343,7 +343,7 @@ func EventPage(c Chrome, v EventView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = deliveryTable(c, v.Deliveries, v.EndpointURLs, v.Replays, v.Next, true).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = deliveryTable(c, v.Deliveries, v.EndpointURLs, v.Replays, v.Next, nil, true).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -88,7 +88,7 @@ type filterLink struct {
 func (f DeliveryFilters) statusLinks() []filterLink {
 	out := []filterLink{{Label: "any status", URL: f.link("status", ""), Current: f.Status == ""}}
 	for _, s := range deliveryStatuses {
-		out = append(out, filterLink{Label: s, URL: f.link("status", s), Current: f.Status == s})
+		out = append(out, filterLink{Label: statusLabel(s), URL: f.link("status", s), Current: f.Status == s})
 	}
 	return out
 }

@@ -152,10 +152,10 @@ func consumerPath(uid string) string { return "/consumers/" + url.PathEscape(uid
 func disabledReason(reason string) string {
 	switch reason {
 	case sluice.DisabledGone:
-		return "gone: the receiver answered 410 Gone"
+		return "the receiver answered 410 Gone"
 	case sluice.DisabledFailing:
-		return "failing: every attempt failed for too long"
+		return "every attempt failed for too long"
 	default:
-		return "manual: disabled by hand"
+		return "disabled from the dashboard or the API"
 	}
 }

@@ -47,7 +47,9 @@ type ConfirmView struct {
 	Detail   string
 	Action   string // the form's action
 	Button   string
-	Back     string
+	// Danger marks an action that cannot be undone: its button is red.
+	Danger bool
+	Back   string
 }
 
 // SecretView shows an endpoint's signing secret, once asked for.

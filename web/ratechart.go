@@ -42,11 +42,15 @@ func plotRate(c RateChart) ratePlot {
 		pts = append(pts, coord(c.rateX(pt.At))+","+coord(valueY(pt.Rate, top)))
 	}
 	p.Line = strings.Join(pts, " ")
+	var at []time.Time
 	for t := c.Since.Truncate(15 * time.Minute); !t.After(c.Until); t = t.Add(15 * time.Minute) {
-		if t.Before(c.Since) {
-			continue
+		if !t.Before(c.Since) {
+			at = append(at, t)
 		}
-		tk := tick{Pos: c.rateX(t), Label: t.UTC().Format("15:04"), Anchor: "middle"}
+	}
+	labels := tickLabels(at, c.Since, c.Until)
+	for i, t := range at {
+		tk := tick{Pos: c.rateX(t), Label: labels[i], Anchor: "middle"}
 		switch {
 		case t.Sub(c.Since) < 5*time.Minute:
 			tk.Anchor = "start"

@@ -8,10 +8,11 @@ import (
 
 // Navigation sections, for Chrome.Section.
 const (
-	SectionEndpoints = "endpoints"
-	SectionDead      = "dead"
-	SectionEvents    = "events"
-	SectionConsumers = "consumers"
+	SectionEndpoints  = "endpoints"
+	SectionDead       = "dead"
+	SectionEvents     = "events"
+	SectionConsumers  = "consumers"
+	SectionEventTypes = "event-types"
 )
 
 // Chrome is what every page's frame needs: who is signed in, the CSRF token
@@ -117,8 +118,11 @@ type DeadView struct {
 	Replayable map[uuid.UUID]int64
 	// Replays marks the listed deliveries that have been replayed.
 	Replays map[uuid.UUID]ReplayMark
-	Older   string
-	Queued  *int64 // replays just queued, to flash
+	// LastAttempts are the listed deliveries' last attempts: why each
+	// failed.
+	LastAttempts map[uuid.UUID]sluice.Attempt
+	Older        string
+	Queued       *int64 // replays just queued, to flash
 }
 
 // ReplayConfirmView is the confirmation step of "Replay all".
@@ -152,17 +156,4 @@ type ErrorView struct {
 	Status int
 	Title  string
 	Detail string
-}
-
-// ConsumersView is the tenant's consumers list.
-type ConsumersView struct {
-	Consumers []sluice.Consumer
-	Older     string
-}
-
-// ConsumerView is one consumer with its endpoints.
-type ConsumerView struct {
-	Consumer  sluice.Consumer
-	Endpoints []sluice.Endpoint
-	Older     string
 }

@@ -16,8 +16,12 @@ var static embed.FS
 // StaticPrefix is the URL path under which Static is served.
 const StaticPrefix = "/static/"
 
-// Static returns the dashboard's static files (style.css), to serve under
-// StaticPrefix.
+// FaviconPath is the dashboard's icon among the static files; browsers
+// that ask for /favicon.ico get the same file.
+const FaviconPath = StaticPrefix + "favicon.svg"
+
+// Static returns the dashboard's static files (style.css, favicon.svg), to
+// serve under StaticPrefix.
 func Static() fs.FS {
 	sub, err := fs.Sub(static, "static")
 	if err != nil {

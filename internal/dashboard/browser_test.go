@@ -98,7 +98,7 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, "/", location())
 	table := text("#endpoints")
 	require.Contains(t, table, s.endpoint.URL)
-	require.Contains(t, table, sluice.EndpointActive)
+	require.Contains(t, table, "Active")
 	require.Contains(t, table, "5/s, burst 10")
 	require.NotContains(t, table, other.endpoint.URL)
 	shot("2-endpoints")
@@ -109,14 +109,14 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("endpoint")),
 	))
 	require.Equal(t, "/endpoints/"+s.endpoint.ID.String(), location())
-	require.Contains(t, text("table.deliveries"), sluice.DeliveryDead)
+	require.Contains(t, text("table.deliveries"), "Dead")
 	shot("3-endpoint")
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.Click(chromedp.CSS(`table.deliveries a[href="/deliveries/`+s.delivery.ID.String()+`"]`)),
 		chromedp.WaitVisible(chromedp.ID("delivery")),
 	))
 	require.Equal(t, "/deliveries/"+s.delivery.ID.String(), location())
-	require.Contains(t, text("#delivery"), sluice.DeliveryDead)
+	require.Contains(t, text("#delivery"), "Dead")
 	require.Contains(t, text("ol.attempts"), "HTTP 500")
 	require.Contains(t, text("ol.attempts pre"), `<script>alert("x")</script> server exploded`)
 	shot("4-delivery")
@@ -130,7 +130,7 @@ func TestBrowser(t *testing.T) {
 	require.Equal(t, "/deliveries/"+replays[0].ID.String()+"?replayed=1", location())
 	require.Contains(t, text("h1"), replays[0].ID.String())
 	details := text("#delivery")
-	require.Contains(t, details, sluice.DeliveryPending)
+	require.Contains(t, details, "Pending")
 	require.Contains(t, details, s.delivery.ID.String(), "links the original")
 	shot("5-replayed")
 

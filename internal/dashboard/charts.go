@@ -43,7 +43,7 @@ func (sc scoped) attemptCharts(ctx context.Context, endpointID uuid.UUID, now ti
 			return nil, err
 		}
 		out = append(out, web.AttemptChart{
-			ID: cr.id, Name: cr.name, Per: cr.per, Bucket: cr.bucket, TickEvery: cr.tickEvery,
+			ID: cr.id, Name: cr.name, Per: cr.per, Bucket: cr.bucket, TickEvery: cr.tickEvery, Now: now,
 			Buckets: fillBuckets(since, cr.bucket, cr.n, rows),
 		})
 	}

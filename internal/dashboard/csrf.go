@@ -4,13 +4,31 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"net/http"
+	"strings"
+
+	"github.com/sluice-dev/sluice/internal/eventschema"
+	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // csrfField is the form field every POST form carries its token in.
 const csrfField = "csrf_token"
 
-// maxFormBytes bounds a form body; the dashboard's forms are tiny.
+// maxFormBytes bounds a form body; the dashboard's forms are tiny, but for
+// the event-type forms (formLimit).
 const maxFormBytes = 64 << 10
+
+// maxEventTypeFormBytes bounds an event-type form, whose example (a
+// payload) and schema may each take three bytes a character once
+// URL-encoded.
+const maxEventTypeFormBytes = 3*(tenantrules.MaxPayloadBytes+eventschema.MaxSchemaBytes) + maxFormBytes
+
+// formLimit is the bound of the form body of r.
+func formLimit(r *http.Request) int64 {
+	if strings.HasPrefix(r.URL.Path, "/event-types") {
+		return maxEventTypeFormBytes
+	}
+	return maxFormBytes
+}
 
 // csrfSigner makes and checks CSRF tokens: a token is the HMAC-SHA256 of the
 // session cookie's value under a key derived for this purpose, so it is
@@ -52,7 +70,7 @@ func (d *Dashboard) requireCSRF(next http.Handler) http.Handler {
 
 // checkCSRF parses the form of r and checks its token against s.
 func (d *Dashboard) checkCSRF(w http.ResponseWriter, r *http.Request, s session) error {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, formLimit(r))
 	if err := r.ParseForm(); err != nil {
 		return errBadRequest("The form could not be read.")
 	}

@@ -118,6 +118,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin, d.checkText)
 		r.Handle(web.StaticPrefix+"*", staticHandler(web.Static()))
+		r.Get("/favicon.ico", favicon(web.Static()))
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
@@ -178,7 +179,22 @@ func (d *Dashboard) tenantRoutes(r chi.Router) {
 	r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
 	r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
 	r.Get("/consumers", d.handle(d.listConsumers))
+	r.Post("/consumers", d.handle(d.createConsumer))
 	r.Get("/consumers/{uid}", d.handle(d.showConsumer))
+	r.Get("/consumers/{uid}/edit", d.handle(d.editConsumer))
+	r.Post("/consumers/{uid}/edit", d.handle(d.updateConsumer))
+	r.Get("/consumers/{uid}/delete", d.handle(d.confirmDeleteConsumer))
+	r.Post("/consumers/{uid}/delete", d.handle(d.deleteConsumer))
+	r.Post("/consumers/{uid}/portal", d.handle(d.issuePortalLink))
+	r.Get("/consumers/{uid}/portal/revoke", d.handle(d.confirmRevokePortal))
+	r.Post("/consumers/{uid}/portal/revoke", d.handle(d.revokePortal))
+	r.Get("/event-types", d.handle(d.listEventTypes))
+	r.Post("/event-types", d.handle(d.createEventType))
+	r.Get("/event-types/{name}", d.handle(d.showEventType))
+	r.Get("/event-types/{name}/edit", d.handle(d.editEventType))
+	r.Post("/event-types/{name}/edit", d.handle(d.updateEventType))
+	r.Get("/event-types/{name}/delete", d.handle(d.confirmDeleteEventType))
+	r.Post("/event-types/{name}/delete", d.handle(d.deleteEventType))
 	r.Get("/audit", d.handle(d.showAuditLog))
 }
 
@@ -240,6 +256,24 @@ func (d *Dashboard) crossOrigin(next http.Handler) http.Handler {
 	return cop.Handler(next)
 }
 
+// staticMaxAge is how long browsers keep the static files.
+const staticMaxAge = "public, max-age=3600"
+
+// favicon answers /favicon.ico, which browsers ask for whatever the page
+// says, with the SVG icon.
+func favicon(files fs.FS) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		icon, err := fs.ReadFile(files, strings.TrimPrefix(web.FaviconPath, web.StaticPrefix))
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", staticMaxAge)
+		_, _ = w.Write(icon)
+	}
+}
+
 // staticHandler serves the embedded static files, without directory
 // listings.
 func staticHandler(files fs.FS) http.Handler {
@@ -249,7 +283,7 @@ func staticHandler(files fs.FS) http.Handler {
 			http.NotFound(w, r)
 			return
 		}
-		w.Header().Set("Cache-Control", "public, max-age=3600")
+		w.Header().Set("Cache-Control", staticMaxAge)
 		fileServer.ServeHTTP(w, r)
 	})
 }

@@ -475,10 +475,10 @@ func TestEndpointsShowFlowState(t *testing.T) {
 	p := br.get("/")
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p,
-		`badge badge-circuit_open">circuit_open`, `badge badge-open">open`, "7 consecutive failures",
+		`badge badge-circuit_open" title="circuit_open">Circuit open`, `badge badge-open" title="open">Open`, "7 consecutive failures",
 		"next probe <time datetime=\"2030-01-02T03:05:05Z\">2030-01-02 03:05:05 UTC</time>",
-		`badge badge-throttled">throttled`, "until <time datetime=\""+until.Format(time.RFC3339)+"\">", "429 with Retry-After: 3600",
-		`badge badge-disabled">disabled`, disabled.URL, "unlimited",
+		`badge badge-throttled" title="throttled">Throttled`, "until <time datetime=\""+until.Format(time.RFC3339)+"\">", "429 with Retry-After: 3600",
+		`badge badge-disabled" title="disabled">Disabled — by hand`, disabled.URL, "unlimited",
 	)
 
 	p = br.get("/endpoints/" + open.endpoint.ID.String())

@@ -151,5 +151,8 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
 		return err
 	}
+	if v.LastAttempts, err = d.store.LastAttempts(r.Context(), page.Items); err != nil {
+		return err
+	}
 	return d.render(w, r, http.StatusOK, web.DeadPage(chrome(r, web.SectionDead), v))
 }

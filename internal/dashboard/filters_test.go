@@ -104,7 +104,7 @@ func TestDeliveryFilters(t *testing.T) {
 	// The form keeps what was chosen.
 	p := br.get(ep + "?type=order.created&status=dead&since=2030-01-01T11:59")
 	requireContains(t, p, `<form class="filters" id="delivery-filters" method="get" action="`+ep+`">`,
-		`name="type" type="text" list="event-types" value="order.created"`, `<option value="dead" selected>dead</option>`,
+		`name="type" type="text" list="event-types" value="order.created"`, `<option value="dead" selected>Dead</option>`,
 		`name="since" type="datetime-local" value="2030-01-01T11:59"`, `name="until" type="datetime-local" value=""`,
 		`>clear</a>`)
 
@@ -134,7 +134,7 @@ func TestDeliveryFilters(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.Status)
 	require.NotContains(t, p.Body, "<form")
 	requireContains(t, p,
-		`<a href="`+c1+`?status=delivered&amp;type=notice.sent" class="">delivered</a>`,
+		`<a href="`+c1+`?status=delivered&amp;type=notice.sent" class="">Delivered</a>`,
 		`<a href="`+c1+`" class="">any type</a>`,
 		`<a href="`+c1+`?type=notice.sent" class="current">notice.sent</a>`)
 	require.Regexp(t, `<a href="`+regexp.QuoteMeta(c1)+`\?since=[0-9T%A-]+&amp;type=notice.sent" class="">last hour</a>`, p.Body)

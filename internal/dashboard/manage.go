@@ -146,7 +146,7 @@ func (d *Dashboard) confirmDeleteEndpoint(w http.ResponseWriter, r *http.Request
 	return d.confirmEndpointAction(w, r, func(ep sluice.Endpoint) web.ConfirmView {
 		return web.ConfirmView{Title: "Delete endpoint", Question: "Delete " + ep.URL + "?",
 			Detail: "The endpoint goes with its subscriptions and every delivery to it, queued or past. This cannot be undone.",
-			Button: "Delete endpoint"}
+			Button: "Delete endpoint", Danger: true}
 	})
 }
 

@@ -181,7 +181,7 @@ func TestManageBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(`#endpoint-form button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.ID("endpoint-actions")),
 	))
-	require.Contains(t, text("#endpoint"), sluice.EndpointDisabled)
+	require.Contains(t, text("#endpoint"), "Disabled — by hand")
 
 	// Delete, through its confirmation.
 	require.NoError(t, chromedp.Do(bctx,

@@ -217,7 +217,7 @@ func TestPortalBrowser(t *testing.T) {
 		if _, err := chromedp.Run(bctx, chromedp.Reload()); err != nil {
 			return false
 		}
-		return strings.Contains(text("table.deliveries"), sluice.DeliveryDelivered)
+		return strings.Contains(text("table.deliveries"), "Delivered")
 	}, 10*time.Second, 200*time.Millisecond)
 	require.Contains(t, string(rcv.Requests()[0].Body), `"type":"`+sluice.TestEventType+`"`)
 

@@ -9,7 +9,7 @@ import (
 // checkText refuses, with a 400 page, a request whose path, query
 // parameters or form fields are not valid UTF-8 or hold a NUL character,
 // before any handler can pass them to the database. It parses POST forms
-// (bounded by maxFormBytes) to see them; handlers find them parsed.
+// (bounded by formLimit) to see them; handlers find them parsed.
 func (d *Dashboard) checkText(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := requestTextError(w, r); err != nil {
@@ -30,7 +30,7 @@ func requestTextError(w http.ResponseWriter, r *http.Request) error {
 	if r.Method != http.MethodPost {
 		return nil
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, formLimit(r))
 	if err := r.ParseForm(); err != nil {
 		return errBadRequest("The form could not be read.")
 	}

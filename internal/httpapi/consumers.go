@@ -3,19 +3,12 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"net/mail"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
-)
-
-// Limits on consumer fields.
-const (
-	maxConsumerNameLength = 256
-	maxAlertEmailLength   = 254
+	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // consumerInput is the body of PUT /v1/consumers/{uid}: the whole consumer
@@ -26,24 +19,11 @@ type consumerInput struct {
 }
 
 func (in consumerInput) settings() (sluice.ConsumerSettings, error) {
-	v := &sluice.ValidationError{}
-	var set sluice.ConsumerSettings
+	var name string
 	if in.Name != nil {
-		set.Name = *in.Name
+		name = *in.Name
 	}
-	if utf8.RuneCountInString(set.Name) > maxConsumerNameLength {
-		v.Add("name", "must be at most %d characters", maxConsumerNameLength)
-	}
-	if e := in.AlertEmail; e != nil {
-		addr, err := mail.ParseAddress(*e)
-		switch {
-		case len(*e) > maxAlertEmailLength || err != nil || addr.Name != "":
-			v.Add("alert_email", "must be one email address such as ops@example.com, or null")
-		default:
-			set.AlertEmail = &addr.Address
-		}
-	}
-	return set, v.Err()
+	return tenantrules.Consumer(name, in.AlertEmail)
 }
 
 // pathUID parses the {uid} path parameter; a malformed uid names no
@@ -137,12 +117,6 @@ func (a *API) deleteConsumer(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// Portal link lifetimes.
-const (
-	defaultPortalTTL = time.Hour
-	maxPortalTTL     = 7 * 24 * time.Hour
-)
-
 // portalInput is the body of POST /v1/consumers/{uid}/portal.
 type portalInput struct {
 	TTLSeconds *int64 `json:"ttl_seconds"`
@@ -162,12 +136,12 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ttl := defaultPortalTTL
+	ttl := tenantrules.DefaultPortalTTL
 	if in.TTLSeconds != nil {
 		ttl = time.Duration(*in.TTLSeconds) * time.Second
-		if *in.TTLSeconds < 1 || ttl > maxPortalTTL {
+		if *in.TTLSeconds < 1 || ttl > tenantrules.MaxPortalTTL {
 			v := &sluice.ValidationError{}
-			v.Add("ttl_seconds", "must be a whole number of seconds from 1 to %d (7 days)", int64(maxPortalTTL/time.Second))
+			v.Add("ttl_seconds", "must be a whole number of seconds from 1 to %d (7 days)", int64(tenantrules.MaxPortalTTL/time.Second))
 			return v
 		}
 	}

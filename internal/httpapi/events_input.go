@@ -1,33 +1,24 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 
-	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/textcheck"
+	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // Limits on events.
 const (
-	maxEventTypeLength   = 128
-	maxPayloadBytes      = 256 << 10
+	maxPayloadBytes      = tenantrules.MaxPayloadBytes
 	maxCoalesceKeyLength = 255
 	maxIdempotencyKey    = 255
 	maxBatchEvents       = 1000
-	// maxPayloadDepth bounds the nesting of arrays and objects in a
-	// payload, far below what a parser's stack would notice.
-	maxPayloadDepth = eventschema.MaxDepth
 	// maxEventBody leaves room around the payload for the other fields.
 	maxEventBody = maxPayloadBytes + 4<<10
 	maxBatchBody = 32 << 20
 )
-
-var eventTypeRE = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
 
 // eventInput is one event as posted.
 type eventInput struct {
@@ -52,8 +43,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	switch {
 	case in.Type == nil || *in.Type == "":
 		v.Add(prefix+"type", "is required")
-	case len(*in.Type) > maxEventTypeLength || !eventTypeRE.MatchString(*in.Type):
-		v.Add(prefix+"type", "must be at most %d characters of letters, digits, '_' and '-' in dot-separated parts, such as \"order.created\"", maxEventTypeLength)
+	case !tenantrules.ValidEventTypeName(*in.Type):
+		v.Add(prefix+"type", "%s", tenantrules.EventTypeNameRule)
 	case sluice.IsReservedType(*in.Type):
 		v.Add(prefix+"type", "must not begin with %q: those types are Sluice's own", sluice.ReservedTypePrefix)
 	default:
@@ -76,37 +67,10 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	return ev, nil
 }
 
-// validatePayload requires a JSON object (Standard Webhooks' "data") nested
-// at most maxPayloadDepth deep, without NUL characters. Its text was
-// otherwise checked with the whole body.
+// validatePayload is tenantrules.Payload: its text was otherwise checked
+// with the whole body.
 func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError) {
-	p = bytes.TrimLeft(p, " \t\r\n")
-	switch {
-	case len(p) == 0:
-		v.Add(field, "is required: a JSON object")
-	case p[0] != '{':
-		v.Add(field, "must be a JSON object, not %s", jsonKind(p[0]))
-	case textcheck.Depth(p) > maxPayloadDepth:
-		v.Add(field, "must nest arrays and objects at most %d deep", maxPayloadDepth)
-	case textcheck.EscapedNUL(p):
-		v.Add(field, "must not contain NUL characters (\\u0000)")
-	}
-}
-
-// jsonKind names the kind of JSON value that starts with c.
-func jsonKind(c byte) string {
-	switch c {
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
+	tenantrules.Payload(p, field, v)
 }
 
 func payloadTooLarge() *Problem {

@@ -5,22 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
-// Limits on event types.
-const (
-	// maxEventTypeDescription bounds a description, in characters.
-	maxEventTypeDescription = 4096
-	// maxEventTypeBody leaves room for an example as large as a payload
-	// and the largest schema.
-	maxEventTypeBody = maxPayloadBytes + eventschema.MaxSchemaBytes + 8<<10
-)
+// maxEventTypeBody leaves room for an example as large as a payload and
+// the largest schema.
+const maxEventTypeBody = maxPayloadBytes + eventschema.MaxSchemaBytes + 8<<10
 
 // eventTypeInput is the body of PUT /v1/event-types/{name}: the whole entry.
 type eventTypeInput struct {
@@ -30,44 +25,16 @@ type eventTypeInput struct {
 	Deprecated  *bool           `json:"deprecated"`
 }
 
-// eventType validates in as the entry name. A schema must compile, and an
-// example must satisfy it.
+// eventType validates in as the entry name (tenantrules.EventType).
 func (in eventTypeInput) eventType(name string) (sluice.EventType, error) {
-	v := &sluice.ValidationError{}
 	et := sluice.EventType{Name: name, Example: jsonOrNil(in.Example), Schema: jsonOrNil(in.Schema)}
 	if in.Description != nil {
 		et.Description = *in.Description
 	}
-	if utf8.RuneCountInString(et.Description) > maxEventTypeDescription {
-		v.Add("description", "must be at most %d characters", maxEventTypeDescription)
-	}
 	if in.Deprecated != nil {
 		et.Deprecated = *in.Deprecated
 	}
-	exampleOK := true
-	if et.Example != nil {
-		before := len(v.Fields)
-		validatePayload(et.Example, "example", v)
-		exampleOK = len(v.Fields) == before
-	}
-	if et.Schema == nil {
-		return et, v.Err()
-	}
-	sch, err := eventschema.Compile(et.Schema)
-	if err != nil {
-		v.Add("schema", "%s", err.Error())
-		return et, v.Err()
-	}
-	if et.Example != nil && exampleOK {
-		bad, err := sch.Check(et.Example, eventschema.NewBudget(eventschema.MaxRequestCost))
-		switch {
-		case err != nil:
-			v.Add("example", "%s", err)
-		case bad != nil:
-			v.Add("example"+bad.Location, "does not satisfy the schema: %s", bad.Message)
-		}
-	}
-	return et, v.Err()
+	return et, tenantrules.EventType(et)
 }
 
 // jsonOrNil is nil for an absent or null field.
@@ -82,7 +49,7 @@ func jsonOrNil(raw json.RawMessage) json.RawMessage {
 // event type, so it answers 404 like an unknown one.
 func pathEventType(r *http.Request) (string, error) {
 	name := chi.URLParam(r, "name")
-	if len(name) > maxEventTypeLength || !eventTypeRE.MatchString(name) {
+	if !tenantrules.ValidEventTypeName(name) {
 		return "", notFoundProblem(fmt.Sprintf("%q is not a valid event type name", name))
 	}
 	return name, nil

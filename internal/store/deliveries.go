@@ -23,10 +23,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	}
 	attempts := make([]sluice.Attempt, len(arows))
 	for i, a := range arows {
-		attempts[i] = sluice.Attempt{At: a.At, Error: a.Error, LatencyMS: int(a.LatencyMs), ResponseBody: a.ResponseBody}
-		if a.StatusCode != nil {
-			attempts[i].StatusCode = new(int(*a.StatusCode))
-		}
+		attempts[i] = attemptFromRow(a)
 	}
 	return deliveryFromRow(row), attempts, nil
 }
