@@ -1,6 +1,8 @@
 -- name: CreateSubscription :one
-INSERT INTO subscriptions (id, tenant_id, endpoint_id, event_types)
-SELECT @id, e.tenant_id, e.id, @event_types::text[]
+-- filter and filter_path are both given or both NULL: a filter's JSON and
+-- its compiled jsonpath (filter.Filter).
+INSERT INTO subscriptions (id, tenant_id, endpoint_id, event_types, filter, filter_path)
+SELECT @id, e.tenant_id, e.id, @event_types::text[], sqlc.narg(filter)::json, sqlc.narg(filter_path)::jsonpath
 FROM endpoints e
 WHERE e.tenant_id = @tenant_id AND e.id = @endpoint_id
 RETURNING *;
@@ -21,3 +23,26 @@ DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: DeleteEndpointSubscriptions :exec
 DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND endpoint_id = @endpoint_id;
+
+-- name: MatchFilters :many
+-- Routing's filter step for events already stored (fanout.planFanOut):
+-- of the pairs (event, subscription with a filter), given as 1-based
+-- indexes into event_ids and subscription_ids, those whose filter matches
+-- the event's payload, evaluated as InsertRoutedEvents does, each payload
+-- read as jsonb once.
+WITH doc AS MATERIALIZED (
+    SELECT e.ord::int AS event_idx, ev.payload::jsonb AS doc
+    FROM events ev
+    JOIN unnest(@event_ids::uuid[]) WITH ORDINALITY AS e(id, ord) ON e.id = ev.id
+    WHERE ev.id = ANY(@event_ids::uuid[])
+), sub AS MATERIALIZED (
+    SELECT u.ord::int AS subscription_idx, s.filter_path
+    FROM subscriptions s
+    JOIN unnest(@subscription_ids::uuid[]) WITH ORDINALITY AS u(id, ord) ON u.id = s.id
+    WHERE s.filter_path IS NOT NULL
+)
+SELECT p.event_idx::int AS event_idx, p.subscription_idx::int AS subscription_idx
+FROM unnest(@pair_events::int[], @pair_subscriptions::int[]) AS p(event_idx, subscription_idx)
+JOIN doc d ON d.event_idx = p.event_idx
+JOIN sub s ON s.subscription_idx = p.subscription_idx
+WHERE jsonb_path_match(d.doc, s.filter_path, '{}', true);

@@ -14,6 +14,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/textcheck"
 )
 
 // These tests run the compiled filters on Postgres, as routing does
@@ -253,5 +255,32 @@ func TestGeneratorMakesJSON(t *testing.T) {
 	for range 200 {
 		require.True(t, json.Valid([]byte(g.payload())))
 		require.True(t, json.Valid([]byte(g.filter(0))))
+	}
+}
+
+// TestNumbersFitAsPostgresSays checks textcheck.NumberFits, which the API
+// uses to refuse payloads (and Parse filters) that routing could not read
+// as jsonb, against Postgres at the boundaries.
+func TestNumbersFitAsPostgresSays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := os.Getenv("DATABASE_URL")
+	require.NotEmpty(t, url, "DATABASE_URL is not set: run the tests with `make test`, which starts a throwaway Postgres")
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	for _, n := range []string{
+		"0", "1e1000", "1e1001", "-1e-1000", "1e131071", "1e131072", "9" + strings.Repeat("0", 131071),
+		"1" + strings.Repeat("0", 131072), "0.000001e131076", "0.000001e131077", "0.1e131072", "0.1e131073",
+		"1e-16383", "1e-16384", "0." + strings.Repeat("0", 16382) + "1", "0." + strings.Repeat("0", 16383) + "1",
+		"1." + strings.Repeat("0", 16383), "1." + strings.Repeat("0", 16384), "0e-16383", "0e-16384",
+		"1.5e-16382", "1.5e-16383", "1e99999999999", "1e-99999999999", "1E+2",
+	} {
+		var ok bool
+		_, err := conn.Exec(ctx, "SELECT $1::text::jsonb", `{"n": `+n+`}`)
+		if err == nil {
+			ok = true
+		}
+		require.Equal(t, ok, textcheck.NumberFits(n), "%.40s (%d characters): Postgres says %v", n, len(n), err)
 	}
 }

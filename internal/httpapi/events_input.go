@@ -77,8 +77,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 }
 
 // validatePayload requires a JSON object (Standard Webhooks' "data") nested
-// at most maxPayloadDepth deep, without NUL characters. Its text was
-// otherwise checked with the whole body.
+// at most maxPayloadDepth deep, without NUL characters, and with numbers
+// jsonb can hold. Its text was otherwise checked with the whole body.
 func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError) {
 	p = bytes.TrimLeft(p, " \t\r\n")
 	switch {
@@ -90,6 +90,8 @@ func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError)
 		v.Add(field, "must nest arrays and objects at most %d deep", maxPayloadDepth)
 	case textcheck.EscapedNUL(p):
 		v.Add(field, "must not contain NUL characters (\\u0000)")
+	case textcheck.LargeNumber(p) >= 0:
+		v.Add(field, "must not hold numbers beyond Postgres's numeric (more than 131072 digits before the point or 16383 after): routing reads payloads as jsonb")
 	}
 }
 

@@ -46,16 +46,17 @@ func NumberFits(s string) bool {
 	if scale := int64(len(frac)) - exp; scale > numericMaxScale {
 		return false
 	}
-	// The value's digits before the point: those of the integer part
-	// without its leading zeros, moved by the exponent.
-	lead := 0
-	for lead < len(intPart) && intPart[lead] == '0' {
-		lead++
+	// The value's digits before the point: from its first non-zero digit
+	// to the point, moved by the exponent.
+	digits := intPart + frac
+	first := 0
+	for first < len(digits) && digits[first] == '0' {
+		first++
 	}
-	if lead == len(intPart) {
-		return true // |value| < 1 (or 0): the scale check was the one that matters
+	if first == len(digits) {
+		return true // zero
 	}
-	return int64(len(intPart)-lead)+exp <= numericMaxIntDigits
+	return int64(len(intPart)-first)+exp <= numericMaxIntDigits
 }
 
 // LargeNumber returns the offset of the first number in the JSON document
