@@ -48,7 +48,7 @@ SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- A subscription with a filter says so (filtered); which events pass it
 -- is MatchFilters's to say.
 -- name: SubscriptionsForEvents :many
-SELECT s.id, s.endpoint_id, s.event_types, e.consumer, s.filter_path IS NOT NULL AS filtered
+SELECT s.id, s.endpoint_id, s.event_types, e.consumer, (s.filter_path IS NOT NULL)::boolean AS filtered
 FROM subscriptions s
 JOIN endpoints e ON e.id = s.endpoint_id
 WHERE s.tenant_id = @tenant_id AND s.event_types && @patterns::text[]

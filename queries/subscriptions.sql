@@ -31,18 +31,18 @@ DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND endpoint_id = @endpoi
 -- the event's payload, evaluated as InsertRoutedEvents does, each payload
 -- read as jsonb once.
 WITH doc AS MATERIALIZED (
-    SELECT e.ord::int AS event_idx, ev.payload::jsonb AS doc
-    FROM events ev
-    JOIN unnest(@event_ids::uuid[]) WITH ORDINALITY AS e(id, ord) ON e.id = ev.id
+    SELECT e.event_idx, ev.payload::jsonb AS doc
+    FROM (SELECT unnest(@event_ids::uuid[]) AS id, generate_subscripts(@event_ids::uuid[], 1) AS event_idx) e
+    JOIN events ev ON ev.id = e.id
     WHERE ev.id = ANY(@event_ids::uuid[])
 ), sub AS MATERIALIZED (
-    SELECT u.ord::int AS subscription_idx, s.filter_path
-    FROM subscriptions s
-    JOIN unnest(@subscription_ids::uuid[]) WITH ORDINALITY AS u(id, ord) ON u.id = s.id
+    SELECT u.subscription_idx, s.filter_path
+    FROM (SELECT unnest(@subscription_ids::uuid[]) AS id, generate_subscripts(@subscription_ids::uuid[], 1) AS subscription_idx) u
+    JOIN subscriptions s ON s.id = u.id
     WHERE s.filter_path IS NOT NULL
 )
 SELECT p.event_idx::int AS event_idx, p.subscription_idx::int AS subscription_idx
-FROM unnest(@pair_events::int[], @pair_subscriptions::int[]) AS p(event_idx, subscription_idx)
+FROM (SELECT unnest(@pair_events::int[]) AS event_idx, unnest(@pair_subscriptions::int[]) AS subscription_idx) p
 JOIN doc d ON d.event_idx = p.event_idx
 JOIN sub s ON s.subscription_idx = p.subscription_idx
 WHERE jsonb_path_match(d.doc, s.filter_path, '{}', true);
