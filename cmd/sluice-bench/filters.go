@@ -21,7 +21,7 @@ import (
 var filtersScenario = Scenario{
 	Name:  "filters",
 	Title: "Payload filters, 100 endpoints",
-	What: "100 loopback receivers, one endpoint each (max_in_flight 100). Single posts (POST /v1/events, 16 clients) and " +
+	What: "100 loopback receivers, one endpoint each (max_in_flight 100). Single posts (POST /v1/events, 8 clients) and " +
 		"batches (/v1/events/batch, 100 events a request, 4 clients) of ~250-byte payloads, each event reaching every " +
 		"endpoint by type, in three setups in turn: every subscription with a filter (six shapes: a range, $in, " +
 		"equality, $prefix on items.0.sku, $or of $and, $not with $exists), each matching about half the events; the " +
@@ -81,7 +81,7 @@ func filtersRun(ctx context.Context, env *Env) (Table, error) {
 	t, err := env.Repeat(ctx, filterMetrics(), func(ctx context.Context, run int) (s Sample, err error) {
 		s.Values = map[string]float64{}
 		for _, mode := range []string{"single", "batch"} {
-			events, perRequest, clients := singles, 1, 16
+			events, perRequest, clients := singles, 1, 8
 			if mode == "batch" {
 				events, perRequest, clients = batched, 100, 4
 			}
