@@ -139,18 +139,20 @@ func filterRound(ctx context.Context, env *Env, rs Receivers, filters []*filter.
 	if err != nil {
 		return res, 0, "", fmt.Errorf("set up endpoints: %w", err)
 	}
-	defer func() { note = sinks.Close(context.WithoutCancel(ctx), env.API) }()
+	defer func() { note = joinNotes(note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
 
-	want := 0
+	want, most := 0, 0 // deliveries expected in all, and the most one request makes
 	var bodies [][]byte
 	post := env.API.PostBatch
 	for first := 0; first < events; first += perRequest {
 		evs := make([]EventIn, min(perRequest, events-first))
+		n := 0
 		for j := range evs {
 			k := first + j
 			evs[j] = EventIn{Type: typeOf(k), Payload: filterPayload(k)}
-			want += expectedDeliveries(setup, filters, evs[j].Payload)
+			n += expectedDeliveries(setup, filters, evs[j].Payload)
 		}
+		want, most = want+n, max(most, n)
 		if perRequest == 1 {
 			bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent
 			continue
@@ -158,8 +160,16 @@ func filterRound(ctx context.Context, env *Env, rs Receivers, filters []*filter.
 		bodies = append(bodies, batchBody(evs))
 	}
 	res = postAll(ctx, bodies, clients, post)
+	// On a machine too busy for a post to commit within its bound (503),
+	// the run goes on, noted: a failed post may or may not have made its
+	// deliveries, so the count is checked within bounds.
+	least := want
 	if res.failed > 0 {
-		return res, 0, "", fmt.Errorf("posting events: %s", res.note())
+		if res.ok == 0 {
+			return res, 0, "", fmt.Errorf("posting events: %s", res.note())
+		}
+		least = max(0, want-res.failed*most)
+		defer func() { note = joinNotes(note, label+": "+res.note()) }()
 	}
 	for {
 		left, err := jobs.CountLive(ctx, env.DB, []string{jobs.QueueFanout}, nil)
@@ -179,21 +189,21 @@ func filterRound(ctx context.Context, env *Env, rs Receivers, filters []*filter.
 	// Every endpoint's delivery of an event carries the event's id, so
 	// deliveries are told apart per receiver (one endpoint each).
 	for {
-		if sinks.Count() >= want {
-			if got, _ := distinctDeliveries(sinks); got >= want {
+		if sinks.Count() >= least {
+			if got, _ := distinctDeliveries(sinks); got >= least {
 				break
 			}
 		}
 		select {
 		case <-ctx.Done():
 			got, _ := distinctDeliveries(sinks)
-			return res, routed, "", fmt.Errorf("%d of %d deliveries arrived: %w", got, want, ctx.Err())
+			return res, routed, "", fmt.Errorf("%d of %d deliveries arrived: %w", got, least, ctx.Err())
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	sinks.settle(ctx, 500*time.Millisecond, 10*time.Second)
-	if got, _ := distinctDeliveries(sinks); got != want {
-		return res, routed, "", fmt.Errorf("the receivers got %d distinct deliveries, the reference evaluator expects %d", got, want)
+	sinks.settle(ctx, time.Second, 10*time.Second)
+	if got, _ := distinctDeliveries(sinks); got < least || got > want {
+		return res, routed, "", fmt.Errorf("the receivers got %d distinct deliveries, the reference evaluator expects %d (at least %d)", got, want, least)
 	}
 	return res, routed, "", nil
 }
