@@ -820,6 +820,30 @@ type HealthStatus string
 // written `oneOf: [{$ref: ...}, {$ref: NullValue}]`.
 type NullValue = map[string]interface{}
 
+// PayloadFilter A payload filter: the subscription makes a delivery only for events
+// whose `payload` matches it; absent or `null` for none. Keys are
+// dotted paths into the payload (`customer.tier`; a segment of
+// digits such as `items.0.sku` names an array element, or a member
+// of an object) or the combinators `$and`, `$or` (non-empty arrays
+// of filters) and `$not` (a filter); several keys must all match. A
+// path's value is a literal, which the value at the path must equal
+// (JSON equality: `1` equals `1.0`, objects and arrays compare
+// whole, values of different kinds never equal), or an object of
+// operators: `$eq`, `$ne` (any value), `$in`, `$nin` (arrays),
+// `$gt`, `$gte`, `$lt`, `$lte` (a number or a string: numbers by
+// value, strings by code point; a value of another kind does not
+// compare, so it does not match), `$exists` (boolean), `$prefix` (a
+// string). An object whose keys begin with `$` is operators, so
+// equality with such an object takes `$eq`. Arrays are never
+// searched: `{"tags": "a"}` does not match `{"tags": ["a"]}`. A
+// missing path matches only `$exists: false`, `$ne` and `$nin`. At
+// most 4 KiB and 32 levels; a refused filter answers 422 naming
+// the failing place as the field, such as `filter.$or[1].total.$gt`.
+// See docs/api.md, "Payload filters".
+//
+// Example: {"customer.tier":"gold","total":{"$gte":100}}
+type PayloadFilter map[string]interface{}
+
 // PortalLink defines model for PortalLink.
 type PortalLink struct {
 	ExpiresAt time.Time `json:"expires_at"`
@@ -939,13 +963,63 @@ type Subscription struct {
 	CreatedAt  time.Time          `json:"created_at"`
 	EndpointID openapi_types.UUID `json:"endpoint_id"`
 	EventTypes []EventTypePattern `json:"event_types"`
-	ID         openapi_types.UUID `json:"id"`
+
+	// Filter A payload filter: the subscription makes a delivery only for events
+	// whose `payload` matches it; absent or `null` for none. Keys are
+	// dotted paths into the payload (`customer.tier`; a segment of
+	// digits such as `items.0.sku` names an array element, or a member
+	// of an object) or the combinators `$and`, `$or` (non-empty arrays
+	// of filters) and `$not` (a filter); several keys must all match. A
+	// path's value is a literal, which the value at the path must equal
+	// (JSON equality: `1` equals `1.0`, objects and arrays compare
+	// whole, values of different kinds never equal), or an object of
+	// operators: `$eq`, `$ne` (any value), `$in`, `$nin` (arrays),
+	// `$gt`, `$gte`, `$lt`, `$lte` (a number or a string: numbers by
+	// value, strings by code point; a value of another kind does not
+	// compare, so it does not match), `$exists` (boolean), `$prefix` (a
+	// string). An object whose keys begin with `$` is operators, so
+	// equality with such an object takes `$eq`. Arrays are never
+	// searched: `{"tags": "a"}` does not match `{"tags": ["a"]}`. A
+	// missing path matches only `$exists: false`, `$ne` and `$nin`. At
+	// most 4 KiB and 32 levels; a refused filter answers 422 naming
+	// the failing place as the field, such as `filter.$or[1].total.$gt`.
+	// See docs/api.md, "Payload filters".
+	//
+	//
+	// Example: {"customer.tier":"gold","total":{"$gte":100}}
+	Filter *PayloadFilter     `json:"filter"`
+	ID     openapi_types.UUID `json:"id"`
 }
 
 // SubscriptionCreate defines model for SubscriptionCreate.
 type SubscriptionCreate struct {
 	EndpointID openapi_types.UUID `json:"endpoint_id"`
 	EventTypes []EventTypePattern `json:"event_types"`
+
+	// Filter A payload filter: the subscription makes a delivery only for events
+	// whose `payload` matches it; absent or `null` for none. Keys are
+	// dotted paths into the payload (`customer.tier`; a segment of
+	// digits such as `items.0.sku` names an array element, or a member
+	// of an object) or the combinators `$and`, `$or` (non-empty arrays
+	// of filters) and `$not` (a filter); several keys must all match. A
+	// path's value is a literal, which the value at the path must equal
+	// (JSON equality: `1` equals `1.0`, objects and arrays compare
+	// whole, values of different kinds never equal), or an object of
+	// operators: `$eq`, `$ne` (any value), `$in`, `$nin` (arrays),
+	// `$gt`, `$gte`, `$lt`, `$lte` (a number or a string: numbers by
+	// value, strings by code point; a value of another kind does not
+	// compare, so it does not match), `$exists` (boolean), `$prefix` (a
+	// string). An object whose keys begin with `$` is operators, so
+	// equality with such an object takes `$eq`. Arrays are never
+	// searched: `{"tags": "a"}` does not match `{"tags": ["a"]}`. A
+	// missing path matches only `$exists: false`, `$ne` and `$nin`. At
+	// most 4 KiB and 32 levels; a refused filter answers 422 naming
+	// the failing place as the field, such as `filter.$or[1].total.$gt`.
+	// See docs/api.md, "Payload filters".
+	//
+	//
+	// Example: {"customer.tier":"gold","total":{"$gte":100}}
+	Filter *PayloadFilter `json:"filter,omitempty"`
 }
 
 // SubscriptionList defines model for SubscriptionList.
@@ -2222,12 +2296,20 @@ type ClientInterface interface {
 
 	// CreateSubscriptionWithBody Subscribe an endpoint to event types
 	//
+	// Subscribes an endpoint to event types, optionally only to the
+	// events whose payload matches `filter` (PayloadFilter). A refused
+	// filter answers 422 with the failing place as the field.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /v1/subscriptions (the `CreateSubscription` operationId).
 	CreateSubscriptionWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateSubscription Subscribe an endpoint to event types
+	//
+	// Subscribes an endpoint to event types, optionally only to the
+	// events whose payload matches `filter` (PayloadFilter). A refused
+	// filter answers 422 with the failing place as the field.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3196,6 +3278,10 @@ func (c *Client) ListSubscriptions(ctx context.Context, params *ListSubscription
 
 // CreateSubscriptionWithBody Subscribe an endpoint to event types
 //
+// Subscribes an endpoint to event types, optionally only to the
+// events whose payload matches `filter` (PayloadFilter). A refused
+// filter answers 422 with the failing place as the field.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /v1/subscriptions (the `CreateSubscription` operationId).
@@ -3212,6 +3298,10 @@ func (c *Client) CreateSubscriptionWithBody(ctx context.Context, contentType str
 }
 
 // CreateSubscription Subscribe an endpoint to event types
+//
+// Subscribes an endpoint to event types, optionally only to the
+// events whose payload matches `filter` (PayloadFilter). A refused
+// filter answers 422 with the failing place as the field.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5660,12 +5750,20 @@ type ClientWithResponsesInterface interface {
 
 	// CreateSubscriptionWithBodyWithResponse Subscribe an endpoint to event types
 	//
+	// Subscribes an endpoint to event types, optionally only to the
+	// events whose payload matches `filter` (PayloadFilter). A refused
+	// filter answers 422 with the failing place as the field.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /v1/subscriptions (the `CreateSubscription` operationId).
 	CreateSubscriptionWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateSubscriptionResponse, error)
 
 	// CreateSubscriptionWithResponse Subscribe an endpoint to event types
+	//
+	// Subscribes an endpoint to event types, optionally only to the
+	// events whose payload matches `filter` (PayloadFilter). A refused
+	// filter answers 422 with the failing place as the field.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -10600,6 +10698,10 @@ func (c *ClientWithResponses) ListSubscriptionsWithResponse(ctx context.Context,
 
 // CreateSubscriptionWithBodyWithResponse Subscribe an endpoint to event types
 //
+// Subscribes an endpoint to event types, optionally only to the
+// events whose payload matches `filter` (PayloadFilter). A refused
+// filter answers 422 with the failing place as the field.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /v1/subscriptions (the `CreateSubscription` operationId).
@@ -10612,6 +10714,10 @@ func (c *ClientWithResponses) CreateSubscriptionWithBodyWithResponse(ctx context
 }
 
 // CreateSubscriptionWithResponse Subscribe an endpoint to event types
+//
+// Subscribes an endpoint to event types, optionally only to the
+// events whose payload matches `filter` (PayloadFilter). A refused
+// filter answers 422 with the failing place as the field.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

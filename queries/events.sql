@@ -45,8 +45,10 @@ SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 -- deliveries' foreign key will: an endpoint deleted meanwhile is left out,
 -- and none it returns can be deleted before the deliveries commit (which
 -- would fail their insert, and with it every event of the group).
+-- A subscription with a filter says so (filtered); which events pass it
+-- is MatchFilters's to say.
 -- name: SubscriptionsForEvents :many
-SELECT s.endpoint_id, s.event_types, e.consumer
+SELECT s.id, s.endpoint_id, s.event_types, e.consumer, (s.filter_path IS NOT NULL)::boolean AS filtered
 FROM subscriptions s
 JOIN endpoints e ON e.id = s.endpoint_id
 WHERE s.tenant_id = @tenant_id AND s.event_types && @patterns::text[]
@@ -81,7 +83,10 @@ FROM (
 -- tenant's own, or any, for a broadcast. (Events addressed to a consumer
 -- go through the transaction, whose routing finds a consumer's endpoints
 -- by their index; here each would be read past every other consumer's
--- endpoint on the same type.) It locks those endpoints FOR KEY SHARE, as
+-- endpoint on the same type.) A subscription with a filter is reached
+-- only by the events whose payload matches its compiled filter
+-- (filter.Filter.JSONPath); each payload is read as jsonb once, as the
+-- event is inserted. It locks those endpoints FOR KEY SHARE, as
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 -- named by sluice_delivery_id. A group that would make more than
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -96,7 +101,7 @@ WITH ev AS (
                unnest(@payloads::text[]) AS payload, unnest(@broadcasts::bool[]) AS broadcast,
                unnest(@created_ats::timestamptz[]) AS created_at
     ) e
-    RETURNING id, tenant_id, type, broadcast
+    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest(@pattern_events::uuid[]) AS event_id, unnest(@patterns::text[]) AS pattern) p
@@ -108,6 +113,7 @@ WITH ev AS (
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
     WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
+      AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target

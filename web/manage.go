@@ -26,6 +26,17 @@ type EndpointForm struct {
 	Types map[string]bool
 	// Patterns are free-text patterns (a tenant's only), space-separated.
 	Patterns string
+	// Filter is the subscription's payload filter, JSON; "" for none.
+	Filter string
+	// FilterPayload is a payload pasted to try the filter on.
+	FilterPayload string
+}
+
+// FilterTest is the answer of the form's "Test the filter" on one payload.
+type FilterTest struct {
+	Source  string // "the pasted payload", or the event type whose example it is
+	Matches bool
+	Error   string // why the payload could not be tried
 }
 
 // EndpointFormView is the page that creates or edits an endpoint with its
@@ -37,6 +48,10 @@ type EndpointFormView struct {
 	// Free offers the free-text patterns field: a tenant's sessions only.
 	Free  bool
 	Error string // why the form was refused
+	// FilterTests answer "Test the filter"; FilterNote says what kept it
+	// from answering, or warns about the filters the form replaces.
+	FilterTests []FilterTest
+	FilterNote  string
 }
 
 // ConfirmView is the confirmation step of a destructive action: what it

@@ -60,11 +60,14 @@ type EndpointView struct {
 	RateChart *RateChart
 	// Subscriptions are the patterns it is subscribed to.
 	Subscriptions []string
-	Flash         string // the outcome of the last action, if any
-	Deliveries    []sluice.Delivery
-	Filters       DeliveryFilters // of the deliveries
-	Older         string
-	Queued        *int64 // replays just queued, to flash
+	// SubscriptionFilters are its subscriptions' payload filters, each
+	// once ("" for a subscription without one); none when none has one.
+	SubscriptionFilters []string
+	Flash               string // the outcome of the last action, if any
+	Deliveries          []sluice.Delivery
+	Filters             DeliveryFilters // of the deliveries
+	Older               string
+	Queued              *int64 // replays just queued, to flash
 	// Replayable is how many dead deliveries "Replay all" would queue;
 	// the action is offered only when it is not 0.
 	Replayable int64

@@ -124,6 +124,20 @@ func (c *Client) Subscribe(ctx context.Context, endpointID string, types ...stri
 	return sub.ID, err
 }
 
+// SubscribeFiltered is Subscribe with a payload filter (none when f is
+// nil).
+func (c *Client) SubscribeFiltered(ctx context.Context, endpointID string, f json.RawMessage, types ...string) (string, error) {
+	var sub struct {
+		ID string `json:"id"`
+	}
+	body := map[string]any{"endpoint_id": endpointID, "event_types": types}
+	if f != nil {
+		body["filter"] = f
+	}
+	err := c.do(ctx, http.MethodPost, "/v1/subscriptions", body, http.StatusCreated, &sub)
+	return sub.ID, err
+}
+
 // DeleteSubscription deletes a subscription.
 func (c *Client) DeleteSubscription(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/v1/subscriptions/"+id, nil, http.StatusNoContent, nil)

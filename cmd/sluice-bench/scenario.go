@@ -56,6 +56,7 @@ func scenarios() []Scenario {
 		retentionScenario,
 		backlogScenario,
 		backlogAlertsScenario,
+		filtersScenario,
 	}
 }
 

@@ -1,12 +1,16 @@
 package dashboard
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -30,6 +34,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
 		BacklogQueued: strings.TrimSpace(f.Get("backlog_queued")), BacklogOldest: strings.TrimSpace(f.Get("backlog_oldest")),
 		Types: map[string]bool{}, Patterns: f.Get("patterns"),
+		Filter: strings.TrimSpace(f.Get("filter")), FilterPayload: strings.TrimSpace(f.Get("filter_payload")),
 	}
 	for _, t := range f["event_types"] {
 		form.Types[t] = true
@@ -37,9 +42,11 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 	return form
 }
 
-// endpointForm fills the form with an endpoint's settings and patterns:
-// those of the catalogue (and "*") as ticked boxes, the rest as free text.
-func endpointForm(ep sluice.Endpoint, patterns []string, catalogue []sluice.EventType) web.EndpointForm {
+// endpointForm fills the form with an endpoint's settings, patterns (those
+// of the catalogue, and "*", as ticked boxes, the rest as free text) and
+// filter (when its subscriptions have one between them: filterNote warns
+// about the others).
+func endpointForm(ep sluice.Endpoint, patterns, filters []string, catalogue []sluice.EventType) web.EndpointForm {
 	form := web.EndpointForm{
 		URL: ep.URL, Description: ep.Description, MaxInFlight: strconv.Itoa(ep.MaxInFlight),
 		Disabled: ep.Disabled, Types: map[string]bool{},
@@ -68,7 +75,83 @@ func endpointForm(ep sluice.Endpoint, patterns []string, catalogue []sluice.Even
 		}
 	}
 	form.Patterns = strings.Join(free, " ")
+	if len(filters) == 1 {
+		form.Filter = indentJSON(filters[0])
+	}
 	return form
+}
+
+// filterNote warns, on the form of an endpoint whose subscriptions (made
+// through the API) have different filters, that saving replaces them.
+func filterNote(filters []string) string {
+	if len(filters) < 2 {
+		return ""
+	}
+	return "This endpoint's subscriptions have different filters (see its page). Saving replaces them with one subscription, with the filter above."
+}
+
+// indentJSON lays out JSON text for a textarea (as it is when it is not JSON).
+func indentJSON(s string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		return s
+	}
+	return b.String()
+}
+
+// formFilter reads the filter field: nil when empty; a refused filter is
+// reported naming its failing place.
+func formFilter(form web.EndpointForm, v *sluice.ValidationError) *filter.Filter {
+	if form.Filter == "" {
+		return nil
+	}
+	f, err := filter.Parse([]byte(form.Filter))
+	var fe *filter.Error
+	switch {
+	case errors.As(err, &fe) && fe.Path != "":
+		v.Add("filter", "at %s %s", fe.Path, fe.Msg)
+	case errors.As(err, &fe):
+		v.Add("filter", "%s", fe.Msg)
+	case err != nil:
+		v.Add("filter", "%s", err.Error())
+	}
+	return f
+}
+
+// filterTests tries the form's filter on the pasted payload or, without
+// one, on the examples of the ticked event types of the catalogue.
+func filterTests(form web.EndpointForm, catalogue []sluice.EventType) ([]web.FilterTest, string) {
+	if form.Filter == "" {
+		return nil, "There is no filter to test: every event of the ticked types is delivered."
+	}
+	f, err := filter.Parse([]byte(form.Filter))
+	if err != nil {
+		return nil, "The filter is not valid: " + strings.TrimPrefix(err.Error(), "filter: ")
+	}
+	try := func(source string, payload []byte) web.FilterTest {
+		ok, err := f.Match(payload)
+		if err != nil {
+			return web.FilterTest{Source: source, Error: "not JSON"}
+		}
+		return web.FilterTest{Source: source, Matches: ok}
+	}
+	if form.FilterPayload != "" {
+		p := []byte(form.FilterPayload)
+		if !json.Valid(p) || !strings.HasPrefix(form.FilterPayload, "{") {
+			return []web.FilterTest{{Source: "the pasted payload", Error: "is not a JSON object"}}, ""
+		}
+		return []web.FilterTest{try("the pasted payload", p)}, ""
+	}
+	var tests []web.FilterTest
+	for _, et := range catalogue {
+		if form.Types[et.Name] && len(et.Example) > 0 && string(et.Example) != "null" {
+			tests = append(tests, try("the example of "+et.Name, et.Example))
+		}
+	}
+	if len(tests) == 0 {
+		return nil, "No example to test on: tick event types of the catalogue that have one, or paste a payload."
+	}
+	return tests, ""
 }
 
 func inCatalogue(catalogue []sluice.EventType, name string) bool {
@@ -77,10 +160,10 @@ func inCatalogue(catalogue []sluice.EventType, name string) bool {
 
 // settings checks the form and returns the endpoint settings it asks for,
 // over base (which keeps what the form does not show: headers, consumer),
-// and its subscription patterns. A portal session (free false) subscribes
+// and its subscription patterns and filter. A portal session (free false) subscribes
 // only from the catalogue, or to everything; a tenant may add free-text
 // patterns.
-func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue []sluice.EventType, free, allowPrivate bool) (sluice.EndpointSettings, []string, error) {
+func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue []sluice.EventType, free, allowPrivate bool) (sluice.EndpointSettings, []string, *filter.Filter, error) {
 	v := &sluice.ValidationError{}
 	set := base
 	set.URL, set.Description, set.Disabled = form.URL, form.Description, form.Disabled
@@ -96,7 +179,8 @@ func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue
 	set.BacklogAlert = formBacklogAlert(form)
 	endpointrules.Settings(set, allowPrivate, v)
 	patterns := formPatterns(form, catalogue, free, v)
-	return set, patterns, v.Err()
+	f := formFilter(form, v)
+	return set, patterns, f, v.Err()
 }
 
 // formRateLimit reads the rate-limit fields: none, or a rate per second or

@@ -54,7 +54,7 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
 		return err
 	}
-	if v.Subscriptions, err = sc.subscriptions(r.Context(), id); err != nil {
+	if v.Subscriptions, v.SubscriptionFilters, err = sc.subscriptions(r.Context(), id); err != nil {
 		return err
 	}
 	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {

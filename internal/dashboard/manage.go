@@ -37,7 +37,8 @@ func (d *Dashboard) newEndpoint(w http.ResponseWriter, r *http.Request) error {
 }
 
 // createEndpoint is POST /endpoints: a new endpoint of the scope (a portal
-// session's belongs to its consumer) with its subscription.
+// session's belongs to its consumer) with its subscription; or, with
+// action=test-filter, the form again with its filter tried (testFilter).
 func (d *Dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 	sc := d.in(r)
 	form := readEndpointForm(r.PostForm)
@@ -45,10 +46,13 @@ func (d *Dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	set, patterns, err := formSettings(form, sluice.EndpointSettings{}, catalogue, !sc.portal(), d.allowPrivate)
+	if r.PostForm.Get("action") == actionTestFilter {
+		return d.testFilter(w, r, nil, form, catalogue)
+	}
+	set, patterns, f, err := formSettings(form, sluice.EndpointSettings{}, catalogue, !sc.portal(), d.allowPrivate)
 	if err == nil {
 		var ep sluice.Endpoint
-		if ep, err = sc.createEndpoint(r.Context(), set, patterns); err == nil {
+		if ep, err = sc.createEndpoint(r.Context(), set, patterns, f); err == nil {
 			return redirect(w, r, endpointDone(ep.ID, "created"))
 		}
 	}
@@ -67,7 +71,7 @@ func (d *Dashboard) editEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	patterns, err := sc.subscriptions(r.Context(), id)
+	patterns, filters, err := sc.subscriptions(r.Context(), id)
 	if err != nil {
 		return err
 	}
@@ -75,7 +79,8 @@ func (d *Dashboard) editEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return d.renderEndpointForm(w, r, http.StatusOK, &ep, endpointForm(ep, patterns, catalogue), "")
+	v := web.EndpointFormView{Endpoint: &ep, Form: endpointForm(ep, patterns, filters, catalogue), FilterNote: filterNote(filters)}
+	return d.renderEndpointFormView(w, r, http.StatusOK, v)
 }
 
 // updateEndpoint is POST /endpoints/{id}/edit: saves the form. Headers,
@@ -95,9 +100,12 @@ func (d *Dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	set, patterns, err := formSettings(form, ep.Settings(), catalogue, !sc.portal(), d.allowPrivate)
+	if r.PostForm.Get("action") == actionTestFilter {
+		return d.testFilter(w, r, &ep, form, catalogue)
+	}
+	set, patterns, f, err := formSettings(form, ep.Settings(), catalogue, !sc.portal(), d.allowPrivate)
 	if err == nil {
-		if err = sc.updateEndpoint(r.Context(), id, set, patterns); err == nil {
+		if err = sc.updateEndpoint(r.Context(), id, set, patterns, f); err == nil {
 			return redirect(w, r, endpointDone(id, "saved"))
 		}
 	}
@@ -115,13 +123,29 @@ func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, ep *slui
 }
 
 func (d *Dashboard) renderEndpointForm(w http.ResponseWriter, r *http.Request, status int, ep *sluice.Endpoint, form web.EndpointForm, msg string) error {
+	return d.renderEndpointFormView(w, r, status, web.EndpointFormView{Endpoint: ep, Form: form, Error: msg})
+}
+
+// renderEndpointFormView renders the endpoint form v, with the scope's
+// catalogue.
+func (d *Dashboard) renderEndpointFormView(w http.ResponseWriter, r *http.Request, status int, v web.EndpointFormView) error {
 	sc := d.in(r)
 	catalogue, err := sc.catalogue(r.Context())
 	if err != nil {
 		return err
 	}
-	v := web.EndpointFormView{Endpoint: ep, Form: form, Catalogue: catalogue, Free: !sc.portal(), Error: msg}
+	v.Catalogue, v.Free = catalogue, !sc.portal()
 	return d.render(w, r, status, web.EndpointFormPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// actionTestFilter is the endpoint form's "Test the filter" button: the
+// form comes back as sent, nothing saved, with the filter's answer on the
+// pasted payload or the ticked event types' examples.
+const actionTestFilter = "test-filter"
+
+func (d *Dashboard) testFilter(w http.ResponseWriter, r *http.Request, ep *sluice.Endpoint, form web.EndpointForm, catalogue []sluice.EventType) error {
+	tests, note := filterTests(form, catalogue)
+	return d.renderEndpointFormView(w, r, http.StatusOK, web.EndpointFormView{Endpoint: ep, Form: form, FilterTests: tests, FilterNote: note})
 }
 
 // setDisabled is POST /endpoints/{id}/disable with disabled=1 or 0.

@@ -177,26 +177,35 @@ func urls(endpoints map[uuid.UUID]sluice.Endpoint) map[uuid.UUID]string {
 }
 
 // subscriptions are the event-type patterns an endpoint of the scope is
-// subscribed to, across its subscriptions, in order and without repeats.
-func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) ([]string, error) {
+// subscribed to, across its subscriptions, in order and without repeats,
+// and their payload filters, each once ("" for a subscription without
+// one, listed only beside filtered ones: it lets every event through).
+func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) (patterns, filters []string, err error) {
 	if _, err := sc.endpoint(ctx, endpointID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	page, err := sc.st.ListSubscriptions(ctx, sc.tenant, &endpointID, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
-	seen := map[string]bool{}
+	seen, seenFilter := map[string]bool{}, map[string]bool{}
 	for i := len(page.Items) - 1; i >= 0; i-- { // oldest first
-		for _, p := range page.Items[i].EventTypes {
+		sub := page.Items[i]
+		for _, p := range sub.EventTypes {
 			if !seen[p] {
 				seen[p] = true
-				out = append(out, p)
+				patterns = append(patterns, p)
 			}
 		}
+		if f := string(sub.Filter); !seenFilter[f] {
+			seenFilter[f] = true
+			filters = append(filters, f)
+		}
 	}
-	return out, nil
+	if len(filters) == 1 && filters[0] == "" {
+		filters = nil
+	}
+	return patterns, filters, nil
 }
 
 // catalogue is the tenant's event-type catalogue, followed by Sluice's own

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -42,20 +43,21 @@ func (sc scoped) replayEndpoint(ctx context.Context, id uuid.UUID, f sluice.Repl
 	return replay.Endpoint(ctx, sc.st, sc.tenant, id, f, jobs)
 }
 
-// createEndpoint creates an endpoint in the scope, subscribed to patterns:
-// a portal session's belongs to its consumer, a tenant's to the tenant.
-func (sc scoped) createEndpoint(ctx context.Context, set sluice.EndpointSettings, patterns []string) (sluice.Endpoint, error) {
+// createEndpoint creates an endpoint in the scope, subscribed to patterns
+// with filter f (nil: none): a portal session's belongs to its consumer, a
+// tenant's to the tenant.
+func (sc scoped) createEndpoint(ctx context.Context, set sluice.EndpointSettings, patterns []string, f *filter.Filter) (sluice.Endpoint, error) {
 	set.Consumer = sc.consumer
 	ep, _, err := sc.st.CreateEndpoint(ctx, sc.tenant, set)
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
-	return ep, sc.st.SetSubscriptions(ctx, sc.tenant, ep.ID, patterns)
+	return ep, sc.st.SetSubscriptions(ctx, sc.tenant, ep.ID, patterns, f)
 }
 
 // updateEndpoint replaces the settings and subscriptions of an endpoint of
 // the scope; its consumer never changes.
-func (sc scoped) updateEndpoint(ctx context.Context, id uuid.UUID, set sluice.EndpointSettings, patterns []string) error {
+func (sc scoped) updateEndpoint(ctx context.Context, id uuid.UUID, set sluice.EndpointSettings, patterns []string, f *filter.Filter) error {
 	ep, err := sc.endpoint(ctx, id)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func (sc scoped) updateEndpoint(ctx context.Context, id uuid.UUID, set sluice.En
 	if _, err := sc.st.UpdateEndpoint(ctx, sc.tenant, id, set, sc.jobs); err != nil {
 		return err
 	}
-	return sc.st.SetSubscriptions(ctx, sc.tenant, id, patterns)
+	return sc.st.SetSubscriptions(ctx, sc.tenant, id, patterns, f)
 }
 
 // setDisabled disables or enables an endpoint of the scope.

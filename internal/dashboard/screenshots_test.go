@@ -78,7 +78,7 @@ func TestScreenshots(t *testing.T) {
 	globex, _, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://globex.example/hooks/sluice",
 		Description: "Globex order sync", MaxInFlight: 4, Consumer: &gx})
 	require.NoError(t, err)
-	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, globex.ID, []string{"order.*"}))
+	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, globex.ID, []string{"order.*"}, nil))
 	for _, f := range []struct {
 		typ, payload string
 		code         int
@@ -162,7 +162,7 @@ func TestScreenshots(t *testing.T) {
 	uid := "initech"
 	ie, _, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://billing.initech.example/webhooks", Description: "Initech billing", MaxInFlight: 10, Consumer: &uid})
 	require.NoError(t, err)
-	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, ie.ID, []string{"invoice.paid", "invoice.voided"}))
+	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, ie.ID, []string{"invoice.paid", "invoice.voided"}, nil))
 	require.NoError(t, chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("consumer"))))
 	look("consumer")
 	click(`a[href="/consumers/initech/edit"]`, "#consumer-form")

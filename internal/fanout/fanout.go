@@ -2,9 +2,12 @@
 // reaches, and hands the endpoints whose queues changed to dispatch.
 //
 //   - Routing (routing.go, the one place it is decided): an event goes to
-//     the endpoints with a subscription matching its type, among the
-//     tenant's own endpoints; to its consumer's endpoints alone when it
-//     names a consumer; to every endpoint when it is a broadcast.
+//     the endpoints with a subscription matching its type, and its payload
+//     when the subscription has a filter, among the tenant's own
+//     endpoints; to its consumer's endpoints alone when it names a
+//     consumer; to every endpoint when it is a broadcast. Postgres
+//     evaluates the filters, compiled to jsonpath (internal/filter), in
+//     the routing statements themselves.
 //   - Planning (plan.go): a group's deliveries per tenant, one routing
 //     query and one insert each. Coalescing: an event with a coalesce key
 //     takes over the queued, never-attempted delivery of an older event

@@ -18,9 +18,17 @@ import (
 // event (a type of Sluice's own) about a consumer's endpoint is addressed
 // to that consumer and reaches the tenant's own endpoints too: the tenant
 // hears about every endpoint, a consumer only about its own.
+//
+// A subscription with a filter is reached only by the events whose payload
+// matches it: Postgres evaluates the filters of the subscriptions each
+// event may reach, by type and routing rule, in one query (applyFilters),
+// as InsertRoutedEvents does in its own statement.
 type routes struct {
 	byConsumer map[string][]dbq.SubscriptionsForEventsRow
+	passed     map[eventSubscription]bool // the filters that matched
 }
+
+type eventSubscription struct{ event, subscription uuid.UUID }
 
 // loadRoutes loads, with one query, the subscriptions evs can reach.
 func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event) (routes, error) {
@@ -50,55 +58,122 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 	if err != nil {
 		return routes{}, fmt.Errorf("route events: %w", err)
 	}
-	r := routes{byConsumer: map[string][]dbq.SubscriptionsForEventsRow{}}
+	r := routes{byConsumer: map[string][]dbq.SubscriptionsForEventsRow{}, passed: map[eventSubscription]bool{}}
+	filtered := false
 	for _, row := range rows {
 		key := ""
 		if row.Consumer != nil {
 			key = *row.Consumer
 		}
 		r.byConsumer[key] = append(r.byConsumer[key], row)
+		filtered = filtered || row.Filtered
+	}
+	if filtered {
+		if err := r.applyFilters(ctx, q, evs); err != nil {
+			return routes{}, err
+		}
 	}
 	return r, nil
 }
 
-// endpoints returns the endpoints ev goes to: those it may reach whose
-// subscriptions match its type, each once.
-func (r routes) endpoints(ev dbq.Event) []uuid.UUID {
+// applyFilters asks Postgres which filters pass, of the subscriptions with
+// one that each event may reach by its type, and keeps the answer.
+func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, evs []dbq.Event) error {
+	var p dbq.MatchFiltersParams
+	subIndex := map[uuid.UUID]int32{}
+	for i, ev := range evs {
+		for _, subs := range r.reachable(ev) {
+			for _, sub := range subs {
+				if !sub.Filtered || !matchesType(sub, ev.Type) {
+					continue
+				}
+				j, ok := subIndex[sub.ID]
+				if !ok {
+					p.SubscriptionIds = append(p.SubscriptionIds, sub.ID)
+					j = int32(len(p.SubscriptionIds))
+					subIndex[sub.ID] = j
+				}
+				p.PairEvents = append(p.PairEvents, int32(i+1))
+				p.PairSubscriptions = append(p.PairSubscriptions, j)
+			}
+		}
+	}
+	if len(p.PairEvents) == 0 {
+		return nil
+	}
+	p.EventIds = make([]uuid.UUID, len(evs))
+	for i, ev := range evs {
+		p.EventIds[i] = ev.ID
+	}
+	rows, err := q.MatchFilters(ctx, p)
+	if err != nil {
+		return fmt.Errorf("match filters: %w", err)
+	}
+	for _, row := range rows {
+		r.passed[eventSubscription{evs[row.EventIdx-1].ID, p.SubscriptionIds[row.SubscriptionIdx-1]}] = true
+	}
+	return nil
+}
+
+// reachable lists the groups of subscriptions ev may reach by the routing
+// rule, whatever their types and filters.
+func (r routes) reachable(ev dbq.Event) [][]dbq.SubscriptionsForEventsRow {
 	switch {
 	case ev.Broadcast:
-		var out []uuid.UUID
+		out := make([][]dbq.SubscriptionsForEventsRow, 0, len(r.byConsumer))
 		for _, subs := range r.byConsumer {
-			out = append(out, matchingEndpoints(subs, ev.Type)...)
+			out = append(out, subs)
 		}
 		return out
 	case ev.Consumer != nil:
 		if *ev.Consumer == "" {
 			return nil // never the tenant's own endpoints
 		}
-		out := matchingEndpoints(r.byConsumer[*ev.Consumer], ev.Type)
+		out := [][]dbq.SubscriptionsForEventsRow{r.byConsumer[*ev.Consumer]}
 		if sluice.IsReservedType(ev.Type) {
-			out = append(out, matchingEndpoints(r.byConsumer[""], ev.Type)...)
+			out = append(out, r.byConsumer[""])
 		}
 		return out
 	default:
-		return matchingEndpoints(r.byConsumer[""], ev.Type)
+		return [][]dbq.SubscriptionsForEventsRow{r.byConsumer[""]}
 	}
 }
 
-func matchingEndpoints(subs []dbq.SubscriptionsForEventsRow, eventType string) []uuid.UUID {
+// endpoints returns the endpoints ev goes to: those it may reach whose
+// subscriptions match its type, and its payload when they have a filter,
+// each once.
+func (r routes) endpoints(ev dbq.Event) []uuid.UUID {
+	var out []uuid.UUID
+	for _, subs := range r.reachable(ev) {
+		out = append(out, r.matchingEndpoints(subs, ev)...)
+	}
+	return out
+}
+
+// matchingEndpoints are the endpoints, each once, of the subscriptions in
+// subs that ev matches. An endpoint belongs to one consumer, so the groups
+// of reachable never share one.
+func (r routes) matchingEndpoints(subs []dbq.SubscriptionsForEventsRow, ev dbq.Event) []uuid.UUID {
 	var out []uuid.UUID
 	seen := map[uuid.UUID]bool{}
 	for _, sub := range subs {
-		if seen[sub.EndpointID] {
+		if seen[sub.EndpointID] || !matchesType(sub, ev.Type) {
 			continue
 		}
-		for _, pattern := range sub.EventTypes {
-			if sluice.MatchEventType(pattern, eventType) {
-				seen[sub.EndpointID] = true
-				out = append(out, sub.EndpointID)
-				break
-			}
+		if sub.Filtered && !r.passed[eventSubscription{ev.ID, sub.ID}] {
+			continue
 		}
+		seen[sub.EndpointID] = true
+		out = append(out, sub.EndpointID)
 	}
 	return out
+}
+
+func matchesType(sub dbq.SubscriptionsForEventsRow, eventType string) bool {
+	for _, pattern := range sub.EventTypes {
+		if sluice.MatchEventType(pattern, eventType) {
+			return true
+		}
+	}
+	return false
 }

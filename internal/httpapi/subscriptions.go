@@ -1,21 +1,26 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 type subscriptionInput struct {
-	EndpointID *string  `json:"endpoint_id"`
-	EventTypes []string `json:"event_types"`
+	EndpointID *string         `json:"endpoint_id"`
+	EventTypes []string        `json:"event_types"`
+	Filter     json.RawMessage `json:"filter"`
 }
 
-func (in subscriptionInput) validate() (uuid.UUID, error) {
+// validate checks in and returns its endpoint and its filter (nil: none,
+// for an absent or null filter).
+func (in subscriptionInput) validate() (uuid.UUID, *filter.Filter, error) {
 	v := &sluice.ValidationError{}
 	var endpointID uuid.UUID
 	if in.EndpointID == nil {
@@ -26,7 +31,31 @@ func (in subscriptionInput) validate() (uuid.UUID, error) {
 		endpointID = id
 	}
 	endpointrules.Patterns("event_types", in.EventTypes, v)
-	return endpointID, v.Err()
+	f := parseFilter(in.Filter, v)
+	return endpointID, f, v.Err()
+}
+
+// parseFilter reads a subscription's filter (nil when absent or null),
+// naming a refused one's failing place as the field: "filter.$or[1].total.$gt".
+func parseFilter(raw json.RawMessage, v *sluice.ValidationError) *filter.Filter {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	f, err := filter.Parse(raw)
+	var fe *filter.Error
+	switch {
+	case errors.As(err, &fe):
+		field := "filter"
+		if fe.Path != "" {
+			field += "." + fe.Path
+		}
+		v.Add(field, "%s", fe.Msg)
+		return nil
+	case err != nil:
+		v.Add("filter", "%s", err.Error())
+		return nil
+	}
+	return f
 }
 
 func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
@@ -34,11 +63,11 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
 		return err
 	}
-	endpointID, err := in.validate()
+	endpointID, f, err := in.validate()
 	if err != nil {
 		return err
 	}
-	sub, err := a.store.CreateSubscription(r.Context(), tenantFrom(r.Context()).ID, endpointID, in.EventTypes)
+	sub, err := a.store.CreateFilteredSubscription(r.Context(), tenantFrom(r.Context()).ID, endpointID, in.EventTypes, f)
 	if errors.Is(err, sluice.ErrNotFound) {
 		return notFoundProblem("no endpoint with id " + endpointID.String())
 	}

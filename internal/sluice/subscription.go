@@ -1,20 +1,23 @@
 package sluice
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 )
 
-// Subscription routes events whose type matches one of EventTypes to an
+// Subscription routes events whose type matches one of EventTypes, and
+// whose payload matches Filter when there is one (internal/filter), to an
 // endpoint.
 type Subscription struct {
-	ID         uuid.UUID `json:"id"`
-	TenantID   uuid.UUID `json:"-"`
-	EndpointID uuid.UUID `json:"endpoint_id"`
-	EventTypes []string  `json:"event_types"`
-	CreatedAt  time.Time `json:"created_at"`
+	ID         uuid.UUID       `json:"id"`
+	TenantID   uuid.UUID       `json:"-"`
+	EndpointID uuid.UUID       `json:"endpoint_id"`
+	EventTypes []string        `json:"event_types"`
+	Filter     json.RawMessage `json:"filter"` // null when there is none
+	CreatedAt  time.Time       `json:"created_at"`
 }
 
 // MatchEventType reports whether eventType matches pattern: "*" matches

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -14,16 +16,34 @@ import (
 // CreateSubscription subscribes one of a tenant's endpoints to event types.
 // It answers sluice.ErrNotFound when the endpoint is not the tenant's.
 func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string) (sluice.Subscription, error) {
-	row, err := s.q.CreateSubscription(ctx, dbq.CreateSubscriptionParams{
+	return s.CreateFilteredSubscription(ctx, tenantID, endpointID, eventTypes, nil)
+}
+
+// CreateFilteredSubscription is CreateSubscription with a payload filter
+// (none when f is nil), stored with its compiled jsonpath, which routing
+// evaluates.
+func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *filter.Filter) (sluice.Subscription, error) {
+	p := dbq.CreateSubscriptionParams{
 		ID:         newID(),
 		TenantID:   tenantID,
 		EndpointID: endpointID,
 		EventTypes: eventTypes,
-	})
+	}
+	setFilter(&p, f)
+	row, err := s.q.CreateSubscription(ctx, p)
 	if err != nil {
 		return sluice.Subscription{}, notFound(err)
 	}
 	return subscriptionFromRow(row), nil
+}
+
+// setFilter puts a filter, and its compiled form, in p.
+func setFilter(p *dbq.CreateSubscriptionParams, f *filter.Filter) {
+	if f == nil {
+		return
+	}
+	path := f.JSONPath()
+	p.Filter, p.FilterPath = []byte(f.String()), &path
 }
 
 // GetSubscription returns one of a tenant's subscriptions.
@@ -66,15 +86,16 @@ func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
 		TenantID:   r.TenantID,
 		EndpointID: r.EndpointID,
 		EventTypes: r.EventTypes,
+		Filter:     json.RawMessage(r.Filter),
 		CreatedAt:  r.CreatedAt,
 	}
 }
 
 // SetSubscriptions replaces every subscription of one of a tenant's
-// endpoints with one to patterns (with none when patterns is empty), in one
-// transaction: the dashboard's subscription form. An endpoint that is not
-// the tenant's is sluice.ErrNotFound.
-func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.UUID, patterns []string) error {
+// endpoints with one to patterns and filter f (nil: none), or with none
+// when patterns is empty, in one transaction: the dashboard's subscription
+// form. An endpoint that is not the tenant's is sluice.ErrNotFound.
+func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.UUID, patterns []string, f *filter.Filter) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
@@ -86,9 +107,9 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 		if len(patterns) == 0 {
 			return nil
 		}
-		_, err := q.CreateSubscription(ctx, dbq.CreateSubscriptionParams{
-			ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: patterns,
-		})
+		p := dbq.CreateSubscriptionParams{ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: patterns}
+		setFilter(&p, f)
+		_, err := q.CreateSubscription(ctx, p)
 		return notFound(err)
 	})
 }

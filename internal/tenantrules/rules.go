@@ -98,6 +98,8 @@ func Payload(p json.RawMessage, field string, v *sluice.ValidationError) {
 		v.Add(field, "must nest arrays and objects at most %d deep", MaxPayloadDepth)
 	case textcheck.EscapedNUL(p):
 		v.Add(field, "must not contain NUL characters (\\u0000)")
+	case textcheck.LargeNumber(p) >= 0:
+		v.Add(field, "must not hold numbers beyond Postgres's numeric (more than 131072 digits before the point or 16383 after): routing reads payloads as jsonb")
 	}
 }
 

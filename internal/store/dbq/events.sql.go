@@ -166,7 +166,7 @@ WITH ev AS (
                unnest($4::text[]) AS payload, unnest($5::bool[]) AS broadcast,
                unnest($6::timestamptz[]) AS created_at
     ) e
-    RETURNING id, tenant_id, type, broadcast
+    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest($7::uuid[]) AS event_id, unnest($8::text[]) AS pattern) p
@@ -178,6 +178,7 @@ WITH ev AS (
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
     WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
+      AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
@@ -221,7 +222,10 @@ type InsertRoutedEventsRow struct {
 // tenant's own, or any, for a broadcast. (Events addressed to a consumer
 // go through the transaction, whose routing finds a consumer's endpoints
 // by their index; here each would be read past every other consumer's
-// endpoint on the same type.) It locks those endpoints FOR KEY SHARE, as
+// endpoint on the same type.) A subscription with a filter is reached
+// only by the events whose payload matches its compiled filter
+// (filter.Filter.JSONPath); each payload is read as jsonb once, as the
+// event is inserted. It locks those endpoints FOR KEY SHARE, as
 // SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 // named by sluice_delivery_id. A group that would make more than
 // max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -365,7 +369,7 @@ func (q *Queries) RecentEventByIdempotencyKey(ctx context.Context, arg RecentEve
 }
 
 const subscriptionsForEvents = `-- name: SubscriptionsForEvents :many
-SELECT s.endpoint_id, s.event_types, e.consumer
+SELECT s.id, s.endpoint_id, s.event_types, e.consumer, (s.filter_path IS NOT NULL)::boolean AS filtered
 FROM subscriptions s
 JOIN endpoints e ON e.id = s.endpoint_id
 WHERE s.tenant_id = $1 AND s.event_types && $2::text[]
@@ -385,9 +389,11 @@ type SubscriptionsForEventsParams struct {
 }
 
 type SubscriptionsForEventsRow struct {
+	ID         uuid.UUID
 	EndpointID uuid.UUID
 	EventTypes []string
 	Consumer   *string
+	Filtered   bool
 }
 
 // SubscriptionsForEvents returns the subscriptions of a tenant's enabled
@@ -400,6 +406,8 @@ type SubscriptionsForEventsRow struct {
 // deliveries' foreign key will: an endpoint deleted meanwhile is left out,
 // and none it returns can be deleted before the deliveries commit (which
 // would fail their insert, and with it every event of the group).
+// A subscription with a filter says so (filtered); which events pass it
+// is MatchFilters's to say.
 func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsForEventsParams) ([]SubscriptionsForEventsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptionsForEvents,
 		arg.TenantID,
@@ -415,7 +423,13 @@ func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsF
 	items := []SubscriptionsForEventsRow{}
 	for rows.Next() {
 		var i SubscriptionsForEventsRow
-		if err := rows.Scan(&i.EndpointID, &i.EventTypes, &i.Consumer); err != nil {
+		if err := rows.Scan(
+			&i.ID,
+			&i.EndpointID,
+			&i.EventTypes,
+			&i.Consumer,
+			&i.Filtered,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

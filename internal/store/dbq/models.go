@@ -241,6 +241,8 @@ type Subscription struct {
 	EndpointID uuid.UUID
 	EventTypes []string
 	CreatedAt  time.Time
+	Filter     []byte
+	FilterPath *string
 }
 
 type Sweep struct {

@@ -12,24 +12,30 @@ import (
 )
 
 const createSubscription = `-- name: CreateSubscription :one
-INSERT INTO subscriptions (id, tenant_id, endpoint_id, event_types)
-SELECT $1, e.tenant_id, e.id, $2::text[]
+INSERT INTO subscriptions (id, tenant_id, endpoint_id, event_types, filter, filter_path)
+SELECT $1, e.tenant_id, e.id, $2::text[], $3::json, $4::jsonpath
 FROM endpoints e
-WHERE e.tenant_id = $3 AND e.id = $4
-RETURNING id, tenant_id, endpoint_id, event_types, created_at
+WHERE e.tenant_id = $5 AND e.id = $6
+RETURNING id, tenant_id, endpoint_id, event_types, created_at, filter, filter_path
 `
 
 type CreateSubscriptionParams struct {
 	ID         uuid.UUID
 	EventTypes []string
+	Filter     []byte
+	FilterPath *string
 	TenantID   uuid.UUID
 	EndpointID uuid.UUID
 }
 
+// filter and filter_path are both given or both NULL: a filter's JSON and
+// its compiled jsonpath (filter.Filter).
 func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscriptionParams) (Subscription, error) {
 	row := q.db.QueryRow(ctx, createSubscription,
 		arg.ID,
 		arg.EventTypes,
+		arg.Filter,
+		arg.FilterPath,
 		arg.TenantID,
 		arg.EndpointID,
 	)
@@ -40,6 +46,8 @@ func (q *Queries) CreateSubscription(ctx context.Context, arg CreateSubscription
 		&i.EndpointID,
 		&i.EventTypes,
 		&i.CreatedAt,
+		&i.Filter,
+		&i.FilterPath,
 	)
 	return i, err
 }
@@ -76,7 +84,7 @@ func (q *Queries) DeleteSubscription(ctx context.Context, arg DeleteSubscription
 }
 
 const getSubscription = `-- name: GetSubscription :one
-SELECT id, tenant_id, endpoint_id, event_types, created_at FROM subscriptions WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, endpoint_id, event_types, created_at, filter, filter_path FROM subscriptions WHERE tenant_id = $1 AND id = $2
 `
 
 type GetSubscriptionParams struct {
@@ -93,12 +101,14 @@ func (q *Queries) GetSubscription(ctx context.Context, arg GetSubscriptionParams
 		&i.EndpointID,
 		&i.EventTypes,
 		&i.CreatedAt,
+		&i.Filter,
+		&i.FilterPath,
 	)
 	return i, err
 }
 
 const listSubscriptions = `-- name: ListSubscriptions :many
-SELECT id, tenant_id, endpoint_id, event_types, created_at FROM subscriptions
+SELECT id, tenant_id, endpoint_id, event_types, created_at, filter, filter_path FROM subscriptions
 WHERE tenant_id = $1
   AND ($2::uuid IS NULL OR endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR id < $3::uuid)
@@ -133,7 +143,70 @@ func (q *Queries) ListSubscriptions(ctx context.Context, arg ListSubscriptionsPa
 			&i.EndpointID,
 			&i.EventTypes,
 			&i.CreatedAt,
+			&i.Filter,
+			&i.FilterPath,
 		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const matchFilters = `-- name: MatchFilters :many
+WITH doc AS MATERIALIZED (
+    SELECT e.event_idx, ev.payload::jsonb AS doc
+    FROM (SELECT unnest($3::uuid[]) AS id, generate_subscripts($3::uuid[], 1) AS event_idx) e
+    JOIN events ev ON ev.id = e.id
+    WHERE ev.id = ANY($3::uuid[])
+), sub AS MATERIALIZED (
+    SELECT u.subscription_idx, s.filter_path
+    FROM (SELECT unnest($4::uuid[]) AS id, generate_subscripts($4::uuid[], 1) AS subscription_idx) u
+    JOIN subscriptions s ON s.id = u.id
+    WHERE s.filter_path IS NOT NULL
+)
+SELECT p.event_idx::int AS event_idx, p.subscription_idx::int AS subscription_idx
+FROM (SELECT unnest($1::int[]) AS event_idx, unnest($2::int[]) AS subscription_idx) p
+JOIN doc d ON d.event_idx = p.event_idx
+JOIN sub s ON s.subscription_idx = p.subscription_idx
+WHERE jsonb_path_match(d.doc, s.filter_path, '{}', true)
+`
+
+type MatchFiltersParams struct {
+	PairEvents        []int32
+	PairSubscriptions []int32
+	EventIds          []uuid.UUID
+	SubscriptionIds   []uuid.UUID
+}
+
+type MatchFiltersRow struct {
+	EventIdx        int32
+	SubscriptionIdx int32
+}
+
+// Routing's filter step for events already stored (fanout.planFanOut):
+// of the pairs (event, subscription with a filter), given as 1-based
+// indexes into event_ids and subscription_ids, those whose filter matches
+// the event's payload, evaluated as InsertRoutedEvents does, each payload
+// read as jsonb once.
+func (q *Queries) MatchFilters(ctx context.Context, arg MatchFiltersParams) ([]MatchFiltersRow, error) {
+	rows, err := q.db.Query(ctx, matchFilters,
+		arg.PairEvents,
+		arg.PairSubscriptions,
+		arg.EventIds,
+		arg.SubscriptionIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []MatchFiltersRow{}
+	for rows.Next() {
+		var i MatchFiltersRow
+		if err := rows.Scan(&i.EventIdx, &i.SubscriptionIdx); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
