@@ -19,6 +19,11 @@
 // An event Postgres rejects (store.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
 // posted it, is committed (see package batch).
+//
+// With tracing on, each event stores the trace context of the request
+// that posted it (tracing.Carry), and each traced request gets a commit
+// span in its own trace (trace.go), whether its transaction was its own
+// or shared with other requests.
 package ingest
 
 import (
@@ -32,12 +37,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river/rivershared/startstop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-dev/sluice/internal/batch"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // ErrClosed is returned for events submitted before Start or after Stop.
@@ -67,6 +74,9 @@ type Config struct {
 	Nudger *dispatch.Nudger
 	// Logger reports nudges that failed (the sweeper repairs them).
 	Logger *slog.Logger
+	// Tracing traces commits and stores each traced request's trace
+	// context with its events. Nil, or off: nothing is traced or stored.
+	Tracing *tracing.Provider
 }
 
 // Resolve returns the configuration with defaults applied, or an error if
@@ -99,8 +109,16 @@ type Ingester struct {
 	st      *store.Store
 	jobs    store.JobQueue
 	cfg     Config
-	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
+	tracer  trace.Tracer                                        // nil when tracing is off
+	batcher atomic.Pointer[batch.Batcher[posted, sluice.Event]] // nil unless started
 	nudges  *nudges
+}
+
+// posted is a single event waiting for its group's commit, with the span
+// of the request that posted it (sampled, or the zero SpanContext).
+type posted struct {
+	fanout.TenantEvent
+	span trace.SpanContext
 }
 
 // New returns an Ingester on st that queues the jobs its commits need on
@@ -113,7 +131,11 @@ func New(st *store.Store, jobs store.JobQueue, cfg Config) (*Ingester, error) {
 	if cfg.Nudger == nil {
 		cfg.Nudger = dispatch.NewNudger(st, jobs, dispatch.NudgerConfig{Logger: cfg.Logger})
 	}
-	return &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}, nil
+	i := &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}
+	if cfg.Tracing.Enabled() {
+		i.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/ingest")
+	}
+	return i, nil
 }
 
 // Start starts the group commit and the nudging loop.
@@ -122,7 +144,7 @@ func (i *Ingester) Start(ctx context.Context) error {
 	if !shouldStart {
 		return nil
 	}
-	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commit)
+	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
 		started()
@@ -135,9 +157,27 @@ func (i *Ingester) Start(ctx context.Context) error {
 	return nil
 }
 
-// commit stores a group and passes its endpoints to the nudging loop.
-func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
+// commitGroup commits a group of single posts.
+func (i *Ingester) commitGroup(ctx context.Context, group []posted) ([]sluice.Event, error) {
+	evs := make([]fanout.TenantEvent, len(group))
+	var traced []posted
+	for j, p := range group {
+		evs[j] = p.TenantEvent
+		if p.span.IsSampled() {
+			traced = append(traced, p)
+		}
+	}
+	return i.commit(ctx, evs, len(group), traced)
+}
+
+// commit stores the events of one or more requests in one transaction
+// and passes their endpoints to the nudging loop. traced are the traced
+// requests among them (with their tenant): each gets a span for the
+// commit.
+func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int, traced []posted) ([]sluice.Event, error) {
+	spans := i.startCommit(ctx, traced, len(evs), requests)
 	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
+	endCommit(spans, err)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
 	}
@@ -152,11 +192,20 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 	if i.batcher.Load() == nil {
 		return nil, ErrClosed
 	}
+	var traced []posted
+	var carried []byte
+	if i.tracer != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+			traced = []posted{{TenantEvent: fanout.TenantEvent{TenantID: tenantID}, span: sc}}
+			carried = tracing.Carry(ctx) // one for every event of the batch
+		}
+	}
 	group := make([]fanout.TenantEvent, len(evs))
 	for j, ev := range evs {
+		ev.TraceContext = carried
 		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return i.commit(ctx, group)
+	return i.commit(ctx, group, 1, traced)
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -168,7 +217,13 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if b == nil {
 		return sluice.Event{}, ErrClosed
 	}
-	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
+	p := posted{TenantEvent: fanout.TenantEvent{TenantID: tenantID, Event: ev}}
+	if i.tracer != nil {
+		if p.span = trace.SpanContextFromContext(ctx); p.span.IsSampled() {
+			p.Event.TraceContext = tracing.Carry(ctx)
+		}
+	}
+	return b.Submit(ctx, p) //nolint:wrapcheck // commit wraps its own
 }
 
 // SubmitIdempotent commits one event that carries an Idempotency-Key, on
@@ -176,7 +231,16 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 // fanout.IdempotencyWindow answers with the event it created. Its error is
 // fanout's as it is: a conflict's text is the API's answer.
 func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
-	return fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs) //nolint:wrapcheck // wrapped by fanout
+	var spans []trace.Span
+	if i.tracer != nil {
+		if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
+			ev.TraceContext = tracing.Carry(ctx)
+			spans = i.startCommit(ctx, []posted{{TenantEvent: fanout.TenantEvent{TenantID: tenantID}, span: sc}}, 1, 0)
+		}
+	}
+	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs)
+	endCommit(spans, err)
+	return out, created, err //nolint:wrapcheck // wrapped by fanout
 }
 
 // nudges nudges the endpoints whose queues changed, one pass at a time,

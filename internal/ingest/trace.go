@@ -1,0 +1,55 @@
+package ingest
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// CommitSpan is the name of a commit's span.
+const CommitSpan = "commit"
+
+// Attributes of a commit's span.
+const (
+	AttrTenantID       = attribute.Key("sluice.tenant.id")
+	AttrCommitEvents   = attribute.Key("sluice.commit.events")
+	AttrCommitRequests = attribute.Key("sluice.commit.requests")
+)
+
+// startCommit starts one span for a transaction in the trace of each
+// traced request whose events it stores, as a child of that request's
+// span. A group commit is one transaction for many requests: rather than
+// one span in the first request's trace that the others would only link
+// to, every traced request gets a span of its own, with the same start
+// and end, so each request's trace shows its commit whole; the attributes
+// say how many events and requests shared it. A group that the batcher
+// splits to isolate a rejected event (package batch) is committed again,
+// and its requests get a span for each try.
+func (i *Ingester) startCommit(ctx context.Context, traced []posted, events, requests int) []trace.Span {
+	if i.tracer == nil || len(traced) == 0 {
+		return nil
+	}
+	spans := make([]trace.Span, len(traced))
+	for j, p := range traced {
+		_, spans[j] = i.tracer.Start(trace.ContextWithSpanContext(ctx, p.span), CommitSpan,
+			trace.WithAttributes(
+				AttrTenantID.String(p.TenantID.String()),
+				AttrCommitEvents.Int(events),
+				AttrCommitRequests.Int(requests),
+			))
+	}
+	return spans
+}
+
+// endCommit ends the spans of a commit with its error, if any.
+func endCommit(spans []trace.Span, err error) {
+	for _, span := range spans {
+		if err != nil {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, "commit failed")
+		}
+		span.End()
+	}
+}
