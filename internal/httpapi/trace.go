@@ -22,8 +22,15 @@ func traceRequests(p *tracing.Provider) func(http.Handler) http.Handler {
 		otelhttp.WithTracerProvider(p.TracerProvider()),
 		otelhttp.WithPropagators(tracing.Propagator()),
 		otelhttp.WithMeterProvider(metricnoop.NewMeterProvider()),
-		// The route is not known yet; nameSpan names the span once it is.
-		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }),
+		// Called as the span starts, before chi has routed (the name then
+		// is the /v1 mount's), and again by otelhttp after the handler, as
+		// nameSpan does.
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if route := routePattern(r); route != "" {
+				return r.Method + " " + route
+			}
+			return r.Method
+		}),
 	)
 	return func(next http.Handler) http.Handler { return span(nameSpan(next)) }
 }
@@ -33,13 +40,19 @@ func traceRequests(p *tracing.Provider) func(http.Handler) http.Handler {
 func nameSpan(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		next.ServeHTTP(w, r)
-		rc := chi.RouteContext(r.Context())
-		if rc == nil || rc.RoutePattern() == "" {
-			return
+		if route := routePattern(r); route != "" {
+			span := trace.SpanFromContext(r.Context())
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route))
 		}
-		route := rc.RoutePattern()
-		span := trace.SpanFromContext(r.Context())
-		span.SetName(r.Method + " " + route)
-		span.SetAttributes(semconv.HTTPRoute(route))
 	})
+}
+
+// routePattern is the route chi matched so far ("/v1/endpoints/{id}"),
+// or "".
+func routePattern(r *http.Request) string {
+	if rc := chi.RouteContext(r.Context()); rc != nil {
+		return rc.RoutePattern()
+	}
+	return ""
 }
