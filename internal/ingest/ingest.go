@@ -217,13 +217,20 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if b == nil {
 		return sluice.Event{}, ErrClosed
 	}
+	return b.Submit(ctx, i.post(ctx, tenantID, ev)) //nolint:wrapcheck // commit wraps its own
+}
+
+// post is a single event posted by the request of ctx, as the group
+// commit takes it: with the request's span and trace context when it is
+// traced.
+func (i *Ingester) post(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) posted {
 	p := posted{TenantEvent: fanout.TenantEvent{TenantID: tenantID, Event: ev}}
 	if i.tracer != nil {
 		if p.span = trace.SpanContextFromContext(ctx); p.span.IsSampled() {
 			p.Event.TraceContext = tracing.Carry(ctx)
 		}
 	}
-	return b.Submit(ctx, p) //nolint:wrapcheck // commit wraps its own
+	return p
 }
 
 // SubmitIdempotent commits one event that carries an Idempotency-Key, on

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -32,8 +33,9 @@ func (i *Ingester) startCommit(ctx context.Context, traced []posted, events, req
 		return nil
 	}
 	spans := make([]trace.Span, len(traced))
+	start := time.Now()
 	for j, p := range traced {
-		_, spans[j] = i.tracer.Start(trace.ContextWithSpanContext(ctx, p.span), CommitSpan,
+		_, spans[j] = i.tracer.Start(trace.ContextWithSpanContext(ctx, p.span), CommitSpan, trace.WithTimestamp(start),
 			trace.WithAttributes(
 				AttrTenantID.String(p.TenantID.String()),
 				AttrCommitEvents.Int(events),
@@ -45,11 +47,15 @@ func (i *Ingester) startCommit(ctx context.Context, traced []posted, events, req
 
 // endCommit ends the spans of a commit with its error, if any.
 func endCommit(spans []trace.Span, err error) {
+	if len(spans) == 0 {
+		return
+	}
+	end := time.Now()
 	for _, span := range spans {
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, "commit failed")
 		}
-		span.End()
+		span.End(trace.WithTimestamp(end))
 	}
 }

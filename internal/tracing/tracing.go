@@ -163,6 +163,10 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	return &Provider{sdk: sdk}, nil
 }
 
+// NewSDK returns a Provider on an SDK tracer provider of the caller's:
+// for tests, which record spans in memory with one.
+func NewSDK(sdk *sdktrace.TracerProvider) *Provider { return &Provider{sdk: sdk} }
+
 // Enabled reports whether p exports spans.
 func (p *Provider) Enabled() bool { return p != nil && p.sdk != nil }
 
