@@ -60,7 +60,9 @@ FOR KEY SHARE OF e;
 -- Stores a small group of events in one statement and one round trip
 -- (fanout.insertEvents; a large group goes by COPY). A consumer is stored
 -- only where has_consumers says there is one, so that "" stays "", and a
--- trace context ("" for none) only where there is one.
+-- trace context ("" for none) only where there is one; trace_contexts is
+-- NULL when no event has one (unnest runs a select list's arrays in
+-- lockstep, padding a shorter one with NULLs).
 INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
        CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
@@ -90,6 +92,7 @@ FROM (
 -- and stores nothing. It returns each delivery made, with its endpoint and
 -- when it came due: with the event, all a dispatch run claims of it, so
 -- ingest can hand it to a run lingering in this process (dispatch.Waker).
+-- trace_contexts is as InsertEvents has it.
 WITH ev AS (
     INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context)
     SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb

@@ -177,11 +177,17 @@ func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
 	p := dbq.InsertEventsParams{
 		Ids: make([]uuid.UUID, n), TenantIds: make([]uuid.UUID, n), Types: make([]string, n), Payloads: make([]string, n),
 		CoalesceKeys: make([]string, n), Consumers: make([]string, n), HasConsumers: make([]bool, n),
-		Broadcasts: make([]bool, n), CreatedAts: make([]time.Time, n), TraceContexts: make([]string, n),
+		Broadcasts: make([]bool, n), CreatedAts: make([]time.Time, n),
 	}
 	for i, ev := range evs {
 		p.Ids[i], p.TenantIds[i], p.Types[i], p.Payloads[i] = ev.ID, ev.TenantID, ev.Type, string(ev.Payload)
-		p.Broadcasts[i], p.CreatedAts[i], p.TraceContexts[i] = ev.Broadcast, ev.CreatedAt, string(ev.TraceContext)
+		p.Broadcasts[i], p.CreatedAts[i] = ev.Broadcast, ev.CreatedAt
+		if ev.TraceContext != nil { // nil while no event has one: no array to send
+			if p.TraceContexts == nil {
+				p.TraceContexts = make([]string, n)
+			}
+			p.TraceContexts[i] = string(ev.TraceContext)
+		}
 		if ev.CoalesceKey != nil {
 			p.CoalesceKeys[i] = *ev.CoalesceKey // never "": the API refuses an empty key
 		}

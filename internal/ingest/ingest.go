@@ -109,16 +109,9 @@ type Ingester struct {
 	st      *store.Store
 	jobs    store.JobQueue
 	cfg     Config
-	tracer  trace.Tracer                                        // nil when tracing is off
-	batcher atomic.Pointer[batch.Batcher[posted, sluice.Event]] // nil unless started
+	tracer  trace.Tracer                                                    // nil when tracing is off
+	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
 	nudges  *nudges
-}
-
-// posted is a single event waiting for its group's commit, with the span
-// of the request that posted it (sampled, or the zero SpanContext).
-type posted struct {
-	fanout.TenantEvent
-	span trace.SpanContext
 }
 
 // New returns an Ingester on st that queues the jobs its commits need on
@@ -157,25 +150,15 @@ func (i *Ingester) Start(ctx context.Context) error {
 	return nil
 }
 
-// commitGroup commits a group of single posts.
-func (i *Ingester) commitGroup(ctx context.Context, group []posted) ([]sluice.Event, error) {
-	evs := make([]fanout.TenantEvent, len(group))
-	var traced []posted
-	for j, p := range group {
-		evs[j] = p.TenantEvent
-		if p.span.IsSampled() {
-			traced = append(traced, p)
-		}
-	}
-	return i.commit(ctx, evs, len(group), traced)
+// commitGroup commits a group of single posts, one event each.
+func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
+	return i.commit(ctx, evs, len(evs))
 }
 
 // commit stores the events of one or more requests in one transaction
-// and passes their endpoints to the nudging loop. traced are the traced
-// requests among them (with their tenant): each gets a span for the
-// commit.
-func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int, traced []posted) ([]sluice.Event, error) {
-	spans := i.startCommit(ctx, traced, len(evs), requests)
+// and passes their endpoints to the nudging loop.
+func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
+	spans := i.startCommit(ctx, evs, requests)
 	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
 	endCommit(spans, err)
 	if err != nil {
@@ -192,20 +175,16 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 	if i.batcher.Load() == nil {
 		return nil, ErrClosed
 	}
-	var traced []posted
-	var carried []byte
+	var carried []byte // one for every event of the batch
 	if i.tracer != nil {
-		if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-			traced = []posted{{TenantEvent: fanout.TenantEvent{TenantID: tenantID}, span: sc}}
-			carried = tracing.Carry(ctx) // one for every event of the batch
-		}
+		carried = tracing.Carry(ctx)
 	}
 	group := make([]fanout.TenantEvent, len(evs))
 	for j, ev := range evs {
 		ev.TraceContext = carried
 		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return i.commit(ctx, group, 1, traced)
+	return i.commit(ctx, group, 1)
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -217,20 +196,10 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if b == nil {
 		return sluice.Event{}, ErrClosed
 	}
-	return b.Submit(ctx, i.post(ctx, tenantID, ev)) //nolint:wrapcheck // commit wraps its own
-}
-
-// post is a single event posted by the request of ctx, as the group
-// commit takes it: with the request's span and trace context when it is
-// traced.
-func (i *Ingester) post(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) posted {
-	p := posted{TenantEvent: fanout.TenantEvent{TenantID: tenantID, Event: ev}}
 	if i.tracer != nil {
-		if p.span = trace.SpanContextFromContext(ctx); p.span.IsSampled() {
-			p.Event.TraceContext = tracing.Carry(ctx)
-		}
+		ev.TraceContext = tracing.Carry(ctx)
 	}
-	return p
+	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
 }
 
 // SubmitIdempotent commits one event that carries an Idempotency-Key, on
@@ -240,10 +209,8 @@ func (i *Ingester) post(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEv
 func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
 	var spans []trace.Span
 	if i.tracer != nil {
-		if sc := trace.SpanContextFromContext(ctx); sc.IsSampled() {
-			ev.TraceContext = tracing.Carry(ctx)
-			spans = i.startCommit(ctx, []posted{{TenantEvent: fanout.TenantEvent{TenantID: tenantID}, span: sc}}, 1, 0)
-		}
+		ev.TraceContext = tracing.Carry(ctx)
+		spans = i.startCommit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
 	}
 	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs)
 	endCommit(spans, err)

@@ -149,7 +149,9 @@ type InsertEventsParams struct {
 // Stores a small group of events in one statement and one round trip
 // (fanout.insertEvents; a large group goes by COPY). A consumer is stored
 // only where has_consumers says there is one, so that "" stays "", and a
-// trace context ("" for none) only where there is one.
+// trace context ("" for none) only where there is one; trace_contexts is
+// NULL when no event has one (unnest runs a select list's arrays in
+// lockstep, padding a shorter one with NULLs).
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
 		arg.Ids,
@@ -238,6 +240,7 @@ type InsertRoutedEventsRow struct {
 // and stores nothing. It returns each delivery made, with its endpoint and
 // when it came due: with the event, all a dispatch run claims of it, so
 // ingest can hand it to a run lingering in this process (dispatch.Waker).
+// trace_contexts is as InsertEvents has it.
 func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]InsertRoutedEventsRow, error) {
 	rows, err := q.db.Query(ctx, insertRoutedEvents,
 		arg.Ids,
