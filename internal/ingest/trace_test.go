@@ -72,3 +72,47 @@ func TestGroupCommitGivesEachTracedRequestACommitSpan(t *testing.T) {
 		require.Equal(t, "00-"+want.SpanContext().TraceID().String()+"-"+want.SpanContext().SpanID().String()+"-01", carrier["traceparent"])
 	}
 }
+
+// TestEveryInsertStoresTheTraceContext: whichever statement stores a
+// traced request's events (one routed INSERT, InsertEvents, COPY for a
+// large group, InsertEvent for an event with an Idempotency-Key), each
+// event stores the request's trace context.
+func TestEveryInsertStoresTheTraceContext(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	subscribedEndpoint(t, f, "a", "order.*")
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	in := start(t, f, ingest.Config{Tracing: tracing.NewSDK(sdk)})
+	ctx, req := sdk.Tracer("test").Start(context.Background(), "request")
+	defer req.End()
+	want := "00-" + req.SpanContext().TraceID().String() + "-" + req.SpanContext().SpanID().String() + "-01"
+
+	batch := func(n int, keyed bool) []sluice.NewEvent {
+		evs := make([]sluice.NewEvent, n)
+		for j := range evs {
+			evs[j] = sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`)}
+		}
+		if keyed { // a coalesce key takes the group off the one-statement path
+			evs[0].CoalesceKey = new("k")
+		}
+		return evs
+	}
+	var stored []sluice.Event
+	for _, evs := range [][]sluice.NewEvent{batch(2, false), batch(3, true), batch(40, true)} {
+		out, err := in.SubmitBatch(ctx, f.TenantA.ID, evs)
+		require.NoError(t, err)
+		stored = append(stored, out...)
+	}
+	ev, created, err := in.SubmitIdempotent(ctx, f.TenantA.ID, sluice.NewEvent{Type: "order.paid", Payload: []byte(`{}`), IdempotencyKey: "i1"})
+	require.NoError(t, err)
+	require.True(t, created)
+	stored = append(stored, ev)
+
+	for _, ev := range stored {
+		var raw []byte
+		require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT trace_context FROM events WHERE id = $1`, ev.ID).Scan(&raw))
+		var carrier map[string]string
+		require.NoError(t, json.Unmarshal(raw, &carrier), "event %s stores a trace context", ev.ID)
+		require.Equal(t, want, carrier["traceparent"])
+	}
+}
