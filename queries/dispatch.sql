@@ -76,11 +76,11 @@ WITH r AS (
            unnest(@after_ats::timestamptz[]) AS after_at, unnest(@after_ids::uuid[]) AS after_id
 )
 SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
-       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
+       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at, c.trace_context
 FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at, e.trace_context
     FROM deliveries d
     JOIN events e ON e.id = d.event_id
     WHERE d.endpoint_id = r.endpoint_id
@@ -95,7 +95,7 @@ UNION ALL
 -- is not yet due, a row that claims nothing (claimed false, no id) and says
 -- when it will be due, so that the run knows whether to wait for a retry
 -- without asking.
-SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at
+SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at, NULL
 FROM r
 CROSS JOIN LATERAL (
     SELECT q.next_attempt_at FROM deliveries q

@@ -1,6 +1,6 @@
 -- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
-VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast)
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context)
+VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast, sqlc.narg(trace_context))
 RETURNING *;
 
 -- name: LockIdempotencyKey :exec
@@ -61,15 +61,19 @@ FOR KEY SHARE OF e;
 -- name: InsertEvents :exec
 -- Stores a small group of events in one statement and one round trip
 -- (fanout.insertEvents; a large group goes by COPY). A consumer is stored
--- only where has_consumers says there is one, so that "" stays "".
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at)
+-- only where has_consumers says there is one, so that "" stays "", and a
+-- trace context ("" for none) only where there is one; trace_contexts is
+-- NULL when no event has one (unnest runs a select list's arrays in
+-- lockstep, padding a shorter one with NULLs).
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
-       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at
+       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
 FROM (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
            unnest(@payloads::text[]) AS payload, unnest(@coalesce_keys::text[]) AS coalesce_key,
            unnest(@consumers::text[]) AS consumer, unnest(@has_consumers::bool[]) AS has_consumer,
-           unnest(@broadcasts::bool[]) AS broadcast, unnest(@created_ats::timestamptz[]) AS created_at
+           unnest(@broadcasts::bool[]) AS broadcast, unnest(@created_ats::timestamptz[]) AS created_at,
+           unnest(@trace_contexts::text[]) AS trace_context
 ) e;
 
 -- name: InsertRoutedEvents :many
@@ -93,13 +97,14 @@ FROM (
 -- and stores nothing. It returns each delivery made, with its endpoint and
 -- when it came due: with the event, all a dispatch run claims of it, so
 -- ingest can hand it to a run lingering in this process (dispatch.Waker).
+-- trace_contexts is as InsertEvents has it.
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
                unnest(@payloads::text[]) AS payload, unnest(@broadcasts::bool[]) AS broadcast,
-               unnest(@created_ats::timestamptz[]) AS created_at
+               unnest(@created_ats::timestamptz[]) AS created_at, unnest(@trace_contexts::text[]) AS trace_context
     ) e
     RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
 ), candidate AS (

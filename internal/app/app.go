@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/config"
@@ -31,6 +32,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 	"github.com/sluice-dev/sluice/internal/version"
 )
 
@@ -83,6 +85,7 @@ type Process struct {
 	nudger  *dispatch.Nudger // starts and nudges dispatch runs, and queues every job
 	workers *workers         // nil without the worker role
 	ui      *operator.UI     // nil unless SLUICE_OPERATOR_TOKEN is set
+	tracing *tracing.Provider
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
 	roles   Roles
@@ -100,8 +103,12 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, logger); err != nil {
+	if p.tracing, err = tracing.New(ctx, cfg.Tracing); err != nil {
 		pool.Close()
+		return nil, err
+	}
+	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, p.tracing, logger); err != nil {
+		p.abandon()
 		return nil, err
 	}
 	router := chi.NewRouter()
@@ -110,9 +117,9 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	// portal requests draw from one bucket.
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store})
 	if roles.API {
-		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger})
+		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {
-			pool.Close()
+			p.abandon()
 			return nil, err
 		}
 		own := prometheus.NewRegistry()
@@ -126,6 +133,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Portal:              links,
 			Logger:              logger,
 			DBTimeout:           cfg.DBTimeout,
+			Tracing:             p.tracing,
 		})
 		p.api.Mount(router)
 	}
@@ -138,13 +146,19 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {
 		if p.ui, err = operator.New(p.River, cfg.OperatorToken, logger); err != nil {
-			pool.Close()
+			p.abandon()
 			return nil, err
 		}
 		p.ui.Mount(router)
 	}
 	p.Handler = router
 	return p, nil
+}
+
+// abandon releases what New had made when it fails.
+func (p *Process) abandon() {
+	_ = p.tracing.Shutdown(context.Background())
+	p.Pool.Close()
 }
 
 // Start starts the API's ingester and the workers, when this process has
@@ -192,7 +206,8 @@ func (p *Process) Start(ctx context.Context) error {
 }
 
 // Close stops the API's ingester (after its commits in flight) and the
-// workers, and closes the database pool. Call it after the HTTP server has
+// workers, exports the spans they left (within tracing.ShutdownTimeout),
+// and closes the database pool. Call it after the HTTP server has
 // stopped.
 func (p *Process) Close() {
 	if p.ingest != nil {
@@ -211,11 +226,20 @@ func (p *Process) Close() {
 		stopRiver(p.River, p.logger)
 	}
 	p.workers.close()
+	if err := p.tracing.Shutdown(context.Background()); err != nil {
+		p.logger.Warn("traces not all exported", "err", err)
+	}
 	p.Pool.Close()
 }
 
 // Serve runs the chosen roles until ctx ends, then shuts down gracefully.
 func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) error {
+	if cfg.Tracing.Enabled() {
+		// The SDK reports failed exports through OpenTelemetry's global
+		// handler; this process has one Provider, so the global is its.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { logger.Warn("tracing", "err", err) }))
+		logger.Info("tracing: exporting spans", "url", cfg.Tracing.URL)
+	}
 	p, err := New(ctx, cfg, roles, logger)
 	if err != nil {
 		return err

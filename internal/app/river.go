@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // Dispatch queue size, and how many of its runs may linger idle waiting for
@@ -58,7 +59,7 @@ func (w *workers) close() {
 // whose run died is replaced by the sweeper as soon as its lease is free.
 // River's own rescuer remains the backstop for the other kinds, after
 // longer than any of those timeouts.
-func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, logger *slog.Logger) (*river.Client[pgx.Tx], *dispatch.Nudger, *workers, error) {
+func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, tp *tracing.Provider, logger *slog.Logger) (*river.Client[pgx.Tx], *dispatch.Nudger, *workers, error) {
 	rc := &river.Config{
 		Logger: riverLogger(logger),
 		// Dispatch jobs are many and short-lived: keep the table small.
@@ -96,6 +97,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		Circuit:          flow.CircuitConfig{Threshold: cfg.CircuitThreshold, FirstProbe: cfg.CircuitProbe},
 		DisableAfter:     cfg.DisableAfter,
 		Logger:           logger,
+		Tracing:          tp,
 	}
 	if dcfg, err = dcfg.Resolve(); err != nil {
 		return nil, nil, nil, err

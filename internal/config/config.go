@@ -1,6 +1,7 @@
 // Package config reads Sluice's configuration from the environment once, at
 // start, into a Config that is passed down; nothing else reads the
-// environment.
+// environment, but for OpenTelemetry's SDK, which reads its own OTEL_*
+// variables (tracing.Config says which are Sluice's).
 package config
 
 import (
@@ -14,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // Config is every setting of a Sluice process.
@@ -62,6 +64,9 @@ type Config struct {
 	// database (SLUICE_DB_TIMEOUT); past it the answer is 503 with
 	// Retry-After (docs/database.md).
 	DBTimeout time.Duration
+	// Tracing is whether and where Sluice exports traces: the OTEL_*
+	// variables it reads itself (tracing.ConfigFromEnv says which).
+	Tracing tracing.Config
 }
 
 // MinOperatorTokenLen is the shortest SLUICE_OPERATOR_TOKEN accepted: it
@@ -122,6 +127,10 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 	}
 	if n := len(c.OperatorToken); n > 0 && n < MinOperatorTokenLen {
 		p.errs = append(p.errs, fmt.Errorf("SLUICE_OPERATOR_TOKEN: %d characters, at least %d needed (e.g. openssl rand -base64 32)", n, MinOperatorTokenLen))
+	}
+	var err error
+	if c.Tracing, err = tracing.ConfigFromEnv(getenv); err != nil {
+		p.errs = append(p.errs, err)
 	}
 	c.PublicURL = strings.TrimSuffix(p.str("SLUICE_PUBLIC_URL", "http://"+c.Addr), "/")
 	if c.DatabaseURL == "" {

@@ -65,6 +65,7 @@ type Claimed struct {
 	EventType      string
 	Payload        []byte
 	EventCreatedAt time.Time
+	TraceContext   []byte // the event's (tracing.Carry); nil when it carries none
 }
 
 // Position is a delivery's place in its endpoint's queue, which claims read
@@ -193,7 +194,7 @@ func claimDue(ctx context.Context, q *dbq.Queries, claims []ClaimRequest) ([]Cla
 		c.Deliveries = append(c.Deliveries, Claimed{
 			ID: r.ID, EventID: r.EventID, FailureCount: int(r.FailureCount), NextAttemptAt: *r.NextAttemptAt,
 			AttemptCount: int(r.AttemptCount), Replayed: r.Replayed,
-			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt,
+			EventType: r.Type, Payload: r.Payload, EventCreatedAt: r.EventCreatedAt, TraceContext: r.TraceContext,
 		})
 	}
 	out := make([]Claim, len(claims))

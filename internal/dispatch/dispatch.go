@@ -74,6 +74,7 @@ import (
 	"time"
 
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -81,6 +82,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // Config tunes the dispatcher.
@@ -111,6 +113,9 @@ type Config struct {
 	// Clock is the time runs read and wait on (default: the system's).
 	Clock  Clock
 	Logger *slog.Logger
+	// Tracing traces each attempt whose event carries a trace context
+	// (trace.go). Nil, or off: attempts are not traced.
+	Tracing *tracing.Provider
 }
 
 // Defaults.
@@ -154,6 +159,7 @@ type Worker struct {
 	flow     flowPolicy
 	recorder *recorder
 	claimer  *claimer
+	tracer   trace.Tracer    // nil when tracing is off
 	stopping context.Context // done once Stop is called
 	stop     context.CancelFunc
 }
@@ -169,11 +175,15 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	}
 	stopping, stop := context.WithCancel(context.Background())
 	db := NewDB(st)
-	return &Worker{
+	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordPlain, 2), claimer: newClaimer(db.ClaimPlainMany, 2),
 		stopping: stopping, stop: stop,
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
-	}, nil
+	}
+	if cfg.Tracing.Enabled() {
+		w.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/dispatch")
+	}
+	return w, nil
 }
 
 // Stop asks every run to yield (its successor is picked up by another

@@ -30,7 +30,8 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 	var wg sync.WaitGroup
 	for i, c := range claimed {
 		wg.Go(func() {
-			res := w.cfg.Sender.Send(ctx, send.Message{
+			sendCtx, span := w.startAttempt(ctx, target, c)
+			res := w.cfg.Sender.Send(sendCtx, send.Message{
 				URL:     target.URL,
 				ID:      c.EventID.String(),
 				Body:    Body(c),
@@ -39,10 +40,12 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true
+				endAttempt(span, res, Outcome{}, true)
 				return
 			}
 			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, w.cfg.Clock.Now()),
 				eventType: c.EventType, attempts: c.AttemptCount + 1}
+			endAttempt(span, res, sent[i].outcome, false)
 			observe(sent[i])
 			if c.AttemptCount == 0 && !c.Replayed {
 				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())

@@ -104,7 +104,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
-		Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts,
+		Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts, TraceContexts: e.TraceContexts,
 		MaxDeliveries: MaxInlineDeliveries,
 	}
 	for _, ev := range evs {
@@ -147,7 +147,7 @@ func newEvents(evs []TenantEvent) []sluice.Event {
 		ev := te.Event
 		out[i] = sluice.Event{
 			ID: store.NewID(), TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
-			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now,
+			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now, TraceContext: ev.TraceContext,
 		}
 	}
 	return out
@@ -182,6 +182,12 @@ func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
 	for i, ev := range evs {
 		p.Ids[i], p.TenantIds[i], p.Types[i], p.Payloads[i] = ev.ID, ev.TenantID, ev.Type, string(ev.Payload)
 		p.Broadcasts[i], p.CreatedAts[i] = ev.Broadcast, ev.CreatedAt
+		if ev.TraceContext != nil { // nil while no event has one: no array to send
+			if p.TraceContexts == nil {
+				p.TraceContexts = make([]string, n)
+			}
+			p.TraceContexts[i] = string(ev.TraceContext)
+		}
 		if ev.CoalesceKey != nil {
 			p.CoalesceKeys[i] = *ev.CoalesceKey // never "": the API refuses an empty key
 		}
@@ -195,10 +201,14 @@ func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
 func copyEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
 	rows := make([][]any, len(evs))
 	for i, ev := range evs {
-		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt}
+		var trace any // NULL
+		if ev.TraceContext != nil {
+			trace = ev.TraceContext
+		}
+		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt, trace}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
-		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at"}, pgx.CopyFromRows(rows))
+		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at", "trace_context"}, pgx.CopyFromRows(rows))
 	if err != nil {
 		return fmt.Errorf("copy events: %w", err)
 	}

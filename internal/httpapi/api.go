@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 	"github.com/sluice-dev/sluice/internal/version"
 )
 
@@ -57,6 +58,8 @@ type Config struct {
 	// DBTimeout bounds how long a /v1 request, and /readyz, wait on the
 	// database (dbwait); zero means dbwait.DefaultTimeout.
 	DBTimeout time.Duration
+	// Tracing gives each /v1 request a span (trace.go). Nil, or off: none.
+	Tracing *tracing.Provider
 }
 
 // API serves the /v1 routes.
@@ -104,6 +107,9 @@ func (a *API) Mount(r chi.Router) {
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
 	r.Route("/v1", func(r chi.Router) {
+		if a.cfg.Tracing.Enabled() {
+			r.Use(traceRequests(a.cfg.Tracing))
+		}
 		// Everything after Recoverer, authentication included, waits on
 		// the database within the bound.
 		r.Use(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout))

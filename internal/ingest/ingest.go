@@ -19,6 +19,11 @@
 // An event Postgres rejects (store.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
 // posted it, is committed (see package batch).
+//
+// With tracing on, each event stores the trace context of the request
+// that posted it (tracing.Carry), and each traced request gets a commit
+// span in its own trace (trace.go), whether its transaction was its own
+// or shared with other requests.
 package ingest
 
 import (
@@ -32,12 +37,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/riverqueue/river/rivershared/startstop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-dev/sluice/internal/batch"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // ErrClosed is returned for events submitted before Start or after Stop.
@@ -67,6 +74,9 @@ type Config struct {
 	Nudger *dispatch.Nudger
 	// Logger reports nudges that failed (the sweeper repairs them).
 	Logger *slog.Logger
+	// Tracing traces commits and stores each traced request's trace
+	// context with its events. Nil, or off: nothing is traced or stored.
+	Tracing *tracing.Provider
 }
 
 // Resolve returns the configuration with defaults applied, or an error if
@@ -99,6 +109,7 @@ type Ingester struct {
 	st      *store.Store
 	jobs    store.JobQueue
 	cfg     Config
+	tracer  trace.Tracer                                                    // nil when tracing is off
 	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
 	nudges  *nudges
 }
@@ -113,7 +124,11 @@ func New(st *store.Store, jobs store.JobQueue, cfg Config) (*Ingester, error) {
 	if cfg.Nudger == nil {
 		cfg.Nudger = dispatch.NewNudger(st, jobs, dispatch.NudgerConfig{Logger: cfg.Logger})
 	}
-	return &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}, nil
+	i := &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}
+	if cfg.Tracing.Enabled() {
+		i.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/ingest")
+	}
+	return i, nil
 }
 
 // Start starts the group commit and the nudging loop.
@@ -122,7 +137,7 @@ func (i *Ingester) Start(ctx context.Context) error {
 	if !shouldStart {
 		return nil
 	}
-	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commit)
+	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
 		started()
@@ -135,9 +150,17 @@ func (i *Ingester) Start(ctx context.Context) error {
 	return nil
 }
 
-// commit stores a group and passes its endpoints to the nudging loop.
-func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
+// commitGroup commits a group of single posts, one event each.
+func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([]sluice.Event, error) {
+	return i.commit(ctx, evs, len(evs))
+}
+
+// commit stores the events of one or more requests in one transaction
+// and passes their endpoints to the nudging loop.
+func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
+	spans := i.startCommit(ctx, evs, requests)
 	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
+	endCommit(spans, err)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
 	}
@@ -152,11 +175,16 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 	if i.batcher.Load() == nil {
 		return nil, ErrClosed
 	}
+	var carried []byte // one for every event of the batch
+	if i.tracer != nil {
+		carried = tracing.Carry(ctx)
+	}
 	group := make([]fanout.TenantEvent, len(evs))
 	for j, ev := range evs {
+		ev.TraceContext = carried
 		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return i.commit(ctx, group)
+	return i.commit(ctx, group, 1)
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -168,6 +196,9 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if b == nil {
 		return sluice.Event{}, ErrClosed
 	}
+	if i.tracer != nil {
+		ev.TraceContext = tracing.Carry(ctx)
+	}
 	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
 }
 
@@ -176,7 +207,14 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 // fanout.IdempotencyWindow answers with the event it created. Its error is
 // fanout's as it is: a conflict's text is the API's answer.
 func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, bool, error) {
-	return fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs) //nolint:wrapcheck // wrapped by fanout
+	var spans []trace.Span
+	if i.tracer != nil {
+		ev.TraceContext = tracing.Carry(ctx)
+		spans = i.startCommit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
+	}
+	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs)
+	endCommit(spans, err)
+	return out, created, err //nolint:wrapcheck // wrapped by fanout
 }
 
 // nudges nudges the endpoints whose queues changed, one pass at a time,

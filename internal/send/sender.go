@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
 // Defaults applied by New for zero Config fields.
@@ -121,7 +122,9 @@ var errTimeout = errors.New("sender: request timeout")
 // Send makes one attempt to deliver m and reports the outcome. It never
 // returns an error: failures are described in Result.Err. If ctx is
 // cancelled (for example at shutdown) the attempt fails with Err "canceled";
-// callers can tell that apart by checking ctx.Err().
+// callers can tell that apart by checking ctx.Err(). When ctx holds a span
+// (a traced attempt), the request carries its W3C traceparent and
+// tracestate.
 func (s *Sender) Send(ctx context.Context, m Message) Result {
 	start := time.Now()
 	res := Result{At: start}
@@ -176,6 +179,8 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
 	req.Header.Set("Webhook-Signature", signature.Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	// The attempt's span, when it is traced (dispatch's trace.go).
+	tracing.Inject(ctx, req.Header)
 	return req, nil
 }
 

@@ -23,6 +23,9 @@ type Event struct {
 	// Broadcast events go to every matching endpoint, consumers' included.
 	Broadcast bool      `json:"broadcast"`
 	CreatedAt time.Time `json:"created_at"`
+	// TraceContext is the W3C trace context of the request that posted
+	// it, when that request was traced (tracing.Carry); nil otherwise.
+	TraceContext []byte `json:"-"`
 }
 
 // NewEvent is an event as posted, before it is stored.
@@ -33,6 +36,7 @@ type NewEvent struct {
 	IdempotencyKey string
 	Consumer       *string // a consumer's uid, or nil
 	Broadcast      bool
+	TraceContext   []byte // tracing.Carry of the posting request; nil when it is not traced
 }
 
 // Delivery statuses.

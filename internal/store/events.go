@@ -19,6 +19,7 @@ func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev slu
 	row, err := q.InsertEvent(ctx, dbq.InsertEventParams{
 		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
 		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
+		TraceContext: ev.TraceContext,
 	})
 	if err != nil {
 		return dbq.Event{}, fmt.Errorf("insert event: %w", err)

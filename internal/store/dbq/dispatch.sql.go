@@ -18,11 +18,11 @@ WITH r AS (
            unnest($3::timestamptz[]) AS after_at, unnest($4::uuid[]) AS after_id
 )
 SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.failure_count, c.attempt_count,
-       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at
+       c.replayed, c.next_attempt_at, c.type, c.payload, c.event_created_at, c.trace_context
 FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at
+           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at, e.trace_context
     FROM deliveries d
     JOIN events e ON e.id = d.event_id
     WHERE d.endpoint_id = r.endpoint_id
@@ -33,7 +33,7 @@ CROSS JOIN LATERAL (
     LIMIT r.max_rows
 ) c
 UNION ALL
-SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at
+SELECT false, r.endpoint_id::uuid, NULL, NULL, 0, 0, false, n.next_attempt_at, '', NULL, n.next_attempt_at, NULL
 FROM r
 CROSS JOIN LATERAL (
     SELECT q.next_attempt_at FROM deliveries q
@@ -64,6 +64,7 @@ type ClaimDueDeliveriesRow struct {
 	Type           string
 	Payload        []byte
 	EventCreatedAt time.Time
+	TraceContext   []byte
 }
 
 // ClaimDueDeliveries reads endpoints' next due deliveries, oldest due
@@ -118,6 +119,7 @@ func (q *Queries) ClaimDueDeliveries(ctx context.Context, arg ClaimDueDeliveries
 			&i.Type,
 			&i.Payload,
 			&i.EventCreatedAt,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

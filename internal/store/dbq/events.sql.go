@@ -13,7 +13,7 @@ import (
 )
 
 const eventsByID = `-- name: EventsByID :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
 `
 
 func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, error) {
@@ -35,6 +35,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 			&i.CreatedAt,
 			&i.Consumer,
 			&i.Broadcast,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -47,7 +48,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 }
 
 const getEvent = `-- name: GetEvent :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events WHERE tenant_id = $1 AND id = $2
 `
 
 type GetEventParams struct {
@@ -68,14 +69,15 @@ func (q *Queries) GetEvent(ctx context.Context, arg GetEventParams) (Event, erro
 		&i.CreatedAt,
 		&i.Consumer,
 		&i.Broadcast,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const insertEvent = `-- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context
 `
 
 type InsertEventParams struct {
@@ -87,6 +89,7 @@ type InsertEventParams struct {
 	IdempotencyKey *string
 	Consumer       *string
 	Broadcast      bool
+	TraceContext   []byte
 }
 
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event, error) {
@@ -99,6 +102,7 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		arg.IdempotencyKey,
 		arg.Consumer,
 		arg.Broadcast,
+		arg.TraceContext,
 	)
 	var i Event
 	err := row.Scan(
@@ -111,37 +115,43 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		&i.CreatedAt,
 		&i.Consumer,
 		&i.Broadcast,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const insertEvents = `-- name: InsertEvents :exec
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at)
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
-       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at
+       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
 FROM (
     SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
            unnest($4::text[]) AS payload, unnest($5::text[]) AS coalesce_key,
            unnest($6::text[]) AS consumer, unnest($7::bool[]) AS has_consumer,
-           unnest($8::bool[]) AS broadcast, unnest($9::timestamptz[]) AS created_at
+           unnest($8::bool[]) AS broadcast, unnest($9::timestamptz[]) AS created_at,
+           unnest($10::text[]) AS trace_context
 ) e
 `
 
 type InsertEventsParams struct {
-	Ids          []uuid.UUID
-	TenantIds    []uuid.UUID
-	Types        []string
-	Payloads     []string
-	CoalesceKeys []string
-	Consumers    []string
-	HasConsumers []bool
-	Broadcasts   []bool
-	CreatedAts   []time.Time
+	Ids           []uuid.UUID
+	TenantIds     []uuid.UUID
+	Types         []string
+	Payloads      []string
+	CoalesceKeys  []string
+	Consumers     []string
+	HasConsumers  []bool
+	Broadcasts    []bool
+	CreatedAts    []time.Time
+	TraceContexts []string
 }
 
 // Stores a small group of events in one statement and one round trip
 // (fanout.insertEvents; a large group goes by COPY). A consumer is stored
-// only where has_consumers says there is one, so that "" stays "".
+// only where has_consumers says there is one, so that "" stays "", and a
+// trace context ("" for none) only where there is one; trace_contexts is
+// NULL when no event has one (unnest runs a select list's arrays in
+// lockstep, padding a shorter one with NULLs).
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
 		arg.Ids,
@@ -153,23 +163,24 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 		arg.HasConsumers,
 		arg.Broadcasts,
 		arg.CreatedAts,
+		arg.TraceContexts,
 	)
 	return err
 }
 
 const insertRoutedEvents = `-- name: InsertRoutedEvents :many
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
     FROM (
         SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
                unnest($4::text[]) AS payload, unnest($5::bool[]) AS broadcast,
-               unnest($6::timestamptz[]) AS created_at
+               unnest($6::timestamptz[]) AS created_at, unnest($7::text[]) AS trace_context
     ) e
     RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
-    FROM (SELECT unnest($7::uuid[]) AS event_id, unnest($8::text[]) AS pattern) p
+    FROM (SELECT unnest($8::uuid[]) AS event_id, unnest($9::text[]) AS pattern) p
     GROUP BY p.event_id
 ), target AS (
     SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id
@@ -183,7 +194,7 @@ WITH ev AS (
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
 ), within AS (
-    SELECT sluice_within_inline_limit(count(*), $9::bigint) AS ok FROM pair
+    SELECT sluice_within_inline_limit(count(*), $10::bigint) AS ok FROM pair
 )
 INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
 SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now()
@@ -200,6 +211,7 @@ type InsertRoutedEventsParams struct {
 	Payloads      []string
 	Broadcasts    []bool
 	CreatedAts    []time.Time
+	TraceContexts []string
 	PatternEvents []uuid.UUID
 	Patterns      []string
 	MaxDeliveries int64
@@ -232,6 +244,7 @@ type InsertRoutedEventsRow struct {
 // and stores nothing. It returns each delivery made, with its endpoint and
 // when it came due: with the event, all a dispatch run claims of it, so
 // ingest can hand it to a run lingering in this process (dispatch.Waker).
+// trace_contexts is as InsertEvents has it.
 func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]InsertRoutedEventsRow, error) {
 	rows, err := q.db.Query(ctx, insertRoutedEvents,
 		arg.Ids,
@@ -240,6 +253,7 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 		arg.Payloads,
 		arg.Broadcasts,
 		arg.CreatedAts,
+		arg.TraceContexts,
 		arg.PatternEvents,
 		arg.Patterns,
 		arg.MaxDeliveries,
@@ -268,7 +282,7 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR type = $2::text)
   AND ($3::text IS NULL OR consumer = $3::text OR broadcast)
@@ -310,6 +324,7 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 			&i.CreatedAt,
 			&i.Consumer,
 			&i.Broadcast,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -336,7 +351,7 @@ func (q *Queries) LockIdempotencyKey(ctx context.Context, lockKey string) error 
 }
 
 const recentEventByIdempotencyKey = `-- name: RecentEventByIdempotencyKey :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast FROM events
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events
 WHERE tenant_id = $1 AND idempotency_key = $2
   AND id >= sluice_uuid_at((extract(epoch FROM $3::timestamptz) * 1000)::bigint)
 ORDER BY id DESC
@@ -364,6 +379,7 @@ func (q *Queries) RecentEventByIdempotencyKey(ctx context.Context, arg RecentEve
 		&i.CreatedAt,
 		&i.Consumer,
 		&i.Broadcast,
+		&i.TraceContext,
 	)
 	return i, err
 }

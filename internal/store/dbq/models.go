@@ -196,6 +196,7 @@ type Event struct {
 	CreatedAt      time.Time
 	Consumer       *string
 	Broadcast      bool
+	TraceContext   []byte
 }
 
 type EventType struct {
