@@ -33,15 +33,15 @@ import (
 // on an injected clock, TestAPIRateLimitHoldsAcrossAPIProcesses (package
 // app) across real processes.
 //
-// What it costs. A lease is sized to what the process asked of the
+// What it costs. A lease is sized to what the process was asked of the
 // tenant's bucket lately, to last about d/2 (chunk), so a busy tenant
 // costs each process about 2/d statements a second, a quiet one one per
 // request it makes, and few leased tokens expire unspent. The next lease
 // is asked for while the last one still has tokens (prefetch), and
 // requests that find no tokens while a lease is being asked for wait for
 // that one call. When the shared bucket could not grant all that was
-// asked, the process answers 429 by itself until the bucket will hold a
-// lease's worth again.
+// asked, the process answers 429 by itself until the bucket will hold
+// what the rate refills in d/2 again (worth).
 //
 // When the database fails, a request that finds no leased token is
 // answered with the error (the API answers 503, with Retry-After): every
@@ -330,7 +330,7 @@ func (s *Shared) lease(tenant uuid.UUID, t *sharedTenant, c *leaseCall, p flow.P
 	}
 	if grant.Granted < req.Want {
 		// Too few to lease: ask again once a lease's worth is there.
-		missing := min(float64(req.Want), p.Capacity) - grant.Left
+		missing := min(float64(req.Want), worth(p, s.cfg.LeaseTTL)) - grant.Left
 		t.emptyUntil = now.Add(seconds(missing / p.PerSecond))
 	}
 	if t.owed > 0 {
@@ -340,12 +340,20 @@ func (s *Shared) lease(tenant uuid.UUID, t *sharedTenant, c *leaseCall, p flow.P
 
 // chunk is how many tokens to lease: what the demand (tokens a second)
 // asks for in half a TTL, at least 1 and at most what the shared bucket
-// refills in half a TTL (and holds), so that a lease is mostly spent
-// before it expires and a process does not hoard the bucket.
+// holds. The demand counts every request that arrives, so the lease is
+// mostly spent before it expires, however large: a process with many
+// requests waiting takes a whole burst at once, one with few takes few.
 func chunk(demand float64, p flow.Pace, ttl time.Duration) int64 {
 	half := ttl.Seconds() / 2
-	most := max(1, min(math.Floor(p.PerSecond*half), math.Floor(p.Capacity)))
-	return int64(min(most, max(1, math.Ceil(demand*half-1e-9))))
+	return int64(min(max(1, math.Floor(p.Capacity)), max(1, math.Ceil(demand*half-1e-9))))
+}
+
+// worth is a lease's worth for a refused process to wait for: what the
+// rate refills in half a TTL (at least 1, at most the capacity), so that a
+// tenant over its limit costs each process about 2/TTL statements a
+// second, not one per token.
+func worth(p flow.Pace, ttl time.Duration) float64 {
+	return max(1, min(math.Floor(p.PerSecond*ttl.Seconds()/2), math.Floor(p.Capacity)))
 }
 
 // tenant is the tenant's state, made on first use; s.mu is held. Now and

@@ -42,9 +42,13 @@ func TestChunk(t *testing.T) {
 	require.EqualValues(t, 1, chunk(0, p, ttl), "no demand yet: one token")
 	require.EqualValues(t, 1, chunk(10, p, ttl), "10/s asks one token per 100 ms")
 	require.EqualValues(t, 3, chunk(25, p, ttl), "25/s: 2.5 tokens in 100 ms, rounded up")
-	require.EqualValues(t, 10, chunk(5000, p, ttl), "at most what the bucket refills in half a TTL")
-	require.EqualValues(t, 1, chunk(5000, flow.Pace{PerSecond: 1, Capacity: 1}, ttl), "at least one")
-	require.EqualValues(t, 2, chunk(5000, flow.Pace{PerSecond: 1000, Capacity: 2}, ttl), "no more than the bucket holds")
+	require.EqualValues(t, 50, chunk(500, p, ttl), "more than the rate: what arrives in half a TTL")
+	require.EqualValues(t, 180, chunk(5000, p, ttl), "at most what the bucket holds")
+	require.EqualValues(t, 1, chunk(5000, flow.Pace{PerSecond: 1, Capacity: 1.8}, ttl), "at least one")
+
+	require.InDelta(t, 10, worth(p, ttl), 1e-9, "a refused process waits for 100 ms of the rate")
+	require.InDelta(t, 1, worth(flow.Pace{PerSecond: 1, Capacity: 1.8}, ttl), 1e-9, "or one token")
+	require.InDelta(t, 2, worth(flow.Pace{PerSecond: 1000, Capacity: 2}, ttl), 1e-9, "or the capacity")
 }
 
 func TestSharedTenantDemand(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -104,9 +105,9 @@ type answer struct {
 // sending requests back to back for 10 s, spread over the processes. The
 // requests the processes accepted, by the time each process answered them,
 // number at most burst + rate (150) in every window of one second, and
-// after the first burst the tenant gets at least 95% of its rate. With the
-// buckets in each process's memory the first second alone would accept
-// 300 or more.
+// once the first burst is used up the tenant gets at least 95% of its
+// rate. With the buckets in each process's memory the first second alone
+// would accept 300 or more.
 func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 	h := startTimed(t, nil, app.Roles{API: true})
 	rate := "50/s"
@@ -120,6 +121,11 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 	}
 	for _, addr := range addrs {
 		eventually(t, 30*time.Second, func() bool { return readyz(addr) == http.StatusOK }, "API process %s ready", addr)
+		// One request each first, as a process that has served before:
+		// its first would wait for connections to be made.
+		a, err := get(http.DefaultClient, "http://"+addr+"/v1/event-types", h.key)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, a.status)
 	}
 
 	const clients, hammer = 16, 10 * time.Second
@@ -159,6 +165,7 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 
 	var accepted []time.Time
 	refused := 0
+	var firstRefused time.Time
 	for _, a := range answers {
 		switch a.status {
 		case http.StatusOK:
@@ -169,6 +176,9 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 			require.LessOrEqual(t, remaining, burst)
 		case http.StatusTooManyRequests:
 			refused++
+			if firstRefused.IsZero() || a.at.Before(firstRefused) {
+				firstRefused = a.at
+			}
 			after, err := strconv.Atoi(a.header.Get("Retry-After"))
 			require.NoError(t, err)
 			require.GreaterOrEqual(t, after, 1)
@@ -179,19 +189,45 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 	}
 	sort.Slice(accepted, func(i, j int) bool { return accepted[i].Before(accepted[j]) })
 	require.NotEmpty(t, accepted)
+	first, last := accepted[0], accepted[len(accepted)-1]
 	most := busiestClosedSecond(accepted)
-	span := accepted[len(accepted)-1].Sub(accepted[0]).Seconds()
-	achieved := float64(len(accepted)-burst) / span
+	overall := float64(len(accepted)-burst) / last.Sub(first).Seconds()
+
+	// The rate after the first burst: from a TTL after the first refusal.
+	// A process refuses once the shared bucket has answered that it holds
+	// less than a lease's worth; after that it only gains the rate, and
+	// the leases made before have expired a TTL later, so no more than a
+	// lease's worth of the first burst is left to count. On a busy box
+	// the clients may take seconds to use the burst up, and a full bucket
+	// gains nothing meanwhile: that is the clients' pace, not the
+	// limiter's, so it is left out.
+	require.False(t, firstRefused.IsZero(), "the clients asked for more than the rate")
+	steadyFrom := firstRefused.Add(apirate.DefaultLeaseTTL)
+	require.Less(t, steadyFrom.Sub(first), hammer/2, "the first burst was used up early")
+	steady, asked := 0, 0
+	for _, a := range answers {
+		if a.at.After(steadyFrom) {
+			asked++
+			if a.status == http.StatusOK {
+				steady++
+			}
+		}
+	}
+	achieved := float64(steady) / last.Sub(steadyFrom).Seconds()
+	offered := float64(asked) / last.Sub(steadyFrom).Seconds()
+
 	var calls int64
 	require.NoError(t, h.proc.Pool.QueryRow(t.Context(),
-		`SELECT calls FROM api_buckets WHERE tenant_id = $1`, h.tenant.ID).Scan(&calls))
-	t.Logf("%d accepted, %d refused; busiest one-second window %d (bound %d); %.1f/s after the burst (%.0f%% of %d/s); "+
-		"%d statements on the shared bucket, %.1f a second per process; the statement runs in %s on the server",
-		len(accepted), refused, most, burst+perSecond, achieved, 100*achieved/perSecond, perSecond,
+		`SELECT coalesce(sum(calls), 0)::bigint FROM api_buckets WHERE tenant_id = $1`, h.tenant.ID).Scan(&calls))
+	t.Logf("%d accepted, %d refused; busiest one-second window %d (bound %d); %.1f/s from %s in (%.0f%% of %d/s, %.0f/s asked), "+
+		"%.1f/s overall less the burst; %d statements on the shared bucket, %.1f a second per process; "+
+		"the statement runs in %s on the server",
+		len(accepted), refused, most, burst+perSecond, achieved, steadyFrom.Sub(first).Round(time.Millisecond),
+		100*achieved/perSecond, perSecond, offered, overall,
 		calls, float64(calls)/hammer.Seconds()/float64(len(addrs)), leaseExecutionTime(t, h))
 	require.LessOrEqual(t, most, burst+perSecond, "busiest one-second window of accepted requests")
+	require.Greater(t, offered, 2.0*perSecond, "the clients asked for less than twice the rate: the box is too busy to hold the limiter to it")
 	require.GreaterOrEqual(t, achieved, 0.95*perSecond, "the rate after the first burst")
-	require.Positive(t, refused, "the clients asked for more than the rate")
 }
 
 // get sends an authenticated GET and reads its answer.
