@@ -162,9 +162,14 @@ func TestLimitsTenantRate(t *testing.T) {
 	own, other := uuid.New(), uuid.New()
 	src := &rates{rate: map[uuid.UUID]string{own: "1/s"}}
 	l := apirate.New(apirate.Config{Tenant: apirate.MustParse("10/s"), Rates: src, Now: c.now})
-	require.Equal(t, 2, l.TakeTenant(t.Context(), own, 1).Limit, "its own rate")
-	require.Equal(t, 20, l.TakeTenant(t.Context(), other, 1).Limit, "the default")
-	require.False(t, l.TakeTenant(t.Context(), own, 2).Allowed)
+	take := func(id uuid.UUID, n int) apirate.Result {
+		res, err := l.TakeTenant(t.Context(), id, n)
+		require.NoError(t, err)
+		return res
+	}
+	require.Equal(t, 2, take(own, 1).Limit, "its own rate")
+	require.Equal(t, 20, take(other, 1).Limit, "the default")
+	require.False(t, take(own, 2).Allowed)
 	res := l.ChargeTenant(t.Context(), own, 2)
 	require.True(t, res.Allowed)
 	require.Equal(t, 3*time.Second, res.Reset)
@@ -174,7 +179,7 @@ func TestLimitsTenantRate(t *testing.T) {
 	src.rate[own] = "100/s"
 	src.mu.Unlock()
 	c.advance(time.Second)
-	require.Equal(t, 200, l.TakeTenant(t.Context(), own, 1).Limit, "a new rate reaches the bucket within a second")
+	require.Equal(t, 200, take(own, 1).Limit, "a new rate reaches the bucket within a second")
 }
 
 func TestLimitsSessionsAndAuth(t *testing.T) {

@@ -37,8 +37,8 @@ type Config struct {
 	Auth Rate
 	// Rates reads a tenant's own rate; nil means every tenant has Tenant.
 	Rates RateSource
-	// Buckets keeps the tenants' buckets; nil means in this process's
-	// memory.
+	// Buckets keeps the tenants' buckets: Shared, for every process; nil
+	// means in this process's memory.
 	Buckets Buckets
 	// Now is the buckets' clock; nil means time.Now.
 	Now func() time.Time
@@ -91,8 +91,10 @@ func (l *Limits) tenantRate(ctx context.Context, tenant uuid.UUID) Rate {
 	return l.rates.get(ctx, tenant, l.cfg.Tenant)
 }
 
-// TakeTenant takes n tokens from the tenant's bucket if it holds them.
-func (l *Limits) TakeTenant(ctx context.Context, tenant uuid.UUID, n int) Result {
+// TakeTenant takes n tokens from the tenant's bucket if it holds them. It
+// fails when the bucket cannot be reached (Shared), with the bucket's last
+// known state for the RateLimit headers.
+func (l *Limits) TakeTenant(ctx context.Context, tenant uuid.UUID, n int) (Result, error) {
 	return l.cfg.Buckets.Take(ctx, tenant, l.tenantRate(ctx, tenant), n)
 }
 

@@ -2,10 +2,9 @@
 // dashboard and the portal. One Limits per process holds a token bucket
 // per tenant that every door draws from, a smaller one per dashboard or
 // portal session, and one per client address for failed authentications.
-// Unlike package flow, which paces deliveries with buckets shared in
-// Postgres, these buckets live in one process's memory: each process
-// enforces the full rate on its own (the tenants' buckets sit behind the
-// Buckets interface so that a shared store can stand in for them).
+// The tenants' buckets are shared by every process through Postgres
+// (Shared), so a tenant's limit holds however many processes serve it; the
+// sessions' and the addresses' buckets live in each process's memory.
 package apirate
 
 import (

@@ -8,13 +8,14 @@ import (
 	"github.com/google/uuid"
 )
 
-// Buckets keeps the tenants' token buckets. The default keeps them in one
-// process's memory, so each process enforces the full rate on its own; a
-// store shared by every process can stand in for it.
+// Buckets keeps the tenants' token buckets. Shared keeps them in
+// Postgres, shared by every process; without it they are kept in one
+// process's memory, and each process enforces the full rate on its own.
 type Buckets interface {
 	// Take takes n tokens from the tenant's bucket at rate if it holds
-	// them, and nothing otherwise.
-	Take(ctx context.Context, tenant uuid.UUID, rate Rate, n int) Result
+	// them, and nothing otherwise. An error (the database cannot be
+	// reached, ctx ended) comes with the bucket's last known state.
+	Take(ctx context.Context, tenant uuid.UUID, rate Rate, n int) (Result, error)
 	// Charge takes n tokens whether or not the bucket holds them.
 	Charge(ctx context.Context, tenant uuid.UUID, rate Rate, n int) Result
 }
@@ -22,8 +23,8 @@ type Buckets interface {
 // memoryBuckets are Buckets in this process's memory.
 type memoryBuckets struct{ l *Limiter[uuid.UUID] }
 
-func (m memoryBuckets) Take(_ context.Context, tenant uuid.UUID, rate Rate, n int) Result {
-	return m.l.Take(tenant, rate, n)
+func (m memoryBuckets) Take(_ context.Context, tenant uuid.UUID, rate Rate, n int) (Result, error) {
+	return m.l.Take(tenant, rate, n), nil
 }
 
 func (m memoryBuckets) Charge(_ context.Context, tenant uuid.UUID, rate Rate, n int) Result {

@@ -114,8 +114,14 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	router := chi.NewRouter()
 	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
 	// One set of rate limits for every door: a tenant's API, dashboard and
-	// portal requests draw from one bucket.
-	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store})
+	// portal requests draw from one bucket, shared with every other process
+	// through Postgres.
+	buckets, err := apirate.NewShared(apirate.SharedConfig{Store: p.Store, Timeout: cfg.DBTimeout})
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store, Buckets: buckets})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {

@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 
 // runChild serves the roles until SIGTERM, like `sluice serve`.
 func runChild(roles string) {
+	if roles == stampedRoles {
+		runStampedAPI()
+		return
+	}
 	cfg, err := config.FromEnv(true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -70,7 +70,10 @@ func (d *Dashboard) limitSession(key string, cost int) error {
 // limitTenant takes cost tokens from the tenant's bucket, the one its API
 // requests draw from too.
 func (d *Dashboard) limitTenant(r *http.Request, tenant uuid.UUID, cost int) error {
-	res := d.limits.TakeTenant(r.Context(), tenant, cost)
+	res, err := d.limits.TakeTenant(r.Context(), tenant, cost)
+	if err != nil {
+		return err
+	}
 	if res.Allowed {
 		return nil
 	}

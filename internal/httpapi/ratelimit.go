@@ -21,13 +21,18 @@ type limits struct {
 }
 
 // limitRate charges every request one token of its tenant's bucket before
-// anything else is done for it, answers 429 when the bucket is empty, and
-// sets the RateLimit headers on every answer. A batch pays the rest of its
-// cost once its events are counted (chargeBatch).
+// anything else is done for it, answers 429 when the bucket is empty (503
+// when the bucket, shared in Postgres, cannot be reached), and sets the
+// RateLimit headers on every answer. A batch pays the rest of its cost
+// once its events are counted (chargeBatch).
 func (a *API) limitRate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := a.limits.rate.TakeTenant(r.Context(), tenantFrom(r.Context()).ID, 1)
+		res, err := a.limits.rate.TakeTenant(r.Context(), tenantFrom(r.Context()).ID, 1)
 		setRateHeaders(w.Header(), res)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
 		if !res.Allowed {
 			writeProblem(w, rateLimited(res))
 			return

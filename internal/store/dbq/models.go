@@ -20,6 +20,14 @@ type Alert struct {
 	Payload    []byte
 }
 
+type ApiBucket struct {
+	TenantID uuid.UUID
+	Tokens   float64
+	At       time.Time
+	Granted  int64
+	Calls    int64
+}
+
 type ApiKey struct {
 	ID         uuid.UUID
 	TenantID   uuid.UUID
