@@ -39,8 +39,9 @@ const MaxInlineDeliveries = 1000
 // consumers is one statement (insertRouted). Others go through a
 // transaction: the events (see insertEvents), then their routing and
 // deliveries. Events with a coalesce key, and groups that would make more
-// than MaxInlineDeliveries deliveries, get a fan-out job in that
-// transaction instead. Coalescing updates queued deliveries, and so waits
+// than MaxInlineDeliveries deliveries (or, to subscriptions with filters,
+// could before filtering: their filters are then evaluated once, by the
+// job), get a fan-out job in that transaction instead. Coalescing updates queued deliveries, and so waits
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through InsertOne.
@@ -61,7 +62,10 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 			return fmt.Errorf("insert events: %w", err)
 		}
 		inline, keyed := splitKeyed(out)
-		plan, err := planFanOut(ctx, tx.Q, inline)
+		plan, err := planFanOut(ctx, tx.Q, inline, MaxInlineDeliveries)
+		if errors.Is(err, errOverLimit) {
+			return queueFanOut(ctx, tx, jobs, eventIDs(out))
+		}
 		if err != nil {
 			return err
 		}

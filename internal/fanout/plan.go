@@ -34,7 +34,7 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done sto
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
-		plan, err := planFanOut(ctx, tx.Q, events)
+		plan, err := planFanOut(ctx, tx.Q, events, 0)
 		if err != nil {
 			return err
 		}
@@ -57,10 +57,15 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done sto
 // planFanOut plans, per tenant, the deliveries of events, in id order. An
 // event with a coalesce key may take over a queued delivery already in the
 // table (fanoutPlan.coalesce): that is written at once, in q's transaction.
-func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event) (*fanoutPlan, error) {
+//
+// With a limit (0: none), a tenant's events that could make more than limit
+// deliveries were their filters to let everything through are not planned
+// (errOverLimit): the caller leaves them to a fan-out job rather than have
+// Postgres evaluate their filters twice.
+func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event, limit int) (*fanoutPlan, error) {
 	plan := &fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
 	for tenantID, evs := range byTenant(events) {
-		if err := plan.addTenant(ctx, tenantID, evs); err != nil {
+		if err := plan.addTenant(ctx, tenantID, evs, limit); err != nil {
 			return nil, fmt.Errorf("plan tenant %s: %w", tenantID, err)
 		}
 	}
@@ -118,8 +123,8 @@ func byTenant(events []dbq.Event) map[uuid.UUID][]dbq.Event {
 
 // addTenant plans the deliveries of one tenant's events with one query for
 // the subscriptions they can reach (loadRoutes).
-func (p *fanoutPlan) addTenant(ctx context.Context, tenantID uuid.UUID, evs []dbq.Event) error {
-	routes, err := loadRoutes(ctx, p.q, tenantID, evs)
+func (p *fanoutPlan) addTenant(ctx context.Context, tenantID uuid.UUID, evs []dbq.Event, limit int) error {
+	routes, err := loadRoutes(ctx, p.q, tenantID, evs, limit)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package fanout
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -31,7 +32,9 @@ type routes struct {
 type eventSubscription struct{ event, subscription uuid.UUID }
 
 // loadRoutes loads, with one query, the subscriptions evs can reach.
-func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event) (routes, error) {
+// With filters among them and a limit (0: none), it answers errOverLimit
+// instead when evs could make more than limit deliveries before filtering.
+func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event, limit int) (routes, error) {
 	params := dbq.SubscriptionsForEventsParams{TenantID: tenantID, Consumers: []string{}}
 	seen, seenType := map[string]bool{}, map[string]bool{}
 	for _, ev := range evs {
@@ -69,11 +72,36 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 		filtered = filtered || row.Filtered
 	}
 	if filtered {
+		if limit > 0 && r.unfilteredDeliveries(evs) > limit {
+			return routes{}, errOverLimit
+		}
 		if err := r.applyFilters(ctx, q, evs); err != nil {
 			return routes{}, err
 		}
 	}
 	return r, nil
+}
+
+// errOverLimit is loadRoutes's answer for events that could make more
+// deliveries than its limit.
+var errOverLimit = errors.New("more deliveries than the limit, before filtering")
+
+// unfilteredDeliveries is how many deliveries evs would make were every
+// filter to let them through.
+func (r routes) unfilteredDeliveries(evs []dbq.Event) int {
+	n := 0
+	for _, ev := range evs {
+		for _, subs := range r.reachable(ev) {
+			seen := map[uuid.UUID]bool{}
+			for _, sub := range subs {
+				if !seen[sub.EndpointID] && matchesType(sub, ev.Type) {
+					seen[sub.EndpointID] = true
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // applyFilters asks Postgres which filters pass, of the subscriptions with
