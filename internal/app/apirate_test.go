@@ -102,7 +102,8 @@ type answer struct {
 // TestAPIRateLimitHoldsAcrossAPIProcesses: three API processes (separate
 // processes of this test binary serving like `sluice serve --api`) on one
 // database, one tenant at its own rate of 50/s (bursts of 100), 16 clients
-// sending requests back to back for 10 s, spread over the processes. The
+// sending requests back to back for 10 s (longer if the box is too busy to
+// use the first burst up soon), spread over the processes. The
 // requests the processes accepted, by the time each process answered them,
 // number at most burst + rate (150) in every window of one second, and
 // once the first burst is used up the tenant gets at least 95% of its
@@ -128,13 +129,18 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.status)
 	}
 
-	const clients, hammer = 16, 10 * time.Second
+	// The clients go on for 10 s, and on a box so busy that they took
+	// long to use the first burst up, until the rate has been held for
+	// 5 s after it (steadyFrom, below), up to 40 s.
+	const clients, hammer, held = 16, 10 * time.Second, 5 * time.Second
 	var (
-		mu      sync.Mutex
-		answers []answer
-		failed  error
+		mu        sync.Mutex
+		answers   []answer
+		failed    error
+		refusedAt time.Time // the first refusal's stamp
 	)
-	ctx, cancel := context.WithTimeout(t.Context(), hammer)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 4*hammer)
 	defer cancel()
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -152,6 +158,13 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 				}
 				if err == nil {
 					answers = append(answers, a)
+					if a.status == http.StatusTooManyRequests && (refusedAt.IsZero() || a.at.Before(refusedAt)) {
+						refusedAt = a.at
+					}
+				}
+				if time.Since(start) >= hammer && !refusedAt.IsZero() &&
+					time.Since(refusedAt.Add(apirate.DefaultLeaseTTL)) >= held {
+					cancel()
 				}
 				mu.Unlock()
 				if err != nil {
@@ -203,7 +216,7 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 	// limiter's, so it is left out.
 	require.False(t, firstRefused.IsZero(), "the clients asked for more than the rate")
 	steadyFrom := firstRefused.Add(apirate.DefaultLeaseTTL)
-	require.Less(t, steadyFrom.Sub(first), hammer/2, "the first burst was used up early")
+	require.GreaterOrEqual(t, last.Sub(steadyFrom), held-time.Second, "the rate was held long enough to tell")
 	steady, asked := 0, 0
 	for _, a := range answers {
 		if a.at.After(steadyFrom) {
@@ -224,9 +237,9 @@ func TestAPIRateLimitHoldsAcrossAPIProcesses(t *testing.T) {
 		"the statement runs in %s on the server",
 		len(accepted), refused, most, burst+perSecond, achieved, steadyFrom.Sub(first).Round(time.Millisecond),
 		100*achieved/perSecond, perSecond, offered, overall,
-		calls, float64(calls)/hammer.Seconds()/float64(len(addrs)), leaseExecutionTime(t, h))
+		calls, float64(calls)/last.Sub(first).Seconds()/float64(len(addrs)), leaseExecutionTime(t, h))
 	require.LessOrEqual(t, most, burst+perSecond, "busiest one-second window of accepted requests")
-	require.Greater(t, offered, 2.0*perSecond, "the clients asked for less than twice the rate: the box is too busy to hold the limiter to it")
+	require.Greater(t, offered, 1.5*perSecond, "the clients asked for little more than the rate: the box is too busy to hold the limiter to it")
 	require.GreaterOrEqual(t, achieved, 0.95*perSecond, "the rate after the first burst")
 }
 
