@@ -65,8 +65,19 @@ type Config struct {
 // together otherwise. The answer is held until the
 // commit, so a client never sees a success that did not commit.
 func Middleware(cfg Config) func(http.Handler) http.Handler {
+	// Only a method some action names needs its route matched: most
+	// reads pass straight through.
+	methods := map[string]bool{}
+	for k := range cfg.Actions {
+		method, _, _ := strings.Cut(k, " ")
+		methods[method] = true
+	}
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !methods[r.Method] {
+				next.ServeHTTP(w, r)
+				return
+			}
 			route := chi.NewRouteContext()
 			if !cfg.Routes.Match(route, r.Method, strings.TrimPrefix(r.URL.Path, cfg.Prefix)) {
 				next.ServeHTTP(w, r)
