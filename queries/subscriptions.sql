@@ -29,20 +29,21 @@ DELETE FROM subscriptions WHERE tenant_id = @tenant_id AND endpoint_id = @endpoi
 -- of the pairs (event, subscription with a filter), given as 1-based
 -- indexes into event_ids and subscription_ids, those whose filter matches
 -- the event's payload, evaluated as InsertRoutedEvents does, each payload
--- read as jsonb once.
+-- read as jsonb once. Each pair finds its payload and its filter by array
+-- subscript, not by a join: it runs in the routing transaction, where
+-- IndexProbes turn hash joins off, and a nested loop over the pairs would
+-- compare every pair with every event and every subscription. An event or
+-- subscription that is gone leaves a NULL at its index, which matches
+-- nothing.
 WITH doc AS MATERIALIZED (
-    SELECT e.event_idx, ev.payload::jsonb AS doc
-    FROM (SELECT unnest(@event_ids::uuid[]) AS id, generate_subscripts(@event_ids::uuid[], 1) AS event_idx) e
-    JOIN events ev ON ev.id = e.id
-    WHERE ev.id = ANY(@event_ids::uuid[])
+    SELECT array_agg(ev.payload::jsonb ORDER BY e.idx) AS docs
+    FROM unnest(@event_ids::uuid[]) WITH ORDINALITY AS e(id, idx)
+    LEFT JOIN events ev ON ev.id = e.id AND ev.id = ANY(@event_ids::uuid[])
 ), sub AS MATERIALIZED (
-    SELECT u.subscription_idx, s.filter_path
-    FROM (SELECT unnest(@subscription_ids::uuid[]) AS id, generate_subscripts(@subscription_ids::uuid[], 1) AS subscription_idx) u
-    JOIN subscriptions s ON s.id = u.id
-    WHERE s.filter_path IS NOT NULL
+    SELECT array_agg(s.filter_path ORDER BY u.idx) AS paths
+    FROM unnest(@subscription_ids::uuid[]) WITH ORDINALITY AS u(id, idx)
+    LEFT JOIN subscriptions s ON s.id = u.id
 )
 SELECT p.event_idx::int AS event_idx, p.subscription_idx::int AS subscription_idx
-FROM (SELECT unnest(@pair_events::int[]) AS event_idx, unnest(@pair_subscriptions::int[]) AS subscription_idx) p
-JOIN doc d ON d.event_idx = p.event_idx
-JOIN sub s ON s.subscription_idx = p.subscription_idx
-WHERE jsonb_path_match(d.doc, s.filter_path, '{}', true);
+FROM (SELECT unnest(@pair_events::int[]) AS event_idx, unnest(@pair_subscriptions::int[]) AS subscription_idx) p, doc, sub
+WHERE jsonb_path_match(doc.docs[p.event_idx], sub.paths[p.subscription_idx], '{}', true);

@@ -145,11 +145,15 @@ func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
 // loops over index probes: hash and merge joins and sequential scans off.
 // The transactions that set them run only statements that look rows up by
 // key or by an index of their own, whose plans a generic plan or stale
-// statistics could otherwise turn into reads of whole tables.
+// statistics could otherwise turn into reads of whole tables. JIT is off
+// with them: a plan that keeps a sequential scan (of a handful of rows)
+// carries the scan's disable cost, far past jit_above_cost, and compiling
+// it would take longer than the statement.
 var IndexProbes = [][2]string{
 	{"enable_hashjoin", "off"},
 	{"enable_mergejoin", "off"},
 	{"enable_seqscan", "off"},
+	{"jit", "off"},
 }
 
 // GenericPlan has prepared statements run Postgres's generic plan, made
