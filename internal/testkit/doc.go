@@ -3,6 +3,8 @@
 // (storetest), a loopback webhook receiver (receiver), an in-process
 // SMTP server (smtpsink), an OTLP/HTTP trace receiver (otlpsink), a clock
 // tests move by hand (fakeclock) and a TCP proxy that can hold the bytes
-// to the database (tcpproxy). The benchmark
-// uses the receiver too, and the fault suite the proxy.
+// to the database (tcpproxy). The three doubles keep what they have seen
+// in a watch.List, which a test waits on for a condition instead of
+// sleeping. The benchmark uses the receiver too, and the fault suite the
+// proxy.
 package testkit

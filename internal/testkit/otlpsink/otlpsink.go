@@ -10,13 +10,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"time"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/sluice-dev/sluice/internal/testkit/watch"
 )
 
 // Span is a span received, with the service that sent it.
@@ -48,14 +49,12 @@ func (s Span) Attr(key string) (*commonpb.AnyValue, bool) {
 type Sink struct {
 	srv *httptest.Server
 
-	mu      sync.Mutex
-	spans   []Span
-	changed chan struct{} // closed and replaced after each export
+	spans watch.List[Span]
 }
 
 // New starts a sink; it stops when the test ends.
 func New(tb interface{ Cleanup(func()) }) *Sink {
-	s := &Sink{changed: make(chan struct{})}
+	s := &Sink{}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	tb.Cleanup(s.srv.Close)
 	return s
@@ -65,32 +64,14 @@ func New(tb interface{ Cleanup(func()) }) *Sink {
 func (s *Sink) URL() string { return s.srv.URL + "/v1/traces" }
 
 // Spans returns every span received so far.
-func (s *Sink) Spans() []Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Span(nil), s.spans...)
-}
+func (s *Sink) Spans() []Span { return s.spans.Items() }
 
 // Await blocks until cond holds for the spans received so far, checking
 // again after each export, and reports whether it did before timeout
 // passed. cond is called under the sink's lock: it must not keep the list
 // or call the sink.
 func (s *Sink) Await(timeout time.Duration, cond func(spans []Span) bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		ok, changed := cond(s.spans), s.changed
-		s.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			return false
-		}
-	}
+	return s.spans.Await(timeout, cond)
 }
 
 func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
@@ -136,11 +117,7 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	s.mu.Lock()
-	s.spans = append(s.spans, got...)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
+	s.spans.Add(got...)
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
 }

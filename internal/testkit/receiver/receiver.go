@@ -12,6 +12,8 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/sluice-dev/sluice/internal/testkit/watch"
 )
 
 // Request is one request the receiver got.
@@ -39,15 +41,14 @@ type Receiver struct {
 	mu       sync.Mutex
 	behavior func(n int) Behavior // n counts requests from 1
 	wh       *standardwebhooks.Webhook
-	requests []Request
+	requests watch.List[Request]
 	notify   chan struct{}
-	changed  chan struct{} // closed and replaced after each request
 }
 
 // New starts a receiver answering 200; it stops when the test ends if tb is
 // given (tb may be nil for benchmarks, which then call Close).
 func New(tb interface{ Cleanup(func()) }) *Receiver {
-	r := &Receiver{behavior: func(int) Behavior { return Behavior{} }, notify: make(chan struct{}, 1), changed: make(chan struct{})}
+	r := &Receiver{behavior: func(int) Behavior { return Behavior{} }, notify: make(chan struct{}, 1)}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	if tb != nil {
 		tb.Cleanup(r.Close)
@@ -87,18 +88,10 @@ func (r *Receiver) AnswerFunc(f func(n int) Behavior) {
 }
 
 // Requests returns a copy of every request so far.
-func (r *Receiver) Requests() []Request {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]Request(nil), r.requests...)
-}
+func (r *Receiver) Requests() []Request { return r.requests.Items() }
 
 // Count is the number of requests so far.
-func (r *Receiver) Count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.requests)
-}
+func (r *Receiver) Count() int { return r.requests.Len() }
 
 // Changed is signalled (without blocking) after each request.
 func (r *Receiver) Changed() <-chan struct{} { return r.notify }
@@ -108,35 +101,19 @@ func (r *Receiver) Changed() <-chan struct{} { return r.notify }
 // passed. cond is called with the receiver's own list under its lock: it
 // must neither keep the list nor call the receiver.
 func (r *Receiver) Await(timeout time.Duration, cond func(reqs []Request) bool) bool {
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		r.mu.Lock()
-		ok, changed := cond(r.requests), r.changed
-		r.mu.Unlock()
-		if ok {
-			return true
-		}
-		select {
-		case <-changed:
-		case <-deadline.C:
-			return false
-		}
-	}
+	return r.requests.Await(timeout, cond)
 }
 
 func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	rec := Request{At: time.Now(), ID: req.Header.Get("webhook-id"), Header: req.Header.Clone(), Body: body}
 	r.mu.Lock()
-	if r.wh != nil {
-		rec.Verified = r.wh.Verify(body, req.Header) == nil
-	}
-	r.requests = append(r.requests, rec)
-	b := r.behavior(len(r.requests))
-	close(r.changed)
-	r.changed = make(chan struct{})
+	wh, behavior := r.wh, r.behavior
 	r.mu.Unlock()
+	if wh != nil {
+		rec.Verified = wh.Verify(body, req.Header) == nil
+	}
+	b := behavior(r.requests.Add(rec))
 	select {
 	case r.notify <- struct{}{}:
 	default:

@@ -16,6 +16,8 @@ import (
 
 	"github.com/emersion/go-smtp"
 	"github.com/riverqueue/river/rivershared/testsignal"
+
+	"github.com/sluice-dev/sluice/internal/testkit/watch"
 )
 
 // Mail is one message the sink accepted.
@@ -40,10 +42,9 @@ type Sink struct {
 	scheme string
 	server *smtp.Server
 
-	mu       sync.Mutex
-	mails    []Mail
+	mails    watch.List[Mail]
+	mu       sync.Mutex // guards failNext
 	failNext int
-	changed  chan struct{} // closed and replaced whenever mails grows
 
 	// TestSignals are for the sink's own tests: silent unless initialised.
 	TestSignals TestSignals
@@ -76,7 +77,7 @@ func start(t testing.TB, tlsConfig *tls.Config) *Sink {
 	t.Helper()
 	var ln net.Listener
 	var err error
-	s := &Sink{scheme: "smtp", changed: make(chan struct{})}
+	s := &Sink{scheme: "smtp"}
 	if tlsConfig != nil {
 		s.scheme = "smtps"
 		ln, err = tls.Listen("tcp", "127.0.0.1:0", tlsConfig)
@@ -122,36 +123,26 @@ func (s *Sink) URL() string {
 func (s *Sink) Addr() string { return s.addr }
 
 // Messages returns a copy of the messages accepted so far, oldest first.
-func (s *Sink) Messages() []Mail {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Mail(nil), s.mails...)
-}
+func (s *Sink) Messages() []Mail { return s.mails.Items() }
 
 // Wait blocks until at least n messages were accepted and returns them all;
 // it fails the test (t.Fatalf, so call it from the test goroutine) when
 // timeout passes first.
 func (s *Sink) Wait(t testing.TB, n int, timeout time.Duration) []Mail {
 	t.Helper()
-	deadline := time.NewTimer(timeout)
-	defer deadline.Stop()
-	for {
-		s.mu.Lock()
-		got, changed := len(s.mails), s.changed
-		if got >= n {
-			mails := append([]Mail(nil), s.mails...)
-			s.mu.Unlock()
-			return mails
+	got := 0
+	enough := s.mails.Await(timeout, func(mails []Mail) bool {
+		if got = len(mails); got >= n {
+			return true
 		}
-		s.mu.Unlock()
 		s.TestSignals.Waiting.Signal(got)
-		select {
-		case <-changed:
-		case <-deadline.C:
-			t.Fatalf("smtpsink: got %d messages after %s, want at least %d", got, timeout, n)
-			return nil
-		}
+		return false
+	})
+	if !enough {
+		t.Fatalf("smtpsink: got %d messages after %s, want at least %d", got, timeout, n)
+		return nil
 	}
+	return s.mails.Items()
 }
 
 // FailNext makes the next n DATA commands answer "451 temporary failure"
@@ -165,13 +156,12 @@ func (s *Sink) FailNext(n int) {
 // deliver records m, or reports whether it must fail instead.
 func (s *Sink) deliver(m Mail) (fail bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.failNext > 0 {
 		s.failNext--
+		s.mu.Unlock()
 		return true
 	}
-	s.mails = append(s.mails, m)
-	close(s.changed)
-	s.changed = make(chan struct{})
+	s.mu.Unlock()
+	s.mails.Add(m)
 	return false
 }
