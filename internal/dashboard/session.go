@@ -81,12 +81,12 @@ type session struct {
 	// consumer is the consumer a portal session is scoped to (scope.go);
 	// nil for a tenant's session.
 	consumer *store.PortalConsumer
-	readOnly bool   // a read-only portal session: no forms, no POSTs
+	readOnly bool // a read-only portal session: no forms, no POSTs
 	// member is the member a member's session was opened by, with its
 	// role as of this request; nil for other sessions.
 	member *store.SessionMember
-	cookie   string // the cookie value (the token), to which CSRF tokens are bound
-	csrf     string
+	cookie string // the cookie value (the token), to which CSRF tokens are bound
+	csrf   string
 }
 
 type sessionKey struct{}
