@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"golang.org/x/crypto/argon2"
@@ -67,14 +68,16 @@ var errBadHash = errors.New("member: malformed password hash")
 // addresses have accounts.
 func CheckPassword(hash, password string) bool {
 	if hash == "" {
-		hash = decoy
+		_, _ = checkPassword(decoy(), password)
+		return false
 	}
 	ok, err := checkPassword(hash, password)
-	return err == nil && ok && hash != decoy
+	return err == nil && ok
 }
 
-// decoy is the hash an address without a password is checked against.
-var decoy = HashPassword("decoy password that no one has")
+// decoy is the hash an address without a password is checked against,
+// made the first time one is.
+var decoy = sync.OnceValue(func() string { return HashPassword("decoy password that no one has") })
 
 func checkPassword(hash, password string) (bool, error) {
 	parts := strings.Split(hash, "$")
