@@ -35,7 +35,8 @@ type Config struct {
 	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
 	// X-Forwarded-Proto).
 	SecureCookies bool
-	// Jobs queues the dispatch of replayed deliveries; required.
+	// Jobs queues the dispatch of replayed deliveries and the emails of
+	// members' password links; required.
 	Jobs store.JobQueue
 	// Portal checks the portal links GET /portal signs consumers in with;
 	// nil means links keyed from Key, as the API signs them when it is

@@ -94,6 +94,7 @@ func TestMembersBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`table.deliveries a[href="/deliveries/`+del.Data[0].ID.String()+`"]`)),
 	))
 	noForms("the endpoint")
+	screenshot(t, viewer, "viewer-endpoint")
 	require.NoError(t, chromedp.Do(viewer,
 		chromedp.Navigate(s.srv.URL+"/deliveries/"+del.Data[0].ID.String()),
 		chromedp.WaitVisible(chromedp.ID("delivery")),

@@ -32,7 +32,7 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints point at loopback and private
 	// addresses, and at plain http URLs.
 	AllowPrivateTargets bool
-	// Jobs queues dispatch and replay jobs in the API's transactions: the
+	// Jobs queues dispatch, replay and member mail jobs in the API's transactions: the
 	// process's dispatch.Nudger.
 	Jobs store.JobQueue
 	// Ingest commits posted events and hands their deliveries to dispatch;
