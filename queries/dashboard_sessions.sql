@@ -5,17 +5,20 @@ VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), 
 -- DashboardSession loads a live session: not expired, its tenant not
 -- disabled, and its API key neither revoked (the row would be gone) nor
 -- expired. A portal session has a consumer (revoking the portal deletes the
--- row) instead of a key.
+-- row) instead of a key; a member's session has the member, whose role is
+-- read here on every request.
 -- name: DashboardSession :one
 SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
-    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
+    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only,
+    s.member_id, m.email AS member_email, m.role AS member_role
 FROM dashboard_sessions s
 JOIN tenants t ON t.id = s.tenant_id
 LEFT JOIN api_keys k ON k.id = s.api_key_id
 LEFT JOIN consumers c ON c.id = s.consumer_id
+LEFT JOIN members m ON m.id = s.member_id
 WHERE s.token_hash = @token_hash
   AND s.expires_at > now()
-  AND (k.id IS NOT NULL OR c.id IS NOT NULL)
+  AND (k.id IS NOT NULL OR c.id IS NOT NULL OR m.id IS NOT NULL)
   AND (k.expires_at IS NULL OR k.expires_at > now())
   AND t.disabled_at IS NULL;
 
@@ -27,3 +30,10 @@ DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id AND expires_at <= no
 
 -- name: DeleteTenantDashboardSessions :exec
 DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id;
+
+-- name: CreateMemberDashboardSession :exec
+INSERT INTO dashboard_sessions (token_hash, tenant_id, member_id, expires_at)
+VALUES (@token_hash, @tenant_id, @member_id, @expires_at);
+
+-- name: DeleteMemberDashboardSessions :exec
+DELETE FROM dashboard_sessions WHERE member_id = @member_id;

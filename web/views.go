@@ -26,20 +26,37 @@ type Chrome struct {
 	// the consumer.
 	Portal   bool
 	Consumer string
-	// ReadOnly sessions get no forms at all.
+	// ReadOnly sessions get no forms at all: a read-only portal link's, a
+	// viewer's.
 	ReadOnly bool
+	// Member and Role name the member of a member's session.
+	Member string
+	Role   string
+	// Members and AuditLog say whether the session may see those pages
+	// (member.Role.Allows), and so their links.
+	Members  bool
+	AuditLog bool
 }
 
 // SignedIn reports whether the frame belongs to a session.
 func (c Chrome) SignedIn() bool { return c.CSRF != "" }
 
-// Who names the session: the tenant, and the consumer of a portal session.
+// Who names the session: the tenant, and the consumer of a portal session
+// or the member of a member's.
 func (c Chrome) Who() string {
-	if c.Portal {
+	switch {
+	case c.Portal:
 		return c.TenantName + " · " + c.Consumer
+	case c.Member != "":
+		return c.TenantName + " · " + c.Member
 	}
 	return c.TenantName
 }
+
+// CanSignOut reports whether the frame shows the sign-out form: every
+// tenant's session has it, a viewer's too; a read-only portal link has no
+// forms at all.
+func (c Chrome) CanSignOut() bool { return c.SignedIn() && (!c.Portal || !c.ReadOnly) }
 
 // Writable reports whether the page may show forms: a session that is not
 // read-only.

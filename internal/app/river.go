@@ -151,6 +151,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		return nil, nil, nil, err
 	}
 	river.AddWorker(ws, notify.NewAlertWorker(st, mailer, cfg.PublicURL))
+	river.AddWorker(ws, notify.NewMemberMailWorker(st, mailer, cfg.PublicURL, nil))
 	river.AddWorker(ws, fanout.NewWorker(st, w.nudger, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/audit"
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -39,11 +40,55 @@ var auditActions = map[string]audit.Action{
 	"POST /event-types":                   "event_type.created",
 	"POST /event-types/{name}/edit":       "event_type.updated",
 	"POST /event-types/{name}/delete":     "event_type.deleted",
+	"POST /members":                       "member.invited",
+	"POST /members/{id}/edit":             "member.updated",
+	"POST /members/{id}/remove":           "member.removed",
+}
+
+// guardedPages are the pages not every role may see, named by what they
+// show (member.ReadAuditLog, member.ReadMembers) or the action they lead
+// to.
+var guardedPages = map[string]string{
+	"GET /audit":               member.ReadAuditLog,
+	"GET /members":             member.ReadMembers,
+	"GET /members/{id}/remove": "member.removed",
+}
+
+// authorized is the one place the dashboard checks roles: it refuses, with
+// a 403 page, a request whose session's role (member.Role.Allows) does not
+// allow the action its route performs (auditActions) or the page it shows
+// (guardedPages). It runs after requireSession and requireCSRF, so a
+// forged form is refused for its token first.
+func (d *Dashboard) authorized(routes chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			s, _ := sessionFromContext(r.Context())
+			role := s.role()
+			if role == member.Owner {
+				next.ServeHTTP(w, r)
+				return
+			}
+			route := chi.NewRouteContext()
+			if routes.Match(route, r.Method, r.URL.Path) {
+				key := r.Method + " " + route.RoutePattern()
+				action, ok := string(auditActions[key]), true
+				if action == "" {
+					action, ok = guardedPages[key]
+				}
+				if ok && !role.Allows(action) {
+					d.writeError(w, r, errRole(role))
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // audited records each change of auditActions in its own transaction
 // (audit.Middleware), as the session's actor: the API key a tenant's
-// session signed in with, or the consumer of a portal session.
+// session signed in with, the member who signed in, or the consumer of a
+// portal session.
 func (d *Dashboard) audited(routes chi.Routes) func(http.Handler) http.Handler {
 	return audit.Middleware(audit.Config{
 		Actions: auditActions,
@@ -64,6 +109,9 @@ func (d *Dashboard) audited(routes chi.Routes) func(http.Handler) http.Handler {
 
 // actor is who the session acts as in the audit log.
 func (s session) actor() sluice.Actor {
+	if s.member != nil {
+		return sluice.Actor{Type: sluice.ActorMember, ID: s.member.ID.String(), Name: s.member.Email}
+	}
 	if s.consumer != nil {
 		return sluice.Actor{Type: sluice.ActorPortal, ID: s.consumer.UID, Name: s.consumer.UID}
 	}

@@ -1,8 +1,9 @@
 // Package dashboard is Sluice's browser dashboard: a chi sub-router of
 // server-rendered pages (the templ components of package web) over the
-// store. It signs in with an API key, keeps the session on the server with
-// only a random token in the cookie (session.go), protects every form with
-// a CSRF token (csrf.go) and needs no JavaScript. Handlers live one file
+// store. It signs in with an API key or a member's email and password,
+// keeps the session on the server with only a random token in the cookie
+// (session.go), protects every form with a CSRF token (csrf.go) and needs
+// no JavaScript. Handlers live one file
 // per page group and return errors to one error handler (errors.go).
 package dashboard
 
@@ -19,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
@@ -33,7 +35,8 @@ type Config struct {
 	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
 	// X-Forwarded-Proto).
 	SecureCookies bool
-	// Jobs queues the dispatch of replayed deliveries; required.
+	// Jobs queues the dispatch of replayed deliveries and the emails of
+	// members' password links; required.
 	Jobs store.JobQueue
 	// Portal checks the portal links GET /portal signs consumers in with;
 	// nil means links keyed from Key, as the API signs them when it is
@@ -111,9 +114,11 @@ func New(st *store.Store, cfg Config) *Dashboard {
 //
 // Every page behind a session sees it through its scope (scope.go). A
 // read-only session's non-GET requests are refused whatever their route
-// (readOnlyGuard); pages that only lead to a change are refused to it
-// outright (writersOnly); the tenant's own pages answer 404 to portal
-// sessions (tenantOnly).
+// (readOnlyGuard); a member's role is checked against the action or page
+// of its route (authorized); pages that only lead to a change are refused
+// to read-only sessions and viewers outright (writersOnly); the tenant's
+// own pages answer 404 to portal sessions (tenantOnly). /password and
+// /forgot set a member's password from an emailed link (password.go).
 func (d *Dashboard) Mount(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(middleware.Recoverer, securityHeaders, d.crossOrigin, d.checkText)
@@ -123,9 +128,13 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
 		r.Get(portal.Path, d.handle(d.openPortal))
+		r.Get(member.PasswordPath, d.handle(d.passwordForm))
+		r.Post(member.PasswordPath, d.handle(d.setPassword))
+		r.Get("/forgot", d.handle(d.forgotForm))
+		r.Post("/forgot", d.handle(d.forgot))
 
 		r.Group(func(r chi.Router) {
-			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF, d.audited(r))
+			r.Use(d.requireSession, d.readOnlyGuard, d.requireCSRF, d.authorized(r), d.audited(r))
 			d.readRoutes(r)
 			r.Group(func(r chi.Router) {
 				r.Use(d.writersOnly)
@@ -172,30 +181,40 @@ func (d *Dashboard) writeRoutes(r chi.Router) {
 	r.Post("/endpoints/{id}/circuit/close", d.handle(d.closeCircuit))
 }
 
-// tenantRoutes are the pages of a tenant's session only.
+// tenantRoutes are the pages of a tenant's session only: those every
+// role may see (less the guarded pages of authorized), and the changes
+// and the pages that lead to them.
 func (d *Dashboard) tenantRoutes(r chi.Router) {
 	r.Get("/api-keys", d.handle(d.listAPIKeys))
-	r.Post("/api-keys", d.handle(d.createAPIKey))
-	r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
-	r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
 	r.Get("/consumers", d.handle(d.listConsumers))
-	r.Post("/consumers", d.handle(d.createConsumer))
 	r.Get("/consumers/{uid}", d.handle(d.showConsumer))
-	r.Get("/consumers/{uid}/edit", d.handle(d.editConsumer))
-	r.Post("/consumers/{uid}/edit", d.handle(d.updateConsumer))
-	r.Get("/consumers/{uid}/delete", d.handle(d.confirmDeleteConsumer))
-	r.Post("/consumers/{uid}/delete", d.handle(d.deleteConsumer))
-	r.Post("/consumers/{uid}/portal", d.handle(d.issuePortalLink))
-	r.Get("/consumers/{uid}/portal/revoke", d.handle(d.confirmRevokePortal))
-	r.Post("/consumers/{uid}/portal/revoke", d.handle(d.revokePortal))
 	r.Get("/event-types", d.handle(d.listEventTypes))
-	r.Post("/event-types", d.handle(d.createEventType))
 	r.Get("/event-types/{name}", d.handle(d.showEventType))
-	r.Get("/event-types/{name}/edit", d.handle(d.editEventType))
-	r.Post("/event-types/{name}/edit", d.handle(d.updateEventType))
-	r.Get("/event-types/{name}/delete", d.handle(d.confirmDeleteEventType))
-	r.Post("/event-types/{name}/delete", d.handle(d.deleteEventType))
 	r.Get("/audit", d.handle(d.showAuditLog))
+	r.Get("/members", d.handle(d.listMembers))
+	r.Group(func(r chi.Router) {
+		r.Use(d.writersOnly)
+		r.Post("/api-keys", d.handle(d.createAPIKey))
+		r.Get("/api-keys/{id}/revoke", d.handle(d.confirmRevokeAPIKey))
+		r.Post("/api-keys/{id}/revoke", d.handle(d.revokeAPIKey))
+		r.Post("/consumers", d.handle(d.createConsumer))
+		r.Get("/consumers/{uid}/edit", d.handle(d.editConsumer))
+		r.Post("/consumers/{uid}/edit", d.handle(d.updateConsumer))
+		r.Get("/consumers/{uid}/delete", d.handle(d.confirmDeleteConsumer))
+		r.Post("/consumers/{uid}/delete", d.handle(d.deleteConsumer))
+		r.Post("/consumers/{uid}/portal", d.handle(d.issuePortalLink))
+		r.Get("/consumers/{uid}/portal/revoke", d.handle(d.confirmRevokePortal))
+		r.Post("/consumers/{uid}/portal/revoke", d.handle(d.revokePortal))
+		r.Post("/event-types", d.handle(d.createEventType))
+		r.Get("/event-types/{name}/edit", d.handle(d.editEventType))
+		r.Post("/event-types/{name}/edit", d.handle(d.updateEventType))
+		r.Get("/event-types/{name}/delete", d.handle(d.confirmDeleteEventType))
+		r.Post("/event-types/{name}/delete", d.handle(d.deleteEventType))
+		r.Post("/members", d.handle(d.inviteMember))
+		r.Post("/members/{id}/edit", d.handle(d.updateMember))
+		r.Get("/members/{id}/remove", d.handle(d.confirmRemoveMember))
+		r.Post("/members/{id}/remove", d.handle(d.removeMember))
+	})
 }
 
 // Handler returns a router serving only the dashboard, for tests and for

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
@@ -36,6 +37,12 @@ func errForbidden(detail string) *pageError {
 // errReadOnly answers a read-only session's attempt to change something.
 func errReadOnly() *pageError {
 	return errForbidden("This portal link is read-only: it can look but not change anything.")
+}
+
+// errRole answers a member's attempt at what its role does not allow
+// (member.Role.Allows).
+func errRole(role member.Role) *pageError {
+	return errForbidden("Your role (" + string(role) + ") may not do this. Ask an owner of this account if you need to.")
 }
 
 // errInvalidLink answers a portal link that is malformed, forged, expired

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -20,14 +21,18 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) error {
 	if next == "/" {
 		next = ""
 	}
-	return d.render(w, r, http.StatusOK, web.LoginPage("", next))
+	v := web.LoginView{Next: next}
+	if r.URL.Query().Get("password_set") != "" {
+		v.Notice = "Your password is set. Sign in with it."
+	}
+	return d.render(w, r, http.StatusOK, web.LoginPage(v))
 }
 
-// login is POST /login: checks the API key and starts a session. A wrong
-// key is a failed authentication of the client's address, which is
-// answered 429 once it has failed too often, before its key is looked up;
-// a sign-in costs its tenant a token, as an API request does
-// (ratelimit.go).
+// login is POST /login: checks a member's email and password, or an API
+// key, and starts a session. A wrong credential is a failed authentication
+// of the client's address, which is answered 429 once it has failed too
+// often, before its credential is looked up; a sign-in costs its tenant a
+// token, as an API request does (ratelimit.go).
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if err := d.checkAuth(r); err != nil {
 		return err
@@ -37,25 +42,33 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("The form could not be read.")
 	}
 	key := strings.TrimSpace(r.PostForm.Get("api_key"))
+	email := strings.TrimSpace(r.PostForm.Get("email"))
 	next := safeNext(r.PostForm.Get("next"))
-	formNext := next
-	if formNext == "/" {
-		formNext = ""
+	v := web.LoginView{Next: next, Email: email}
+	if v.Next == "/" {
+		v.Next = ""
+	}
+	refuse := func(status int, msg string) error {
+		v.Error = msg
+		return d.render(w, r, status, web.LoginPage(v))
+	}
+	if key == "" && email == "" {
+		d.failAuth(r)
+		return refuse(http.StatusBadRequest, "Enter your email and password, or an API key.")
 	}
 	if key == "" {
-		d.failAuth(r)
-		return d.render(w, r, http.StatusBadRequest, web.LoginPage("Enter an API key.", formNext))
+		return d.memberLogin(w, r, email, r.PostForm.Get("password"), next, refuse)
 	}
 	cred, err := d.store.AuthenticateAPIKey(r.Context(), key)
 	if errors.Is(err, sluice.ErrNotFound) {
 		d.failAuth(r)
-		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
+		return refuse(http.StatusUnauthorized, "That API key is not valid.")
 	}
 	if err != nil {
 		return err
 	}
 	if cred.Tenant.Disabled() {
-		return d.render(w, r, http.StatusForbidden, web.LoginPage("This account is disabled. Ask the operator of this Sluice to enable it.", formNext))
+		return refuse(http.StatusForbidden, "This account is disabled. Ask the operator of this Sluice to enable it.")
 	}
 	if err := d.limitTenant(r, cred.Tenant.ID, 1); err != nil {
 		return err
@@ -64,7 +77,39 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	expires := time.Now().Add(SessionTTL)
 	err = d.store.CreateDashboardSession(r.Context(), tokenHash(token), cred.Tenant.ID, cred.APIKeyID, expires)
 	if errors.Is(err, sluice.ErrNotFound) { // the key was revoked meanwhile
-		return d.render(w, r, http.StatusUnauthorized, web.LoginPage("That API key is not valid.", formNext))
+		return refuse(http.StatusUnauthorized, "That API key is not valid.")
+	}
+	if err != nil {
+		return err
+	}
+	d.setSessionCookie(w, r, token, expires)
+	return redirect(w, r, next)
+}
+
+// memberLogin is login with a member's email and password. An unknown
+// email costs a password hash as a wrong password does
+// (member.CheckPassword), and both answer the same, so the form does not
+// tell which emails have accounts.
+func (d *Dashboard) memberLogin(w http.ResponseWriter, r *http.Request, email, password, next string, refuse func(int, string) error) error {
+	c, err := d.store.MemberByEmail(r.Context(), email)
+	if err != nil && !errors.Is(err, sluice.ErrNotFound) {
+		return err
+	}
+	if !member.CheckPassword(c.PasswordHash, password) {
+		d.failAuth(r)
+		return refuse(http.StatusUnauthorized, "That email and password do not match.")
+	}
+	if c.Tenant.Disabled() {
+		return refuse(http.StatusForbidden, "This account is disabled. Ask the operator of this Sluice to enable it.")
+	}
+	if err := d.limitTenant(r, c.Tenant.ID, 1); err != nil {
+		return err
+	}
+	token := newSessionToken()
+	expires := time.Now().Add(SessionTTL)
+	err = d.store.CreateMemberDashboardSession(r.Context(), tokenHash(token), c.Tenant.ID, c.Member.ID, expires)
+	if errors.Is(err, sluice.ErrNotFound) { // removed meanwhile
+		return refuse(http.StatusUnauthorized, "That email and password do not match.")
 	}
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -37,6 +38,12 @@ type wholeSluice struct {
 
 func startSluice(t *testing.T) *wholeSluice {
 	t.Helper()
+	return startSluiceWith(t, nil)
+}
+
+// startSluiceWith is startSluice with more environment (SLUICE_SMTP_URL).
+func startSluiceWith(t *testing.T, more map[string]string) *wholeSluice {
+	t.Helper()
 	t.Parallel()
 	var handler atomic.Value // the process needs the server's URL first
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -51,6 +58,7 @@ func startSluice(t *testing.T) *wholeSluice {
 		"SLUICE_RETRY_SCHEDULE":        "50ms",
 		"SLUICE_DELIVERY_TIMEOUT":      "2s",
 	}
+	maps.Copy(env, more)
 	cfg, err := config.Parse(func(k string) string { return env[k] }, true)
 	require.NoError(t, err)
 	p, err := app.New(context.Background(), cfg, app.Roles{API: true, Worker: true, Dashboard: true},

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
@@ -197,6 +198,22 @@ func TestScreenshots(t *testing.T) {
 	look("event-type-edit")
 	visit("/event-types/sluice.endpoint.disabled", "#operational-note")
 	look("event-type-operational")
+
+	// Members: two who have signed in, one invited.
+	for _, m := range []struct {
+		email  string
+		role   member.Role
+		active bool
+	}{{"li@acme.example", member.Viewer, false}, {"raj@acme.example", member.Admin, true}, {"ana@acme.example", member.Owner, true}} {
+		_, token := b.invite(a, m.email, m.role, time.Now())
+		if m.active {
+			_, err := b.store.SetMemberPassword(ctx, member.TokenHash(token), member.HashPassword(goodPassword), time.Now())
+			require.NoError(t, err)
+		}
+	}
+	click(`header nav a[href="/members"]`, "#invite-member")
+	require.NoError(t, chromedp.Do(bctx, chromedp.SendKeys(chromedp.ID("email"), "sam@acme.example")))
+	shot("members")
 
 	// The consumer opens its portal link.
 	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(b.srv.URL+strings.TrimPrefix(link, publicURL)), chromedp.WaitVisible(chromedp.ID("endpoints"))))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
@@ -39,7 +40,9 @@ var b64 = base64.RawURLEncoding
 
 // Sessions live on the server, in the dashboard_sessions table: the cookie
 // holds only a random token, the table its SHA-256, the tenant, the API
-// key the session was opened with and its expiry. Sign-out deletes the row;
+// key, portal link or member the session was opened with and its expiry.
+// Removing a member deletes its sessions (a cascade), and its role is read
+// on every request. Sign-out deletes the row;
 // revoking the key deletes it too (a foreign key cascade), and an expired
 // key's sessions stop at once (checked on every request).
 
@@ -78,9 +81,12 @@ type session struct {
 	// consumer is the consumer a portal session is scoped to (scope.go);
 	// nil for a tenant's session.
 	consumer *store.PortalConsumer
-	readOnly bool   // a read-only portal session: no forms, no POSTs
-	cookie   string // the cookie value (the token), to which CSRF tokens are bound
-	csrf     string
+	readOnly bool // a read-only portal session: no forms, no POSTs
+	// member is the member a member's session was opened by, with its
+	// role as of this request; nil for other sessions.
+	member *store.SessionMember
+	cookie string // the cookie value (the token), to which CSRF tokens are bound
+	csrf   string
 }
 
 type sessionKey struct{}
@@ -107,7 +113,11 @@ func chrome(r *http.Request, section string) web.Chrome {
 	if !ok {
 		return web.Chrome{}
 	}
-	c := web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section, ReadOnly: s.readOnly}
+	c := web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section, ReadOnly: !s.writes(),
+		Members: s.role().Allows(member.ReadMembers), AuditLog: s.role().Allows(member.ReadAuditLog)}
+	if s.member != nil {
+		c.Member, c.Role = s.member.Email, string(s.member.Role)
+	}
 	if s.consumer != nil {
 		c.Portal, c.Consumer = true, s.consumer.Name
 		if c.Consumer == "" {
@@ -152,16 +162,35 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
-	case ds.APIKeyID == nil && ds.Consumer == nil:
+	case ds.APIKeyID == nil && ds.Consumer == nil && ds.Member == nil:
 		return session{}, errNoSession // neither a tenant's nor a portal session
 	}
 	s := session{tenant: ds.Tenant, consumer: ds.Consumer, readOnly: ds.ReadOnly,
 		cookie: ck.Value, csrf: d.csrf.token(ck.Value)}
-	if ds.APIKeyID != nil {
+	switch {
+	case ds.APIKeyID != nil:
 		s.apiKeyID, s.apiKeyName, s.consumer, s.readOnly = *ds.APIKeyID, ds.APIKeyName, nil, false
+	case ds.Member != nil:
+		s.member, s.consumer, s.readOnly = ds.Member, nil, false
 	}
 	return s, nil
 }
+
+// role is what the session may do (member.Role.Allows): a member's role;
+// an API key's session is an owner's, as the key is through the API. A
+// portal session is an owner of its consumer's scope, less a read-only
+// link's POSTs (readOnlyGuard); the tenant's own pages are not its
+// (tenantOnly).
+func (s session) role() member.Role {
+	if s.member != nil {
+		return s.member.Role
+	}
+	return member.Owner
+}
+
+// writes reports whether the session may change anything, and so see
+// forms: not a read-only portal link's, nor a viewer's.
+func (s session) writes() bool { return !s.readOnly && !s.role().ReadOnly() }
 
 // bucketKey names the session's own rate-limit bucket: a tenant's session
 // has its own, while a consumer's portal sessions share their consumer's,
@@ -190,12 +219,18 @@ func (d *Dashboard) readOnlyGuard(next http.Handler) http.Handler {
 	})
 }
 
-// writersOnly refuses, with 403, every request of a read-only session: for
-// the pages that exist only to lead to a change, such as confirmations.
+// writersOnly refuses, with 403, every request of a session that may not
+// change anything (a read-only portal link's, a viewer's): for the pages
+// that exist only to lead to a change, such as forms and confirmations.
 func (d *Dashboard) writersOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s, _ := sessionFromContext(r.Context()); s.readOnly {
+		s, _ := sessionFromContext(r.Context())
+		switch {
+		case s.readOnly:
 			d.writeError(w, r, errReadOnly())
+			return
+		case !s.writes():
+			d.writeError(w, r, errRole(s.role()))
 			return
 		}
 		next.ServeHTTP(w, r)

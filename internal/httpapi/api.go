@@ -32,7 +32,7 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints point at loopback and private
 	// addresses, and at plain http URLs.
 	AllowPrivateTargets bool
-	// Jobs queues dispatch and replay jobs in the API's transactions: the
+	// Jobs queues dispatch, replay and member mail jobs in the API's transactions: the
 	// process's dispatch.Nudger.
 	Jobs store.JobQueue
 	// Ingest commits posted events and hands their deliveries to dispatch;
@@ -113,7 +113,7 @@ func (a *API) Mount(r chi.Router) {
 		// Everything after Recoverer, authentication included, waits on
 		// the database within the bound.
 		r.Use(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout))
-		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON, a.audited(r))
+		r.Use(a.authenticate, a.limitRate, refuseDisabled, a.checkText, a.requireJSON, authorized(r), a.audited(r))
 		r.NotFound(a.handle(routeNotFound))
 		r.MethodNotAllowed(a.handle(methodNotAllowed))
 
@@ -156,6 +156,12 @@ func (a *API) Mount(r chi.Router) {
 		r.Get("/events/{id}", a.handle(a.getEvent))
 
 		r.Get("/audit-log", a.handle(a.listAuditLog))
+
+		r.Post("/members", a.handle(a.createMember))
+		r.Get("/members", a.handle(a.listMembers))
+		r.Get("/members/{id}", a.handle(a.getMember))
+		r.Patch("/members/{id}", a.handle(a.updateMember))
+		r.Delete("/members/{id}", a.handle(a.deleteMember))
 
 		r.Get("/deliveries", a.handle(a.listDeliveries))
 		r.Get("/deliveries/{id}", a.handle(a.getDelivery))

@@ -4,11 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/audit"
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -38,6 +40,48 @@ var auditActions = map[string]audit.Action{
 	"DELETE /subscriptions/{id}":          "subscription.deleted",
 	"POST /deliveries/{id}/replay":        "delivery.replayed",
 	"POST /deliveries/{id}/retry":         "delivery.retried",
+	"POST /members":                       "member.invited",
+	"PATCH /members/{id}":                 "member.updated",
+	"DELETE /members/{id}":                "member.removed",
+}
+
+// guardedReads are the reads not every role may make, named like the
+// actions above (member.ReadAuditLog, member.ReadMembers).
+var guardedReads = map[string]string{
+	"GET /audit-log":    member.ReadAuditLog,
+	"GET /members":      member.ReadMembers,
+	"GET /members/{id}": member.ReadMembers,
+}
+
+// authorized is the one place the API checks roles: it refuses, with 403,
+// a request whose role (member.Role.Allows) does not allow its route's
+// action (auditActions) or guarded read. An API key has every right
+// (member.Owner), so its requests pass without a look at their route;
+// the check matters for a credential with a lesser role.
+func authorized(routes chi.Routes) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			role := roleFrom(r.Context())
+			if role == member.Owner {
+				next.ServeHTTP(w, r)
+				return
+			}
+			route := chi.NewRouteContext()
+			if routes.Match(route, r.Method, strings.TrimPrefix(r.URL.Path, "/v1")) {
+				key := r.Method + " " + route.RoutePattern()
+				action, ok := string(auditActions[key]), true
+				if action == "" {
+					action, ok = guardedReads[key]
+				}
+				if ok && !role.Allows(action) {
+					writeProblem(w, &Problem{Type: typeForbidden, Title: "Forbidden", Status: http.StatusForbidden,
+						Detail: "the " + string(role) + " role may not do this (" + action + ")"})
+					return
+				}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // audited is the /v1 middleware that records each change of auditActions

@@ -153,6 +153,11 @@ func TestAuditEveryChange(t *testing.T) {
 	step(http.MethodDelete, "/v1/event-types/order.created", nil, http.StatusNoContent, "event_type.deleted", is("order.created"))
 	step(http.MethodDelete, "/v1/consumers/cust_1", nil, http.StatusNoContent, "consumer.deleted", is("cust_1"))
 
+	m := step(http.MethodPost, "/v1/members", map[string]any{"email": "ann@acme.test", "role": "viewer"}, http.StatusCreated, "member.invited", idOf)
+	fails(http.MethodPost, "/v1/members", map[string]any{"email": "ANN@acme.test", "role": "admin"}, http.StatusConflict)
+	step(http.MethodPatch, "/v1/members/"+idOf(m), map[string]any{"role": "admin"}, http.StatusOK, "member.updated", is(idOf(m)), "role")
+	step(http.MethodDelete, "/v1/members/"+idOf(m), nil, http.StatusNoContent, "member.removed", is(idOf(m)))
+
 	// The key revokes itself last; its entry is still its own.
 	step(http.MethodDelete, "/v1/api-keys/"+key.ID, nil, http.StatusNoContent, "api_key.revoked", is(key.ID))
 

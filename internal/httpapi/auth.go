@@ -10,12 +10,14 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 type (
 	tenantKey struct{}
 	actorKey  struct{}
+	roleKey   struct{} // a member.Role other than an API key's (member.Owner)
 )
 
 // tenantFrom returns the tenant the request authenticated as.
@@ -27,6 +29,14 @@ func tenantFrom(ctx context.Context) sluice.Tenant {
 func actorFrom(ctx context.Context) sluice.Actor {
 	a, _ := ctx.Value(actorKey{}).(sluice.Actor)
 	return a
+}
+
+// roleFrom is the role the request acts in: an API key has every right.
+func roleFrom(ctx context.Context) member.Role {
+	if r, ok := ctx.Value(roleKey{}).(member.Role); ok {
+		return r
+	}
+	return member.Owner
 }
 
 // withCredential is ctx with the tenant and actor of an API key.

@@ -22,6 +22,7 @@ const (
 	typeBadRequest       = problemBase + "bad-request"
 	typeUnauthorized     = problemBase + "unauthorized"
 	typeTenantDisabled   = problemBase + "tenant-disabled"
+	typeForbidden        = problemBase + "forbidden"
 	typeNotFound         = problemBase + "not-found"
 	typeMethodNotAllowed = problemBase + "method-not-allowed"
 	typeConflict         = problemBase + "conflict"

@@ -3,7 +3,8 @@
 // It holds:
 //
 //   - the kinds of job, with their queues and insert options (FanoutArgs,
-//     DispatchArgs, ReplayArgs, AlertArgs, RetentionArgs) and Backoff;
+//     DispatchArgs, ReplayArgs, AlertArgs, MemberMailArgs, RetentionArgs)
+//     and Backoff;
 //   - Queue, which inserts them inside a caller's transaction, so that a
 //     job commits with the data it acts on;
 //   - LiveStates, the one list of the states in which a job will still
@@ -110,6 +111,24 @@ func (AlertArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 20}
 }
 
+// MemberMailArgs emails a member the link that sets its password: an
+// invitation, or a reset it asked for (notify.MemberMailWorker). The worker
+// makes the link's token, so that the token exists only in the email.
+type MemberMailArgs struct {
+	MemberID uuid.UUID `json:"member_id"`
+	Purpose  string    `json:"purpose"` // member.PurposeInvite or member.PurposeReset
+}
+
+// Kind implements river.JobArgs.
+func (MemberMailArgs) Kind() string { return "member_mail" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts. A mail server that is
+// down is retried with River's backoff, but not for longer than the link
+// would work.
+func (MemberMailArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 8}
+}
+
 // RetentionArgs is the periodic job that keeps the week partitions: it
 // creates them ahead and drops expired weeks (maintenance.RetentionWorker).
 type RetentionArgs struct{}
@@ -207,6 +226,14 @@ func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.
 func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 	if _, err := q.client.InsertTx(ctx, tx, AlertArgs{AlertID: alertID}, nil); err != nil {
 		return fmt.Errorf("queue alert job: %w", err)
+	}
+	return nil
+}
+
+// MemberMail implements store.JobQueue.
+func (q *Queue) MemberMail(ctx context.Context, tx pgx.Tx, memberID uuid.UUID, purpose string) error {
+	if _, err := q.client.InsertTx(ctx, tx, MemberMailArgs{MemberID: memberID, Purpose: purpose}, nil); err != nil {
+		return fmt.Errorf("queue member mail job: %w", err)
 	}
 	return nil
 }

@@ -7,4 +7,8 @@
 // one, else the tenant's: the same endpoints the event itself is routed
 // to. The email is queued in the transaction that posts the event
 // (store.InsertOpEvents).
+//
+// It also emails a tenant's team members the links that set their
+// passwords, an invitation or a reset (MemberMailWorker), over the same
+// SMTP client.
 package notify

@@ -22,6 +22,9 @@ type JobQueue interface {
 	Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error
 	// Alert queues the email of a circuit transition.
 	Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error
+	// MemberMail queues the email that carries a member's link to set its
+	// password (purpose: member.PurposeInvite or member.PurposeReset).
+	MemberMail(ctx context.Context, tx pgx.Tx, memberID uuid.UUID, purpose string) error
 	// Unpark runs an endpoint's dispatch now: its parked job if it has one
 	// (parkedJobID), a new one otherwise.
 	Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error

@@ -7,12 +7,14 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // DashboardSession is a live dashboard sign-in: a tenant's, opened with an
-// API key, or a consumer's portal session, opened with a portal link.
+// API key or by a member with its password, or a consumer's portal
+// session, opened with a portal link.
 type DashboardSession struct {
 	Tenant     sluice.Tenant
 	APIKeyID   *uuid.UUID // the key a tenant's session was opened with
@@ -20,9 +22,19 @@ type DashboardSession struct {
 	// Consumer is the consumer a portal session is scoped to; nil for a
 	// tenant's session.
 	Consumer *PortalConsumer
+	// Member is the member a member's session was opened by, with its
+	// role now; nil for other sessions.
+	Member *SessionMember
 	// ReadOnly sessions may look but not change anything.
 	ReadOnly  bool
 	ExpiresAt time.Time
+}
+
+// SessionMember names the member of a session.
+type SessionMember struct {
+	ID    uuid.UUID
+	Email string
+	Role  member.Role
 }
 
 // PortalConsumer names the consumer of a portal session.
@@ -45,6 +57,18 @@ func (s *Store) CreateDashboardSession(ctx context.Context, tokenHash []byte, te
 	}))
 }
 
+// CreateMemberDashboardSession records a sign-in of a member of tenantID
+// with its password, as CreateDashboardSession does for an API key. A
+// member removed meanwhile is sluice.ErrNotFound.
+func (s *Store) CreateMemberDashboardSession(ctx context.Context, tokenHash []byte, tenantID, memberID uuid.UUID, expires time.Time) error {
+	if err := s.q.DeleteExpiredDashboardSessions(ctx, tenantID); err != nil {
+		return fmt.Errorf("delete expired dashboard sessions: %w", err)
+	}
+	return notFound(s.q.CreateMemberDashboardSession(ctx, dbq.CreateMemberDashboardSessionParams{
+		TokenHash: tokenHash, TenantID: tenantID, MemberID: &memberID, ExpiresAt: expires,
+	}))
+}
+
 // DashboardSession loads the live session of a token hash: one that has
 // not expired, nor been signed out, and whose API key is neither revoked
 // nor expired. Anything else is sluice.ErrNotFound.
@@ -59,6 +83,9 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 		APIKeyName: deref(row.ApiKeyName),
 		ReadOnly:   row.ReadOnly,
 		ExpiresAt:  row.ExpiresAt,
+	}
+	if row.MemberID != nil {
+		ds.Member = &SessionMember{ID: *row.MemberID, Email: deref(row.MemberEmail), Role: member.Role(deref(row.MemberRole))}
 	}
 	if row.ConsumerID != nil {
 		ds.Consumer = &PortalConsumer{ID: *row.ConsumerID, UID: deref(row.ConsumerUid), Name: deref(row.ConsumerName)}

@@ -38,16 +38,40 @@ func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboar
 	return err
 }
 
+const createMemberDashboardSession = `-- name: CreateMemberDashboardSession :exec
+INSERT INTO dashboard_sessions (token_hash, tenant_id, member_id, expires_at)
+VALUES ($1, $2, $3, $4)
+`
+
+type CreateMemberDashboardSessionParams struct {
+	TokenHash []byte
+	TenantID  uuid.UUID
+	MemberID  *uuid.UUID
+	ExpiresAt time.Time
+}
+
+func (q *Queries) CreateMemberDashboardSession(ctx context.Context, arg CreateMemberDashboardSessionParams) error {
+	_, err := q.db.Exec(ctx, createMemberDashboardSession,
+		arg.TokenHash,
+		arg.TenantID,
+		arg.MemberID,
+		arg.ExpiresAt,
+	)
+	return err
+}
+
 const dashboardSession = `-- name: DashboardSession :one
 SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
-    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only
+    s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only,
+    s.member_id, m.email AS member_email, m.role AS member_role
 FROM dashboard_sessions s
 JOIN tenants t ON t.id = s.tenant_id
 LEFT JOIN api_keys k ON k.id = s.api_key_id
 LEFT JOIN consumers c ON c.id = s.consumer_id
+LEFT JOIN members m ON m.id = s.member_id
 WHERE s.token_hash = $1
   AND s.expires_at > now()
-  AND (k.id IS NOT NULL OR c.id IS NOT NULL)
+  AND (k.id IS NOT NULL OR c.id IS NOT NULL OR m.id IS NOT NULL)
   AND (k.expires_at IS NULL OR k.expires_at > now())
   AND t.disabled_at IS NULL
 `
@@ -64,12 +88,16 @@ type DashboardSessionRow struct {
 	ConsumerUid  *string
 	ConsumerName *string
 	ReadOnly     bool
+	MemberID     *uuid.UUID
+	MemberEmail  *string
+	MemberRole   *string
 }
 
 // DashboardSession loads a live session: not expired, its tenant not
 // disabled, and its API key neither revoked (the row would be gone) nor
 // expired. A portal session has a consumer (revoking the portal deletes the
-// row) instead of a key.
+// row) instead of a key; a member's session has the member, whose role is
+// read here on every request.
 func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (DashboardSessionRow, error) {
 	row := q.db.QueryRow(ctx, dashboardSession, tokenHash)
 	var i DashboardSessionRow
@@ -85,6 +113,9 @@ func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (Dashb
 		&i.ConsumerUid,
 		&i.ConsumerName,
 		&i.ReadOnly,
+		&i.MemberID,
+		&i.MemberEmail,
+		&i.MemberRole,
 	)
 	return i, err
 }
@@ -104,6 +135,15 @@ DELETE FROM dashboard_sessions WHERE tenant_id = $1 AND expires_at <= now()
 
 func (q *Queries) DeleteExpiredDashboardSessions(ctx context.Context, tenantID uuid.UUID) error {
 	_, err := q.db.Exec(ctx, deleteExpiredDashboardSessions, tenantID)
+	return err
+}
+
+const deleteMemberDashboardSessions = `-- name: DeleteMemberDashboardSessions :exec
+DELETE FROM dashboard_sessions WHERE member_id = $1
+`
+
+func (q *Queries) DeleteMemberDashboardSessions(ctx context.Context, memberID *uuid.UUID) error {
+	_, err := q.db.Exec(ctx, deleteMemberDashboardSessions, memberID)
 	return err
 }
 

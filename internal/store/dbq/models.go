@@ -84,6 +84,7 @@ type DashboardSession struct {
 	ExpiresAt  time.Time
 	ConsumerID *uuid.UUID
 	ReadOnly   bool
+	MemberID   *uuid.UUID
 }
 
 type DeliveriesKept struct {
@@ -229,6 +230,24 @@ type EventsKept struct {
 	CreatedAt      time.Time
 	Consumer       *string
 	Broadcast      bool
+}
+
+type Member struct {
+	ID           uuid.UUID
+	TenantID     uuid.UUID
+	Email        string
+	Role         string
+	PasswordHash *string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+type MemberToken struct {
+	TokenHash []byte
+	MemberID  uuid.UUID
+	Purpose   string
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 type ReplayRequest struct {

@@ -1,0 +1,114 @@
+package dashboard
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/web"
+)
+
+// A member sets its password from a link emailed to it (notify's
+// MemberMailWorker): an invitation, or a reset asked for at /forgot. The
+// link's token works once, within member.TokenTTL of the dashboard's clock
+// (Config.Now). A token that is malformed, unknown, used or expired is a
+// failed authentication of the client's address, as a wrong password is.
+
+// errInvalidPasswordLink answers a link that does not work (any more).
+func errInvalidPasswordLink() *pageError {
+	return &pageError{status: http.StatusForbidden, title: "Link not valid",
+		detail: "This link is not valid: it was used already, has expired (links work for 24 hours), or was copied incompletely. " +
+			"Ask for a new one with \"Forgot your password?\" on the sign-in page."}
+}
+
+// passwordMember is the member whose password the token sets, or the
+// error page of a token that does not work.
+func (d *Dashboard) passwordMember(r *http.Request, token string) (web.PasswordView, error) {
+	if err := d.checkAuth(r); err != nil {
+		return web.PasswordView{}, err
+	}
+	if !member.WellFormedToken(token) {
+		d.failAuth(r)
+		return web.PasswordView{}, errInvalidPasswordLink()
+	}
+	m, err := d.store.MemberByToken(r.Context(), member.TokenHash(token), d.now())
+	if errors.Is(err, sluice.ErrNotFound) {
+		d.failAuth(r)
+		return web.PasswordView{}, errInvalidPasswordLink()
+	}
+	if err != nil {
+		return web.PasswordView{}, err
+	}
+	return web.PasswordView{Token: token, Email: m.Email, Invite: m.Purpose == member.PurposeInvite}, nil
+}
+
+// passwordForm is GET /password?token=…, where an emailed link leads: the
+// form that sets the password. Showing it does not use the token.
+func (d *Dashboard) passwordForm(w http.ResponseWriter, r *http.Request) error {
+	v, err := d.passwordMember(r, r.URL.Query().Get("token"))
+	if err != nil {
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.PasswordPage(v))
+}
+
+// setPassword is POST /password: uses the token to set the password, which
+// ends the member's other sessions, and leads to the sign-in form.
+func (d *Dashboard) setPassword(w http.ResponseWriter, r *http.Request) error {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return errBadRequest("The form could not be read.")
+	}
+	v, err := d.passwordMember(r, r.PostForm.Get("token"))
+	if err != nil {
+		return err
+	}
+	password := r.PostForm.Get("password")
+	if err := member.ValidatePassword(password); err != nil {
+		v.Error = fieldErrors(err)
+		return d.render(w, r, http.StatusUnprocessableEntity, web.PasswordPage(v))
+	}
+	if password != r.PostForm.Get("confirm") {
+		v.Error = "The two passwords differ."
+		return d.render(w, r, http.StatusUnprocessableEntity, web.PasswordPage(v))
+	}
+	_, err = d.store.SetMemberPassword(r.Context(), member.TokenHash(v.Token), member.HashPassword(password), d.now())
+	if errors.Is(err, sluice.ErrNotFound) { // used by another request meanwhile
+		d.failAuth(r)
+		return errInvalidPasswordLink()
+	}
+	if err != nil {
+		return err
+	}
+	return redirect(w, r, "/login?password_set=1")
+}
+
+// forgotForm is GET /forgot: the form that emails a reset link.
+func (d *Dashboard) forgotForm(w http.ResponseWriter, r *http.Request) error {
+	return d.render(w, r, http.StatusOK, web.ForgotPage(web.ForgotView{}))
+}
+
+// forgot is POST /forgot: queues the email of a reset link to the member
+// with the email given, if any, and answers the same either way. Each
+// request costs the client's address a token of its failed
+// authentications, so no address can flood a mailbox.
+func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) error {
+	if err := d.checkAuth(r); err != nil {
+		return err
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return errBadRequest("The form could not be read.")
+	}
+	email := strings.TrimSpace(r.PostForm.Get("email"))
+	if email == "" || len(email) > member.MaxEmailLength {
+		return d.render(w, r, http.StatusUnprocessableEntity, web.ForgotPage(web.ForgotView{Error: "Enter your email."}))
+	}
+	d.failAuth(r)
+	if err := d.store.RequestPasswordReset(r.Context(), email, d.jobs); err != nil {
+		return err
+	}
+	return d.render(w, r, http.StatusOK, web.ForgotPage(web.ForgotView{Sent: true}))
+}

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// errEmailTaken is the conflict of an email another member has, in any
+// tenant: one sign-in form serves them all.
+var errEmailTaken = fmt.Errorf("%w: a member with this email already exists", sluice.ErrConflict)
+
+// InviteMember adds a member to a tenant and queues, in the same
+// transaction, the job that emails its invitation (jobs.MemberMailArgs).
+// An email any member has, in any case, is sluice.ErrConflict.
+func (s *Store) InviteMember(ctx context.Context, tenantID uuid.UUID, p member.NewParams, jobs JobQueue) (member.Member, error) {
+	var m member.Member
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		row, err := s.q.WithTx(tx).InsertMember(ctx, dbq.InsertMemberParams{
+			ID: newID(), TenantID: tenantID, Email: member.NormalizeEmail(p.Email), Role: string(p.Role),
+		})
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+			return errEmailTaken
+		}
+		if err != nil {
+			return fmt.Errorf("insert member: %w", notFound(err))
+		}
+		m = memberFromRow(row)
+		return jobs.MemberMail(ctx, tx, m.ID, member.PurposeInvite)
+	})
+	return m, err
+}
+
+// ListMembers returns a page of a tenant's members, newest first.
+func (s *Store) ListMembers(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[member.Member], error) {
+	rows, err := s.q.ListMembers(ctx, dbq.ListMembersParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
+	if err != nil {
+		return sluice.Page[member.Member]{}, fmt.Errorf("list members: %w", err)
+	}
+	return page(rows, p, func(r dbq.Member) uuid.UUID { return r.ID },
+		func(r dbq.Member) (member.Member, error) { return memberFromRow(r), nil })
+}
+
+// GetMember returns one of a tenant's members; another tenant's is
+// sluice.ErrNotFound.
+func (s *Store) GetMember(ctx context.Context, tenantID, id uuid.UUID) (member.Member, error) {
+	row, err := s.q.GetMember(ctx, dbq.GetMemberParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return member.Member{}, notFound(err)
+	}
+	return memberFromRow(row), nil
+}
+
+// SetMemberRole changes a member's role; its sessions have the new role
+// from their next request on.
+func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role member.Role) (member.Member, error) {
+	row, err := s.q.UpdateMemberRole(ctx, dbq.UpdateMemberRoleParams{TenantID: tenantID, ID: id, Role: string(role)})
+	if err != nil {
+		return member.Member{}, notFound(err)
+	}
+	return memberFromRow(row), nil
+}
+
+// RemoveMember deletes one of a tenant's members, and with it its
+// dashboard sessions and unused links (foreign key cascades).
+func (s *Store) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) error {
+	n, err := s.q.DeleteMember(ctx, dbq.DeleteMemberParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return fmt.Errorf("delete member: %w", err)
+	}
+	if n == 0 {
+		return sluice.ErrNotFound
+	}
+	return nil
+}
+
+// MemberCredential is a member found by its email, to sign in: with its
+// password's hash ("" until it has set one) and its tenant.
+type MemberCredential struct {
+	Member       member.Member
+	PasswordHash string
+	Tenant       sluice.Tenant
+}
+
+// MemberByEmail finds the member with an email, in any case; none is
+// sluice.ErrNotFound.
+func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredential, error) {
+	row, err := s.q.MemberByEmail(ctx, member.NormalizeEmail(email))
+	if err != nil {
+		return MemberCredential{}, notFound(err)
+	}
+	c := MemberCredential{
+		Member: member.Member{ID: row.ID, Email: row.Email, Role: member.Role(row.Role), Status: member.StatusInvited},
+		Tenant: sluice.Tenant{ID: row.TenantID, Name: row.TenantName, AlertEmail: row.AlertEmail,
+			CreatedAt: row.TenantCreatedAt, DisabledAt: row.DisabledAt},
+	}
+	if row.PasswordHash != nil {
+		c.PasswordHash, c.Member.Status = *row.PasswordHash, member.StatusActive
+	}
+	return c, nil
+}
+
+// RequestPasswordReset queues the email of a reset link to the member
+// with an email, if there is one; it reports nothing either way, as the
+// form that asks for it answers the same either way.
+func (s *Store) RequestPasswordReset(ctx context.Context, email string, jobs JobQueue) error {
+	c, err := s.MemberByEmail(ctx, email)
+	if errors.Is(err, sluice.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		return jobs.MemberMail(ctx, tx, c.Member.ID, member.PurposeReset)
+	})
+}
+
+// MemberMail is what the email of a member's link needs.
+type MemberMail struct {
+	Member     member.Member
+	TenantName string
+}
+
+// MemberForMail loads a member and its tenant's name; a member removed
+// since is sluice.ErrNotFound.
+func (s *Store) MemberForMail(ctx context.Context, id uuid.UUID) (MemberMail, error) {
+	row, err := s.q.MemberForMail(ctx, id)
+	if err != nil {
+		return MemberMail{}, notFound(err)
+	}
+	m := MemberMail{Member: member.Member{ID: row.ID, Email: row.Email, Role: member.Role(row.Role), Status: member.StatusInvited},
+		TenantName: row.TenantName}
+	if row.Active {
+		m.Member.Status = member.StatusActive
+	}
+	return m, nil
+}
+
+// AddMemberToken records the hash of a link's token, working until
+// expires. A member removed since is sluice.ErrNotFound.
+func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHash []byte, purpose string, expires time.Time) error {
+	err := s.q.InsertMemberToken(ctx, dbq.InsertMemberTokenParams{
+		TokenHash: tokenHash, MemberID: memberID, Purpose: purpose, ExpiresAt: expires,
+	})
+	if err != nil {
+		return fmt.Errorf("insert member token: %w", notFound(err))
+	}
+	return nil
+}
+
+// TokenMember is the member a link sets the password of.
+type TokenMember struct {
+	ID      uuid.UUID
+	Email   string
+	Purpose string // member.PurposeInvite or member.PurposeReset
+}
+
+// MemberByToken returns the member whose password a link's token sets,
+// while the token is unused and unexpired at now; otherwise
+// sluice.ErrNotFound.
+func (s *Store) MemberByToken(ctx context.Context, tokenHash []byte, now time.Time) (TokenMember, error) {
+	row, err := s.q.MemberByToken(ctx, dbq.MemberByTokenParams{TokenHash: tokenHash, Now: now})
+	if err != nil {
+		return TokenMember{}, notFound(err)
+	}
+	return TokenMember{ID: row.ID, Email: row.Email, Purpose: row.Purpose}, nil
+}
+
+// SetMemberPassword uses a link's token: unless it was used already or
+// has expired at now (sluice.ErrNotFound, and the token is gone either
+// way), it sets the member's password hash, makes every other link of the
+// member useless, and ends its dashboard sessions, all in one
+// transaction.
+func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) (member.Member, error) {
+	var m member.Member
+	expired := false
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		tok, err := q.UseMemberToken(ctx, tokenHash)
+		if err != nil {
+			return notFound(err)
+		}
+		if !tok.ExpiresAt.After(now) {
+			expired = true // commit the token's removal all the same
+			return nil
+		}
+		row, err := q.SetMemberPassword(ctx, dbq.SetMemberPasswordParams{ID: tok.MemberID, PasswordHash: &passwordHash})
+		if err != nil {
+			return fmt.Errorf("set member password: %w", notFound(err))
+		}
+		if err := q.DeleteMemberTokens(ctx, tok.MemberID); err != nil {
+			return fmt.Errorf("delete member tokens: %w", err)
+		}
+		if err := q.DeleteMemberDashboardSessions(ctx, &tok.MemberID); err != nil {
+			return fmt.Errorf("delete member sessions: %w", err)
+		}
+		m = memberFromRow(row)
+		return nil
+	})
+	if err == nil && expired {
+		err = sluice.ErrNotFound
+	}
+	return m, err
+}
+
+func memberFromRow(r dbq.Member) member.Member {
+	m := member.Member{ID: r.ID, Email: r.Email, Role: member.Role(r.Role), Status: member.StatusInvited, CreatedAt: r.CreatedAt}
+	if r.PasswordHash != nil {
+		m.Status = member.StatusActive
+	}
+	return m
+}
