@@ -257,6 +257,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// starts from the front, so a delivery that lands behind the position
 	// (a fan-out that committed late) waits at most for the backlog ahead.
 	var after Position
+	fifo := false // the endpoint is FIFO, as the last claim read it
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return fmt.Errorf("check lease: %w", err) // the sweeper may have rescued the job already
@@ -265,7 +266,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		// so linger for one instead of claiming again; the final check
 		// covers a wake lost.
 		if drained && !nudger.linger(waitCtx, clock, wakes, deadline) {
-			finished, err := w.end(ctx, job, &wakes)
+			finished, err := w.end(ctx, job, &wakes, fifo)
 			if err != nil || finished {
 				return err
 			}
@@ -279,6 +280,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}
+		fifo = target.FIFO
 		switch {
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
@@ -295,7 +297,9 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
-			drained = wakes != nil && !flowChanged && len(claimed.Deliveries) < plan.n
+			// A FIFO line's next delivery is due once its head is
+			// recorded, with no wake: claim again.
+			drained = wakes != nil && !flowChanged && !fifo && len(claimed.Deliveries) < plan.n
 		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
@@ -315,7 +319,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || nudger.linger(waitCtx, clock, wakes, deadline) {
 				continue
 			}
-			finished, err := w.end(ctx, job, &wakes)
+			finished, err := w.end(ctx, job, &wakes, fifo)
 			if err != nil || finished {
 				return err
 			}
@@ -327,7 +331,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// completer. Leave the Nudger first: once the job ends, a wake must
 	// not be taken by this run any more.
 	nudger.leave(endpointID, wakes)
-	if err := w.yield(ctx, job, queue); err != nil {
+	if err := w.yield(ctx, job, queue, fifo); err != nil {
 		return fmt.Errorf("yield: %w", err)
 	}
 	return nil
@@ -336,10 +340,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 // end ends the run if nothing is due (finish), having left the Nudger
 // first (see Nudger). If something became due while it looked, it joins
 // the Nudger again, with *wakes its new channel, and reports false: go on.
-func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}) (bool, error) {
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}, fifo bool) (bool, error) {
 	endpointID := job.Args.EndpointID
 	w.cfg.Nudger.leave(endpointID, *wakes)
-	finished, err := w.finish(ctx, job)
+	finished, err := w.finish(ctx, job, fifo)
 	if err != nil {
 		return false, fmt.Errorf("finish: %w", err)
 	}

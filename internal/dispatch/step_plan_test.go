@@ -42,7 +42,7 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	for range 7 {
 		_, err := tx.LockToFinish(ctx, ep)
 		require.NoError(t, err)
-		_, _, err = tx.NextQueued(ctx, ep)
+		_, _, err = tx.NextQueued(ctx, ep, false)
 		require.NoError(t, err)
 	}
 	requireGenericPlans(t, tx, "LockEndpointToFinish", "NextQueuedDelivery")

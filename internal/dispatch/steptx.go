@@ -63,6 +63,7 @@ type Target struct {
 	RateLimit   *sluice.RateLimit
 	Disabled    bool
 	Consumer    *string // the consumer it belongs to, if any
+	FIFO        bool    // ordering "fifo": its lines go one delivery at a time (fifo.go)
 	Flow        Flow
 }
 
@@ -89,6 +90,7 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		RateLimit:   store.EndpointRateLimit(r),
 		Disabled:    r.Disabled,
 		Consumer:    r.Consumer,
+		FIFO:        r.Ordering == sluice.OrderingFIFO,
 		Flow:        flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
@@ -219,8 +221,12 @@ func (t *StepTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryD
 
 // NextQueued reports when the endpoint's first queued delivery is due (nil:
 // none is queued) and whether it is due already, by the clock at the time
-// it runs (NextQueuedDelivery says why).
-func (t *StepTx) NextQueued(ctx context.Context, endpointID uuid.UUID) (next *time.Time, due bool, err error) {
+// it runs (NextQueuedDelivery says why); for a FIFO endpoint, only the
+// heads of its lines count (NextQueuedFIFO).
+func (t *StepTx) NextQueued(ctx context.Context, endpointID uuid.UUID, fifo bool) (next *time.Time, due bool, err error) {
+	if fifo {
+		return t.NextQueuedFIFO(ctx, endpointID)
+	}
 	row, err := t.tx.Q.NextQueuedDelivery(ctx, endpointID)
 	if err != nil {
 		return nil, false, fmt.Errorf("next queued delivery: %w", err)

@@ -116,6 +116,9 @@ type Delivery struct {
 	ReplayedFrom  *uuid.UUID
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	OrderingKey   *string
+	FifoPosition  *uuid.UUID
+	FifoSequence  *int64
 }
 
 type DeliveryAttempt struct {
@@ -192,6 +195,7 @@ type Endpoint struct {
 	BacklogAlertQueued        *int32
 	BacklogAlertOldestSeconds *int32
 	BacklogAlertedAt          *time.Time
+	Ordering                  string
 }
 
 type Event struct {
@@ -205,6 +209,7 @@ type Event struct {
 	Consumer       *string
 	Broadcast      bool
 	TraceContext   []byte
+	OrderingKey    *string
 }
 
 type EventType struct {
@@ -229,6 +234,12 @@ type EventsKept struct {
 	CreatedAt      time.Time
 	Consumer       *string
 	Broadcast      bool
+}
+
+type FifoLine struct {
+	EndpointID   uuid.UUID
+	OrderingKey  string
+	LastSequence int64
 }
 
 type ReplayRequest struct {
@@ -266,4 +277,9 @@ type Tenant struct {
 	CreatedAt  time.Time
 	ApiRate    *string
 	DisabledAt *time.Time
+}
+
+type UnroutedEvent struct {
+	TenantID uuid.UUID
+	EventID  uuid.UUID
 }
