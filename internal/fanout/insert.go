@@ -116,7 +116,6 @@ func markUnrouted(ctx context.Context, q *dbq.Queries, evs []sluice.Event) error
 	return nil
 }
 
-
 // errOverInline is insertRouted's answer for a group that would make more
 // than MaxInlineDeliveries deliveries: it stored nothing.
 var errOverInline = errors.New("more deliveries than are made inline")

@@ -203,9 +203,9 @@ type coalesceKey struct {
 
 // deliveryBatch is the columns of one tenant's new deliveries.
 type deliveryBatch struct {
-	ids, eventIDs, endpointIDs              []uuid.UUID
+	ids, eventIDs, endpointIDs             []uuid.UUID
 	eventTypes, coalesceKeys, orderingKeys []string
-	coalesced                  map[coalesceKey]int // index of the batch row holding a key
+	coalesced                              map[coalesceKey]int // index of the batch row holding a key
 }
 
 func (b *deliveryBatch) add(ev dbq.Event, endpointID uuid.UUID) {

@@ -80,7 +80,9 @@ func Start(mix Mix) (*Receiver, error) {
 }
 
 // URL is endpoint's URL.
-func (r *Receiver) URL(endpoint string) string { return "http://" + r.ln.Addr().String() + "/fifo/" + endpoint }
+func (r *Receiver) URL(endpoint string) string {
+	return "http://" + r.ln.Addr().String() + "/fifo/" + endpoint
+}
 
 // SetMix changes how requests are answered from now on.
 func (r *Receiver) SetMix(m Mix) {
