@@ -59,16 +59,18 @@ func fifoScenario(short bool) Scenario {
 			start := time.Now()
 			n := kills + crashes
 			step := burst * 8 / 10 / time.Duration(n)
+			killed, crashed := 0, 0
 			for k := range n {
 				if err := e.waitFault(ctx, start, burst/10+time.Duration(k)*step); err != nil {
 					return err
 				}
 				var err error
-				if k%2 == 1 && crashes > 0 {
-					crashes--
+				if k%2 == 1 && crashed < crashes {
+					crashed++
 					err = e.CrashPG(ctx, time.Second)
 				} else {
-					err = e.KillWorker(ctx, k%Workers, time.Second)
+					err = e.KillWorker(ctx, killed%Workers, time.Second)
+					killed++
 				}
 				if err != nil {
 					return err
