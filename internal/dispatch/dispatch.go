@@ -62,6 +62,10 @@
 //   - walk: the sweep's pass over every endpoint with deliveries queued,
 //     nudging those with deliveries due, for what a crash left between two
 //     commits.
+//   - line: a FIFO endpoint's deliveries with one ordering_key, sent one at
+//     a time in the order of their positions; its head is its queued
+//     delivery with the lowest position, the only one a claim may take
+//     (fifo.go).
 package dispatch
 
 import (
