@@ -270,7 +270,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		// so linger for one instead of claiming again; the final check
 		// covers a wake lost.
 		if drained && !nudger.linger(waitCtx, clock, wakes, deadline) {
-			finished, err := w.end(ctx, job, &wakes, fifo)
+			finished, err := w.end(ctx, job, &wakes)
 			if err != nil || finished {
 				return err
 			}
@@ -323,7 +323,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || nudger.linger(waitCtx, clock, wakes, deadline) {
 				continue
 			}
-			finished, err := w.end(ctx, job, &wakes, fifo)
+			finished, err := w.end(ctx, job, &wakes)
 			if err != nil || finished {
 				return err
 			}
@@ -344,10 +344,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 // end ends the run if nothing is due (finish), having left the Nudger
 // first (see Nudger). If something became due while it looked, it joins
 // the Nudger again, with *wakes its new channel, and reports false: go on.
-func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}, fifo bool) (bool, error) {
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}) (bool, error) {
 	endpointID := job.Args.EndpointID
 	w.cfg.Nudger.leave(endpointID, *wakes)
-	finished, err := w.finish(ctx, job, fifo)
+	finished, err := w.finish(ctx, job)
 	if err != nil {
 		return false, fmt.Errorf("finish: %w", err)
 	}

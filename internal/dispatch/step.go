@@ -269,13 +269,13 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 
 // finish ends the run when nothing is due (finishIn) and reports whether
 // it did.
-func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs], fifo bool) (bool, error) {
+func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return false, fmt.Errorf("begin finish: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	finished, err := w.finishIn(ctx, tx, job, fifo)
+	finished, err := w.finishIn(ctx, tx, job)
 	if err != nil {
 		return false, err
 	}
@@ -290,11 +290,12 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs], 
 // more for due deliveries, and only if there are none completes the job,
 // leaving on the endpoint when its first queued retry is due, for the
 // sweeper to queue its next run then. It reports whether the job is
-// complete; the caller commits either way. fifo: the endpoint is FIFO, as
-// the run last read it (StepTx.NextQueued).
-func (w *Worker) finishIn(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs], fifo bool) (bool, error) {
+// complete; the caller commits either way. Whether the endpoint is FIFO
+// (which deliveries count as due: StepTx.NextQueued) is read under the
+// lock, not as the run last knew it.
+func (w *Worker) finishIn(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	endpointID := job.Args.EndpointID
-	retryDue, err := tx.LockToFinish(ctx, endpointID)
+	retryDue, fifo, err := tx.LockToFinish(ctx, endpointID)
 	if err != nil {
 		return false, fmt.Errorf("lock endpoint: %w", err)
 	}
@@ -338,6 +339,9 @@ func sameTime(a, b *time.Time) bool {
 // turn. A yield needs no lock: the successor becomes live in the
 // transaction that completes the job, so fan-out always finds one of the
 // two live.
+//
+// fifo is whether the endpoint is FIFO as the run last read it: the look
+// without the lock only decides whether to try finishing.
 func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, fifo bool) error {
 	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
@@ -350,7 +354,7 @@ func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], q
 	}
 	finished := false
 	if !due {
-		if finished, err = w.finishIn(ctx, tx, job, fifo); err != nil {
+		if finished, err = w.finishIn(ctx, tx, job); err != nil {
 			return err
 		}
 	}

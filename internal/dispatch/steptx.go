@@ -210,13 +210,14 @@ func (t *StepTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, jobID i
 // LockToFinish locks the endpoint row FOR UPDATE, against fan-out (whose
 // delivery inserts take KEY SHARE), before a run decides it is done: see
 // 00002_events.sql. It returns when the endpoint's next retry is due as
-// last written (SetRetryDue). A deleted endpoint is no error.
-func (t *StepTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, err error) {
+// last written (SetRetryDue), and whether the endpoint is FIFO. A deleted
+// endpoint is no error.
+func (t *StepTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, fifo bool, err error) {
 	row, err := t.tx.Q.LockEndpointToFinish(ctx, endpointID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("lock endpoint to finish: %w", err)
+		return nil, false, fmt.Errorf("lock endpoint to finish: %w", err)
 	}
-	return row.RetryDueAt, nil
+	return row.RetryDueAt, row.Fifo, nil
 }
 
 // NextQueued reports when the endpoint's first queued delivery is due (nil:

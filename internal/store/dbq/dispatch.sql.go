@@ -205,21 +205,23 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 }
 
 const lockEndpointToFinish = `-- name: LockEndpointToFinish :one
-SELECT id, retry_due_at FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, retry_due_at, ordering = 'fifo' AS fifo FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 type LockEndpointToFinishRow struct {
 	ID         uuid.UUID
 	RetryDueAt *time.Time
+	Fifo       bool
 }
 
 // Locks the endpoint row against fan-out (whose delivery inserts take KEY
 // SHARE) before the dispatch job decides it is done: see 00002_events.sql.
-// Returns when the endpoint's next retry is due, as last written.
+// Returns when the endpoint's next retry is due, as last written, and
+// whether it is FIFO (which deliveries count as due: NextQueuedFIFO).
 func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (LockEndpointToFinishRow, error) {
 	row := q.db.QueryRow(ctx, lockEndpointToFinish, id)
 	var i LockEndpointToFinishRow
-	err := row.Scan(&i.ID, &i.RetryDueAt)
+	err := row.Scan(&i.ID, &i.RetryDueAt, &i.Fifo)
 	return i, err
 }
 
