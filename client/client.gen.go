@@ -105,6 +105,24 @@ func (e EndpointDisabledReason) Valid() bool {
 	}
 }
 
+// Defines values for EndpointOrdering.
+const (
+	Fifo EndpointOrdering = "fifo"
+	None EndpointOrdering = "none"
+)
+
+// Valid indicates whether the value is a known member of the EndpointOrdering enum.
+func (e EndpointOrdering) Valid() bool {
+	switch e {
+	case Fifo:
+		return true
+	case None:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndpointStatus.
 const (
 	EndpointStatusActive      EndpointStatus = "active"
@@ -476,6 +494,18 @@ type Endpoint struct {
 	ID            openapi_types.UUID `json:"id"`
 	MaxInFlight   int                `json:"max_in_flight"`
 
+	// Ordering `fifo`: the endpoint receives events in the order they were
+	// accepted (events posted one after another, or one batch in its
+	// order), each only after the one before it was delivered or went
+	// `dead`, one request at a time, whatever fails, retries or crashes
+	// meanwhile. An event's `ordering_key` narrows this to the events
+	// with the same key: different keys go in parallel, up to
+	// `max_in_flight`. A replay goes to the back of its key's line.
+	// Each delivery carries `webhook-sequence`, its number in its line.
+	// Changing an endpoint to `fifo` puts the deliveries it has queued
+	// in line by their events' order. `none`: no order.
+	Ordering EndpointOrdering `json:"ordering"`
+
 	// QueuedDeliveries Deliveries `pending` or `failed` (waiting to retry).
 	QueuedDeliveries int `json:"queued_deliveries"`
 
@@ -533,7 +563,8 @@ type EndpointCreate struct {
 	// Names are case-insensitive: two names differing only in case
 	// are refused (422). Refused (422 naming the header, in any
 	// case): the headers Sluice sets (`content-type`, `user-agent`,
-	// `webhook-id`, `webhook-timestamp`, `webhook-signature`), those
+	// `webhook-id`, `webhook-timestamp`, `webhook-signature`,
+	// `webhook-sequence`), those
 	// HTTP itself owns (`host`, `content-length`, `expect`) and the
 	// hop-by-hop ones (`connection`, `keep-alive`,
 	// `proxy-connection`, `transfer-encoding`, `te`, `trailer`,
@@ -543,6 +574,9 @@ type EndpointCreate struct {
 
 	// MaxInFlight Maximum concurrent requests to this endpoint.
 	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Ordering `none` (the default) or `fifo`; see `EndpointOrdering`.
+	Ordering *EndpointOrdering `json:"ordering,omitempty"`
 
 	// RateLimit The delivery rate limit; `null` or absent means unlimited.
 	RateLimit *EndpointCreate_RateLimit `json:"rate_limit,omitempty"`
@@ -581,6 +615,18 @@ type EndpointList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// EndpointOrdering `fifo`: the endpoint receives events in the order they were
+// accepted (events posted one after another, or one batch in its
+// order), each only after the one before it was delivered or went
+// `dead`, one request at a time, whatever fails, retries or crashes
+// meanwhile. An event's `ordering_key` narrows this to the events
+// with the same key: different keys go in parallel, up to
+// `max_in_flight`. A replay goes to the back of its key's line.
+// Each delivery carries `webhook-sequence`, its number in its line.
+// Changing an endpoint to `fifo` puts the deliveries it has queued
+// in line by their events' order. `none`: no order.
+type EndpointOrdering string
+
 // EndpointSecret defines model for EndpointSecret.
 type EndpointSecret struct {
 	// Secret Signing secret, `whsec_` followed by base64 key bytes.
@@ -611,6 +657,18 @@ type EndpointUpdate struct {
 	// those of `EndpointCreate.headers`.
 	Headers     *map[string]string `json:"headers,omitempty"`
 	MaxInFlight *int               `json:"max_in_flight,omitempty"`
+
+	// Ordering `fifo`: the endpoint receives events in the order they were
+	// accepted (events posted one after another, or one batch in its
+	// order), each only after the one before it was delivered or went
+	// `dead`, one request at a time, whatever fails, retries or crashes
+	// meanwhile. An event's `ordering_key` narrows this to the events
+	// with the same key: different keys go in parallel, up to
+	// `max_in_flight`. A replay goes to the back of its key's line.
+	// Each delivery carries `webhook-sequence`, its number in its line.
+	// Changing an endpoint to `fifo` puts the deliveries it has queued
+	// in line by their events' order. `none`: no order.
+	Ordering *EndpointOrdering `json:"ordering,omitempty"`
 
 	// RateLimit The new rate limit; `null` removes the limit.
 	RateLimit *EndpointUpdate_RateLimit `json:"rate_limit,omitempty"`
@@ -652,6 +710,18 @@ type EndpointWithSecret struct {
 	Headers       map[string]string  `json:"headers"`
 	ID            openapi_types.UUID `json:"id"`
 	MaxInFlight   int                `json:"max_in_flight"`
+
+	// Ordering `fifo`: the endpoint receives events in the order they were
+	// accepted (events posted one after another, or one batch in its
+	// order), each only after the one before it was delivered or went
+	// `dead`, one request at a time, whatever fails, retries or crashes
+	// meanwhile. An event's `ordering_key` narrows this to the events
+	// with the same key: different keys go in parallel, up to
+	// `max_in_flight`. A replay goes to the back of its key's line.
+	// Each delivery carries `webhook-sequence`, its number in its line.
+	// Changing an endpoint to `fifo` puts the deliveries it has queued
+	// in line by their events' order. `none`: no order.
+	Ordering EndpointOrdering `json:"ordering"`
 
 	// QueuedDeliveries Deliveries `pending` or `failed` (waiting to retry).
 	QueuedDeliveries int `json:"queued_deliveries"`
@@ -706,7 +776,8 @@ type Event struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// ID The event id; also the `webhook-id` of every delivery.
-	ID openapi_types.UUID `json:"id"`
+	ID          openapi_types.UUID `json:"id"`
+	OrderingKey *string            `json:"ordering_key"`
 
 	// Payload The event's JSON object, as posted.
 	Payload map[string]interface{} `json:"payload"`
@@ -742,6 +813,11 @@ type EventCreate struct {
 	// Without `consumer` (and without `broadcast`) an event goes only
 	// to endpoints that belong to no consumer.
 	Consumer *ConsumerUID `json:"consumer,omitempty"`
+
+	// OrderingKey On a `fifo` endpoint, the event's place in line is among the
+	// events with the same key (absent: among the events without
+	// one). 1 to 128 characters (else `422`).
+	OrderingKey *string `json:"ordering_key,omitempty"`
 
 	// Payload A JSON object (anything else answers `422`), at most 256 KiB and
 	// nested at most 64 deep. Delivered as `data`. Its text must be
@@ -825,7 +901,8 @@ type EventWithDeliveries struct {
 	Deliveries []Delivery `json:"deliveries"`
 
 	// ID The event id; also the `webhook-id` of every delivery.
-	ID openapi_types.UUID `json:"id"`
+	ID          openapi_types.UUID `json:"id"`
+	OrderingKey *string            `json:"ordering_key"`
 
 	// Payload The event's JSON object, as posted.
 	Payload map[string]interface{} `json:"payload"`

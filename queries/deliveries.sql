@@ -1,7 +1,16 @@
 -- name: InsertDeliveries :many
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at)
-SELECT unnest(@ids::uuid[]), @tenant_id, unnest(@event_ids::uuid[]), unnest(@endpoint_ids::uuid[]),
-       unnest(@event_types::text[]), nullif(unnest(@coalesce_keys::text[]), ''), now()
+-- A delivery to a FIFO endpoint gets its line and place (00030_fifo.sql):
+-- the endpoint's ordering is read here, after routing locked its row.
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at,
+                        ordering_key, fifo_position)
+SELECT d.id, @tenant_id, d.event_id, d.endpoint_id, d.event_type, nullif(d.coalesce_key, ''), now(),
+       CASE WHEN ep.ordering = 'fifo' THEN d.ordering_key END, CASE WHEN ep.ordering = 'fifo' THEN d.event_id END
+FROM (
+    SELECT unnest(@ids::uuid[]) AS id, unnest(@event_ids::uuid[]) AS event_id, unnest(@endpoint_ids::uuid[]) AS endpoint_id,
+           unnest(@event_types::text[]) AS event_type, unnest(@coalesce_keys::text[]) AS coalesce_key,
+           unnest(@ordering_keys::text[]) AS ordering_key
+) d
+JOIN endpoints ep ON ep.id = d.endpoint_id
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
 RETURNING endpoint_id;
 
@@ -81,10 +90,19 @@ WHERE d.event_id = @event_id AND d.endpoint_id = @endpoint_id
 LIMIT 1;
 
 -- name: ReplayDelivery :one
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from)
-SELECT @id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
+-- A replay to a FIFO endpoint goes to the back of its line: its place is
+-- its own id, made now. The endpoint row is locked FOR KEY SHARE, as a
+-- delivery's insert does, before its ordering is read (LockEndpointOrdering).
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from,
+                        ordering_key, fifo_position)
+SELECT @id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id,
+       CASE WHEN ep.ordering = 'fifo' THEN coalesce(ev.ordering_key, '') END,
+       CASE WHEN ep.ordering = 'fifo' THEN @id::uuid END
 FROM deliveries d
+JOIN endpoints ep ON ep.id = d.endpoint_id
+JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = @tenant_id AND d.id = @source_id AND d.status IN ('delivered', 'dead')
+FOR KEY SHARE OF ep
 RETURNING *;
 
 -- name: RetryDelivery :one
@@ -145,12 +163,24 @@ SELECT done, queued FROM replay_requests WHERE id = @id FOR UPDATE;
 -- name: ReplayStaged :execrows
 -- Replays the staged deliveries at positions first..last (from 1) of a
 -- replay request; one deleted meanwhile (by retention, say) is skipped.
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
-SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
-FROM replay_requests r
-CROSS JOIN LATERAL unnest(r.delivery_ids[@first::int:@last::int]) AS s (id)
-JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
-WHERE r.id = @request_id;
+-- A replay to a FIFO endpoint goes to the back of its line, as
+-- ReplayDelivery says; replays made in the same millisecond take their
+-- places in no particular order.
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from,
+                        ordering_key, fifo_position)
+SELECT n.id, n.tenant_id, n.event_id, n.endpoint_id, n.event_type, now(), n.replayed_from,
+       CASE WHEN n.fifo THEN n.ordering_key END, CASE WHEN n.fifo THEN n.id END
+FROM (
+    SELECT sluice_uuidv7() AS id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.id AS replayed_from,
+           ep.ordering = 'fifo' AS fifo, coalesce(ev.ordering_key, '') AS ordering_key
+    FROM replay_requests r
+    CROSS JOIN LATERAL unnest(r.delivery_ids[@first::int:@last::int]) AS s (id)
+    JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
+    JOIN endpoints ep ON ep.id = r.endpoint_id
+    JOIN events ev ON ev.id = d.event_id
+    WHERE r.id = @request_id
+    FOR KEY SHARE OF ep
+) n;
 
 -- name: AdvanceReplayRequest :exec
 UPDATE replay_requests SET done = @done WHERE id = @id;

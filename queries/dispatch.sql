@@ -40,8 +40,9 @@ UPDATE endpoints SET parked_job_id = @job_id WHERE id = @id;
 -- name: LockEndpointToFinish :one
 -- Locks the endpoint row against fan-out (whose delivery inserts take KEY
 -- SHARE) before the dispatch job decides it is done: see 00002_events.sql.
--- Returns when the endpoint's next retry is due, as last written.
-SELECT id, retry_due_at FROM endpoints WHERE id = @id FOR UPDATE;
+-- Returns when the endpoint's next retry is due, as last written, and
+-- whether it is FIFO (which deliveries count as due: NextQueuedFIFO).
+SELECT id, retry_due_at, ordering = 'fifo' AS fifo FROM endpoints WHERE id = @id FOR UPDATE;
 
 -- name: SetRetryDue :exec
 -- Writes when the endpoint's first queued retry is due (NULL: none), as a

@@ -1,6 +1,7 @@
 -- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context)
-VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast, sqlc.narg(trace_context))
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context, ordering_key)
+VALUES (@id, @tenant_id, @type, @payload, @coalesce_key, @idempotency_key, sqlc.narg(consumer), @broadcast, sqlc.narg(trace_context),
+        sqlc.narg(ordering_key))
 RETURNING *;
 
 -- name: LockIdempotencyKey :exec
@@ -64,16 +65,17 @@ FOR KEY SHARE OF e;
 -- only where has_consumers says there is one, so that "" stays "", and a
 -- trace context ("" for none) only where there is one; trace_contexts is
 -- NULL when no event has one (unnest runs a select list's arrays in
--- lockstep, padding a shorter one with NULLs).
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context)
+-- lockstep, padding a shorter one with NULLs); ordering_keys likewise.
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context, ordering_key)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
-       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
+       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
+       nullif(e.ordering_key, '')
 FROM (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
            unnest(@payloads::text[]) AS payload, unnest(@coalesce_keys::text[]) AS coalesce_key,
            unnest(@consumers::text[]) AS consumer, unnest(@has_consumers::bool[]) AS has_consumer,
            unnest(@broadcasts::bool[]) AS broadcast, unnest(@created_ats::timestamptz[]) AS created_at,
-           unnest(@trace_contexts::text[]) AS trace_context
+           unnest(@trace_contexts::text[]) AS trace_context, unnest(@ordering_keys::text[]) AS ordering_key
 ) e;
 
 -- name: InsertRoutedEvents :many
@@ -97,22 +99,27 @@ FROM (
 -- and stores nothing. It returns each delivery made, with its endpoint and
 -- when it came due: with the event, all a dispatch run claims of it, so
 -- ingest can hand it to a run lingering in this process (dispatch.Waker).
--- trace_contexts is as InsertEvents has it.
+-- trace_contexts and ordering_keys are as InsertEvents has them. A
+-- delivery to a FIFO endpoint gets its line and place (00030_fifo.sql)
+-- from the endpoint row it locked.
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context, ordering_key)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
+           nullif(e.ordering_key, '')
     FROM (
         SELECT unnest(@ids::uuid[]) AS id, unnest(@tenant_ids::uuid[]) AS tenant_id, unnest(@types::text[]) AS type,
                unnest(@payloads::text[]) AS payload, unnest(@broadcasts::bool[]) AS broadcast,
-               unnest(@created_ats::timestamptz[]) AS created_at, unnest(@trace_contexts::text[]) AS trace_context
+               unnest(@created_ats::timestamptz[]) AS created_at, unnest(@trace_contexts::text[]) AS trace_context,
+               unnest(@ordering_keys::text[]) AS ordering_key
     ) e
-    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
+    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc, ordering_key
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest(@pattern_events::uuid[]) AS event_id, unnest(@patterns::text[]) AS pattern) p
     GROUP BY p.event_id
 ), target AS (
-    SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id
+    SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id,
+           CASE WHEN e.ordering = 'fifo' THEN coalesce(ev.ordering_key, '') END AS ordering_key
     FROM ev
     JOIN candidate c ON c.event_id = ev.id
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
@@ -121,12 +128,13 @@ WITH ev AS (
       AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
     FOR KEY SHARE OF e
 ), pair AS (
-    SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
+    SELECT DISTINCT event_id, tenant_id, type, endpoint_id, ordering_key FROM target
 ), within AS (
     SELECT sluice_within_inline_limit(count(*), @max_deliveries::bigint) AS ok FROM pair
 )
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
-SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now()
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, ordering_key, fifo_position)
+SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now(),
+       p.ordering_key, CASE WHEN p.ordering_key IS NOT NULL THEN p.event_id END
 FROM pair p, within w
 WHERE w.ok
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING

@@ -18,6 +18,7 @@ type EndpointForm struct {
 	Min         string // an adaptive rate's floor, deliveries a second
 	MaxInFlight string
 	Disabled    bool
+	FIFO        bool // ordering "fifo"
 	// BacklogQueued and BacklogOldest are the backlog alert's thresholds:
 	// deliveries queued and seconds waited; both empty for none.
 	BacklogQueued string

@@ -31,7 +31,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 		URL: strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
 		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
 		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
-		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
+		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1", FIFO: f.Get("fifo") == "1",
 		BacklogQueued: strings.TrimSpace(f.Get("backlog_queued")), BacklogOldest: strings.TrimSpace(f.Get("backlog_oldest")),
 		Types: map[string]bool{}, Patterns: f.Get("patterns"),
 		Filter: strings.TrimSpace(f.Get("filter")), FilterPayload: strings.TrimSpace(f.Get("filter_payload")),
@@ -49,7 +49,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 func endpointForm(ep sluice.Endpoint, patterns, filters []string, catalogue []sluice.EventType) web.EndpointForm {
 	form := web.EndpointForm{
 		URL: ep.URL, Description: ep.Description, MaxInFlight: strconv.Itoa(ep.MaxInFlight),
-		Disabled: ep.Disabled, Types: map[string]bool{},
+		Disabled: ep.Disabled, FIFO: ep.Ordering == sluice.OrderingFIFO, Types: map[string]bool{},
 	}
 	if a := ep.BacklogAlert; a != nil {
 		form.BacklogQueued, form.BacklogOldest = itoaOrEmpty(a.Queued), itoaOrEmpty(a.OldestSeconds)
@@ -167,6 +167,10 @@ func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue
 	v := &sluice.ValidationError{}
 	set := base
 	set.URL, set.Description, set.Disabled = form.URL, form.Description, form.Disabled
+	set.Ordering = sluice.OrderingNone
+	if form.FIFO {
+		set.Ordering = sluice.OrderingFIFO
+	}
 	if set.Headers == nil {
 		set.Headers = map[string]string{}
 	}

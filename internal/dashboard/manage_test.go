@@ -308,3 +308,35 @@ func TestManageBacklogAlert(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, ep.BacklogAlert, "both fields empty: no alert")
 }
+
+// TestManageOrdering: the endpoint form makes an endpoint FIFO, fills the
+// box back, and unticking it makes the endpoint unordered again; the
+// endpoint's page shows its ordering.
+func TestManageOrdering(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+	p := br.post("/endpoints", form("fifo", "1"))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	ep, err := b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, sluice.OrderingFIFO, ep.Ordering)
+	requireContains(t, br.get("/endpoints/"+id.String()), `<dd id="ordering">fifo</dd>`)
+	requireContains(t, br.get("/endpoints/"+id.String()+"/edit"), `name="fifo" value="1" checked`)
+
+	p = br.post("/endpoints/"+id.String()+"/edit", form())
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	ep, err = b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, sluice.OrderingNone, ep.Ordering)
+}

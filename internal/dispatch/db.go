@@ -66,6 +66,7 @@ type Claimed struct {
 	Payload        []byte
 	EventCreatedAt time.Time
 	TraceContext   []byte // the event's (tracing.Carry); nil when it carries none
+	Sequence       int64  // its number in its FIFO line (webhook-sequence); 0 on other endpoints
 }
 
 // Position is a delivery's place in its endpoint's queue, which claims read

@@ -62,6 +62,10 @@
 //   - walk: the sweep's pass over every endpoint with deliveries queued,
 //     nudging those with deliveries due, for what a crash left between two
 //     commits.
+//   - line: a FIFO endpoint's deliveries with one ordering_key, sent one at
+//     a time in the order of their positions; its head is its queued
+//     delivery with the lowest position, the only one a claim may take
+//     (fifo.go).
 package dispatch
 
 import (
@@ -257,6 +261,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// starts from the front, so a delivery that lands behind the position
 	// (a fan-out that committed late) waits at most for the backlog ahead.
 	var after Position
+	fifo := false // the endpoint is FIFO, as the last claim read it
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return fmt.Errorf("check lease: %w", err) // the sweeper may have rescued the job already
@@ -279,6 +284,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		if err != nil {
 			return fmt.Errorf("claim: %w", err)
 		}
+		fifo = target.FIFO
 		switch {
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
@@ -295,7 +301,9 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			if flowChanged {
 				known = knownTarget{} // read the endpoint again before the next claim
 			}
-			drained = wakes != nil && !flowChanged && len(claimed.Deliveries) < plan.n
+			// A FIFO line's next delivery is due once its head is
+			// recorded, with no wake: claim again.
+			drained = wakes != nil && !flowChanged && !fifo && len(claimed.Deliveries) < plan.n
 		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
@@ -327,7 +335,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// completer. Leave the Nudger first: once the job ends, a wake must
 	// not be taken by this run any more.
 	nudger.leave(endpointID, wakes)
-	if err := w.yield(ctx, job, queue); err != nil {
+	if err := w.yield(ctx, job, queue, fifo); err != nil {
 		return fmt.Errorf("yield: %w", err)
 	}
 	return nil

@@ -32,11 +32,12 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 		wg.Go(func() {
 			sendCtx, span := w.startAttempt(ctx, target, c)
 			res := w.cfg.Sender.Send(sendCtx, send.Message{
-				URL:     target.URL,
-				ID:      c.EventID.String(),
-				Body:    Body(c),
-				Keys:    target.Keys,
-				Headers: target.Headers,
+				URL:      target.URL,
+				ID:       c.EventID.String(),
+				Body:     Body(c),
+				Keys:     target.Keys,
+				Headers:  target.Headers,
+				Sequence: c.Sequence,
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true

@@ -27,10 +27,11 @@ type knownTarget struct {
 const refreshTarget = time.Second
 
 // plain reports whether nothing about the endpoint needs deciding under its
-// row lock: no rate limit, no throttle, a closed circuit without failures.
+// row lock: no rate limit, no throttle, a closed circuit without failures,
+// not FIFO (whose claims give sequence numbers: ClaimFIFO).
 func (k knownTarget) plain(now time.Time) bool {
 	t := k.target
-	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && t.RateLimit == nil &&
+	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && !t.FIFO && t.RateLimit == nil &&
 		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
@@ -58,8 +59,9 @@ func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after Position
 
 // claimLocked locks the endpoint, plans the claim from its rate limit,
 // throttle and circuit, claims up to that many due deliveries (oldest due
-// first) and saves the flow state the claim leaves. The target returned
-// holds that flow state.
+// first; for a FIFO endpoint the heads of its lines, from the front,
+// whatever after says) and saves the flow state the claim leaves. The
+// target returned holds that flow state.
 func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time) (Target, claimPlan, Claim, error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
@@ -72,7 +74,12 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Po
 	}
 	plan := planClaim(target, now)
 	var claimed Claim
-	if plan.n > 0 {
+	switch {
+	case plan.n > 0 && target.FIFO:
+		if claimed, err = tx.ClaimFIFO(ctx, endpointID, plan.n, now); err != nil {
+			return target, plan, Claim{}, fmt.Errorf("claim line heads: %w", err)
+		}
+	case plan.n > 0:
 		if claimed, err = tx.ClaimDue(ctx, ClaimRequest{EndpointID: endpointID, N: plan.n, After: after}); err != nil {
 			return target, plan, Claim{}, fmt.Errorf("claim due: %w", err)
 		}
@@ -283,14 +290,16 @@ func (w *Worker) finish(ctx context.Context, job *river.Job[jobs.DispatchArgs]) 
 // more for due deliveries, and only if there are none completes the job,
 // leaving on the endpoint when its first queued retry is due, for the
 // sweeper to queue its next run then. It reports whether the job is
-// complete; the caller commits either way.
+// complete; the caller commits either way. Whether the endpoint is FIFO
+// (which deliveries count as due: StepTx.NextQueued) is read under the
+// lock, not as the run last knew it.
 func (w *Worker) finishIn(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs]) (bool, error) {
 	endpointID := job.Args.EndpointID
-	retryDue, err := tx.LockToFinish(ctx, endpointID)
+	retryDue, fifo, err := tx.LockToFinish(ctx, endpointID)
 	if err != nil {
 		return false, fmt.Errorf("lock endpoint: %w", err)
 	}
-	next, due, err := tx.NextQueued(ctx, endpointID)
+	next, due, err := tx.NextQueued(ctx, endpointID, fifo)
 	if err != nil {
 		return false, fmt.Errorf("final check: %w", err)
 	}
@@ -330,13 +339,16 @@ func sameTime(a, b *time.Time) bool {
 // turn. A yield needs no lock: the successor becomes live in the
 // transaction that completes the job, so fan-out always finds one of the
 // two live.
-func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) error {
+//
+// fifo is whether the endpoint is FIFO as the run last read it: the look
+// without the lock only decides whether to try finishing.
+func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, fifo bool) error {
 	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return fmt.Errorf("begin yield: %w", err)
 	}
 	defer tx.Rollback(ctx)
-	_, due, err := tx.NextQueued(ctx, job.Args.EndpointID)
+	_, due, err := tx.NextQueued(ctx, job.Args.EndpointID, fifo)
 	if err != nil {
 		return fmt.Errorf("look for due deliveries: %w", err)
 	}

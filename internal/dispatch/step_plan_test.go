@@ -40,9 +40,9 @@ func TestDispatchStepsPlanOncePerConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer tx.Rollback(ctx)
 	for range 7 {
-		_, err := tx.LockToFinish(ctx, ep)
+		_, _, err := tx.LockToFinish(ctx, ep)
 		require.NoError(t, err)
-		_, _, err = tx.NextQueued(ctx, ep)
+		_, _, err = tx.NextQueued(ctx, ep, false)
 		require.NoError(t, err)
 	}
 	requireGenericPlans(t, tx, "LockEndpointToFinish", "NextQueuedDelivery")

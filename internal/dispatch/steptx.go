@@ -63,6 +63,7 @@ type Target struct {
 	RateLimit   *sluice.RateLimit
 	Disabled    bool
 	Consumer    *string // the consumer it belongs to, if any
+	FIFO        bool    // ordering "fifo": its lines go one delivery at a time (fifo.go)
 	Flow        Flow
 }
 
@@ -89,6 +90,7 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		RateLimit:   store.EndpointRateLimit(r),
 		Disabled:    r.Disabled,
 		Consumer:    r.Consumer,
+		FIFO:        r.Ordering == sluice.OrderingFIFO,
 		Flow:        flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
@@ -208,19 +210,24 @@ func (t *StepTx) SetParkedJob(ctx context.Context, endpointID uuid.UUID, jobID i
 // LockToFinish locks the endpoint row FOR UPDATE, against fan-out (whose
 // delivery inserts take KEY SHARE), before a run decides it is done: see
 // 00002_events.sql. It returns when the endpoint's next retry is due as
-// last written (SetRetryDue). A deleted endpoint is no error.
-func (t *StepTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, err error) {
+// last written (SetRetryDue), and whether the endpoint is FIFO. A deleted
+// endpoint is no error.
+func (t *StepTx) LockToFinish(ctx context.Context, endpointID uuid.UUID) (retryDue *time.Time, fifo bool, err error) {
 	row, err := t.tx.Q.LockEndpointToFinish(ctx, endpointID)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("lock endpoint to finish: %w", err)
+		return nil, false, fmt.Errorf("lock endpoint to finish: %w", err)
 	}
-	return row.RetryDueAt, nil
+	return row.RetryDueAt, row.Fifo, nil
 }
 
 // NextQueued reports when the endpoint's first queued delivery is due (nil:
 // none is queued) and whether it is due already, by the clock at the time
-// it runs (NextQueuedDelivery says why).
-func (t *StepTx) NextQueued(ctx context.Context, endpointID uuid.UUID) (next *time.Time, due bool, err error) {
+// it runs (NextQueuedDelivery says why); for a FIFO endpoint, only the
+// heads of its lines count (NextQueuedFIFO).
+func (t *StepTx) NextQueued(ctx context.Context, endpointID uuid.UUID, fifo bool) (next *time.Time, due bool, err error) {
+	if fifo {
+		return t.NextQueuedFIFO(ctx, endpointID)
+	}
 	row, err := t.tx.Q.NextQueuedDelivery(ctx, endpointID)
 	if err != nil {
 		return nil, false, fmt.Errorf("next queued delivery: %w", err)

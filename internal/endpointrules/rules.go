@@ -52,6 +52,9 @@ func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Validati
 		v.Add("max_in_flight", "must be a whole number from 1 to %d", MaxInFlight)
 	}
 	Headers(set.Headers, v)
+	if o := set.Ordering; o != "" && o != sluice.OrderingNone && o != sluice.OrderingFIFO {
+		v.Add("ordering", "must be %q or %q", sluice.OrderingNone, sluice.OrderingFIFO)
+	}
 	if set.BacklogAlert != nil {
 		BacklogAlert(*set.BacklogAlert, v)
 	}

@@ -48,8 +48,8 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 			return fmt.Errorf("store event: %w", err)
 		}
 		out, created = stored, true
-		if err := jobs.FanOut(ctx, tx.Tx, []uuid.UUID{stored.ID}); err != nil {
-			return fmt.Errorf("queue fan-out: %w", err)
+		if err := queueFanOut(ctx, tx, jobs, []sluice.Event{stored}); err != nil {
+			return err
 		}
 		return nil
 	})
@@ -57,7 +57,8 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 		return sluice.Event{}, false, fmt.Errorf("store event with idempotency key: %w", err)
 	}
 	if !created && (out.Type != ev.Type || !bytes.Equal(out.Payload, ev.Payload) ||
-		deref(out.Consumer) != deref(ev.Consumer) || out.Broadcast != ev.Broadcast) {
+		deref(out.Consumer) != deref(ev.Consumer) || out.Broadcast != ev.Broadcast ||
+		deref(out.OrderingKey) != deref(ev.OrderingKey)) {
 		return out, false, ErrIdempotencyMismatch
 	}
 	return out, created, nil

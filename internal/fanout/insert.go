@@ -64,13 +64,13 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		inline, keyed := splitKeyed(out)
 		plan, err := planFanOut(ctx, tx.Q, inline, MaxInlineDeliveries)
 		if errors.Is(err, errOverLimit) {
-			return queueFanOut(ctx, tx, jobs, eventIDs(out))
+			return queueFanOut(ctx, tx, jobs, out)
 		}
 		if err != nil {
 			return err
 		}
 		if plan.deliveries() > MaxInlineDeliveries {
-			return queueFanOut(ctx, tx, jobs, eventIDs(out))
+			return queueFanOut(ctx, tx, jobs, out)
 		}
 		endpoints, _, err := plan.insert(ctx)
 		if err != nil {
@@ -88,10 +88,30 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 	return out, touched, nil
 }
 
-// queueFanOut queues the fan-out job of events in tx.
-func queueFanOut(ctx context.Context, tx store.Tx, jobs store.JobQueue, eventIDs []uuid.UUID) error {
-	if err := jobs.FanOut(ctx, tx.Tx, eventIDs); err != nil {
-		return fmt.Errorf("queue fan-out of %d events: %w", len(eventIDs), err)
+// queueFanOut queues the fan-out job of evs in tx, and marks them unrouted
+// until it has run (markUnrouted).
+func queueFanOut(ctx context.Context, tx store.Tx, jobs store.JobQueue, evs []sluice.Event) error {
+	if err := markUnrouted(ctx, tx.Q, evs); err != nil {
+		return err
+	}
+	if err := jobs.FanOut(ctx, tx.Tx, eventIDs(evs)); err != nil {
+		return fmt.Errorf("queue fan-out of %d events: %w", len(evs), err)
+	}
+	return nil
+}
+
+// markUnrouted records events whose deliveries a fan-out job will make,
+// until it has (Events forgets them in its transaction): a FIFO endpoint
+// sends none of its tenant's later events meanwhile, since the earlier
+// event's delivery, once made, may belong in front of them
+// (dispatch.claimFIFO).
+func markUnrouted(ctx context.Context, q *dbq.Queries, evs []sluice.Event) error {
+	p := dbq.MarkUnroutedParams{TenantIds: make([]uuid.UUID, len(evs)), EventIds: make([]uuid.UUID, len(evs))}
+	for i, ev := range evs {
+		p.TenantIds[i], p.EventIds[i] = ev.TenantID, ev.ID
+	}
+	if err := q.MarkUnrouted(ctx, p); err != nil {
+		return fmt.Errorf("mark %d events unrouted: %w", len(evs), err)
 	}
 	return nil
 }
@@ -109,7 +129,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
 		Broadcasts: e.Broadcasts, CreatedAts: e.CreatedAts, TraceContexts: e.TraceContexts,
-		MaxDeliveries: MaxInlineDeliveries,
+		OrderingKeys: e.OrderingKeys, MaxDeliveries: MaxInlineDeliveries,
 	}
 	for _, ev := range evs {
 		for _, pattern := range sluice.CandidatePatterns(ev.Type) {
@@ -152,6 +172,7 @@ func newEvents(evs []TenantEvent) []sluice.Event {
 		out[i] = sluice.Event{
 			ID: store.NewID(), TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
 			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now, TraceContext: ev.TraceContext,
+			OrderingKey: ev.OrderingKey,
 		}
 	}
 	return out
@@ -195,6 +216,12 @@ func eventsParams(evs []sluice.Event) dbq.InsertEventsParams {
 		if ev.CoalesceKey != nil {
 			p.CoalesceKeys[i] = *ev.CoalesceKey // never "": the API refuses an empty key
 		}
+		if ev.OrderingKey != nil { // as TraceContexts: nil while no event has one
+			if p.OrderingKeys == nil {
+				p.OrderingKeys = make([]string, n)
+			}
+			p.OrderingKeys[i] = *ev.OrderingKey // never "": the API refuses an empty key
+		}
 		if ev.Consumer != nil {
 			p.Consumers[i], p.HasConsumers[i] = *ev.Consumer, true
 		}
@@ -209,10 +236,11 @@ func copyEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
 		if ev.TraceContext != nil {
 			trace = ev.TraceContext
 		}
-		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt, trace}
+		rows[i] = []any{ev.ID, ev.TenantID, ev.Type, string(ev.Payload), ev.CoalesceKey, ev.Consumer, ev.Broadcast, ev.CreatedAt, trace, ev.OrderingKey}
 	}
 	_, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
-		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at", "trace_context"}, pgx.CopyFromRows(rows))
+		[]string{"id", "tenant_id", "type", "payload", "coalesce_key", "consumer", "broadcast", "created_at", "trace_context", "ordering_key"},
+		pgx.CopyFromRows(rows))
 	if err != nil {
 		return fmt.Errorf("copy events: %w", err)
 	}
@@ -220,19 +248,20 @@ func copyEvents(ctx context.Context, tx store.Tx, evs []sluice.Event) error {
 }
 
 // splitKeyed returns, in order, the events without a coalesce key as rows
-// to plan deliveries for, and the ids of those with one.
-func splitKeyed(evs []sluice.Event) ([]dbq.Event, []uuid.UUID) {
+// to plan deliveries for, and those with one.
+func splitKeyed(evs []sluice.Event) ([]dbq.Event, []sluice.Event) {
 	var (
 		plain []dbq.Event
-		keyed []uuid.UUID
+		keyed []sluice.Event
 	)
 	for _, ev := range evs {
 		if ev.CoalesceKey != nil {
-			keyed = append(keyed, ev.ID)
+			keyed = append(keyed, ev)
 			continue
 		}
 		plain = append(plain, dbq.Event{
 			ID: ev.ID, TenantID: ev.TenantID, Type: ev.Type, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
+			OrderingKey: ev.OrderingKey,
 		})
 	}
 	return plain, keyed

@@ -41,6 +41,9 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done sto
 		if touched, created, err = plan.insert(ctx); err != nil {
 			return err
 		}
+		if err := markRouted(ctx, tx.Q, events); err != nil {
+			return err
+		}
 		if done != nil {
 			if err := done(ctx, tx.Tx); err != nil {
 				return fmt.Errorf("before commit: %w", err)
@@ -179,6 +182,19 @@ func (p *fanoutPlan) coalesce(ctx context.Context, batch *deliveryBatch, ev dbq.
 	return true, nil
 }
 
+// markRouted forgets events marked unrouted (markUnrouted) once their
+// deliveries are made, in the same transaction.
+func markRouted(ctx context.Context, q *dbq.Queries, events []dbq.Event) error {
+	p := dbq.MarkRoutedParams{TenantIds: make([]uuid.UUID, len(events)), EventIds: make([]uuid.UUID, len(events))}
+	for i, ev := range events {
+		p.TenantIds[i], p.EventIds[i] = ev.TenantID, ev.ID
+	}
+	if err := q.MarkRouted(ctx, p); err != nil {
+		return fmt.Errorf("mark %d events routed: %w", len(events), err)
+	}
+	return nil
+}
+
 type coalesceKey struct {
 	endpointID uuid.UUID
 	eventType  string
@@ -187,9 +203,9 @@ type coalesceKey struct {
 
 // deliveryBatch is the columns of one tenant's new deliveries.
 type deliveryBatch struct {
-	ids, eventIDs, endpointIDs []uuid.UUID
-	eventTypes, coalesceKeys   []string
-	coalesced                  map[coalesceKey]int // index of the batch row holding a key
+	ids, eventIDs, endpointIDs             []uuid.UUID
+	eventTypes, coalesceKeys, orderingKeys []string
+	coalesced                              map[coalesceKey]int // index of the batch row holding a key
 }
 
 func (b *deliveryBatch) add(ev dbq.Event, endpointID uuid.UUID) {
@@ -203,11 +219,12 @@ func (b *deliveryBatch) add(ev dbq.Event, endpointID uuid.UUID) {
 	b.endpointIDs = append(b.endpointIDs, endpointID)
 	b.eventTypes = append(b.eventTypes, ev.Type)
 	b.coalesceKeys = append(b.coalesceKeys, key)
+	b.orderingKeys = append(b.orderingKeys, deref(ev.OrderingKey)) // used only for a FIFO endpoint
 }
 
 func (b *deliveryBatch) params(tenantID uuid.UUID) dbq.InsertDeliveriesParams {
 	return dbq.InsertDeliveriesParams{
 		TenantID: tenantID, Ids: b.ids, EventIds: b.eventIDs, EndpointIds: b.endpointIDs,
-		EventTypes: b.eventTypes, CoalesceKeys: b.coalesceKeys,
+		EventTypes: b.eventTypes, CoalesceKeys: b.coalesceKeys, OrderingKeys: b.orderingKeys,
 	}
 }

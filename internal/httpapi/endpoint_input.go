@@ -27,12 +27,13 @@ type endpointInput struct {
 	BacklogAlert json.RawMessage `json:"backlog_alert"`
 	// Consumer is chosen at creation only (consumer below).
 	Consumer *string `json:"consumer"`
+	Ordering *string `json:"ordering"`
 
 	nulls []string // fields sent as null that cannot be null
 }
 
 // nonNullable are the fields an explicit null cannot clear.
-var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer"}
+var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer", "ordering"}
 
 // UnmarshalJSON decodes strictly (unknown fields refused), names a
 // fractional or huge max_in_flight plainly, and records explicit nulls,
@@ -118,6 +119,9 @@ func (in endpointInput) apply(set *sluice.EndpointSettings, creating, allowPriva
 	}
 	if in.BacklogAlert != nil {
 		set.BacklogAlert = parseBacklogAlert(in.BacklogAlert, v)
+	}
+	if in.Ordering != nil {
+		set.Ordering = *in.Ordering
 	}
 
 	endpointrules.Settings(*set, allowPrivate, v)

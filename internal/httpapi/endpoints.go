@@ -24,7 +24,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
 		return err
 	}
-	set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight}
+	set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone}
 	if err := in.apply(&set, true, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/tenantrules"
@@ -13,6 +14,7 @@ import (
 const (
 	maxPayloadBytes      = tenantrules.MaxPayloadBytes
 	maxCoalesceKeyLength = 255
+	maxOrderingKeyLength = 128 // characters
 	maxIdempotencyKey    = 255
 	maxBatchEvents       = 1000
 	// maxEventBody leaves room around the payload for the other fields.
@@ -27,6 +29,7 @@ type eventInput struct {
 	CoalesceKey *string         `json:"coalesce_key"`
 	Consumer    *string         `json:"consumer"`
 	Broadcast   *bool           `json:"broadcast"`
+	OrderingKey *string         `json:"ordering_key"`
 }
 
 type batchInput struct {
@@ -36,7 +39,7 @@ type batchInput struct {
 // toNewEvent validates in, naming fields under prefix. An oversize payload
 // is a 413, not a validation failure.
 func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluice.NewEvent, error) {
-	ev := sluice.NewEvent{Payload: in.Payload, CoalesceKey: in.CoalesceKey, Consumer: in.Consumer}
+	ev := sluice.NewEvent{Payload: in.Payload, CoalesceKey: in.CoalesceKey, Consumer: in.Consumer, OrderingKey: in.OrderingKey}
 	if in.Broadcast != nil {
 		ev.Broadcast = *in.Broadcast
 	}
@@ -56,6 +59,9 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	validatePayload(in.Payload, prefix+"payload", v)
 	if k := in.CoalesceKey; k != nil && (*k == "" || len(*k) > maxCoalesceKeyLength) {
 		v.Add(prefix+"coalesce_key", "must be 1 to %d characters", maxCoalesceKeyLength)
+	}
+	if k := in.OrderingKey; k != nil && (*k == "" || utf8.RuneCountInString(*k) > maxOrderingKeyLength) {
+		v.Add(prefix+"ordering_key", "must be 1 to %d characters", maxOrderingKeyLength)
 	}
 	switch c := in.Consumer; {
 	case c == nil:

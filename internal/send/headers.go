@@ -1,6 +1,9 @@
 package send
 
-import "net/http"
+import (
+	"net/http"
+	"strconv"
+)
 
 // ReservedHeaders are the headers an endpoint's static headers cannot set,
 // in canonical form: Sluice sets them on every delivery (the content type,
@@ -11,7 +14,7 @@ import "net/http"
 // second). The API refuses them and Send drops them, from this one list.
 var ReservedHeaders = []string{
 	"Content-Type", "User-Agent",
-	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature",
+	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "Webhook-Sequence",
 	"Host", "Content-Length", "Expect",
 	"Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Te", "Trailer", "Upgrade",
 	"Proxy-Authorization", "Proxy-Authenticate",
@@ -29,4 +32,12 @@ var reserved = func() map[string]bool {
 // ReservedHeaders.
 func IsReservedHeader(name string) bool {
 	return reserved[http.CanonicalHeaderKey(name)]
+}
+
+// setSequence sets webhook-sequence, a delivery's number in its FIFO
+// endpoint's line (SPEC "FIFO endpoints"), when it has one (seq > 0).
+func setSequence(h http.Header, seq int64) {
+	if seq > 0 {
+		h.Set("Webhook-Sequence", strconv.FormatInt(seq, 10))
+	}
 }

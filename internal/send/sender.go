@@ -115,6 +115,7 @@ type Message struct {
 	Body      []byte            // already-marshalled JSON body
 	Keys      [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
 	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
+	Sequence  int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -179,6 +180,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
 	req.Header.Set("Webhook-Signature", signature.Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	setSequence(req.Header, m.Sequence)
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)
 	return req, nil

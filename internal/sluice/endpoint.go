@@ -21,6 +21,14 @@ const (
 	CircuitHalfOpen = "half_open"
 )
 
+// Endpoint orderings (SPEC "FIFO endpoints"): OrderingFIFO sends each
+// line of an endpoint's deliveries (those of one ordering_key) one at a
+// time, in the order their events were accepted.
+const (
+	OrderingNone = "none"
+	OrderingFIFO = "fifo"
+)
+
 // DefaultMaxInFlight is the number of concurrent requests an endpoint gets
 // unless it asks for another.
 const DefaultMaxInFlight = 10
@@ -78,6 +86,7 @@ type Endpoint struct {
 	DisabledReason   *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
 	Consumer         *string           `json:"consumer"`
 	BacklogAlert     *BacklogAlert     `json:"backlog_alert"`
+	Ordering         string            `json:"ordering"` // OrderingNone or OrderingFIFO
 	Status           string            `json:"status"`
 	ThrottledUntil   *time.Time        `json:"throttled_until"`
 	ThrottleReason   *string           `json:"throttle_reason"`
@@ -100,6 +109,8 @@ type EndpointSettings struct {
 	Disabled    bool
 	// BacklogAlert is nil without one.
 	BacklogAlert *BacklogAlert
+	// Ordering is OrderingNone or OrderingFIFO; "" is OrderingNone.
+	Ordering string
 	// Consumer is the uid of the consumer the endpoint belongs to; it is
 	// chosen at creation and never changes.
 	Consumer *string
@@ -116,5 +127,6 @@ func (e Endpoint) Settings() EndpointSettings {
 		Disabled:     e.Disabled,
 		BacklogAlert: e.BacklogAlert,
 		Consumer:     e.Consumer,
+		Ordering:     e.Ordering,
 	}
 }

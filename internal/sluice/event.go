@@ -21,8 +21,11 @@ type Event struct {
 	// Consumer is the uid of the consumer the event is addressed to.
 	Consumer *string `json:"consumer"`
 	// Broadcast events go to every matching endpoint, consumers' included.
-	Broadcast bool      `json:"broadcast"`
-	CreatedAt time.Time `json:"created_at"`
+	Broadcast bool `json:"broadcast"`
+	// OrderingKey narrows a FIFO endpoint's order to the events that carry
+	// the same key (SPEC "FIFO endpoints").
+	OrderingKey *string   `json:"ordering_key"`
+	CreatedAt   time.Time `json:"created_at"`
 	// TraceContext is the W3C trace context of the request that posted
 	// it, when that request was traced (tracing.Carry); nil otherwise.
 	TraceContext []byte `json:"-"`
@@ -36,7 +39,8 @@ type NewEvent struct {
 	IdempotencyKey string
 	Consumer       *string // a consumer's uid, or nil
 	Broadcast      bool
-	TraceContext   []byte // tracing.Carry of the posting request; nil when it is not traced
+	OrderingKey    *string // 1 to 128 characters, or nil
+	TraceContext   []byte  // tracing.Carry of the posting request; nil when it is not traced
 }
 
 // Delivery statuses.

@@ -44,6 +44,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 		BacklogAlertOldestSeconds: backlogOldest,
 		SecretEnc:                 s.box.Seal([]byte(secret)),
 		Consumer:                  set.Consumer,
+		Ordering:                  orderingOf(set),
 	})
 	if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
 		v := &sluice.ValidationError{}
@@ -108,6 +109,9 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 		})
 		if err != nil {
 			return notFound(err)
+		}
+		if err := setOrdering(ctx, s.q.WithTx(tx), tenantID, id, orderingOf(set)); err != nil {
+			return err
 		}
 		var evs []sluice.OpEvent
 		ep := sluice.OpEndpoint{ID: id, URL: row.NewUrl, Consumer: row.Consumer}
@@ -268,6 +272,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		DisabledReason: r.DisabledReason,
 		BacklogAlert:   backlogAlertOf(r),
 		Consumer:       r.Consumer,
+		Ordering:       r.Ordering,
 		Circuit: sluice.Circuit{
 			State: r.CircuitState, ConsecutiveFailures: int(r.ConsecutiveFailures),
 			OpenedAt: r.CircuitOpenedAt, NextProbeAt: r.CircuitNextProbeAt,
@@ -299,4 +304,40 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		ep.Headers = map[string]string{}
 	}
 	return ep, nil
+}
+
+// orderingOf is the ordering set asks for, OrderingNone when it names none.
+func orderingOf(set sluice.EndpointSettings) string {
+	if set.Ordering == "" {
+		return sluice.OrderingNone
+	}
+	return set.Ordering
+}
+
+// setOrdering changes an endpoint's ordering, if it changes, in q's
+// transaction. Becoming FIFO puts the deliveries it has queued in their
+// lines (BackfillFIFO), with its row locked FOR UPDATE first
+// (LockEndpointOrdering), so that no delivery made meanwhile is left out
+// of its line. Leaving FIFO leaves their places, which claims then ignore.
+func setOrdering(ctx context.Context, q *dbq.Queries, tenantID, id uuid.UUID, ordering string) error {
+	was, err := q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return fmt.Errorf("read ordering: %w", notFound(err))
+	}
+	if was == ordering {
+		return nil
+	}
+	if err := q.LockEndpointOrdering(ctx, dbq.LockEndpointOrderingParams{TenantID: tenantID, ID: id}); err != nil {
+		return fmt.Errorf("lock endpoint: %w", err)
+	}
+	if err := q.SetEndpointOrdering(ctx, dbq.SetEndpointOrderingParams{TenantID: tenantID, ID: id, Ordering: ordering}); err != nil {
+		return fmt.Errorf("set ordering: %w", err)
+	}
+	if ordering != sluice.OrderingFIFO {
+		return nil
+	}
+	if err := q.BackfillFIFO(ctx, id); err != nil {
+		return fmt.Errorf("put queued deliveries in line: %w", err)
+	}
+	return nil
 }

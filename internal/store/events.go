@@ -19,7 +19,7 @@ func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev slu
 	row, err := q.InsertEvent(ctx, dbq.InsertEventParams{
 		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
 		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
-		TraceContext: ev.TraceContext,
+		TraceContext: ev.TraceContext, OrderingKey: ev.OrderingKey,
 	})
 	if err != nil {
 		return dbq.Event{}, fmt.Errorf("insert event: %w", err)
@@ -67,5 +67,6 @@ func eventFromRow(r dbq.Event) sluice.Event {
 	return sluice.Event{
 		ID: r.ID, TenantID: r.TenantID, Type: r.Type, Payload: r.Payload,
 		CoalesceKey: r.CoalesceKey, Consumer: r.Consumer, Broadcast: r.Broadcast, CreatedAt: r.CreatedAt,
+		OrderingKey: r.OrderingKey,
 	}
 }

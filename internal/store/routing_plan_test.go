@@ -35,10 +35,10 @@ func TestOneStatementReadsOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()
 	f := pastOtherSubscriptions(t)
 	sql := storetest.QuerySQL(t, "events.sql", "InsertRoutedEvents", "ids", "tenant_ids", "types", "payloads",
-		"broadcasts", "created_ats", "pattern_events", "patterns", "max_deliveries", "trace_contexts")
+		"broadcasts", "created_ats", "pattern_events", "patterns", "max_deliveries", "trace_contexts", "ordering_keys")
 	id := uuid.Must(uuid.NewV7())
 	args := fmt.Sprintf("'{%[1]s}', '{%[2]s}', '{healthy.one}', '{\"{}\"}', '{false}', '{now}', "+
-		"'{%[1]s,%[1]s,%[1]s}', '{healthy.one,healthy.*,*}', 1000, NULL", id, f.TenantA.ID)
+		"'{%[1]s,%[1]s,%[1]s}', '{healthy.one,healthy.*,*}', 1000, NULL, NULL", id, f.TenantA.ID)
 	plan := storetest.ExplainGeneric(t, f.Store.Pool(), sql, args, store.IndexProbeSets...)
 	t.Logf("one post past 2,000 other subscriptions, stored, routed and fanned out:\n%s", plan)
 	requireOnlyMatchingSubscriptions(t, plan, 10)

@@ -144,7 +144,7 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
 `
 
 type DeliveriesForEventParams struct {
@@ -175,6 +175,9 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 			&i.ReplayedFrom,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OrderingKey,
+			&i.FifoPosition,
+			&i.FifoSequence,
 		); err != nil {
 			return nil, err
 		}
@@ -230,7 +233,7 @@ func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, 
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at FROM deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence FROM deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type GetDeliveryParams struct {
@@ -255,35 +258,49 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Deliv
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OrderingKey,
+		&i.FifoPosition,
+		&i.FifoSequence,
 	)
 	return i, err
 }
 
 const insertDeliveries = `-- name: InsertDeliveries :many
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at)
-SELECT unnest($1::uuid[]), $2, unnest($3::uuid[]), unnest($4::uuid[]),
-       unnest($5::text[]), nullif(unnest($6::text[]), ''), now()
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at,
+                        ordering_key, fifo_position)
+SELECT d.id, $1, d.event_id, d.endpoint_id, d.event_type, nullif(d.coalesce_key, ''), now(),
+       CASE WHEN ep.ordering = 'fifo' THEN d.ordering_key END, CASE WHEN ep.ordering = 'fifo' THEN d.event_id END
+FROM (
+    SELECT unnest($2::uuid[]) AS id, unnest($3::uuid[]) AS event_id, unnest($4::uuid[]) AS endpoint_id,
+           unnest($5::text[]) AS event_type, unnest($6::text[]) AS coalesce_key,
+           unnest($7::text[]) AS ordering_key
+) d
+JOIN endpoints ep ON ep.id = d.endpoint_id
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
 RETURNING endpoint_id
 `
 
 type InsertDeliveriesParams struct {
-	Ids          []uuid.UUID
 	TenantID     uuid.UUID
+	Ids          []uuid.UUID
 	EventIds     []uuid.UUID
 	EndpointIds  []uuid.UUID
 	EventTypes   []string
 	CoalesceKeys []string
+	OrderingKeys []string
 }
 
+// A delivery to a FIFO endpoint gets its line and place (00030_fifo.sql):
+// the endpoint's ordering is read here, after routing locked its row.
 func (q *Queries) InsertDeliveries(ctx context.Context, arg InsertDeliveriesParams) ([]uuid.UUID, error) {
 	rows, err := q.db.Query(ctx, insertDeliveries,
-		arg.Ids,
 		arg.TenantID,
+		arg.Ids,
 		arg.EventIds,
 		arg.EndpointIds,
 		arg.EventTypes,
 		arg.CoalesceKeys,
+		arg.OrderingKeys,
 	)
 	if err != nil {
 		return nil, err
@@ -316,7 +333,7 @@ func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64,
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at FROM deliveries d
+SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence FROM deliveries d
 WHERE d.tenant_id = $1
   AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
@@ -379,6 +396,9 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.ReplayedFrom,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.OrderingKey,
+			&i.FifoPosition,
+			&i.FifoSequence,
 		); err != nil {
 			return nil, err
 		}
@@ -547,11 +567,17 @@ func (q *Queries) QueuedDeliveryOfEvent(ctx context.Context, arg QueuedDeliveryO
 }
 
 const replayDelivery = `-- name: ReplayDelivery :one
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from)
-SELECT $1, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, next_attempt_at, replayed_from,
+                        ordering_key, fifo_position)
+SELECT $1, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id,
+       CASE WHEN ep.ordering = 'fifo' THEN coalesce(ev.ordering_key, '') END,
+       CASE WHEN ep.ordering = 'fifo' THEN $1::uuid END
 FROM deliveries d
+JOIN endpoints ep ON ep.id = d.endpoint_id
+JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
+FOR KEY SHARE OF ep
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence
 `
 
 type ReplayDeliveryParams struct {
@@ -560,6 +586,9 @@ type ReplayDeliveryParams struct {
 	SourceID uuid.UUID
 }
 
+// A replay to a FIFO endpoint goes to the back of its line: its place is
+// its own id, made now. The endpoint row is locked FOR KEY SHARE, as a
+// delivery's insert does, before its ordering is read (LockEndpointOrdering).
 func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) (Delivery, error) {
 	row := q.db.QueryRow(ctx, replayDelivery, arg.ID, arg.TenantID, arg.SourceID)
 	var i Delivery
@@ -577,17 +606,29 @@ func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) 
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OrderingKey,
+		&i.FifoPosition,
+		&i.FifoSequence,
 	)
 	return i, err
 }
 
 const replayStaged = `-- name: ReplayStaged :execrows
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from)
-SELECT sluice_uuidv7(), d.tenant_id, d.event_id, d.endpoint_id, d.event_type, now(), d.id
-FROM replay_requests r
-CROSS JOIN LATERAL unnest(r.delivery_ids[$1::int:$2::int]) AS s (id)
-JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
-WHERE r.id = $3
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, replayed_from,
+                        ordering_key, fifo_position)
+SELECT n.id, n.tenant_id, n.event_id, n.endpoint_id, n.event_type, now(), n.replayed_from,
+       CASE WHEN n.fifo THEN n.ordering_key END, CASE WHEN n.fifo THEN n.id END
+FROM (
+    SELECT sluice_uuidv7() AS id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.id AS replayed_from,
+           ep.ordering = 'fifo' AS fifo, coalesce(ev.ordering_key, '') AS ordering_key
+    FROM replay_requests r
+    CROSS JOIN LATERAL unnest(r.delivery_ids[$1::int:$2::int]) AS s (id)
+    JOIN deliveries d ON d.id = s.id AND d.endpoint_id = r.endpoint_id
+    JOIN endpoints ep ON ep.id = r.endpoint_id
+    JOIN events ev ON ev.id = d.event_id
+    WHERE r.id = $3
+    FOR KEY SHARE OF ep
+) n
 `
 
 type ReplayStagedParams struct {
@@ -598,6 +639,9 @@ type ReplayStagedParams struct {
 
 // Replays the staged deliveries at positions first..last (from 1) of a
 // replay request; one deleted meanwhile (by retention, say) is skipped.
+// A replay to a FIFO endpoint goes to the back of its line, as
+// ReplayDelivery says; replays made in the same millisecond take their
+// places in no particular order.
 func (q *Queries) ReplayStaged(ctx context.Context, arg ReplayStagedParams) (int64, error) {
 	result, err := q.db.Exec(ctx, replayStaged, arg.First, arg.Last, arg.RequestID)
 	if err != nil {
@@ -621,7 +665,7 @@ func (q *Queries) RetireWeek(ctx context.Context, week pgtype.Date) (bool, error
 const retryDelivery = `-- name: RetryDelivery :one
 UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'failed')
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence
 `
 
 type RetryDeliveryParams struct {
@@ -647,6 +691,9 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (D
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.OrderingKey,
+		&i.FifoPosition,
+		&i.FifoSequence,
 	)
 	return i, err
 }

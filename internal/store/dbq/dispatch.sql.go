@@ -141,7 +141,7 @@ func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) erro
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = $1
@@ -196,6 +196,7 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 		&i.Endpoint.BacklogAlertQueued,
 		&i.Endpoint.BacklogAlertOldestSeconds,
 		&i.Endpoint.BacklogAlertedAt,
+		&i.Endpoint.Ordering,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.Consecutive429s,
@@ -204,21 +205,23 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 }
 
 const lockEndpointToFinish = `-- name: LockEndpointToFinish :one
-SELECT id, retry_due_at FROM endpoints WHERE id = $1 FOR UPDATE
+SELECT id, retry_due_at, ordering = 'fifo' AS fifo FROM endpoints WHERE id = $1 FOR UPDATE
 `
 
 type LockEndpointToFinishRow struct {
 	ID         uuid.UUID
 	RetryDueAt *time.Time
+	Fifo       bool
 }
 
 // Locks the endpoint row against fan-out (whose delivery inserts take KEY
 // SHARE) before the dispatch job decides it is done: see 00002_events.sql.
-// Returns when the endpoint's next retry is due, as last written.
+// Returns when the endpoint's next retry is due, as last written, and
+// whether it is FIFO (which deliveries count as due: NextQueuedFIFO).
 func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (LockEndpointToFinishRow, error) {
 	row := q.db.QueryRow(ctx, lockEndpointToFinish, id)
 	var i LockEndpointToFinishRow
-	err := row.Scan(&i.ID, &i.RetryDueAt)
+	err := row.Scan(&i.ID, &i.RetryDueAt, &i.Fifo)
 	return i, err
 }
 

@@ -13,7 +13,7 @@ import (
 )
 
 const eventsByID = `-- name: EventsByID :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events WHERE id = ANY($1::uuid[]) ORDER BY id
 `
 
 func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, error) {
@@ -36,6 +36,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 			&i.Consumer,
 			&i.Broadcast,
 			&i.TraceContext,
+			&i.OrderingKey,
 		); err != nil {
 			return nil, err
 		}
@@ -48,7 +49,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 }
 
 const getEvent = `-- name: GetEvent :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events WHERE tenant_id = $1 AND id = $2
 `
 
 type GetEventParams struct {
@@ -70,14 +71,16 @@ func (q *Queries) GetEvent(ctx context.Context, arg GetEventParams) (Event, erro
 		&i.Consumer,
 		&i.Broadcast,
 		&i.TraceContext,
+		&i.OrderingKey,
 	)
 	return i, err
 }
 
 const insertEvent = `-- name: InsertEvent :one
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, idempotency_key, consumer, broadcast, trace_context, ordering_key)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9,
+        $10)
+RETURNING id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key
 `
 
 type InsertEventParams struct {
@@ -90,6 +93,7 @@ type InsertEventParams struct {
 	Consumer       *string
 	Broadcast      bool
 	TraceContext   []byte
+	OrderingKey    *string
 }
 
 func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event, error) {
@@ -103,6 +107,7 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		arg.Consumer,
 		arg.Broadcast,
 		arg.TraceContext,
+		arg.OrderingKey,
 	)
 	var i Event
 	err := row.Scan(
@@ -116,20 +121,22 @@ func (q *Queries) InsertEvent(ctx context.Context, arg InsertEventParams) (Event
 		&i.Consumer,
 		&i.Broadcast,
 		&i.TraceContext,
+		&i.OrderingKey,
 	)
 	return i, err
 }
 
 const insertEvents = `-- name: InsertEvents :exec
-INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context)
+INSERT INTO events (id, tenant_id, type, payload, coalesce_key, consumer, broadcast, created_at, trace_context, ordering_key)
 SELECT e.id, e.tenant_id, e.type, e.payload::json, nullif(e.coalesce_key, ''),
-       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
+       CASE WHEN e.has_consumer THEN e.consumer END, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
+       nullif(e.ordering_key, '')
 FROM (
     SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
            unnest($4::text[]) AS payload, unnest($5::text[]) AS coalesce_key,
            unnest($6::text[]) AS consumer, unnest($7::bool[]) AS has_consumer,
            unnest($8::bool[]) AS broadcast, unnest($9::timestamptz[]) AS created_at,
-           unnest($10::text[]) AS trace_context
+           unnest($10::text[]) AS trace_context, unnest($11::text[]) AS ordering_key
 ) e
 `
 
@@ -144,6 +151,7 @@ type InsertEventsParams struct {
 	Broadcasts    []bool
 	CreatedAts    []time.Time
 	TraceContexts []string
+	OrderingKeys  []string
 }
 
 // Stores a small group of events in one statement and one round trip
@@ -151,7 +159,7 @@ type InsertEventsParams struct {
 // only where has_consumers says there is one, so that "" stays "", and a
 // trace context ("" for none) only where there is one; trace_contexts is
 // NULL when no event has one (unnest runs a select list's arrays in
-// lockstep, padding a shorter one with NULLs).
+// lockstep, padding a shorter one with NULLs); ordering_keys likewise.
 func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) error {
 	_, err := q.db.Exec(ctx, insertEvents,
 		arg.Ids,
@@ -164,26 +172,30 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 		arg.Broadcasts,
 		arg.CreatedAts,
 		arg.TraceContexts,
+		arg.OrderingKeys,
 	)
 	return err
 }
 
 const insertRoutedEvents = `-- name: InsertRoutedEvents :many
 WITH ev AS (
-    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context)
-    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb
+    INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context, ordering_key)
+    SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
+           nullif(e.ordering_key, '')
     FROM (
         SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
                unnest($4::text[]) AS payload, unnest($5::bool[]) AS broadcast,
-               unnest($6::timestamptz[]) AS created_at, unnest($7::text[]) AS trace_context
+               unnest($6::timestamptz[]) AS created_at, unnest($7::text[]) AS trace_context,
+               unnest($8::text[]) AS ordering_key
     ) e
-    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc
+    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc, ordering_key
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
-    FROM (SELECT unnest($8::uuid[]) AS event_id, unnest($9::text[]) AS pattern) p
+    FROM (SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern) p
     GROUP BY p.event_id
 ), target AS (
-    SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id
+    SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id,
+           CASE WHEN e.ordering = 'fifo' THEN coalesce(ev.ordering_key, '') END AS ordering_key
     FROM ev
     JOIN candidate c ON c.event_id = ev.id
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
@@ -192,12 +204,13 @@ WITH ev AS (
       AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
     FOR KEY SHARE OF e
 ), pair AS (
-    SELECT DISTINCT event_id, tenant_id, type, endpoint_id FROM target
+    SELECT DISTINCT event_id, tenant_id, type, endpoint_id, ordering_key FROM target
 ), within AS (
-    SELECT sluice_within_inline_limit(count(*), $10::bigint) AS ok FROM pair
+    SELECT sluice_within_inline_limit(count(*), $11::bigint) AS ok FROM pair
 )
-INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at)
-SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now()
+INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, next_attempt_at, ordering_key, fifo_position)
+SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p.endpoint_id, p.type, now(),
+       p.ordering_key, CASE WHEN p.ordering_key IS NOT NULL THEN p.event_id END
 FROM pair p, within w
 WHERE w.ok
 ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
@@ -212,6 +225,7 @@ type InsertRoutedEventsParams struct {
 	Broadcasts    []bool
 	CreatedAts    []time.Time
 	TraceContexts []string
+	OrderingKeys  []string
 	PatternEvents []uuid.UUID
 	Patterns      []string
 	MaxDeliveries int64
@@ -244,7 +258,9 @@ type InsertRoutedEventsRow struct {
 // and stores nothing. It returns each delivery made, with its endpoint and
 // when it came due: with the event, all a dispatch run claims of it, so
 // ingest can hand it to a run lingering in this process (dispatch.Waker).
-// trace_contexts is as InsertEvents has it.
+// trace_contexts and ordering_keys are as InsertEvents has them. A
+// delivery to a FIFO endpoint gets its line and place (00030_fifo.sql)
+// from the endpoint row it locked.
 func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]InsertRoutedEventsRow, error) {
 	rows, err := q.db.Query(ctx, insertRoutedEvents,
 		arg.Ids,
@@ -254,6 +270,7 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 		arg.Broadcasts,
 		arg.CreatedAts,
 		arg.TraceContexts,
+		arg.OrderingKeys,
 		arg.PatternEvents,
 		arg.Patterns,
 		arg.MaxDeliveries,
@@ -282,7 +299,7 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events
 WHERE tenant_id = $1
   AND ($2::text IS NULL OR type = $2::text)
   AND ($3::text IS NULL OR consumer = $3::text OR broadcast)
@@ -325,6 +342,7 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 			&i.Consumer,
 			&i.Broadcast,
 			&i.TraceContext,
+			&i.OrderingKey,
 		); err != nil {
 			return nil, err
 		}
@@ -351,7 +369,7 @@ func (q *Queries) LockIdempotencyKey(ctx context.Context, lockKey string) error 
 }
 
 const recentEventByIdempotencyKey = `-- name: RecentEventByIdempotencyKey :one
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context FROM events
+SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events
 WHERE tenant_id = $1 AND idempotency_key = $2
   AND id >= sluice_uuid_at((extract(epoch FROM $3::timestamptz) * 1000)::bigint)
 ORDER BY id DESC
@@ -380,6 +398,7 @@ func (q *Queries) RecentEventByIdempotencyKey(ctx context.Context, arg RecentEve
 		&i.Consumer,
 		&i.Broadcast,
 		&i.TraceContext,
+		&i.OrderingKey,
 	)
 	return i, err
 }

@@ -117,6 +117,9 @@ type Delivery struct {
 	ReplayedFrom  *uuid.UUID
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	OrderingKey   *string
+	FifoPosition  *uuid.UUID
+	FifoSequence  *int64
 }
 
 type DeliveryAttempt struct {
@@ -193,6 +196,7 @@ type Endpoint struct {
 	BacklogAlertQueued        *int32
 	BacklogAlertOldestSeconds *int32
 	BacklogAlertedAt          *time.Time
+	Ordering                  string
 }
 
 type Event struct {
@@ -206,6 +210,7 @@ type Event struct {
 	Consumer       *string
 	Broadcast      bool
 	TraceContext   []byte
+	OrderingKey    *string
 }
 
 type EventType struct {
@@ -230,6 +235,12 @@ type EventsKept struct {
 	CreatedAt      time.Time
 	Consumer       *string
 	Broadcast      bool
+}
+
+type FifoLine struct {
+	EndpointID   uuid.UUID
+	OrderingKey  string
+	LastSequence int64
 }
 
 type Member struct {
@@ -285,4 +296,9 @@ type Tenant struct {
 	CreatedAt  time.Time
 	ApiRate    *string
 	DisabledAt *time.Time
+}
+
+type UnroutedEvent struct {
+	TenantID uuid.UUID
+	EventID  uuid.UUID
 }

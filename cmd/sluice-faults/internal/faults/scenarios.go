@@ -33,6 +33,9 @@ type Scenario struct {
 	// drained and reconcile Sluice's transitions with the operational
 	// events reporting them (transitions.go).
 	OpEvents bool
+	// FIFO: the scenario's load, endpoints and checks are the FIFO
+	// scenario's own (fifo.go); Inject and Settings apply.
+	FIFO bool
 }
 
 // EndpointSpec is one of a scenario's own endpoints.
@@ -213,6 +216,7 @@ func Scenarios(short bool) []Scenario {
 			Bounds: Bounds{Stall: 5 * time.Second},
 		},
 		transitions(short),
+		fifoScenario(short),
 		{
 			Name: "poison", Title: fmt.Sprintf("a tenant posting invalid UTF-8 and NULs beside a victim tenant (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Poison: mid.events / 5,

@@ -109,6 +109,9 @@ func (s *Suite) Close(keepLogs bool) {
 // Run runs one scenario and returns its result; err is for failures of the
 // suite itself (setup), not of Sluice.
 func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
+	if sc.FIFO {
+		return s.runFIFO(ctx, sc)
+	}
 	start := time.Now()
 	s.logf("scenario %s: %s", sc.Name, sc.Title)
 	res = Result{Name: sc.Name, Title: sc.Title, Dir: filepath.Join(s.dir, sc.Name)}
