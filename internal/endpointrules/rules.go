@@ -41,10 +41,19 @@ const (
 )
 
 // Settings checks an endpoint's settings once every field is set: its
-// URL (TargetURL), description, max_in_flight and headers. The rate
+// delivery and URL (TargetURL; none for a poll endpoint), description, max_in_flight and headers. The rate
 // limit's fields are checked as they are read (Rate).
 func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
-	TargetURL(set.URL, allowPrivate, v)
+	switch set.Delivery {
+	case sluice.DeliveryPoll:
+		if set.URL != "" {
+			v.Add("url", "must be left out: a poll endpoint is read from its poll_url, not sent to")
+		}
+	case "", sluice.DeliveryPush:
+		TargetURL(set.URL, allowPrivate, v)
+	default:
+		v.Add("delivery", "must be \"push\" or \"poll\"")
+	}
 	if len(set.Description) > MaxDescriptionLength {
 		v.Add("description", "must be at most %d characters", MaxDescriptionLength)
 	}

@@ -144,7 +144,7 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
 `
 
 type DeliveriesForEventParams struct {
@@ -175,6 +175,7 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 			&i.ReplayedFrom,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.PollPosition,
 		); err != nil {
 			return nil, err
 		}
@@ -230,7 +231,7 @@ func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, 
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at FROM deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, poll_position FROM deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type GetDeliveryParams struct {
@@ -255,6 +256,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Deliv
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PollPosition,
 	)
 	return i, err
 }
@@ -316,7 +318,7 @@ func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64,
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at FROM deliveries d
+SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.poll_position FROM deliveries d
 WHERE d.tenant_id = $1
   AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
@@ -379,6 +381,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.ReplayedFrom,
 			&i.CreatedAt,
 			&i.UpdatedAt,
+			&i.PollPosition,
 		); err != nil {
 			return nil, err
 		}
@@ -551,7 +554,7 @@ INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, coales
 SELECT $1, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, NULL, now(), d.id
 FROM deliveries d
 WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, poll_position
 `
 
 type ReplayDeliveryParams struct {
@@ -577,6 +580,7 @@ func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) 
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PollPosition,
 	)
 	return i, err
 }
@@ -621,7 +625,7 @@ func (q *Queries) RetireWeek(ctx context.Context, week pgtype.Date) (bool, error
 const retryDelivery = `-- name: RetryDelivery :one
 UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'failed')
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, poll_position
 `
 
 type RetryDeliveryParams struct {
@@ -647,6 +651,7 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (D
 		&i.ReplayedFrom,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+		&i.PollPosition,
 	)
 	return i, err
 }

@@ -116,6 +116,7 @@ type Delivery struct {
 	ReplayedFrom  *uuid.UUID
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	PollPosition  *int64
 }
 
 type DeliveryAttempt struct {
@@ -192,6 +193,7 @@ type Endpoint struct {
 	BacklogAlertQueued        *int32
 	BacklogAlertOldestSeconds *int32
 	BacklogAlertedAt          *time.Time
+	Delivery                  string
 }
 
 type Event struct {
@@ -229,6 +231,13 @@ type EventsKept struct {
 	CreatedAt      time.Time
 	Consumer       *string
 	Broadcast      bool
+}
+
+type PollCursor struct {
+	EndpointID   uuid.UUID
+	LastPosition int64
+	ReadPosition int64
+	ReadAt       *time.Time
 }
 
 type ReplayRequest struct {
