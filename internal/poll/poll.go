@@ -269,6 +269,13 @@ func (r *Reader) admit(tenant uuid.UUID) error {
 	return nil
 }
 
+// Waiting is how many reads are waiting now.
+func (r *Reader) Waiting() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}
+
 func (r *Reader) release(tenant uuid.UUID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
