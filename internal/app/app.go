@@ -148,7 +148,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
 			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits,
-			AllowPrivateTargets: cfg.AllowPrivateTargets,
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
 			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -28,7 +29,8 @@ const (
 // readEndpointForm reads the fields of a submitted endpoint form.
 func readEndpointForm(f url.Values) web.EndpointForm {
 	form := web.EndpointForm{
-		URL: strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
+		Delivery: f.Get("delivery"),
+		URL:      strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
 		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
 		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1",
@@ -167,6 +169,12 @@ func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue
 	v := &sluice.ValidationError{}
 	set := base
 	set.URL, set.Description, set.Disabled = form.URL, form.Description, form.Disabled
+	if set.Delivery == "" { // a new endpoint: the form chooses
+		set.Delivery = cmp.Or(form.Delivery, sluice.DeliveryPush)
+	}
+	if set.Delivery == sluice.DeliveryPoll {
+		set.URL = "" // the form offers no URL field for one
+	}
 	if set.Headers == nil {
 		set.Headers = map[string]string{}
 	}
