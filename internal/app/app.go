@@ -149,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		dashboard.New(p.Store, dashboard.Config{
 			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
-			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
+			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
 	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {

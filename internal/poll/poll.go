@@ -35,6 +35,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -223,13 +224,14 @@ func (r *Reader) Read(ctx context.Context, t store.PollTarget, req Request) (Pag
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		items, _, err := r.cfg.Store.ReadPoll(ctx, t.EndpointID, after, limit)
+		items, marked, err := r.cfg.Store.ReadPoll(ctx, t.EndpointID, after, limit)
 		if errors.Is(err, store.ErrCursorAhead) {
 			return Page{}, ErrBadCursor
 		}
 		if err != nil {
 			return Page{}, fmt.Errorf("read poll page: %w", err)
 		}
+		metrics.PollDelivered.Add(float64(marked))
 		if len(items) > 0 || wait <= 0 {
 			return page(items, after), nil
 		}
@@ -266,6 +268,7 @@ func (r *Reader) admit(tenant uuid.UUID) error {
 	}
 	r.waiting[tenant]++
 	r.total++
+	metrics.PollWaiting.Inc()
 	return nil
 }
 
@@ -280,6 +283,7 @@ func (r *Reader) release(tenant uuid.UUID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.total--
+	metrics.PollWaiting.Dec()
 	if r.waiting[tenant]--; r.waiting[tenant] == 0 {
 		delete(r.waiting, tenant)
 	}
