@@ -72,6 +72,8 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	}
 	page, err := a.poll.Read(r.Context(), t, req)
 	switch {
+	case err != nil && r.Context().Err() != nil:
+		return nil // the client is gone; no one reads an answer
 	case errors.Is(err, poll.ErrBadCursor):
 		v := &sluice.ValidationError{}
 		v.Add("cursor", "is not a cursor this poll URL returned")
