@@ -11,11 +11,21 @@ WHERE id = @id
 RETURNING *;
 
 -- name: PollEndpoint :one
--- What a poll request needs of its endpoint to check the token and draw
--- from the tenant's rate limit.
-SELECT e.id, e.tenant_id, e.delivery, e.secret_enc, e.consumer, (t.disabled_at IS NOT NULL)::boolean AS tenant_disabled
+-- What a poll request needs of its endpoint: what checks its token, its
+-- tenant (whose rate limit it draws from), and whether a read has anything
+-- to write: deliveries to place (unplaced: the claim index's entries with a
+-- next_attempt_at, 00031_poll_delivery.sql) or a cursor past read_position.
+-- A read that has nothing to write answers its page without a transaction.
+SELECT e.id, e.tenant_id, e.delivery, e.secret_enc, (t.disabled_at IS NOT NULL)::boolean AS tenant_disabled,
+    coalesce(c.last_position, 0)::bigint AS last_position, coalesce(c.read_position, 0)::bigint AS read_position,
+    EXISTS (
+        SELECT 1 FROM deliveries d
+        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')
+          AND d.next_attempt_at IS NOT NULL AND d.poll_position IS NULL
+    ) AS unplaced
 FROM endpoints e
 JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN poll_cursors c ON c.endpoint_id = e.id
 WHERE e.id = @id;
 
 -- name: PollEndpoints :many

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // pollItem is one delivery of a poll page: the Standard Webhooks body a
@@ -46,31 +47,30 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
 		return authThrottled(res)
 	}
-	t, err := a.poll.Target(r.Context(), chi.URLParam(r, "token"))
-	if errors.Is(err, sluice.ErrNotFound) {
-		a.limits.rate.FailAuth(addr)
-		return notFoundProblem("no poll endpoint has this URL: it is wrong, or its secret was rotated")
-	}
-	if err != nil {
-		return err
-	}
-	if t.TenantDisabled {
-		return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
-			Detail: "this account is disabled; ask the operator of this Sluice to enable it"}
-	}
-	res, err := a.limits.rate.TakeTenant(r.Context(), t.TenantID, 1)
-	setRateHeaders(w.Header(), res)
-	if err != nil {
-		return err
-	}
-	if !res.Allowed {
-		return rateLimited(res)
-	}
 	req, err := pollRequest(r)
 	if err != nil {
 		return err
 	}
-	page, err := a.poll.Read(r.Context(), t, req)
+	allow := func(t store.PollTarget) error {
+		if t.TenantDisabled {
+			return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
+				Detail: "this account is disabled; ask the operator of this Sluice to enable it"}
+		}
+		res, err := a.limits.rate.TakeTenant(r.Context(), t.TenantID, 1)
+		setRateHeaders(w.Header(), res)
+		if err != nil {
+			return err
+		}
+		if !res.Allowed {
+			return rateLimited(res)
+		}
+		return nil
+	}
+	page, err := a.poll.Read(r.Context(), chi.URLParam(r, "token"), req, allow)
+	if errors.Is(err, sluice.ErrNotFound) {
+		a.limits.rate.FailAuth(addr)
+		return notFoundProblem("no poll endpoint has this URL: it is wrong, or its secret was rotated")
+	}
 	switch {
 	case err != nil && r.Context().Err() != nil:
 		return nil // the client is gone; no one reads an answer

@@ -133,25 +133,30 @@ func tokenMAC(endpointID uuid.UUID, secret string) []byte {
 
 func hexID(id uuid.UUID) string { return strings.ReplaceAll(id.String(), "-", "") }
 
-// Target returns the poll endpoint a token names; sluice.ErrNotFound for a
-// token that names none, or whose MAC does not match the endpoint's
-// current secret.
-func (r *Reader) Target(ctx context.Context, token string) (store.PollTarget, error) {
+// parseToken returns the endpoint id and MAC of a token, or false.
+func parseToken(token string) (uuid.UUID, []byte, bool) {
 	idPart, macPart, ok := strings.Cut(token, "_")
 	if !ok || len(idPart) != 32 {
-		return store.PollTarget{}, sluice.ErrNotFound
+		return uuid.Nil, nil, false
 	}
 	id, err := uuid.Parse(idPart)
 	if err != nil {
-		return store.PollTarget{}, sluice.ErrNotFound
+		return uuid.Nil, nil, false
 	}
 	mac, err := base64.RawURLEncoding.DecodeString(macPart)
 	if err != nil || len(mac) != sha256.Size {
-		return store.PollTarget{}, sluice.ErrNotFound
+		return uuid.Nil, nil, false
 	}
+	return id, mac, true
+}
+
+// target looks up the poll endpoint a token names: sluice.ErrNotFound for
+// a token that names none, or whose MAC does not match the endpoint's
+// current secret.
+func (r *Reader) target(ctx context.Context, id uuid.UUID, mac []byte) (store.PollTarget, error) {
 	t, err := r.cfg.Store.PollTarget(ctx, id)
 	if err != nil {
-		return store.PollTarget{}, err
+		return store.PollTarget{}, fmt.Errorf("look up poll token: %w", err)
 	}
 	if !t.Poll || !hmac.Equal(mac, tokenMAC(id, t.Secret)) {
 		return store.PollTarget{}, sluice.ErrNotFound
@@ -197,11 +202,20 @@ type Page struct {
 	Next  string
 }
 
-// Read answers a read of the target endpoint (Target). With a wait, it
-// joins the endpoint's waiters before it reads, so that a delivery
-// committed after the read wakes it, and reads again on each wake until
-// the page has something or the wait is over.
-func (r *Reader) Read(ctx context.Context, t store.PollTarget, req Request) (Page, error) {
+// Read answers a read of the poll endpoint token names, once allow (the
+// caller's rate limit) lets it through; a token that names none is
+// sluice.ErrNotFound.
+//
+// A read with a wait joins the endpoint's waiters before it looks
+// anything up, so a delivery that commits after the look-up wakes it;
+// it reads again on each wake until the page has something or the wait
+// is over. A read that has nothing to place nor mark (the look-up says
+// so: an idle client's re-poll) answers its page without a transaction.
+func (r *Reader) Read(ctx context.Context, token string, req Request, allow func(store.PollTarget) error) (Page, error) {
+	id, mac, ok := parseToken(token)
+	if !ok {
+		return Page{}, sluice.ErrNotFound
+	}
 	after, err := DecodeCursor(req.Cursor)
 	if err != nil {
 		return Page{}, err
@@ -213,30 +227,47 @@ func (r *Reader) Read(ctx context.Context, t store.PollTarget, req Request) (Pag
 	}
 	var wakes <-chan struct{}
 	if wait > 0 {
+		var leave func()
+		wakes, leave = r.cfg.Waiters.JoinPoll(id)
+		defer leave()
+	}
+	t, err := r.target(ctx, id, mac)
+	if err != nil {
+		return Page{}, err
+	}
+	if err := allow(t); err != nil {
+		return Page{}, err
+	}
+	if wait > 0 {
 		if err := r.admit(t.TenantID); err != nil {
 			return Page{}, err
 		}
 		defer r.release(t.TenantID)
-		var leave func()
-		wakes, leave = r.cfg.Waiters.JoinPoll(t.EndpointID)
-		defer leave()
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	quiet := !t.Unplaced && after <= t.ReadPosition // as of the look-up
 	for {
-		items, marked, err := r.cfg.Store.ReadPoll(ctx, t.EndpointID, after, limit)
+		var items []store.PollItem
+		if quiet {
+			items, err = r.cfg.Store.PollPage(ctx, id, after, limit)
+		} else {
+			var marked int64
+			items, marked, err = r.cfg.Store.ReadPoll(ctx, id, after, limit)
+			metrics.PollDelivered.Add(float64(marked))
+		}
 		if errors.Is(err, store.ErrCursorAhead) {
 			return Page{}, ErrBadCursor
 		}
 		if err != nil {
 			return Page{}, fmt.Errorf("read poll page: %w", err)
 		}
-		metrics.PollDelivered.Add(float64(marked))
 		if len(items) > 0 || wait <= 0 {
 			return page(items, after), nil
 		}
 		select {
 		case <-wakes:
+			quiet = false // something committed: place it
 		case <-deadline.C:
 			return page(nil, after), nil
 		case <-r.draining:

@@ -22,13 +22,19 @@ var ErrCursorAhead = errors.New("cursor past the endpoint's last position")
 // theirs at the next reads.
 const maxPlaced = 1000
 
-// PollTarget is what a poll request needs of its endpoint.
+// PollTarget is what a poll request needs of its endpoint, as it was when
+// looked up.
 type PollTarget struct {
 	EndpointID     uuid.UUID
 	TenantID       uuid.UUID
 	Poll           bool   // delivery is "poll"
 	Secret         string // the current signing secret
 	TenantDisabled bool
+	// ReadPosition is the furthest cursor a read has passed, and
+	// Unplaced whether deliveries wait for a position: a read with no
+	// cursor past ReadPosition writes nothing unless Unplaced.
+	ReadPosition int64
+	Unplaced     bool
 }
 
 // PollTarget returns the endpoint a poll token names, with its current
@@ -45,6 +51,7 @@ func (s *Store) PollTarget(ctx context.Context, endpointID uuid.UUID) (PollTarge
 	return PollTarget{
 		EndpointID: row.ID, TenantID: row.TenantID, Poll: row.Delivery == sluice.DeliveryPoll,
 		Secret: string(secret), TenantDisabled: row.TenantDisabled,
+		ReadPosition: row.ReadPosition, Unplaced: row.Unplaced,
 	}, nil
 }
 
@@ -125,16 +132,34 @@ func (s *Store) ReadPoll(ctx context.Context, endpointID uuid.UUID, after int64,
 		if err != nil {
 			return fmt.Errorf("read poll page: %w", err)
 		}
-		items = make([]PollItem, len(rows))
-		for i, r := range rows {
-			items[i] = PollItem{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt}
-		}
+		items = pollItems(rows)
 		return nil
 	})
 	if err != nil {
 		return nil, 0, err
 	}
 	return items, marked, nil
+}
+
+// PollPage reads up to limit of the endpoint's positioned deliveries after
+// the position after, without a transaction: for a read that has nothing
+// to write (PollTarget). Positions never change, so it answers what
+// ReadPoll would have, less what commits meanwhile, which the next read
+// places.
+func (s *Store) PollPage(ctx context.Context, endpointID uuid.UUID, after int64, limit int) ([]PollItem, error) {
+	rows, err := s.q.PollPage(ctx, dbq.PollPageParams{EndpointID: endpointID, After: after, MaxRows: int32(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("read poll page: %w", err)
+	}
+	return pollItems(rows), nil
+}
+
+func pollItems(rows []dbq.PollPageRow) []PollItem {
+	items := make([]PollItem, len(rows))
+	for i, r := range rows {
+		items[i] = PollItem{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt}
+	}
+	return items
 }
 
 // PollCursor is how far a poll endpoint has been read: the last position

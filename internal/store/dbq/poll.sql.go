@@ -184,9 +184,16 @@ func (q *Queries) PollCursor(ctx context.Context, endpointID uuid.UUID) (PollCur
 }
 
 const pollEndpoint = `-- name: PollEndpoint :one
-SELECT e.id, e.tenant_id, e.delivery, e.secret_enc, e.consumer, (t.disabled_at IS NOT NULL)::boolean AS tenant_disabled
+SELECT e.id, e.tenant_id, e.delivery, e.secret_enc, (t.disabled_at IS NOT NULL)::boolean AS tenant_disabled,
+    coalesce(c.last_position, 0)::bigint AS last_position, coalesce(c.read_position, 0)::bigint AS read_position,
+    EXISTS (
+        SELECT 1 FROM deliveries d
+        WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')
+          AND d.next_attempt_at IS NOT NULL AND d.poll_position IS NULL
+    ) AS unplaced
 FROM endpoints e
 JOIN tenants t ON t.id = e.tenant_id
+LEFT JOIN poll_cursors c ON c.endpoint_id = e.id
 WHERE e.id = $1
 `
 
@@ -195,12 +202,17 @@ type PollEndpointRow struct {
 	TenantID       uuid.UUID
 	Delivery       string
 	SecretEnc      []byte
-	Consumer       *string
 	TenantDisabled bool
+	LastPosition   int64
+	ReadPosition   int64
+	Unplaced       bool
 }
 
-// What a poll request needs of its endpoint to check the token and draw
-// from the tenant's rate limit.
+// What a poll request needs of its endpoint: what checks its token, its
+// tenant (whose rate limit it draws from), and whether a read has anything
+// to write: deliveries to place (unplaced: the claim index's entries with a
+// next_attempt_at, 00031_poll_delivery.sql) or a cursor past read_position.
+// A read that has nothing to write answers its page without a transaction.
 func (q *Queries) PollEndpoint(ctx context.Context, id uuid.UUID) (PollEndpointRow, error) {
 	row := q.db.QueryRow(ctx, pollEndpoint, id)
 	var i PollEndpointRow
@@ -209,8 +221,10 @@ func (q *Queries) PollEndpoint(ctx context.Context, id uuid.UUID) (PollEndpointR
 		&i.TenantID,
 		&i.Delivery,
 		&i.SecretEnc,
-		&i.Consumer,
 		&i.TenantDisabled,
+		&i.LastPosition,
+		&i.ReadPosition,
+		&i.Unplaced,
 	)
 	return i, err
 }
