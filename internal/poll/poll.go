@@ -249,9 +249,12 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 	quiet := !t.Unplaced && after <= t.ReadPosition // as of the look-up
 	for {
 		var items []store.PollItem
-		if quiet {
+		switch {
+		case quiet && after >= t.LastPosition:
+			// An idle client's re-poll: nothing after its cursor.
+		case quiet:
 			items, err = r.cfg.Store.PollPage(ctx, id, after, limit)
-		} else {
+		default:
 			var marked int64
 			items, marked, err = r.cfg.Store.ReadPoll(ctx, id, after, limit)
 			metrics.PollDelivered.Add(float64(marked))

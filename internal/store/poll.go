@@ -30,10 +30,12 @@ type PollTarget struct {
 	Poll           bool   // delivery is "poll"
 	Secret         string // the current signing secret
 	TenantDisabled bool
-	// ReadPosition is the furthest cursor a read has passed, and
-	// Unplaced whether deliveries wait for a position: a read with no
-	// cursor past ReadPosition writes nothing unless Unplaced.
+	// ReadPosition is the furthest cursor a read has passed, LastPosition
+	// the last position given, and Unplaced whether deliveries wait for a
+	// position: a read with no cursor past ReadPosition writes nothing
+	// unless Unplaced, and one at LastPosition has nothing to answer.
 	ReadPosition int64
+	LastPosition int64
 	Unplaced     bool
 }
 
@@ -51,7 +53,7 @@ func (s *Store) PollTarget(ctx context.Context, endpointID uuid.UUID) (PollTarge
 	return PollTarget{
 		EndpointID: row.ID, TenantID: row.TenantID, Poll: row.Delivery == sluice.DeliveryPoll,
 		Secret: string(secret), TenantDisabled: row.TenantDisabled,
-		ReadPosition: row.ReadPosition, Unplaced: row.Unplaced,
+		ReadPosition: row.ReadPosition, LastPosition: row.LastPosition, Unplaced: row.Unplaced,
 	}, nil
 }
 
