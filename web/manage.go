@@ -72,7 +72,7 @@ type ConfirmView struct {
 type SecretView struct {
 	Endpoint sluice.Endpoint
 	Secret   string
-	Rotated  bool // it was just made: the old one signs beside it for a while
+	Rotated  bool   // it was just made: the old one signs beside it for a while
 	PollURL  string // a poll endpoint's, which changes with the secret
 }
 
