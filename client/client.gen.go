@@ -60,6 +60,24 @@ func (e CircuitState) Valid() bool {
 	}
 }
 
+// Defines values for DeliveryMode.
+const (
+	Poll DeliveryMode = "poll"
+	Push DeliveryMode = "push"
+)
+
+// Valid indicates whether the value is a known member of the DeliveryMode enum.
+func (e DeliveryMode) Valid() bool {
+	switch e {
+	case Poll:
+		return true
+	case Push:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for DeliveryStatus.
 const (
 	DeliveryStatusDead      DeliveryStatus = "dead"
@@ -436,6 +454,14 @@ type DeliveryList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// DeliveryMode `push` (the default): deliveries are POSTed to `url`. `poll`: the
+// endpoint has no `url`; its consumer reads its deliveries from its
+// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
+// circuit breaker do not apply to a poll endpoint; retention and
+// backlog alerts do (a poll endpoint's queue is what its consumer
+// has not read yet). Fixed at creation.
+type DeliveryMode string
+
 // DeliveryStatus `pending`: not yet attempted, or waiting for its endpoint (rate limit,
 // throttle, circuit). `delivered`: a 2xx was received. `failed`: an
 // attempt failed and a retry is scheduled at `next_attempt_at`. `dead`:
@@ -475,10 +501,18 @@ type Endpoint struct {
 	Circuit      Circuit               `json:"circuit"`
 
 	// Consumer The uid of the consumer the endpoint belongs to; `null` for the tenant's own.
-	Consumer    *string   `json:"consumer"`
-	CreatedAt   time.Time `json:"created_at"`
-	Description string    `json:"description"`
-	Disabled    bool      `json:"disabled"`
+	Consumer  *string   `json:"consumer"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Delivery `push` (the default): deliveries are POSTed to `url`. `poll`: the
+	// endpoint has no `url`; its consumer reads its deliveries from its
+	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
+	// circuit breaker do not apply to a poll endpoint; retention and
+	// backlog alerts do (a poll endpoint's queue is what its consumer
+	// has not read yet). Fixed at creation.
+	Delivery    DeliveryMode `json:"delivery"`
+	Description string       `json:"description"`
+	Disabled    bool         `json:"disabled"`
 
 	// DisabledReason Why the endpoint is disabled: `manual` (by `PATCH
 	// {"disabled": true}` or created disabled), `gone` (its receiver
@@ -504,6 +538,8 @@ type Endpoint struct {
 	// Each delivery carries `webhook-sequence`, its number in its line.
 	// Changing an endpoint to `fifo` puts the deliveries it has queued
 	// in line by their events' order. `none`: no order.
+	// A poll endpoint is read in acceptance order already: `fifo` is
+	// `422` for one.
 	Ordering EndpointOrdering `json:"ordering"`
 
 	// QueuedDeliveries Deliveries `pending` or `failed` (waiting to retry).
@@ -524,7 +560,9 @@ type Endpoint struct {
 	// ThrottledUntil While throttled, when sending resumes.
 	ThrottledUntil *time.Time `json:"throttled_until"`
 	UpdatedAt      time.Time  `json:"updated_at"`
-	URL            string     `json:"url"`
+
+	// URL Where deliveries are POSTed; absent for a poll endpoint.
+	URL *string `json:"url,omitempty"`
 }
 
 // Endpoint_BacklogAlert The backlog alert; `null` without one.
@@ -544,7 +582,7 @@ type Endpoint_RateLimit struct {
 	union json.RawMessage
 }
 
-// EndpointCreate defines model for EndpointCreate.
+// EndpointCreate `url` is required for a push endpoint and refused (422) for a poll endpoint.
 type EndpointCreate struct {
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointCreate_BacklogAlert `json:"backlog_alert,omitempty"`
@@ -553,8 +591,16 @@ type EndpointCreate struct {
 	// is none such); it receives only that consumer's events and
 	// broadcasts. Absent: the tenant's own endpoint, which receives
 	// events without a consumer and broadcasts. Fixed at creation.
-	Consumer    *ConsumerUID `json:"consumer,omitempty"`
-	Description *string      `json:"description,omitempty"`
+	Consumer *ConsumerUID `json:"consumer,omitempty"`
+
+	// Delivery `push` (the default): deliveries are POSTed to `url`. `poll`: the
+	// endpoint has no `url`; its consumer reads its deliveries from its
+	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
+	// circuit breaker do not apply to a poll endpoint; retention and
+	// backlog alerts do (a poll endpoint's queue is what its consumer
+	// has not read yet). Fixed at creation.
+	Delivery    *DeliveryMode `json:"delivery,omitempty"`
+	Description *string       `json:"description,omitempty"`
 
 	// Disabled A disabled endpoint receives nothing; its deliveries wait.
 	Disabled *bool `json:"disabled,omitempty"`
@@ -581,7 +627,7 @@ type EndpointCreate struct {
 	// RateLimit The delivery rate limit; `null` or absent means unlimited.
 	RateLimit *EndpointCreate_RateLimit `json:"rate_limit,omitempty"`
 
-	// URL Where deliveries are POSTed. `https`, or `http` when the server
+	// URL Where deliveries are POSTed (a push endpoint's only). `https`, or `http` when the server
 	// allows private targets; a port, if any, from 1 to 65535. A host
 	// that is an IP literal must be one deliveries are sent to: the
 	// ranges the sender refuses at connect time (loopback, private,
@@ -594,7 +640,7 @@ type EndpointCreate struct {
 	//
 	//
 	// Example: https://example.com/webhooks
-	URL string `json:"url"`
+	URL *string `json:"url,omitempty"`
 }
 
 // EndpointCreate_BacklogAlert The backlog alert; `null` removes it.
@@ -625,10 +671,19 @@ type EndpointList struct {
 // Each delivery carries `webhook-sequence`, its number in its line.
 // Changing an endpoint to `fifo` puts the deliveries it has queued
 // in line by their events' order. `none`: no order.
+// A poll endpoint is read in acceptance order already: `fifo` is
+// `422` for one.
 type EndpointOrdering string
 
 // EndpointSecret defines model for EndpointSecret.
 type EndpointSecret struct {
+	// PollURL A poll endpoint's URL to read its deliveries from
+	// (`SLUICE_PUBLIC_URL/poll/<token>`, see `GET /poll/{token}`); absent
+	// for a push endpoint. The token is derived from the current signing
+	// secret: rotating the secret changes it at once, and the old URL
+	// stops working (404). Keep it secret.
+	PollURL *PollURL `json:"poll_url,omitempty"`
+
 	// Secret Signing secret, `whsec_` followed by base64 key bytes.
 	//
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
@@ -649,9 +704,12 @@ type EndpointUpdate struct {
 	BacklogAlert *EndpointUpdate_BacklogAlert `json:"backlog_alert,omitempty"`
 
 	// Consumer Fixed at creation; only the endpoint's own consumer is accepted here (else `422`).
-	Consumer    *ConsumerUID `json:"consumer,omitempty"`
-	Description *string      `json:"description,omitempty"`
-	Disabled    *bool        `json:"disabled,omitempty"`
+	Consumer *ConsumerUID `json:"consumer,omitempty"`
+
+	// Delivery Fixed at creation; only the endpoint's own is accepted here (else `422`).
+	Delivery    *DeliveryMode `json:"delivery,omitempty"`
+	Description *string       `json:"description,omitempty"`
+	Disabled    *bool         `json:"disabled,omitempty"`
 
 	// Headers Replaces the whole set of extra static headers; the rules are
 	// those of `EndpointCreate.headers`.
@@ -668,11 +726,15 @@ type EndpointUpdate struct {
 	// Each delivery carries `webhook-sequence`, its number in its line.
 	// Changing an endpoint to `fifo` puts the deliveries it has queued
 	// in line by their events' order. `none`: no order.
+	// A poll endpoint is read in acceptance order already: `fifo` is
+	// `422` for one.
 	Ordering *EndpointOrdering `json:"ordering,omitempty"`
 
 	// RateLimit The new rate limit; `null` removes the limit.
 	RateLimit *EndpointUpdate_RateLimit `json:"rate_limit,omitempty"`
-	URL       *string                   `json:"url,omitempty"`
+
+	// URL A push endpoint's only (`422` for a poll endpoint).
+	URL *string `json:"url,omitempty"`
 }
 
 // EndpointUpdate_BacklogAlert The backlog alert; `null` removes it.
@@ -692,10 +754,18 @@ type EndpointWithSecret struct {
 	Circuit      Circuit                         `json:"circuit"`
 
 	// Consumer The uid of the consumer the endpoint belongs to; `null` for the tenant's own.
-	Consumer    *string   `json:"consumer"`
-	CreatedAt   time.Time `json:"created_at"`
-	Description string    `json:"description"`
-	Disabled    bool      `json:"disabled"`
+	Consumer  *string   `json:"consumer"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Delivery `push` (the default): deliveries are POSTed to `url`. `poll`: the
+	// endpoint has no `url`; its consumer reads its deliveries from its
+	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
+	// circuit breaker do not apply to a poll endpoint; retention and
+	// backlog alerts do (a poll endpoint's queue is what its consumer
+	// has not read yet). Fixed at creation.
+	Delivery    DeliveryMode `json:"delivery"`
+	Description string       `json:"description"`
+	Disabled    bool         `json:"disabled"`
 
 	// DisabledReason Why the endpoint is disabled: `manual` (by `PATCH
 	// {"disabled": true}` or created disabled), `gone` (its receiver
@@ -721,7 +791,16 @@ type EndpointWithSecret struct {
 	// Each delivery carries `webhook-sequence`, its number in its line.
 	// Changing an endpoint to `fifo` puts the deliveries it has queued
 	// in line by their events' order. `none`: no order.
+	// A poll endpoint is read in acceptance order already: `fifo` is
+	// `422` for one.
 	Ordering EndpointOrdering `json:"ordering"`
+
+	// PollURL A poll endpoint's URL to read its deliveries from
+	// (`SLUICE_PUBLIC_URL/poll/<token>`, see `GET /poll/{token}`); absent
+	// for a push endpoint. The token is derived from the current signing
+	// secret: rotating the secret changes it at once, and the old URL
+	// stops working (404). Keep it secret.
+	PollURL *PollURL `json:"poll_url,omitempty"`
 
 	// QueuedDeliveries Deliveries `pending` or `failed` (waiting to retry).
 	QueuedDeliveries int `json:"queued_deliveries"`
@@ -746,7 +825,9 @@ type EndpointWithSecret struct {
 	// ThrottledUntil While throttled, when sending resumes.
 	ThrottledUntil *time.Time `json:"throttled_until"`
 	UpdatedAt      time.Time  `json:"updated_at"`
-	URL            string     `json:"url"`
+
+	// URL Where deliveries are POSTed; absent for a poll endpoint.
+	URL *string `json:"url,omitempty"`
 }
 
 // EndpointWithSecret_BacklogAlert The backlog alert; `null` without one.
@@ -1012,6 +1093,36 @@ type NullValue = map[string]interface{}
 // Example: {"customer.tier":"gold","total":{"$gte":100}}
 type PayloadFilter map[string]interface{}
 
+// PollDelivery One delivery, as the Standard Webhooks body a push endpoint would be sent.
+type PollDelivery struct {
+	// Data The event's payload, as posted.
+	Data map[string]interface{} `json:"data"`
+
+	// ID The event id (`webhook-id` of a push delivery); dedupe on it.
+	ID openapi_types.UUID `json:"id"`
+
+	// Timestamp When the event was accepted.
+	Timestamp time.Time `json:"timestamp"`
+	Type      string    `json:"type"`
+}
+
+// PollPage defines model for PollPage.
+type PollPage struct {
+	Data []PollDelivery `json:"data"`
+
+	// NextCursor Pass it as `cursor` on the next read: that read marks this
+	// page's deliveries delivered. The same as `cursor` when the page
+	// is empty.
+	NextCursor string `json:"next_cursor"`
+}
+
+// PollURL A poll endpoint's URL to read its deliveries from
+// (`SLUICE_PUBLIC_URL/poll/<token>`, see `GET /poll/{token}`); absent
+// for a push endpoint. The token is derived from the current signing
+// secret: rotating the secret changes it at once, and the old URL
+// stops working (404). Keep it secret.
+type PollURL = string
+
 // PortalLink defines model for PortalLink.
 type PortalLink struct {
 	ExpiresAt time.Time `json:"expires_at"`
@@ -1250,6 +1361,18 @@ type UnsupportedMediaType = Problem
 
 // ValidationFailed An RFC 9457 problem document.
 type ValidationFailed = Problem
+
+// ReadPollParams defines parameters for ReadPoll.
+type ReadPollParams struct {
+	// Cursor A `next_cursor` of an earlier read; absent to read from the start.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// Limit Most deliveries in the page.
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Wait Seconds to wait for a delivery when there is none after `cursor`.
+	Wait *int `form:"wait,omitempty" json:"wait,omitempty"`
+}
 
 // ListAPIKeysParams defines parameters for ListAPIKeys.
 type ListAPIKeysParams struct {
@@ -1992,6 +2115,27 @@ type ClientInterface interface {
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ReadPoll Read a poll endpoint's deliveries
+	//
+	// The deliveries of a poll endpoint (`delivery: "poll"`) after
+	// `cursor`, in the order their events were accepted, each as the
+	// body a push endpoint would be sent. Pass the last `next_cursor`
+	// you were given as `cursor` on the next read: reading with a cursor
+	// marks every delivery up to it `delivered` (with an attempt of
+	// status 200), and a client that always passes the last
+	// `next_cursor` never misses a delivery. Reading an old cursor
+	// again answers the same page again (and anything that arrived
+	// since, if that page was short). Without `cursor`, reading starts
+	// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
+	// With `wait`, an empty page is held until a delivery arrives or
+	// `wait` seconds pass. Each read draws one request from the
+	// tenant's rate limit. The token is derived from the endpoint's
+	// current signing secret: rotating the secret changes `poll_url` at
+	// once, and the old one answers 404.
+	//
+	// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
+	ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetReadyz Readiness
 	//
 	// Answers 200 when the database is reachable and migrated, 503 otherwise.
@@ -2602,6 +2746,37 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetMetricsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ReadPoll Read a poll endpoint's deliveries
+//
+// The deliveries of a poll endpoint (`delivery: "poll"`) after
+// `cursor`, in the order their events were accepted, each as the
+// body a push endpoint would be sent. Pass the last `next_cursor`
+// you were given as `cursor` on the next read: reading with a cursor
+// marks every delivery up to it `delivered` (with an attempt of
+// status 200), and a client that always passes the last
+// `next_cursor` never misses a delivery. Reading an old cursor
+// again answers the same page again (and anything that arrived
+// since, if that page was short). Without `cursor`, reading starts
+// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
+// With `wait`, an empty page is held until a delivery arrives or
+// `wait` seconds pass. Each read draws one request from the
+// tenant's rate limit. The token is derived from the endpoint's
+// current signing secret: rotating the secret changes `poll_url` at
+// once, and the old one answers 404.
+//
+// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
+func (c *Client) ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadPollRequest(c.Server, token, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3781,6 +3956,91 @@ func NewGetMetricsRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewReadPollRequest constructs an http.Request for the ReadPoll method
+func NewReadPollRequest(server string, token string, params *ReadPollParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/poll/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Wait != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "wait", *params.Wait, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5823,6 +6083,29 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
 
+	// ReadPollWithResponse Read a poll endpoint's deliveries
+	//
+	// The deliveries of a poll endpoint (`delivery: "poll"`) after
+	// `cursor`, in the order their events were accepted, each as the
+	// body a push endpoint would be sent. Pass the last `next_cursor`
+	// you were given as `cursor` on the next read: reading with a cursor
+	// marks every delivery up to it `delivered` (with an attempt of
+	// status 200), and a client that always passes the last
+	// `next_cursor` never misses a delivery. Reading an old cursor
+	// again answers the same page again (and anything that arrived
+	// since, if that page was short). Without `cursor`, reading starts
+	// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
+	// With `wait`, an empty page is held until a delivery arrives or
+	// `wait` seconds pass. Each read draws one request from the
+	// tenant's rate limit. The token is derived from the endpoint's
+	// current signing secret: rotating the secret changes `poll_url` at
+	// once, and the old one answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
+	ReadPollWithResponse(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*ReadPollResponse, error)
+
 	// GetReadyzWithResponse Readiness
 	//
 	// Answers 200 when the database is reachable and migrated, 503 otherwise.
@@ -6545,6 +6828,117 @@ func (r GetMetricsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetMetricsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ReadPollResponse200Headers the declared response headers of an HTTP 200 response for ReadPoll
+type ReadPollResponse200Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// ReadPollResponse403Headers the declared response headers of an HTTP 403 response for ReadPoll
+type ReadPollResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// ReadPollResponse429Headers the declared response headers of an HTTP 429 response for ReadPoll
+type ReadPollResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type ReadPollResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PollPage
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *TenantDisabled
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationProblemJSON422 *ValidationFailed
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ReadPollResponse200Headers
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *ReadPollResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ReadPollResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadPollResponse) GetJSON200() *PollPage {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSON403() *TenantDisabled {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSON422() *ValidationFailed {
+	return r.ApplicationProblemJSON422
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r ReadPollResponse) GetApplicationProblemJSONDefault() *Error {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadPollResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadPollResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadPollResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadPollResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11150,6 +11544,35 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 	return ParseGetMetricsResponse(rsp)
 }
 
+// ReadPollWithResponse Read a poll endpoint's deliveries
+//
+// The deliveries of a poll endpoint (`delivery: "poll"`) after
+// `cursor`, in the order their events were accepted, each as the
+// body a push endpoint would be sent. Pass the last `next_cursor`
+// you were given as `cursor` on the next read: reading with a cursor
+// marks every delivery up to it `delivered` (with an attempt of
+// status 200), and a client that always passes the last
+// `next_cursor` never misses a delivery. Reading an old cursor
+// again answers the same page again (and anything that arrived
+// since, if that page was short). Without `cursor`, reading starts
+// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
+// With `wait`, an empty page is held until a delivery arrives or
+// `wait` seconds pass. Each read draws one request from the
+// tenant's rate limit. The token is derived from the endpoint's
+// current signing secret: rotating the secret changes `poll_url` at
+// once, and the old one answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
+func (c *ClientWithResponses) ReadPollWithResponse(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*ReadPollResponse, error) {
+	rsp, err := c.ReadPoll(ctx, token, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadPollResponse(rsp)
+}
+
 // GetReadyzWithResponse Readiness
 //
 // Answers 200 when the database is reachable and migrated, 503 otherwise.
@@ -12163,6 +12586,156 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	response := &GetMetricsResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
+	}
+
+	return response, nil
+}
+
+// ParseReadPollResponse parses an HTTP response from a ReadPollWithResponse call
+func ParseReadPollResponse(rsp *http.Response) (*ReadPollResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadPollResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PollPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest TenantDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest ValidationFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON422 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ReadPollResponse200Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 403:
+		var headers ReadPollResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers ReadPollResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
 	}
 
 	return response, nil

@@ -30,7 +30,7 @@ func TestRoundTrip(t *testing.T) {
 
 	rcv := receiver.New(t)
 	ep, err := c.CreateEndpointWithResponse(ctx, client.CreateEndpointJSONRequestBody{
-		URL:      rcv.URL(),
+		URL:      ptr(rcv.URL()),
 		Consumer: ptr("cust_42"),
 	})
 	require.NoError(t, err)

@@ -22,7 +22,7 @@ func Example() {
 	}
 
 	ep, err := c.CreateEndpointWithResponse(ctx, client.CreateEndpointJSONRequestBody{
-		URL:         "https://hooks.example.com/orders",
+		URL:         ptr("https://hooks.example.com/orders"),
 		Description: ptr("Order notifications"),
 	})
 	if err != nil {

@@ -23,6 +23,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = @endpoint_id AND d.coalesce_key = @coalesce_key AND d.event_type = @event_type
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < @event_id
+      -- A poll endpoint's delivery with a position may have been read: an
+      -- old cursor must answer the same page again (00031_poll_delivery.sql).
+      AND d.poll_position IS NULL
       -- Within the event's own week: moving a delivery to another week's
       -- partition would be a delete and an insert.
       AND d.event_id >= sluice_week_lo(@event_id)

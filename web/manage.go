@@ -9,6 +9,7 @@ import (
 // EndpointForm is the endpoint form's fields, as sent or as filled from an
 // endpoint.
 type EndpointForm struct {
+	Delivery    string // "push" or "poll"; chosen when creating only
 	URL         string
 	Description string
 	RateKind    string // "", "per_second" or "per_minute"
@@ -72,7 +73,21 @@ type ConfirmView struct {
 type SecretView struct {
 	Endpoint sluice.Endpoint
 	Secret   string
-	Rotated  bool // it was just made: the old one signs beside it for a while
+	Rotated  bool   // it was just made: the old one signs beside it for a while
+	PollURL  string // a poll endpoint's, which changes with the secret
+}
+
+// endpointName is how a page names an endpoint: its URL, or for a poll
+// endpoint (which has none) its description or id.
+func endpointName(e sluice.Endpoint) string {
+	switch {
+	case e.URL != "":
+		return e.URL
+	case e.Description != "":
+		return e.Description + " (poll)"
+	default:
+		return e.ID.String() + " (poll)"
+	}
 }
 
 func newEndpointPath() string                 { return "/endpoints/new" }

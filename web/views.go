@@ -1,6 +1,8 @@
 package web
 
 import (
+	"time"
+
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -94,6 +96,16 @@ type EndpointView struct {
 	Next map[uuid.UUID]*NextAttempt
 	// Charts are its attempts over the last hour and the last day.
 	Charts []AttemptChart
+	// Poll is how far a poll endpoint has been read; nil for a push one.
+	Poll *PollState
+}
+
+// PollState is how far a poll endpoint has been read: the last position
+// given to a delivery, the furthest its reader passed, and when.
+type PollState struct {
+	LastPosition int64
+	ReadPosition int64
+	ReadAt       *time.Time
 }
 
 // ReplayMark is the newest replay of a listed delivery.

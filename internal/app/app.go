@@ -140,14 +140,16 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Logger:              logger,
 			DBTimeout:           cfg.DBTimeout,
 			Tracing:             p.tracing,
+			PublicURL:           cfg.PublicURL,
+			PollWaiters:         p.nudger,
 		})
 		p.api.Mount(router)
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
 			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits,
-			AllowPrivateTargets: cfg.AllowPrivateTargets,
-			SecureCookies:       strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
+			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}
 	if (roles.API || roles.Dashboard) && cfg.OperatorToken != "" {
@@ -185,6 +187,16 @@ func (p *Process) Start(ctx context.Context) error {
 		}
 	}
 	if !p.roles.Worker {
+		if p.roles.API {
+			// Its listener wakes this process's waiting poll requests
+			// when another process commits their deliveries.
+			bgCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+			p.stop = stop
+			if err := p.nudger.Start(bgCtx); err != nil {
+				stop()
+				return fmt.Errorf("start dispatch nudger: %w", err)
+			}
+		}
 		return nil
 	}
 	// SIGTERM ends ctx, and the leases must outlive the runs River lets
@@ -224,7 +236,12 @@ func (p *Process) Close() {
 	}
 	if p.stop != nil {
 		p.stop()
-		p.workers.sweeper.Stop()
+		if p.workers != nil {
+			p.workers.sweeper.Stop()
+		}
+	}
+	if !p.roles.Worker {
+		p.nudger.Stop() // an API process's listener, if started
 	}
 	if p.roles.Worker {
 		p.nudger.Stop()           // its listener and alarm; lingering runs stop lingering

@@ -77,7 +77,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		return client, dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{Logger: logger}), nil, nil
+		// Its listener (started by an API process) hears wakes for the
+		// poll requests waiting here.
+		return client, dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{
+			ConnConfig: pool.Config().ConnConfig, Logger: logger,
+		}), nil, nil
 	}
 	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})
 	if err != nil {

@@ -55,6 +55,8 @@ type Config struct {
 	// the API of the same process (ratelimit.go); nil means limits of the
 	// dashboard's own, at apirate's defaults.
 	Limits *apirate.Limits
+	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are shown.
+	PublicURL string
 }
 
 // Dashboard serves the dashboard's pages.
@@ -68,6 +70,7 @@ type Dashboard struct {
 
 	allowPrivate bool
 	now          func() time.Time
+	publicURL    string
 
 	secureCookies bool
 }
@@ -103,6 +106,7 @@ func New(st *store.Store, cfg Config) *Dashboard {
 
 		secureCookies: cfg.SecureCookies,
 		allowPrivate:  cfg.AllowPrivateTargets,
+		publicURL:     cfg.PublicURL,
 		now:           cfg.Now,
 	}
 }

@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -28,7 +29,8 @@ const (
 // readEndpointForm reads the fields of a submitted endpoint form.
 func readEndpointForm(f url.Values) web.EndpointForm {
 	form := web.EndpointForm{
-		URL: strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
+		Delivery: f.Get("delivery"),
+		URL:      strings.TrimSpace(f.Get("url")), Description: f.Get("description"),
 		RateKind: f.Get("rate_kind"), Rate: strings.TrimSpace(f.Get("rate")), Burst: strings.TrimSpace(f.Get("burst")),
 		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1", FIFO: f.Get("fifo") == "1",
@@ -170,6 +172,12 @@ func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue
 	set.Ordering = sluice.OrderingNone
 	if form.FIFO {
 		set.Ordering = sluice.OrderingFIFO
+	}
+	if set.Delivery == "" { // a new endpoint: the form chooses
+		set.Delivery = cmp.Or(form.Delivery, sluice.DeliveryPush)
+	}
+	if set.Delivery == sluice.DeliveryPoll {
+		set.URL = "" // the form offers no URL field for one
 	}
 	if set.Headers == nil {
 		set.Headers = map[string]string{}

@@ -69,5 +69,12 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if v.RateChart, err = sc.rateChart(r.Context(), ep, d.now()); err != nil {
 		return err
 	}
+	if ep.Delivery == sluice.DeliveryPoll {
+		c, err := d.store.PollCursor(r.Context(), ep.ID)
+		if err != nil {
+			return err
+		}
+		v.Poll = &web.PollState{LastPosition: c.LastPosition, ReadPosition: c.ReadPosition, ReadAt: c.ReadAt}
+	}
 	return d.render(w, r, http.StatusOK, web.EndpointPage(chrome(r, web.SectionEndpoints), v))
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -249,6 +250,9 @@ func (d *Dashboard) showSecret(w http.ResponseWriter, r *http.Request, rotate bo
 	}
 	if err != nil {
 		return err
+	}
+	if ep.Delivery == sluice.DeliveryPoll {
+		v.PollURL = poll.URL(d.publicURL, ep.ID, v.Secret)
 	}
 	return d.render(w, r, http.StatusOK, web.SecretPage(chrome(r, web.SectionEndpoints), v))
 }

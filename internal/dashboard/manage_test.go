@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -339,4 +340,31 @@ func TestManageOrdering(t *testing.T) {
 	ep, err = b.store.GetEndpoint(ctx, b.tenantA.ID, id)
 	require.NoError(t, err)
 	require.Equal(t, sluice.OrderingNone, ep.Ordering)
+}
+
+func TestManagePollEndpoint(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	requireContains(t, br.get("/endpoints/new"), `<select id="delivery" name="delivery">`)
+
+	p := br.post("/endpoints", url.Values{"csrf_token": {token}, "delivery": {"poll"}, "description": {"nightly"},
+		"max_in_flight": {"10"}, "event_types": {"*"}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	ep, err := b.store.GetEndpoint(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, sluice.DeliveryPoll, ep.Delivery)
+	require.Empty(t, ep.URL)
+
+	page := br.get("/endpoints/" + id.String())
+	requireContains(t, page, `id="poll-state"`, "read up to position 0 of 0", "never read past yet", "0 deliveries not yet read")
+	require.NotContains(t, br.get("/endpoints/"+id.String()+"/edit").Body, `name="url"`)
+
+	secret, err := b.store.EndpointSecret(ctx, b.tenantA.ID, id)
+	require.NoError(t, err)
+	shown := br.post("/endpoints/"+id.String()+"/secret", url.Values{"csrf_token": {token}})
+	requireContains(t, shown, `id="poll-url"`, poll.Token(id, secret))
 }

@@ -46,7 +46,9 @@
 //     (heard by the Nudger's listener). A wake only hastens a run.
 //   - nudge: once deliveries have committed, wake each endpoint's live
 //     run, or queue a job for an endpoint with none (Nudger.Nudge: fan-out,
-//     ingest and the sweeper call it).
+//     ingest and the sweeper call it). A poll endpoint (package poll) has
+//     no run: a nudge wakes the poll reads waiting for it instead
+//     (Nudger.JoinPoll), and queues nothing.
 //   - unpark: make a parked job due now (Nudger.Unpark), when the endpoint
 //     changes or its circuit is closed by hand (CloseCircuit).
 //   - alarm: announce a parked job to River's fetchers when its park, made

@@ -16,8 +16,9 @@ const listenRetry = time.Second
 
 // listen carries wakes between processes: on a connection of its own it
 // listens on wakeChannel, where Nudge names endpoints whose job is
-// already live (possibly running here), and wakes those endpoints' runs
-// registered here. It returns when ctx ends.
+// already live (possibly running here) and poll endpoints, and wakes
+// those endpoints' runs and waiting poll reads registered here. It
+// returns when ctx ends.
 //
 // A notification only hastens what would happen anyway: a lost one (while
 // the connection is down) costs a lingering run the rest of its linger,

@@ -44,7 +44,19 @@ type Nudger struct {
 	runs      map[uuid.UUID]chan struct{} // each holds a wake not yet taken
 	lingering int
 	stopping  <-chan struct{} // closed when the service stops; nil before Start
+
+	// Poll endpoints (package poll) have no dispatch job: a nudge wakes the
+	// poll requests waiting for them instead, here and (by notification)
+	// in other processes. polls holds the waiting requests' wake channels;
+	// pollKind remembers which endpoints are poll endpoints, which never
+	// changes after an endpoint is created.
+	polls    map[uuid.UUID]map[chan struct{}]struct{}
+	pollKind map[uuid.UUID]bool
 }
+
+// maxPollKinds bounds the Nudger's memory of which endpoints are poll
+// endpoints; past it, it forgets and asks again.
+const maxPollKinds = 100_000
 
 // NudgerConfig configures a Nudger.
 type NudgerConfig struct {
@@ -77,8 +89,10 @@ func NewNudger(st *store.Store, jobs store.JobQueue, cfg NudgerConfig) *Nudger {
 	cfg = cfg.Resolve()
 	return &Nudger{
 		JobQueue: jobs, store: st, cfg: cfg,
-		alarm: newAlarm(cfg.Clock, cfg.Logger),
-		runs:  map[uuid.UUID]chan struct{}{},
+		alarm:    newAlarm(cfg.Clock, cfg.Logger),
+		runs:     map[uuid.UUID]chan struct{}{},
+		polls:    map[uuid.UUID]map[chan struct{}]struct{}{},
+		pollKind: map[uuid.UUID]bool{},
 	}
 }
 
@@ -128,10 +142,20 @@ func (n *Nudger) Start(ctx context.Context) error {
 // for the dispatch queue's poll. River's unique insert locks a live job's
 // row, in endpoint order (jobs.Queue.DispatchLive); with the live ones
 // looked up first, that happens only when a job became live in between.
+//
+// A poll endpoint gets no job: its waiting poll requests are woken, here
+// by a signal and elsewhere by the notification.
 func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 	rest := n.signal(endpointIDs)
 	if len(rest) == 0 {
 		return nil
+	}
+	rest, polled, err := n.splitPoll(ctx, rest)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return n.notify(ctx, polled)
 	}
 	live, err := jobs.LiveDispatch(ctx, n.store.Pool(), rest)
 	if err != nil {
@@ -155,7 +179,77 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 			return fmt.Errorf("queue dispatch jobs: %w", err)
 		}
 	}
-	return n.notify(ctx, wake)
+	return n.notify(ctx, append(wake, polled...))
+}
+
+// splitPoll separates the poll endpoints from the others, asking the
+// database only about endpoints it has not seen.
+func (n *Nudger) splitPoll(ctx context.Context, endpointIDs []uuid.UUID) (push, poll []uuid.UUID, err error) {
+	isPoll := make(map[uuid.UUID]bool, len(endpointIDs))
+	var unknown []uuid.UUID
+	n.mu.Lock()
+	for _, id := range endpointIDs {
+		kind, seen := n.pollKind[id]
+		if !seen {
+			unknown = append(unknown, id)
+		}
+		isPoll[id] = kind
+	}
+	n.mu.Unlock()
+	if len(unknown) > 0 {
+		polls, err := n.store.PollEndpoints(ctx, unknown)
+		if err != nil {
+			return nil, nil, fmt.Errorf("look up poll endpoints: %w", err)
+		}
+		for _, id := range polls {
+			isPoll[id] = true
+		}
+		n.mu.Lock()
+		if len(n.pollKind)+len(unknown) > maxPollKinds {
+			clear(n.pollKind)
+		}
+		for _, id := range unknown {
+			n.pollKind[id] = isPoll[id]
+		}
+		n.mu.Unlock()
+	}
+	for _, id := range endpointIDs {
+		if isPoll[id] {
+			poll = append(poll, id)
+		} else {
+			push = append(push, id)
+		}
+	}
+	return push, poll, nil
+}
+
+// JoinPoll registers a poll request waiting for deliveries to a poll
+// endpoint: a nudge of the endpoint, in this process or (when the Nudger
+// listens) in another, sends a wake on the channel. Call leave when done.
+// Join before reading, so that a delivery committed after the read wakes
+// the wait.
+func (n *Nudger) JoinPoll(endpointID uuid.UUID) (wakes <-chan struct{}, leave func()) {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.pollKind[endpointID] = true
+	waiting := n.polls[endpointID]
+	if waiting == nil {
+		waiting = map[chan struct{}]struct{}{}
+		n.polls[endpointID] = waiting
+	}
+	waiting[ch] = struct{}{}
+	return ch, func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if _, ok := waiting[ch]; !ok {
+			return // left already
+		}
+		delete(waiting, ch)
+		if len(waiting) == 0 {
+			delete(n.polls, endpointID)
+		}
+	}
 }
 
 // signal wakes the runs registered here of these endpoints and returns
@@ -165,6 +259,12 @@ func (n *Nudger) signal(endpointIDs []uuid.UUID) []uuid.UUID {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, id := range endpointIDs {
+		for wakes := range n.polls[id] {
+			select {
+			case wakes <- struct{}{}:
+			default:
+			}
+		}
 		wakes, ok := n.runs[id]
 		if !ok {
 			rest = append(rest, id)

@@ -88,10 +88,12 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		URL:         r.Url,
 		MaxInFlight: int(r.MaxInFlight),
 		RateLimit:   store.EndpointRateLimit(r),
-		Disabled:    r.Disabled,
-		Consumer:    r.Consumer,
-		FIFO:        r.Ordering == sluice.OrderingFIFO,
-		Flow:        flowFromRow(row),
+		// A poll endpoint is read by its consumer, never sent to (package
+		// poll): a run that finds one (a replay queues a dispatch) ends.
+		Disabled: r.Disabled || r.Delivery == sluice.DeliveryPoll,
+		Consumer: r.Consumer,
+		FIFO:     r.Ordering == sluice.OrderingFIFO,
+		Flow:     flowFromRow(row),
 	}
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
 		return tg, fmt.Errorf("read endpoint headers: %w", err)

@@ -41,10 +41,20 @@ const (
 )
 
 // Settings checks an endpoint's settings once every field is set: its
-// URL (TargetURL), description, max_in_flight and headers. The rate
-// limit's fields are checked as they are read (Rate).
+// delivery and URL (TargetURL; none for a poll endpoint), description,
+// max_in_flight, headers and ordering (FIFO only for a push endpoint). The
+// rate limit's fields are checked as they are read (Rate).
 func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
-	TargetURL(set.URL, allowPrivate, v)
+	switch set.Delivery {
+	case sluice.DeliveryPoll:
+		if set.URL != "" {
+			v.Add("url", "must be left out: a poll endpoint is read from its poll_url, not sent to")
+		}
+	case "", sluice.DeliveryPush:
+		TargetURL(set.URL, allowPrivate, v)
+	default:
+		v.Add("delivery", "must be \"push\" or \"poll\"")
+	}
 	if len(set.Description) > MaxDescriptionLength {
 		v.Add("description", "must be at most %d characters", MaxDescriptionLength)
 	}
@@ -52,8 +62,12 @@ func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Validati
 		v.Add("max_in_flight", "must be a whole number from 1 to %d", MaxInFlight)
 	}
 	Headers(set.Headers, v)
-	if o := set.Ordering; o != "" && o != sluice.OrderingNone && o != sluice.OrderingFIFO {
+	switch o := set.Ordering; {
+	case o != "" && o != sluice.OrderingNone && o != sluice.OrderingFIFO:
 		v.Add("ordering", "must be %q or %q", sluice.OrderingNone, sluice.OrderingFIFO)
+	case o == sluice.OrderingFIFO && set.Delivery == sluice.DeliveryPoll:
+		// A poll endpoint's consumer reads its deliveries in order already.
+		v.Add("ordering", "must be %q for a poll endpoint: its consumer reads in acceptance order", sluice.OrderingNone)
 	}
 	if set.BacklogAlert != nil {
 		BacklogAlert(*set.BacklogAlert, v)

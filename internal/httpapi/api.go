@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/tracing"
@@ -60,6 +61,11 @@ type Config struct {
 	DBTimeout time.Duration
 	// Tracing gives each /v1 request a span (trace.go). Nil, or off: none.
 	Tracing *tracing.Provider
+	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are made.
+	PublicURL string
+	// PollWaiters wakes poll requests waiting for deliveries (?wait=):
+	// the process's dispatch.Nudger. Nil: a poll request does not wait.
+	PollWaiters poll.Waiters
 }
 
 // API serves the /v1 routes.
@@ -73,6 +79,7 @@ type API struct {
 	limits   *limits
 	portal   *portal.Links
 	schemas  *eventschema.Cache
+	poll     *poll.Reader
 }
 
 // New returns the API on st.
@@ -98,6 +105,7 @@ func New(st *store.Store, cfg Config) *API {
 		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
+		poll:    poll.New(poll.Config{Store: st, Waiters: cfg.PollWaiters}),
 	}
 }
 
@@ -106,6 +114,10 @@ func (a *API) Mount(r chi.Router) {
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
+	// Pull delivery: outside /v1, with no API key; the token is the
+	// credential (readPoll).
+	r.With(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout), a.checkText).
+		Get("/poll/{token}", a.handle(a.readPoll))
 	r.Route("/v1", func(r chi.Router) {
 		if a.cfg.Tracing.Enabled() {
 			r.Use(traceRequests(a.cfg.Tracing))
@@ -184,7 +196,10 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 
 // Drain makes /readyz answer 503 from now on, so load balancers stop
 // sending requests while the server finishes the ones it has.
-func (a *API) Drain() { a.draining.Store(true) }
+func (a *API) Drain() {
+	a.draining.Store(true)
+	a.poll.Drain()
+}
 
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.draining.Load() {

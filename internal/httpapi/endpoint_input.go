@@ -28,12 +28,14 @@ type endpointInput struct {
 	// Consumer is chosen at creation only (consumer below).
 	Consumer *string `json:"consumer"`
 	Ordering *string `json:"ordering"`
+	// Delivery is chosen at creation only, like Consumer.
+	Delivery *string `json:"delivery"`
 
 	nulls []string // fields sent as null that cannot be null
 }
 
 // nonNullable are the fields an explicit null cannot clear.
-var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer", "ordering"}
+var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer", "ordering", "delivery"}
 
 // UnmarshalJSON decodes strictly (unknown fields refused), names a
 // fractional or huge max_in_flight plainly, and records explicit nulls,
@@ -93,6 +95,16 @@ func (in endpointInput) consumer(current *string, creating bool, v *sluice.Valid
 func (in endpointInput) apply(set *sluice.EndpointSettings, creating, allowPrivate bool) error {
 	v := &sluice.ValidationError{}
 	set.Consumer = in.consumer(set.Consumer, creating, v)
+	switch {
+	case in.Delivery == nil:
+	case creating:
+		set.Delivery = *in.Delivery
+	case *in.Delivery != set.Delivery:
+		v.Add("delivery", "is chosen when the endpoint is created and cannot change")
+	}
+	if set.Delivery == "" {
+		set.Delivery = sluice.DeliveryPush
+	}
 	for _, name := range in.nulls {
 		v.Add(name, "must not be null; leave it out to keep the current value")
 	}

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/endpointrules"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -12,11 +14,13 @@ import (
 // secret besides GET /secret.
 type endpointWithSecret struct {
 	sluice.Endpoint
-	Secret string `json:"secret"`
+	Secret  string `json:"secret"`
+	PollURL string `json:"poll_url,omitempty"` // a poll endpoint's only
 }
 
 type secretBody struct {
-	Secret string `json:"secret"`
+	Secret  string `json:"secret"`
+	PollURL string `json:"poll_url,omitempty"` // a poll endpoint's only
 }
 
 func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -32,7 +36,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep, Secret: secret})
+	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep, Secret: secret, PollURL: a.pollURL(ep, secret)})
 	return nil
 }
 
@@ -111,7 +115,17 @@ func (a *API) getEndpointSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, secretBody{Secret: secret})
+	return a.writeSecret(w, r, id, secret)
+}
+
+// writeSecret answers an endpoint's current secret, with its poll URL
+// when it is a poll endpoint: the URL changes with the secret.
+func (a *API) writeSecret(w http.ResponseWriter, r *http.Request, id uuid.UUID, secret string) error {
+	ep, err := a.store.GetEndpoint(r.Context(), tenantFrom(r.Context()).ID, id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, secretBody{Secret: secret, PollURL: a.pollURL(ep, secret)})
 	return nil
 }
 
@@ -124,8 +138,7 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, secretBody{Secret: secret})
-	return nil
+	return a.writeSecret(w, r, id, secret)
 }
 
 func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {

@@ -26,3 +26,6 @@ func StartIngest(t testing.TB, st *store.Store, jobs store.JobQueue) *ingest.Ing
 // AuditActions is the table of audited routes, for the test that walks
 // openapi.yaml against it.
 var AuditActions = auditActions
+
+// PollWaiting is how many poll reads of a are waiting.
+func PollWaiting(a *API) int { return a.poll.Waiting() }

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// endpointsNeedingDispatchSQL lists enabled endpoints after $2 (in id
+// endpointsNeedingDispatchSQL lists enabled push endpoints after $2 (in id
 // order) with a delivery due now and no dispatch job queued, running,
 // scheduled (parked) or waiting to retry (LiveStates). Endpoints held by a
 // throttle or an open circuit are skipped: their parked job comes due when
@@ -46,6 +46,7 @@ CROSS JOIN LATERAL (
     LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
     WHERE e.id = q.endpoint_id
       AND NOT e.disabled
+      AND e.delivery = 'push' -- a poll endpoint is read, not dispatched
       AND (t.throttled_until IS NULL OR t.throttled_until <= now())
       AND NOT (e.circuit_state = 'open' AND e.circuit_next_probe_at > now())
       AND EXISTS (

@@ -8,6 +8,18 @@ import (
 )
 
 var (
+	// PollWaiting is how many poll reads (?wait=) wait for deliveries in
+	// this process.
+	PollWaiting = promauto.NewGauge(prometheus.GaugeOpts{
+		Name: "sluice_poll_waiting",
+		Help: "Poll reads waiting for deliveries in this process.",
+	})
+	// PollDelivered counts poll endpoints' deliveries marked delivered by
+	// a read that passed them.
+	PollDelivered = promauto.NewCounter(prometheus.CounterOpts{
+		Name: "sluice_poll_delivered_total",
+		Help: "Deliveries of poll endpoints read past, and so delivered.",
+	})
 	// EventsIngested counts events accepted by the API.
 	EventsIngested = promauto.NewCounter(prometheus.CounterOpts{
 		Name: "sluice_events_ingested_total",

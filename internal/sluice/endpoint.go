@@ -29,6 +29,14 @@ const (
 	OrderingFIFO = "fifo"
 )
 
+// How an endpoint's deliveries reach it (its delivery field): pushed to
+// its URL, or read by its consumer from its poll URL (package poll). Fixed
+// when the endpoint is created.
+const (
+	DeliveryPush = "push"
+	DeliveryPoll = "poll"
+)
+
 // DefaultMaxInFlight is the number of concurrent requests an endpoint gets
 // unless it asks for another.
 const DefaultMaxInFlight = 10
@@ -77,7 +85,8 @@ type BacklogAlert struct {
 type Endpoint struct {
 	ID               uuid.UUID         `json:"id"`
 	TenantID         uuid.UUID         `json:"-"`
-	URL              string            `json:"url"`
+	URL              string            `json:"url,omitempty"` // "" for a poll endpoint, which has none
+	Delivery         string            `json:"delivery"`      // DeliveryPush or DeliveryPoll
 	Description      string            `json:"description"`
 	RateLimit        *RateLimit        `json:"rate_limit"`
 	MaxInFlight      int               `json:"max_in_flight"`
@@ -114,6 +123,8 @@ type EndpointSettings struct {
 	// Consumer is the uid of the consumer the endpoint belongs to; it is
 	// chosen at creation and never changes.
 	Consumer *string
+	// Delivery is DeliveryPush or DeliveryPoll, chosen at creation.
+	Delivery string
 }
 
 // Settings returns the tenant-chosen fields of e.
@@ -128,5 +139,6 @@ func (e Endpoint) Settings() EndpointSettings {
 		BacklogAlert: e.BacklogAlert,
 		Consumer:     e.Consumer,
 		Ordering:     e.Ordering,
+		Delivery:     e.Delivery,
 	}
 }

@@ -27,32 +27,45 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
 	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
-	row, err := s.q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
-		ID:                        newID(),
-		TenantID:                  tenantID,
-		Url:                       set.URL,
-		Description:               set.Description,
-		RateLimitPerSecond:        perSecond,
-		RateLimitPerMinute:        perMinute,
-		RateLimitBurst:            burst,
-		RateLimitAdaptive:         adaptive,
-		RateLimitMin:              floor,
-		MaxInFlight:               int32(set.MaxInFlight),
-		Headers:                   headers,
-		Disabled:                  set.Disabled,
-		BacklogAlertQueued:        backlogQueued,
-		BacklogAlertOldestSeconds: backlogOldest,
-		SecretEnc:                 s.box.Seal([]byte(secret)),
-		Consumer:                  set.Consumer,
-		Ordering:                  orderingOf(set),
+	var row dbq.Endpoint
+	err = s.inTx(ctx, func(tx pgx.Tx) error {
+		q := s.q.WithTx(tx)
+		row, err = q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
+			ID:                        newID(),
+			TenantID:                  tenantID,
+			Url:                       set.URL,
+			Description:               set.Description,
+			RateLimitPerSecond:        perSecond,
+			RateLimitPerMinute:        perMinute,
+			RateLimitBurst:            burst,
+			RateLimitAdaptive:         adaptive,
+			RateLimitMin:              floor,
+			MaxInFlight:               int32(set.MaxInFlight),
+			Headers:                   headers,
+			Disabled:                  set.Disabled,
+			BacklogAlertQueued:        backlogQueued,
+			BacklogAlertOldestSeconds: backlogOldest,
+			SecretEnc:                 s.box.Seal([]byte(secret)),
+			Consumer:                  set.Consumer,
+			Ordering:                  orderingOf(set),
+		})
+		if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
+			v := &sluice.ValidationError{}
+			v.Add("consumer", "names no consumer of this tenant")
+			return v
+		}
+		if err != nil {
+			return fmt.Errorf("create endpoint: %w", err)
+		}
+		if set.Delivery == sluice.DeliveryPoll {
+			if row, err = q.MakeEndpointPoll(ctx, row.ID); err != nil {
+				return fmt.Errorf("make poll endpoint: %w", err)
+			}
+		}
+		return nil
 	})
-	if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
-		v := &sluice.ValidationError{}
-		v.Add("consumer", "names no consumer of this tenant")
-		return sluice.Endpoint{}, "", v
-	}
 	if err != nil {
-		return sluice.Endpoint{}, "", fmt.Errorf("create endpoint: %w", err)
+		return sluice.Endpoint{}, "", err
 	}
 	ep, err := endpointFromRow(endpointView{Endpoint: row})
 	return ep, secret, err
@@ -265,6 +278,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		ID:             r.ID,
 		TenantID:       r.TenantID,
 		URL:            r.Url,
+		Delivery:       r.Delivery,
 		Description:    r.Description,
 		RateLimit:      rateLimitOf(r),
 		MaxInFlight:    int(r.MaxInFlight),

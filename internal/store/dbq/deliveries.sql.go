@@ -67,6 +67,9 @@ WHERE id = (
     SELECT d.id FROM deliveries d
     WHERE d.endpoint_id = $2 AND d.coalesce_key = $3 AND d.event_type = $4
       AND d.status = 'pending' AND d.attempt_count = 0 AND d.event_id < $1
+      -- A poll endpoint's delivery with a position may have been read: an
+      -- old cursor must answer the same page again (00031_poll_delivery.sql).
+      AND d.poll_position IS NULL
       -- Within the event's own week: moving a delivery to another week's
       -- partition would be a delete and an insert.
       AND d.event_id >= sluice_week_lo($1)
@@ -144,7 +147,7 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
 `
 
 type DeliveriesForEventParams struct {
@@ -178,6 +181,7 @@ func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEvent
 			&i.OrderingKey,
 			&i.FifoPosition,
 			&i.FifoSequence,
+			&i.PollPosition,
 		); err != nil {
 			return nil, err
 		}
@@ -233,7 +237,7 @@ func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, 
 }
 
 const getDelivery = `-- name: GetDelivery :one
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence FROM deliveries WHERE tenant_id = $1 AND id = $2
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND id = $2
 `
 
 type GetDeliveryParams struct {
@@ -261,6 +265,7 @@ func (q *Queries) GetDelivery(ctx context.Context, arg GetDeliveryParams) (Deliv
 		&i.OrderingKey,
 		&i.FifoPosition,
 		&i.FifoSequence,
+		&i.PollPosition,
 	)
 	return i, err
 }
@@ -333,7 +338,7 @@ func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64,
 }
 
 const listDeliveries = `-- name: ListDeliveries :many
-SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence FROM deliveries d
+SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence, d.poll_position FROM deliveries d
 WHERE d.tenant_id = $1
   AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
@@ -399,6 +404,7 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 			&i.OrderingKey,
 			&i.FifoPosition,
 			&i.FifoSequence,
+			&i.PollPosition,
 		); err != nil {
 			return nil, err
 		}
@@ -577,7 +583,7 @@ JOIN endpoints ep ON ep.id = d.endpoint_id
 JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
 FOR KEY SHARE OF ep
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position
 `
 
 type ReplayDeliveryParams struct {
@@ -609,6 +615,7 @@ func (q *Queries) ReplayDelivery(ctx context.Context, arg ReplayDeliveryParams) 
 		&i.OrderingKey,
 		&i.FifoPosition,
 		&i.FifoSequence,
+		&i.PollPosition,
 	)
 	return i, err
 }
@@ -665,7 +672,7 @@ func (q *Queries) RetireWeek(ctx context.Context, week pgtype.Date) (bool, error
 const retryDelivery = `-- name: RetryDelivery :one
 UPDATE deliveries SET next_attempt_at = now(), updated_at = now()
 WHERE tenant_id = $1 AND id = $2 AND status IN ('pending', 'failed')
-RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence
+RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position
 `
 
 type RetryDeliveryParams struct {
@@ -694,6 +701,7 @@ func (q *Queries) RetryDelivery(ctx context.Context, arg RetryDeliveryParams) (D
 		&i.OrderingKey,
 		&i.FifoPosition,
 		&i.FifoSequence,
+		&i.PollPosition,
 	)
 	return i, err
 }

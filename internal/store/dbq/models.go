@@ -120,6 +120,7 @@ type Delivery struct {
 	OrderingKey   *string
 	FifoPosition  *uuid.UUID
 	FifoSequence  *int64
+	PollPosition  *int64
 }
 
 type DeliveryAttempt struct {
@@ -197,6 +198,7 @@ type Endpoint struct {
 	BacklogAlertOldestSeconds *int32
 	BacklogAlertedAt          *time.Time
 	Ordering                  string
+	Delivery                  string
 }
 
 type Event struct {
@@ -259,6 +261,13 @@ type MemberToken struct {
 	Purpose   string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+}
+
+type PollCursor struct {
+	EndpointID   uuid.UUID
+	LastPosition int64
+	ReadPosition int64
+	ReadAt       *time.Time
 }
 
 type ReplayRequest struct {

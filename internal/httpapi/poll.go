@@ -1,0 +1,122 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/poll"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// pollItem is one delivery of a poll page: the Standard Webhooks body a
+// push endpoint would have been sent.
+type pollItem struct {
+	ID        uuid.UUID       `json:"id"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+type pollBody struct {
+	Data       []pollItem `json:"data"`
+	NextCursor string     `json:"next_cursor"`
+}
+
+// pollURL is an endpoint's poll URL, or "" for a push endpoint.
+func (a *API) pollURL(ep sluice.Endpoint, secret string) string {
+	if ep.Delivery != sluice.DeliveryPoll {
+		return ""
+	}
+	return poll.URL(a.cfg.PublicURL, ep.ID, secret)
+}
+
+// readPoll serves GET /poll/{token}: the token is the credential. A token
+// that names no poll endpoint (or not under its current secret) answers
+// 404 and costs the client's address a failed authentication; a good one
+// draws a token from its tenant's rate limit, as every door does.
+func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
+	addr := apirate.ClientPrefix(r)
+	if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
+		return authThrottled(res)
+	}
+	req, err := pollRequest(r)
+	if err != nil {
+		return err
+	}
+	allow := func(t store.PollTarget) error {
+		if t.TenantDisabled {
+			return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
+				Detail: "this account is disabled; ask the operator of this Sluice to enable it"}
+		}
+		res, err := a.limits.rate.TakeTenant(r.Context(), t.TenantID, 1)
+		setRateHeaders(w.Header(), res)
+		if err != nil {
+			return err
+		}
+		if !res.Allowed {
+			return rateLimited(res)
+		}
+		return nil
+	}
+	page, err := a.poll.Read(r.Context(), chi.URLParam(r, "token"), req, allow)
+	if errors.Is(err, sluice.ErrNotFound) {
+		a.limits.rate.FailAuth(addr)
+		return notFoundProblem("no poll endpoint has this URL: it is wrong, or its secret was rotated")
+	}
+	switch {
+	case err != nil && r.Context().Err() != nil:
+		return nil // the client is gone; no one reads an answer
+	case errors.Is(err, poll.ErrBadCursor):
+		v := &sluice.ValidationError{}
+		v.Add("cursor", "is not a cursor this poll URL returned")
+		return v
+	case errors.Is(err, poll.ErrTooManyWaiting):
+		return &Problem{Type: typeRateLimited, Title: "Too many requests", Status: http.StatusTooManyRequests,
+			Detail: "this tenant has as many poll requests waiting as it may; retry, or read without wait", RetryAfter: 1}
+	case err != nil:
+		return err
+	}
+	body := pollBody{Data: make([]pollItem, len(page.Items)), NextCursor: page.Next}
+	for i, it := range page.Items {
+		body.Data[i] = pollItem{ID: it.EventID, Type: it.Type, Timestamp: it.CreatedAt.UTC(), Data: it.Payload}
+	}
+	writeJSON(w, http.StatusOK, body)
+	return nil
+}
+
+// pollRequest reads ?cursor=, ?limit= and ?wait= (whole seconds, at most
+// poll.MaxWait).
+func pollRequest(r *http.Request) (poll.Request, error) {
+	v := &sluice.ValidationError{}
+	q := r.URL.Query()
+	req := poll.Request{Cursor: q.Get("cursor"), Limit: poll.DefaultLimit}
+	if raw := q.Get("limit"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 1 || n > poll.MaxLimit {
+			v.Add("limit", "must be an integer from 1 to %d", poll.MaxLimit)
+		}
+		req.Limit = n
+	}
+	if raw := q.Get("wait"); raw != "" {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 || n > int(poll.MaxWait/time.Second) {
+			v.Add("wait", "must be a whole number of seconds from 0 to %d", int(poll.MaxWait/time.Second))
+		}
+		req.Wait = time.Duration(n) * time.Second
+	}
+	if _, err := poll.DecodeCursor(req.Cursor); err != nil {
+		v.Add("cursor", "is not a cursor this poll URL returned")
+	}
+	if err := v.Err(); err != nil {
+		return poll.Request{}, err
+	}
+	return req, nil
+}
