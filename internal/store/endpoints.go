@@ -30,6 +30,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	var row dbq.Endpoint
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
+		var err error
 		row, err = q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
 			ID:                        newID(),
 			TenantID:                  tenantID,
