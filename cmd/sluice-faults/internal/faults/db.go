@@ -212,3 +212,22 @@ func (s *Sampler) Stop() string {
 	}
 	return msg
 }
+
+// awaitDrained checks the database (CheckDB) every half second until
+// nothing is queued to the endpoints at urls or within has passed, and
+// returns the last state; a failed check is added to notes.
+func awaitDrained(ctx context.Context, db *pgxpool.Pool, urls []string, within time.Duration, notes []string) (DBState, []string) {
+	var last DBState
+	drainBy := time.Now().Add(within)
+	for {
+		st, err := CheckDB(ctx, db, urls)
+		if err != nil {
+			return last, append(notes, "db check: "+err.Error())
+		}
+		last = st
+		if st.Queued == 0 || time.Now().After(drainBy) || ctx.Err() != nil {
+			return last, notes
+		}
+		_ = sleep(ctx, 500*time.Millisecond)
+	}
+}

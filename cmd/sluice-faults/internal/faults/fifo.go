@@ -204,19 +204,7 @@ func (s *Suite) runFIFO(ctx context.Context, sc Scenario) (res Result, err error
 	}
 	// Whatever Sluice stored without answering the post (a retried post
 	// stored twice) is delivered too: wait for the queues to drain.
-	drainBy := time.Now().Add(30 * time.Second)
-	for {
-		st, err := CheckDB(ctx, e.DB, urls)
-		if err != nil {
-			res.Notes = append(res.Notes, "db check: "+err.Error())
-			break
-		}
-		res.DB = st
-		if st.Queued == 0 || time.Now().After(drainBy) || ctx.Err() != nil {
-			break
-		}
-		_ = sleep(ctx, 500*time.Millisecond)
-	}
+	res.DB, res.Notes = awaitDrained(ctx, e.DB, urls, 30*time.Second, res.Notes)
 
 	rep := fifocheck.Check(rcv.Receipts(), expected)
 	accepted := 0

@@ -200,19 +200,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	for _, h := range e.Healthy {
 		healthyURLs = append(healthyURLs, e.URLs[h])
 	}
-	drainBy := time.Now().Add(15 * time.Second)
-	for {
-		st, err := CheckDB(ctx, e.DB, healthyURLs)
-		if err != nil {
-			res.Notes = append(res.Notes, "db check: "+err.Error())
-			break
-		}
-		res.DB = st
-		if st.Queued == 0 || time.Now().After(drainBy) || ctx.Err() != nil {
-			break
-		}
-		_ = sleep(ctx, 500*time.Millisecond)
-	}
+	res.DB, res.Notes = awaitDrained(ctx, e.DB, healthyURLs, 15*time.Second, res.Notes)
 
 	var receipts []Receipt
 	for _, r := range e.Receiver.Receipts() {
