@@ -2128,10 +2128,12 @@ type ClientInterface interface {
 	// since, if that page was short). Without `cursor`, reading starts
 	// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
 	// With `wait`, an empty page is held until a delivery arrives or
-	// `wait` seconds pass. Each read draws one request from the
-	// tenant's rate limit. The token is derived from the endpoint's
-	// current signing secret: rotating the secret changes `poll_url` at
-	// once, and the old one answers 404.
+	// `wait` seconds pass. Each read draws one request from the poll
+	// URL's own bucket (at the tenant's rate), and a read that has
+	// deliveries to answer or mark draws one from the tenant's rate
+	// limit too; an idle re-poll does not. The token is derived from
+	// the endpoint's current signing secret: rotating the secret
+	// changes `poll_url` at once, and the old one answers 404.
 	//
 	// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
 	ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2769,10 +2771,12 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // since, if that page was short). Without `cursor`, reading starts
 // at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
 // With `wait`, an empty page is held until a delivery arrives or
-// `wait` seconds pass. Each read draws one request from the
-// tenant's rate limit. The token is derived from the endpoint's
-// current signing secret: rotating the secret changes `poll_url` at
-// once, and the old one answers 404.
+// `wait` seconds pass. Each read draws one request from the poll
+// URL's own bucket (at the tenant's rate), and a read that has
+// deliveries to answer or mark draws one from the tenant's rate
+// limit too; an idle re-poll does not. The token is derived from
+// the endpoint's current signing secret: rotating the secret
+// changes `poll_url` at once, and the old one answers 404.
 //
 // Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
 func (c *Client) ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6096,10 +6100,12 @@ type ClientWithResponsesInterface interface {
 	// since, if that page was short). Without `cursor`, reading starts
 	// at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
 	// With `wait`, an empty page is held until a delivery arrives or
-	// `wait` seconds pass. Each read draws one request from the
-	// tenant's rate limit. The token is derived from the endpoint's
-	// current signing secret: rotating the secret changes `poll_url` at
-	// once, and the old one answers 404.
+	// `wait` seconds pass. Each read draws one request from the poll
+	// URL's own bucket (at the tenant's rate), and a read that has
+	// deliveries to answer or mark draws one from the tenant's rate
+	// limit too; an idle re-poll does not. The token is derived from
+	// the endpoint's current signing secret: rotating the secret
+	// changes `poll_url` at once, and the old one answers 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11557,10 +11563,12 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 // since, if that page was short). Without `cursor`, reading starts
 // at the endpoint's oldest delivery still kept (`SLUICE_RETENTION`).
 // With `wait`, an empty page is held until a delivery arrives or
-// `wait` seconds pass. Each read draws one request from the
-// tenant's rate limit. The token is derived from the endpoint's
-// current signing secret: rotating the secret changes `poll_url` at
-// once, and the old one answers 404.
+// `wait` seconds pass. Each read draws one request from the poll
+// URL's own bucket (at the tenant's rate), and a read that has
+// deliveries to answer or mark draws one from the tenant's rate
+// limit too; an idle re-poll does not. The token is derived from
+// the endpoint's current signing secret: rotating the secret
+// changes `poll_url` at once, and the old one answers 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //

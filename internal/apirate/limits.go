@@ -72,6 +72,7 @@ type Limits struct {
 	cfg      Config
 	rates    rateCache
 	sessions *Limiter[[sha256.Size]byte]
+	pollURLs *Limiter[uuid.UUID] // by endpoint
 	addrs    *Limiter[netip.Prefix]
 }
 
@@ -82,6 +83,7 @@ func New(cfg Config) *Limits {
 		cfg:      cfg,
 		rates:    rateCache{source: cfg.Rates, now: cfg.Now, entries: map[uuid.UUID]cachedRate{}},
 		sessions: NewLimiter[[sha256.Size]byte](cfg.Now),
+		pollURLs: NewLimiter[uuid.UUID](cfg.Now),
 		addrs:    NewLimiter[netip.Prefix](cfg.Now),
 	}
 }
@@ -110,6 +112,15 @@ func (l *Limits) ChargeTenant(ctx context.Context, tenant uuid.UUID, n int) Resu
 // the token's SHA-256, so the limiter holds no secret.
 func (l *Limits) TakeSession(token string, n int) Result {
 	return l.sessions.Take(sha256.Sum256([]byte(token)), l.cfg.Session, n)
+}
+
+// TakePollURL takes n tokens from the bucket of a poll endpoint's URL,
+// kept in this process's memory at its tenant's rate. Every read of the
+// URL draws from it; one that needs the database draws from the tenant's
+// bucket too, so that an idle consumer's re-polls, answered from memory,
+// cost its tenant's bucket nothing, and no consumer can empty it alone.
+func (l *Limits) TakePollURL(ctx context.Context, tenant, endpoint uuid.UUID, n int) Result {
+	return l.pollURLs.Take(endpoint, l.tenantRate(ctx, tenant), n)
 }
 
 // CheckAuth reports whether the client address may still fail to

@@ -48,6 +48,8 @@ func (n *Nudger) listenOnce(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{wakeChannel}.Sanitize()); err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
+	n.setListening(true)
+	defer n.setListening(false)
 	for {
 		msg, err := conn.WaitForNotification(ctx)
 		if err != nil {

@@ -52,6 +52,7 @@ type Nudger struct {
 	// changes after an endpoint is created.
 	polls    map[uuid.UUID]map[chan struct{}]struct{}
 	pollKind map[uuid.UUID]bool
+	stamps   pollStamps // pollstamp.go
 }
 
 // maxPollKinds bounds the Nudger's memory of which endpoints are poll
@@ -93,6 +94,7 @@ func NewNudger(st *store.Store, jobs store.JobQueue, cfg NudgerConfig) *Nudger {
 		runs:     map[uuid.UUID]chan struct{}{},
 		polls:    map[uuid.UUID]map[chan struct{}]struct{}{},
 		pollKind: map[uuid.UUID]bool{},
+		stamps:   pollStamps{watched: map[uuid.UUID]uint64{}},
 	}
 }
 
@@ -150,7 +152,7 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 	if len(rest) == 0 {
 		return nil
 	}
-	rest, polled, err := n.splitPoll(ctx, rest)
+	rest, polled, err := n.splitPoll(ctx, nil, rest)
 	if err != nil {
 		return err
 	}
@@ -183,8 +185,8 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 }
 
 // splitPoll separates the poll endpoints from the others, asking the
-// database only about endpoints it has not seen.
-func (n *Nudger) splitPoll(ctx context.Context, endpointIDs []uuid.UUID) (push, poll []uuid.UUID, err error) {
+// database (in tx, if not nil) only about endpoints it has not seen.
+func (n *Nudger) splitPoll(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) (push, poll []uuid.UUID, err error) {
 	isPoll := make(map[uuid.UUID]bool, len(endpointIDs))
 	var unknown []uuid.UUID
 	n.mu.Lock()
@@ -197,7 +199,7 @@ func (n *Nudger) splitPoll(ctx context.Context, endpointIDs []uuid.UUID) (push, 
 	}
 	n.mu.Unlock()
 	if len(unknown) > 0 {
-		polls, err := n.store.PollEndpoints(ctx, unknown)
+		polls, err := n.store.PollEndpoints(ctx, tx, unknown)
 		if err != nil {
 			return nil, nil, fmt.Errorf("look up poll endpoints: %w", err)
 		}
@@ -258,6 +260,7 @@ func (n *Nudger) signal(endpointIDs []uuid.UUID) []uuid.UUID {
 	var rest []uuid.UUID
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.stampLocked(endpointIDs)
 	for _, id := range endpointIDs {
 		for wakes := range n.polls[id] {
 			select {
@@ -279,7 +282,9 @@ func (n *Nudger) signal(endpointIDs []uuid.UUID) []uuid.UUID {
 }
 
 // wakeChannel is the Postgres notification channel that names, as
-// comma-separated ids, endpoints whose live run should claim now.
+// comma-separated ids, endpoints whose live run should claim now, or
+// poll endpoints whose readers should look again. The triggers of
+// 00032_poll_changes.sql send on it by name too.
 const wakeChannel = "sluice_dispatch_wake"
 
 // wakePayloadIDs keeps a notification's payload under Postgres's
@@ -289,14 +294,26 @@ const wakePayloadIDs = 200
 // notify wakes the endpoints' runs in every process, in as few
 // notifications as fit.
 func (n *Nudger) notify(ctx context.Context, endpointIDs []uuid.UUID) error {
+	err := notifyIDs(endpointIDs, func(payload string) error {
+		return n.store.Notify(ctx, wakeChannel, payload)
+	})
+	if err != nil {
+		return fmt.Errorf("notify dispatch runs: %w", err)
+	}
+	return nil
+}
+
+// notifyIDs sends endpoint ids through send in payloads of at most
+// wakePayloadIDs.
+func notifyIDs(endpointIDs []uuid.UUID, send func(payload string) error) error {
 	for len(endpointIDs) > 0 {
 		k := min(len(endpointIDs), wakePayloadIDs)
 		ids := make([]string, k)
 		for i, id := range endpointIDs[:k] {
 			ids[i] = id.String()
 		}
-		if err := n.store.Notify(ctx, wakeChannel, strings.Join(ids, ",")); err != nil {
-			return fmt.Errorf("notify dispatch runs: %w", err)
+		if err := send(strings.Join(ids, ",")); err != nil {
+			return err
 		}
 		endpointIDs = endpointIDs[k:]
 	}

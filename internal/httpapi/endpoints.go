@@ -102,6 +102,7 @@ func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := a.store.DeleteEndpoint(r.Context(), tenantFrom(r.Context()).ID, id); err != nil {
 		return err
 	}
+	a.poll.Forget(id) // at once here; other processes hear of it
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
@@ -138,6 +139,7 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
+	a.poll.Forget(id) // its poll URL changed: at once here; other processes hear of it
 	return a.writeSecret(w, r, id, secret)
 }
 

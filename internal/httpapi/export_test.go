@@ -29,3 +29,7 @@ var AuditActions = auditActions
 
 // PollWaiting is how many poll reads of a are waiting.
 func PollWaiting(a *API) int { return a.poll.Waiting() }
+
+// PollLookUps is how many times a's poll reads looked an endpoint up in
+// the database.
+func PollLookUps(a *API) int64 { return a.poll.LookUps() }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
@@ -41,7 +42,8 @@ func (a *API) pollURL(ep sluice.Endpoint, secret string) string {
 // readPoll serves GET /poll/{token}: the token is the credential. A token
 // that names no poll endpoint (or not under its current secret) answers
 // 404 and costs the client's address a failed authentication; a good one
-// draws a token from its tenant's rate limit, as every door does.
+// draws a token from its poll URL's bucket and, unless it is answered from
+// memory (poll.Reader.Read), from its tenant's (apirate.TakePollURL).
 func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	addr := apirate.ClientPrefix(r)
 	if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
@@ -51,10 +53,20 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	allow := func(t store.PollTarget) error {
+	allow := func(t store.PollTarget, fromMemory bool) error {
 		if t.TenantDisabled {
 			return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
 				Detail: "this account is disabled; ask the operator of this Sluice to enable it"}
+		}
+		res := a.limits.rate.TakePollURL(r.Context(), t.TenantID, t.EndpointID, 1)
+		setRateHeaders(w.Header(), res)
+		if !res.Allowed {
+			after := apirate.RetryAfter(res)
+			return &Problem{Type: typeRateLimited, Title: "Too many requests", Status: http.StatusTooManyRequests,
+				Detail: fmt.Sprintf("this poll URL is read faster than its tenant's rate limit allows; retry in %d s", after), RetryAfter: after}
+		}
+		if fromMemory {
+			return nil
 		}
 		res, err := a.limits.rate.TakeTenant(r.Context(), t.TenantID, 1)
 		setRateHeaders(w.Header(), res)

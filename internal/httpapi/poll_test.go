@@ -20,36 +20,51 @@ import (
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // pollBundle is a testBundle whose ingest nudges through a Nudger that
-// the API's waiting poll requests join, as the app wires them.
+// the API's waiting poll requests join, as the app wires them: started,
+// so that it listens for wakes and stamps poll endpoints.
 type pollBundle struct {
 	*testBundle
-	api *httpapi.API
+	api    *httpapi.API
+	nudger *dispatch.Nudger
 }
 
 func setupPoll(t *testing.T) *pollBundle {
 	t.Helper()
+	return setupPollWith(t, apirate.Config{Tenant: testRate})
+}
+
+// setupPollWith is setupPoll with the API's limits configured by limits
+// (their Rates: the store).
+func setupPollWith(t *testing.T, limits apirate.Config) *pollBundle {
+	t.Helper()
 	t.Parallel()
 	f := storetest.New(t)
 	st := f.Store
+	limits.Rates = st
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
-	nudger := dispatch.NewNudger(st, f.Jobs, dispatch.NudgerConfig{})
+	nudger := dispatch.NewNudger(st, f.Jobs, dispatch.NudgerConfig{ConnConfig: st.Pool().Config().ConnConfig})
+	require.NoError(t, nudger.Start(context.Background()))
+	t.Cleanup(nudger.Stop)
+	require.Eventually(t, func() bool { _, ok := nudger.PollStamp(uuid.Nil); return ok }, 10*time.Second, time.Millisecond,
+		"the Nudger's listener never listened")
 	in, err := ingest.New(st, nudger, ingest.Config{Nudger: nudger})
 	require.NoError(t, err)
 	require.NoError(t, in.Start(context.Background()))
 	t.Cleanup(in.Stop)
 	api := httpapi.New(st, httpapi.Config{
 		AllowPrivateTargets: true, Jobs: nudger, Ingest: in,
-		Limits:    apirate.New(apirate.Config{Tenant: testRate, Rates: st}),
+		Limits:    apirate.New(limits),
 		PublicURL: "http://sluice.test", PollWaiters: nudger,
 	})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)
-	return &pollBundle{testBundle: b, api: api}
+	return &pollBundle{testBundle: b, api: api, nudger: nudger}
 }
 
 // pollEndpoint creates a poll endpoint subscribed to every event and
@@ -333,4 +348,137 @@ func TestPollEndpointsGetNoDispatch(t *testing.T) {
 	need, err := jobs.EndpointsNeedingDispatch(ctx, b.store.Pool(), 100, uuid.Nil)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{uuid.MustParse(pushID)}, need)
+}
+
+// changed waits for the Nudger to hear of a change to the endpoint: its
+// stamp moves on from before.
+func (b *pollBundle) changed(id string, before uint64) {
+	b.t.Helper()
+	require.Eventually(b.t, func() bool {
+		s, ok := b.nudger.PollStamp(uuid.MustParse(id))
+		return ok && s != before
+	}, 10*time.Second, time.Millisecond, "no change of %s was heard", id)
+}
+
+func (b *pollBundle) stamp(id string) uint64 {
+	b.t.Helper()
+	s, ok := b.nudger.PollStamp(uuid.MustParse(id))
+	require.True(b.t, ok)
+	return s
+}
+
+// TestPollKeepsItsLookUpUntilTheEndpointChanges: idle re-polls use the
+// look-up the first read made, and every change that could make it wrong
+// is heard: a post, a test event (a replay's path), the secret rotated
+// elsewhere, the tenant disabled and enabled, the listener's connection
+// lost, the endpoint deleted.
+func TestPollKeepsItsLookUpUntilTheEndpointChanges(t *testing.T) {
+	b := setupPoll(t)
+	ctx := context.Background()
+	id, path := b.pollEndpoint()
+	lookUps := func() int64 { return httpapi.PollLookUps(b.api) }
+
+	cursor := b.read(path, "").NextCursor
+	base := lookUps()
+	for range 5 {
+		require.Empty(t, b.read(path, "cursor="+cursor).Data)
+	}
+	require.Equal(t, base, lookUps(), "idle re-polls looked the endpoint up again")
+
+	// New deliveries: a post, then a test event, each seen by the next read.
+	before := b.stamp(id)
+	posted := b.post(1)
+	b.changed(id, before)
+	p := b.read(path, "cursor="+cursor)
+	require.Equal(t, []string{posted}, p.ids())
+	cursor = p.NextCursor
+	require.Empty(t, b.read(path, "cursor="+cursor).Data)
+	before, base = b.stamp(id), lookUps()
+	r := b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+id+"/test", nil)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	b.changed(id, before)
+	p = b.read(path, "cursor="+cursor)
+	require.Equal(t, []string{r.JSON(t)["id"].(string)}, p.ids())
+	require.Greater(t, lookUps(), base)
+	cursor = p.NextCursor
+
+	// The secret rotated by another process (the store, not this API,
+	// whose own rotation forgets at once): the trigger's notification
+	// retires the old token.
+	require.Empty(t, b.read(path, "cursor="+cursor).Data)
+	before = b.stamp(id)
+	secret, err := b.store.RotateEndpointSecret(ctx, b.tenantA.ID, uuid.MustParse(id), time.Hour)
+	require.NoError(t, err)
+	b.changed(id, before)
+	require.Equal(t, http.StatusNotFound, b.do("", http.MethodGet, path, nil).Status)
+	u, err := url.Parse(poll.URL("http://sluice.test", uuid.MustParse(id), secret))
+	require.NoError(t, err)
+	path = u.Path
+	require.Empty(t, b.read(path, "cursor="+cursor).Data)
+
+	// The tenant disabled, then enabled.
+	for _, disabled := range []bool{true, false} {
+		before = b.stamp(id)
+		_, err := b.store.Pool().Exec(ctx, `UPDATE tenants SET disabled_at = CASE WHEN $2 THEN now() END WHERE id = $1`, b.tenantA.ID, disabled)
+		require.NoError(t, err)
+		b.changed(id, before)
+		want := map[bool]int{true: http.StatusForbidden, false: http.StatusOK}[disabled]
+		require.Equal(t, want, b.do("", http.MethodGet, path+"?cursor="+cursor, nil).Status)
+	}
+
+	// The listener's connection lost: nothing kept before it is used.
+	require.Empty(t, b.read(path, "cursor="+cursor).Data)
+	before, base = b.stamp(id), lookUps()
+	_, err = b.store.Pool().Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE datname = current_database() AND query LIKE 'LISTEN %'`)
+	require.NoError(t, err)
+	b.changed(id, before)
+	require.Empty(t, b.read(path, "cursor="+cursor).Data)
+	require.Equal(t, base+1, lookUps())
+
+	// Deleted elsewhere.
+	before = b.stamp(id)
+	_, err = b.store.Pool().Exec(ctx, `DELETE FROM endpoints WHERE id = $1`, id)
+	require.NoError(t, err)
+	b.changed(id, before)
+	require.Equal(t, http.StatusNotFound, b.do("", http.MethodGet, path, nil).Status)
+}
+
+// TestPollReadsDrawFromTheirURLAndTheTenant: every read draws from its
+// poll URL's bucket; a read that needs the database draws from the
+// tenant's too, and an idle re-poll, answered from memory, does not.
+func TestPollReadsDrawFromTheirURLAndTheTenant(t *testing.T) {
+	clk := newClock()
+	b := setupPollWith(t, apirate.Config{Tenant: apirate.MustParse("5/s"), Now: clk.now}) // bursts of 10
+	id, path := b.pollEndpoint()
+	cursor := b.read(path, "").NextCursor
+
+	// The URL's bucket runs out; the tenant's does not.
+	status := func(key, path string) response { return b.do(key, http.MethodGet, path, nil) }
+	reads := 1
+	for ; reads < 20; reads++ {
+		if status("", path+"?cursor="+cursor).Status != http.StatusOK {
+			break
+		}
+	}
+	require.Equal(t, 10, reads, "reads of the URL before its bucket ran out")
+	r := status("", path+"?cursor="+cursor)
+	p := requireProblem(t, r, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "poll URL")
+	require.Equal(t, http.StatusOK, status(b.keyA, "/v1/endpoints").Status)
+
+	// The tenant's bucket emptied: an idle re-poll is still answered.
+	clk.advance(2 * time.Second)
+	for status(b.keyA, "/v1/endpoints").Status == http.StatusOK {
+	}
+	require.Equal(t, http.StatusOK, status("", path+"?cursor="+cursor).Status)
+
+	// A read with a delivery to answer needs the database: refused.
+	clk.advance(200 * time.Millisecond) // a token for the post
+	before := b.stamp(id)
+	b.post(1)
+	b.changed(id, before)
+	r = status("", path+"?cursor="+cursor)
+	p = requireProblem(t, r, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "tenant")
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -62,10 +63,14 @@ var ErrTooManyWaiting = errors.New("too many poll requests waiting")
 // ErrBadCursor answers a cursor that is not one a read gave.
 var ErrBadCursor = errors.New("cursor is not one this poll URL gave")
 
-// Waiters is how a waiting read hears of new deliveries: the process's
-// dispatch.Nudger.
+// Waiters is how a waiting read hears of new deliveries, and how the
+// Reader knows a look-up it kept is still current (kept.go): the
+// process's dispatch.Nudger.
 type Waiters interface {
 	JoinPoll(endpointID uuid.UUID) (wakes <-chan struct{}, leave func())
+	// PollStamp names the last change this process heard of the
+	// endpoint; false when it cannot hear changes.
+	PollStamp(endpointID uuid.UUID) (stamp uint64, ok bool)
 }
 
 // Config configures a Reader.
@@ -93,12 +98,17 @@ type Reader struct {
 	mu       sync.Mutex
 	waiting  map[uuid.UUID]int // by tenant
 	total    int
-	draining chan struct{} // closed by Drain
+	draining chan struct{}            // closed by Drain
+	kept     map[uuid.UUID]keptTarget // by endpoint (kept.go)
+	lookUps  atomic.Int64
 }
 
 // New returns a Reader.
 func New(cfg Config) *Reader {
-	return &Reader{cfg: cfg.Resolve(), waiting: map[uuid.UUID]int{}, draining: make(chan struct{})}
+	return &Reader{
+		cfg: cfg.Resolve(), waiting: map[uuid.UUID]int{}, draining: make(chan struct{}),
+		kept: map[uuid.UUID]keptTarget{},
+	}
 }
 
 // Drain makes waiting reads answer at once, and later ones not wait: the
@@ -150,18 +160,18 @@ func parseToken(token string) (uuid.UUID, []byte, bool) {
 	return id, mac, true
 }
 
-// target looks up the poll endpoint a token names: sluice.ErrNotFound for
-// a token that names none, or whose MAC does not match the endpoint's
-// current secret.
-func (r *Reader) target(ctx context.Context, id uuid.UUID, mac []byte) (store.PollTarget, error) {
-	t, err := r.cfg.Store.PollTarget(ctx, id)
+// target looks up the poll endpoint a token names, and says whether the
+// look-up was kept (kept.go): sluice.ErrNotFound for a token that names
+// none, or whose MAC does not match the endpoint's current secret.
+func (r *Reader) target(ctx context.Context, id uuid.UUID, mac []byte) (store.PollTarget, bool, error) {
+	t, kept, err := r.lookUp(ctx, id)
 	if err != nil {
-		return store.PollTarget{}, fmt.Errorf("look up poll token: %w", err)
+		return store.PollTarget{}, false, fmt.Errorf("look up poll token: %w", err)
 	}
 	if !t.Poll || !hmac.Equal(mac, tokenMAC(id, t.Secret)) {
-		return store.PollTarget{}, sluice.ErrNotFound
+		return store.PollTarget{}, false, sluice.ErrNotFound
 	}
-	return t, nil
+	return t, kept, nil
 }
 
 // EncodeCursor is the cursor of a position.
@@ -204,14 +214,17 @@ type Page struct {
 
 // Read answers a read of the poll endpoint token names, once allow (the
 // caller's rate limit) lets it through; a token that names none is
-// sluice.ErrNotFound.
+// sluice.ErrNotFound. allow is told whether the read will be answered from
+// memory: with a kept look-up and nothing after its cursor, an idle
+// client's re-poll, which costs the database nothing unless a wake comes.
 //
 // A read with a wait joins the endpoint's waiters before it looks
 // anything up, so a delivery that commits after the look-up wakes it;
 // it reads again on each wake until the page has something or the wait
 // is over. A read that has nothing to place nor mark (the look-up says
-// so: an idle client's re-poll) answers its page without a transaction.
-func (r *Reader) Read(ctx context.Context, token string, req Request, allow func(store.PollTarget) error) (Page, error) {
+// so: an idle client's re-poll) answers its page without a transaction,
+// and with a kept look-up (kept.go) without the database.
+func (r *Reader) Read(ctx context.Context, token string, req Request, allow func(t store.PollTarget, fromMemory bool) error) (Page, error) {
 	id, mac, ok := parseToken(token)
 	if !ok {
 		return Page{}, sluice.ErrNotFound
@@ -231,11 +244,12 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 		wakes, leave = r.cfg.Waiters.JoinPoll(id)
 		defer leave()
 	}
-	t, err := r.target(ctx, id, mac)
+	t, kept, err := r.target(ctx, id, mac)
 	if err != nil {
 		return Page{}, err
 	}
-	if err := allow(t); err != nil {
+	quiet := !t.Unplaced && after <= t.ReadPosition // as of the look-up
+	if err := allow(t, kept && quiet && after >= t.LastPosition); err != nil {
 		return Page{}, err
 	}
 	if wait > 0 {
@@ -246,7 +260,6 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	quiet := !t.Unplaced && after <= t.ReadPosition // as of the look-up
 	for {
 		var items []store.PollItem
 		switch {
@@ -258,6 +271,7 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 			var marked int64
 			items, marked, err = r.cfg.Store.ReadPoll(ctx, id, after, limit)
 			metrics.PollDelivered.Add(float64(marked))
+			r.Forget(id) // its positions moved
 		}
 		if errors.Is(err, store.ErrCursorAhead) {
 			return Page{}, ErrBadCursor

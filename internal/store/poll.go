@@ -57,9 +57,15 @@ func (s *Store) PollTarget(ctx context.Context, endpointID uuid.UUID) (PollTarge
 	}, nil
 }
 
-// PollEndpoints returns which of these endpoints are poll endpoints.
-func (s *Store) PollEndpoints(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	polls, err := s.q.PollEndpoints(ctx, ids)
+// PollEndpoints returns which of these endpoints are poll endpoints; in
+// tx when it is not nil (a caller inside a transaction asks on its own
+// connection rather than wait for another).
+func (s *Store) PollEndpoints(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) ([]uuid.UUID, error) {
+	q := s.q
+	if tx != nil {
+		q = q.WithTx(tx)
+	}
+	polls, err := q.PollEndpoints(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("look up poll endpoints: %w", err)
 	}
