@@ -69,9 +69,6 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		if err != nil {
 			return err
 		}
-		if plan.deliveries() > MaxInlineDeliveries {
-			return queueFanOut(ctx, tx, jobs, out)
-		}
 		endpoints, _, err := plan.insert(ctx)
 		if err != nil {
 			return err

@@ -25,3 +25,23 @@ func BenchmarkSinglePost(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchOverTheInlineLimit posts batches of 100 events to a type
+// 100 endpoints subscribe to: 10,000 deliveries, more than are made
+// inline, so each batch is stored and its fan-out job queued.
+func BenchmarkBatchOverTheInlineLimit(b *testing.B) {
+	f := storetest.New(b)
+	ctx := b.Context()
+	for range 100 {
+		subscribed(b, f, "bench.batch")
+	}
+	batch := make([]fanout.TenantEvent, 100)
+	for i := range batch {
+		batch[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "bench.batch", Payload: []byte(`{"n":1}`)}}
+	}
+	for b.Loop() {
+		if _, touched, err := fanout.Insert(ctx, f.Store, batch, f.Jobs); err != nil || len(touched) > 0 {
+			b.Fatalf("made %d endpoints' deliveries inline: %v", len(touched), err)
+		}
+	}
+}

@@ -75,15 +75,6 @@ func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event, limit i
 	return plan, nil
 }
 
-// deliveries is how many new deliveries the plan holds.
-func (p *fanoutPlan) deliveries() int {
-	n := 0
-	for _, b := range p.batches {
-		n += len(b.ids)
-	}
-	return n
-}
-
 // insert writes the planned deliveries and returns the endpoints whose
 // queues changed and the number of deliveries created.
 func (p *fanoutPlan) insert(ctx context.Context) ([]uuid.UUID, int, error) {

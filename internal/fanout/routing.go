@@ -32,8 +32,10 @@ type routes struct {
 type eventSubscription struct{ event, subscription uuid.UUID }
 
 // loadRoutes loads, with one query, the subscriptions evs can reach.
-// With filters among them and a limit (0: none), it answers errOverLimit
-// instead when evs could make more than limit deliveries before filtering.
+// With a limit (0: none), it answers errOverLimit instead when evs could
+// make more than limit deliveries, counted before filtering, so that
+// neither the filters nor the plan are worked out for events that will go
+// to a fan-out job.
 func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event, limit int) (routes, error) {
 	params := dbq.SubscriptionsForEventsParams{TenantID: tenantID, Consumers: []string{}}
 	seen, seenType := map[string]bool{}, map[string]bool{}
@@ -71,10 +73,10 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 		r.byConsumer[key] = append(r.byConsumer[key], row)
 		filtered = filtered || row.Filtered
 	}
+	if limit > 0 && r.unfilteredDeliveries(evs) > limit {
+		return routes{}, errOverLimit
+	}
 	if filtered {
-		if limit > 0 && r.unfilteredDeliveries(evs) > limit {
-			return routes{}, errOverLimit
-		}
 		if err := r.applyFilters(ctx, q, evs); err != nil {
 			return routes{}, err
 		}
