@@ -23,12 +23,14 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/operator"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -122,6 +124,10 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		return nil, err
 	}
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store, Buckets: buckets})
+	// One poll reader and one control layer for every door of the process.
+	reader := poll.New(poll.Config{Store: p.Store, Waiters: p.nudger})
+	ctl := control.New(control.Config{Store: p.Store, Jobs: p.nudger, Poll: reader,
+		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {
@@ -142,12 +148,14 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Tracing:             p.tracing,
 			PublicURL:           cfg.PublicURL,
 			PollWaiters:         p.nudger,
+			Poll:                reader,
+			Control:             ctl,
 		})
 		p.api.Mount(router)
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits,
+			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits, Control: ctl,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)

@@ -20,6 +20,7 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -28,6 +29,9 @@ import (
 
 // Config is what the dashboard needs besides the store.
 type Config struct {
+	// Control runs every tenant operation the dashboard and the portal
+	// offer; nil means one of the dashboard's own on the store.
+	Control *control.Control
 	// Key is SLUICE_ENCRYPTION_KEY. The CSRF key is derived from it; it is
 	// never used as is.
 	Key []byte
@@ -62,6 +66,7 @@ type Config struct {
 // Dashboard serves the dashboard's pages.
 type Dashboard struct {
 	store  *store.Store
+	ctl    *control.Control
 	jobs   store.JobQueue
 	portal *portal.Links
 	logger *slog.Logger
@@ -96,8 +101,13 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Limits == nil {
 		cfg.Limits = apirate.New(apirate.Config{Rates: st})
 	}
+	if cfg.Control == nil {
+		cfg.Control = control.New(control.Config{Store: st, Jobs: cfg.Jobs,
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now})
+	}
 	return &Dashboard{
 		store:  st,
+		ctl:    cfg.Control,
 		jobs:   cfg.Jobs,
 		portal: cfg.Portal,
 		logger: cfg.Logger,

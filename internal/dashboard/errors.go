@@ -66,10 +66,18 @@ func errUnavailable() *pageError {
 // pageErrorFor is the one table from errors to error pages; nil means an
 // internal error.
 func pageErrorFor(err error) *pageError {
-	var pe *pageError
+	var (
+		pe        *pageError
+		forbidden *sluice.ForbiddenError
+	)
 	switch {
 	case errors.As(err, &pe):
 		return pe
+	case errors.As(err, &forbidden):
+		if forbidden.ReadOnly {
+			return errReadOnly()
+		}
+		return errRole(member.Role(forbidden.Role))
 	case errors.Is(err, sluice.ErrNotFound):
 		return errNotFound()
 	case errors.Is(err, sluice.ErrConflict):

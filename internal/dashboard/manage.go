@@ -201,7 +201,7 @@ func (d *Dashboard) deleteEndpoint(w http.ResponseWriter, r *http.Request) error
 	if r.PostForm.Get("confirm") != "yes" {
 		return redirect(w, r, r.URL.Path)
 	}
-	if err := d.in(r).deleteEndpoint(r.Context(), id); err != nil {
+	if err := d.ctl.DeleteEndpoint(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	return redirect(w, r, "/?done=deleted")

@@ -81,14 +81,6 @@ func (sc scoped) setDisabled(ctx context.Context, id uuid.UUID, disabled bool) e
 	return err
 }
 
-// deleteEndpoint deletes an endpoint of the scope.
-func (sc scoped) deleteEndpoint(ctx context.Context, id uuid.UUID) error {
-	if _, err := sc.endpoint(ctx, id); err != nil {
-		return err
-	}
-	return sc.st.DeleteEndpoint(ctx, sc.tenant, id)
-}
-
 // secret is the signing secret of an endpoint of the scope.
 func (sc scoped) secret(ctx context.Context, id uuid.UUID) (string, error) {
 	if _, err := sc.endpoint(ctx, id); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
@@ -30,6 +31,9 @@ import (
 
 // Config is what the API needs besides the store.
 type Config struct {
+	// Control runs every tenant operation the API offers; nil means one
+	// of the API's own on the store.
+	Control *control.Control
 	// AllowPrivateTargets lets endpoints point at loopback and private
 	// addresses, and at plain http URLs.
 	AllowPrivateTargets bool
@@ -66,12 +70,16 @@ type Config struct {
 	// PollWaiters wakes poll requests waiting for deliveries (?wait=):
 	// the process's dispatch.Nudger. Nil: a poll request does not wait.
 	PollWaiters poll.Waiters
+	// Poll reads poll URLs; nil means a reader of the API's own, on the
+	// store, woken by PollWaiters.
+	Poll *poll.Reader
 }
 
 // API serves the /v1 routes.
 type API struct {
 	draining atomic.Bool // set by Drain: /readyz answers 503
 	store    *store.Store
+	ctl      *control.Control
 	cfg      Config
 	logger   *slog.Logger
 	keys     *keyCache
@@ -98,14 +106,22 @@ func New(st *store.Store, cfg Config) *API {
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	cfg.DBTimeout = cmp.Or(cfg.DBTimeout, dbwait.DefaultTimeout)
+	pollReader := cfg.Poll
+	if pollReader == nil {
+		pollReader = poll.New(poll.Config{Store: st, Waiters: cfg.PollWaiters})
+	}
+	if cfg.Control == nil {
+		cfg.Control = control.New(control.Config{Store: st, Jobs: cfg.Jobs, Poll: pollReader,
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger})
+	}
 	return &API{
-		store: st, cfg: cfg, logger: cfg.Logger,
+		store: st, ctl: cfg.Control, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  cfg.Ingest,
 		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
 		portal:  cfg.Portal,
 		schemas: eventschema.NewCache(st.EventSchemas),
-		poll:    poll.New(poll.Config{Store: st, Waiters: cfg.PollWaiters}),
+		poll:    pollReader,
 	}
 }
 

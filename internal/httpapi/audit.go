@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/audit"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -30,7 +31,6 @@ var auditActions = map[string]audit.Action{
 	"DELETE /event-types/{name}":          "event_type.deleted",
 	"POST /endpoints":                     "endpoint.created",
 	"PATCH /endpoints/{id}":               "endpoint.updated",
-	"DELETE /endpoints/{id}":              "endpoint.deleted",
 	"GET /endpoints/{id}/secret":          "endpoint.secret_revealed",
 	"POST /endpoints/{id}/secret/rotate":  "endpoint.secret_rotated",
 	"POST /endpoints/{id}/test":           "endpoint.tested",
@@ -43,6 +43,12 @@ var auditActions = map[string]audit.Action{
 	"POST /members":                       "member.invited",
 	"PATCH /members/{id}":                 "member.updated",
 	"DELETE /members/{id}":                "member.removed",
+}
+
+// controlled names the changes the control layer authorises and audits
+// itself; the route tables above shrink as operations move there.
+var controlled = map[string]control.Action{
+	"DELETE /endpoints/{id}": control.EndpointDeleted,
 }
 
 // guardedReads are the reads not every role may make, named like the

@@ -99,10 +99,9 @@ func (a *API) deleteEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteEndpoint(r.Context(), tenantFrom(r.Context()).ID, id); err != nil {
+	if err := a.ctl.DeleteEndpoint(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	a.poll.Forget(id) // at once here; other processes hear of it
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -95,6 +95,8 @@ func problemFor(err error) *Problem {
 	case errors.As(err, &v):
 		return &Problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,
 			Detail: "one or more fields are invalid", Errors: v.Fields}
+	case errors.Is(err, sluice.ErrForbidden):
+		return &Problem{Type: typeForbidden, Title: "Forbidden", Status: http.StatusForbidden, Detail: err.Error()}
 	case errors.Is(err, sluice.ErrNotFound):
 		return notFoundProblem("no such object")
 	case errors.Is(err, sluice.ErrConflict):

@@ -45,3 +45,27 @@ func (e *ValidationError) Err() error {
 	}
 	return e
 }
+
+// ErrForbidden reports that the caller may not do what it asked: its role
+// does not allow the action, or its session changes nothing. Match it with
+// errors.Is; the error itself is a *ForbiddenError.
+var ErrForbidden = errors.New("forbidden")
+
+// ForbiddenError names the action a role may not perform.
+type ForbiddenError struct {
+	Role   string
+	Action string
+	// ReadOnly is a session that changes nothing whatever its role.
+	ReadOnly bool
+}
+
+// Error implements error.
+func (e *ForbiddenError) Error() string {
+	if e.ReadOnly {
+		return "this session is read-only (" + e.Action + ")"
+	}
+	return "the " + e.Role + " role may not do this (" + e.Action + ")"
+}
+
+// Is makes errors.Is(err, ErrForbidden) hold.
+func (e *ForbiddenError) Is(target error) bool { return target == ErrForbidden }

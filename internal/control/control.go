@@ -1,0 +1,82 @@
+// Package control is every operation a tenant can ask for, written once.
+// The doors (the API, the dashboard, the portal) decode a request into a
+// Caller and an input, call one method here, and encode or render what it
+// returns; they hold no store.
+//
+// Each method that changes something:
+//   - validates its input, answering *sluice.ValidationError;
+//   - authorises the caller (Caller.may): its role must allow the action,
+//     a portal caller sees only its consumer's objects, and an object
+//     outside the caller's scope is sluice.ErrNotFound;
+//   - runs its writes in one transaction with their audit entry (change),
+//     the action spelled once, in actions.go;
+//   - does its own side effects: nudges, operational events, mail jobs,
+//     poll invalidation.
+//
+// A new operation is a method here, a line per door, and its test in this
+// package.
+package control
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/store"
+)
+
+// Config is what Control needs.
+type Config struct {
+	// Store holds the rows; required.
+	Store *store.Store
+	// Jobs queues the jobs a change commits with (dispatch, replay,
+	// member mail): the process's dispatch.Nudger; required.
+	Jobs store.JobQueue
+	// Poll forgets a poll endpoint's kept look-up when its secret or
+	// existence changes; nil when nothing is kept (no poll reader).
+	Poll Forgetter
+	// AllowPrivateTargets lets endpoints name loopback and private
+	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS).
+	AllowPrivateTargets bool
+	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are made.
+	PublicURL string
+	// Logger records what a caller is not told; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Forgetter forgets what a reader keeps of an endpoint (poll.Reader).
+type Forgetter interface {
+	Forget(endpointID uuid.UUID)
+}
+
+// Control runs the tenants' operations. It is safe for concurrent use.
+type Control struct {
+	store  *store.Store
+	jobs   store.JobQueue
+	poll   Forgetter
+	cfg    Config
+	logger *slog.Logger
+	now    func() time.Time
+}
+
+// New returns the Control of cfg.
+func New(cfg Config) *Control {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	poll := cfg.Poll
+	if poll == nil {
+		poll = forgetNothing{}
+	}
+	return &Control{store: cfg.Store, jobs: cfg.Jobs, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
+}
+
+type forgetNothing struct{}
+
+func (forgetNothing) Forget(uuid.UUID) {}

@@ -1,0 +1,88 @@
+package control
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// The reads every door shares, each within the caller's scope: a tenant's
+// caller sees all of its tenant's endpoints, deliveries and events; a
+// portal caller only its consumer's endpoints, their deliveries and
+// attempts, and the events addressed to the consumer or broadcast. An
+// object outside the scope is sluice.ErrNotFound, as an id that does not
+// exist. A change looks its object up through these first; an endpoint
+// never moves between consumers, nor a delivery between endpoints, so the
+// check holds for the change that follows it.
+
+// Endpoint is one endpoint of the caller's scope.
+func (c *Control) Endpoint(ctx context.Context, who Caller, id uuid.UUID) (sluice.Endpoint, error) {
+	ep, err := c.store.GetEndpoint(ctx, who.Tenant, id)
+	if err != nil {
+		return sluice.Endpoint{}, err
+	}
+	if !who.ownsEndpoint(ep) {
+		return sluice.Endpoint{}, sluice.ErrNotFound
+	}
+	return ep, nil
+}
+
+// Endpoints is a page of the caller's endpoints; consumer narrows a
+// tenant's caller to one consumer's (a portal caller's is its own).
+func (c *Control) Endpoints(ctx context.Context, who Caller, consumer *string, p sluice.PageParams) (sluice.Page[sluice.Endpoint], error) {
+	if who.portal() {
+		consumer = who.Consumer
+	}
+	return c.store.ListEndpoints(ctx, who.Tenant, consumer, p)
+}
+
+// Delivery is one delivery of the caller's scope, with its attempts.
+func (c *Control) Delivery(ctx context.Context, who Caller, id uuid.UUID) (sluice.Delivery, []sluice.Attempt, error) {
+	del, attempts, err := c.store.GetDelivery(ctx, who.Tenant, id)
+	if err != nil {
+		return sluice.Delivery{}, nil, err
+	}
+	if who.portal() {
+		if _, err := c.Endpoint(ctx, who, del.EndpointID); err != nil {
+			return sluice.Delivery{}, nil, err
+		}
+	}
+	return del, attempts, nil
+}
+
+// Deliveries is a page of the caller's deliveries matching f; an endpoint
+// filter outside the scope is sluice.ErrNotFound.
+func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
+	if f.EndpointID != nil && who.portal() {
+		if _, err := c.Endpoint(ctx, who, *f.EndpointID); err != nil {
+			return sluice.Page[sluice.Delivery]{}, err
+		}
+	}
+	if who.portal() {
+		f.Consumer = who.Consumer
+	}
+	return c.store.ListDeliveries(ctx, who.Tenant, f, p)
+}
+
+// Event is one event of the caller's scope with its fan-out: for a portal
+// caller, only the deliveries to its consumer's endpoints (a broadcast
+// reaches other consumers too).
+func (c *Control) Event(ctx context.Context, who Caller, id uuid.UUID) (sluice.Event, []sluice.Delivery, error) {
+	ev, deliveries, err := c.store.GetEvent(ctx, who.Tenant, id)
+	if err != nil {
+		return sluice.Event{}, nil, err
+	}
+	if !who.seesEvent(ev) {
+		return sluice.Event{}, nil, sluice.ErrNotFound
+	}
+	if who.portal() {
+		page, err := c.Deliveries(ctx, who, sluice.DeliveryFilter{EventID: &id}, sluice.PageParams{Limit: sluice.MaxPageLimit})
+		if err != nil {
+			return sluice.Event{}, nil, err
+		}
+		deliveries = page.Items
+	}
+	return ev, deliveries, nil
+}
