@@ -126,7 +126,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store, Buckets: buckets})
 	// One poll reader and one control layer for every door of the process.
 	reader := poll.New(poll.Config{Store: p.Store, Waiters: p.nudger})
-	ctl := control.New(control.Config{Store: p.Store, Jobs: p.nudger, Poll: reader,
+	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})

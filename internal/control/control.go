@@ -30,9 +30,10 @@ import (
 type Config struct {
 	// Store holds the rows; required.
 	Store *store.Store
-	// Jobs queues the jobs a change commits with (dispatch, replay,
-	// member mail): the process's dispatch.Nudger; required.
-	Jobs store.JobQueue
+	// Nudger starts and wakes dispatch runs and queues the jobs a change
+	// commits with (replay, member mail): the process's one
+	// dispatch.Nudger; required.
+	Nudger store.JobQueue
 	// Poll forgets a poll endpoint's kept look-up when its secret or
 	// existence changes; nil when nothing is kept (no poll reader).
 	Poll Forgetter
@@ -55,7 +56,7 @@ type Forgetter interface {
 // Control runs the tenants' operations. It is safe for concurrent use.
 type Control struct {
 	store  *store.Store
-	jobs   store.JobQueue
+	nudger store.JobQueue
 	poll   Forgetter
 	cfg    Config
 	logger *slog.Logger
@@ -74,7 +75,7 @@ func New(cfg Config) *Control {
 	if poll == nil {
 		poll = forgetNothing{}
 	}
-	return &Control{store: cfg.Store, jobs: cfg.Jobs, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
+	return &Control{store: cfg.Store, nudger: cfg.Nudger, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
 }
 
 type forgetNothing struct{}

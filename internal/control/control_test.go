@@ -27,7 +27,7 @@ func setup(t *testing.T) *testBundle {
 	key := sluice.Actor{Type: sluice.ActorAPIKey, ID: "key-a", Name: "a"}
 	return &testBundle{
 		f:      f,
-		ctl:    control.New(control.Config{Store: f.Store, Jobs: f.Jobs, AllowPrivateTargets: true}),
+		ctl:    control.New(control.Config{Store: f.Store, Nudger: f.Jobs, AllowPrivateTargets: true}),
 		owner:  control.Caller{Tenant: f.TenantA.ID, Actor: key, Role: member.Owner, SourceIP: "192.0.2.1"},
 		viewer: control.Caller{Tenant: f.TenantA.ID, Actor: sluice.Actor{Type: sluice.ActorMember, ID: "m", Name: "v@acme.test"}, Role: member.Viewer},
 		other:  control.Caller{Tenant: f.TenantB.ID, Actor: key, Role: member.Owner},

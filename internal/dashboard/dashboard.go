@@ -102,7 +102,7 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		cfg.Limits = apirate.New(apirate.Config{Rates: st})
 	}
 	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Jobs: cfg.Jobs,
+		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Jobs,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now})
 	}
 	return &Dashboard{

@@ -111,7 +111,7 @@ func New(st *store.Store, cfg Config) *API {
 		pollReader = poll.New(poll.Config{Store: st, Waiters: cfg.PollWaiters})
 	}
 	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Jobs: cfg.Jobs, Poll: pollReader,
+		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Jobs, Poll: pollReader,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger})
 	}
 	return &API{
