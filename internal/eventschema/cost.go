@@ -70,6 +70,8 @@ type gnode struct {
 
 	weight   uint64 // evaluating it once: 1, plus one per enum value compared
 	perKey   uint64 // per member of an object: 1, plus one per pattern matched
+	perByte  uint64 // per byte of a string: its pattern's and format's steps (textWork)
+	keyByte  uint64 // per byte of a member's name: its patternProperties' steps
 	uniqueOf bool   // uniqueItems: hashes every element
 	leaf     bool   // applies nothing below its place, and hashes nothing
 }
@@ -124,6 +126,8 @@ type state struct {
 	evals   uint64 // Σ n: evaluations
 	base    uint64 // Σ n·weight
 	perKey  uint64 // Σ n·perKey, per member of an object
+	perByte uint64 // Σ n·perByte, per byte of a string, in steps
+	keyByte uint64 // Σ n·keyByte, per byte of a member's name, in steps
 	unique  uint64 // Σ n over uniqueItems schemas, per node below an array
 	names   map[string]struct{}
 	prefix  int // longest prefix

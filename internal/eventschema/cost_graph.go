@@ -99,6 +99,10 @@ func (m *model) add(s *jsonschema.Schema) int32 {
 		n.weight += uint64(len(s.Enum.Values))
 	}
 	n.perKey = 1 + uint64(len(patterns))
+	n.perByte = textWork(s)
+	for _, p := range patterns {
+		n.keyByte = add(n.keyByte, regexpSteps(p.re.String()))
+	}
 	n.uniqueOf = s.UniqueItems
 	n.leaf = !n.uniqueOf && len(props) == 0 && len(patterns) == 0 && additional < 0 && len(anyKey) == 0 &&
 		len(prefix) == 0 && items < 0 && len(anyIndex) == 0

@@ -16,8 +16,10 @@ func count(n uint64) string {
 }
 
 // price is what validating v costs: evaluations, with an enum's values and
-// an object's members counted one each, and uniqueItems counting every
-// node below the array. It stops counting once past limit.
+// an object's members counted one each, uniqueItems counting every node
+// below the array, and the text keywords (pattern, format, content,
+// patternProperties) counting stepsPerUnit steps per unit over every byte
+// they read. It stops counting once past limit.
 func (m *model) price(v any, limit uint64) uint64 {
 	return m.walk(m.root, m.scale, v, limit)
 }
@@ -25,12 +27,15 @@ func (m *model) price(v any, limit uint64) uint64 {
 func (m *model) walk(st *state, scale uint64, v any, limit uint64) uint64 {
 	c := mul(scale, st.base)
 	switch v := v.(type) {
+	case string:
+		c = add(c, textUnits(mul(scale, st.perByte), len(v)))
 	case map[string]any:
 		c = add(c, mul(mul(scale, st.perKey), uint64(len(v))))
 		for name, child := range v {
 			if c > limit {
 				return c
 			}
+			c = add(c, textUnits(mul(scale, st.keyByte), len(name)))
 			c = add(c, m.descend(st, st.keyLabel(name), scale, child, limit-c))
 		}
 	case []any:

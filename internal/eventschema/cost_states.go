@@ -65,7 +65,7 @@ func (m *model) closure(init []entry, sc *scratch) (*state, uint64, error) {
 	for i := range entries {
 		entries[i].n /= g
 	}
-	own = cost{evals: own.evals / g, base: own.base / g, perKey: own.perKey / g}
+	own = cost{evals: own.evals / g, base: own.base / g, perKey: own.perKey / g, perByte: own.perByte / g, keyByte: own.keyByte / g}
 	return m.intern(entries, own), g, nil
 }
 
@@ -74,11 +74,15 @@ type cost struct {
 	evals  uint64 // evaluations
 	base   uint64 // evaluations with enum values
 	perKey uint64 // per member of an object: evaluations with patterns
+	// perByte and keyByte are the steps per byte of a string value and
+	// of a member's name (textWork).
+	perByte, keyByte uint64
 }
 
 // plus adds c evaluations of n.
 func (o cost) plus(c uint64, n *gnode) cost {
-	return cost{evals: add(o.evals, c), base: add(o.base, mul(c, n.weight)), perKey: add(o.perKey, mul(c, n.perKey))}
+	return cost{evals: add(o.evals, c), base: add(o.base, mul(c, n.weight)), perKey: add(o.perKey, mul(c, n.perKey)),
+		perByte: add(o.perByte, mul(c, n.perByte)), keyByte: add(o.keyByte, mul(c, n.keyByte))}
 }
 
 func (m *model) clear(sc *scratch) {
@@ -101,6 +105,8 @@ func (m *model) intern(entries []entry, own cost) *state {
 	buf = binary.AppendUvarint(buf, own.evals)
 	buf = binary.AppendUvarint(buf, own.base)
 	buf = binary.AppendUvarint(buf, own.perKey)
+	buf = binary.AppendUvarint(buf, own.perByte)
+	buf = binary.AppendUvarint(buf, own.keyByte)
 	for _, e := range entries {
 		buf = binary.AppendUvarint(buf, uint64(e.node))
 		buf = binary.AppendUvarint(buf, e.n)
@@ -123,7 +129,7 @@ func (m *model) intern(entries []entry, own cost) *state {
 		}
 		st.prefix = max(st.prefix, len(n.prefix))
 	}
-	st.evals, st.base, st.perKey = own.evals, own.base, own.perKey
+	st.evals, st.base, st.perKey, st.perByte, st.keyByte = own.evals, own.base, own.perKey, own.perByte, own.keyByte
 	if !m.frozen {
 		m.states[string(buf)] = st
 	}
