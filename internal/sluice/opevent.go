@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -13,9 +14,21 @@ import (
 // does not match them.
 const ReservedTypePrefix = "sluice."
 
-// IsReservedType reports whether eventType is one of Sluice's own.
+// IsReservedType reports whether eventType is one of Sluice's own, or
+// looks like one to a receiver that compares types without case: its
+// first characters equal ReservedTypePrefix under Unicode case folding
+// ("Sluice.", "SLUICE.", and "ſluice." with a long s, which folds to s).
 func IsReservedType(eventType string) bool {
-	return strings.HasPrefix(eventType, ReservedTypePrefix)
+	if strings.HasPrefix(eventType, ReservedTypePrefix) {
+		return true
+	}
+	end, runes := 0, 0
+	for end < len(eventType) && runes < len(ReservedTypePrefix) {
+		_, size := utf8.DecodeRuneInString(eventType[end:])
+		end += size
+		runes++
+	}
+	return runes == len(ReservedTypePrefix) && strings.EqualFold(eventType[:end], ReservedTypePrefix)
 }
 
 // Operational event types: what Sluice posts into a tenant's stream when
