@@ -118,7 +118,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	// One set of rate limits for every door: a tenant's API, dashboard and
 	// portal requests draw from one bucket, shared with every other process
 	// through Postgres.
-	buckets, err := apirate.NewShared(apirate.SharedConfig{Store: p.Store, Timeout: cfg.DBTimeout})
+	buckets, err := apirate.NewShared(apirate.SharedConfig{Store: apirate.Database(p.Store), Timeout: cfg.DBTimeout})
 	if err != nil {
 		pool.Close()
 		return nil, err

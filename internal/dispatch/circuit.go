@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -21,7 +20,7 @@ import (
 // jobs (the process's Nudger). An endpoint of another tenant is
 // sluice.ErrNotFound.
 func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, tenantID, endpointID uuid.UUID) (sluice.Endpoint, error) {
-	tx, err := beginStep(ctx, st, pgx.TxOptions{}) // by hand, rare: no settings
+	tx, err := beginStep(ctx, st, store.StepSettings{}) // by hand, rare: no settings
 	if err != nil {
 		return sluice.Endpoint{}, fmt.Errorf("begin close circuit: %w", err)
 	}

@@ -172,7 +172,7 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 		}
 	}
 	if len(queue) > 0 {
-		err := n.store.InAsyncTx(ctx, func(tx pgx.Tx) error {
+		err := n.store.InAsyncTx(ctx, func(tx store.Tx) error {
 			l, err := n.DispatchLive(ctx, tx, queue)
 			wake = append(wake, l...)
 			return err

@@ -25,10 +25,10 @@ type StepTx struct {
 	tx store.Tx
 }
 
-// beginStep begins a step with opts (DB.Begin, DB.BeginSync; an empty
-// opts for a change by hand, rare enough to need no settings).
-func beginStep(ctx context.Context, st *store.Store, opts pgx.TxOptions) (*StepTx, error) {
-	tx, err := st.Begin(ctx, opts)
+// beginStep begins a step with settings (DB.Begin, DB.BeginSync; none
+// for a change by hand, rare enough to need no settings).
+func beginStep(ctx context.Context, st *store.Store, settings store.StepSettings) (*StepTx, error) {
+	tx, err := st.BeginStep(ctx, settings)
 	if err != nil {
 		return nil, fmt.Errorf("begin step: %w", err)
 	}

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -186,8 +186,8 @@ func TestSweepTakesTurns(t *testing.T) {
 func TestSweepReplacesDeadReplayJobs(t *testing.T) {
 	b := setupSweep(t)
 	requestID := uuid.New()
-	require.NoError(t, b.f.Store.InTx(b.ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return b.f.Jobs.Replay(ctx, tx, requestID, b.endpointID)
+	require.NoError(t, b.f.Store.InTx(b.ctx, func(tx store.Tx) error {
+		return b.f.Jobs.Replay(b.ctx, tx, requestID, b.endpointID)
 	}))
 	js := b.jobs()
 	replay := js[len(js)-1]

@@ -8,7 +8,7 @@
 //     once and the old one stops working: revoking a poll URL is rotating
 //     the secret.
 //   - position: the place of a delivery in its endpoint's line, given by
-//     the first read that sees it committed (store.ReadPoll), never by
+//     the first read that sees it committed (readPage), never by
 //     its writer: transactions commit out of order, and a place fixed at
 //     insert could fall behind a cursor already read past.
 //   - cursor: an opaque string naming a position (EncodeCursor). A read
@@ -269,11 +269,11 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 			items, err = r.cfg.Store.PollPage(ctx, id, after, limit)
 		default:
 			var marked int64
-			items, marked, err = r.cfg.Store.ReadPoll(ctx, id, after, limit)
+			items, marked, err = readPage(ctx, r.cfg.Store, id, after, limit)
 			metrics.PollDelivered.Add(float64(marked))
 			r.Forget(id) // its positions moved
 		}
-		if errors.Is(err, store.ErrCursorAhead) {
+		if errors.Is(err, errCursorAhead) {
 			return Page{}, ErrBadCursor
 		}
 		if err != nil {
