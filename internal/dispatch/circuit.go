@@ -35,12 +35,13 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 	before, after := locked.Flow, locked.Flow
 	var tr flow.Transition
 	if after.Breaker, tr = before.Breaker.Close(); tr == flow.CircuitClosed {
-		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
+		now := time.Now()
+		after.Bucket = flow.Bucket{Tokens: 0, At: now}
 		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("save flow: %w", err)
 		}
 		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
-		if err := tx.PostOpEvents(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {
+		if err := tx.PostOpEvents(ctx, jobs, now, locked.TenantID, []sluice.OpEvent{ev}); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("post operational events: %w", err)
 		}
 		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {

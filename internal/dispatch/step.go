@@ -187,7 +187,7 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 			w.cfg.Logger.Warn("endpoint disabled", "endpoint_id", target.ID, "reason", reason, "last_error", lastError)
 		}
 	}
-	if err := tx.PostOpEvents(ctx, locked.TenantID, evs, queue); err != nil {
+	if err := tx.PostOpEvents(ctx, queue, now, locked.TenantID, evs); err != nil {
 		return nil, before, after, fmt.Errorf("post operational events: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
