@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
@@ -49,7 +50,10 @@ func setupSweep(t *testing.T) *sweepBundle {
 
 func (b *sweepBundle) newSweeper(cfg SweeperConfig) *Sweeper {
 	b.t.Helper()
-	s, err := NewSweeper(b.f.Store, b.f.Jobs, cfg)
+	if cfg.Nudger == nil {
+		cfg.Nudger = dispatch.NewNudger(b.f.Store, b.f.Jobs, dispatch.NudgerConfig{})
+	}
+	s, err := NewSweeper(b.f.Store, cfg)
 	require.NoError(b.t, err)
 	return s
 }
