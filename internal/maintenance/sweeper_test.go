@@ -245,13 +245,16 @@ func TestSweeperOff(t *testing.T) {
 
 func TestSweeperConfigResolve(t *testing.T) {
 	t.Parallel()
-	c, err := SweeperConfig{}.Resolve()
+	nudger := dispatch.NewNudger(nil, nil, dispatch.NudgerConfig{})
+	c, err := SweeperConfig{Nudger: nudger}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, DefaultSweepInterval, c.Interval)
 	require.Equal(t, 5*DefaultSweepInterval, c.WalkInterval)
 	require.Equal(t, DefaultReplaceGrace, c.ReplaceGrace)
 	require.Equal(t, jobs.SystemClock, c.Clock)
-	_, err = SweeperConfig{ReplaceGrace: -time.Second}.Resolve()
+	_, err = SweeperConfig{}.Resolve()
+	require.ErrorContains(t, err, "Nudger is required", "a nil Nudger is a programming error")
+	_, err = SweeperConfig{Nudger: nudger, ReplaceGrace: -time.Second}.Resolve()
 	require.ErrorContains(t, err, "ReplaceGrace must be positive")
 	_, err = SweeperConfig{Interval: -1, ReplaceGrace: -time.Second}.Resolve()
 	require.NoError(t, err, "off: the rest is not used")
