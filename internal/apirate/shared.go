@@ -68,7 +68,7 @@ const DefaultLeaseTTL = 200 * time.Millisecond
 // of the tenant that find no leased token fail at once with its error.
 const downFor = 500 * time.Millisecond
 
-// SharedStore keeps the shared buckets; *store.Store is one.
+// SharedStore keeps the shared buckets; Database is the database's.
 type SharedStore interface {
 	// LeaseAPITokens takes req.Owed tokens from the tenant's bucket and
 	// grants up to req.Want whole ones of what it holds then, in one

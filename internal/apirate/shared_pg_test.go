@@ -19,7 +19,7 @@ import (
 func lease(t *testing.T, st *store.Store, tenant uuid.UUID, want, owed int64, capacity float64) apirate.TokenGrant {
 	t.Helper()
 	sent := false
-	g, err := st.LeaseAPITokens(t.Context(), tenant,
+	g, err := apirate.Database(st).LeaseAPITokens(t.Context(), tenant,
 		apirate.TokenRequest{Want: want, Owed: owed, Capacity: capacity, PerSecond: 1e-9},
 		func() { sent = true })
 	require.NoError(t, err)
@@ -53,7 +53,7 @@ func TestLeaseAPITokens(t *testing.T) {
 	// It refills from the database's clock.
 	_, err := f.Store.Pool().Exec(t.Context(), `UPDATE api_buckets SET at = at - interval '2 seconds' WHERE tenant_id = $1`, a)
 	require.NoError(t, err)
-	g, err = f.Store.LeaseAPITokens(t.Context(), a, apirate.TokenRequest{Want: 1, Capacity: 10, PerSecond: 2}, func() {})
+	g, err = apirate.Database(f.Store).LeaseAPITokens(t.Context(), a, apirate.TokenRequest{Want: 1, Capacity: 10, PerSecond: 2}, func() {})
 	require.NoError(t, err)
 	require.EqualValues(t, 1, g.Granted, "−3 and 2 s at 2/s")
 	require.InDelta(t, 0, g.Left, 0.1, "and what passed since")
@@ -70,7 +70,7 @@ func TestLeaseAPITokens(t *testing.T) {
 // the timeout.
 func TestSharedDatabaseUnreachable(t *testing.T) {
 	t.Parallel()
-	s, err := apirate.NewShared(apirate.SharedConfig{Store: storetest.Unreachable(t), Timeout: 3 * time.Second})
+	s, err := apirate.NewShared(apirate.SharedConfig{Store: apirate.Database(storetest.Unreachable(t)), Timeout: 3 * time.Second})
 	require.NoError(t, err)
 	_, err = s.Take(t.Context(), uuid.New(), apirate.MustParse("10/s"), 1)
 	require.Error(t, err)
@@ -83,7 +83,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 // were per request.
 func BenchmarkSharedTake(b *testing.B) {
 	f := storetest.New(b)
-	st := &countingStore{SharedStore: f.Store}
+	st := &countingStore{SharedStore: apirate.Database(f.Store)}
 	s, err := apirate.NewShared(apirate.SharedConfig{Store: st})
 	require.NoError(b, err)
 	rate := apirate.MustParse("999999999/s")
@@ -109,9 +109,10 @@ func BenchmarkLeaseAPITokens(b *testing.B) {
 	f := storetest.New(b)
 	ctx := context.Background()
 	req := apirate.TokenRequest{Want: 1, Capacity: 1e12, PerSecond: 1e12}
+	buckets := apirate.Database(f.Store)
 	b.ResetTimer()
 	for range b.N {
-		if _, err := f.Store.LeaseAPITokens(ctx, f.TenantA.ID, req, func() {}); err != nil {
+		if _, err := buckets.LeaseAPITokens(ctx, f.TenantA.ID, req, func() {}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -118,18 +118,18 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	// One set of rate limits for every door: a tenant's API, dashboard and
 	// portal requests draw from one bucket, shared with every other process
 	// through Postgres.
-	buckets, err := apirate.NewShared(apirate.SharedConfig{Store: p.Store, Timeout: cfg.DBTimeout})
+	buckets, err := apirate.NewShared(apirate.SharedConfig{Store: apirate.Database(p.Store), Timeout: cfg.DBTimeout})
 	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store, Buckets: buckets})
 	// One poll reader and one control layer for every door of the process.
-	reader := poll.New(poll.Config{Store: p.Store, Waiters: p.nudger})
+	reader := poll.New(poll.Config{Store: p.Store, Nudger: p.nudger})
 	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger})
 	if roles.API {
-		p.ingest, err = ingest.New(p.Store, p.nudger, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
+		p.ingest, err = ingest.New(p.Store, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {
 			p.abandon()
 			return nil, err
@@ -140,14 +140,13 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
 			AllowPrivateTargets: cfg.AllowPrivateTargets,
 			Limits:              limits,
-			Jobs:                p.nudger,
+			Nudger:              p.nudger,
 			Ingest:              p.ingest,
 			Portal:              links,
 			Logger:              logger,
 			DBTimeout:           cfg.DBTimeout,
 			Tracing:             p.tracing,
 			PublicURL:           cfg.PublicURL,
-			PollWaiters:         p.nudger,
 			Poll:                reader,
 			Control:             ctl,
 		})
@@ -155,7 +154,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Jobs: p.nudger, Portal: links, Logger: logger, Limits: limits, Control: ctl,
+			Key: cfg.EncryptionKey, Nudger: p.nudger, Portal: links, Logger: logger, Limits: limits, Control: ctl,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)

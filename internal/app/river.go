@@ -77,11 +77,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		// Its listener (started by an API process) hears wakes for the
-		// poll requests waiting here.
-		return client, dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{
-			ConnConfig: pool.Config().ConnConfig, Logger: logger,
-		}), nil, nil
+		return client, newNudger(pool, st, client, 0, logger), nil, nil
 	}
 	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})
 	if err != nil {
@@ -146,10 +142,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	queue := jobs.NewQueue(client)
-	w.nudger = dispatch.NewNudger(st, queue, dispatch.NudgerConfig{
-		MaxLinger: lingerMax, ConnConfig: pool.Config().ConnConfig, Logger: logger,
-	})
+	w.nudger = newNudger(pool, st, client, lingerMax, logger)
 	dcfg.Nudger = w.nudger
 	if w.dispatch, err = dispatch.NewWorker(st, dcfg); err != nil {
 		return nil, nil, nil, err
@@ -158,14 +151,26 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, notify.NewMemberMailWorker(st, mailer, cfg.PublicURL, nil))
 	river.AddWorker(ws, fanout.NewWorker(st, w.nudger, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
-	river.AddWorker(ws, replay.NewWorker(st, w.leases, logger))
+	river.AddWorker(ws, replay.NewWorker(st, w.nudger, w.leases, logger))
 	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention, Audit: cfg.AuditRetention})
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	river.AddWorker(ws, retention)
-	if w.sweeper, err = maintenance.NewSweeper(st, queue, maintenance.SweeperConfig{Interval: cfg.SweepInterval, Nudger: w.nudger, Logger: logger}); err != nil {
+	if w.sweeper, err = maintenance.NewSweeper(st, maintenance.SweeperConfig{Interval: cfg.SweepInterval, Nudger: w.nudger, Logger: logger}); err != nil {
 		return nil, nil, nil, err
 	}
 	return client, w.nudger, w, nil
+}
+
+// newNudger builds the process's one dispatch.Nudger, on the jobs client
+// inserts. Every part of the process that starts or wakes a dispatch run
+// is given this one. Its listener hears wakes from other processes, for
+// the runs of a worker process and the poll requests waiting in an API
+// process; maxLinger is how many runs may linger (0 in a process without
+// runs).
+func newNudger(pool *pgxpool.Pool, st *store.Store, client *river.Client[pgx.Tx], maxLinger int, logger *slog.Logger) *dispatch.Nudger {
+	return dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{
+		MaxLinger: maxLinger, ConnConfig: pool.Config().ConnConfig, Logger: logger,
+	})
 }

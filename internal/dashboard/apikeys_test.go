@@ -140,7 +140,7 @@ func TestAPIKeysPage(t *testing.T) {
 // Secure even when the TLS proxy in front does not say so.
 func TestSecureCookieFromPublicURL(t *testing.T) {
 	b := setup(t)
-	srv := httptest.NewServer(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, SecureCookies: true}).Handler())
+	srv := httptest.NewServer(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, SecureCookies: true}).Handler())
 	t.Cleanup(srv.Close)
 	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
 		PostForm(srv.URL+"/login", url.Values{"api_key": {b.keyA}})

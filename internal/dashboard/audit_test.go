@@ -25,7 +25,7 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	ctx := context.Background()
 
 	var missing []string
-	require.NoError(t, chi.Walk(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler().(chi.Routes),
+	require.NoError(t, chi.Walk(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger}).Handler().(chi.Routes),
 		func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 			public := route == "/login" || route == "/logout" || route == "/password" || route == "/forgot" // no tenant's change
 			if method == http.MethodPost && !public && !strings.HasPrefix(route, "/static/") {

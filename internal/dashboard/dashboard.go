@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -39,9 +40,10 @@ type Config struct {
 	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
 	// X-Forwarded-Proto).
 	SecureCookies bool
-	// Jobs queues the dispatch of replayed deliveries and the emails of
-	// members' password links; required.
-	Jobs store.JobQueue
+	// Nudger queues the dispatch of replayed deliveries and the emails of
+	// members' password links: the process's, built once by app. Required:
+	// a nil Nudger is a programming error.
+	Nudger *dispatch.Nudger
 	// Portal checks the portal links GET /portal signs consumers in with;
 	// nil means links keyed from Key, as the API signs them when it is
 	// given the same key.
@@ -81,13 +83,13 @@ type Dashboard struct {
 }
 
 // New returns the dashboard on st. It panics when cfg.Key is empty (without
-// a key no session could be trusted) or cfg.Jobs is nil.
+// a key no session could be trusted) or cfg.Nudger is nil.
 func New(st *store.Store, cfg Config) *Dashboard {
 	if len(cfg.Key) == 0 {
 		panic("dashboard: Config.Key is empty")
 	}
-	if cfg.Jobs == nil {
-		panic("dashboard: Config.Jobs is nil")
+	if cfg.Nudger == nil {
+		panic("dashboard: Config.Nudger is nil")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -102,13 +104,13 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		cfg.Limits = apirate.New(apirate.Config{Rates: st})
 	}
 	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Jobs,
+		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Nudger,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now})
 	}
 	return &Dashboard{
 		store:  st,
 		ctl:    cfg.Control,
-		jobs:   cfg.Jobs,
+		jobs:   cfg.Nudger,
 		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},

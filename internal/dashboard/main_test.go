@@ -40,6 +40,7 @@ type bundle struct {
 	srv     *httptest.Server
 	store   *store.Store
 	jobs    *jobs.Queue
+	nudger  *dispatch.Nudger
 	tenantA sluice.Tenant
 	keyA    string
 	tenantB sluice.Tenant
@@ -62,7 +63,7 @@ func (b *bundle) now() time.Time {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	return setupWith(t, func(b *bundle) http.Handler {
-		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, Now: b.now, Limits: looseLimits(b.store)}).Handler()
+		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Now: b.now, Limits: looseLimits(b.store)}).Handler()
 	})
 }
 
@@ -71,7 +72,7 @@ func setupWith(t *testing.T, serve func(*bundle) http.Handler) *bundle {
 	t.Helper()
 	t.Parallel()
 	f := storetest.New(t)
-	b := &bundle{t: t, store: f.Store, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
+	b := &bundle{t: t, store: f.Store, jobs: f.Jobs, nudger: dispatchtest.Nudger(f.Store, f.Jobs), tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	b.srv = httptest.NewServer(serve(b))
 	t.Cleanup(b.srv.Close)
 	return b

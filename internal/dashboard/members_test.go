@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -287,7 +288,7 @@ func TestMemberSignInLimitedPerAddress(t *testing.T) {
 	// busy machine can take longer than the bucket takes to refill a try.
 	at := time.Now()
 	limits := apirate.New(apirate.Config{Rates: f.Store, Now: func() time.Time { return at }})
-	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Jobs: f.Jobs, Limits: limits}).Handler()
+	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Limits: limits}).Handler()
 	m, err := f.Store.InviteMember(context.Background(), f.TenantA.ID, member.NewParams{Email: "ann@acme.test", Role: member.Owner}, f.Jobs)
 	require.NoError(t, err)
 	token := member.NewToken()

@@ -19,8 +19,8 @@ func TestMountsBesideAPI(t *testing.T) {
 	b := setup(t)
 	for _, dashboardFirst := range []bool{false, true} {
 		r := chi.NewRouter()
-		api := httpapi.New(b.store, httpapi.Config{Jobs: b.jobs})
-		dash := dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs})
+		api := httpapi.New(b.store, httpapi.Config{Nudger: b.nudger})
+		dash := dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger})
 		if dashboardFirst {
 			dash.Mount(r)
 			api.Mount(r)

@@ -48,7 +48,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	const publicURL = "https://sluice.example.com"
 	b := setupWith(t, func(b *bundle) http.Handler {
-		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Jobs: b.jobs, Limits: looseLimits(b.store),
+		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Limits: looseLimits(b.store),
 			Portal: portal.New(b.store, dashboardKey, publicURL)}).Handler()
 	})
 	ctx := context.Background()

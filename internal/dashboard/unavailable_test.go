@@ -22,7 +22,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	br := b.browser()
 	br.login(b.keyA)
 	cookie := br.sessionCookie()
-	down := httptest.NewServer(dashboard.New(storetest.Unreachable(t), dashboard.Config{Key: dashboardKey, Jobs: b.jobs}).Handler())
+	down := httptest.NewServer(dashboard.New(storetest.Unreachable(t), dashboard.Config{Key: dashboardKey, Nudger: b.nudger}).Handler())
 	t.Cleanup(down.Close)
 
 	page, err := http.NewRequest(http.MethodGet, down.URL+"/events", nil)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -21,7 +20,7 @@ import (
 // jobs (the process's Nudger). An endpoint of another tenant is
 // sluice.ErrNotFound.
 func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, tenantID, endpointID uuid.UUID) (sluice.Endpoint, error) {
-	tx, err := beginStep(ctx, st, pgx.TxOptions{}) // by hand, rare: no settings
+	tx, err := beginStep(ctx, st, store.StepSettings{}) // by hand, rare: no settings
 	if err != nil {
 		return sluice.Endpoint{}, fmt.Errorf("begin close circuit: %w", err)
 	}
@@ -36,12 +35,13 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 	before, after := locked.Flow, locked.Flow
 	var tr flow.Transition
 	if after.Breaker, tr = before.Breaker.Close(); tr == flow.CircuitClosed {
-		after.Bucket = flow.Bucket{Tokens: 0, At: time.Now()}
+		now := time.Now()
+		after.Bucket = flow.Bucket{Tokens: 0, At: now}
 		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("save flow: %w", err)
 		}
 		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
-		if err := tx.PostOpEvents(ctx, locked.TenantID, []sluice.OpEvent{ev}, jobs); err != nil {
+		if err := tx.PostOpEvents(ctx, jobs, now, locked.TenantID, []sluice.OpEvent{ev}); err != nil {
 			return sluice.Endpoint{}, fmt.Errorf("post operational events: %w", err)
 		}
 		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -162,8 +161,8 @@ func (d *DB) BeginSync(ctx context.Context) (*StepTx, error) {
 // River's job completion in it (JobSetStateIfRunningMany) would otherwise
 // be planned for its values on every call.
 var (
-	stepBegin     = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(recordSettings)}
-	syncStepBegin = pgx.TxOptions{BeginQuery: "BEGIN" + store.SetLocal(keyLookups)}
+	stepBegin     = store.NewStepSettings(recordSettings)
+	syncStepBegin = store.NewStepSettings(keyLookups)
 )
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a

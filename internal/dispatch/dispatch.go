@@ -245,8 +245,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		return err
 	}
 	defer held.Release()
-	queue := jobs.FromContext(ctx)
 	clock, nudger := w.cfg.Clock, w.cfg.Nudger
+	queue := nudger
 	deadline := w.deadline()
 	wakes := nudger.join(endpointID)
 	defer func() { nudger.leave(endpointID, wakes) }()

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -26,7 +25,7 @@ type Flow struct {
 
 func flowFromRow(r dbq.LockEndpointForDispatchRow) Flow {
 	e := r.Endpoint
-	f := Flow{Breaker: breakerFromRow(e), Adaptive: store.EndpointAdaptive(e)}
+	f := Flow{Breaker: breakerFromRow(e), Adaptive: flow.AdaptiveOf(e.AdaptiveRate, e.AdaptiveRateAt, e.AdaptiveHalvedAt)}
 	if e.BucketTokens != nil && e.BucketAt != nil {
 		f.Bucket = flow.Bucket{Tokens: *e.BucketTokens, At: *e.BucketAt}
 	}

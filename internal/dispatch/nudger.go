@@ -17,9 +17,11 @@ import (
 )
 
 // A Nudger is the one way a dispatch run is started or nudged (see the
-// package doc for the words). It is the process's store.JobQueue, so the
-// store's own transactions queue and unpark through it (Dispatch, Unpark);
-// after a commit, Nudge wakes or queues. The runs of this process register
+// package doc for the words): app builds one per process and passes it to
+// everything that starts or wakes runs, and jobs.Queue inserts only what
+// the Nudger tells it to. In a transaction it queues and unparks runs
+// (Dispatch, Unpark, successor), and the other jobs a write needs (it is
+// the process's store.JobQueue); after a commit, Nudge wakes or queues. The runs of this process register
 // with it while they work and linger on it. As a service (Start, Stop) it
 // runs the listener, which hears wakes from other processes, and the
 // alarm, which announces parked jobs as their waits end; a Nudger that
@@ -33,10 +35,10 @@ import (
 // job, or finds one live, whose run sees them. A run that ends without a
 // final check (a park or a yield) leaves a successor, which sees them.
 type Nudger struct {
-	store.JobQueue
 	startstop.BaseStartStop
 
 	store *store.Store
+	queue *jobs.Queue
 	cfg   NudgerConfig
 	alarm *alarm
 
@@ -85,11 +87,11 @@ func (c NudgerConfig) Resolve() NudgerConfig {
 }
 
 // NewNudger returns a Nudger that looks jobs up and notifies through st
-// and queues them on jobs.
-func NewNudger(st *store.Store, jobs store.JobQueue, cfg NudgerConfig) *Nudger {
+// and inserts them with queue.
+func NewNudger(st *store.Store, queue *jobs.Queue, cfg NudgerConfig) *Nudger {
 	cfg = cfg.Resolve()
 	return &Nudger{
-		JobQueue: jobs, store: st, cfg: cfg,
+		store: st, queue: queue, cfg: cfg,
 		alarm:    newAlarm(cfg.Clock, cfg.Logger),
 		runs:     map[uuid.UUID]chan struct{}{},
 		polls:    map[uuid.UUID]map[chan struct{}]struct{}{},
@@ -172,8 +174,8 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 		}
 	}
 	if len(queue) > 0 {
-		err := n.store.InAsyncTx(ctx, func(tx pgx.Tx) error {
-			l, err := n.DispatchLive(ctx, tx, queue)
+		err := n.store.InAsyncTx(ctx, func(tx store.Tx) error {
+			l, err := n.queue.DispatchLive(ctx, tx, queue)
 			wake = append(wake, l...)
 			return err
 		})
@@ -394,8 +396,63 @@ func (n *Nudger) linger(ctx context.Context, clock Clock, wakes chan struct{}, d
 	}
 }
 
-// parked sets the alarm for a park of the endpoint that ends at until;
-// ask asks for the endpoint's dispatch job (jobs.Queue.DispatchNow).
-func (n *Nudger) parked(endpointID uuid.UUID, until time.Time, ask func(context.Context, []uuid.UUID) error) {
-	n.alarm.set(endpointID, until, ask)
+// parked sets the alarm for a park of the endpoint that ends at until,
+// which then asks for the endpoint's dispatch job (jobs.Queue.DispatchNow).
+func (n *Nudger) parked(endpointID uuid.UUID, until time.Time) {
+	n.alarm.set(endpointID, until, n.queue.DispatchNow)
+}
+
+// successor queues, in tx, the next dispatch job of a run that parks or
+// yields, due at at (at once for a zero time), and returns its id
+// (jobs.Queue.DispatchAt).
+func (n *Nudger) successor(ctx context.Context, tx pgx.Tx, args jobs.DispatchArgs, at time.Time) (int64, error) {
+	return n.queue.DispatchAt(ctx, tx, args, at) //nolint:wrapcheck // jobs says what failed
+}
+
+// Unpark runs an endpoint's dispatch now, in tx: its parked job if it has
+// one (parkedJobID), a new one otherwise (jobs.Queue.Unpark).
+func (n *Nudger) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error {
+	return n.queue.Unpark(ctx, tx, endpointID, parkedJobID) //nolint:wrapcheck // jobs says what failed
+}
+
+// DispatchLive is Dispatch, returning the push endpoints whose job was
+// already queued or running.
+func (n *Nudger) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) ([]uuid.UUID, error) {
+	push, polled, err := n.splitPoll(ctx, tx, endpointIDs)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.notifyPollIn(ctx, tx, polled); err != nil {
+		return nil, err
+	}
+	return n.queue.DispatchLive(ctx, tx, push) //nolint:wrapcheck // jobs says what failed
+}
+
+// ReplaceDead replaces up to limit jobs of kinds whose runs died with new
+// ones (jobs.Queue.ReplaceDead), for the sweeper.
+func (n *Nudger) ReplaceDead(ctx context.Context, kinds []string, grace time.Duration, limit int) (int, error) {
+	return n.queue.ReplaceDead(ctx, n.store.Pool(), kinds, grace, limit) //nolint:wrapcheck // jobs says what failed
+}
+
+// FanOut queues, in tx, the fan-out of events to their endpoints.
+func (n *Nudger) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error {
+	return n.queue.FanOut(ctx, tx, eventIDs) //nolint:wrapcheck // jobs says what failed
+}
+
+// Replay queues, in tx, the job that replays a bulk replay request's
+// staged deliveries to the endpoint.
+func (n *Nudger) Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error {
+	return n.queue.Replay(ctx, tx, requestID, endpointID) //nolint:wrapcheck // jobs says what failed
+}
+
+// Alert queues, in tx, the email of an operational event to its
+// endpoint's owner.
+func (n *Nudger) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
+	return n.queue.Alert(ctx, tx, alertID) //nolint:wrapcheck // jobs says what failed
+}
+
+// MemberMail queues, in tx, the email that carries a member's link to
+// set its password.
+func (n *Nudger) MemberMail(ctx context.Context, tx pgx.Tx, memberID uuid.UUID, purpose string) error {
+	return n.queue.MemberMail(ctx, tx, memberID, purpose) //nolint:wrapcheck // jobs says what failed
 }

@@ -87,21 +87,17 @@ func (n *Nudger) stampLocked(endpointIDs []uuid.UUID) {
 // readers are told instead, by a notification sent when the transaction
 // commits, which wakes its waiting reads and changes its stamp.
 func (n *Nudger) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error {
-	push, polled, err := n.splitPoll(ctx, tx, endpointIDs)
-	if err != nil {
-		return err
-	}
-	err = notifyIDs(polled, func(payload string) error {
+	_, err := n.DispatchLive(ctx, tx, endpointIDs)
+	return err
+}
+
+// notifyPollIn tells the readers of poll endpoints, by a notification sent
+// when tx commits.
+func (n *Nudger) notifyPollIn(ctx context.Context, tx pgx.Tx, polled []uuid.UUID) error {
+	return notifyIDs(polled, func(payload string) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", wakeChannel, payload); err != nil {
 			return fmt.Errorf("notify poll readers: %w", err)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if len(push) == 0 {
-		return nil
-	}
-	return n.JobQueue.Dispatch(ctx, tx, push)
 }

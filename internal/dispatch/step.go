@@ -103,7 +103,7 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Po
 // Attempts that were made are recorded even when the run is being cut short
 // (shutdown, job timeout): the receiver has them, and forgetting them would
 // only send them again.
-func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (bool, error) {
+func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger) (bool, error) {
 	if len(sent) == 0 {
 		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
 			return false, fmt.Errorf("record: %w", err)
@@ -155,7 +155,7 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 // for it, and the operational events that report all of these, in one
 // transaction. It returns what it applied, for announce once it has
 // committed.
-func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *jobs.Queue) (changes []CircuitChange, before, after Flow, err error) {
+func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger) (changes []CircuitChange, before, after Flow, err error) {
 	tx, err := w.db.Begin(ctx)
 	if err != nil {
 		return nil, before, after, fmt.Errorf("begin record: %w", err)
@@ -187,7 +187,7 @@ func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDel
 			w.cfg.Logger.Warn("endpoint disabled", "endpoint_id", target.ID, "reason", reason, "last_error", lastError)
 		}
 	}
-	if err := tx.PostOpEvents(ctx, locked.TenantID, evs, queue); err != nil {
+	if err := tx.PostOpEvents(ctx, queue, now, locked.TenantID, evs); err != nil {
 		return nil, before, after, fmt.Errorf("post operational events: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
@@ -234,7 +234,7 @@ func opEvents(ep sluice.OpEndpoint, changes []CircuitChange, sent []sentDelivery
 // recording the successor's id so that closing the circuit by hand or
 // changing the endpoint can unpark it, and sets the Nudger's alarm. It
 // reports whether it parked.
-func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue) (bool, error) {
+func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *Nudger) (bool, error) {
 	endpointID := job.Args.EndpointID
 	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
@@ -263,7 +263,7 @@ func (w *Worker) park(ctx context.Context, job *river.Job[jobs.DispatchArgs], qu
 	if err := tx.Commit(ctx); err != nil {
 		return false, fmt.Errorf("commit park: %w", err)
 	}
-	w.cfg.Nudger.parked(endpointID, until, queue.DispatchNow)
+	queue.parked(endpointID, until)
 	return true, nil
 }
 
@@ -342,7 +342,7 @@ func sameTime(a, b *time.Time) bool {
 //
 // fifo is whether the endpoint is FIFO as the run last read it: the look
 // without the lock only decides whether to try finishing.
-func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, fifo bool) error {
+func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], queue *Nudger, fifo bool) error {
 	tx, err := w.db.BeginSync(ctx)
 	if err != nil {
 		return fmt.Errorf("begin yield: %w", err)
@@ -374,11 +374,11 @@ func (w *Worker) yield(ctx context.Context, job *river.Job[jobs.DispatchArgs], q
 // transaction, returning the new job's id. Unlike a snooze, which River
 // applies after Work returns, the new job is visible (and can be unparked)
 // the moment the transaction commits.
-func (w *Worker) successor(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs], queue *jobs.Queue, at time.Time) (int64, error) {
+func (w *Worker) successor(ctx context.Context, tx *StepTx, job *river.Job[jobs.DispatchArgs], queue *Nudger, at time.Time) (int64, error) {
 	if err := jobs.Complete(ctx, tx.Tx(), job); err != nil {
 		return 0, fmt.Errorf("complete job: %w", err)
 	}
-	id, err := queue.DispatchAt(ctx, tx.Tx(), job.Args, at)
+	id, err := queue.successor(ctx, tx.Tx(), job.Args, at)
 	if err != nil {
 		return 0, fmt.Errorf("queue successor: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -25,10 +26,10 @@ type StepTx struct {
 	tx store.Tx
 }
 
-// beginStep begins a step with opts (DB.Begin, DB.BeginSync; an empty
-// opts for a change by hand, rare enough to need no settings).
-func beginStep(ctx context.Context, st *store.Store, opts pgx.TxOptions) (*StepTx, error) {
-	tx, err := st.Begin(ctx, opts)
+// beginStep begins a step with settings (DB.Begin, DB.BeginSync; none
+// for a change by hand, rare enough to need no settings).
+func beginStep(ctx context.Context, st *store.Store, settings store.StepSettings) (*StepTx, error) {
+	tx, err := st.BeginStep(ctx, settings)
 	if err != nil {
 		return nil, fmt.Errorf("begin step: %w", err)
 	}
@@ -193,11 +194,11 @@ func (t *StepTx) Disable(ctx context.Context, endpointID uuid.UUID, reason strin
 	return n > 0, nil
 }
 
-// PostOpEvents posts operational events into the tenant's stream in the
-// step's transaction (store.InsertOpEvents), so each commits with the
-// transition it reports.
-func (t *StepTx) PostOpEvents(ctx context.Context, tenantID uuid.UUID, evs []sluice.OpEvent, jobs store.JobQueue) error {
-	return store.InsertOpEvents(ctx, t.tx, jobs, tenantID, evs)
+// PostOpEvents posts operational events, created at at, into the tenant's
+// stream in the step's transaction (notify.PostOpEvents), so each commits
+// with the transition it reports.
+func (t *StepTx) PostOpEvents(ctx context.Context, nudger notify.Nudger, at time.Time, tenantID uuid.UUID, evs []sluice.OpEvent) error {
+	return notify.PostOpEvents(ctx, t.tx, nudger, at, tenantID, evs) //nolint:wrapcheck // notify says what failed
 }
 
 // SetParkedJob records the endpoint's parked dispatch job, so that closing

@@ -20,7 +20,7 @@
 // Dispatch receives the endpoints whose queues changed after the commit
 // (dispatch.Nudger.Nudge). Fan-out runs its queries
 // in a store.Tx, with the planner settings store gives routing
-// transactions (store.Store.WithRoutingTx).
+// transactions (store.Store.InRoutingTx).
 package fanout
 
 import (

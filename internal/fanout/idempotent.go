@@ -32,7 +32,7 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 		out     sluice.Event
 		created bool
 	)
-	err := st.WithTx(ctx, func(tx store.Tx) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		if ev.IdempotencyKey != "" {
 			first, found, err := recentEventByKey(ctx, tx.Q, tenantID, ev.IdempotencyKey)
 			if err != nil {

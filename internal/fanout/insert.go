@@ -57,7 +57,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		}
 	}
 	var touched []uuid.UUID
-	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
+	err := st.InRoutingTx(ctx, func(tx store.Tx) error {
 		if err := insertEvents(ctx, tx, out); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
@@ -134,7 +134,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 			p.Patterns = append(p.Patterns, pattern)
 		}
 	}
-	rows, err := st.Routed().InsertRoutedEvents(ctx, p)
+	rows, err := st.OneShot(store.IndexProbes).InsertRoutedEvents(ctx, p)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
 		return nil, errOverInline

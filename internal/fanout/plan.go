@@ -29,7 +29,7 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done sto
 		created int
 		touched []uuid.UUID
 	)
-	err := st.WithRoutingTx(ctx, func(tx store.Tx) error {
+	err := st.InRoutingTx(ctx, func(tx store.Tx) error {
 		events, err := tx.Q.EventsByID(ctx, eventIDs)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)

@@ -45,6 +45,20 @@ type Adaptive struct {
 	HalvedAt time.Time
 }
 
+// AdaptiveOf is the state an endpoint row keeps (its adaptive_rate,
+// adaptive_rate_at and adaptive_halved_at columns, nil when unset): the
+// zero value when it has not slowed down.
+func AdaptiveOf(rate *float64, at, halvedAt *time.Time) Adaptive {
+	var a Adaptive
+	if rate != nil && at != nil {
+		a.Rate, a.At = *rate, *at
+	}
+	if halvedAt != nil {
+		a.HalvedAt = *halvedAt
+	}
+	return a
+}
+
 // Current is the effective rate at now: Rate grown by a tenth of the
 // configured rate a second since At, within [l.Min, l.Configured].
 func (a Adaptive) Current(l AdaptiveLimit, now time.Time) float64 {
@@ -106,7 +120,11 @@ type RatePoint struct {
 // where it is back at the configured rate, if it gets there. So a chart of
 // an hour has at most five points a step, however often the rate dropped.
 // Before the first slowdown the rate is the configured one.
-func RateCurve(slowdowns []Adaptive, l AdaptiveLimit, from, to time.Time, step time.Duration) []RatePoint {
+func RateCurve(changes []sluice.RateChange, l AdaptiveLimit, from, to time.Time, step time.Duration) []RatePoint {
+	slowdowns := make([]Adaptive, len(changes))
+	for i, c := range changes {
+		slowdowns[i] = Adaptive{Rate: c.Rate, At: c.At}
+	}
 	var (
 		out  []RatePoint
 		cur  Adaptive // the state in force

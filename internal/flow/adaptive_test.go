@@ -224,15 +224,15 @@ func TestRateCurve(t *testing.T) {
 	require.Equal(t, []string{"0s:100", "10s:100", "20s:100"}, curve(RateCurve(nil, l, from, sec(20), 10*time.Second)),
 		"never slowed: the configured rate")
 
-	before := []Adaptive{{Rate: 20, At: sec(-3)}}
+	before := []sluice.RateChange{{Rate: 20, At: sec(-3)}}
 	require.Equal(t, []string{"0s:50", "5s:100", "10s:100"}, curve(RateCurve(before, l, from, sec(10), 10*time.Second)),
 		"a slowdown before the range: grown by 10/s for 3 s, back at 100 at 5 s")
 
-	one := []Adaptive{{Rate: 50, At: sec(1)}}
+	one := []sluice.RateChange{{Rate: 50, At: sec(1)}}
 	require.Equal(t, []string{"0s:100", "1s:100", "1s:50", "6s:100", "30s:100"}, curve(RateCurve(one, l, from, sec(30), 30*time.Second)),
 		"the drop, and the recovery where it ends, not at the next step")
 
-	two := []Adaptive{{Rate: 40, At: sec(5)}, {Rate: 30, At: sec(8)}, {Rate: 60, At: sec(12)}}
+	two := []sluice.RateChange{{Rate: 40, At: sec(5)}, {Rate: 30, At: sec(8)}, {Rate: 60, At: sec(12)}}
 	require.Equal(t, []string{"0s:100", "5s:100", "8s:30", "10s:50", "12s:70", "12s:60", "16s:100", "20s:100"},
 		curve(RateCurve(two, l, from, sec(20), 10*time.Second)),
 		"two slowdowns in one step: one drop, to the lowest")
@@ -240,9 +240,9 @@ func TestRateCurve(t *testing.T) {
 	require.Equal(t, []string{"0s:100", "5s:100", "5s:40", "7s:60"}, curve(RateCurve(two[:1], l, from, sec(7), 10*time.Second)),
 		"the curve ends at to")
 
-	var often []Adaptive
+	var often []sluice.RateChange
 	for i := range 3600 {
-		often = append(often, Adaptive{Rate: 10, At: sec(float64(i) + 0.5)})
+		often = append(often, sluice.RateChange{Rate: 10, At: sec(float64(i) + 0.5)})
 	}
 	require.LessOrEqual(t, len(RateCurve(often, l, from, sec(3600), 30*time.Second)), 1+120*5, "at most five points a step")
 }

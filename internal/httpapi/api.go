@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dbwait"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/poll"
@@ -37,9 +38,11 @@ type Config struct {
 	// AllowPrivateTargets lets endpoints point at loopback and private
 	// addresses, and at plain http URLs.
 	AllowPrivateTargets bool
-	// Jobs queues dispatch, replay and member mail jobs in the API's transactions: the
-	// process's dispatch.Nudger.
-	Jobs store.JobQueue
+	// Nudger queues dispatch, replay and member mail jobs in the API's
+	// transactions and wakes poll requests waiting for deliveries
+	// (?wait=): the process's, built once by app. Required: a nil Nudger
+	// is a programming error.
+	Nudger *dispatch.Nudger
 	// Ingest commits posted events and hands their deliveries to dispatch;
 	// whoever builds the API starts and stops it.
 	Ingest *ingest.Ingester
@@ -67,11 +70,8 @@ type Config struct {
 	Tracing *tracing.Provider
 	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are made.
 	PublicURL string
-	// PollWaiters wakes poll requests waiting for deliveries (?wait=):
-	// the process's dispatch.Nudger. Nil: a poll request does not wait.
-	PollWaiters poll.Waiters
 	// Poll reads poll URLs; nil means a reader of the API's own, on the
-	// store, woken by PollWaiters.
+	// store, woken by Nudger.
 	Poll *poll.Reader
 }
 
@@ -108,10 +108,10 @@ func New(st *store.Store, cfg Config) *API {
 	cfg.DBTimeout = cmp.Or(cfg.DBTimeout, dbwait.DefaultTimeout)
 	pollReader := cfg.Poll
 	if pollReader == nil {
-		pollReader = poll.New(poll.Config{Store: st, Waiters: cfg.PollWaiters})
+		pollReader = poll.New(poll.Config{Store: st, Nudger: cfg.Nudger})
 	}
 	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Jobs, Poll: pollReader,
+		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Nudger, Poll: pollReader,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger})
 	}
 	return &API{

@@ -123,7 +123,7 @@ func secondServer(t *testing.T, b *testBundle) *httptest.Server {
 	pool, err := pgxpool.New(context.Background(), b.store.Pool().Config().ConnString())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	api := httpapi.New(store.New(pool, nil), httpapi.Config{Jobs: b.jobs})
+	api := httpapi.New(store.New(pool, nil), httpapi.Config{Nudger: b.nudger})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return srv

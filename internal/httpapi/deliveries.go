@@ -63,7 +63,7 @@ func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := replay.Delivery(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	d, err := replay.Delivery(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := replay.Retry(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Jobs)
+	d, err := replay.Retry(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}
@@ -138,7 +138,7 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	n, err := replay.Endpoint(r.Context(), a.store, tenantFrom(r.Context()).ID, id, f, a.cfg.Jobs)
+	n, err := replay.Endpoint(r.Context(), a.store, tenantFrom(r.Context()).ID, id, f, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}
@@ -155,7 +155,7 @@ func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) error {
 		"message":     "This is a test event from Sluice.",
 		"endpoint_id": id.String(),
 	})
-	ev, err := a.store.CreateTestEvent(r.Context(), tenantFrom(r.Context()).ID, id, payload, a.cfg.Jobs)
+	ev, err := a.store.CreateTestEvent(r.Context(), tenantFrom(r.Context()).ID, id, payload, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}

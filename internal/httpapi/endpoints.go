@@ -86,7 +86,7 @@ func (a *API) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err := in.apply(&set, false, a.cfg.AllowPrivateTargets); err != nil {
 		return err
 	}
-	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set, a.cfg.Jobs)
+	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := dispatch.CloseCircuit(r.Context(), a.store, a.cfg.Jobs, tenantFrom(r.Context()).ID, id)
+	ep, err := dispatch.CloseCircuit(r.Context(), a.store, a.cfg.Nudger, tenantFrom(r.Context()).ID, id)
 	if err != nil {
 		return err
 	}

@@ -6,15 +6,16 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/audit"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // StartIngest returns an Ingester on st, as the app wires one for the API:
 // started, and stopped when the test ends.
-func StartIngest(t testing.TB, st *store.Store, jobs store.JobQueue) *ingest.Ingester {
+func StartIngest(t testing.TB, st *store.Store, nudger *dispatch.Nudger) *ingest.Ingester {
 	t.Helper()
-	in, err := ingest.New(st, jobs, ingest.Config{})
+	in, err := ingest.New(st, ingest.Config{Nudger: nudger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,12 @@ import (
 
 	"github.com/sluice-dev/sluice/api"
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -54,6 +56,7 @@ type testBundle struct {
 	handler http.Handler // the server's handler, for requests no client would send
 	store   *store.Store
 	jobs    *jobs.Queue
+	nudger  *dispatch.Nudger
 	tenantA sluice.Tenant
 	keyA    string
 	tenantB sluice.Tenant
@@ -72,9 +75,9 @@ func setupWith(t *testing.T, limits apirate.Config) *testBundle {
 	t.Parallel()
 	f := storetest.New(t)
 	st := f.Store
-	b := &testBundle{t: t, store: st, jobs: f.Jobs, tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
+	b := &testBundle{t: t, store: st, jobs: f.Jobs, nudger: dispatchtest.Nudger(f.Store, f.Jobs), tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	limits.Rates = st
-	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Jobs: b.jobs, Ingest: httpapi.StartIngest(t, st, b.jobs), Limits: apirate.New(limits)})
+	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Nudger: b.nudger, Ingest: httpapi.StartIngest(t, st, b.nudger), Limits: apirate.New(limits)})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)

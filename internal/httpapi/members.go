@@ -36,7 +36,7 @@ func (a *API) createMember(w http.ResponseWriter, r *http.Request) error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	m, err := a.store.InviteMember(r.Context(), tenantFrom(r.Context()).ID, p, a.cfg.Jobs)
+	m, err := a.store.InviteMember(r.Context(), tenantFrom(r.Context()).ID, p, a.cfg.Nudger)
 	if err != nil {
 		return err
 	}

@@ -50,16 +50,17 @@ func setupPollWith(t *testing.T, limits apirate.Config) *pollBundle {
 	nudger := dispatch.NewNudger(st, f.Jobs, dispatch.NudgerConfig{ConnConfig: st.Pool().Config().ConnConfig})
 	require.NoError(t, nudger.Start(context.Background()))
 	t.Cleanup(nudger.Stop)
+	b.nudger = nudger
 	require.Eventually(t, func() bool { _, ok := nudger.PollStamp(uuid.Nil); return ok }, 10*time.Second, time.Millisecond,
 		"the Nudger's listener never listened")
-	in, err := ingest.New(st, nudger, ingest.Config{Nudger: nudger})
+	in, err := ingest.New(st, ingest.Config{Nudger: nudger})
 	require.NoError(t, err)
 	require.NoError(t, in.Start(context.Background()))
 	t.Cleanup(in.Stop)
 	api := httpapi.New(st, httpapi.Config{
-		AllowPrivateTargets: true, Jobs: nudger, Ingest: in,
+		AllowPrivateTargets: true, Nudger: nudger, Ingest: in,
 		Limits:    apirate.New(limits),
-		PublicURL: "http://sluice.test", PollWaiters: nudger,
+		PublicURL: "http://sluice.test",
 	})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)

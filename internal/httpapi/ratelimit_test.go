@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -210,7 +211,7 @@ func (p *pendingBody) Read(b []byte) (int, error) {
 func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	api := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, Ingest: httpapi.StartIngest(t, f.Store, f.Jobs), APIRate: testRate, MaxLargeBatches: 1})
+	api := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: httpapi.StartIngest(t, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), APIRate: testRate, MaxLargeBatches: 1})
 	h := api.Handler()
 
 	post := func(body io.Reader, length int64) *http.Request {

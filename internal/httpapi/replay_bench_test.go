@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkBulkReplayRequest(b *testing.B) {
 func benchBulkReplay(b *testing.B, n int) {
 	ctx := context.Background()
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Jobs: f.Jobs, APIRate: testRate})
+	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate})
 	srv := httptest.NewServer(a.Handler())
 	b.Cleanup(srv.Close)
 	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10})

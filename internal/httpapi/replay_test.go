@@ -172,7 +172,7 @@ func TestRetryMakesAQueuedDeliveryDueNow(t *testing.T) {
 func (b *testBundle) workReplays() <-chan *river.Event {
 	t := b.t
 	ws := river.NewWorkers()
-	river.AddWorker(ws, replay.NewWorker(b.store, nil, slog.New(slog.DiscardHandler)))
+	river.AddWorker(ws, replay.NewWorker(b.store, b.nudger, nil, slog.New(slog.DiscardHandler)))
 	client, err := river.NewClient(riverpgxv5.New(b.store.Pool()), &river.Config{
 		Workers: ws,
 		Queues:  map[string]river.QueueConfig{jobs.QueueReplay: {MaxWorkers: 1}},

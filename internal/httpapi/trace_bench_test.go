@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
@@ -31,7 +32,7 @@ func benchTracing(b *testing.B) *tracing.Provider {
 func BenchmarkPostEventTraced(b *testing.B) {
 	f := storetest.New(b)
 	tp := benchTracing(b)
-	in, err := ingest.New(f.Store, f.Jobs, ingest.Config{Tracing: tp})
+	in, err := ingest.New(f.Store, ingest.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Tracing: tp})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func BenchmarkPostEventTraced(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(in.Stop)
-	a := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, Ingest: in, APIRate: testRate, Tracing: tp})
+	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: in, APIRate: testRate, Tracing: tp})
 	benchRequests(b, a.Handler(), http.MethodPost, "/v1/events", `{"type":"bench.post","payload":{"n":1}}`, f.KeyA, http.StatusAccepted, sampled)
 }
 
@@ -47,6 +48,6 @@ func BenchmarkPostEventTraced(b *testing.B) {
 // on and each request sampled.
 func BenchmarkUnmatchedRouteTraced(b *testing.B) {
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{Jobs: f.Jobs, APIRate: testRate, Tracing: benchTracing(b)})
+	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate, Tracing: benchTracing(b)})
 	benchRequests(b, a.Handler(), http.MethodGet, "/v1/nothing", "", f.KeyA, http.StatusNotFound, sampled)
 }

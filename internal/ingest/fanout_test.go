@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -57,7 +58,10 @@ func TestSubmitMakesDeliveriesInItsCommit(t *testing.T) {
 // test ends.
 func start(t *testing.T, f storetest.Fixture, cfg ingest.Config) *ingest.Ingester {
 	t.Helper()
-	in, err := ingest.New(f.Store, f.Jobs, cfg)
+	if cfg.Nudger == nil {
+		cfg.Nudger = dispatch.NewNudger(f.Store, f.Jobs, dispatch.NudgerConfig{})
+	}
+	in, err := ingest.New(f.Store, cfg)
 	require.NoError(t, err)
 	require.NoError(t, in.Start(context.Background()))
 	t.Cleanup(in.Stop)

@@ -68,9 +68,9 @@ type Config struct {
 	// MaxBatch bounds the events in one transaction (default
 	// MaxBatchDefault).
 	MaxBatch int
-	// Nudger nudges the endpoints of each commit: the process's, whose
-	// runs it wakes in process. Nil: a Nudger of its own on the job queue,
-	// for a process without dispatch runs.
+	// Nudger queues the fan-out jobs of the commits and nudges their
+	// endpoints: the process's, built once by app. Required: a nil Nudger
+	// is a programming error.
 	Nudger *dispatch.Nudger
 	// Logger reports nudges that failed (the sweeper repairs them).
 	Logger *slog.Logger
@@ -92,6 +92,8 @@ func (c Config) Resolve() (Config, error) {
 		c.Logger = slog.Default()
 	}
 	switch {
+	case c.Nudger == nil:
+		return c, errors.New("ingest: Config.Nudger is required")
 	case c.Committers < 0:
 		return c, errors.New("ingest: Committers must be positive")
 	case c.MaxBatch < 0:
@@ -107,24 +109,20 @@ type Ingester struct {
 	startstop.BaseStartStop
 
 	st      *store.Store
-	jobs    store.JobQueue
 	cfg     Config
 	tracer  trace.Tracer                                                    // nil when tracing is off
 	batcher atomic.Pointer[batch.Batcher[fanout.TenantEvent, sluice.Event]] // nil unless started
 	nudges  *nudges
 }
 
-// New returns an Ingester on st that queues the jobs its commits need on
-// jobs; Start starts it.
-func New(st *store.Store, jobs store.JobQueue, cfg Config) (*Ingester, error) {
+// New returns an Ingester on st that queues the jobs its commits need
+// with cfg.Nudger; Start starts it.
+func New(st *store.Store, cfg Config) (*Ingester, error) {
 	cfg, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Nudger == nil {
-		cfg.Nudger = dispatch.NewNudger(st, jobs, dispatch.NudgerConfig{Logger: cfg.Logger})
-	}
-	i := &Ingester{st: st, jobs: jobs, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}
+	i := &Ingester{st: st, cfg: cfg, nudges: newNudges(cfg.Nudger, cfg.Logger)}
 	if cfg.Tracing.Enabled() {
 		i.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/ingest")
 	}
@@ -159,7 +157,7 @@ func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([
 // and passes their endpoints to the nudging loop.
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
 	spans := i.startCommit(ctx, evs, requests)
-	out, touched, err := fanout.Insert(ctx, i.st, evs, i.jobs)
+	out, touched, err := fanout.Insert(ctx, i.st, evs, i.cfg.Nudger)
 	endCommit(spans, err)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
@@ -212,7 +210,7 @@ func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev 
 		ev.TraceContext = tracing.Carry(ctx)
 		spans = i.startCommit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
 	}
-	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.jobs)
+	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.cfg.Nudger)
 	endCommit(spans, err)
 	return out, created, err //nolint:wrapcheck // wrapped by fanout
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -134,22 +135,25 @@ func eventCommits(t *testing.T, pool *pgxpool.Pool, tenants ...uuid.UUID) int {
 // is refused when the Ingester is made.
 func TestConfigResolve(t *testing.T) {
 	t.Parallel()
-	cfg, err := ingest.Config{}.Resolve()
+	nudger := dispatch.NewNudger(nil, nil, dispatch.NudgerConfig{})
+	cfg, err := ingest.Config{Nudger: nudger}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, ingest.CommittersDefault, cfg.Committers)
 	require.Equal(t, ingest.MaxBatchDefault, cfg.MaxBatch)
 	require.NotNil(t, cfg.Logger)
 
-	_, err = ingest.New(nil, nil, ingest.Config{Committers: -1})
+	_, err = ingest.New(nil, ingest.Config{Nudger: nudger, Committers: -1})
 	require.ErrorContains(t, err, "Committers")
-	_, err = ingest.New(nil, nil, ingest.Config{MaxBatch: -1})
+	_, err = ingest.New(nil, ingest.Config{Nudger: nudger, MaxBatch: -1})
 	require.ErrorContains(t, err, "MaxBatch")
+	_, err = ingest.New(nil, ingest.Config{})
+	require.ErrorContains(t, err, "Nudger", "a nil Nudger is a programming error")
 }
 
 // TestSubmitBeforeStart: an Ingester takes no event before it is started.
 func TestSubmitBeforeStart(t *testing.T) {
 	t.Parallel()
-	in, err := ingest.New(nil, nil, ingest.Config{})
+	in, err := ingest.New(nil, ingest.Config{Nudger: dispatch.NewNudger(nil, nil, dispatch.NudgerConfig{})})
 	require.NoError(t, err)
 	_, err = in.Submit(t.Context(), uuid.New(), sluice.NewEvent{Type: "t.x", Payload: []byte(`1`)})
 	require.ErrorIs(t, err, ingest.ErrClosed)

@@ -1,15 +1,14 @@
 package jobs_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -24,7 +23,7 @@ func TestLiveLookups(t *testing.T) {
 	db := f.Store.Pool()
 	e1, e2, parked, none := uuid.New(), uuid.New(), uuid.New(), uuid.New()
 	ev1, ev2, ev3, ev4 := uuid.New(), uuid.New(), uuid.New(), uuid.New()
-	require.NoError(t, f.Store.InTx(ctx, func(ctx context.Context, tx pgx.Tx) error {
+	require.NoError(t, f.Store.InTx(ctx, func(tx store.Tx) error {
 		require.NoError(t, f.Jobs.Dispatch(ctx, tx, []uuid.UUID{e1, e2}))
 		_, err := f.Jobs.DispatchAt(ctx, tx, jobs.DispatchArgs{EndpointID: parked}, time.Now().Add(time.Hour))
 		require.NoError(t, err)

@@ -169,19 +169,17 @@ func Backoff(attempt int) time.Duration {
 // about three and a half days of continuous failure.
 const retryAttempts = 10_000
 
-// Queue inserts Sluice's jobs with a River client. It implements
-// store.JobQueue.
+// Queue inserts Sluice's jobs with a River client. It inserts what the
+// process's dispatch.Nudger tells it to: the Nudger is the one way a
+// dispatch run is started or woken, and the one caller of the methods
+// that queue dispatch jobs (Dispatch, DispatchLive, DispatchAt,
+// DispatchNow, Unpark, ReplaceDead).
 type Queue struct {
 	client *river.Client[pgx.Tx]
 }
 
 // NewQueue returns a Queue on client.
 func NewQueue(client *river.Client[pgx.Tx]) *Queue { return &Queue{client: client} }
-
-// FromContext returns a Queue on the client running the current job.
-func FromContext(ctx context.Context) *Queue {
-	return NewQueue(river.ClientFromContext[pgx.Tx](ctx))
-}
 
 // FanOut implements store.JobQueue.
 func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error {

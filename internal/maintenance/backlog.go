@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -18,7 +20,7 @@ const backlogPage = 1000
 
 // checkBacklogs, if it is this process's turn, reads every endpoint with a
 // backlog alert, a page at a time (store.Backlogs), and tells the owner of
-// each whose backlog reached a threshold (store.RaiseBacklogAlert), once:
+// each whose backlog reached a threshold (raiseBacklogAlert), once:
 // an endpoint alerts again only after its backlog fell below half of every
 // threshold (store.RearmBacklogAlerts). Its cost is a few index reads per
 // such endpoint per BacklogInterval, whatever their backlogs.
@@ -53,7 +55,7 @@ func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error
 		if reason == "" {
 			continue
 		}
-		raised, err := s.store.RaiseBacklogAlert(ctx, s.jobs, b, reason)
+		raised, err := s.raiseBacklogAlert(ctx, b, reason)
 		if err != nil {
 			return fmt.Errorf("backlog alert: %w", err)
 		}
@@ -63,6 +65,35 @@ func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error
 		}
 	}
 	return s.store.RearmBacklogAlerts(ctx, rearm)
+}
+
+// raiseBacklogAlert tells the owner of b's endpoint of its backlog, for
+// reason (sluice.ReasonQueued or ReasonOldest), in one transaction: the
+// endpoint marked alerted, the sluice.endpoint.backlog event posted and
+// the email queued (notify.PostOpEvents). It reports false, doing
+// nothing, when the endpoint was alerted already, disabled or deleted
+// meanwhile.
+func (s *Sweeper) raiseBacklogAlert(ctx context.Context, b store.Backlog, reason string) (bool, error) {
+	raised := false
+	err := s.store.InTx(ctx, func(tx store.Tx) error {
+		row, err := tx.Q.RaiseBacklogAlert(ctx, b.EndpointID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("mark backlog alerted: %w", err)
+		}
+		ev := sluice.OpEndpoint{ID: b.EndpointID, URL: row.Url, Consumer: row.Consumer}.Event(sluice.OpEndpointBacklog, reason)
+		ev.Payload.Queued = new(row.Queued)
+		ev.Payload.OldestDueSeconds = new(int64(max(b.Waited, 0) / time.Second))
+		ev.Payload.BacklogAlert = store.BacklogAlertOf(row.BacklogAlertQueued, row.BacklogAlertOldestSeconds)
+		if err := notify.PostOpEvents(ctx, tx, s.cfg.Nudger, s.cfg.Clock.Now(), row.TenantID, []sluice.OpEvent{ev}); err != nil {
+			return fmt.Errorf("post backlog event: %w", err)
+		}
+		raised = true
+		return nil
+	})
+	return raised, err
 }
 
 // backlogReason is why b's owner is told now: sluice.ReasonQueued when its

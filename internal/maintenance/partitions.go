@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/sluice-dev/sluice/internal/store"
@@ -33,7 +32,12 @@ func ensureWeekPartitions(ctx context.Context, st *store.Store, t time.Time) (bo
 // partitionWeeks returns the weeks that have partitions, oldest first,
 // each as its start.
 func partitionWeeks(ctx context.Context, st *store.Store) ([]time.Time, error) {
-	rows, err := st.Queries().PartitionWeeks(ctx)
+	var rows []pgtype.Date
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.PartitionWeeks(ctx)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list partition weeks: %w", err)
 	}
@@ -85,7 +89,12 @@ func dropExpiredOne(ctx context.Context, st *store.Store) (string, error) {
 // (delivered before deliveredBefore, dead before deadBefore), with their
 // attempts and the events nothing else needs, and returns how many.
 func expireKept(ctx context.Context, st *store.Store, deliveredBefore, deadBefore time.Time, limit int) (int, error) {
-	n, err := st.Queries().ExpireKept(ctx, dbq.ExpireKeptParams{DeliveredBefore: deliveredBefore, DeadBefore: deadBefore, MaxRows: int32(limit)})
+	var n int32
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.Q.ExpireKept(ctx, dbq.ExpireKeptParams{DeliveredBefore: deliveredBefore, DeadBefore: deadBefore, MaxRows: int32(limit)})
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("expire kept deliveries: %w", err)
 	}
@@ -97,12 +106,12 @@ func expireKept(ctx context.Context, st *store.Store, deliveredBefore, deadBefor
 // PartitionLockTimeout.
 func partitionTx[T any](ctx context.Context, st *store.Store, what string, fn func(*dbq.Queries) (T, error)) (T, error) {
 	var v T
-	err := st.InQueriesTx(ctx, func(ctx context.Context, tx pgx.Tx, q *dbq.Queries) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", PartitionLockTimeout.Milliseconds())); err != nil {
 			return fmt.Errorf("set lock_timeout: %w", err)
 		}
 		var err error
-		v, err = fn(q)
+		v, err = fn(tx.Q)
 		return err
 	})
 	if err != nil {

@@ -50,8 +50,9 @@ type SweeperConfig struct {
 	// DefaultReplaceGrace).
 	ReplaceGrace time.Duration
 	// Nudger starts or wakes the dispatch runs of the endpoints a sweep
-	// finds (default: a Nudger of its own on the queue, which wakes runs
-	// in other processes by notification).
+	// finds, replaces the jobs of dead runs and queues the backlog alerts'
+	// jobs: the process's, built once by app. Required: a nil Nudger is a
+	// programming error.
 	Nudger *dispatch.Nudger
 	// Clock paces the sweeps (default jobs.SystemClock).
 	Clock  jobs.Clock
@@ -77,6 +78,8 @@ func (c SweeperConfig) validate() error {
 		return nil
 	}
 	switch {
+	case c.Nudger == nil:
+		return errors.New("sweeper: Nudger is required")
 	case c.WalkInterval < 0:
 		return fmt.Errorf("sweeper: WalkInterval must be positive, not %s", c.WalkInterval)
 	case c.BacklogInterval < 0:
@@ -120,7 +123,6 @@ type Sweeper struct {
 	startstop.BaseStartStop
 
 	store *store.Store
-	jobs  *jobs.Queue
 	cfg   SweeperConfig
 	more  bool      // the last walk queued as many as it may: walk again soon
 	after uuid.UUID // where the next walk starts (walkFrom)
@@ -133,16 +135,14 @@ type sweeperTestSignals struct {
 	swept testsignal.TestSignal[error] // a turn of the loop ended, with Sweep's error
 }
 
-// NewSweeper returns a Sweeper queueing jobs on q; Start starts it.
-func NewSweeper(st *store.Store, q *jobs.Queue, cfg SweeperConfig) (*Sweeper, error) {
+// NewSweeper returns a Sweeper on st that starts runs with cfg.Nudger;
+// Start starts it.
+func NewSweeper(st *store.Store, cfg SweeperConfig) (*Sweeper, error) {
 	cfg, err := cfg.Resolve()
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Nudger == nil {
-		cfg.Nudger = dispatch.NewNudger(st, q, dispatch.NudgerConfig{Logger: cfg.Logger})
-	}
-	return &Sweeper{store: st, jobs: q, cfg: cfg}, nil
+	return &Sweeper{store: st, cfg: cfg}, nil
 }
 
 // Start sweeps, about every Interval, until Stop or until ctx ends.
@@ -268,7 +268,7 @@ func (s *Sweeper) replaceDead(ctx context.Context) error {
 // replaceDeadTx replaces up to limit dead runs' jobs of the kinds in one
 // transaction.
 func (s *Sweeper) replaceDeadTx(ctx context.Context, kinds []string, limit int) (int, error) {
-	n, err := s.jobs.ReplaceDead(ctx, s.store.Pool(), kinds, s.cfg.ReplaceGrace, limit)
+	n, err := s.cfg.Nudger.ReplaceDead(ctx, kinds, s.cfg.ReplaceGrace, limit)
 	if err != nil {
 		return 0, fmt.Errorf("sweep: %w", err)
 	}

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/fakeclock"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -49,7 +50,10 @@ func setupSweep(t *testing.T) *sweepBundle {
 
 func (b *sweepBundle) newSweeper(cfg SweeperConfig) *Sweeper {
 	b.t.Helper()
-	s, err := NewSweeper(b.f.Store, b.f.Jobs, cfg)
+	if cfg.Nudger == nil {
+		cfg.Nudger = dispatch.NewNudger(b.f.Store, b.f.Jobs, dispatch.NudgerConfig{})
+	}
+	s, err := NewSweeper(b.f.Store, cfg)
 	require.NoError(b.t, err)
 	return s
 }
@@ -186,8 +190,8 @@ func TestSweepTakesTurns(t *testing.T) {
 func TestSweepReplacesDeadReplayJobs(t *testing.T) {
 	b := setupSweep(t)
 	requestID := uuid.New()
-	require.NoError(t, b.f.Store.InTx(b.ctx, func(ctx context.Context, tx pgx.Tx) error {
-		return b.f.Jobs.Replay(ctx, tx, requestID, b.endpointID)
+	require.NoError(t, b.f.Store.InTx(b.ctx, func(tx store.Tx) error {
+		return b.f.Jobs.Replay(b.ctx, tx, requestID, b.endpointID)
 	}))
 	js := b.jobs()
 	replay := js[len(js)-1]
@@ -241,13 +245,16 @@ func TestSweeperOff(t *testing.T) {
 
 func TestSweeperConfigResolve(t *testing.T) {
 	t.Parallel()
-	c, err := SweeperConfig{}.Resolve()
+	nudger := dispatch.NewNudger(nil, nil, dispatch.NudgerConfig{})
+	c, err := SweeperConfig{Nudger: nudger}.Resolve()
 	require.NoError(t, err)
 	require.Equal(t, DefaultSweepInterval, c.Interval)
 	require.Equal(t, 5*DefaultSweepInterval, c.WalkInterval)
 	require.Equal(t, DefaultReplaceGrace, c.ReplaceGrace)
 	require.Equal(t, jobs.SystemClock, c.Clock)
-	_, err = SweeperConfig{ReplaceGrace: -time.Second}.Resolve()
+	_, err = SweeperConfig{}.Resolve()
+	require.ErrorContains(t, err, "Nudger is required", "a nil Nudger is a programming error")
+	_, err = SweeperConfig{Nudger: nudger, ReplaceGrace: -time.Second}.Resolve()
 	require.ErrorContains(t, err, "ReplaceGrace must be positive")
 	_, err = SweeperConfig{Interval: -1, ReplaceGrace: -time.Second}.Resolve()
 	require.NoError(t, err, "off: the rest is not used")

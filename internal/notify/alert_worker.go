@@ -1,7 +1,7 @@
 // AlertWorker is the River worker that emails an endpoint's owner about an
 // operational event: its circuit opening or closing, Sluice disabling it,
 // its backlog. The event and this job commit together
-// (store.InsertOpEvents), the email is sent once per event (the alert row is marked sent in the
+// (PostOpEvents), the email is sent once per event (the alert row is marked sent in the
 // transaction that completes the job), and a mail server that is down is
 // retried by River without ever blocking delivery.
 
@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -54,7 +53,12 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	if err := w.mailer.Send(ctx, msg); err != nil {
 		return err
 	}
-	return w.store.MarkAlertSent(ctx, a.ID, func(ctx context.Context, tx pgx.Tx) error {
+	// Marked sent in the transaction that completes the job: the email
+	// is not sent again unless the mark is lost with the completion.
+	return w.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.Q.MarkAlertSent(ctx, a.ID); err != nil {
+			return fmt.Errorf("mark alert sent: %w", err)
+		}
 		return jobs.Complete(ctx, tx, job)
 	})
 }

@@ -5,8 +5,8 @@
 // event type, and the SMTP client (SLUICE_SMTP_URL, SLUICE_SMTP_FROM). The
 // owner is the consumer's alert address for a consumer's endpoint that has
 // one, else the tenant's: the same endpoints the event itself is routed
-// to. The email is queued in the transaction that posts the event
-// (store.InsertOpEvents).
+// to. Operational events are posted here (PostOpEvents), and the email is
+// queued in the transaction that posts the event.
 //
 // It also emails a tenant's team members the links that set their
 // passwords, an invitation or a reset (MemberMailWorker), over the same

@@ -33,8 +33,8 @@ type keptTarget struct {
 func (r *Reader) lookUp(ctx context.Context, id uuid.UUID) (store.PollTarget, bool, error) {
 	var stamp uint64
 	stamped := false
-	if r.cfg.Waiters != nil {
-		stamp, stamped = r.cfg.Waiters.PollStamp(id)
+	if r.cfg.Nudger != nil {
+		stamp, stamped = r.cfg.Nudger.PollStamp(id)
 	}
 	if stamped {
 		r.mu.Lock()

@@ -8,7 +8,7 @@
 //     once and the old one stops working: revoking a poll URL is rotating
 //     the secret.
 //   - position: the place of a delivery in its endpoint's line, given by
-//     the first read that sees it committed (store.ReadPoll), never by
+//     the first read that sees it committed (readPage), never by
 //     its writer: transactions commit out of order, and a place fixed at
 //     insert could fall behind a cursor already read past.
 //   - cursor: an opaque string naming a position (EncodeCursor). A read
@@ -63,9 +63,9 @@ var ErrTooManyWaiting = errors.New("too many poll requests waiting")
 // ErrBadCursor answers a cursor that is not one a read gave.
 var ErrBadCursor = errors.New("cursor is not one this poll URL gave")
 
-// Waiters is how a waiting read hears of new deliveries, and how the
-// Reader knows a look-up it kept is still current (kept.go): the
-// process's dispatch.Nudger.
+// Waiters is what the Reader needs of the process's dispatch.Nudger: how a
+// waiting read hears of new deliveries, and how the Reader knows a
+// look-up it kept is still current (kept.go).
 type Waiters interface {
 	JoinPoll(endpointID uuid.UUID) (wakes <-chan struct{}, leave func())
 	// PollStamp names the last change this process heard of the
@@ -75,8 +75,10 @@ type Waiters interface {
 
 // Config configures a Reader.
 type Config struct {
-	Store   *store.Store
-	Waiters Waiters
+	Store *store.Store
+	// Nudger wakes waiting reads: the process's. Nil: a read does not
+	// wait, and no look-up is kept.
+	Nudger Waiters
 	// MaxWaitingPerTenant bounds a tenant's reads waiting at once in this
 	// process, MaxWaiting the process's: a waiting read holds a goroutine
 	// and a connection from its client, never one to the database.
@@ -235,13 +237,13 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 	}
 	limit := cmp.Or(req.Limit, DefaultLimit)
 	wait := min(req.Wait, MaxWait)
-	if r.cfg.Waiters == nil {
+	if r.cfg.Nudger == nil {
 		wait = 0
 	}
 	var wakes <-chan struct{}
 	if wait > 0 {
 		var leave func()
-		wakes, leave = r.cfg.Waiters.JoinPoll(id)
+		wakes, leave = r.cfg.Nudger.JoinPoll(id)
 		defer leave()
 	}
 	t, kept, err := r.target(ctx, id, mac)
@@ -269,11 +271,11 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 			items, err = r.cfg.Store.PollPage(ctx, id, after, limit)
 		default:
 			var marked int64
-			items, marked, err = r.cfg.Store.ReadPoll(ctx, id, after, limit)
+			items, marked, err = readPage(ctx, r.cfg.Store, id, after, limit)
 			metrics.PollDelivered.Add(float64(marked))
 			r.Forget(id) // its positions moved
 		}
-		if errors.Is(err, store.ErrCursorAhead) {
+		if errors.Is(err, errCursorAhead) {
 			return Page{}, ErrBadCursor
 		}
 		if err != nil {

@@ -32,7 +32,7 @@ var (
 // delivery of its event to the endpoint is queued (ErrEventQueued).
 func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
 	var out sluice.Delivery
-	err := st.WithTx(ctx, func(tx store.Tx) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		src, err := tx.Q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
 		if err != nil {
 			return store.NotFound(err)
@@ -66,7 +66,7 @@ func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs
 // A delivered or dead delivery is ErrNotQueued.
 func Retry(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
 	var out sluice.Delivery
-	err := st.WithTx(ctx, func(tx store.Tx) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		d, err := tx.Q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
 		if err != nil {
 			return store.NotFound(err)
@@ -101,7 +101,12 @@ type Newest struct {
 // NewestOf returns, for each of the deliveries that has been replayed,
 // its newest replay.
 func NewestOf(ctx context.Context, st *store.Store, ids []uuid.UUID) (map[uuid.UUID]Newest, error) {
-	rows, err := st.Queries().NewestReplays(ctx, ids)
+	var rows []dbq.NewestReplaysRow
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.NewestReplays(ctx, ids)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("newest replays: %w", err)
 	}

@@ -34,7 +34,7 @@ const (
 // count is exact and the request stays short.
 func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, jobs store.JobQueue) (int64, error) {
 	var n int32
-	err := st.WithTx(ctx, func(tx store.Tx) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		if _, err := tx.Q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
 			return store.NotFound(err)
 		}
@@ -68,7 +68,7 @@ func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UU
 // any failure, or twice, never replays a delivery twice.
 func Staged(ctx context.Context, st *store.Store, requestID, endpointID uuid.UUID, limit int, jobs store.JobQueue) (bool, error) {
 	var finished bool
-	err := st.WithTx(ctx, func(tx store.Tx) error {
+	err := st.InTx(ctx, func(tx store.Tx) error {
 		// The insert's lock first, as deleting the endpoint takes it before
 		// the request's row: taken the other way round, they deadlock.
 		if _, err := tx.Q.LockEndpointKeyShare(ctx, endpointID); errors.Is(err, pgx.ErrNoRows) {
@@ -116,8 +116,13 @@ func chunk(ctx context.Context, tx store.Tx, requestID, endpointID uuid.UUID, li
 
 // CountReplayable is how many deliveries Endpoint with f would queue now.
 func CountReplayable(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter) (int64, error) {
-	n, err := st.Queries().CountReplayable(ctx, dbq.CountReplayableParams{
-		TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
+	var n int64
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.Q.CountReplayable(ctx, dbq.CountReplayableParams{
+			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
+		})
+		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count replayable deliveries: %w", err)

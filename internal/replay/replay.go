@@ -13,6 +13,7 @@ import (
 
 	"github.com/riverqueue/river"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -26,15 +27,18 @@ const Timeout = 10 * time.Minute
 type Worker struct {
 	river.WorkerDefaults[jobs.ReplayArgs]
 	store  *store.Store
+	nudger *dispatch.Nudger
 	leases *jobs.LeaseHolder
 	logger *slog.Logger
 }
 
-// NewWorker returns a replay worker on st. Each run holds a lease on
-// leases (nil: none), so that the sweeper replaces the job within seconds
-// if the process dies mid-run, instead of River's rescuer much later.
-func NewWorker(st *store.Store, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
-	return &Worker{store: st, leases: leases, logger: logger}
+// NewWorker returns a replay worker on st, whose runs queue their
+// endpoints' dispatch and their own next chunk with nudger (the process's;
+// required). Each run holds a lease on leases (nil: none), so that the
+// sweeper replaces the job within seconds if the process dies mid-run,
+// instead of River's rescuer much later.
+func NewWorker(st *store.Store, nudger *dispatch.Nudger, leases *jobs.LeaseHolder, logger *slog.Logger) *Worker {
+	return &Worker{store: st, nudger: nudger, leases: leases, logger: logger}
 }
 
 // Timeout implements river.Worker.
@@ -68,7 +72,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.ReplayArgs]) error
 		}
 		defer held.Release()
 	}
-	return Run(ctx, w.store, job.Args, jobs.FromContext(ctx))
+	return Run(ctx, w.store, job.Args, w.nudger)
 }
 
 // Run replays a request's staged deliveries Chunk at a time

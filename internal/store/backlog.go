@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -40,39 +38,16 @@ func (s *Store) Backlogs(ctx context.Context, after uuid.UUID, limit int) ([]Bac
 		out[i] = Backlog{
 			EndpointID: r.ID, Alerted: r.Alerted, Queued: r.Queued,
 			Waited: time.Duration(r.Waited * float64(time.Second)),
-			Alert:  *backlogAlertOf(dbq.Endpoint{BacklogAlertQueued: r.BacklogAlertQueued, BacklogAlertOldestSeconds: r.BacklogAlertOldestSeconds}),
+			Alert:  *BacklogAlertOf(r.BacklogAlertQueued, r.BacklogAlertOldestSeconds),
 		}
 	}
 	return out, nil
 }
 
-// RaiseBacklogAlert tells the owner of b's endpoint of its backlog, for
-// reason (sluice.ReasonQueued or ReasonOldest), in one transaction: the
-// endpoint marked alerted, the sluice.endpoint.backlog event posted and
-// the email queued. It reports false, doing nothing, when the endpoint was
-// alerted already, disabled or deleted meanwhile.
-func (s *Store) RaiseBacklogAlert(ctx context.Context, jobs JobQueue, b Backlog, reason string) (bool, error) {
-	raised := false
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		row, err := q.RaiseBacklogAlert(ctx, b.EndpointID)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("mark backlog alerted: %w", err)
-		}
-		ev := sluice.OpEndpoint{ID: b.EndpointID, URL: row.Url, Consumer: row.Consumer}.Event(sluice.OpEndpointBacklog, reason)
-		ev.Payload.Queued = new(row.Queued)
-		ev.Payload.OldestDueSeconds = new(int64(max(b.Waited, 0) / time.Second))
-		ev.Payload.BacklogAlert = backlogAlertOf(dbq.Endpoint{BacklogAlertQueued: row.BacklogAlertQueued, BacklogAlertOldestSeconds: row.BacklogAlertOldestSeconds})
-		if err := InsertOpEvents(ctx, Tx{Tx: tx, Q: q}, jobs, row.TenantID, []sluice.OpEvent{ev}); err != nil {
-			return err
-		}
-		raised = true
-		return nil
-	})
-	return raised, err
+// BacklogAlertOf maps an endpoint row's backlog alert columns; nil when
+// it has none.
+func BacklogAlertOf(queued, oldestSeconds *int32) *sluice.BacklogAlert {
+	return backlogAlertOf(dbq.Endpoint{BacklogAlertQueued: queued, BacklogAlertOldestSeconds: oldestSeconds})
 }
 
 // RearmBacklogAlerts lets the endpoints alert again: their backlog fell

@@ -12,7 +12,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// InsertOpEvents posts operational events into a tenant's stream in tx,
+// InsertOpEvents is notify.PostOpEvents at the time of the call, for the
+// store's UpdateEndpoint, which cannot import notify. It posts
+// operational events into a tenant's stream in tx,
 // with the fan-out job that makes their deliveries, so that each event
 // commits with the transition it reports and is delivered like any other
 // (fanout routes it; the job nudges the endpoints after its commit). Each

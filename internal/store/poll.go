@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -12,15 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
-
-// ErrCursorAhead reports a poll cursor past every position the endpoint
-// has given: not one of its own.
-var ErrCursorAhead = errors.New("cursor past the endpoint's last position")
-
-// maxPlaced bounds how many deliveries one poll read gives positions to, so
-// that a read after a long silence stays a short transaction; the rest get
-// theirs at the next reads.
-const maxPlaced = 1000
 
 // PollTarget is what a poll request needs of its endpoint, as it was when
 // looked up.
@@ -81,88 +71,19 @@ type PollItem struct {
 	CreatedAt time.Time
 }
 
-// ReadPoll reads a page of a poll endpoint's deliveries after the cursor
-// position after, in one transaction under the endpoint's poll_cursors
-// row lock (00031_poll_delivery.sql):
-//
-//  1. give positions, after the last one given, to the deliveries
-//     committed since the last read (at most maxPlaced, in event order);
-//  2. mark the positioned deliveries up to after still pending as
-//     delivered, each with an attempt of status 200: the reader has
-//     passed them;
-//  3. answer up to limit positioned deliveries after after.
-//
-// Positions never change, so reading the same cursor again answers the
-// same page (with what was placed since after it, when the page was
-// short). Readers of one endpoint take turns on the lock. The
-// transaction commits durably: a position lost in a crash could be given
-// again to another delivery, and a cursor the client holds would then
-// skip it.
-func (s *Store) ReadPoll(ctx context.Context, endpointID uuid.UUID, after int64, limit int) ([]PollItem, int64, error) {
-	var items []PollItem
-	var marked int64
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		cur, err := q.LockPollCursor(ctx, endpointID)
-		if err != nil {
-			return fmt.Errorf("lock poll cursor: %w", notFound(err))
-		}
-		placed, err := q.PlacePollDeliveries(ctx, dbq.PlacePollDeliveriesParams{
-			LastPosition: cur.LastPosition, EndpointID: endpointID, MaxRows: maxPlaced,
-		})
-		if err != nil {
-			return fmt.Errorf("place poll deliveries: %w", err)
-		}
-		last := cur.LastPosition
-		for _, p := range placed {
-			last = max(last, p)
-		}
-		if after > last {
-			return ErrCursorAhead
-		}
-		if after > cur.ReadPosition {
-			marked, err = q.MarkPollDelivered(ctx, dbq.MarkPollDeliveredParams{
-				EndpointID: endpointID, After: cur.ReadPosition, Upto: after,
-			})
-			if err != nil {
-				return fmt.Errorf("mark poll deliveries delivered: %w", err)
-			}
-		}
-		if last != cur.LastPosition || after > cur.ReadPosition {
-			err = q.SavePollCursor(ctx, dbq.SavePollCursorParams{
-				EndpointID: endpointID, LastPosition: last, ReadPosition: after,
-			})
-			if err != nil {
-				return fmt.Errorf("save poll cursor: %w", err)
-			}
-		}
-		rows, err := q.PollPage(ctx, dbq.PollPageParams{EndpointID: endpointID, After: after, MaxRows: int32(limit)})
-		if err != nil {
-			return fmt.Errorf("read poll page: %w", err)
-		}
-		items = pollItems(rows)
-		return nil
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	return items, marked, nil
-}
-
 // PollPage reads up to limit of the endpoint's positioned deliveries after
 // the position after, without a transaction: for a read that has nothing
-// to write (PollTarget). Positions never change, so it answers what
-// ReadPoll would have, less what commits meanwhile, which the next read
-// places.
+// to write (package poll places and marks in a transaction of its own).
 func (s *Store) PollPage(ctx context.Context, endpointID uuid.UUID, after int64, limit int) ([]PollItem, error) {
 	rows, err := s.q.PollPage(ctx, dbq.PollPageParams{EndpointID: endpointID, After: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("read poll page: %w", err)
 	}
-	return pollItems(rows), nil
+	return PollItems(rows), nil
 }
 
-func pollItems(rows []dbq.PollPageRow) []PollItem {
+// PollItems maps rows of the PollPage statement.
+func PollItems(rows []dbq.PollPageRow) []PollItem {
 	items := make([]PollItem, len(rows))
 	for i, r := range rows {
 		items[i] = PollItem{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt}

@@ -15,7 +15,7 @@ import (
 // subscribed to other types (blocked-5000's setting) and 10 subscribed to
 // the posted type; the routing query a post runs, in the generic plan a
 // prepared statement settles on and with the settings of its transaction
-// (store.WithRoutingTx), reads the matching subscriptions only. Without the
+// (store.Store.InRoutingTx), reads the matching subscriptions only. Without the
 // settings it read all 2,010 and every endpoint of the tenant.
 func TestRoutingReadsOnlyMatchingSubscriptions(t *testing.T) {
 	t.Parallel()

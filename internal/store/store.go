@@ -1,8 +1,10 @@
-// Package store is Sluice's shared SQL access. It speaks domain types from
-// package sluice; the sqlc-generated code in store/dbq leaves it only for
-// the packages that own their statements' decisions (fanout, dispatch,
-// replay, maintenance, through tx.go), and pgx.ErrNoRows becomes
-// sluice.ErrNotFound here (NotFound) and nowhere else.
+// Package store is Sluice's shared SQL access: rows mapped to the domain
+// types of package sluice, and the ways into a transaction (tx.go). It
+// makes no decisions and imports no domain package (TestStoreImports):
+// the packages that decide (poll, notify, fanout, dispatch, replay,
+// maintenance) run the sqlc-generated statements of store/dbq in a Tx.
+// pgx.ErrNoRows becomes sluice.ErrNotFound here (NotFound) and nowhere
+// else.
 package store
 
 import (
@@ -26,20 +28,16 @@ type Store struct {
 	pool *pgxpool.Pool
 	q    *dbq.Queries
 	box  *secretbox.Box
-
-	// routed runs a statement alone held to index probes (Routed).
-	routed *dbq.Queries
 }
 
 // New returns a Store on pool that encrypts secrets with box.
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
-	return &Store{
-		pool: pool, q: dbq.New(ctxDB{pool}), box: box,
-		routed: dbq.New(newOneShot(pool, IndexProbes)),
-	}
+	return &Store{pool: pool, q: dbq.New(ctxDB{pool}), box: box}
 }
 
-// Pool is the connection pool the store uses, for River and health checks.
+// Pool is the connection pool the store uses: River's driver and the
+// statements package jobs runs on River's own tables take it. The store's
+// tables are reached through a transaction (InTx) or the store's methods.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
 // Ping checks that the database answers.
@@ -91,12 +89,6 @@ func page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv fu
 	return out, nil
 }
 
-// InTx runs fn in a transaction, committing if it returns nil: for work
-// that is only River's (a job completing itself and queueing its successor).
-func (s *Store) InTx(ctx context.Context, fn func(context.Context, pgx.Tx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, tx) })
-}
-
 // inTx runs fn in a transaction, committing if it returns nil.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{}, fn)
@@ -125,20 +117,6 @@ func (s *Store) inTxWith(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
-}
-
-// asyncCommit begins a transaction whose commit does not wait for the WAL
-// flush (inAsyncTx), BEGIN and the setting in one round trip.
-const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
-
-// inAsyncTx is inTx for a transaction whose loss in a Postgres crash is
-// harmless: its commit does not wait for the WAL flush
-// (synchronous_commit = off, for this transaction only). Events commit
-// synchronously, so such a loss never loses an accepted event; and
-// Postgres commits in order, so a later synchronous commit makes every
-// earlier one durable too.
-func (s *Store) inAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, fn)
 }
 
 // IndexProbes hold the planner, for the rest of a transaction, to nested

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"github.com/sluice-dev/sluice/internal/flow"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -12,53 +11,93 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// The generated statements are shared persistence; a package that owns
-// the only use of some of them (package maintenance, the partition
-// changes) runs them through these, in transactions it shapes itself.
+// The ways into the database. InTx is the way in; each other one exists
+// for a reason a test or a measurement holds, and is named for it:
+//
+//   - InRoutingTx: a transaction held to IndexProbes, for routing;
+//   - InAsyncTx: a transaction whose commit does not wait for the WAL
+//     flush, for the Nudger's dispatch jobs;
+//   - BeginStep: a transaction its caller commits, for a dispatch step
+//     that decides between its statements;
+//   - OneShot: statements each run alone with settings, in one round
+//     trip, for dispatch's claims and records and routed inserts;
+//   - Change (change.go): the control layer's, one operation and its
+//     audit entry.
 
-// Queries are the generated statements on the store's pool.
-func (s *Store) Queries() *dbq.Queries { return s.q }
-
-// InQueriesTx runs fn in a transaction, committing if it returns nil, with
-// the generated statements bound to the transaction.
-func (s *Store) InQueriesTx(ctx context.Context, fn func(ctx context.Context, tx pgx.Tx, q *dbq.Queries) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(ctx, tx, s.q.WithTx(tx)) })
-}
-
-// Tx is one of the store's transactions, handed to a package that makes
-// its own decisions inside one (fanout, dispatch): Q runs the sqlc queries
-// in it, and the embedded pgx.Tx is there for COPY and for River's inserts,
-// which commit with the rest.
+// Tx is one of the store's transactions, handed to the package that makes
+// the decisions inside it: Q runs the generated statements in it, and the
+// embedded pgx.Tx is there for COPY and for River's inserts, which commit
+// with the rest.
 type Tx struct {
 	pgx.Tx
 	Q *dbq.Queries
 }
 
-// WithTx runs fn in a transaction, committing if it returns nil.
-func (s *Store) WithTx(ctx context.Context, fn func(Tx) error) error {
-	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(Tx{Tx: tx, Q: s.q.WithTx(tx)}) })
+// InTx runs fn in a transaction, committing if it returns nil. Inside a
+// change (Change) fn runs in a savepoint of the change's transaction.
+func (s *Store) InTx(ctx context.Context, fn func(Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error { return fn(s.tx(tx)) })
 }
 
-// Begin begins a transaction the caller commits or rolls back: for steps
-// that decide between their statements (dispatch). opts.BeginQuery may set
-// settings for the transaction (SetLocal).
-func (s *Store) Begin(ctx context.Context, opts pgx.TxOptions) (Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, opts)
+// InRoutingTx is InTx for a transaction that routes events to their
+// endpoints (SubscriptionsForEvents) and makes their deliveries, held to
+// IndexProbes: the routing query's generic plan, made without knowing the
+// post's types, would otherwise read every subscription and endpoint of
+// the tenant and join them by hash, where the index of subscription
+// patterns finds the few that match and each endpoint is one probe of its
+// key (TestRoutingReadsOnlyMatchingSubscriptions).
+// One round trip: BEGIN and the settings go as one simple-protocol query.
+func (s *Store) InRoutingTx(ctx context.Context, fn func(Tx) error) error {
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(IndexProbes)}, func(tx pgx.Tx) error {
+		return fn(s.tx(tx))
+	})
+}
+
+// asyncCommit begins a transaction whose commit does not wait for the WAL
+// flush, BEGIN and the setting in one round trip.
+const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"
+
+// InAsyncTx is InTx for a transaction whose loss in a Postgres crash is
+// harmless: its commit does not wait for the WAL flush
+// (synchronous_commit = off, for this transaction only). It is for the
+// dispatch jobs the Nudger queues, which the sweeper's walk queues again
+// if a crash loses them. Events commit synchronously, so such a loss
+// never loses an accepted event; and Postgres commits in order, so a
+// later synchronous commit makes every earlier one durable too.
+func (s *Store) InAsyncTx(ctx context.Context, fn func(Tx) error) error {
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, func(tx pgx.Tx) error { return fn(s.tx(tx)) })
+}
+
+// StepSettings are settings (name, value) for one transaction begun by
+// BeginStep, written once into its BEGIN.
+type StepSettings struct{ begin string }
+
+// NewStepSettings returns settings for BeginStep; its zero value sets
+// none.
+func NewStepSettings(settings [][2]string) StepSettings {
+	return StepSettings{begin: "BEGIN" + setLocal(settings)}
+}
+
+// BeginStep begins a transaction the caller commits or rolls back, with
+// settings for it alone, BEGIN and the settings in one round trip: for a
+// dispatch step, which decides between its statements and ends with a
+// commit or a rollback of its own choosing.
+func (s *Store) BeginStep(ctx context.Context, settings StepSettings) (Tx, error) {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: settings.begin})
 	if err != nil {
 		return Tx{}, fmt.Errorf("begin: %w", err)
 	}
-	return Tx{Tx: tx, Q: s.q.WithTx(tx)}, nil
+	return s.tx(tx), nil
 }
 
-// SetLocal is what follows BEGIN in a BeginQuery to set settings for the
-// transaction alone: one round trip for BEGIN and the settings.
-func SetLocal(settings [][2]string) string { return setLocal(settings) }
-
 // OneShot returns the generated statements on the store's pool, each run
-// alone with settings (see oneShot).
+// alone with settings (see oneShot): one round trip where BEGIN, the
+// settings, the statement and COMMIT would take three.
 func (s *Store) OneShot(settings [][2]string) *dbq.Queries {
 	return dbq.New(newOneShot(s.pool, settings))
 }
+
+func (s *Store) tx(tx pgx.Tx) Tx { return Tx{Tx: tx, Q: s.q.WithTx(tx)} }
 
 // OpenSecret decrypts a secret the store sealed (an endpoint's signing
 // secret).
@@ -74,38 +113,6 @@ func (s *Store) OpenSecret(sealed []byte) ([]byte, error) {
 func EndpointRateLimit(e dbq.Endpoint) *sluice.RateLimit {
 	return rateLimitOf(e)
 }
-
-// EndpointAdaptive is an endpoint row's adaptive rate state (the zero
-// value when it has not slowed down).
-func EndpointAdaptive(e dbq.Endpoint) flow.Adaptive {
-	var a flow.Adaptive
-	if e.AdaptiveRate != nil && e.AdaptiveRateAt != nil {
-		a.Rate, a.At = *e.AdaptiveRate, *e.AdaptiveRateAt
-	}
-	if e.AdaptiveHalvedAt != nil {
-		a.HalvedAt = *e.AdaptiveHalvedAt
-	}
-	return a
-}
-
-// WithRoutingTx is WithTx for a transaction that routes events to their
-// endpoints (SubscriptionsForEvents) and makes their deliveries, held to
-// IndexProbes: the routing query's generic plan, made without knowing the
-// post's types, would otherwise read every subscription and endpoint of
-// the tenant and join them by hash, where the index of subscription
-// patterns finds the few that match and each endpoint is one probe of its
-// key (TestRoutingReadsOnlyMatchingSubscriptions).
-// One round trip: BEGIN and the settings go as one simple-protocol query.
-func (s *Store) WithRoutingTx(ctx context.Context, fn func(Tx) error) error {
-	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(IndexProbes)}, func(tx pgx.Tx) error {
-		return fn(Tx{Tx: tx, Q: s.q.WithTx(tx)})
-	})
-}
-
-// Routed runs one statement alone (oneShot), held to IndexProbes as
-// WithRoutingTx holds a transaction: for a small group of events stored,
-// routed and fanned out in one statement (InsertRoutedEvents).
-func (s *Store) Routed() *dbq.Queries { return s.routed }
 
 // NotFound turns pgx.ErrNoRows (and a foreign key violation) into
 // sluice.ErrNotFound, for the code that runs queries in a Tx.

@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // Notify sends payload on a Postgres notification channel; inside a change
@@ -14,11 +12,4 @@ func (s *Store) Notify(ctx context.Context, channel, payload string) error {
 		return fmt.Errorf("notify %s: %w", channel, err)
 	}
 	return nil
-}
-
-// InAsyncTx runs fn in a transaction whose commit does not wait for the
-// WAL flush (inAsyncTx): for the dispatch jobs Nudge queues, which the
-// sweeper's walk queues again if a crash loses them.
-func (s *Store) InAsyncTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return s.inAsyncTx(ctx, fn)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -56,4 +57,10 @@ func Settle(t testing.TB, st *store.Store, endpointID uuid.UUID, outcome func(di
 		t.Fatal(err)
 	}
 	return len(claimed)
+}
+
+// Nudger returns a Nudger on st that inserts jobs with q, as app builds
+// the process's: for tests of what is given one.
+func Nudger(st *store.Store, q *jobs.Queue) *dispatch.Nudger {
+	return dispatch.NewNudger(st, q, dispatch.NudgerConfig{})
 }
