@@ -63,8 +63,10 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	case cmd == "serve":
 		return serve(ctx, args[1:], logger)
 	case cmd == "version":
-		_, err := fmt.Fprintln(stdout, version.String())
-		return err
+		if _, err := fmt.Fprintln(stdout, version.String()); err != nil {
+			return fmt.Errorf("print version: %w", err)
+		}
+		return nil
 	case cmd == "migrate":
 		return migrateCmd(ctx, logger)
 	case cmd == "tenant" && len(args) > 1 && args[1] == "create":
@@ -98,7 +100,7 @@ func serve(ctx context.Context, args []string, logger *slog.Logger) error {
 	fs.BoolVar(&roles.API, "api", false, "serve the REST API")
 	fs.BoolVar(&roles.Worker, "worker", false, "run the delivery workers")
 	fs.BoolVar(&roles.Dashboard, "dashboard", false, "serve the dashboard")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if !roles.API && !roles.Worker && !roles.Dashboard {
@@ -129,7 +131,7 @@ func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	name := fs.String("name", "", "tenant name")
 	alertEmail := fs.String("alert-email", "", "address for circuit-breaker alerts")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *name == "" {
@@ -155,7 +157,7 @@ func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	tenant := tenantFlag(fs)
 	name := fs.String("name", "cli", "a name for the key, to recognise it in lists")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tenantID, err := tenant()
@@ -179,7 +181,7 @@ func apikeyList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey list", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	tenant := tenantFlag(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tenantID, err := tenant()
@@ -211,7 +213,7 @@ func apikeyRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("apikey revoke", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	idFlag := fs.String("id", "", "API key id (from apikey list)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	id, err := uuid.Parse(*idFlag)
@@ -242,6 +244,14 @@ func withStore(ctx context.Context, fn func(context.Context, *store.Store) error
 	}
 	defer pool.Close()
 	return fn(ctx, store.New(pool, nil))
+}
+
+// parseFlags parses a subcommand's flags; the error names the subcommand.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("parse %s flags: %w", fs.Name(), err)
+	}
+	return nil
 }
 
 // tenantFlag defines the --tenant flag on fs and returns its parser, which

@@ -34,7 +34,7 @@ func viewTenant(t sluice.Tenant) tenantView {
 func tenantList(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("tenant list", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -71,7 +71,7 @@ func tenantSetDisabled(disabled bool) func(context.Context, []string, io.Writer)
 		fs := flag.NewFlagSet(name, flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		tenant := tenantFlag(fs)
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return err
 		}
 		tenantID, err := tenant()

@@ -20,7 +20,7 @@ func tenantSetRate(ctx context.Context, args []string, stdout io.Writer) error {
 	fs.SetOutput(io.Discard)
 	tenant := tenantFlag(fs)
 	rate := fs.String("rate", "", `the API rate, such as 50/s or 600/m, or "default"`)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	tenantID, err := tenant()

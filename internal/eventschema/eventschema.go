@@ -114,7 +114,7 @@ func Compile(schema []byte) (*Schema, error) {
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
-		return nil, fmt.Errorf("is not JSON: %v", err)
+		return nil, fmt.Errorf("is not JSON: %w", err)
 	}
 	if objects(doc) > MaxSchemaObjects {
 		return nil, fmt.Errorf("must hold at most %d objects (subschemas)", MaxSchemaObjects)
@@ -123,7 +123,7 @@ func Compile(schema []byte) (*Schema, error) {
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("is not a JSON Schema: %v", err)
+		return nil, fmt.Errorf("is not a JSON Schema: %w", err)
 	}
 	// Validation inside "not" only asks whether the value is valid, so it
 	// stops at the first failure instead of building every error.

@@ -23,7 +23,7 @@ import (
 func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 	river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
 	if err != nil {
-		return err
+		return fmt.Errorf("prepare river migrations: %w", err)
 	}
 	if _, err := river.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
 		return fmt.Errorf("river migrations: %w", err)
@@ -31,17 +31,17 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 
 	migrations, err := fs.Sub(db.Migrations, "migrations")
 	if err != nil {
-		return err
+		return fmt.Errorf("find sluice migrations: %w", err)
 	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		return err
+		return fmt.Errorf("make migration lock: %w", err)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	defer sqlDB.Close()
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations, goose.WithSessionLocker(locker))
 	if err != nil {
-		return err
+		return fmt.Errorf("prepare sluice migrations: %w", err)
 	}
 	results, err := provider.Up(ctx)
 	if err != nil {

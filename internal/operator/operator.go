@@ -6,6 +6,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -33,7 +34,7 @@ func New(client *river.Client[pgx.Tx], token string, logger *slog.Logger) (*UI, 
 		Prefix:    Prefix,
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make river UI handler: %w", err)
 	}
 	// Browsers send Basic credentials with cross-site requests too: refuse
 	// cross-origin writes (cancel, delete, retry, pause) by their
@@ -44,7 +45,12 @@ func New(client *river.Client[pgx.Tx], token string, logger *slog.Logger) (*UI, 
 
 // Start starts the UI's background services (count caches); they stop
 // when ctx ends.
-func (u *UI) Start(ctx context.Context) error { return u.ui.Start(ctx) }
+func (u *UI) Start(ctx context.Context) error {
+	if err := u.ui.Start(ctx); err != nil {
+		return fmt.Errorf("start river UI: %w", err)
+	}
+	return nil
+}
 
 // Mount serves the UI at Prefix on r.
 func (u *UI) Mount(r chi.Router) {

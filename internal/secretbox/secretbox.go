@@ -46,11 +46,11 @@ func New(key []byte) (*Box, error) {
 	}
 	block, err := aes.NewCipher(key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make AES cipher: %w", err)
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make GCM: %w", err)
 	}
 	return &Box{aead: aead}, nil
 }
@@ -70,5 +70,9 @@ func (b *Box) Open(sealed []byte) ([]byte, error) {
 	if len(sealed) < n {
 		return nil, errors.New("secretbox: ciphertext too short")
 	}
-	return b.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	plaintext, err := b.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	if err != nil {
+		return nil, fmt.Errorf("secretbox: decrypt: %w", err)
+	}
+	return plaintext, nil
 }

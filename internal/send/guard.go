@@ -81,7 +81,7 @@ func (g guard) check(addr netip.Addr) error {
 	if IsMetadataAddr(addr) {
 		return fmt.Errorf("%w: %s", ErrMetadataAddr, addr)
 	}
-	return g.ssrf.SafeAddr(addr)
+	return g.ssrf.SafeAddr(addr) //nolint:wrapcheck // the ssrf decision is the error: endpointrules.reason reads its text after the ssrf prefix
 }
 
 // control decides whether the dialer may connect to address (an IP and
@@ -95,5 +95,9 @@ func (g guard) control(network, address string, c syscall.RawConn) error {
 	if err := g.check(ap.Addr()); err != nil {
 		return err
 	}
-	return g.ssrf.Safe(network, address, c) // the network type; the address passes again
+	// The network type; the address passes again.
+	if err := g.ssrf.Safe(network, address, c); err != nil {
+		return fmt.Errorf("check dial target: %w", err)
+	}
+	return nil
 }

@@ -93,20 +93,20 @@ func makeTemplate(ctx context.Context, serverURL string) (string, error) {
 	name := fmt.Sprintf("sluice_tpl_%d_%d", os.Getpid(), time.Now().UnixNano())
 	admin, err := pgx.Connect(ctx, serverURL)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("connect to server: %w", err)
 	}
 	defer admin.Close(ctx)
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return "", err
+		return "", fmt.Errorf("create template database: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(serverURL)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("parse server URL: %w", err)
 	}
 	cfg.ConnConfig.Database = name
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("open template pool: %w", err)
 	}
 	defer pool.Close()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -5,6 +5,7 @@
 package receiver
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -69,7 +70,7 @@ func (r *Receiver) Close() {
 func (r *Receiver) SetSecret(secret string) error {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
-		return err
+		return fmt.Errorf("parse signing secret: %w", err)
 	}
 	r.mu.Lock()
 	r.wh = wh

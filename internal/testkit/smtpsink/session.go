@@ -53,7 +53,7 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 func (s *session) Data(r io.Reader) error {
 	data, err := io.ReadAll(r)
 	if err != nil {
-		return err
+		return err //nolint:wrapcheck // go-smtp finds an *smtp.SMTPError (ErrDataTooLarge: 552) by type assertion, not errors.As
 	}
 	m := parse(data)
 	m.From, m.To = s.from, append([]string(nil), s.to...)

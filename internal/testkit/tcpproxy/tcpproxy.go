@@ -5,6 +5,7 @@
 package tcpproxy
 
 import (
+	"fmt"
 	"net"
 	"sync"
 )
@@ -32,7 +33,7 @@ type pair struct{ client, server net.Conn }
 func Start(target string) (*Proxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	open := make(chan struct{})
 	close(open)

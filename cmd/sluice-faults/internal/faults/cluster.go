@@ -32,7 +32,7 @@ type Cluster struct {
 func StartCluster(ctx context.Context, root, dir string, basePort int) (*Cluster, error) {
 	c := &Cluster{Dir: dir, pgsh: filepath.Join(root, "scripts", "pg.sh")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make cluster directory: %w", err)
 	}
 	out, err := exec.CommandContext(ctx, "bash", c.pgsh, "bindir").Output()
 	if err != nil {
@@ -50,7 +50,7 @@ func StartCluster(ctx context.Context, root, dir string, basePort int) (*Cluster
 		case errors.As(err, &exit) && exit.ExitCode() == 3:
 			continue // port in use
 		default:
-			return nil, fmt.Errorf("pg.sh start: %v\n%s", err, msg)
+			return nil, fmt.Errorf("pg.sh start: %w\n%s", err, msg)
 		}
 	}
 	return nil, fmt.Errorf("no free port in %d..%d", basePort, basePort+99)
@@ -65,7 +65,7 @@ func (c *Cluster) URL(db string) string {
 func (c *Cluster) CreateDatabase(ctx context.Context, db string) error {
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to cluster: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, q := range []string{"DROP DATABASE IF EXISTS " + db + " WITH (FORCE)", "CREATE DATABASE " + db} {
@@ -98,7 +98,7 @@ func (c *Cluster) asOwner(ctx context.Context, name string, args ...string) *exe
 func (c *Cluster) Crash(ctx context.Context) error {
 	out, err := c.asOwner(ctx, "pg_ctl", "stop", "-D", filepath.Join(c.Dir, "data"), "-m", "immediate", "-w", "-t", "30").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctl stop -m immediate: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl stop -m immediate: %w\n%s", err, out)
 	}
 	return nil
 }
@@ -108,7 +108,7 @@ func (c *Cluster) Crash(ctx context.Context) error {
 func (c *Cluster) Start(ctx context.Context) error {
 	out, err := exec.CommandContext(ctx, "bash", c.pgsh, "start", c.Dir, strconv.Itoa(c.Port)).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg.sh start: %v\n%s", err, out)
+		return fmt.Errorf("pg.sh start: %w\n%s", err, out)
 	}
 	return nil
 }
@@ -118,7 +118,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 func (c *Cluster) pids() ([]int, error) {
 	b, err := os.ReadFile(filepath.Join(c.Dir, "data", "postmaster.pid"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read postmaster.pid: %w", err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	pm, err := strconv.Atoi(strings.TrimSpace(line))
@@ -192,23 +192,23 @@ func (c *Cluster) Destroy(keepLog string) {
 // dir).
 func (c *Cluster) BaseBackup(ctx context.Context, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("make standby directory: %w", err)
 	}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
 		if err != nil {
-			return err
+			return fmt.Errorf("look up user postgres: %w", err)
 		}
 		uid, _ := strconv.Atoi(u.Uid)
 		gid, _ := strconv.Atoi(u.Gid)
 		if err := os.Chown(dir, uid, gid); err != nil {
-			return err
+			return fmt.Errorf("give standby directory to postgres: %w", err)
 		}
 	}
 	out, err := c.asOwner(ctx, "pg_basebackup", "-h", "127.0.0.1", "-p", strconv.Itoa(c.Port), "-U", "postgres",
 		"-D", filepath.Join(dir, "data"), "-R", "-X", "stream", "-c", "fast").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_basebackup: %v\n%s", err, out)
+		return fmt.Errorf("pg_basebackup: %w\n%s", err, out)
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ func (c *Cluster) BaseBackup(ctx context.Context, dir string) error {
 func (c *Cluster) RequireSyncStandby(ctx context.Context) error {
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to cluster: %w", err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	for _, q := range []string{`ALTER SYSTEM SET synchronous_standby_names = '*'`, `SELECT pg_reload_conf()`} {
@@ -231,7 +231,7 @@ func (c *Cluster) RequireSyncStandby(ctx context.Context) error {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		var n int
 		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'`).Scan(&n); err != nil {
-			return err
+			return fmt.Errorf("count synchronous standbys: %w", err)
 		}
 		if n > 0 {
 			return nil
@@ -250,7 +250,7 @@ func (c *Cluster) RequireSyncStandby(ctx context.Context) error {
 func (c *Cluster) Promote(ctx context.Context) error {
 	out, err := c.asOwner(ctx, "pg_ctl", "promote", "-D", filepath.Join(c.Dir, "data"), "-w", "-t", "60").CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("pg_ctl promote: %v\n%s", err, out)
+		return fmt.Errorf("pg_ctl promote: %w\n%s", err, out)
 	}
 	return nil
 }

@@ -150,7 +150,7 @@ type Sampler struct {
 func StartSampler(db *pgxpool.Pool, path string, interval time.Duration) (*Sampler, error) {
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create sample file: %w", err)
 	}
 	s := &Sampler{db: db, file: f, stop: make(chan struct{})}
 	s.wg.Go(func() {

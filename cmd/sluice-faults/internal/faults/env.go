@@ -104,7 +104,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	e.Dir = filepath.Join(s.dir, cfg.name)
 	e.Cluster, e.Logf, e.stop = s.cluster, s.logf, make(chan struct{})
 	if err := os.MkdirAll(e.Dir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("make scenario directory: %w", err)
 	}
 	db := "faults_" + strings.ReplaceAll(cfg.name, "-", "_")
 	dbURL, err := s.database(ctx, cfg, db, e)
@@ -146,7 +146,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		checkURL = dbURL // whichever host is primary
 	}
 	if e.DB, err = pgxpool.New(ctx, checkURL); err != nil {
-		return err
+		return fmt.Errorf("open check pool: %w", err)
 	}
 
 	modes := map[string]Mode{}
@@ -400,8 +400,8 @@ func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
 				return nil
 			}
 		}
-		if sleep(ctx, 100*time.Millisecond) != nil {
-			return ctx.Err()
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return err
 		}
 	}
 	return fmt.Errorf("api not ready after %s (log: %s)", limit, e.API.LogPath)
@@ -441,7 +441,7 @@ func (e *Env) callStatus(ctx context.Context, path string, body any, status int,
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return err
+		return fmt.Errorf("POST %s: %w", path, err)
 	}
 	defer resp.Body.Close()
 	msg, _ := io.ReadAll(resp.Body)
@@ -449,7 +449,9 @@ func (e *Env) callStatus(ctx context.Context, path string, body any, status int,
 		return fmt.Errorf("POST %s: %d %s", path, resp.StatusCode, msg)
 	}
 	if out != nil {
-		return json.Unmarshal(msg, out)
+		if err := json.Unmarshal(msg, out); err != nil {
+			return fmt.Errorf("decode POST %s response: %w", path, err)
+		}
 	}
 	return nil
 }
@@ -462,14 +464,14 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return ctx.Err() //nolint:wrapcheck // a context-aware wait ends with the context's own error, as ctx.Err() does
 	}
 }
 
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil

@@ -26,7 +26,7 @@ func BuildSluice(ctx context.Context, root, dir string) (string, error) {
 	cmd := exec.CommandContext(ctx, goBin, "build", "-o", bin, "./cmd/sluice")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/sluice: %w\n%s", err, out)
 	}
 	return bin, nil
 }
@@ -36,7 +36,7 @@ func BuildSluice(ctx context.Context, root, dir string) (string, error) {
 func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("find working directory: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "scripts", "pg.sh")); err == nil {
@@ -85,7 +85,7 @@ func (p *Proc) Start() error {
 	}
 	f, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return fmt.Errorf("open %s log: %w", p.Name, err)
 	}
 	p.runs++
 	fmt.Fprintf(f, "=== faults: start #%d of %s at %s\n", p.runs, p.Name, time.Now().Format(time.RFC3339Nano))
@@ -97,7 +97,7 @@ func (p *Proc) Start() error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	done := make(chan struct{})
 	p.cmd, p.done, p.expected = cmd, done, false
@@ -196,7 +196,7 @@ func runOnce(ctx context.Context, env []string, bin string, args ...string) ([]b
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return nil, fmt.Errorf("sluice %s: %v: %s", strings.Join(args, " "), err, stderr.Bytes())
+		return nil, fmt.Errorf("sluice %s: %w: %s", strings.Join(args, " "), err, stderr.Bytes())
 	}
 	return out, nil
 }

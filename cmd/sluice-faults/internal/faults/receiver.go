@@ -81,12 +81,12 @@ type Receiver struct {
 func StartReceiver(logPath string, modes map[string]Mode) (*Receiver, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create receiver log: %w", err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, fmt.Errorf("listen for webhooks: %w", err)
 	}
 	r := &Receiver{ln: ln, modes: maps.Clone(modes), logFile: f, log: bufio.NewWriterSize(f, 64<<10),
 		seen: map[string]struct{}{}, verify: map[string]*standardwebhooks.Webhook{}}
@@ -108,7 +108,7 @@ func (r *Receiver) SetMode(name string, m Mode) {
 func (r *Receiver) SetSecret(name, secret string) error {
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
-		return err
+		return fmt.Errorf("parse signing secret of %s: %w", name, err)
 	}
 	r.mu.Lock()
 	r.verify[name] = wh

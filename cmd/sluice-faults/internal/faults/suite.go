@@ -61,12 +61,12 @@ func NewSuite(ctx context.Context, cfg Config) (s *Suite, err error) {
 	}
 	dir, err := os.MkdirTemp("", "sluice-faults-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make suite directory: %w", err)
 	}
 	// The cluster runs as the postgres user when we are root: it must
 	// reach its directory.
 	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open suite directory to postgres: %w", err)
 	}
 	s = &Suite{cfg: cfg, dir: dir, logf: cfg.Logf}
 	defer func() {

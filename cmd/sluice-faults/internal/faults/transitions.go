@@ -233,7 +233,11 @@ func opEventIDs(ctx context.Context, db interface {
 	if err != nil {
 		return nil, fmt.Errorf("operational events: %w", err)
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("operational events: %w", err)
+	}
+	return ids, nil
 }
 
 // OpFigures are what the reconciliation of transitions and operational
