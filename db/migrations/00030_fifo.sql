@@ -1,6 +1,6 @@
 -- +goose Up
 
--- FIFO endpoints (SPEC "FIFO endpoints"): an endpoint with ordering 'fifo'
+-- FIFO endpoints (docs/architecture.md, "FIFO endpoints"): an endpoint with ordering 'fifo'
 -- gets each line of its deliveries (its deliveries with one ordering_key,
 -- '' for events without one) one at a time, in the order of their
 -- fifo_position.

@@ -1,4 +1,4 @@
-// Package poll is pull delivery (SPEC "Pull delivery"): an endpoint with
+// Package poll is pull delivery (docs/architecture.md, "Pull delivery"): an endpoint with
 // delivery "poll" is read by its consumer from its poll URL instead of
 // being sent its deliveries.
 //

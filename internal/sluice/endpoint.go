@@ -21,7 +21,7 @@ const (
 	CircuitHalfOpen = "half_open"
 )
 
-// Endpoint orderings (SPEC "FIFO endpoints"): OrderingFIFO sends each
+// Endpoint orderings (docs/architecture.md, "FIFO endpoints"): OrderingFIFO sends each
 // line of an endpoint's deliveries (those of one ordering_key) one at a
 // time, in the order their events were accepted.
 const (
@@ -72,7 +72,7 @@ type Circuit struct {
 	NextProbeAt         *time.Time `json:"next_probe_at"`
 }
 
-// BacklogAlert is when an endpoint's owner hears of its backlog (SPEC
+// BacklogAlert is when an endpoint's owner hears of its backlog (docs/receiving.md,
 // "Backlog alerts"): Queued deliveries queued, or its oldest due delivery
 // waiting OldestSeconds. Zero leaves a threshold unset; at least one is set.
 type BacklogAlert struct {
