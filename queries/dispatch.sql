@@ -60,7 +60,7 @@ UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 -- keeps it pending for the new payload; a replay or deletion is seen there
 -- too. Its index (deliveries_claim_idx) is its order, so it reads max_rows
 -- index entries whatever the backlog. It claims for many endpoints in one
--- statement, each up to its own limit: the plain claims of concurrent
+-- statement, each up to its own limit: the unlocked claims of concurrent
 -- dispatch runs are group-committed (internal/dispatch/claimer.go).
 --
 -- Each claim starts after a position in the queue (after_at, after_id):

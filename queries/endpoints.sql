@@ -37,8 +37,8 @@ LIMIT @max_rows;
 
 -- UpdateEndpoint returns the endpoint's parked dispatch job, if any, so
 -- that the change can wake it (a new rate limit may let it send now), and
--- whether it was disabled before, so that disabling or enabling it is
--- announced (sluice.endpoint.disabled, sluice.endpoint.enabled). Disabling
+-- whether it was disabled before, so that disabling or enabling it posts
+-- its operational event (sluice.endpoint.disabled, .enabled). Disabling
 -- by hand keeps the reason of an endpoint Sluice disabled already.
 -- name: UpdateEndpoint :one
 WITH old AS (

@@ -1,9 +1,9 @@
 -- +goose Up
 
--- FIFO endpoints (SPEC "FIFO endpoints"): an endpoint with ordering 'fifo'
--- gets each line of its deliveries (its deliveries with one ordering_key,
--- '' for events without one) one at a time, in the order of their
--- fifo_position.
+-- FIFO endpoints (docs/architecture.md, "FIFO endpoints"): an endpoint
+-- with ordering 'fifo' gets each line of its deliveries (its deliveries
+-- with one ordering_key, '' for events without one) one at a time, in the
+-- order of their fifo_position.
 ALTER TABLE endpoints ADD COLUMN ordering text NOT NULL DEFAULT 'none'
     CHECK (ordering IN ('none', 'fifo'));
 

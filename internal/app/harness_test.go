@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
@@ -218,11 +220,18 @@ func (h *harness) settle() {
 	h.t.Helper()
 	var queued, unfinished int
 	eventually(h.t, 30*time.Second, func() bool {
-		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(), `
-			SELECT (SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')),
-			       (SELECT count(*) FROM river_job
-			        WHERE state NOT IN ('completed', 'cancelled', 'discarded') AND kind <> $1)`,
-			jobs.RetentionArgs{}.Kind()).Scan(&queued, &unfinished))
+		ctx := context.Background()
+		// One snapshot for both counts, as one statement would read them.
+		tx, err := h.proc.Pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		require.NoError(h.t, err)
+		defer func() { _ = tx.Rollback(ctx) }()
+		require.NoError(h.t, tx.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE status IN ('pending', 'failed')`).Scan(&queued))
+		unfinished = 0
+		for _, j := range jobstest.Live(jobstest.All(h.t, tx)) {
+			if j.Kind != (jobs.RetentionArgs{}).Kind() {
+				unfinished++
+			}
+		}
 		return queued == 0 && unfinished == 0
 	},
 		"Sluice settles: %v deliveries queued, %v jobs unfinished", lazy(func() any { return queued }), lazy(func() any { return unfinished }))
@@ -235,9 +244,7 @@ func (h *harness) finished(kind string) {
 	h.t.Helper()
 	var unfinished int
 	eventually(h.t, 30*time.Second, func() bool {
-		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(), `
-			SELECT count(*) FROM river_job WHERE kind = $1 AND state NOT IN ('completed', 'cancelled', 'discarded')`,
-			kind).Scan(&unfinished))
+		unfinished = len(jobstest.Live(jobstest.OfKind(h.t, h.proc.Pool, kind)))
 		return unfinished == 0
 	}, "%v %s jobs unfinished", lazy(func() any { return unfinished }), kind)
 }

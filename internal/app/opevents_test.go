@@ -209,10 +209,10 @@ func TestDisableAfterDisablesAFailingEndpoint(t *testing.T) {
 	noOpEvents(t, star, "the endpoint subscribed to *")
 }
 
-// TestDeadDeliveryIsAnnouncedOnce: a delivery going dead emits
+// TestDeadDeliveryPostsOneOpEvent: a delivery going dead emits
 // sluice.delivery.dead naming it; that event's own delivery going dead at
 // a failing endpoint emits nothing more.
-func TestDeadDeliveryIsAnnouncedOnce(t *testing.T) {
+func TestDeadDeliveryPostsOneOpEvent(t *testing.T) {
 	h := start(t, map[string]string{"SLUICE_RETRY_SCHEDULE": "10ms"})
 	bad, opsDown, ops := receiver.New(t), receiver.New(t), receiver.New(t)
 	bad.Answer(receiver.Behavior{Status: 500})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -135,8 +136,6 @@ func TestSlowRateLimitParksToTheMoment(t *testing.T) {
 		require.GreaterOrEqual(t, gap, 2900*time.Millisecond, "gap %d: never faster than the rate", i)
 		require.Less(t, gap, 4500*time.Millisecond, "gap %d: the parked job runs when its token is due", i)
 	}
-	var parked int
-	require.NoError(t, h.proc.Store.Pool().QueryRow(t.Context(),
-		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1 AND state = 'completed'`, epID).Scan(&parked))
+	parked := len(jobstest.InState(jobstest.Dispatch(t, h.proc.Store.Pool(), epID), "completed"))
 	require.GreaterOrEqual(t, parked, 2, "each wait ended its run: the endpoint was parked, not polled")
 }

@@ -9,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
@@ -174,10 +176,7 @@ func (h *harness) keptRows() map[string]int {
 func (h *harness) retentionRanOnce() {
 	h.t.Helper()
 	eventually(h.t, 30*time.Second, func() bool {
-		var done bool
-		require.NoError(h.t, h.proc.Pool.QueryRow(context.Background(),
-			`SELECT EXISTS (SELECT 1 FROM river_job WHERE kind = 'retention' AND state = 'completed')`).Scan(&done))
-		return done
+		return len(jobstest.InState(jobstest.OfKind(h.t, h.proc.Pool, jobs.RetentionArgs{}.Kind()), "completed")) > 0
 	}, "Sluice's retention job completed on start")
 }
 

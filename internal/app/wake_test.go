@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -36,9 +37,7 @@ func TestTrickleWakesTheLingeringRun(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return rcv.Count() == posts+1 }, "the failed one sent again")
 	require.Equal(t, posts, unique(rcv), "each once")
 
-	var jobs int
-	require.NoError(t, h.proc.Store.Pool().QueryRow(t.Context(),
-		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, id).Scan(&jobs))
+	jobs := len(jobstest.Dispatch(t, h.proc.Store.Pool(), id))
 	t.Logf("%d posts in %s: %d dispatch jobs", posts, took.Round(time.Millisecond), jobs)
 	require.LessOrEqual(t, jobs, posts/4, "posts woke the lingering run rather than queueing a job each")
 }

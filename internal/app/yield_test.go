@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -27,10 +28,9 @@ func TestBudgetEndsTheRunOrYields(t *testing.T) {
 
 	eventually(t, 20*time.Second, func() bool { return last.Count() == 1 && more.Count() == 2 }, "all delivered")
 	jobs := func(endpointID string) (done, live int) {
-		require.NoError(t, h.proc.Store.Pool().QueryRow(t.Context(), `
-			SELECT count(*) FILTER (WHERE finalized_at IS NOT NULL), count(*) FILTER (WHERE finalized_at IS NULL)
-			FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, endpointID).Scan(&done, &live))
-		return done, live
+		all := jobstest.Dispatch(t, h.proc.Store.Pool(), endpointID)
+		live = len(jobstest.Live(all))
+		return len(all) - live, live
 	}
 	eventually(t, 10*time.Second, func() bool { _, l1 := jobs(lastID); _, l2 := jobs(moreID); return l1+l2 == 0 }, "runs ended")
 	done, _ := jobs(lastID)

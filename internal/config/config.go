@@ -73,7 +73,7 @@ type Config struct {
 // guards every job of every tenant, so it must not be guessable.
 const MinOperatorTokenLen = 32
 
-// Defaults, as SPEC.md gives them.
+// Defaults, as docs/configuration.md lists them.
 const (
 	DefaultAddr             = "127.0.0.1:8080"
 	DefaultRetrySchedule    = "5s,30s,2m,10m,30m,1h,2h,4h,8h"

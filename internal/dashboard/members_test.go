@@ -2,7 +2,6 @@ package dashboard_test
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
@@ -260,21 +261,11 @@ func TestForgotPassword(t *testing.T) {
 	require.Equal(t, known.Body, unknown.Body)
 	requireContains(t, known, "If a member has this email")
 
-	rows, err := b.store.Pool().Query(context.Background(), `SELECT args FROM river_job WHERE kind = 'member_mail' ORDER BY id`)
-	require.NoError(t, err)
 	var purposes []string
-	for rows.Next() {
-		var raw []byte
-		require.NoError(t, rows.Scan(&raw))
-		var a struct {
-			MemberID string `json:"member_id"`
-			Purpose  string `json:"purpose"`
-		}
-		require.NoError(t, json.Unmarshal(raw, &a))
-		require.Equal(t, ann.ID.String(), a.MemberID)
+	for _, a := range jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool()) {
+		require.Equal(t, ann.ID, a.MemberID)
 		purposes = append(purposes, a.Purpose)
 	}
-	require.NoError(t, rows.Err())
 	require.Equal(t, []string{member.PurposeInvite, member.PurposeReset}, purposes, "the invitation, then the one reset")
 }
 

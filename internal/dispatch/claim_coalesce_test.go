@@ -34,18 +34,18 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	}
 	db := dispatch.NewDB(f.Store)
 	older := post(`{"v":1}`)
-	claimed, err := db.ClaimPlain(ctx, ep, 10)
+	claimed, err := db.ClaimUnlocked(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, claimed, 1)
 	require.Equal(t, older, claimed[0].EventID)
 
 	newer := post(`{"v":2}`) // re-points the in-flight delivery
-	require.NoError(t, db.RecordPlain(ctx, []dispatch.Outcome{{
+	require.NoError(t, db.RecordUnlocked(ctx, []dispatch.Outcome{{
 		DeliveryID: claimed[0].ID, EventID: older, Status: sluice.DeliveryDelivered,
 		At: time.Now(), StatusCode: 200, LatencyMS: 5,
 	}}))
 
-	again, err := db.ClaimPlain(ctx, ep, 10)
+	again, err := db.ClaimUnlocked(ctx, ep, 10)
 	require.NoError(t, err)
 	require.Len(t, again, 1, "the delivery is due again")
 	require.Equal(t, claimed[0].ID, again[0].ID)

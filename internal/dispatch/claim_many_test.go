@@ -11,11 +11,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
-// TestClaimPlainManyKeepsEachEndpointToItsOwn: one statement claims for
+// TestClaimUnlockedManyKeepsEachEndpointToItsOwn: one statement claims for
 // several endpoints, each its own due deliveries, oldest first, up to its
 // own limit; an endpoint with nothing due gets nothing, and learns when its
 // next queued delivery is due (never, with none queued).
-func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
+func TestClaimUnlockedManyKeepsEachEndpointToItsOwn(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := t.Context()
@@ -28,7 +28,7 @@ func TestClaimPlainManyKeepsEachEndpointToItsOwn(t *testing.T) {
 		WHERE endpoint_id = $1`, later, retryAt) // its two retries: the earlier one at retryAt
 	require.NoError(t, err)
 
-	got, err := dispatch.NewDB(f.Store).ClaimPlainMany(ctx, []dispatch.ClaimRequest{
+	got, err := dispatch.NewDB(f.Store).ClaimUnlockedMany(ctx, []dispatch.ClaimRequest{
 		{EndpointID: b, N: 10}, {EndpointID: idle, N: 10}, {EndpointID: a, N: 3}, {EndpointID: later, N: 10},
 	})
 	require.NoError(t, err)
@@ -61,7 +61,7 @@ func TestClaimStartsAfterItsPosition(t *testing.T) {
 	ep := subscribed(t, f, "a")
 	posted := postEvents(t, f, "a", 5)
 	claim := func(n int, after dispatch.Position) dispatch.Claim {
-		got, err := dispatch.NewDB(f.Store).ClaimPlainMany(ctx, []dispatch.ClaimRequest{{EndpointID: ep, N: n, After: after}})
+		got, err := dispatch.NewDB(f.Store).ClaimUnlockedMany(ctx, []dispatch.ClaimRequest{{EndpointID: ep, N: n, After: after}})
 		require.NoError(t, err)
 		return got[0]
 	}

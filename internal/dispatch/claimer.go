@@ -7,7 +7,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/batch"
 )
 
-// claimer reads the plain claims of many endpoints' dispatch runs together
+// claimer reads the unlocked claims of many endpoints' dispatch runs together
 // (group commit, see package batch), as the recorder stores their attempts:
 // under steady load of single events each run claims one or two deliveries
 // a step, and a statement per claim was a large share of the database's
@@ -19,7 +19,7 @@ type claimer struct {
 }
 
 // claimFunc claims for many endpoints in one statement:
-// DB.ClaimPlainMany.
+// DB.ClaimUnlockedMany.
 type claimFunc func(context.Context, []ClaimRequest) ([]Claim, error)
 
 // maxClaimRuns bounds the runs whose claims one statement reads.
@@ -32,10 +32,10 @@ func newClaimer(claim claimFunc, committers int) *claimer {
 	return &claimer{claim: claim, batch: batch.New(cfg, batch.CommitFunc[ClaimRequest, Claim](claim))}
 }
 
-// claimPlain claims what req asks for (up to N of an endpoint's due
+// claimUnlocked claims what req asks for (up to N of an endpoint's due
 // deliveries after a position), possibly in one statement with other runs'
 // claims. After close it claims on its own.
-func (c *claimer) claimPlain(ctx context.Context, req ClaimRequest) (Claim, error) {
+func (c *claimer) claimUnlocked(ctx context.Context, req ClaimRequest) (Claim, error) {
 	claimed, err := c.batch.Submit(ctx, req)
 	if errors.Is(err, batch.ErrClosed) {
 		all, err := c.claim(ctx, []ClaimRequest{req})

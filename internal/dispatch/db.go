@@ -15,7 +15,7 @@ import (
 )
 
 // DB is a dispatch run's reads and writes on the shared store: the
-// transactions of its steps (StepTx) and the plain claims and records,
+// transactions of its steps (StepTx) and the unlocked claims and records,
 // which need none.
 type DB struct {
 	st *store.Store
@@ -26,16 +26,16 @@ type DB struct {
 	// running it. Other statements, whose plans depend on their values,
 	// are planned as usual.
 	groupClaim *dbq.Queries
-	// plainRecord runs the plain record alone with recordSettings.
-	plainRecord *dbq.Queries
+	// unlockedRecord runs the unlocked record alone with recordSettings.
+	unlockedRecord *dbq.Queries
 }
 
 // NewDB returns the dispatch statements on st.
 func NewDB(st *store.Store) *DB {
 	return &DB{
-		st:          st,
-		groupClaim:  st.OneShot([][2]string{store.GenericPlan}),
-		plainRecord: st.OneShot(recordSettings),
+		st:             st,
+		groupClaim:     st.OneShot([][2]string{store.GenericPlan}),
+		unlockedRecord: st.OneShot(recordSettings),
 	}
 }
 
@@ -114,31 +114,31 @@ type Outcome struct {
 	ResponseBody string // "" when none
 }
 
-// ClaimPlain claims up to n of an endpoint's due deliveries without
+// ClaimUnlocked claims up to n of an endpoint's due deliveries without
 // touching the endpoint row: for a run that knows (from a locked claim
 // less than a second ago) that the endpoint has no rate limit, no throttle
 // and a healthy circuit, so there is nothing to decide or save. It is one
 // read, outside any transaction (ClaimDueDeliveries says why nothing is
 // locked).
-func (d *DB) ClaimPlain(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
-	claimed, err := d.ClaimPlainMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
+func (d *DB) ClaimUnlocked(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
+	claimed, err := d.ClaimUnlockedMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
 	if err != nil {
 		return nil, err
 	}
 	return claimed[0].Deliveries, nil
 }
 
-// ClaimPlainMany is ClaimPlain for many endpoints in one statement: the
-// plain claims of concurrent runs, group-committed (claimer). It returns
+// ClaimUnlockedMany is ClaimUnlocked for many endpoints in one statement: the
+// unlocked claims of concurrent runs, group-committed (claimer). It returns
 // what each claim found, in the order of claims.
-func (d *DB) ClaimPlainMany(ctx context.Context, claims []ClaimRequest) ([]Claim, error) {
+func (d *DB) ClaimUnlockedMany(ctx context.Context, claims []ClaimRequest) ([]Claim, error) {
 	return claimDue(ctx, d.groupClaim, claims)
 }
 
-// RecordPlain stores attempts that change no endpoint's flow state, of any
+// RecordUnlocked stores attempts that change no endpoint's flow state, of any
 // endpoints, in one statement.
-func (d *DB) RecordPlain(ctx context.Context, outcomes []Outcome) error {
-	if err := d.plainRecord.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
+func (d *DB) RecordUnlocked(ctx context.Context, outcomes []Outcome) error {
+	if err := d.unlockedRecord.RecordOutcomes(ctx, outcomeParams(outcomes)); err != nil {
 		return fmt.Errorf("record outcomes: %w", err)
 	}
 	return nil

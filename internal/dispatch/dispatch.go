@@ -1,73 +1,44 @@
 // Package dispatch sends each endpoint's queued deliveries, and owns
 // every way a dispatch run is started or nudged: the Nudger.
 //
-// Each word below means one thing, in code, comments, metrics and logs.
+// Its words (dispatch job, live, run, step, claim, record, unlocked path,
+// blocked, park, yield, finish, successor, linger, queue, wake, nudge,
+// unpark, alarm, announce, lease, line, head) each mean one thing, defined
+// in the glossary of docs/architecture.md. Where each lives here:
 //
-//   - dispatch job: the River job (jobs.DispatchArgs) that sends one
-//     endpoint's due deliveries; unique per endpoint while live.
-//   - live: a dispatch job available, pending, scheduled, retryable or
-//     running: the states River's unique insert checks.
-//   - run: one execution of a dispatch job (Worker.Work). It claims, sends
-//     and records batches until nothing is due, its endpoint is blocked,
-//     or its budget is spent.
-//   - step: one transaction of a run (claim, record, park, finish, yield),
-//     a StepTx (steptx.go), written top to bottom in step.go; its
-//     decisions are plain functions of values in flow.go and retry.go.
-//   - claim: read up to n of an endpoint's due deliveries, oldest due
-//     first, locking nothing (ClaimDueDeliveries in queries/dispatch.sql
-//     says why).
-//   - record: store a batch's attempts, what they did to their deliveries
-//     and to the endpoint's flow state (package flow decides; flow.go
-//     applies; flowstate.go keeps it), and what the tenant is told of it:
-//     alert emails and operational events.
-//   - operational event: an event of Sluice's own (sluice.OpEvent) posted
-//     into the tenant's stream in the transaction of the transition it
-//     reports: a circuit opening or closing, the endpoint disabled, a
-//     delivery going dead.
-//   - disable: stop an endpoint for good until it is enabled by hand, when
-//     its receiver answers 410 Gone or its open circuit's attempts have
-//     all failed for Config.DisableAfter; its queued deliveries stay.
-//   - blocked: an endpoint whose throttle, open circuit or empty token
-//     bucket lets nothing through now.
-//   - finish: end a run when a final check, with the endpoint row locked
-//     FOR UPDATE against fan-out, finds nothing due.
-//   - park: end a blocked run, completing its job and queueing its
-//     successor due when the block lifts.
-//   - yield: end a run whose budget is spent, or whose worker is stopping,
-//     completing its job and queueing its successor due at once.
-//   - successor: the job a park or a yield queues in the transaction that
-//     completes the run's job, so one of the two is always live.
-//   - linger: wait, as a run with nothing due, up to a second for a wake
-//     before finishing.
-//   - queue: insert an endpoint's dispatch job, a no-op when one is live
-//     (Nudger.Dispatch, inside the caller's transaction).
-//   - wake: tell an endpoint's live run that deliveries are due: a signal
-//     to a run in this process, a Postgres notification to the others
-//     (heard by the Nudger's listener). A wake only hastens a run.
-//   - nudge: once deliveries have committed, wake each endpoint's live
-//     run, or queue a job for an endpoint with none (Nudger.Nudge: fan-out,
-//     ingest and the sweeper call it). A poll endpoint (package poll) has
-//     no run: a nudge wakes the poll reads waiting for it instead
-//     (Nudger.JoinPoll), and queues nothing.
-//   - unpark: make a parked job due now (Nudger.Unpark), when the endpoint
-//     changes or its circuit is closed by hand (CloseCircuit).
-//   - alarm: announce a parked job to River's fetchers when its park, made
-//     in this process, ends.
-//   - lease: the lock a run holds while it works (jobs.LeaseHolder), so
-//     that the sweeper can tell a dead run from a live one.
-//   - rescue: replace the job of a dead run with a new one, as the sweeper
-//     does as soon as the run's lease is free. River's own rescuer is the
-//     backstop, after longer than Config.JobTimeout.
-//   - sweep: the sweeper's periodic pass, made by one process at a time:
-//     it rescues, nudges the endpoints whose retries have come due, and
-//     now and then walks.
-//   - walk: the sweep's pass over every endpoint with deliveries queued,
-//     nudging those with deliveries due, for what a crash left between two
-//     commits.
-//   - line: a FIFO endpoint's deliveries with one ordering_key, sent one at
-//     a time in the order of their positions; its head is its queued
-//     delivery with the lowest position, the only one a claim may take
-//     (fifo.go).
+//   - A run is Worker.Work: it claims, sends and records batches until
+//     nothing is due, its endpoint is blocked (planClaim), or its budget
+//     (Config.Budget) is spent, then finishes, parks or yields
+//     (Worker.finish, park, yield; each queues its successor, if any,
+//     with Worker.successor).
+//   - A step is a StepTx (steptx.go), written top to bottom in step.go;
+//     its decisions are pure functions of values in flow.go and retry.go.
+//   - Worker.claim reads on the unlocked path (DB.ClaimUnlocked, the
+//     claims of concurrent runs group-committed by the claimer) or under
+//     the endpoint's lock (claimLocked); neither locks a delivery
+//     (ClaimDueDeliveries in queries/dispatch.sql says why). A FIFO
+//     endpoint's claim takes only the heads of its lines (fifo.go).
+//   - Worker.record stores a batch on the unlocked path (DB.RecordUnlocked,
+//     group-committed by the recorder) or under the lock (recordLocked):
+//     package flow decides what the batch did to the flow state, flow.go
+//     applies it and flowstate.go keeps it; flowPolicy.disable decides
+//     whether the endpoint is disabled (a 410 Gone, or Config.DisableAfter
+//     of failures); opEvents builds the operational events posted in the
+//     same transaction; observeBatch logs and counts what the batch did
+//     once it has committed.
+//   - The Nudger (nudger.go) queues a dispatch job inside the caller's
+//     transaction (Nudger.Dispatch), wakes live runs (a signal in this
+//     process; a Postgres notification, heard by its listener in listen.go,
+//     in the others), lets a run linger, and keeps the alarm (alarm.go)
+//     that announces a parked job when its park ends. Fan-out, ingest and
+//     the sweeper call Nudger.Nudge. A poll endpoint (package poll) has no
+//     run: a nudge wakes the reads waiting for it (Nudger.JoinPoll), moves
+//     its poll stamp (pollstamp.go), and queues nothing.
+//   - CloseCircuit (circuit.go), like a change to the endpoint, unparks
+//     its parked job (jobs.Queue.Unpark).
+//   - A run holds a lease (Config.Leases) while it works, so that the
+//     sweeper can replace the job of a dead run (jobs.ReplaceDead). River's
+//     rescuer is the backstop, after longer than Config.JobTimeout.
 package dispatch
 
 import (
@@ -182,7 +153,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	stopping, stop := context.WithCancel(context.Background())
 	db := NewDB(st)
 	w := &Worker{
-		db: db, cfg: cfg, recorder: newRecorder(db.RecordPlain, 2), claimer: newClaimer(db.ClaimPlainMany, 2),
+		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
 		stopping: stopping, stop: stop,
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
@@ -266,7 +237,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	fifo := false // the endpoint is FIFO, as the last claim read it
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
-			return fmt.Errorf("check lease: %w", err) // the sweeper may have rescued the job already
+			return fmt.Errorf("check lease: %w", err) // the sweeper may have replaced the job already
 		}
 		// Every delivery made since that claim came with a wake (Nudger),
 		// so linger for one instead of claiming again; the final check

@@ -2,7 +2,7 @@ package dispatch
 
 import "github.com/google/uuid"
 
-// RecordSettings are the settings the plain record runs with.
+// RecordSettings are the settings the unlocked record runs with.
 var RecordSettings = recordSettings
 
 // OutcomeIDs are the delivery ids of RecordOutcomes' arrays for outcomes,

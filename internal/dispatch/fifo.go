@@ -11,10 +11,11 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// A FIFO endpoint (SPEC "FIFO endpoints") sends each of its lines (its
-// deliveries with one ordering_key) one delivery at a time, in the order of
-// their positions (00030_fifo.sql). What keeps a second request of a line
-// from being in flight, across worker processes and crashes:
+// A FIFO endpoint (docs/architecture.md, "FIFO endpoints") sends each of
+// its lines (its deliveries with one ordering_key) one delivery at a time,
+// in the order of their positions (00030_fifo.sql). What keeps a second
+// request of a line from being in flight, across worker processes and
+// crashes:
 //
 //   - one run serves an endpoint at a time: River's unique dispatch job,
 //     and the run's lease, which the sweeper checks before it replaces the

@@ -161,9 +161,9 @@ func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, n
 	return f, changes
 }
 
-// changes reports whether a batch would change flow state f or announce a
+// changes reports whether a batch would change flow state f or make a
 // transition: if not, its attempts are recorded without the endpoint's
-// lock (the plain path).
+// lock (the unlocked path).
 func (pol flowPolicy) changes(f Flow, rl *sluice.RateLimit, sent []sentDelivery, now time.Time) bool {
 	after, changes := pol.apply(f, rl, sent, now)
 	return len(changes) > 0 || after != f
@@ -191,10 +191,10 @@ func (pol flowPolicy) disable(after Flow, sent []sentDelivery, now time.Time) (r
 	return "", ""
 }
 
-// mustAnnounce reports whether a batch has something an operational event
+// needsOpEvent reports whether a batch has something an operational event
 // reports beyond its flow state: a 410, or a delivery going dead. Such a
 // batch is recorded under the endpoint's lock.
-func mustAnnounce(sent []sentDelivery) bool {
+func needsOpEvent(sent []sentDelivery) bool {
 	for _, s := range sent {
 		if s.result.StatusCode == http.StatusGone || s.outcome.Status == sluice.DeliveryDead {
 			return true

@@ -16,10 +16,10 @@ import (
 )
 
 // TestRecordPlanDoesNotDependOnStatistics records attempts for 15 of
-// 30,200 deliveries with the plan the plain record made when their week's
+// 30,200 deliveries with the plan the unlocked record made when their week's
 // partition held 200, as it does early in a week: Postgres keeps a
 // statement's generic plan until the table's statistics change. Under the
-// settings the plain record runs with, each delivery is one probe of its
+// settings the unlocked record runs with, each delivery is one probe of its
 // week's primary key and no partition is read whole; without them the plan
 // made for 200 rows reads all 30,200 on every call.
 func TestRecordPlanDoesNotDependOnStatistics(t *testing.T) {

@@ -21,7 +21,7 @@ type recorder struct {
 }
 
 // saveFunc stores attempts of any endpoints in one statement:
-// DB.RecordPlain.
+// DB.RecordUnlocked.
 type saveFunc func(context.Context, []Outcome) error
 
 // maxRecordRuns bounds the runs whose attempts one statement stores: at

@@ -27,7 +27,7 @@ func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 	f := storetest.New(t)
 	good := newDeliveries(t, f, f.TenantA.ID, 60)
 	bad := newDeliveries(t, f, f.TenantB.ID, 6)
-	r := newRecorder(NewDB(f.Store).RecordPlain, 1)
+	r := newRecorder(NewDB(f.Store).RecordUnlocked, 1)
 	defer r.close()
 
 	var wg sync.WaitGroup

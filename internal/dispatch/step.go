@@ -14,7 +14,7 @@ import (
 
 // The steps of a dispatch run. Each is one transaction read top to bottom:
 // the typed statements of a StepTx in the order they run, and between them
-// the decisions, as plain functions of values (flow.go).
+// the decisions, as pure functions of values (flow.go).
 
 // knownTarget is an endpoint as a dispatch run last read it.
 type knownTarget struct {
@@ -23,13 +23,13 @@ type knownTarget struct {
 }
 
 // refreshTarget is how long a run trusts what it last read of its endpoint
-// on the plain path; a PATCH takes effect within it.
+// on the unlocked path; a PATCH takes effect within it.
 const refreshTarget = time.Second
 
-// plain reports whether nothing about the endpoint needs deciding under its
+// unlocked reports whether nothing about the endpoint needs deciding under its
 // row lock: no rate limit, no throttle, a closed circuit without failures,
 // not FIFO (whose claims give sequence numbers: ClaimFIFO).
-func (k knownTarget) plain(now time.Time) bool {
+func (k knownTarget) unlocked(now time.Time) bool {
 	t := k.target
 	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && !t.FIFO && t.RateLimit == nil &&
 		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
@@ -37,16 +37,16 @@ func (k knownTarget) plain(now time.Time) bool {
 }
 
 // claim claims the endpoint's due deliveries after the position at now: on
-// the plain path with a single read, otherwise with claimLocked, which
+// the unlocked path with a single read, otherwise with claimLocked, which
 // decides under the endpoint's lock. The plan says why nothing was claimed;
 // when the claim ran and nothing was due, the claim says when something
 // will be.
 func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget) (Target, claimPlan, Claim, error) {
-	if known.plain(now) {
+	if known.unlocked(now) {
 		n := known.target.MaxInFlight
-		claimed, err := w.claimer.claimPlain(ctx, ClaimRequest{EndpointID: endpointID, N: n, After: after})
+		claimed, err := w.claimer.claimUnlocked(ctx, ClaimRequest{EndpointID: endpointID, N: n, After: after})
 		if err != nil {
-			return known.target, claimPlan{}, Claim{}, fmt.Errorf("plain claim: %w", err)
+			return known.target, claimPlan{}, Claim{}, fmt.Errorf("unlocked claim: %w", err)
 		}
 		return known.target, claimPlan{n: n}, claimed, nil
 	}
@@ -112,9 +112,9 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	}
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
-	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !mustAnnounce(sent) {
+	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !needsOpEvent(sent) {
 		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
-			return false, fmt.Errorf("plain record: %w", err)
+			return false, fmt.Errorf("unlocked record: %w", err)
 		}
 		return false, nil
 	}
@@ -122,7 +122,7 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	if err != nil {
 		return true, fmt.Errorf("locked record: %w", err)
 	}
-	w.announce(target, changes, before, after, sent)
+	w.observeBatch(target, changes, before, after, sent)
 	return true, nil
 }
 
@@ -153,7 +153,7 @@ func recordContext(ctx context.Context, clock Clock, grace time.Duration) (conte
 // reads there, saves that, stores the attempts, the circuit transitions
 // (queueing their emails), the endpoint's disabling when the batch calls
 // for it, and the operational events that report all of these, in one
-// transaction. It returns what it applied, for announce once it has
+// transaction. It returns what it applied, for observeBatch once it has
 // committed.
 func (w *Worker) recordLocked(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger) (changes []CircuitChange, before, after Flow, err error) {
 	tx, err := w.db.Begin(ctx)

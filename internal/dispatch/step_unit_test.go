@@ -23,7 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
-// The unit tests of one dispatch step's decisions: plain functions of
+// The unit tests of one dispatch step's decisions: pure functions of
 // values on a fixed clock, with no database and no sleeping
 // (go test ./internal/dispatch -run Unit).
 
@@ -155,7 +155,7 @@ func TestUnitFlowApply(t *testing.T) {
 		after, changes := testPolicy.apply(f, nil, sent(200, 204), now)
 		require.Equal(t, f, after)
 		require.Empty(t, changes)
-		require.False(t, testPolicy.changes(f, nil, sent(200, 204), now), "recorded on the plain path")
+		require.False(t, testPolicy.changes(f, nil, sent(200, 204), now), "recorded on the unlocked path")
 		require.True(t, testPolicy.changes(f, nil, sent(200, 500), now), "a failure counts: under the lock")
 	})
 	t.Run("429 throttles", func(t *testing.T) {
@@ -218,10 +218,10 @@ func TestUnitFlowApply(t *testing.T) {
 	})
 }
 
-// TestUnitTransitionAnnouncedOnce: the record step checks the batch
+// TestUnitTransitionObservedOnce: the record step checks the batch
 // against the flow state it last read (changes) and applies it under the
-// lock (apply); only announce, once per committed batch, counts and logs.
-func TestUnitTransitionAnnouncedOnce(t *testing.T) {
+// lock (apply); only observeBatch, once per committed batch, counts and logs.
+func TestUnitTransitionObservedOnce(t *testing.T) {
 	w := &Worker{cfg: Config{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, flow: testPolicy}
 	opened := metrics.CircuitTransitions.WithLabelValues("opened")
 	start := counted(t, opened)
@@ -231,7 +231,7 @@ func TestUnitTransitionAnnouncedOnce(t *testing.T) {
 	require.True(t, w.flow.changes(f, nil, batch, clock))
 	after, changes := w.flow.apply(f, nil, batch, clock)
 	require.Equal(t, start, counted(t, opened), "deciding counts nothing")
-	w.announce(Target{ID: uuid.New()}, changes, f, after, batch)
+	w.observeBatch(Target{ID: uuid.New()}, changes, f, after, batch)
 	require.Equal(t, start+1, counted(t, opened))
 }
 
@@ -418,8 +418,8 @@ func TestUnitAdaptiveApply(t *testing.T) {
 		require.Equal(t, flow.Adaptive{}, after.Adaptive)
 	})
 	t.Run("not adaptive: a 429 throttles, the rate stays", func(t *testing.T) {
-		plain := &sluice.RateLimit{PerSecond: 100, Burst: 100}
-		after, _ := testPolicy.apply(Flow{}, plain, sent(429), now)
+		fixed := &sluice.RateLimit{PerSecond: 100, Burst: 100}
+		after, _ := testPolicy.apply(Flow{}, fixed, sent(429), now)
 		require.Equal(t, flow.Adaptive{}, after.Adaptive)
 		require.Equal(t, 1, after.Throttle.Count)
 	})
@@ -445,7 +445,7 @@ func TestUnitFlowDisable(t *testing.T) {
 
 	reason, _ := pol.disable(closed, sent(200, 410), now)
 	require.Equal(t, sluice.DisabledGone, reason, "a 410 disables at once, whatever the circuit")
-	require.True(t, mustAnnounce(sent(410)), "a 410 is recorded under the lock")
+	require.True(t, needsOpEvent(sent(410)), "a 410 is recorded under the lock")
 
 	reason, lastError := pol.disable(openedAt(time.Hour), sent(500), now)
 	require.Equal(t, sluice.DisabledFailing, reason, "a failed probe an hour after the circuit opened")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -61,9 +62,7 @@ func deliveriesOf(t *testing.T, f storetest.Fixture, evs []sluice.Event) int {
 
 func fanoutJobs(t *testing.T, f storetest.Fixture) int {
 	t.Helper()
-	var n int
-	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = 'fanout'`).Scan(&n))
-	return n
+	return len(jobstest.OfKind(t, f.Store.Pool(), "fanout"))
 }
 
 // TestGroupsAreStoredAsPosted: a small group of events (one INSERT) and a

@@ -1,13 +1,14 @@
 package httpapi_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 )
 
 // TestMembers: invite, list, read, change and remove a member through the
@@ -16,7 +17,6 @@ import (
 // and 422 naming the fields at fault.
 func TestMembers(t *testing.T) {
 	b := setup(t)
-	ctx := context.Background()
 
 	r := b.do(b.keyA, http.MethodPost, "/v1/members", map[string]any{"email": "Ann@Acme.test", "role": "viewer"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
@@ -27,14 +27,10 @@ func TestMembers(t *testing.T) {
 	annID := ann["id"].(string)
 
 	// The invitation's email is a job, queued with the member.
-	var args []byte
-	require.NoError(t, b.store.Pool().QueryRow(ctx, `SELECT args FROM river_job WHERE kind = 'member_mail'`).Scan(&args))
-	var job struct {
-		MemberID string `json:"member_id"`
-		Purpose  string `json:"purpose"`
-	}
-	require.NoError(t, json.Unmarshal(args, &job))
-	require.Equal(t, annID, job.MemberID)
+	mails := jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool())
+	require.Len(t, mails, 1)
+	job := mails[0]
+	require.Equal(t, annID, job.MemberID.String())
 	require.Equal(t, "invite", job.Purpose)
 
 	for name, tc := range map[string]struct {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
@@ -20,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -333,10 +333,10 @@ func TestPollEndpointsGetNoDispatch(t *testing.T) {
 	b.post(1)
 
 	jobsFor := func() []string {
-		rows, err := b.store.Pool().Query(ctx, `SELECT args ->> 'endpoint_id' FROM river_job WHERE kind = 'dispatch'`)
-		require.NoError(t, err)
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		require.NoError(t, err)
+		var ids []string
+		for _, a := range jobstest.ArgsOf[jobs.DispatchArgs](t, b.store.Pool()) {
+			ids = append(ids, a.EndpointID.String())
+		}
 		return ids
 	}
 	// The push endpoint's job shows the nudge of both endpoints has run.
@@ -344,8 +344,7 @@ func TestPollEndpointsGetNoDispatch(t *testing.T) {
 	require.Equal(t, []string{pushID}, jobsFor())
 	require.Len(t, b.deliveries("endpoint_id="+pollID), 1)
 
-	_, err := b.store.Pool().Exec(ctx, `DELETE FROM river_job WHERE kind = 'dispatch'`)
-	require.NoError(t, err)
+	jobstest.DeleteKind(t, b.store.Pool(), "dispatch")
 	need, err := jobs.EndpointsNeedingDispatch(ctx, b.store.Pool(), 100, uuid.Nil)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{uuid.MustParse(pushID)}, need)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -46,6 +47,7 @@ func benchBulkReplay(b *testing.B, n int) {
 				b.Fatal(err)
 			}
 		}
+		jobstest.DeleteAll(b, f.Store.Pool())
 		b.StartTimer()
 		req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"status":"dead"}`))
 		if err != nil {
@@ -70,6 +72,5 @@ func benchBulkReplay(b *testing.B, n int) {
 var benchReplayReset = []string{
 	"DELETE FROM deliveries WHERE replayed_from IS NOT NULL",
 	"DELETE FROM replay_requests",
-	"DELETE FROM river_job",
 	"SELECT 1",
 }

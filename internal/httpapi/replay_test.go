@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
@@ -246,7 +247,9 @@ func TestLargeBulkReplayInBackground(t *testing.T) {
 			}
 		case <-deadline:
 			var state, errs string
-			_ = b.store.Pool().QueryRow(t.Context(), "SELECT state, errors::text FROM river_job WHERE kind = 'replay'").Scan(&state, &errs)
+			if js := jobstest.OfKind(t, b.store.Pool(), "replay"); len(js) > 0 {
+				state, errs = js[0].State, js[0].Errors
+			}
 			t.Fatalf("the job left %d of %d staged; job %s, errors %s", staged, n, state, errs)
 		}
 	}

@@ -59,7 +59,7 @@ func TestTextHygiene(t *testing.T) {
 // surrogate pairs and escaped backslashes inside a payload (a json column,
 // stored byte for byte); and that a payload holding an escaped NUL, which
 // Postgres would keep but many receivers' strings cannot hold, is refused
-// naming the payload, as NUL is in every other text (SPEC: Tenancy and auth).
+// naming the payload, as NUL is in every other text (docs/api.md, "Requests").
 func TestTextAccepted(t *testing.T) {
 	b := setup(t)
 	payload := `{"emoji":"\ud83d\ude00","quote":"\\ud800","slash":"\\u0000"}`

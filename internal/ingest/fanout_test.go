@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -86,17 +87,12 @@ func deliveriesOf(t *testing.T, f storetest.Fixture, eventID uuid.UUID) int {
 
 func jobsOf(t *testing.T, f storetest.Fixture, kind string) int {
 	t.Helper()
-	var n int
-	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), `SELECT count(*) FROM river_job WHERE kind = $1`, kind).Scan(&n))
-	return n
+	return len(jobstest.OfKind(t, f.Store.Pool(), kind))
 }
 
 func dispatchJobs(t *testing.T, f storetest.Fixture, endpointID uuid.UUID) int {
 	t.Helper()
-	var n int
-	require.NoError(t, f.Store.Pool().QueryRow(t.Context(),
-		`SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND args->>'endpoint_id' = $1`, endpointID.String()).Scan(&n))
-	return n
+	return len(jobstest.Dispatch(t, f.Store.Pool(), endpointID.String()))
 }
 
 // TestDeletedEndpointsDoNotFailPosts deletes endpoints while events for

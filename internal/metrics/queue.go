@@ -30,7 +30,8 @@ type QueueCollector struct {
 	store *store.Store
 }
 
-// NewQueueCollector returns a collector reading st.
+// NewQueueCollector returns a collector reading st. The process registers
+// it (package app), so docs_test.go builds it to see its metrics.
 func NewQueueCollector(st *store.Store) *QueueCollector { return &QueueCollector{store: st} }
 
 // Describe implements prometheus.Collector.

@@ -1,6 +1,6 @@
-// Package poll is pull delivery (SPEC "Pull delivery"): an endpoint with
-// delivery "poll" is read by its consumer from its poll URL instead of
-// being sent its deliveries.
+// Package poll is pull delivery (docs/architecture.md, "Pull delivery"):
+// an endpoint with delivery "poll" is read by its consumer from its poll
+// URL instead of being sent its deliveries.
 //
 //   - poll URL: SLUICE_PUBLIC_URL/poll/<token>. The token names the
 //     endpoint and carries a MAC of its id under the endpoint's current

@@ -2,7 +2,6 @@ package replay_test
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -26,10 +26,9 @@ func staged(t *testing.T, n int) (storetest.Fixture, jobs.ReplayArgs) {
 	queued, err := replay.Endpoint(t.Context(), f.Store, f.TenantA.ID, ep.ID, sluice.ReplayFilter{Status: sluice.DeliveryDead}, f.Jobs)
 	require.NoError(t, err)
 	require.EqualValues(t, n, queued)
-	var raw []byte
-	require.NoError(t, f.Store.Pool().QueryRow(t.Context(), "SELECT args FROM river_job WHERE kind = $1", jobs.ReplayArgs{}.Kind()).Scan(&raw))
-	var args jobs.ReplayArgs
-	require.NoError(t, json.Unmarshal(raw, &args))
+	queuedArgs := jobstest.ArgsOf[jobs.ReplayArgs](t, f.Store.Pool())
+	require.Len(t, queuedArgs, 1)
+	args := queuedArgs[0]
 	require.Equal(t, ep.ID, args.EndpointID)
 	return f, args
 }

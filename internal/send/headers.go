@@ -35,7 +35,7 @@ func IsReservedHeader(name string) bool {
 }
 
 // setSequence sets webhook-sequence, a delivery's number in its FIFO
-// endpoint's line (SPEC "FIFO endpoints"), when it has one (seq > 0).
+// endpoint's line (docs/receiving.md), when it has one (seq > 0).
 func setSequence(h http.Header, seq int64) {
 	if seq > 0 {
 		h.Set("Webhook-Sequence", strconv.FormatInt(seq, 10))

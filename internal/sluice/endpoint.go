@@ -21,9 +21,9 @@ const (
 	CircuitHalfOpen = "half_open"
 )
 
-// Endpoint orderings (SPEC "FIFO endpoints"): OrderingFIFO sends each
-// line of an endpoint's deliveries (those of one ordering_key) one at a
-// time, in the order their events were accepted.
+// Endpoint orderings (docs/architecture.md, "FIFO endpoints"):
+// OrderingFIFO sends each line of an endpoint's deliveries (those of one
+// ordering_key) one at a time, in the order their events were accepted.
 const (
 	OrderingNone = "none"
 	OrderingFIFO = "fifo"
@@ -72,9 +72,10 @@ type Circuit struct {
 	NextProbeAt         *time.Time `json:"next_probe_at"`
 }
 
-// BacklogAlert is when an endpoint's owner hears of its backlog (SPEC
-// "Backlog alerts"): Queued deliveries queued, or its oldest due delivery
-// waiting OldestSeconds. Zero leaves a threshold unset; at least one is set.
+// BacklogAlert is when an endpoint's owner hears of its backlog
+// (docs/receiving.md, "Backlog alerts"): Queued deliveries queued, or its
+// oldest due delivery waiting OldestSeconds. Zero leaves a threshold
+// unset; at least one is set.
 type BacklogAlert struct {
 	Queued        int `json:"queued,omitempty"`
 	OldestSeconds int `json:"oldest_seconds,omitempty"`

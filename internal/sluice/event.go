@@ -23,7 +23,7 @@ type Event struct {
 	// Broadcast events go to every matching endpoint, consumers' included.
 	Broadcast bool `json:"broadcast"`
 	// OrderingKey narrows a FIFO endpoint's order to the events that carry
-	// the same key (SPEC "FIFO endpoints").
+	// the same key (docs/architecture.md, "FIFO endpoints").
 	OrderingKey *string   `json:"ordering_key"`
 	CreatedAt   time.Time `json:"created_at"`
 	// TraceContext is the W3C trace context of the request that posted

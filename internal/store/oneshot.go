@@ -18,7 +18,7 @@ import (
 // statement and its commit, and are gone afterwards. It replaces BEGIN;
 // SET LOCAL …; the statement; COMMIT, three round trips, for the
 // dispatcher's most frequent statements: the group claim, which wants the
-// generic plan, and the plain record, which commits asynchronously.
+// generic plan, and the unlocked record, which commits asynchronously.
 //
 // It implements dbq.DBTX for Exec and Query, which is all those
 // statements use.

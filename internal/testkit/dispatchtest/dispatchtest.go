@@ -45,7 +45,7 @@ func Settle(t testing.TB, st *store.Store, endpointID uuid.UUID, outcome func(di
 	t.Helper()
 	ctx := context.Background()
 	db := dispatch.NewDB(st)
-	claimed, err := db.ClaimPlain(ctx, endpointID, 10_000)
+	claimed, err := db.ClaimUnlocked(ctx, endpointID, 10_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func Settle(t testing.TB, st *store.Store, endpointID uuid.UUID, outcome func(di
 	for i, c := range claimed {
 		outcomes[i] = outcome(c)
 	}
-	if err := db.RecordPlain(ctx, outcomes); err != nil {
+	if err := db.RecordUnlocked(ctx, outcomes); err != nil {
 		t.Fatal(err)
 	}
 	return len(claimed)

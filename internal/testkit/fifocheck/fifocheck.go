@@ -1,8 +1,9 @@
-// Package fifocheck is a receiver for FIFO endpoints (SPEC "FIFO
-// endpoints") that fails at random, and the check of what it received: each
-// line in order, each event only after the one before it was answered 2xx,
-// one request of a line at a time, and webhook-sequence numbers without
-// gaps, the same on every resend of a delivery.
+// Package fifocheck is a receiver for FIFO endpoints (docs/receiving.md,
+// "FIFO endpoints and webhook-sequence") that fails at random, and the
+// check of what it received: each line in order, each event only after the
+// one before it was answered 2xx, one request of a line at a time, and
+// webhook-sequence numbers without gaps, the same on every resend of a
+// delivery.
 //
 // Events carry their place in the sender's order in their payload:
 // {"line": L, "n": N, "a": A}, where N counts the line's posts and A the

@@ -40,11 +40,11 @@ var fifoSettings = []string{
 // fifoMix is how the FIFO receivers answer.
 var fifoMix = fifocheck.Mix{Fail: 0.1, Timeout: 0.02, Reset: 0.05}
 
-// fifoScenario is the FIFO scenario (SPEC "FIFO endpoints"): two FIFO
-// endpoints whose receivers fail at random, lines posted one event after
-// another (one in ten with an Idempotency-Key, which Sluice stores with a
-// fan-out job) and in batches, while workers are killed with SIGKILL and
-// Postgres is stopped with -m immediate.
+// fifoScenario is the FIFO scenario (docs/architecture.md, "FIFO
+// endpoints"): two FIFO endpoints whose receivers fail at random, lines
+// posted one event after another (one in ten with an Idempotency-Key,
+// which Sluice stores with a fan-out job) and in batches, while workers
+// are killed with SIGKILL and Postgres is stopped with -m immediate.
 func fifoScenario(short bool) Scenario {
 	events, rate, kills, crashes := 3000, 120.0, 3, 2
 	if short {

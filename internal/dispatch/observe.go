@@ -5,13 +5,13 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// announce logs and counts what a committed batch did to its endpoint and
-// deliveries: circuit transitions, the start of a throttle window, dead
+// observeBatch logs and counts what a committed batch did to its endpoint
+// and deliveries: circuit transitions, the start of a throttle window, dead
 // letters. It runs once per batch, after the commit, so nothing is told
-// that did not happen. Batches that change no flow state (the plain path)
-// have nothing to announce: a dead letter is a failure, which changes the
+// that did not happen. Batches that change no flow state (the unlocked
+// path) have nothing to log: a dead letter is a failure, which changes the
 // circuit's count.
-func (w *Worker) announce(target Target, changes []CircuitChange, before, after Flow, sent []sentDelivery) {
+func (w *Worker) observeBatch(target Target, changes []CircuitChange, before, after Flow, sent []sentDelivery) {
 	log, id := w.cfg.Logger, target.ID
 	for _, a := range changes {
 		if a.Opened {
