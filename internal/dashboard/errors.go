@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
@@ -82,7 +81,7 @@ func pageErrorFor(err error) *pageError {
 		return errNotFound()
 	case errors.Is(err, sluice.ErrConflict):
 		return &pageError{status: http.StatusConflict, title: "Not possible now", detail: conflictDetail(err)}
-	case store.Unavailable(err):
+	case sluice.Unavailable(err):
 		return errUnavailable()
 	default:
 		return nil
