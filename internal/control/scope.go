@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"errors"
 
 	"github.com/google/uuid"
 
@@ -55,6 +56,9 @@ func (c *Control) Delivery(ctx context.Context, who Caller, id uuid.UUID) (sluic
 // Deliveries is a page of the caller's deliveries matching f; an endpoint
 // filter outside the scope is sluice.ErrNotFound.
 func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
+	if err := validStatus(f.Status); err != nil {
+		return sluice.Page[sluice.Delivery]{}, err
+	}
 	if f.EndpointID != nil && who.portal() {
 		if _, err := c.Endpoint(ctx, who, *f.EndpointID); err != nil {
 			return sluice.Page[sluice.Delivery]{}, err
@@ -85,4 +89,81 @@ func (c *Control) Event(ctx context.Context, who Caller, id uuid.UUID) (sluice.E
 		deliveries = page.Items
 	}
 	return ev, deliveries, nil
+}
+
+// Events is a page of the caller's events, newest first, optionally of one
+// type: a portal caller's are those addressed to its consumer and the
+// broadcasts.
+func (c *Control) Events(ctx context.Context, who Caller, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
+	return c.store.ListConsumerEvents(ctx, who.Tenant, who.Consumer, eventType, p)
+}
+
+// EndpointsByID is the endpoints of the caller's scope with ids, taken
+// from known when there and looked up otherwise. Endpoints that no longer
+// exist, or are outside the scope, are left out.
+func (c *Control) EndpointsByID(ctx context.Context, who Caller, ids []uuid.UUID, known []sluice.Endpoint) (map[uuid.UUID]sluice.Endpoint, error) {
+	out := make(map[uuid.UUID]sluice.Endpoint, len(known))
+	for _, e := range known {
+		if who.ownsEndpoint(e) {
+			out[e.ID] = e
+		}
+	}
+	for _, id := range ids {
+		if _, ok := out[id]; ok {
+			continue
+		}
+		e, err := c.Endpoint(ctx, who, id)
+		if errors.Is(err, sluice.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out[id] = e
+	}
+	return out, nil
+}
+
+// SubscribedTo is what an endpoint of the caller's scope is subscribed
+// to, across its subscriptions: the event-type patterns, in order and
+// without repeats, and the payload filters, each once ("" for a
+// subscription without one, listed only beside filtered ones: it lets
+// every event through).
+func (c *Control) SubscribedTo(ctx context.Context, who Caller, endpointID uuid.UUID) (patterns, filters []string, err error) {
+	if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
+		return nil, nil, err
+	}
+	page, err := c.store.ListSubscriptions(ctx, who.Tenant, &endpointID, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return nil, nil, err
+	}
+	seen, seenFilter := map[string]bool{}, map[string]bool{}
+	for i := len(page.Items) - 1; i >= 0; i-- { // oldest first
+		sub := page.Items[i]
+		for _, p := range sub.EventTypes {
+			if !seen[p] {
+				seen[p] = true
+				patterns = append(patterns, p)
+			}
+		}
+		if f := string(sub.Filter); !seenFilter[f] {
+			seenFilter[f] = true
+			filters = append(filters, f)
+		}
+	}
+	if len(filters) == 1 && filters[0] == "" {
+		filters = nil
+	}
+	return patterns, filters, nil
+}
+
+// Catalogue is the event types an endpoint of the caller's may subscribe
+// to: the tenant's catalogue, followed by Sluice's own operational event
+// types.
+func (c *Control) Catalogue(ctx context.Context, who Caller) ([]sluice.EventType, error) {
+	page, err := c.store.ListEventTypes(ctx, who.Tenant, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return nil, err
+	}
+	return append(page.Items, sluice.OperationalEventTypes()...), nil
 }

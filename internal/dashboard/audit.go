@@ -20,9 +20,6 @@ import (
 // TestAuditEveryDashboardForm fails on a POST route this table does not
 // name.
 var auditActions = map[string]audit.Action{
-	"POST /endpoints/{id}/replay":         "endpoint.replayed",
-	"POST /deliveries/{id}/replay":        "delivery.replayed",
-	"POST /deliveries/{id}/retry":         "delivery.retried",
 	"POST /endpoints":                     "endpoint.created",
 	"POST /endpoints/{id}/edit":           "endpoint.updated",
 	"POST /endpoints/{id}/disable":        "endpoint.updated",
@@ -48,7 +45,10 @@ var auditActions = map[string]audit.Action{
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
 var controlled = map[string]control.Action{
-	"POST /endpoints/{id}/delete": control.EndpointDeleted,
+	"POST /endpoints/{id}/delete":  control.EndpointDeleted,
+	"POST /endpoints/{id}/replay":  control.EndpointReplayed,
+	"POST /deliveries/{id}/replay": control.DeliveryReplayed,
+	"POST /deliveries/{id}/retry":  control.DeliveryRetried,
 }
 
 // guardedPages are the pages not every role may see, named by what they

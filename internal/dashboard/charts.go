@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
@@ -33,12 +34,13 @@ func (cr chartRange) window(now time.Time) (since, until time.Time) {
 	return until.Add(-time.Duration(cr.n) * cr.bucket), until
 }
 
-// attemptCharts are an endpoint's charts at now, one query per range.
-func (sc scoped) attemptCharts(ctx context.Context, endpointID uuid.UUID, now time.Time) ([]web.AttemptChart, error) {
+// attemptCharts are the charts at now of an endpoint of who's scope, one
+// query per range.
+func (d *Dashboard) attemptCharts(ctx context.Context, who control.Caller, endpointID uuid.UUID, now time.Time) ([]web.AttemptChart, error) {
 	out := make([]web.AttemptChart, 0, len(chartRanges))
 	for _, cr := range chartRanges {
 		since, until := cr.window(now)
-		rows, err := sc.attemptStats(ctx, endpointID, since, until, cr.bucket)
+		rows, err := d.ctl.AttemptStats(ctx, who, endpointID, since, until, cr.bucket)
 		if err != nil {
 			return nil, err
 		}
@@ -69,14 +71,14 @@ func fillBuckets(since time.Time, bucket time.Duration, n int, rows []sluice.Att
 
 // rateChart is an adaptive endpoint's effective rate over the hour up to
 // now (flow.RateCurve, in 30 s steps); nil for an endpoint whose rate
-// limit is not adaptive. ep is in sc's scope already.
-func (sc scoped) rateChart(ctx context.Context, ep sluice.Endpoint, now time.Time) (*web.RateChart, error) {
+// limit is not adaptive. ep is in who's scope.
+func (d *Dashboard) rateChart(ctx context.Context, who control.Caller, ep sluice.Endpoint, now time.Time) (*web.RateChart, error) {
 	if ep.RateLimit == nil || !ep.RateLimit.Adaptive {
 		return nil, nil
 	}
 	until := now.UTC()
 	since := until.Add(-time.Hour)
-	slowdowns, err := sc.st.EffectiveRateChanges(ctx, ep.ID, since)
+	slowdowns, err := d.ctl.EffectiveRateChanges(ctx, who, ep.ID, since)
 	if err != nil {
 		return nil, err
 	}

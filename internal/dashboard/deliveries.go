@@ -1,12 +1,14 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -17,14 +19,14 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	del, attempts, err := sc.delivery(r.Context(), id)
+	ctx, who := r.Context(), caller(r)
+	del, attempts, err := d.ctl.Delivery(ctx, who, id)
 	if err != nil {
 		return err
 	}
 	v := web.DeliveryView{Delivery: del, Attempts: attempts, EndpointURL: del.EndpointID.String(),
 		Replayed: r.URL.Query().Get("replayed") == "1", Retried: r.URL.Query().Get("retried") == "1"}
-	ep, err := sc.endpoint(r.Context(), del.EndpointID)
+	ep, err := d.ctl.Endpoint(ctx, who, del.EndpointID)
 	switch {
 	case err == nil:
 		v.EndpointURL = ep.URL
@@ -82,7 +84,7 @@ func (d *Dashboard) replayDelivery(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	replay, err := d.in(r).replayDelivery(r.Context(), id, d.jobs)
+	replay, err := d.ctl.ReplayDelivery(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -96,7 +98,7 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
+	ctx, who := r.Context(), caller(r)
 	v := web.DeadView{Queued: queuedFlash(r), Filters: web.DeliveryFilters{Path: "/dead", Now: d.now()}}
 	dead := sluice.DeliveryDead
 	f := sluice.DeliveryFilter{Status: &dead}
@@ -108,22 +110,22 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		if err != nil {
 			return errNotFound()
 		}
-		if _, err := sc.endpoint(r.Context(), id); err != nil {
+		if _, err := d.ctl.Endpoint(ctx, who, id); err != nil {
 			return err
 		}
 		v.Filter = &id
 	}
-	endpoints, err := sc.endpoints(r.Context(), sluice.PageParams{Limit: sluice.MaxPageLimit})
+	endpoints, err := d.ctl.Endpoints(ctx, who, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	if err != nil {
 		return err
 	}
 	v.Endpoints = endpoints.Items
 	v.Filters.Endpoints, v.Filters.Endpoint = endpoints.Items, v.Filter
-	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
+	if v.Filters.Types, err = d.catalogueNames(ctx, who); err != nil {
 		return err
 	}
 	f.EndpointID = v.Filter
-	page, err := sc.deliveries(r.Context(), f, p)
+	page, err := d.ctl.Deliveries(ctx, who, f, p)
 	if err != nil {
 		return err
 	}
@@ -133,14 +135,14 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	} else {
 		v.ReplayTargets = endpointIDs(page.Items)
 	}
-	eps, err := sc.endpointsByID(r.Context(), v.ReplayTargets, v.Endpoints)
+	eps, err := d.ctl.EndpointsByID(ctx, who, v.ReplayTargets, v.Endpoints)
 	if err != nil {
 		return err
 	}
 	v.EndpointURLs = urls(eps)
 	v.Replayable = map[uuid.UUID]int64{}
 	for _, id := range v.ReplayTargets {
-		n, err := sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
+		n, err := d.ctl.CountReplayable(ctx, who, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})
 		if err != nil {
 			return err
 		}
@@ -148,11 +150,25 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 			v.Replayable[id] = n
 		}
 	}
-	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
+	if v.Replays, err = d.replayMarks(ctx, who, page.Items); err != nil {
 		return err
 	}
-	if v.LastAttempts, err = d.store.LastAttempts(r.Context(), page.Items); err != nil {
+	if v.LastAttempts, err = d.ctl.LastAttempts(ctx, who, page.Items); err != nil {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.DeadPage(chrome(r, web.SectionDead), v))
+}
+
+// catalogueNames are the names of the event types who's endpoints
+// subscribe from (control.Catalogue), which the deliveries filters offer.
+func (d *Dashboard) catalogueNames(ctx context.Context, who control.Caller) ([]string, error) {
+	types, err := d.ctl.Catalogue(ctx, who)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = t.Name
+	}
+	return out, nil
 }

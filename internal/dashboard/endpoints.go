@@ -15,7 +15,7 @@ func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	page, err := d.in(r).endpoints(r.Context(), p)
+	page, err := d.ctl.Endpoints(r.Context(), caller(r), nil, p)
 	if err != nil {
 		return err
 	}
@@ -39,38 +39,38 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
+	ctx, who := r.Context(), caller(r)
+	ep, err := d.ctl.Endpoint(ctx, who, id)
 	if err != nil {
 		return err
 	}
-	page, err := sc.deliveries(r.Context(), f, p)
+	page, err := d.ctl.Deliveries(ctx, who, f, p)
 	if err != nil {
 		return err
 	}
 	v := web.EndpointView{Endpoint: ep, Deliveries: page.Items, Filters: filters, Older: olderURL(r, page.Next),
 		Queued: queuedFlash(r), Flash: doneFlash(r),
 		Next: nextAttempts(page.Items, map[uuid.UUID]sluice.Endpoint{ep.ID: ep}, d.now())}
-	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
+	if v.Filters.Types, err = d.catalogueNames(ctx, who); err != nil {
 		return err
 	}
-	if v.Subscriptions, v.SubscriptionFilters, err = sc.subscriptions(r.Context(), id); err != nil {
+	if v.Subscriptions, v.SubscriptionFilters, err = d.ctl.SubscribedTo(ctx, who, id); err != nil {
 		return err
 	}
-	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
+	if v.Replayable, err = d.ctl.CountReplayable(ctx, who, id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
 		return err
 	}
-	if v.Replays, err = d.replayMarks(r.Context(), page.Items); err != nil {
+	if v.Replays, err = d.replayMarks(ctx, who, page.Items); err != nil {
 		return err
 	}
-	if v.Charts, err = sc.attemptCharts(r.Context(), id, d.now()); err != nil {
+	if v.Charts, err = d.attemptCharts(ctx, who, id, d.now()); err != nil {
 		return err
 	}
-	if v.RateChart, err = sc.rateChart(r.Context(), ep, d.now()); err != nil {
+	if v.RateChart, err = d.rateChart(ctx, who, ep, d.now()); err != nil {
 		return err
 	}
 	if ep.Delivery == sluice.DeliveryPoll {
-		c, err := d.store.PollCursor(r.Context(), ep.ID)
+		c, err := d.ctl.PollCursor(ctx, who, ep.ID)
 		if err != nil {
 			return err
 		}

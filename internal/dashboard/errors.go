@@ -9,7 +9,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
@@ -69,10 +68,13 @@ func pageErrorFor(err error) *pageError {
 	var (
 		pe        *pageError
 		forbidden *sluice.ForbiddenError
+		invalid   *sluice.ValidationError
 	)
 	switch {
 	case errors.As(err, &pe):
 		return pe
+	case errors.As(err, &invalid):
+		return errBadRequest(invalidDetail(invalid))
 	case errors.As(err, &forbidden):
 		if forbidden.ReadOnly {
 			return errReadOnly()
@@ -82,7 +84,7 @@ func pageErrorFor(err error) *pageError {
 		return errNotFound()
 	case errors.Is(err, sluice.ErrConflict):
 		return &pageError{status: http.StatusConflict, title: "Not possible now", detail: conflictDetail(err)}
-	case store.Unavailable(err):
+	case sluice.Unavailable(err):
 		return errUnavailable()
 	default:
 		return nil
@@ -140,4 +142,16 @@ func conflictDetail(err error) string {
 		return "The request conflicts with the current state."
 	}
 	return strings.ToUpper(msg[:1]) + msg[1:] + "."
+}
+
+// invalidDetail is a refused input's fields as sentences, for a request
+// whose page has no form to show them beside ("Until must be after
+// since.").
+func invalidDetail(v *sluice.ValidationError) string {
+	parts := make([]string, len(v.Fields))
+	for i, f := range v.Fields {
+		msg := f.Field + " " + f.Message
+		parts[i] = strings.ToUpper(msg[:1]) + msg[1:] + "."
+	}
+	return strings.Join(parts, " ")
 }

@@ -21,7 +21,7 @@ func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if v.Type != "" {
 		eventType = &v.Type
 	}
-	page, err := d.in(r).events(r.Context(), eventType, p)
+	page, err := d.ctl.Events(r.Context(), caller(r), eventType, p)
 	if err != nil {
 		return err
 	}
@@ -35,18 +35,18 @@ func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ev, deliveries, err := sc.event(r.Context(), id)
+	ctx, who := r.Context(), caller(r)
+	ev, deliveries, err := d.ctl.Event(ctx, who, id)
 	if err != nil {
 		return err
 	}
 	v := web.EventView{Event: ev, Payload: prettyJSON(ev.Payload), Deliveries: deliveries}
-	eps, err := sc.endpointsByID(r.Context(), endpointIDs(deliveries), nil)
+	eps, err := d.ctl.EndpointsByID(ctx, who, endpointIDs(deliveries), nil)
 	if err != nil {
 		return err
 	}
 	v.EndpointURLs, v.Next = urls(eps), nextAttempts(deliveries, eps, d.now())
-	if v.Replays, err = d.replayMarks(r.Context(), deliveries); err != nil {
+	if v.Replays, err = d.replayMarks(ctx, who, deliveries); err != nil {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.EventPage(chrome(r, web.SectionEvents), v))

@@ -18,15 +18,15 @@ func (d *Dashboard) lookup(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return errLookup()
 	}
-	sc := d.in(r)
-	_, _, err = sc.event(r.Context(), id)
+	ctx, who := r.Context(), caller(r)
+	_, _, err = d.ctl.Event(ctx, who, id)
 	if err == nil {
 		return redirect(w, r, "/events/"+id.String())
 	}
 	if !errors.Is(err, sluice.ErrNotFound) {
 		return err
 	}
-	_, _, err = sc.delivery(r.Context(), id)
+	_, _, err = d.ctl.Delivery(ctx, who, id)
 	if err == nil {
 		return redirect(w, r, "/deliveries/"+id.String())
 	}

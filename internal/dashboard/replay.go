@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/replay"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -65,12 +65,12 @@ func (d *Dashboard) confirmReplay(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
+	ctx, who := r.Context(), caller(r)
+	ep, err := d.ctl.Endpoint(ctx, who, id)
 	if err != nil {
 		return err
 	}
-	n, err := sc.countReplayable(r.Context(), id, f)
+	n, err := d.ctl.CountReplayable(ctx, who, id, f)
 	if err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (d *Dashboard) replayEndpoint(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
-		if _, err := d.in(r).endpoint(r.Context(), id); err != nil {
+		if _, err := d.ctl.Endpoint(r.Context(), caller(r), id); err != nil {
 			return err
 		}
 		q := url.Values{"status": {f.Status}, "from": {from}}
@@ -104,7 +104,7 @@ func (d *Dashboard) replayEndpoint(w http.ResponseWriter, r *http.Request) error
 		}
 		return redirect(w, r, withQuery("/endpoints/"+id.String()+"/replay", q))
 	}
-	n, err := d.in(r).replayEndpoint(r.Context(), id, f, d.jobs)
+	n, err := d.ctl.ReplayEndpoint(r.Context(), caller(r), id, f)
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (d *Dashboard) retryDelivery(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	if _, err := d.in(r).retryDelivery(r.Context(), id, d.jobs); err != nil {
+	if _, err := d.ctl.RetryDelivery(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	return redirect(w, r, "/deliveries/"+id.String()+"?retried=1")
@@ -138,12 +138,8 @@ func formTime(values url.Values, field string) (*time.Time, error) {
 }
 
 // replayMarks finds the newest replay of each listed delivery that has one.
-func (d *Dashboard) replayMarks(ctx context.Context, ds []sluice.Delivery) (map[uuid.UUID]web.ReplayMark, error) {
-	ids := make([]uuid.UUID, len(ds))
-	for i, del := range ds {
-		ids[i] = del.ID
-	}
-	replays, err := replay.NewestOf(ctx, d.store, ids)
+func (d *Dashboard) replayMarks(ctx context.Context, who control.Caller, ds []sluice.Delivery) (map[uuid.UUID]web.ReplayMark, error) {
+	replays, err := d.ctl.NewestReplays(ctx, who, ds)
 	if err != nil {
 		return nil, err
 	}

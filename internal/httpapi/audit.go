@@ -34,12 +34,9 @@ var auditActions = map[string]audit.Action{
 	"GET /endpoints/{id}/secret":          "endpoint.secret_revealed",
 	"POST /endpoints/{id}/secret/rotate":  "endpoint.secret_rotated",
 	"POST /endpoints/{id}/test":           "endpoint.tested",
-	"POST /endpoints/{id}/replay":         "endpoint.replayed",
 	"POST /endpoints/{id}/circuit/close":  "endpoint.circuit_closed",
 	"POST /subscriptions":                 "subscription.created",
 	"DELETE /subscriptions/{id}":          "subscription.deleted",
-	"POST /deliveries/{id}/replay":        "delivery.replayed",
-	"POST /deliveries/{id}/retry":         "delivery.retried",
 	"POST /members":                       "member.invited",
 	"PATCH /members/{id}":                 "member.updated",
 	"DELETE /members/{id}":                "member.removed",
@@ -48,7 +45,10 @@ var auditActions = map[string]audit.Action{
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
 var controlled = map[string]control.Action{
-	"DELETE /endpoints/{id}": control.EndpointDeleted,
+	"DELETE /endpoints/{id}":       control.EndpointDeleted,
+	"POST /endpoints/{id}/replay":  control.EndpointReplayed,
+	"POST /deliveries/{id}/replay": control.DeliveryReplayed,
+	"POST /deliveries/{id}/retry":  control.DeliveryRetried,
 }
 
 // guardedReads are the reads not every role may make, named like the

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -16,25 +15,17 @@ type deliveryWithAttempts struct {
 	Attempts []sluice.Attempt `json:"attempts"`
 }
 
-var deliveryStatuses = map[string]bool{
-	sluice.DeliveryPending: true, sluice.DeliveryDelivered: true,
-	sluice.DeliveryFailed: true, sluice.DeliveryDead: true,
-}
-
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	v := &sluice.ValidationError{}
 	p := pageParams(r, v)
 	f := sluice.DeliveryFilter{EndpointID: queryID(r, "endpoint_id", v), EventID: queryID(r, "event_id", v)}
 	if s := r.URL.Query().Get("status"); s != "" {
-		if !deliveryStatuses[s] {
-			v.Add("status", "must be pending, delivered, failed or dead")
-		}
 		f.Status = &s
 	}
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListDeliveries(r.Context(), tenantFrom(r.Context()).ID, f, p)
+	page, err := a.ctl.Deliveries(r.Context(), caller(r), f, p)
 	if err != nil {
 		return err
 	}
@@ -47,7 +38,7 @@ func (a *API) getDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, attempts, err := a.store.GetDelivery(r.Context(), tenantFrom(r.Context()).ID, id)
+	d, attempts, err := a.ctl.Delivery(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -63,7 +54,7 @@ func (a *API) replayDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := replay.Delivery(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Nudger)
+	d, err := a.ctl.ReplayDelivery(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -79,7 +70,7 @@ func (a *API) retryDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	d, err := replay.Retry(r.Context(), a.store, tenantFrom(r.Context()).ID, id, a.cfg.Nudger)
+	d, err := a.ctl.RetryDelivery(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -124,21 +115,11 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 	f := sluice.ReplayFilter{Status: sluice.DeliveryDead, Since: timeField(in.Since, "since", v), Until: timeField(in.Until, "until", v)}
 	if in.Status != nil {
 		f.Status = *in.Status
-		switch f.Status {
-		case sluice.DeliveryDead, sluice.DeliveryDelivered:
-		case sluice.DeliveryPending, sluice.DeliveryFailed:
-			v.Add("status", "must be dead or delivered: %s deliveries are still queued (POST /v1/deliveries/{id}/retry makes one due now)", f.Status)
-		default:
-			v.Add("status", "must be dead or delivered")
-		}
-	}
-	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
-		v.Add("until", "must be after since")
 	}
 	if err := v.Err(); err != nil {
 		return err
 	}
-	n, err := replay.Endpoint(r.Context(), a.store, tenantFrom(r.Context()).ID, id, f, a.cfg.Nudger)
+	n, err := a.ctl.ReplayEndpoint(r.Context(), caller(r), id, f)
 	if err != nil {
 		return err
 	}

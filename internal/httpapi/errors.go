@@ -11,7 +11,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // Problem types: stable URIs clients may switch on.
@@ -101,9 +100,9 @@ func problemFor(err error) *Problem {
 		return notFoundProblem("no such object")
 	case errors.Is(err, sluice.ErrConflict):
 		return &Problem{Type: typeConflict, Title: "Conflict", Status: http.StatusConflict, Detail: err.Error()}
-	case store.Unavailable(err):
+	case sluice.Unavailable(err):
 		return unavailableProblem()
-	case store.RowRejected(err):
+	case sluice.RowRejected(err):
 		// Input checks should refuse such data first; if some slips
 		// through, it is still this request's fault, and fails it alone.
 		return &Problem{Type: typeValidation, Title: "Validation failed", Status: http.StatusUnprocessableEntity,

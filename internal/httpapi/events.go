@@ -117,7 +117,7 @@ func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListEvents(r.Context(), tenantFrom(r.Context()).ID, eventType, p)
+	page, err := a.ctl.Events(r.Context(), caller(r), eventType, p)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (a *API) getEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ev, deliveries, err := a.store.GetEvent(r.Context(), tenantFrom(r.Context()).ID, id)
+	ev, deliveries, err := a.ctl.Event(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}

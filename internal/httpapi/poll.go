@@ -14,7 +14,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // pollItem is one delivery of a poll page: the Standard Webhooks body a
@@ -53,7 +52,7 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	allow := func(t store.PollTarget, fromMemory bool) error {
+	allow := func(t poll.Target, fromMemory bool) error {
 		if t.TenantDisabled {
 			return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
 				Detail: "this account is disabled; ask the operator of this Sluice to enable it"}

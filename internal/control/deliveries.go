@@ -1,0 +1,145 @@
+package control
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/replay"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// Sending deliveries again: one retried (made due now) or replayed (a new
+// delivery of its event), or an endpoint's matching deliveries replayed in
+// bulk. Package replay does the work; each change here looks its object up
+// through the caller's scope first, and commits with its audit entry and
+// the endpoint's dispatch job.
+
+// RetryDelivery makes a pending or failed delivery of the caller's scope
+// due now, without a new delivery (replay.Retry); a delivered or dead one
+// is sluice.ErrConflict (replay.ErrNotQueued).
+func (c *Control) RetryDelivery(ctx context.Context, who Caller, id uuid.UUID) (sluice.Delivery, error) {
+	var out sluice.Delivery
+	err := c.change(ctx, who, DeliveryRetried, func(ctx context.Context, e *sluice.AuditEntry) error {
+		if _, _, err := c.Delivery(ctx, who, id); err != nil {
+			return err
+		}
+		e.ObjectID = object(id)
+		var err error
+		out, err = replay.Retry(ctx, c.store, who.Tenant, id, c.nudger)
+		return err
+	})
+	return out, err
+}
+
+// ReplayDelivery queues a new delivery of a delivered or dead delivery of
+// the caller's scope, to the same endpoint (replay.Delivery), and returns
+// it; the audit entry names the delivery replayed. A queued one, or one
+// whose event has a delivery to the endpoint queued already, is
+// sluice.ErrConflict.
+func (c *Control) ReplayDelivery(ctx context.Context, who Caller, id uuid.UUID) (sluice.Delivery, error) {
+	var out sluice.Delivery
+	err := c.change(ctx, who, DeliveryReplayed, func(ctx context.Context, e *sluice.AuditEntry) error {
+		if _, _, err := c.Delivery(ctx, who, id); err != nil {
+			return err
+		}
+		e.ObjectID = object(id)
+		var err error
+		out, err = replay.Delivery(ctx, c.store, who.Tenant, id, c.nudger)
+		return err
+	})
+	return out, err
+}
+
+// ReplayEndpoint replays, for each event, the newest delivery to an
+// endpoint of the caller's scope when it matches f (replay.Endpoint), and
+// returns how many it queued. f.Status is dead or delivered.
+func (c *Control) ReplayEndpoint(ctx context.Context, who Caller, id uuid.UUID, f sluice.ReplayFilter) (int64, error) {
+	if err := validReplay(f); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := c.change(ctx, who, EndpointReplayed, func(ctx context.Context, e *sluice.AuditEntry) error {
+		if _, err := c.Endpoint(ctx, who, id); err != nil {
+			return err
+		}
+		e.ObjectID = object(id)
+		var err error
+		n, err = replay.Endpoint(ctx, c.store, who.Tenant, id, f, c.nudger)
+		return err
+	})
+	return n, err
+}
+
+// CountReplayable is how many deliveries ReplayEndpoint with f would queue
+// now, for the question that asks to confirm it.
+func (c *Control) CountReplayable(ctx context.Context, who Caller, endpointID uuid.UUID, f sluice.ReplayFilter) (int64, error) {
+	if err := validReplay(f); err != nil {
+		return 0, err
+	}
+	if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
+		return 0, err
+	}
+	return replay.CountReplayable(ctx, c.store, who.Tenant, endpointID, f)
+}
+
+// validReplay checks a bulk replay's filter: only deliveries that are no
+// longer queued are replayed.
+func validReplay(f sluice.ReplayFilter) error {
+	v := &sluice.ValidationError{}
+	switch f.Status {
+	case sluice.DeliveryDead, sluice.DeliveryDelivered:
+	case sluice.DeliveryPending, sluice.DeliveryFailed:
+		v.Add("status", "must be dead or delivered: %s deliveries are still queued (POST /v1/deliveries/{id}/retry makes one due now)", f.Status)
+	default:
+		v.Add("status", "must be dead or delivered")
+	}
+	if f.Since != nil && f.Until != nil && !f.Since.Before(*f.Until) {
+		v.Add("until", "must be after since")
+	}
+	return v.Err()
+}
+
+// validStatus checks a deliveries list's status filter.
+func validStatus(status *string) error {
+	if status == nil {
+		return nil
+	}
+	switch *status {
+	case sluice.DeliveryPending, sluice.DeliveryDelivered, sluice.DeliveryFailed, sluice.DeliveryDead:
+		return nil
+	}
+	v := &sluice.ValidationError{}
+	v.Add("status", "must be pending, delivered, failed or dead")
+	return v
+}
+
+// NewestReplays is the newest replay of each of ds that has been replayed
+// (replay.NewestOf), by the replayed delivery's id. ds are deliveries
+// the caller read through this package; those of another tenant are left
+// out.
+func (c *Control) NewestReplays(ctx context.Context, who Caller, ds []sluice.Delivery) (map[uuid.UUID]replay.Newest, error) {
+	ids := make([]uuid.UUID, 0, len(ds))
+	for _, d := range ofTenant(who, ds) {
+		ids = append(ids, d.ID)
+	}
+	return replay.NewestOf(ctx, c.store, ids)
+}
+
+// LastAttempts is the newest attempt of each of ds that has one, by
+// delivery id: one query for a listed page. ds are deliveries the caller
+// read through this package; those of another tenant are left out.
+func (c *Control) LastAttempts(ctx context.Context, who Caller, ds []sluice.Delivery) (map[uuid.UUID]sluice.Attempt, error) {
+	return c.store.LastAttempts(ctx, ofTenant(who, ds))
+}
+
+// ofTenant keeps the deliveries of the caller's tenant.
+func ofTenant(who Caller, ds []sluice.Delivery) []sluice.Delivery {
+	out := ds[:0:0]
+	for _, d := range ds {
+		if d.TenantID == who.Tenant {
+			out = append(out, d)
+		}
+	}
+	return out
+}
