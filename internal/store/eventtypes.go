@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -54,16 +53,16 @@ func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name st
 	return err
 }
 
-// EventSchemas is an eventschema.Loader: the schemas of the tenant's event
-// types that have one.
-func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]eventschema.Source, error) {
+// EventSchemas are the tenant's event types that have a schema, each with
+// its name, schema and update time only.
+func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]sluice.EventType, error) {
 	rows, err := s.q.EventSchemas(ctx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("event schemas: %w", err)
 	}
-	out := make([]eventschema.Source, len(rows))
+	out := make([]sluice.EventType, len(rows))
 	for i, r := range rows {
-		out[i] = eventschema.Source{Name: r.Name, Schema: r.Schema, UpdatedAt: r.UpdatedAt}
+		out[i] = sluice.EventType{Name: r.Name, Schema: r.Schema, UpdatedAt: r.UpdatedAt}
 	}
 	return out, nil
 }
