@@ -22,7 +22,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/member"
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -42,10 +41,6 @@ type Config struct {
 	// Jobs queues the dispatch of replayed deliveries and the emails of
 	// members' password links; required.
 	Jobs store.JobQueue
-	// Portal checks the portal links GET /portal signs consumers in with;
-	// nil means links keyed from Key, as the API signs them when it is
-	// given the same key.
-	Portal *portal.Links
 	// AllowPrivateTargets lets endpoint forms name loopback and private
 	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
 	// API does.
@@ -68,7 +63,6 @@ type Dashboard struct {
 	store  *store.Store
 	ctl    *control.Control
 	jobs   store.JobQueue
-	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
 	limits *apirate.Limits
@@ -92,9 +86,6 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Portal == nil {
-		cfg.Portal = portal.New(st, cfg.Key, "")
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -103,13 +94,13 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	}
 	if cfg.Control == nil {
 		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Jobs,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now})
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now,
+			PortalKey: cfg.Key})
 	}
 	return &Dashboard{
 		store:  st,
 		ctl:    cfg.Control,
 		jobs:   cfg.Jobs,
-		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 		limits: cfg.Limits,
@@ -141,7 +132,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
-		r.Get(portal.Path, d.handle(d.openPortal))
+		r.Get(control.PortalPath, d.handle(d.openPortal))
 		r.Get(member.PasswordPath, d.handle(d.passwordForm))
 		r.Post(member.PasswordPath, d.handle(d.setPassword))
 		r.Get("/forgot", d.handle(d.forgotForm))
