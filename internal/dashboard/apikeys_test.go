@@ -46,11 +46,12 @@ func TestRevokedKeyEndsDashboardSession(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
 	k := sluice.NewAPIKey{Key: apikey.New()}
-	_, err := b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "laptop"}, apikey.Digest(k.Key))
+	var err error
+	k.APIKey, err = b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "laptop"}, apikey.Digest(k.Key))
 	require.NoError(t, err)
 	exp := time.Now().Add(time.Hour)
 	short := sluice.NewAPIKey{Key: apikey.New()}
-	_, err = b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "short", ExpiresAt: &exp}, apikey.Digest(short.Key))
+	short.APIKey, err = b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "short", ExpiresAt: &exp}, apikey.Digest(short.Key))
 	require.NoError(t, err)
 
 	viaK, viaA, viaShort := b.browser(), b.browser(), b.browser()
