@@ -57,10 +57,13 @@ func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.A
 // sluice.ErrNotFound.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
+	if err != nil {
+		return fmt.Errorf("delete api key: %w", err)
 	}
-	return err
+	if n == 0 {
+		return sluice.ErrNotFound
+	}
+	return nil
 }
 
 // RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key

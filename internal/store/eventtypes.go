@@ -47,10 +47,13 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 // and events of the type are not touched.
 func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name string) error {
 	n, err := s.q.DeleteEventType(ctx, dbq.DeleteEventTypeParams{TenantID: tenantID, Name: name})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
+	if err != nil {
+		return fmt.Errorf("delete event type: %w", err)
 	}
-	return err
+	if n == 0 {
+		return sluice.ErrNotFound
+	}
+	return nil
 }
 
 // EventSchemas are the tenant's event types that have a schema, each with
