@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
@@ -32,7 +33,8 @@ func sluiceServer(t *testing.T) (url, key string) {
 	t.Cleanup(p.Close)
 	srv := httptest.NewServer(p.Handler)
 	t.Cleanup(srv.Close)
-	_, key, err = p.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test")
+	key = apikey.New()
+	_, err = p.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test", apikey.Digest(key))
 	require.NoError(t, err)
 	return srv.URL, key
 }

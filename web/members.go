@@ -4,6 +4,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // SectionMembers is the members page's nav section.
@@ -12,7 +13,7 @@ const SectionMembers = "members"
 // MembersView is the members page: the tenant's members, the form that
 // invites one and, per member, the form that changes its role.
 type MembersView struct {
-	Members []member.Member
+	Members []sluice.Member
 	Older   string
 	Current uuid.UUID // the member signed in, if a member is
 	Flash   string
@@ -20,12 +21,12 @@ type MembersView struct {
 	// it.
 	Error string
 	Email string
-	Role  member.Role
+	Role  sluice.Role
 }
 
 // RemoveMemberView is the confirmation step of removing a member.
 type RemoveMemberView struct {
-	Member  member.Member
+	Member  sluice.Member
 	Current bool // the member signed in: removing it signs out
 }
 
@@ -61,8 +62,8 @@ func removeMemberPath(id uuid.UUID) string { return memberPath(id) + "/remove" }
 
 // memberRoles are the roles the forms offer, most rights first.
 var memberRoles = func() []string {
-	out := make([]string, len(member.Roles))
-	for i, r := range member.Roles {
+	out := make([]string, len(sluice.Roles))
+	for i, r := range sluice.Roles {
 		out[i] = string(r)
 	}
 	return out

@@ -35,7 +35,7 @@ type Chrome struct {
 	Member string
 	Role   string
 	// Members and AuditLog say whether the session may see those pages
-	// (member.Role.Allows), and so their links.
+	// (sluice.Role.Allows), and so their links.
 	Members  bool
 	AuditLog bool
 }

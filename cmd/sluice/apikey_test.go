@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -49,9 +50,9 @@ func TestAPIKeyListRevoke(t *testing.T) {
 	got := decodeExact(t, out, "revoked", "tenant_id", "prefix")
 	require.Equal(t, keys[0].ID.String(), got["revoked"])
 	require.Equal(t, id.String(), got["tenant_id"])
-	_, err = st.TenantByAPIKey(context.Background(), second)
+	_, err = st.TenantByAPIKey(context.Background(), apikey.Hash(second))
 	require.ErrorIs(t, err, sluice.ErrNotFound)
-	_, err = st.TenantByAPIKey(context.Background(), first)
+	_, err = st.TenantByAPIKey(context.Background(), apikey.Hash(first))
 	require.NoError(t, err)
 	require.Len(t, listKeys(t, id), 1)
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/migrate"
@@ -141,7 +142,8 @@ func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("--alert-email must be an email address: %w", err)
 	}
 	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
-		tenant, key, err := s.CreateTenant(ctx, *name, *alertEmail)
+		key := apikey.New()
+		tenant, err := s.CreateTenant(ctx, *name, *alertEmail, apikey.Digest(key))
 		if err != nil {
 			return err
 		}
@@ -169,11 +171,11 @@ func apikeyCreate(ctx context.Context, args []string, stdout io.Writer) error {
 		return fmt.Errorf("--name: %w", err)
 	}
 	return withStore(ctx, func(ctx context.Context, s *store.Store) error {
-		key, err := s.CreateAPIKey(ctx, tenantID, p)
-		if err != nil {
+		key := apikey.New()
+		if _, err := s.CreateAPIKey(ctx, tenantID, p, apikey.Digest(key)); err != nil {
 			return fmt.Errorf("tenant %s: %w", tenantID, err)
 		}
-		return json.NewEncoder(stdout).Encode(map[string]string{"api_key": key.Key})
+		return json.NewEncoder(stdout).Encode(map[string]string{"api_key": key})
 	})
 }
 

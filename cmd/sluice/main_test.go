@@ -90,7 +90,7 @@ func TestTenantCreate(t *testing.T) {
 	require.True(t, strings.HasPrefix(key, "sk_"))
 
 	// The printed key authenticates as the new tenant, stored as given.
-	tenant, err := st.TenantByAPIKey(context.Background(), key)
+	tenant, err := st.TenantByAPIKey(context.Background(), apikey.Hash(key))
 	require.NoError(t, err)
 	require.Equal(t, id, tenant.ID)
 	require.Equal(t, "Acme Corp", tenant.Name)
@@ -134,7 +134,7 @@ func TestAPIKeyCreate(t *testing.T) {
 
 	// Both keys work, for the same tenant.
 	for _, key := range []string{first, second} {
-		tenant, err := st.TenantByAPIKey(context.Background(), key)
+		tenant, err := st.TenantByAPIKey(context.Background(), apikey.Hash(key))
 		require.NoError(t, err)
 		require.Equal(t, id, tenant.ID)
 	}

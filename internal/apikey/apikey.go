@@ -9,6 +9,8 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strings"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // Prefix starts every key, so keys are recognisable in logs and by secret
@@ -44,4 +46,9 @@ func WellFormed(key string) bool {
 	}
 	_, err := base64.RawURLEncoding.DecodeString(key[len(Prefix):])
 	return err == nil
+}
+
+// Digest is what the database keeps of key: its hash and display prefix.
+func Digest(key string) sluice.KeyDigest {
+	return sluice.KeyDigest{Hash: Hash(key), Prefix: DisplayPrefix(key)}
 }

@@ -31,7 +31,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/poll"
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/tracing"
@@ -114,7 +113,6 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		return nil, err
 	}
 	router := chi.NewRouter()
-	links := portal.New(p.Store, cfg.EncryptionKey, cfg.PublicURL)
 	// One set of rate limits for every door: a tenant's API, dashboard and
 	// portal requests draw from one bucket, shared with every other process
 	// through Postgres.
@@ -127,7 +125,8 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	// One poll reader and one control layer for every door of the process.
 	reader := poll.New(poll.Config{Store: p.Store, Nudger: p.nudger})
 	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
-		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger})
+		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger,
+		PortalKey: cfg.EncryptionKey})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {
@@ -142,7 +141,6 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Limits:              limits,
 			Nudger:              p.nudger,
 			Ingest:              p.ingest,
-			Portal:              links,
 			Logger:              logger,
 			DBTimeout:           cfg.DBTimeout,
 			Tracing:             p.tracing,
@@ -154,7 +152,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	if roles.Dashboard {
 		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Nudger: p.nudger, Portal: links, Logger: logger, Limits: limits, Control: ctl,
+			Key: cfg.EncryptionKey, Nudger: p.nudger, Logger: logger, Limits: limits, Control: ctl,
 			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)

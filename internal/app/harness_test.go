@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -83,7 +84,8 @@ func setup(t *testing.T, env map[string]string, roles app.Roles) *harness {
 	h.srv = httptest.NewServer(h.proc.Handler)
 	t.Cleanup(h.srv.Close)
 	var err error
-	h.tenant, h.key, err = h.proc.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test")
+	h.key = apikey.New()
+	h.tenant, err = h.proc.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test", apikey.Digest(h.key))
 	require.NoError(t, err)
 	return h
 }

@@ -1,7 +1,7 @@
 package control
 
 // Action names one kind of change in the audit log ("endpoint.updated"),
-// and what a role must allow to make it (member.Role.Allows). Every action
+// and what a role must allow to make it (sluice.Role.Allows). Every action
 // is spelled here and nowhere else; the doors name them through these
 // constants.
 type Action string

@@ -3,7 +3,6 @@ package control
 import (
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -17,8 +16,8 @@ type Caller struct {
 	Consumer *string
 	// Actor is recorded in the audit log as who made a change.
 	Actor sluice.Actor
-	// Role is what the caller may do; an API key is member.Owner.
-	Role member.Role
+	// Role is what the caller may do; an API key is sluice.RoleOwner.
+	Role sluice.Role
 	// ReadOnly is a session that may change nothing whatever its role
 	// (a read-only portal link).
 	ReadOnly bool

@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -46,6 +47,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// PortalKey is SLUICE_ENCRYPTION_KEY, from which the key that signs
+	// portal links is derived (it is never used as is); the links are
+	// made under PublicURL. Nil means a random key, so that only this
+	// Control accepts the links it signs: for tests.
+	PortalKey []byte
 }
 
 // Forgetter forgets what a reader keeps of an endpoint (poll.Reader).
@@ -61,6 +67,11 @@ type Control struct {
 	cfg    Config
 	logger *slog.Logger
 	now    func() time.Time
+	// links signs and checks portal links (portal_links.go).
+	links portalLinks
+	// schemas are the compiled schemas of the tenants' event types,
+	// forgotten when a tenant's catalogue changes (EventSchemas).
+	schemas *eventschema.Cache
 }
 
 // New returns the Control of cfg.
@@ -75,7 +86,10 @@ func New(cfg Config) *Control {
 	if poll == nil {
 		poll = forgetNothing{}
 	}
-	return &Control{store: cfg.Store, nudger: cfg.Nudger, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
+	c := &Control{store: cfg.Store, nudger: cfg.Nudger, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
+	c.links = newPortalLinks(cfg.PortalKey, cfg.PublicURL)
+	c.schemas = eventschema.NewCache(c.loadSchemas)
+	return c
 }
 
 type forgetNothing struct{}

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/control"
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -28,9 +27,9 @@ func setup(t *testing.T) *testBundle {
 	return &testBundle{
 		f:      f,
 		ctl:    control.New(control.Config{Store: f.Store, Nudger: f.Jobs, AllowPrivateTargets: true}),
-		owner:  control.Caller{Tenant: f.TenantA.ID, Actor: key, Role: member.Owner, SourceIP: "192.0.2.1"},
-		viewer: control.Caller{Tenant: f.TenantA.ID, Actor: sluice.Actor{Type: sluice.ActorMember, ID: "m", Name: "v@acme.test"}, Role: member.Viewer},
-		other:  control.Caller{Tenant: f.TenantB.ID, Actor: key, Role: member.Owner},
+		owner:  control.Caller{Tenant: f.TenantA.ID, Actor: key, Role: sluice.RoleOwner, SourceIP: "192.0.2.1"},
+		viewer: control.Caller{Tenant: f.TenantA.ID, Actor: sluice.Actor{Type: sluice.ActorMember, ID: "m", Name: "v@acme.test"}, Role: sluice.RoleViewer},
+		other:  control.Caller{Tenant: f.TenantB.ID, Actor: key, Role: sluice.RoleOwner},
 	}
 }
 

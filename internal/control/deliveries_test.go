@@ -12,7 +12,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 )
@@ -27,7 +26,7 @@ func (b *testBundle) portalWithEndpoint(t *testing.T, who control.Caller, uid st
 	set := sluice.EndpointSettings{URL: "http://127.0.0.1:9/" + uid, MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone, Consumer: &uid}
 	ep, _, err := b.f.Store.CreateEndpoint(ctx, who.Tenant, set)
 	require.NoError(t, err)
-	portal := control.Caller{Tenant: who.Tenant, Consumer: &uid, Role: member.Owner,
+	portal := control.Caller{Tenant: who.Tenant, Consumer: &uid, Role: sluice.RoleOwner,
 		Actor: sluice.Actor{Type: sluice.ActorPortal, ID: uid, Name: uid}}
 	return ep, portal
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/audit"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -25,7 +24,7 @@ func (d *Dashboard) renderAPIKeys(w http.ResponseWriter, r *http.Request, status
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListAPIKeys(r.Context(), tenantID(r), p)
+	page, err := d.ctl.APIKeys(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -47,14 +46,13 @@ func (d *Dashboard) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 		t := now.Add(time.Duration(days) * 24 * time.Hour)
 		p.ExpiresAt = &t
 	}
-	if err := p.Validate(now); err != nil {
+	key, err := d.ctl.CreateAPIKey(r.Context(), caller(r), p)
+	if invalid(err) {
 		return d.renderAPIKeys(w, r, http.StatusUnprocessableEntity, web.APIKeysView{Error: fieldErrors(err), Name: p.Name})
 	}
-	key, err := d.store.CreateAPIKey(r.Context(), tenantID(r), p)
 	if err != nil {
 		return err
 	}
-	audit.Object(r.Context(), key.ID.String())
 	return d.renderAPIKeys(w, r, http.StatusOK, web.APIKeysView{Created: &key})
 }
 
@@ -66,9 +64,20 @@ func fieldErrors(err error) string {
 	}
 	msgs := make([]string, len(v.Fields))
 	for i, f := range v.Fields {
-		msgs[i] = strings.ToUpper(f.Field[:1]) + strings.ReplaceAll(f.Field[1:], "_", " ") + " " + f.Message + "."
+		name := strings.ToUpper(f.Field[:1]) + strings.ReplaceAll(f.Field[1:], "_", " ")
+		if f.Field == "uid" {
+			name = "UID"
+		}
+		msgs[i] = name + " " + f.Message + "."
 	}
 	return strings.Join(msgs, " ")
+}
+
+// invalid reports whether err is the refusal of a form's input
+// (*sluice.ValidationError), which the form shows again with the reason.
+func invalid(err error) bool {
+	var v *sluice.ValidationError
+	return errors.As(err, &v)
 }
 
 // confirmRevokeAPIKey is GET /api-keys/{id}/revoke: what revoking the key
@@ -78,7 +87,7 @@ func (d *Dashboard) confirmRevokeAPIKey(w http.ResponseWriter, r *http.Request) 
 	if err != nil {
 		return err
 	}
-	key, err := d.store.GetAPIKey(r.Context(), tenantID(r), id)
+	key, err := d.ctl.APIKey(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -94,7 +103,7 @@ func (d *Dashboard) revokeAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := d.store.RevokeAPIKey(r.Context(), tenantID(r), id); err != nil {
+	if err := d.ctl.RevokeAPIKey(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	if s, _ := sessionFromContext(r.Context()); s.apiKeyID == id {

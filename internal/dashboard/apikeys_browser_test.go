@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -63,7 +64,7 @@ func TestBrowserAPIKeys(t *testing.T) {
 	))
 	created := text("#new-key-value")
 	require.True(t, strings.HasPrefix(created, "sk_"), created)
-	_, err := b.store.AuthenticateAPIKey(context.Background(), created)
+	_, err := b.store.AuthenticateAPIKey(context.Background(), apikey.Hash(created))
 	require.NoError(t, err, "the key shown works")
 	require.Len(t, keys(), 2)
 	newKey := keys()[0]
@@ -84,6 +85,6 @@ func TestBrowserAPIKeys(t *testing.T) {
 	require.Contains(t, text("p.flash"), "revoked")
 	require.Len(t, keys(), 1)
 	require.NotContains(t, text("#api-keys"), "deploy bot")
-	_, err = b.store.AuthenticateAPIKey(context.Background(), created)
+	_, err = b.store.AuthenticateAPIKey(context.Background(), apikey.Hash(created))
 	require.ErrorIs(t, err, sluice.ErrNotFound)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -44,10 +45,13 @@ func TestSignOutEndsSessionOnServer(t *testing.T) {
 func TestRevokedKeyEndsDashboardSession(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
-	k, err := b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "laptop"})
+	k := sluice.NewAPIKey{Key: apikey.New()}
+	var err error
+	k.APIKey, err = b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "laptop"}, apikey.Digest(k.Key))
 	require.NoError(t, err)
 	exp := time.Now().Add(time.Hour)
-	short, err := b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "short", ExpiresAt: &exp})
+	short := sluice.NewAPIKey{Key: apikey.New()}
+	short.APIKey, err = b.store.CreateAPIKey(ctx, b.tenantA.ID, sluice.NewAPIKeyParams{Name: "short", ExpiresAt: &exp}, apikey.Digest(short.Key))
 	require.NoError(t, err)
 
 	viaK, viaA, viaShort := b.browser(), b.browser(), b.browser()
@@ -124,7 +128,7 @@ func TestAPIKeysPage(t *testing.T) {
 	other := "/api-keys/" + bPage.Items[0].ID.String() + "/revoke"
 	require.Equal(t, http.StatusNotFound, br.get(other).Status)
 	require.Equal(t, http.StatusNotFound, br.post(other, url.Values{"csrf_token": {token}}).Status)
-	_, err = b.store.AuthenticateAPIKey(context.Background(), b.keyB)
+	_, err = b.store.AuthenticateAPIKey(context.Background(), apikey.Hash(b.keyB))
 	require.NoError(t, err)
 
 	// Revoking the session's own key signs out.

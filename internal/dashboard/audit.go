@@ -10,7 +10,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/audit"
 	"github.com/sluice-dev/sluice/internal/control"
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -20,48 +19,48 @@ import (
 // TestAuditEveryDashboardForm fails on a POST route this table does not
 // name.
 var auditActions = map[string]audit.Action{
-	"POST /endpoints":                     "endpoint.created",
-	"POST /endpoints/{id}/edit":           "endpoint.updated",
-	"POST /endpoints/{id}/disable":        "endpoint.updated",
-	"POST /endpoints/{id}/secret":         "endpoint.secret_revealed",
-	"POST /endpoints/{id}/secret/rotate":  "endpoint.secret_rotated",
-	"POST /endpoints/{id}/test":           "endpoint.tested",
-	"POST /endpoints/{id}/circuit/close":  "endpoint.circuit_closed",
-	"POST /api-keys":                      "api_key.created",
-	"POST /api-keys/{id}/revoke":          "api_key.revoked",
-	"POST /consumers":                     "consumer.created",
-	"POST /consumers/{uid}/edit":          "consumer.updated",
-	"POST /consumers/{uid}/delete":        "consumer.deleted",
-	"POST /consumers/{uid}/portal":        "portal_link.created",
-	"POST /consumers/{uid}/portal/revoke": "portal_link.revoked",
-	"POST /event-types":                   "event_type.created",
-	"POST /event-types/{name}/edit":       "event_type.updated",
-	"POST /event-types/{name}/delete":     "event_type.deleted",
-	"POST /members":                       "member.invited",
-	"POST /members/{id}/edit":             "member.updated",
-	"POST /members/{id}/remove":           "member.removed",
+	"POST /endpoints":                    "endpoint.created",
+	"POST /endpoints/{id}/edit":          "endpoint.updated",
+	"POST /endpoints/{id}/disable":       "endpoint.updated",
+	"POST /endpoints/{id}/secret":        "endpoint.secret_revealed",
+	"POST /endpoints/{id}/secret/rotate": "endpoint.secret_rotated",
+	"POST /endpoints/{id}/test":          "endpoint.tested",
+	"POST /endpoints/{id}/circuit/close": "endpoint.circuit_closed",
 }
 
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
 var controlled = map[string]control.Action{
-	"POST /endpoints/{id}/delete":  control.EndpointDeleted,
-	"POST /endpoints/{id}/replay":  control.EndpointReplayed,
-	"POST /deliveries/{id}/replay": control.DeliveryReplayed,
-	"POST /deliveries/{id}/retry":  control.DeliveryRetried,
+	"POST /endpoints/{id}/delete":         control.EndpointDeleted,
+	"POST /endpoints/{id}/replay":         control.EndpointReplayed,
+	"POST /deliveries/{id}/replay":        control.DeliveryReplayed,
+	"POST /deliveries/{id}/retry":         control.DeliveryRetried,
+	"POST /api-keys":                      control.APIKeyCreated,
+	"POST /api-keys/{id}/revoke":          control.APIKeyRevoked,
+	"POST /consumers":                     control.ConsumerCreated,
+	"POST /consumers/{uid}/edit":          control.ConsumerUpdated,
+	"POST /consumers/{uid}/delete":        control.ConsumerDeleted,
+	"POST /consumers/{uid}/portal":        control.PortalLinkCreated,
+	"POST /consumers/{uid}/portal/revoke": control.PortalLinkRevoked,
+	"POST /event-types":                   control.EventTypeCreated,
+	"POST /event-types/{name}/edit":       control.EventTypeUpdated,
+	"POST /event-types/{name}/delete":     control.EventTypeDeleted,
+	"POST /members":                       control.MemberInvited,
+	"POST /members/{id}/edit":             control.MemberUpdated,
+	"POST /members/{id}/remove":           control.MemberRemoved,
 }
 
 // guardedPages are the pages not every role may see, named by what they
-// show (member.ReadAuditLog, member.ReadMembers) or the action they lead
-// to.
+// show (control.ReadAuditLog, control.ReadMembers) or the action they
+// lead to.
 var guardedPages = map[string]string{
-	"GET /audit":               member.ReadAuditLog,
-	"GET /members":             member.ReadMembers,
-	"GET /members/{id}/remove": "member.removed",
+	"GET /audit":               string(control.ReadAuditLog),
+	"GET /members":             string(control.ReadMembers),
+	"GET /members/{id}/remove": string(control.MemberRemoved),
 }
 
 // authorized is the one place the dashboard checks roles: it refuses, with
-// a 403 page, a request whose session's role (member.Role.Allows) does not
+// a 403 page, a request whose session's role (sluice.Role.Allows) does not
 // allow the action its route performs (auditActions) or the page it shows
 // (guardedPages). It runs after requireSession and requireCSRF, so a
 // forged form is refused for its token first.
@@ -70,7 +69,7 @@ func (d *Dashboard) authorized(routes chi.Routes) func(http.Handler) http.Handle
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			s, _ := sessionFromContext(r.Context())
 			role := s.role()
-			if role == member.Owner {
+			if role == sluice.RoleOwner {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -157,7 +156,7 @@ func (d *Dashboard) showAuditLog(w http.ResponseWriter, r *http.Request) error {
 	if v.Error != "" {
 		status = http.StatusUnprocessableEntity
 	} else {
-		page, err := d.store.AuditLog(r.Context(), tenantID(r), f, p)
+		page, err := d.ctl.AuditLog(r.Context(), caller(r), f, p)
 		if err != nil {
 			return err
 		}

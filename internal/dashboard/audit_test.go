@@ -104,7 +104,7 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	none(ep+"/delete", form())
 	step(ep+"/delete", form("confirm", "yes"), "endpoint.deleted")
 	step("/consumers", form("uid", "c9", "name", "Initech"), "consumer.created")
-	step("/consumers/c9/edit", form("name", "Initech Ltd", "alert_email", ""), "consumer.updated", "alert_email", "name")
+	step("/consumers/c9/edit", form("name", "Initech Ltd", "alert_email", "ops@initech.test"), "consumer.updated", "alert_email", "name")
 	link := step("/consumers/c9/portal", form("ttl", "3600"), "portal_link.created")
 	secrets = append(secrets, regexp.MustCompile(`/portal\?token=[^"<&]+`).FindString(link.Body))
 	none("/consumers/c9/portal/revoke", form())

@@ -11,15 +11,15 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/tenantrules"
 	"github.com/sluice-dev/sluice/web"
 )
 
 // Consumers, a tenant's pages: the list with the form that creates one,
 // a consumer's page with its portal links, its edit form, and deletion
 // and revocation of its portal links behind confirmation pages. The rules
-// are the API's (tenantrules).
+// are the API's (control).
 
 // consumerFlashes are the outcomes of consumer actions (?done=).
 var consumerFlashes = map[string]string{
@@ -40,7 +40,7 @@ func (d *Dashboard) renderConsumers(w http.ResponseWriter, r *http.Request, stat
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListConsumers(r.Context(), tenantID(r), p)
+	page, err := d.ctl.Consumers(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -57,14 +57,14 @@ func readConsumerForm(form url.Values) web.ConsumerForm {
 	}
 }
 
-// consumerSettings checks the form's name and alert email: an empty
-// address is none (the tenant's).
-func consumerSettings(f web.ConsumerForm) (sluice.ConsumerSettings, error) {
+// consumerInput is the form's name and alert email: an empty address is
+// none (the tenant's).
+func consumerInput(f web.ConsumerForm) control.ConsumerInput {
 	var email *string
 	if f.AlertEmail != "" {
 		email = &f.AlertEmail
 	}
-	return tenantrules.Consumer(f.Name, email)
+	return control.ConsumerInput{Name: f.Name, AlertEmail: email}
 }
 
 // createConsumer is POST /consumers: a new consumer; a uid already taken
@@ -74,20 +74,13 @@ func (d *Dashboard) createConsumer(w http.ResponseWriter, r *http.Request) error
 	refuse := func(msg string) error {
 		return d.renderConsumers(w, r, http.StatusUnprocessableEntity, web.ConsumersView{Form: f, Error: msg})
 	}
-	if !sluice.ValidConsumerUID(f.UID) {
-		return refuse("UID " + sluice.ConsumerUIDRule + ".")
-	}
-	set, err := consumerSettings(f)
-	if err != nil {
+	_, err := d.ctl.CreateConsumer(r.Context(), caller(r), f.UID, consumerInput(f))
+	switch {
+	case invalid(err):
 		return refuse(fieldErrors(err))
-	}
-	switch _, err := d.store.GetConsumer(r.Context(), tenantID(r), f.UID); {
-	case err == nil:
+	case errors.Is(err, sluice.ErrConflict):
 		return refuse("A consumer with the UID " + f.UID + " exists already.")
-	case !errors.Is(err, sluice.ErrNotFound):
-		return err
-	}
-	if _, _, err := d.store.UpsertConsumer(r.Context(), tenantID(r), f.UID, set); err != nil {
+	case err != nil:
 		return err
 	}
 	return redirect(w, r, consumerDone(f.UID, "created"))
@@ -96,11 +89,7 @@ func (d *Dashboard) createConsumer(w http.ResponseWriter, r *http.Request) error
 // pathConsumer is the consumer of the {uid} of the path; a malformed uid
 // is not found, like an unknown one.
 func (d *Dashboard) pathConsumer(r *http.Request) (sluice.Consumer, error) {
-	uid := chi.URLParam(r, "uid")
-	if !sluice.ValidConsumerUID(uid) {
-		return sluice.Consumer{}, errNotFound()
-	}
-	return d.store.GetConsumer(r.Context(), tenantID(r), uid)
+	return d.ctl.Consumer(r.Context(), caller(r), chi.URLParam(r, "uid"))
 }
 
 // showConsumer is GET /consumers/{uid}: one consumer, its portal links and
@@ -118,7 +107,7 @@ func (d *Dashboard) renderConsumer(w http.ResponseWriter, r *http.Request, v web
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListEndpoints(r.Context(), tenantID(r), &c.UID, p)
+	page, err := d.ctl.Endpoints(r.Context(), caller(r), &c.UID, p)
 	if err != nil {
 		return err
 	}
@@ -148,12 +137,12 @@ func (d *Dashboard) updateConsumer(w http.ResponseWriter, r *http.Request) error
 	}
 	f := readConsumerForm(r.PostForm)
 	f.UID = c.UID
-	set, err := consumerSettings(f)
-	if err != nil {
+	_, err = d.ctl.UpdateConsumer(r.Context(), caller(r), c.UID, consumerInput(f))
+	if invalid(err) {
 		v := web.ConsumerFormView{Consumer: c, Form: f, Error: fieldErrors(err)}
 		return d.render(w, r, http.StatusUnprocessableEntity, web.ConsumerFormPage(chrome(r, web.SectionConsumers), v))
 	}
-	if _, _, err := d.store.UpsertConsumer(r.Context(), tenantID(r), c.UID, set); err != nil {
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, consumerDone(c.UID, "saved"))
@@ -182,7 +171,7 @@ func (d *Dashboard) deleteConsumer(w http.ResponseWriter, r *http.Request) error
 	if r.PostForm.Get("confirm") != "yes" {
 		return redirect(w, r, r.URL.Path)
 	}
-	if err := d.store.DeleteConsumer(r.Context(), tenantID(r), c.UID); err != nil {
+	if err := d.ctl.DeleteConsumer(r.Context(), caller(r), c.UID); err != nil {
 		return err
 	}
 	return redirect(w, r, "/consumers?done=deleted")
@@ -196,21 +185,20 @@ func (d *Dashboard) issuePortalLink(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	ttl := tenantrules.DefaultPortalTTL
+	in := control.PortalLinkInput{ReadOnly: r.PostForm.Get("read_only") != ""}
 	if raw := r.PostForm.Get("ttl"); raw != "" {
 		secs, err := strconv.ParseInt(raw, 10, 64)
 		i := slices.IndexFunc(web.PortalTTLs, func(o web.PortalTTL) bool { return o.TTL == time.Duration(secs)*time.Second })
 		if err != nil || i < 0 {
 			return errBadRequest("Choose how long the link is valid from the list.")
 		}
-		ttl = web.PortalTTLs[i].TTL
+		in.TTLSeconds = &secs
 	}
-	readOnly := r.PostForm.Get("read_only") != ""
-	link, err := d.portal.Link(r.Context(), tenantID(r), c.UID, ttl, readOnly)
+	link, err := d.ctl.CreatePortalLink(r.Context(), caller(r), c.UID, in)
 	if err != nil {
 		return err
 	}
-	return d.renderConsumer(w, r, web.ConsumerView{Link: &link, LinkReadOnly: readOnly})
+	return d.renderConsumer(w, r, web.ConsumerView{Link: &link, LinkReadOnly: in.ReadOnly})
 }
 
 // confirmRevokePortal is GET /consumers/{uid}/portal/revoke.
@@ -235,7 +223,7 @@ func (d *Dashboard) revokePortal(w http.ResponseWriter, r *http.Request) error {
 	if r.PostForm.Get("confirm") != "yes" {
 		return redirect(w, r, r.URL.Path)
 	}
-	if err := d.store.RevokePortal(r.Context(), tenantID(r), c.UID); err != nil {
+	if err := d.ctl.RevokePortal(r.Context(), caller(r), c.UID); err != nil {
 		return err
 	}
 	return redirect(w, r, consumerDone(c.UID, "revoked"))

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/eventschema"
-	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // csrfField is the form field every POST form carries its token in.
@@ -20,7 +20,7 @@ const maxFormBytes = 64 << 10
 // maxEventTypeFormBytes bounds an event-type form, whose example (a
 // payload) and schema may each take three bytes a character once
 // URL-encoded.
-const maxEventTypeFormBytes = 3*(tenantrules.MaxPayloadBytes+eventschema.MaxSchemaBytes) + maxFormBytes
+const maxEventTypeFormBytes = 3*(control.MaxPayloadBytes+eventschema.MaxSchemaBytes) + maxFormBytes
 
 // formLimit is the bound of the form body of r.
 func formLimit(r *http.Request) int64 {

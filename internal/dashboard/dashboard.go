@@ -23,7 +23,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/member"
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -44,10 +43,6 @@ type Config struct {
 	// members' password links: the process's, built once by app. Required:
 	// a nil Nudger is a programming error.
 	Nudger *dispatch.Nudger
-	// Portal checks the portal links GET /portal signs consumers in with;
-	// nil means links keyed from Key, as the API signs them when it is
-	// given the same key.
-	Portal *portal.Links
 	// AllowPrivateTargets lets endpoint forms name loopback and private
 	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
 	// API does.
@@ -70,7 +65,6 @@ type Dashboard struct {
 	store  *store.Store
 	ctl    *control.Control
 	jobs   store.JobQueue
-	portal *portal.Links
 	logger *slog.Logger
 	csrf   csrfSigner
 	limits *apirate.Limits
@@ -94,9 +88,6 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	if cfg.Portal == nil {
-		cfg.Portal = portal.New(st, cfg.Key, "")
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -105,13 +96,13 @@ func New(st *store.Store, cfg Config) *Dashboard {
 	}
 	if cfg.Control == nil {
 		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Nudger,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now})
+			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now,
+			PortalKey: cfg.Key})
 	}
 	return &Dashboard{
 		store:  st,
 		ctl:    cfg.Control,
 		jobs:   cfg.Nudger,
-		portal: cfg.Portal,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 		limits: cfg.Limits,
@@ -143,7 +134,7 @@ func (d *Dashboard) Mount(r chi.Router) {
 		r.Get("/login", d.handle(d.loginForm))
 		r.Post("/login", d.handle(d.login))
 		r.Post("/logout", d.handle(d.logout))
-		r.Get(portal.Path, d.handle(d.openPortal))
+		r.Get(control.PortalPath, d.handle(d.openPortal))
 		r.Get(member.PasswordPath, d.handle(d.passwordForm))
 		r.Post(member.PasswordPath, d.handle(d.setPassword))
 		r.Get("/forgot", d.handle(d.forgotForm))

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -39,8 +38,8 @@ func errReadOnly() *pageError {
 }
 
 // errRole answers a member's attempt at what its role does not allow
-// (member.Role.Allows).
-func errRole(role member.Role) *pageError {
+// (sluice.Role.Allows).
+func errRole(role sluice.Role) *pageError {
 	return errForbidden("Your role (" + string(role) + ") may not do this. Ask an owner of this account if you need to.")
 }
 
@@ -79,7 +78,7 @@ func pageErrorFor(err error) *pageError {
 		if forbidden.ReadOnly {
 			return errReadOnly()
 		}
-		return errRole(member.Role(forbidden.Role))
+		return errRole(sluice.Role(forbidden.Role))
 	case errors.Is(err, sluice.ErrNotFound):
 		return errNotFound()
 	case errors.Is(err, sluice.ErrConflict):

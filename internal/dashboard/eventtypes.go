@@ -9,15 +9,15 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/tenantrules"
 	"github.com/sluice-dev/sluice/web"
 )
 
 // The event-type catalogue, a tenant's pages: the list with the form that
 // creates an entry, an entry's page, its edit form and its deletion behind
 // a confirmation page. Sluice's own types are listed and shown, never
-// changed. The rules are the API's (tenantrules): a refused entry comes
+// changed. The rules are the API's (control): a refused entry comes
 // back on its form with the reason, a schema over the evaluation budget
 // included.
 
@@ -38,7 +38,7 @@ func (d *Dashboard) renderEventTypes(w http.ResponseWriter, r *http.Request, sta
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListEventTypes(r.Context(), tenantID(r), p)
+	page, err := d.ctl.TenantEventTypes(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -57,17 +57,16 @@ func readEventTypeForm(form url.Values) web.EventTypeForm {
 	}
 }
 
-// eventTypeOf checks the form as the entry name: empty example and schema
-// are none.
-func eventTypeOf(name string, f web.EventTypeForm) (sluice.EventType, error) {
-	et := sluice.EventType{Name: name, Description: f.Description, Deprecated: f.Deprecated}
+// eventTypeInput is the form's entry: empty example and schema are none.
+func eventTypeInput(f web.EventTypeForm) control.EventTypeInput {
+	et := control.EventTypeInput{Description: f.Description, Deprecated: f.Deprecated}
 	if f.Example != "" {
 		et.Example = json.RawMessage(f.Example)
 	}
 	if f.Schema != "" {
 		et.Schema = json.RawMessage(f.Schema)
 	}
-	return et, tenantrules.EventType(et)
+	return et
 }
 
 // createEventType is POST /event-types: a new entry; a name already in the
@@ -77,22 +76,13 @@ func (d *Dashboard) createEventType(w http.ResponseWriter, r *http.Request) erro
 	refuse := func(msg string) error {
 		return d.renderEventTypes(w, r, http.StatusUnprocessableEntity, web.EventTypesView{Form: f, Error: msg})
 	}
-	v := &sluice.ValidationError{}
-	tenantrules.EventTypeName(f.Name, v)
-	if err := v.Err(); err != nil {
+	_, err := d.ctl.CreateEventType(r.Context(), caller(r), f.Name, eventTypeInput(f))
+	switch {
+	case invalid(err):
 		return refuse(fieldErrors(err))
-	}
-	et, err := eventTypeOf(f.Name, f)
-	if err != nil {
-		return refuse(fieldErrors(err))
-	}
-	switch _, err := d.store.GetEventType(r.Context(), tenantID(r), f.Name); {
-	case err == nil:
+	case errors.Is(err, sluice.ErrConflict):
 		return refuse("The event type " + f.Name + " exists already: edit it from its page.")
-	case !errors.Is(err, sluice.ErrNotFound):
-		return err
-	}
-	if _, _, err := d.store.UpsertEventType(r.Context(), tenantID(r), et); err != nil {
+	case err != nil:
 		return err
 	}
 	return redirect(w, r, eventTypeDone(f.Name, "created"))
@@ -102,15 +92,7 @@ func (d *Dashboard) createEventType(w http.ResponseWriter, r *http.Request) erro
 // included (operational); a malformed name is not found, like an unknown
 // one.
 func (d *Dashboard) pathEventType(r *http.Request) (et sluice.EventType, operational bool, err error) {
-	name := chi.URLParam(r, "name")
-	if !tenantrules.ValidEventTypeName(name) {
-		return sluice.EventType{}, false, errNotFound()
-	}
-	if et, ok := sluice.OperationalEventType(name); ok {
-		return et, true, nil
-	}
-	et, err = d.store.GetEventType(r.Context(), tenantID(r), name)
-	return et, false, err
+	return d.ctl.EventType(r.Context(), caller(r), chi.URLParam(r, "name"))
 }
 
 // tenantEventType is pathEventType for a change: Sluice's own types are
@@ -152,12 +134,12 @@ func (d *Dashboard) updateEventType(w http.ResponseWriter, r *http.Request) erro
 	}
 	f := readEventTypeForm(r.PostForm)
 	f.Name = old.Name
-	et, err := eventTypeOf(old.Name, f)
-	if err != nil {
+	_, err = d.ctl.UpdateEventType(r.Context(), caller(r), old.Name, eventTypeInput(f))
+	if invalid(err) {
 		v := web.EventTypeFormView{Type: old, Form: f, Error: fieldErrors(err)}
 		return d.render(w, r, http.StatusUnprocessableEntity, web.EventTypeFormPage(chrome(r, web.SectionEventTypes), v))
 	}
-	if _, _, err := d.store.UpsertEventType(r.Context(), tenantID(r), et); err != nil {
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, eventTypeDone(old.Name, "saved"))
@@ -185,7 +167,7 @@ func (d *Dashboard) deleteEventType(w http.ResponseWriter, r *http.Request) erro
 	if r.PostForm.Get("confirm") != "yes" {
 		return redirect(w, r, r.URL.Path)
 	}
-	if err := d.store.DeleteEventType(r.Context(), tenantID(r), et.Name); err != nil {
+	if err := d.ctl.DeleteEventType(r.Context(), caller(r), et.Name); err != nil {
 		return err
 	}
 	return redirect(w, r, "/event-types?done=deleted")

@@ -4,9 +4,8 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
-	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -59,7 +58,7 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if key == "" {
 		return d.memberLogin(w, r, email, r.PostForm.Get("password"), next, refuse)
 	}
-	cred, err := d.store.AuthenticateAPIKey(r.Context(), key)
+	cred, err := d.ctl.Authenticate(r.Context(), key)
 	if errors.Is(err, sluice.ErrNotFound) {
 		d.failAuth(r)
 		return refuse(http.StatusUnauthorized, "That API key is not valid.")
@@ -73,31 +72,29 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 	if err := d.limitTenant(r, cred.Tenant.ID, 1); err != nil {
 		return err
 	}
-	token := newSessionToken()
-	expires := time.Now().Add(SessionTTL)
-	err = d.store.CreateDashboardSession(r.Context(), tokenHash(token), cred.Tenant.ID, cred.APIKeyID, expires)
+	ns, err := d.ctl.OpenKeySession(r.Context(), cred)
 	if errors.Is(err, sluice.ErrNotFound) { // the key was revoked meanwhile
 		return refuse(http.StatusUnauthorized, "That API key is not valid.")
 	}
 	if err != nil {
 		return err
 	}
-	d.setSessionCookie(w, r, token, expires)
+	d.setSessionCookie(w, r, ns.Token, ns.ExpiresAt)
 	return redirect(w, r, next)
 }
 
 // memberLogin is login with a member's email and password. An unknown
-// email costs a password hash as a wrong password does
-// (member.CheckPassword), and both answer the same, so the form does not
-// tell which emails have accounts.
+// email costs a password hash as a wrong password does (control.SignIn),
+// and both answer the same, so the form does not tell which emails have
+// accounts.
 func (d *Dashboard) memberLogin(w http.ResponseWriter, r *http.Request, email, password, next string, refuse func(int, string) error) error {
-	c, err := d.store.MemberByEmail(r.Context(), email)
-	if err != nil && !errors.Is(err, sluice.ErrNotFound) {
-		return err
-	}
-	if !member.CheckPassword(c.PasswordHash, password) {
+	c, err := d.ctl.SignIn(r.Context(), email, password)
+	if errors.Is(err, control.ErrBadPassword) {
 		d.failAuth(r)
 		return refuse(http.StatusUnauthorized, "That email and password do not match.")
+	}
+	if err != nil {
+		return err
 	}
 	if c.Tenant.Disabled() {
 		return refuse(http.StatusForbidden, "This account is disabled. Ask the operator of this Sluice to enable it.")
@@ -105,16 +102,14 @@ func (d *Dashboard) memberLogin(w http.ResponseWriter, r *http.Request, email, p
 	if err := d.limitTenant(r, c.Tenant.ID, 1); err != nil {
 		return err
 	}
-	token := newSessionToken()
-	expires := time.Now().Add(SessionTTL)
-	err = d.store.CreateMemberDashboardSession(r.Context(), tokenHash(token), c.Tenant.ID, c.Member.ID, expires)
+	ns, err := d.ctl.OpenMemberSession(r.Context(), c)
 	if errors.Is(err, sluice.ErrNotFound) { // removed meanwhile
 		return refuse(http.StatusUnauthorized, "That email and password do not match.")
 	}
 	if err != nil {
 		return err
 	}
-	d.setSessionCookie(w, r, token, expires)
+	d.setSessionCookie(w, r, ns.Token, ns.ExpiresAt)
 	return redirect(w, r, next)
 }
 
@@ -128,7 +123,7 @@ func (d *Dashboard) logout(w http.ResponseWriter, r *http.Request) error {
 		if err := d.checkCSRF(w, r, s); err != nil {
 			return err
 		}
-		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(s.cookie)); err != nil {
+		if err := d.ctl.EndSession(r.Context(), s.cookie); err != nil {
 			return err
 		}
 	case !errors.Is(err, errNoSession):

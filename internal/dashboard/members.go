@@ -7,16 +7,15 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/audit"
-	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
 
-// Members, an owner's pages (authorized holds the rest to member.Role's
+// Members, an owner's pages (authorized holds the rest to sluice.Role's
 // rule): the list with a role form per member and the form that invites
 // one, and removal behind a confirmation page. The rules are the API's
-// (package member).
+// (control).
 
 // memberFlashes are the outcomes of member actions (?done=).
 var memberFlashes = map[string]string{
@@ -27,7 +26,7 @@ var memberFlashes = map[string]string{
 
 // listMembers is GET /members.
 func (d *Dashboard) listMembers(w http.ResponseWriter, r *http.Request) error {
-	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: memberFlashes[r.URL.Query().Get("done")], Role: member.Viewer})
+	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: memberFlashes[r.URL.Query().Get("done")], Role: sluice.RoleViewer})
 }
 
 func (d *Dashboard) renderMembers(w http.ResponseWriter, r *http.Request, status int, v web.MembersView) error {
@@ -35,7 +34,7 @@ func (d *Dashboard) renderMembers(w http.ResponseWriter, r *http.Request, status
 	if err != nil {
 		return err
 	}
-	page, err := d.store.ListMembers(r.Context(), tenantID(r), p)
+	page, err := d.ctl.Members(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -49,13 +48,13 @@ func (d *Dashboard) renderMembers(w http.ResponseWriter, r *http.Request, status
 // inviteMember is POST /members: invites a member, whose invitation is
 // emailed by a job queued with it.
 func (d *Dashboard) inviteMember(w http.ResponseWriter, r *http.Request) error {
-	p := member.NewParams{Email: member.NormalizeEmail(r.PostForm.Get("email")), Role: member.Role(r.PostForm.Get("role"))}
-	refill := web.MembersView{Email: p.Email, Role: p.Role}
-	if err := p.Validate(); err != nil {
+	in := control.MemberInput{Email: strings.TrimSpace(r.PostForm.Get("email")), Role: sluice.Role(r.PostForm.Get("role"))}
+	refill := web.MembersView{Email: in.Email, Role: in.Role}
+	_, err := d.ctl.InviteMember(r.Context(), caller(r), in)
+	if invalid(err) {
 		refill.Error = fieldErrors(err)
 		return d.renderMembers(w, r, http.StatusUnprocessableEntity, refill)
 	}
-	m, err := d.store.InviteMember(r.Context(), tenantID(r), p, d.jobs)
 	if errors.Is(err, sluice.ErrConflict) {
 		refill.Error = "A member with this email exists already, in this account or another."
 		return d.renderMembers(w, r, http.StatusConflict, refill)
@@ -63,34 +62,31 @@ func (d *Dashboard) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	audit.Object(r.Context(), m.ID.String())
-	// Shown in the answer, not after a redirect to /members: a redirect
-	// to the form's own path would be taken for a confirmation to make
-	// first (audit.Middleware), and the invitation rolled back.
-	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: memberFlashes["invited"], Role: member.Viewer})
+	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: memberFlashes["invited"], Role: sluice.RoleViewer})
 }
 
 // pathMember is the member the path names.
-func (d *Dashboard) pathMember(r *http.Request) (member.Member, error) {
+func (d *Dashboard) pathMember(r *http.Request) (sluice.Member, error) {
 	id, err := pathID(r)
 	if err != nil {
-		return member.Member{}, err
+		return sluice.Member{}, err
 	}
-	return d.store.GetMember(r.Context(), tenantID(r), id)
+	return d.ctl.Member(r.Context(), caller(r), id)
 }
 
 // updateMember is POST /members/{id}/edit: changes a member's role, from
 // its next request on.
 func (d *Dashboard) updateMember(w http.ResponseWriter, r *http.Request) error {
-	m, err := d.pathMember(r)
+	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
-	role := member.Role(strings.TrimSpace(r.PostForm.Get("role")))
-	if !role.Valid() {
+	role := sluice.Role(strings.TrimSpace(r.PostForm.Get("role")))
+	_, err = d.ctl.SetMemberRole(r.Context(), caller(r), id, role)
+	if invalid(err) {
 		return errBadRequest("Choose a role from the list.")
 	}
-	if _, err := d.store.SetMemberRole(r.Context(), tenantID(r), m.ID, role); err != nil {
+	if err != nil {
 		return err
 	}
 	return redirect(w, r, "/members?done=updated")
@@ -110,17 +106,17 @@ func (d *Dashboard) confirmRemoveMember(w http.ResponseWriter, r *http.Request) 
 // removeMember is POST /members/{id}/remove, the confirmed removal: the
 // member's sessions end with it, the remover's own if it removed itself.
 func (d *Dashboard) removeMember(w http.ResponseWriter, r *http.Request) error {
-	m, err := d.pathMember(r)
+	id, err := pathID(r)
 	if err != nil {
 		return err
 	}
 	if r.PostForm.Get("confirm") != "yes" {
 		return redirect(w, r, r.URL.Path)
 	}
-	if err := d.store.RemoveMember(r.Context(), tenantID(r), m.ID); err != nil {
+	if err := d.ctl.RemoveMember(r.Context(), caller(r), id); err != nil {
 		return err
 	}
-	if d.isSessionMember(r, m.ID) {
+	if d.isSessionMember(r, id) {
 		d.clearSessionCookie(w, r)
 		return redirect(w, r, "/login")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
@@ -24,10 +25,12 @@ import (
 // invite adds a member of tenant with role and returns it with the token
 // of a link to set its password, made as the mail job makes one, working
 // from now for member.TokenTTL.
-func (b *bundle) invite(tenant sluice.Tenant, email string, role member.Role, now time.Time) (member.Member, string) {
+func (b *bundle) invite(tenant sluice.Tenant, email string, role sluice.Role, now time.Time) (sluice.Member, string) {
 	t := b.t
 	t.Helper()
-	m, err := b.store.InviteMember(context.Background(), tenant.ID, member.NewParams{Email: email, Role: role}, b.jobs)
+	ctl := control.New(control.Config{Store: b.store, Nudger: b.jobs})
+	who := control.Caller{Tenant: tenant.ID, Actor: sluice.Actor{Type: sluice.ActorAPIKey, ID: "test", Name: "test"}, Role: sluice.RoleOwner}
+	m, err := ctl.InviteMember(context.Background(), who, control.MemberInput{Email: email, Role: role})
 	require.NoError(t, err)
 	token := member.NewToken()
 	require.NoError(t, b.store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, now.Add(member.TokenTTL)))
@@ -35,7 +38,7 @@ func (b *bundle) invite(tenant sluice.Tenant, email string, role member.Role, no
 }
 
 // member adds a member of tenant A who has set password.
-func (b *bundle) member(email string, role member.Role, password string) member.Member {
+func (b *bundle) member(email string, role sluice.Role, password string) sluice.Member {
 	t := b.t
 	t.Helper()
 	m, token := b.invite(b.tenantA, email, role, time.Now())
@@ -62,7 +65,7 @@ const goodPassword = "a long enough secret"
 func TestPasswordLinks(t *testing.T) {
 	b := setup(t)
 	now := time.Now()
-	m, token := b.invite(b.tenantA, "ann@acme.test", member.Viewer, now)
+	m, token := b.invite(b.tenantA, "ann@acme.test", sluice.RoleViewer, now)
 	br := b.browser()
 
 	p := br.get("/password?token=" + token)
@@ -85,7 +88,7 @@ func TestPasswordLinks(t *testing.T) {
 	require.Equal(t, "/login?password_set=1", p.Location())
 	got, err := b.store.GetMember(context.Background(), b.tenantA.ID, m.ID)
 	require.NoError(t, err)
-	require.Equal(t, member.StatusActive, got.Status)
+	require.Equal(t, sluice.MemberActive, got.Status)
 
 	// Used once, the link is spent.
 	require.Equal(t, http.StatusForbidden, br.get("/password?token="+token).Status)
@@ -95,7 +98,7 @@ func TestPasswordLinks(t *testing.T) {
 	br.loginMember("ann@acme.test", goodPassword)
 
 	// A link past its 24 hours is refused, by the dashboard's clock.
-	bob, late := b.invite(b.tenantA, "bob@acme.test", member.Admin, now)
+	bob, late := b.invite(b.tenantA, "bob@acme.test", sluice.RoleAdmin, now)
 	b.setClock(now.Add(member.TokenTTL + time.Minute))
 	other := b.browser()
 	require.Equal(t, http.StatusForbidden, other.get("/password?token="+late).Status)
@@ -103,7 +106,7 @@ func TestPasswordLinks(t *testing.T) {
 	require.Equal(t, http.StatusForbidden, p.Status)
 	got, err = b.store.GetMember(context.Background(), b.tenantA.ID, bob.ID)
 	require.NoError(t, err)
-	require.Equal(t, member.StatusInvited, got.Status, "no password set")
+	require.Equal(t, sluice.MemberInvited, got.Status, "no password set")
 
 	// Unknown and malformed tokens.
 	require.Equal(t, http.StatusForbidden, other.get("/password?token="+member.NewToken()).Status)
@@ -118,8 +121,8 @@ func TestPasswordLinks(t *testing.T) {
 // its session.
 func TestMemberSignIn(t *testing.T) {
 	b := setup(t)
-	ann := b.member("ann@acme.test", member.Admin, goodPassword)
-	b.invite(b.tenantA, "new@acme.test", member.Admin, time.Now())
+	ann := b.member("ann@acme.test", sluice.RoleAdmin, goodPassword)
+	b.invite(b.tenantA, "new@acme.test", sluice.RoleAdmin, time.Now())
 
 	br := b.browser()
 	for _, tc := range []url.Values{
@@ -146,7 +149,7 @@ func TestMemberSignIn(t *testing.T) {
 
 	// Made a viewer, it reads the same pages without forms, from its next
 	// request on.
-	_, err = b.store.SetMemberRole(context.Background(), b.tenantA.ID, ann.ID, member.Viewer)
+	_, err = b.store.SetMemberRole(context.Background(), b.tenantA.ID, ann.ID, sluice.RoleViewer)
 	require.NoError(t, err)
 	home = br.get("/")
 	requireContains(t, home, `id="role">viewer<`, `form class="logout"`)
@@ -163,15 +166,15 @@ func TestMemberSignIn(t *testing.T) {
 }
 
 // TestRolesInTheDashboard: what each role may reach, by the one rule
-// (member.Role.Allows): an admin everything but members, a viewer only
+// (sluice.Role.Allows): an admin everything but members, a viewer only
 // pages without forms, no audit log and no secret; an API key's session
 // everything.
 func TestRolesInTheDashboard(t *testing.T) {
 	b := setup(t)
 	s := b.seed(b.tenantA, "https://hooks.acme.test/a", true)
-	b.member("admin@acme.test", member.Admin, goodPassword)
-	b.member("viewer@acme.test", member.Viewer, goodPassword)
-	target := b.member("target@acme.test", member.Viewer, goodPassword)
+	b.member("admin@acme.test", sluice.RoleAdmin, goodPassword)
+	b.member("viewer@acme.test", sluice.RoleViewer, goodPassword)
+	target := b.member("target@acme.test", sluice.RoleViewer, goodPassword)
 	ep := "/endpoints/" + s.endpoint.ID.String()
 	mp := "/members/" + target.ID.String()
 
@@ -251,7 +254,7 @@ func TestRolesInTheDashboard(t *testing.T) {
 // not a member has the email, and queues the email only for a member.
 func TestForgotPassword(t *testing.T) {
 	b := setup(t)
-	ann := b.member("ann@acme.test", member.Viewer, goodPassword)
+	ann := b.member("ann@acme.test", sluice.RoleViewer, goodPassword)
 	br := b.browser()
 	require.Equal(t, http.StatusOK, br.get("/forgot").Status)
 	known := br.post("/forgot", url.Values{"email": {"Ann@acme.test"}})
@@ -280,7 +283,7 @@ func TestMemberSignInLimitedPerAddress(t *testing.T) {
 	at := time.Now()
 	limits := apirate.New(apirate.Config{Rates: f.Store, Now: func() time.Time { return at }})
 	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Limits: limits}).Handler()
-	m, err := f.Store.InviteMember(context.Background(), f.TenantA.ID, member.NewParams{Email: "ann@acme.test", Role: member.Owner}, f.Jobs)
+	m, err := f.Store.AddMember(context.Background(), f.TenantA.ID, "ann@acme.test", sluice.RoleOwner)
 	require.NoError(t, err)
 	token := member.NewToken()
 	require.NoError(t, f.Store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, time.Now().Add(time.Hour)))

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
@@ -29,11 +30,7 @@ func (d *Dashboard) passwordMember(r *http.Request, token string) (web.PasswordV
 	if err := d.checkAuth(r); err != nil {
 		return web.PasswordView{}, err
 	}
-	if !member.WellFormedToken(token) {
-		d.failAuth(r)
-		return web.PasswordView{}, errInvalidPasswordLink()
-	}
-	m, err := d.store.MemberByToken(r.Context(), member.TokenHash(token), d.now())
+	m, err := d.ctl.PasswordLink(r.Context(), token)
 	if errors.Is(err, sluice.ErrNotFound) {
 		d.failAuth(r)
 		return web.PasswordView{}, errInvalidPasswordLink()
@@ -66,15 +63,15 @@ func (d *Dashboard) setPassword(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	password := r.PostForm.Get("password")
-	if err := member.ValidatePassword(password); err != nil {
-		v.Error = fieldErrors(err)
-		return d.render(w, r, http.StatusUnprocessableEntity, web.PasswordPage(v))
-	}
 	if password != r.PostForm.Get("confirm") {
 		v.Error = "The two passwords differ."
 		return d.render(w, r, http.StatusUnprocessableEntity, web.PasswordPage(v))
 	}
-	_, err = d.store.SetMemberPassword(r.Context(), member.TokenHash(v.Token), member.HashPassword(password), d.now())
+	_, err = d.ctl.SetPassword(r.Context(), v.Token, password)
+	if invalid(err) {
+		v.Error = fieldErrors(err)
+		return d.render(w, r, http.StatusUnprocessableEntity, web.PasswordPage(v))
+	}
 	if errors.Is(err, sluice.ErrNotFound) { // used by another request meanwhile
 		d.failAuth(r)
 		return errInvalidPasswordLink()
@@ -103,11 +100,11 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) error {
 		return errBadRequest("The form could not be read.")
 	}
 	email := strings.TrimSpace(r.PostForm.Get("email"))
-	if email == "" || len(email) > member.MaxEmailLength {
+	if email == "" || len(email) > control.MaxEmailLength {
 		return d.render(w, r, http.StatusUnprocessableEntity, web.ForgotPage(web.ForgotView{Error: "Enter your email."}))
 	}
 	d.failAuth(r)
-	if err := d.store.RequestPasswordReset(r.Context(), email, d.jobs); err != nil {
+	if err := d.ctl.RequestPasswordReset(r.Context(), email); err != nil {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.ForgotPage(web.ForgotView{Sent: true}))

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -67,7 +68,8 @@ func startSluiceWith(t *testing.T, more map[string]string) *wholeSluice {
 	require.NoError(t, p.Start(context.Background()))
 	t.Cleanup(p.Close)
 	handler.Store(p.Handler)
-	tenant, key, err := p.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test")
+	key := apikey.New()
+	tenant, err := p.Store.CreateTenant(context.Background(), "Acme", "ops@acme.test", apikey.Digest(key))
 	require.NoError(t, err)
 	return &wholeSluice{t: t, srv: srv, proc: p, tenant: tenant, key: key}
 }

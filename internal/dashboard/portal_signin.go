@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/sluice-dev/sluice/internal/portal"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -20,8 +20,8 @@ func (d *Dashboard) openPortal(w http.ResponseWriter, r *http.Request) error {
 	if err := d.checkAuth(r); err != nil {
 		return err
 	}
-	g, err := d.portal.Open(r.Context(), r.URL.Query().Get("token"))
-	if errors.Is(err, portal.ErrInvalidLink) {
+	g, err := d.ctl.OpenPortalLink(r.Context(), r.URL.Query().Get("token"))
+	if errors.Is(err, control.ErrInvalidLink) {
 		d.failAuth(r)
 		return errInvalidLink()
 	}
@@ -35,18 +35,17 @@ func (d *Dashboard) openPortal(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if old, ok := d.sessionFrom(r); ok {
-		if err := d.store.DeleteDashboardSession(r.Context(), tokenHash(old.cookie)); err != nil {
+		if err := d.ctl.EndSession(r.Context(), old.cookie); err != nil {
 			return err
 		}
 	}
-	token := newSessionToken()
-	err = d.store.CreatePortalSession(r.Context(), tokenHash(token), g.Target, g.ReadOnly, g.ExpiresAt)
+	ns, err := d.ctl.OpenPortalSession(r.Context(), g)
 	if errors.Is(err, sluice.ErrNotFound) { // the consumer was deleted meanwhile
 		return errInvalidLink()
 	}
 	if err != nil {
 		return err
 	}
-	d.setSessionCookie(w, r, token, g.ExpiresAt)
+	d.setSessionCookie(w, r, ns.Token, ns.ExpiresAt)
 	return redirect(w, r, "/")
 }

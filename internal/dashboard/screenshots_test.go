@@ -17,7 +17,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/member"
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 )
@@ -49,7 +48,7 @@ func TestScreenshots(t *testing.T) {
 	const publicURL = "https://sluice.example.com"
 	b := setupWith(t, func(b *bundle) http.Handler {
 		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Limits: looseLimits(b.store),
-			Portal: portal.New(b.store, dashboardKey, publicURL)}).Handler()
+			PublicURL: publicURL}).Handler()
 	})
 	ctx := context.Background()
 	a := b.tenantA
@@ -202,9 +201,9 @@ func TestScreenshots(t *testing.T) {
 	// Members: two who have signed in, one invited.
 	for _, m := range []struct {
 		email  string
-		role   member.Role
+		role   sluice.Role
 		active bool
-	}{{"li@acme.example", member.Viewer, false}, {"raj@acme.example", member.Admin, true}, {"ana@acme.example", member.Owner, true}} {
+	}{{"li@acme.example", sluice.RoleViewer, false}, {"raj@acme.example", sluice.RoleAdmin, true}, {"ana@acme.example", sluice.RoleOwner, true}} {
 		_, token := b.invite(a, m.email, m.role, time.Now())
 		if m.active {
 			_, err := b.store.SetMemberPassword(ctx, member.TokenHash(token), member.HashPassword(goodPassword), time.Now())

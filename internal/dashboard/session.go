@@ -3,7 +3,6 @@ package dashboard
 import (
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
@@ -14,7 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
@@ -24,7 +23,7 @@ import (
 const SessionCookie = "sluice_session"
 
 // SessionTTL is how long a sign-in lasts.
-const SessionTTL = 12 * time.Hour
+const SessionTTL = control.SessionTTL
 
 // csrfKeyLabel labels the CSRF key derived from the configured key.
 const csrfKeyLabel = "sluice-dashboard-csrf"
@@ -38,39 +37,8 @@ func deriveKey(key []byte, label string) []byte {
 
 var b64 = base64.RawURLEncoding
 
-// Sessions live on the server, in the dashboard_sessions table: the cookie
-// holds only a random token, the table its SHA-256, the tenant, the API
-// key, portal link or member the session was opened with and its expiry.
-// Removing a member deletes its sessions (a cascade), and its role is read
-// on every request. Sign-out deletes the row;
-// revoking the key deletes it too (a foreign key cascade), and an expired
-// key's sessions stop at once (checked on every request).
-
-// tokenBytes is the entropy of a session token.
-const tokenBytes = 32
-
-// newSessionToken returns a fresh random session token, the cookie's value.
-func newSessionToken() string {
-	b := make([]byte, tokenBytes)
-	_, _ = rand.Read(b) // never fails
-	return b64.EncodeToString(b)
-}
-
-// tokenHash is what the database stores of a session token.
-func tokenHash(token string) []byte {
-	sum := sha256.Sum256([]byte(token))
-	return sum[:]
-}
-
-// wellFormedToken reports whether a cookie value could be a session token,
-// so garbage costs no database round trip.
-func wellFormedToken(v string) bool {
-	if len(v) != b64.EncodedLen(tokenBytes) {
-		return false
-	}
-	_, err := b64.DecodeString(v)
-	return err == nil
-}
+// Sessions live on the server (control.Session): the cookie holds only
+// a random token, which CSRF tokens are bound to.
 
 // session is a signed-in tenant, or a consumer signed in with a portal
 // link, as the pages see it.
@@ -80,11 +48,11 @@ type session struct {
 	apiKeyName string
 	// consumer is the consumer a portal session is scoped to (scope.go);
 	// nil for a tenant's session.
-	consumer *store.PortalConsumer
+	consumer *control.PortalConsumer
 	readOnly bool // a read-only portal session: no forms, no POSTs
 	// member is the member a member's session was opened by, with its
 	// role as of this request; nil for other sessions.
-	member *store.SessionMember
+	member *control.SessionMember
 	cookie string // the cookie value (the token), to which CSRF tokens are bound
 	csrf   string
 }
@@ -114,7 +82,7 @@ func chrome(r *http.Request, section string) web.Chrome {
 		return web.Chrome{}
 	}
 	c := web.Chrome{TenantName: s.tenant.Name, CSRF: s.csrf, Section: section, ReadOnly: !s.writes(),
-		Members: s.role().Allows(member.ReadMembers), AuditLog: s.role().Allows(member.ReadAuditLog)}
+		Members: s.role().Allows(string(control.ReadMembers)), AuditLog: s.role().Allows(string(control.ReadAuditLog))}
 	if s.member != nil {
 		c.Member, c.Role = s.member.Email, string(s.member.Role)
 	}
@@ -149,13 +117,13 @@ func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 // too often is answered 429 before its cookie is looked up (ratelimit.go).
 func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	ck, err := r.Cookie(SessionCookie)
-	if err != nil || !wellFormedToken(ck.Value) {
+	if err != nil || !control.WellFormedSessionToken(ck.Value) {
 		return session{}, errNoSession
 	}
 	if err := d.checkAuth(r); err != nil {
 		return session{}, err
 	}
-	ds, err := d.store.DashboardSession(r.Context(), tokenHash(ck.Value))
+	ds, err := d.ctl.Session(r.Context(), ck.Value)
 	switch {
 	case errors.Is(err, sluice.ErrNotFound):
 		d.failAuth(r)
@@ -176,16 +144,16 @@ func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	return s, nil
 }
 
-// role is what the session may do (member.Role.Allows): a member's role;
+// role is what the session may do (sluice.Role.Allows): a member's role;
 // an API key's session is an owner's, as the key is through the API. A
 // portal session is an owner of its consumer's scope, less a read-only
 // link's POSTs (readOnlyGuard); the tenant's own pages are not its
 // (tenantOnly).
-func (s session) role() member.Role {
+func (s session) role() sluice.Role {
 	if s.member != nil {
 		return s.member.Role
 	}
-	return member.Owner
+	return sluice.RoleOwner
 }
 
 // writes reports whether the session may change anything, and so see

@@ -12,7 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -85,8 +84,7 @@ func TestEndpointFormFilter(t *testing.T) {
 	// The portal's form is the same form.
 	_, _, err = b.store.UpsertConsumer(ctx, b.tenantA.ID, "c1", sluice.ConsumerSettings{Name: "One"})
 	require.NoError(t, err)
-	link, err := portal.New(b.store, dashboardKey, b.srv.URL).Link(ctx, b.tenantA.ID, "c1", time.Hour, false)
-	require.NoError(t, err)
+	link := portalLink(t, b.store, dashboardKey, b.srv.URL, b.tenantA.ID, "c1", time.Hour, false)
 	pb := b.browser()
 	pb.openPortal(link.URL)
 	ptoken := pb.csrf("/endpoints/new")

@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -24,7 +23,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/poll"
-	"github.com/sluice-dev/sluice/internal/portal"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/tracing"
 	"github.com/sluice-dev/sluice/internal/version"
@@ -59,10 +57,7 @@ type Config struct {
 	// MaxLargeBatches is how many batches over 1 MiB are read at once;
 	// zero means DefaultMaxLargeBatches.
 	MaxLargeBatches int
-	// Portal signs portal links. Nil means links signed with a random key
-	// under http://localhost, which only this process accepts: for tests.
-	Portal *portal.Links
-	Logger *slog.Logger
+	Logger          *slog.Logger
 	// DBTimeout bounds how long a /v1 request, and /readyz, wait on the
 	// database (dbwait); zero means dbwait.DefaultTimeout.
 	DBTimeout time.Duration
@@ -85,16 +80,12 @@ type API struct {
 	keys     *keyCache
 	ingest   *ingest.Ingester
 	limits   *limits
-	portal   *portal.Links
 	schemas  *eventschema.Cache
 	poll     *poll.Reader
 }
 
 // New returns the API on st.
 func New(st *store.Store, cfg Config) *API {
-	if cfg.Portal == nil {
-		cfg.Portal = portal.New(st, []byte(uuid.NewString()), "http://localhost")
-	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -119,8 +110,7 @@ func New(st *store.Store, cfg Config) *API {
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  cfg.Ingest,
 		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
-		portal:  cfg.Portal,
-		schemas: eventschema.NewCache(st.EventSchemas),
+		schemas: cfg.Control.EventSchemas(),
 		poll:    pollReader,
 	}
 }

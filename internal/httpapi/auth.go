@@ -10,14 +10,13 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/apirate"
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 type (
 	tenantKey struct{}
 	actorKey  struct{}
-	roleKey   struct{} // a member.Role other than an API key's (member.Owner)
+	roleKey   struct{} // a sluice.Role other than an API key's (sluice.RoleOwner)
 )
 
 // tenantFrom returns the tenant the request authenticated as.
@@ -32,11 +31,11 @@ func actorFrom(ctx context.Context) sluice.Actor {
 }
 
 // roleFrom is the role the request acts in: an API key has every right.
-func roleFrom(ctx context.Context) member.Role {
-	if r, ok := ctx.Value(roleKey{}).(member.Role); ok {
+func roleFrom(ctx context.Context) sluice.Role {
+	if r, ok := ctx.Value(roleKey{}).(sluice.Role); ok {
 		return r
 	}
-	return member.Owner
+	return sluice.RoleOwner
 }
 
 // withCredential is ctx with the tenant and actor of an API key.
@@ -81,7 +80,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		looked := time.Now()
-		cred, err := a.store.AuthenticateAPIKey(r.Context(), key)
+		cred, err := a.ctl.Authenticate(r.Context(), key)
 		if errors.Is(err, sluice.ErrNotFound) {
 			a.limits.rate.FailAuth(addr)
 			writeUnauthorized(w, "the API key is not valid: unknown, revoked or expired")

@@ -52,7 +52,8 @@ func TestAuth(t *testing.T) {
 
 	// A second key of the same tenant sees the same objects.
 	ep := b.createEndpoint(b.keyA, nil)
-	k2, err := b.store.CreateAPIKey(t.Context(), b.tenantA.ID, sluice.NewAPIKeyParams{Name: "second"})
+	k2 := sluice.NewAPIKey{Key: apikey.New()}
+	_, err = b.store.CreateAPIKey(t.Context(), b.tenantA.ID, sluice.NewAPIKeyParams{Name: "second"}, apikey.Digest(k2.Key))
 	require.NoError(t, err)
 	key2 := k2.Key
 	r = b.do(key2, http.MethodGet, "/v1/endpoints/"+ep["id"].(string), nil)

@@ -3,12 +3,11 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // consumerInput is the body of PUT /v1/consumers/{uid}: the whole consumer
@@ -18,12 +17,12 @@ type consumerInput struct {
 	AlertEmail *string `json:"alert_email"`
 }
 
-func (in consumerInput) settings() (sluice.ConsumerSettings, error) {
+func (in consumerInput) input() control.ConsumerInput {
 	var name string
 	if in.Name != nil {
 		name = *in.Name
 	}
-	return tenantrules.Consumer(name, in.AlertEmail)
+	return control.ConsumerInput{Name: name, AlertEmail: in.AlertEmail}
 }
 
 // pathUID parses the {uid} path parameter; a malformed uid names no
@@ -62,11 +61,7 @@ func (a *API) putConsumer(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	set, err := in.settings()
-	if err != nil {
-		return err
-	}
-	c, created, err := a.store.UpsertConsumer(r.Context(), tenantFrom(r.Context()).ID, uid, set)
+	c, created, err := a.ctl.PutConsumer(r.Context(), caller(r), uid, in.input())
 	if err != nil {
 		return err
 	}
@@ -84,7 +79,7 @@ func (a *API) listConsumers(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListConsumers(r.Context(), tenantFrom(r.Context()).ID, p)
+	page, err := a.ctl.Consumers(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -97,7 +92,7 @@ func (a *API) getConsumer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	c, err := a.store.GetConsumer(r.Context(), tenantFrom(r.Context()).ID, uid)
+	c, err := a.ctl.Consumer(r.Context(), caller(r), uid)
 	if err != nil {
 		return err
 	}
@@ -110,7 +105,7 @@ func (a *API) deleteConsumer(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteConsumer(r.Context(), tenantFrom(r.Context()).ID, uid); err != nil {
+	if err := a.ctl.DeleteConsumer(r.Context(), caller(r), uid); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -136,16 +131,7 @@ func (a *API) createPortalLink(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 	}
-	ttl := tenantrules.DefaultPortalTTL
-	if in.TTLSeconds != nil {
-		ttl = time.Duration(*in.TTLSeconds) * time.Second
-		if *in.TTLSeconds < 1 || ttl > tenantrules.MaxPortalTTL {
-			v := &sluice.ValidationError{}
-			v.Add("ttl_seconds", "must be a whole number of seconds from 1 to %d (7 days)", int64(tenantrules.MaxPortalTTL/time.Second))
-			return v
-		}
-	}
-	link, err := a.portal.Link(r.Context(), tenantFrom(r.Context()).ID, uid, ttl, in.ReadOnly)
+	link, err := a.ctl.CreatePortalLink(r.Context(), caller(r), uid, control.PortalLinkInput{TTLSeconds: in.TTLSeconds, ReadOnly: in.ReadOnly})
 	if err != nil {
 		return err
 	}
@@ -160,7 +146,7 @@ func (a *API) revokePortal(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.RevokePortal(r.Context(), tenantFrom(r.Context()).ID, uid); err != nil {
+	if err := a.ctl.RevokePortal(r.Context(), caller(r), uid); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -17,6 +17,7 @@ import (
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/httpapi"
@@ -57,9 +58,10 @@ func TestDatabaseWaitsAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	rc, err := river.NewClient(riverpgxv5.New(pool), &river.Config{})
 	require.NoError(t, err)
-	_, keyA, err := st.CreateTenant(ctx, "Acme", "ops@acme.test")
+	keyA, keyB := apikey.New(), apikey.New()
+	_, err = st.CreateTenant(ctx, "Acme", "ops@acme.test", apikey.Digest(keyA))
 	require.NoError(t, err)
-	_, keyB, err := st.CreateTenant(ctx, "Globex", "ops@globex.test")
+	_, err = st.CreateTenant(ctx, "Globex", "ops@globex.test", apikey.Digest(keyB))
 	require.NoError(t, err)
 	api := httpapi.New(st, httpapi.Config{Nudger: dispatchtest.Nudger(st, jobs.NewQueue(rc)), Ingest: httpapi.StartIngest(t, st, dispatchtest.Nudger(st, jobs.NewQueue(rc))), APIRate: testRate, DBTimeout: bound})
 	srv := httptest.NewServer(api.Handler())

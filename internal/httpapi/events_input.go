@@ -6,13 +6,13 @@ import (
 	"net/http"
 	"unicode/utf8"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/tenantrules"
 )
 
 // Limits on events.
 const (
-	maxPayloadBytes      = tenantrules.MaxPayloadBytes
+	maxPayloadBytes      = control.MaxPayloadBytes
 	maxCoalesceKeyLength = 255
 	maxOrderingKeyLength = 128 // characters
 	maxIdempotencyKey    = 255
@@ -46,8 +46,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	switch {
 	case in.Type == nil || *in.Type == "":
 		v.Add(prefix+"type", "is required")
-	case !tenantrules.ValidEventTypeName(*in.Type):
-		v.Add(prefix+"type", "%s", tenantrules.EventTypeNameRule)
+	case !control.ValidEventTypeName(*in.Type):
+		v.Add(prefix+"type", "%s", control.EventTypeNameRule)
 	case sluice.IsReservedType(*in.Type):
 		v.Add(prefix+"type", "must not begin with %q: those types are Sluice's own", sluice.ReservedTypePrefix)
 	default:
@@ -73,10 +73,10 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	return ev, nil
 }
 
-// validatePayload is tenantrules.Payload: its text was otherwise checked
+// validatePayload is control.CheckPayload: its text was otherwise checked
 // with the whole body.
 func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError) {
-	tenantrules.Payload(p, field, v)
+	control.CheckPayload(p, field, v)
 }
 
 func payloadTooLarge() *Problem {

@@ -3,7 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -32,11 +32,7 @@ func (a *API) createMember(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
 		return err
 	}
-	p := member.NewParams{Email: member.NormalizeEmail(strValue(in.Email)), Role: member.Role(strValue(in.Role))}
-	if err := p.Validate(); err != nil {
-		return err
-	}
-	m, err := a.store.InviteMember(r.Context(), tenantFrom(r.Context()).ID, p, a.cfg.Nudger)
+	m, err := a.ctl.InviteMember(r.Context(), caller(r), control.MemberInput{Email: strValue(in.Email), Role: sluice.Role(strValue(in.Role))})
 	if err != nil {
 		return err
 	}
@@ -51,7 +47,7 @@ func (a *API) listMembers(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListMembers(r.Context(), tenantFrom(r.Context()).ID, p)
+	page, err := a.ctl.Members(r.Context(), caller(r), p)
 	if err != nil {
 		return err
 	}
@@ -65,7 +61,7 @@ func (a *API) getMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	m, err := a.store.GetMember(r.Context(), tenantFrom(r.Context()).ID, id)
+	m, err := a.ctl.Member(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -84,11 +80,7 @@ func (a *API) updateMember(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
 		return err
 	}
-	role := member.Role(strValue(in.Role))
-	if err := member.ValidateRole(role); err != nil {
-		return err
-	}
-	m, err := a.store.SetMemberRole(r.Context(), tenantFrom(r.Context()).ID, id, role)
+	m, err := a.ctl.SetMemberRole(r.Context(), caller(r), id, sluice.Role(strValue(in.Role)))
 	if err != nil {
 		return err
 	}
@@ -103,7 +95,7 @@ func (a *API) deleteMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.RemoveMember(r.Context(), tenantFrom(r.Context()).ID, id); err != nil {
+	if err := a.ctl.RemoveMember(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

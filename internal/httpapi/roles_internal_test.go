@@ -10,7 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // TestRolesThroughTheAPI: the API's one role check refuses, with 403
@@ -19,7 +19,7 @@ import (
 // reads no action names; an API key (owner) everything.
 func TestRolesThroughTheAPI(t *testing.T) {
 	t.Parallel()
-	for _, role := range member.Roles {
+	for _, role := range sluice.Roles {
 		t.Run(string(role), func(t *testing.T) {
 			t.Parallel()
 			outer := chi.NewRouter()
@@ -48,8 +48,8 @@ func TestRolesThroughTheAPI(t *testing.T) {
 				path := strings.NewReplacer("{id}", "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e91", "{uid}", "acme", "{name}", "order.created").Replace(pattern)
 				w := httptest.NewRecorder()
 				outer.ServeHTTP(w, httptest.NewRequest(method, "/v1"+path, nil))
-				want := action == "" || role == member.Owner ||
-					role == member.Admin && !strings.HasPrefix(action, "member.")
+				want := action == "" || role == sluice.RoleOwner ||
+					role == sluice.RoleAdmin && !strings.HasPrefix(action, "member.")
 				if want {
 					require.Equal(t, http.StatusOK, w.Code, "%s as %s", k, role)
 					continue

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -21,7 +22,8 @@ func TestNoPlaintextSecretsAtRest(t *testing.T) {
 	ep := b.createEndpoint(b.keyA, nil)
 	id := ep["id"].(string)
 	rotated := b.do(b.keyA, http.MethodPost, "/v1/endpoints/"+id+"/secret/rotate", nil).JSON(t)
-	k2, err := b.store.CreateAPIKey(t.Context(), b.tenantB.ID, sluice.NewAPIKeyParams{Name: "second"})
+	k2 := sluice.NewAPIKey{Key: apikey.New()}
+	_, err := b.store.CreateAPIKey(t.Context(), b.tenantB.ID, sluice.NewAPIKeyParams{Name: "second"}, apikey.Digest(k2.Key))
 	require.NoError(t, err)
 	key2 := k2.Key
 

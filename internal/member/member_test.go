@@ -9,24 +9,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/member"
 )
 
-// TestRoleAllows: an owner may do everything, an admin everything but
-// member.*, a viewer nothing an action names (a secret's reveal included)
-// and no guarded read.
-func TestRoleAllows(t *testing.T) {
-	t.Parallel()
-	for _, action := range []string{"endpoint.updated", "endpoint.secret_revealed", "delivery.replayed", member.ReadAuditLog,
-		"member.invited", "member.removed", member.ReadMembers} {
-		isMember := strings.HasPrefix(action, "member.")
-		require.True(t, member.Owner.Allows(action), action)
-		require.Equal(t, !isMember, member.Admin.Allows(action), action)
-		require.False(t, member.Viewer.Allows(action), action)
-		require.False(t, member.Role("root").Allows(action), action)
-	}
-	require.False(t, member.Owner.ReadOnly())
-	require.False(t, member.Admin.ReadOnly())
-	require.True(t, member.Viewer.ReadOnly())
-}
-
 // TestPasswords: a hash checks its own password only, is salted, and an
 // empty or malformed hash matches nothing.
 func TestPasswords(t *testing.T) {
@@ -44,17 +26,6 @@ func TestPasswords(t *testing.T) {
 	require.NoError(t, member.ValidatePassword("twelve chars"))
 	require.NoError(t, member.ValidatePassword("ünïcödé pässwörd"))
 	require.Error(t, member.ValidatePassword(strings.Repeat("x", member.MaxPasswordLength+1)))
-}
-
-// TestNewParams: a bare email address and a known role.
-func TestNewParams(t *testing.T) {
-	t.Parallel()
-	require.NoError(t, member.NewParams{Email: "ann@acme.test", Role: member.Viewer}.Validate())
-	for _, email := range []string{"", "ann", "ann@acme", "Ann <ann@acme.test>", "ann@acme.test, bob@acme.test", strings.Repeat("a", 250) + "@x.test"} {
-		require.Error(t, member.NewParams{Email: email, Role: member.Viewer}.Validate(), email)
-	}
-	require.Error(t, member.NewParams{Email: "ann@acme.test", Role: "root"}.Validate())
-	require.Error(t, member.NewParams{Email: "ann@acme.test"}.Validate())
 }
 
 // TestTokens: tokens are random and well formed, and the link carries one.

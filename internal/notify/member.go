@@ -21,7 +21,7 @@ import (
 type MemberLink struct {
 	Purpose    string // member.PurposeInvite or member.PurposeReset
 	Email      string // the member's
-	Role       member.Role
+	Role       sluice.Role
 	TenantName string
 	Link       string // member.PasswordLink
 	Expires    time.Time
@@ -90,7 +90,7 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	if err != nil {
 		return err
 	}
-	if job.Args.Purpose == member.PurposeInvite && mm.Member.Status == member.StatusActive {
+	if job.Args.Purpose == member.PurposeInvite && mm.Member.Status == sluice.MemberActive {
 		return nil
 	}
 	if !w.mailer.Enabled() {

@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/notify"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -36,7 +37,7 @@ func TestMemberMailWorker(t *testing.T) {
 		require.NoError(t, a.MemberID.UnmarshalText([]byte(memberID)))
 		return &river.Job[jobs.MemberMailArgs]{JobRow: &rivertype.JobRow{ID: id, Attempt: 1}, Args: a}
 	}
-	ann, err := f.Store.InviteMember(ctx, f.TenantA.ID, member.NewParams{Email: "ann@acme.test", Role: member.Admin}, f.Jobs)
+	ann, err := f.Store.AddMember(ctx, f.TenantA.ID, "ann@acme.test", sluice.RoleAdmin)
 	require.NoError(t, err)
 
 	require.NoError(t, w.Work(ctx, job(1, ann.ID.String(), member.PurposeInvite)))
@@ -69,7 +70,7 @@ func TestMemberMailWorker(t *testing.T) {
 	require.NoError(t, f.Store.RemoveMember(ctx, f.TenantA.ID, ann.ID))
 	require.NoError(t, w.Work(ctx, job(4, ann.ID.String(), member.PurposeReset)))
 
-	bob, err := f.Store.InviteMember(ctx, f.TenantA.ID, member.NewParams{Email: "bob@acme.test", Role: member.Viewer}, f.Jobs)
+	bob, err := f.Store.AddMember(ctx, f.TenantA.ID, "bob@acme.test", sluice.RoleViewer)
 	require.NoError(t, err)
 	off, err := notify.NewMailer(notify.MailConfig{})
 	require.NoError(t, err)

@@ -64,3 +64,11 @@ func (p NewAPIKeyParams) Validate(now time.Time) error {
 	}
 	return v.Err()
 }
+
+// KeyDigest is what is kept of an API key: its SHA-256 and the part of it
+// safe to show. The key itself is never stored (package apikey makes
+// both).
+type KeyDigest struct {
+	Hash   []byte
+	Prefix string
+}

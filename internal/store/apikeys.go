@@ -6,32 +6,30 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// CreateAPIKey adds an API key to a tenant and returns it, in plaintext
-// this once. An unknown tenant is sluice.ErrNotFound.
-func (s *Store) CreateAPIKey(ctx context.Context, tenantID uuid.UUID, p sluice.NewAPIKeyParams) (sluice.NewAPIKey, error) {
-	k, err := createAPIKey(ctx, s.q, tenantID, p)
+// CreateAPIKey adds an API key to a tenant: its digest, never the key.
+// An unknown tenant is sluice.ErrNotFound.
+func (s *Store) CreateAPIKey(ctx context.Context, tenantID uuid.UUID, p sluice.NewAPIKeyParams, key sluice.KeyDigest) (sluice.APIKey, error) {
+	k, err := createAPIKey(ctx, s.q, tenantID, p, key)
 	return k, notFound(err) // the tenant's foreign key
 }
 
-func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p sluice.NewAPIKeyParams) (sluice.NewAPIKey, error) {
-	key := apikey.New()
+func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p sluice.NewAPIKeyParams, key sluice.KeyDigest) (sluice.APIKey, error) {
 	row, err := q.CreateAPIKey(ctx, dbq.CreateAPIKeyParams{
 		ID:        newID(),
 		TenantID:  tenantID,
 		Name:      p.Name,
-		Prefix:    apikey.DisplayPrefix(key),
-		KeyHash:   apikey.Hash(key),
+		Prefix:    key.Prefix,
+		KeyHash:   key.Hash,
 		ExpiresAt: p.ExpiresAt,
 	})
 	if err != nil {
-		return sluice.NewAPIKey{}, fmt.Errorf("create api key: %w", err)
+		return sluice.APIKey{}, fmt.Errorf("create api key: %w", err)
 	}
-	return sluice.NewAPIKey{Key: key, APIKey: apiKeyFromRow(row)}, nil
+	return apiKeyFromRow(row), nil
 }
 
 // ListAPIKeys returns a page of a tenant's API keys, newest first; expired
@@ -59,10 +57,13 @@ func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.A
 // sluice.ErrNotFound.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
+	if err != nil {
+		return fmt.Errorf("delete api key: %w", err)
 	}
-	return err
+	if n == 0 {
+		return sluice.ErrNotFound
+	}
+	return nil
 }
 
 // RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key
@@ -75,12 +76,12 @@ func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIK
 	return apiKeyFromRow(row), row.TenantID, nil
 }
 
-// AuthenticateAPIKey resolves a plaintext API key to what it authenticates
-// as. A key that does not exist, was revoked or has expired is
+// AuthenticateAPIKey resolves an API key, by its hash, to what it
+// authenticates as. A key that does not exist, was revoked or has expired is
 // sluice.ErrNotFound; a disabled tenant's key resolves, with
 // Tenant.DisabledAt set, for the caller to refuse. It records the key's use, at most once a minute.
-func (s *Store) AuthenticateAPIKey(ctx context.Context, key string) (sluice.Credential, error) {
-	row, err := s.q.AuthenticateAPIKey(ctx, apikey.Hash(key))
+func (s *Store) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (sluice.Credential, error) {
+	row, err := s.q.AuthenticateAPIKey(ctx, keyHash)
 	if err != nil {
 		return sluice.Credential{}, notFound(err)
 	}
@@ -94,10 +95,10 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, key string) (sluice.Cred
 	}, nil
 }
 
-// TenantByAPIKey resolves a plaintext API key to its tenant, as
+// TenantByAPIKey resolves an API key, by its hash, to its tenant, as
 // AuthenticateAPIKey does.
-func (s *Store) TenantByAPIKey(ctx context.Context, key string) (sluice.Tenant, error) {
-	c, err := s.AuthenticateAPIKey(ctx, key)
+func (s *Store) TenantByAPIKey(ctx context.Context, keyHash []byte) (sluice.Tenant, error) {
+	c, err := s.AuthenticateAPIKey(ctx, keyHash)
 	return c.Tenant, err
 }
 

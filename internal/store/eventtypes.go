@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -48,22 +47,25 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 // and events of the type are not touched.
 func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name string) error {
 	n, err := s.q.DeleteEventType(ctx, dbq.DeleteEventTypeParams{TenantID: tenantID, Name: name})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
+	if err != nil {
+		return fmt.Errorf("delete event type: %w", err)
 	}
-	return err
+	if n == 0 {
+		return sluice.ErrNotFound
+	}
+	return nil
 }
 
-// EventSchemas is an eventschema.Loader: the schemas of the tenant's event
-// types that have one.
-func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]eventschema.Source, error) {
+// EventSchemas are the tenant's event types that have a schema, each with
+// its name, schema and update time only.
+func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]sluice.EventType, error) {
 	rows, err := s.q.EventSchemas(ctx, tenantID)
 	if err != nil {
 		return nil, fmt.Errorf("event schemas: %w", err)
 	}
-	out := make([]eventschema.Source, len(rows))
+	out := make([]sluice.EventType, len(rows))
 	for i, r := range rows {
-		out[i] = eventschema.Source{Name: r.Name, Schema: r.Schema, UpdatedAt: r.UpdatedAt}
+		out[i] = sluice.EventType{Name: r.Name, Schema: r.Schema, UpdatedAt: r.UpdatedAt}
 	}
 	return out, nil
 }

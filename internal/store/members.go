@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -19,54 +18,47 @@ import (
 // tenant: one sign-in form serves them all.
 var errEmailTaken = fmt.Errorf("%w: a member with this email already exists", sluice.ErrConflict)
 
-// InviteMember adds a member to a tenant and queues, in the same
-// transaction, the job that emails its invitation (jobs.MemberMailArgs).
-// An email any member has, in any case, is sluice.ErrConflict.
-func (s *Store) InviteMember(ctx context.Context, tenantID uuid.UUID, p member.NewParams, jobs JobQueue) (member.Member, error) {
-	var m member.Member
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.WithTx(tx).InsertMember(ctx, dbq.InsertMemberParams{
-			ID: newID(), TenantID: tenantID, Email: member.NormalizeEmail(p.Email), Role: string(p.Role),
-		})
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return errEmailTaken
-		}
-		if err != nil {
-			return fmt.Errorf("insert member: %w", notFound(err))
-		}
-		m = memberFromRow(row)
-		return jobs.MemberMail(ctx, tx, m.ID, member.PurposeInvite)
-	})
-	return m, err
+// AddMember adds an invited member to a tenant: email as given (the
+// caller trims it), in role. An email any member has, in any case, is
+// sluice.ErrConflict.
+func (s *Store) AddMember(ctx context.Context, tenantID uuid.UUID, email string, role sluice.Role) (sluice.Member, error) {
+	row, err := s.q.InsertMember(ctx, dbq.InsertMemberParams{ID: newID(), TenantID: tenantID, Email: email, Role: string(role)})
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return sluice.Member{}, errEmailTaken
+	}
+	if err != nil {
+		return sluice.Member{}, fmt.Errorf("insert member: %w", notFound(err))
+	}
+	return memberFromRow(row), nil
 }
 
 // ListMembers returns a page of a tenant's members, newest first.
-func (s *Store) ListMembers(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[member.Member], error) {
+func (s *Store) ListMembers(ctx context.Context, tenantID uuid.UUID, p sluice.PageParams) (sluice.Page[sluice.Member], error) {
 	rows, err := s.q.ListMembers(ctx, dbq.ListMembersParams{TenantID: tenantID, After: p.After, MaxRows: limitRows(p)})
 	if err != nil {
-		return sluice.Page[member.Member]{}, fmt.Errorf("list members: %w", err)
+		return sluice.Page[sluice.Member]{}, fmt.Errorf("list members: %w", err)
 	}
 	return page(rows, p, func(r dbq.Member) uuid.UUID { return r.ID },
-		func(r dbq.Member) (member.Member, error) { return memberFromRow(r), nil })
+		func(r dbq.Member) (sluice.Member, error) { return memberFromRow(r), nil })
 }
 
 // GetMember returns one of a tenant's members; another tenant's is
 // sluice.ErrNotFound.
-func (s *Store) GetMember(ctx context.Context, tenantID, id uuid.UUID) (member.Member, error) {
+func (s *Store) GetMember(ctx context.Context, tenantID, id uuid.UUID) (sluice.Member, error) {
 	row, err := s.q.GetMember(ctx, dbq.GetMemberParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return member.Member{}, notFound(err)
+		return sluice.Member{}, notFound(err)
 	}
 	return memberFromRow(row), nil
 }
 
 // SetMemberRole changes a member's role; its sessions have the new role
 // from their next request on.
-func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role member.Role) (member.Member, error) {
+func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role sluice.Role) (sluice.Member, error) {
 	row, err := s.q.UpdateMemberRole(ctx, dbq.UpdateMemberRoleParams{TenantID: tenantID, ID: id, Role: string(role)})
 	if err != nil {
-		return member.Member{}, notFound(err)
+		return sluice.Member{}, notFound(err)
 	}
 	return memberFromRow(row), nil
 }
@@ -87,48 +79,32 @@ func (s *Store) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) error 
 // MemberCredential is a member found by its email, to sign in: with its
 // password's hash ("" until it has set one) and its tenant.
 type MemberCredential struct {
-	Member       member.Member
+	Member       sluice.Member
 	PasswordHash string
 	Tenant       sluice.Tenant
 }
 
-// MemberByEmail finds the member with an email, in any case; none is
-// sluice.ErrNotFound.
+// MemberByEmail finds the member with an email, in any case (the caller
+// trims it); none is sluice.ErrNotFound.
 func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredential, error) {
-	row, err := s.q.MemberByEmail(ctx, member.NormalizeEmail(email))
+	row, err := s.q.MemberByEmail(ctx, email)
 	if err != nil {
 		return MemberCredential{}, notFound(err)
 	}
 	c := MemberCredential{
-		Member: member.Member{ID: row.ID, Email: row.Email, Role: member.Role(row.Role), Status: member.StatusInvited},
+		Member: sluice.Member{ID: row.ID, Email: row.Email, Role: sluice.Role(row.Role), Status: sluice.MemberInvited},
 		Tenant: sluice.Tenant{ID: row.TenantID, Name: row.TenantName, AlertEmail: row.AlertEmail,
 			CreatedAt: row.TenantCreatedAt, DisabledAt: row.DisabledAt},
 	}
 	if row.PasswordHash != nil {
-		c.PasswordHash, c.Member.Status = *row.PasswordHash, member.StatusActive
+		c.PasswordHash, c.Member.Status = *row.PasswordHash, sluice.MemberActive
 	}
 	return c, nil
 }
 
-// RequestPasswordReset queues the email of a reset link to the member
-// with an email, if there is one; it reports nothing either way, as the
-// form that asks for it answers the same either way.
-func (s *Store) RequestPasswordReset(ctx context.Context, email string, jobs JobQueue) error {
-	c, err := s.MemberByEmail(ctx, email)
-	if errors.Is(err, sluice.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return s.inTx(ctx, func(tx pgx.Tx) error {
-		return jobs.MemberMail(ctx, tx, c.Member.ID, member.PurposeReset)
-	})
-}
-
 // MemberMail is what the email of a member's link needs.
 type MemberMail struct {
-	Member     member.Member
+	Member     sluice.Member
 	TenantName string
 }
 
@@ -139,10 +115,10 @@ func (s *Store) MemberForMail(ctx context.Context, id uuid.UUID) (MemberMail, er
 	if err != nil {
 		return MemberMail{}, notFound(err)
 	}
-	m := MemberMail{Member: member.Member{ID: row.ID, Email: row.Email, Role: member.Role(row.Role), Status: member.StatusInvited},
+	m := MemberMail{Member: sluice.Member{ID: row.ID, Email: row.Email, Role: sluice.Role(row.Role), Status: sluice.MemberInvited},
 		TenantName: row.TenantName}
 	if row.Active {
-		m.Member.Status = member.StatusActive
+		m.Member.Status = sluice.MemberActive
 	}
 	return m, nil
 }
@@ -163,7 +139,7 @@ func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHas
 type TokenMember struct {
 	ID      uuid.UUID
 	Email   string
-	Purpose string // member.PurposeInvite or member.PurposeReset
+	Purpose string // the token's: an invitation's or a reset's
 }
 
 // MemberByToken returns the member whose password a link's token sets,
@@ -182,8 +158,8 @@ func (s *Store) MemberByToken(ctx context.Context, tokenHash []byte, now time.Ti
 // way), it sets the member's password hash, makes every other link of the
 // member useless, and ends its dashboard sessions, all in one
 // transaction.
-func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) (member.Member, error) {
-	var m member.Member
+func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwordHash string, now time.Time) (sluice.Member, error) {
+	var m sluice.Member
 	expired := false
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
@@ -214,10 +190,10 @@ func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwor
 	return m, err
 }
 
-func memberFromRow(r dbq.Member) member.Member {
-	m := member.Member{ID: r.ID, Email: r.Email, Role: member.Role(r.Role), Status: member.StatusInvited, CreatedAt: r.CreatedAt}
+func memberFromRow(r dbq.Member) sluice.Member {
+	m := sluice.Member{ID: r.ID, Email: r.Email, Role: sluice.Role(r.Role), Status: sluice.MemberInvited, CreatedAt: r.CreatedAt}
 	if r.PasswordHash != nil {
-		m.Status = member.StatusActive
+		m.Status = sluice.MemberActive
 	}
 	return m
 }

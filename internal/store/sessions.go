@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -34,7 +33,7 @@ type DashboardSession struct {
 type SessionMember struct {
 	ID    uuid.UUID
 	Email string
-	Role  member.Role
+	Role  sluice.Role
 }
 
 // PortalConsumer names the consumer of a portal session.
@@ -85,7 +84,7 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 		ExpiresAt:  row.ExpiresAt,
 	}
 	if row.MemberID != nil {
-		ds.Member = &SessionMember{ID: *row.MemberID, Email: deref(row.MemberEmail), Role: member.Role(deref(row.MemberRole))}
+		ds.Member = &SessionMember{ID: *row.MemberID, Email: deref(row.MemberEmail), Role: sluice.Role(deref(row.MemberRole))}
 	}
 	if row.ConsumerID != nil {
 		ds.Consumer = &PortalConsumer{ID: *row.ConsumerID, UID: deref(row.ConsumerUid), Name: deref(row.ConsumerName)}

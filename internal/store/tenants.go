@@ -11,13 +11,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// CreateTenant creates a tenant and its first API key, returning the key in
-// plaintext: the only time it is ever seen.
-func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string) (sluice.Tenant, string, error) {
-	var (
-		tenant sluice.Tenant
-		key    string
-	)
+// CreateTenant creates a tenant with its first API key, "default", of
+// which it keeps the digest.
+func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string, key sluice.KeyDigest) (sluice.Tenant, error) {
+	var tenant sluice.Tenant
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		row, err := q.CreateTenant(ctx, dbq.CreateTenantParams{ID: newID(), Name: name, AlertEmail: alertEmail})
@@ -25,11 +22,10 @@ func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string) (slui
 			return fmt.Errorf("create tenant: %w", err)
 		}
 		tenant = tenantFromRow(row)
-		k, err := createAPIKey(ctx, q, tenant.ID, sluice.NewAPIKeyParams{Name: "default"})
-		key = k.Key
+		_, err = createAPIKey(ctx, q, tenant.ID, sluice.NewAPIKeyParams{Name: "default"}, key)
 		return err
 	})
-	return tenant, key, err
+	return tenant, err
 }
 
 // GetTenant returns one tenant.

@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -45,10 +46,11 @@ func New(t testing.TB) Fixture {
 		t.Fatal(err)
 	}
 	f.Jobs = jobs.NewQueue(rc)
-	if f.TenantA, f.KeyA, err = f.Store.CreateTenant(ctx, "Acme", "ops@acme.test"); err != nil {
+	f.KeyA, f.KeyB = apikey.New(), apikey.New()
+	if f.TenantA, err = f.Store.CreateTenant(ctx, "Acme", "ops@acme.test", apikey.Digest(f.KeyA)); err != nil {
 		t.Fatal(err)
 	}
-	if f.TenantB, f.KeyB, err = f.Store.CreateTenant(ctx, "Globex", "ops@globex.test"); err != nil {
+	if f.TenantB, err = f.Store.CreateTenant(ctx, "Globex", "ops@globex.test", apikey.Digest(f.KeyB)); err != nil {
 		t.Fatal(err)
 	}
 	return f

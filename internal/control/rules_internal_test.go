@@ -1,4 +1,4 @@
-package tenantrules
+package control
 
 import (
 	"encoding/json"
@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-func fields(err error) map[string]string {
+func fieldsOf(err error) map[string]string {
 	out := map[string]string{}
 	var v *sluice.ValidationError
 	if errors.As(err, &v) {
@@ -21,23 +21,23 @@ func fields(err error) map[string]string {
 	return out
 }
 
-func TestConsumer(t *testing.T) {
+func TestConsumerSettings(t *testing.T) {
 	t.Parallel()
 	addr := "Ops <ops@initech.test>"
-	_, err := Consumer("Initech", &addr)
-	require.Contains(t, fields(err), "alert_email", "a display name is not one address")
+	_, err := consumerSettings("Initech", &addr)
+	require.Contains(t, fieldsOf(err), "alert_email", "a display name is not one address")
 	addr = "ops@initech.test"
-	set, err := Consumer("Initech", &addr)
+	set, err := consumerSettings("Initech", &addr)
 	require.NoError(t, err)
 	require.Equal(t, "ops@initech.test", *set.AlertEmail)
-	set, err = Consumer("", nil)
+	set, err = consumerSettings("", nil)
 	require.NoError(t, err)
 	require.Nil(t, set.AlertEmail)
 }
 
 // TestEventType: text that is not JSON says where it breaks; an example
 // must be an object satisfying the schema; a schema must compile.
-func TestEventType(t *testing.T) {
+func TestCheckEventType(t *testing.T) {
 	t.Parallel()
 	et := func(example, schema string) sluice.EventType {
 		out := sluice.EventType{Name: "invoice.paid"}
@@ -50,15 +50,15 @@ func TestEventType(t *testing.T) {
 		return out
 	}
 	require.Equal(t, "is not JSON: invalid character ',' looking for beginning of object key string (at byte 2)",
-		fields(EventType(et(`{,}`, "")))["example"])
-	require.Equal(t, "must be a JSON object, not an array", fields(EventType(et(`[]`, "")))["example"])
-	require.Contains(t, fields(EventType(et("", `{"type": 12}`))), "schema")
-	require.Contains(t, fields(EventType(et(`{"a": 1}`, `{"required": ["b"]}`))), "example")
-	require.NoError(t, EventType(et(`{"b": 1}`, `{"required": ["b"]}`)))
+		fieldsOf(checkEventType(et(`{,}`, "")))["example"])
+	require.Equal(t, "must be a JSON object, not an array", fieldsOf(checkEventType(et(`[]`, "")))["example"])
+	require.Contains(t, fieldsOf(checkEventType(et("", `{"type": 12}`))), "schema")
+	require.Contains(t, fieldsOf(checkEventType(et(`{"a": 1}`, `{"required": ["b"]}`))), "example")
+	require.NoError(t, checkEventType(et(`{"b": 1}`, `{"required": ["b"]}`)))
 
 	v := &sluice.ValidationError{}
-	EventTypeName("sluice.mine", v)
-	EventTypeName("ok.name", v)
+	checkEventTypeName("sluice.mine", v)
+	checkEventTypeName("ok.name", v)
 	require.Len(t, v.Fields, 1)
 	require.Contains(t, v.Fields[0].Message, "Sluice's own")
 }

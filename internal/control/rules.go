@@ -1,8 +1,8 @@
-// Package tenantrules holds the rules a tenant's consumers, event-type
-// catalogue and portal links follow, shared by the API and the dashboard
-// so both accept and refuse the same things with the same messages (as
-// package endpointrules does for endpoints).
-package tenantrules
+package control
+
+// The rules a tenant's consumers, event-type catalogue, portal links and
+// posted payloads follow: the control layer checks them, and the doors
+// name the limits in their forms and messages.
 
 import (
 	"bytes"
@@ -25,9 +25,9 @@ const (
 	MaxAlertEmail   = 254 // bytes
 )
 
-// Consumer checks a consumer's name and alert address, and returns the
-// settings to store: the address as parsed, nil for none.
-func Consumer(name string, alertEmail *string) (sluice.ConsumerSettings, error) {
+// consumerSettings checks a consumer's name and alert address, and
+// returns the settings to store: the address as parsed, nil for none.
+func consumerSettings(name string, alertEmail *string) (sluice.ConsumerSettings, error) {
 	v := &sluice.ValidationError{}
 	set := sluice.ConsumerSettings{Name: name}
 	if utf8.RuneCountInString(name) > MaxConsumerName {
@@ -71,9 +71,9 @@ func ValidEventTypeName(name string) bool {
 	return len(name) <= MaxEventTypeName && eventTypeRE.MatchString(name)
 }
 
-// EventTypeName checks the name of a new catalogue entry: a valid name
-// outside Sluice's own types.
-func EventTypeName(name string, v *sluice.ValidationError) {
+// checkEventTypeName checks the name of a catalogue entry a tenant
+// changes: a valid name outside Sluice's own types.
+func checkEventTypeName(name string, v *sluice.ValidationError) {
 	switch {
 	case name == "":
 		v.Add("name", "is required")
@@ -84,10 +84,10 @@ func EventTypeName(name string, v *sluice.ValidationError) {
 	}
 }
 
-// Payload requires a JSON object (Standard Webhooks' "data") nested at most
+// CheckPayload requires a JSON object (Standard Webhooks' "data") nested at most
 // MaxPayloadDepth deep, without NUL characters. p is valid JSON; its text
 // was otherwise checked with the whole request.
-func Payload(p json.RawMessage, field string, v *sluice.ValidationError) {
+func CheckPayload(p json.RawMessage, field string, v *sluice.ValidationError) {
 	p = bytes.TrimLeft(p, " \t\r\n")
 	switch {
 	case len(p) == 0:
@@ -119,11 +119,11 @@ func jsonKind(c byte) string {
 	}
 }
 
-// EventType checks a catalogue entry's description, example and schema
-// (its name is the caller's): the example, when set, is a payload; the
+// checkEventType checks a catalogue entry's description, example and
+// schema (its name is checked apart): the example, when set, is a payload; the
 // schema, when set, compiles within the evaluation budget; and the example
 // satisfies the schema. Example and Schema hold JSON text, or nothing.
-func EventType(et sluice.EventType) error {
+func checkEventType(et sluice.EventType) error {
 	v := &sluice.ValidationError{}
 	if utf8.RuneCountInString(et.Description) > MaxEventTypeDescription {
 		v.Add("description", "must be at most %d characters", MaxEventTypeDescription)
@@ -137,7 +137,7 @@ func EventType(et sluice.EventType) error {
 		case !json.Valid(et.Example):
 			v.Add("example", "is not JSON: %s", syntaxError(et.Example))
 		default:
-			Payload(et.Example, "example", v)
+			CheckPayload(et.Example, "example", v)
 		}
 		exampleOK = len(v.Fields) == before
 	}

@@ -1,0 +1,204 @@
+package control_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/control"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
+	"github.com/sluice-dev/sluice/internal/member"
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// mailJobs are the member mail jobs queued, as "purpose member-id", oldest
+// first.
+func (b *testBundle) mailJobs(t *testing.T) []string {
+	t.Helper()
+	var out []string
+	for _, j := range jobstest.All(t, b.f.Store.Pool()) {
+		if j.Kind != "member_mail" {
+			continue
+		}
+		var a struct {
+			MemberID string `json:"member_id"`
+			Purpose  string `json:"purpose"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(j.Args), &a))
+		out = append(out, a.Purpose+" "+a.MemberID)
+	}
+	return out
+}
+
+// linkFor is a token that sets the member's password, as the mail job
+// makes one.
+func (b *testBundle) linkFor(t *testing.T, id uuid.UUID, purpose string) string {
+	t.Helper()
+	token := member.NewToken()
+	require.NoError(t, b.f.Store.AddMemberToken(context.Background(), id, member.TokenHash(token), purpose, time.Now().Add(time.Hour)))
+	return token
+}
+
+// TestInviteMember: only an owner invites; the invitation's email is
+// queued with the member, and neither when the email is taken; the rules
+// refuse a display name.
+func TestInviteMember(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	in := control.MemberInput{Email: " ann@acme.test ", Role: sluice.RoleViewer}
+
+	_, err := b.ctl.InviteMember(ctx, b.admin(), in)
+	require.ErrorIs(t, err, sluice.ErrForbidden, "an admin manages everything but members")
+	_, err = b.ctl.InviteMember(ctx, b.portalOf("cus_1"), in)
+	require.ErrorIs(t, err, sluice.ErrNotFound)
+	_, err = b.ctl.InviteMember(ctx, b.owner, control.MemberInput{Email: "Ann <ann@acme.test>", Role: "root"})
+	var v *sluice.ValidationError
+	require.ErrorAs(t, err, &v)
+	require.Len(t, v.Fields, 2)
+	require.Empty(t, b.auditLog(t, b.owner))
+	require.Empty(t, b.mailJobs(t))
+
+	m, err := b.ctl.InviteMember(ctx, b.owner, in)
+	require.NoError(t, err)
+	require.Equal(t, "ann@acme.test", m.Email)
+	require.Equal(t, sluice.MemberInvited, m.Status)
+	e := b.lastEntry(t, b.owner, 1)
+	require.Equal(t, string(control.MemberInvited), e.Action)
+	require.Equal(t, m.ID.String(), *e.ObjectID)
+	require.Equal(t, []string{member.PurposeInvite + " " + m.ID.String()}, b.mailJobs(t), "the invitation is queued with the member")
+
+	_, err = b.ctl.InviteMember(ctx, b.other, control.MemberInput{Email: "ANN@acme.test", Role: sluice.RoleOwner})
+	require.ErrorIs(t, err, sluice.ErrConflict, "an email is one member's, in any tenant")
+	require.Len(t, b.mailJobs(t), 1, "a refused invitation queues nothing")
+	require.Empty(t, b.auditLog(t, b.other))
+}
+
+// TestMembers: reading members is an owner's; changing a role names the
+// field; removing ends the member's sessions; another tenant's member is
+// not found.
+func TestMembers(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	m, err := b.ctl.InviteMember(ctx, b.owner, control.MemberInput{Email: "ann@acme.test", Role: sluice.RoleViewer})
+	require.NoError(t, err)
+
+	_, err = b.ctl.Members(ctx, b.admin(), sluice.PageParams{Limit: 10})
+	require.ErrorIs(t, err, sluice.ErrForbidden, "a guarded read")
+	_, err = b.ctl.Member(ctx, b.viewer, m.ID)
+	require.ErrorIs(t, err, sluice.ErrForbidden)
+	_, err = b.ctl.Member(ctx, b.other, m.ID)
+	require.ErrorIs(t, err, sluice.ErrNotFound, "another tenant's member")
+	page, err := b.ctl.Members(ctx, b.owner, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Items, 1)
+
+	_, err = b.ctl.SetMemberRole(ctx, b.admin(), m.ID, sluice.RoleAdmin)
+	require.ErrorIs(t, err, sluice.ErrForbidden)
+	_, err = b.ctl.SetMemberRole(ctx, b.other, m.ID, sluice.RoleAdmin)
+	require.ErrorIs(t, err, sluice.ErrNotFound)
+	_, err = b.ctl.SetMemberRole(ctx, b.owner, m.ID, "root")
+	var v *sluice.ValidationError
+	require.ErrorAs(t, err, &v)
+	got, err := b.ctl.SetMemberRole(ctx, b.owner, m.ID, sluice.RoleAdmin)
+	require.NoError(t, err)
+	require.Equal(t, sluice.RoleAdmin, got.Role)
+	e := b.lastEntry(t, b.owner, 2)
+	require.Equal(t, string(control.MemberUpdated), e.Action)
+	require.Equal(t, m.ID.String(), *e.ObjectID)
+	require.Equal(t, []string{"role"}, e.Changed)
+
+	_, err = b.ctl.SetPassword(ctx, b.linkFor(t, m.ID, member.PurposeInvite), "a long enough secret")
+	require.NoError(t, err)
+	cred, err := b.ctl.SignIn(ctx, "ann@acme.test", "a long enough secret")
+	require.NoError(t, err)
+	s, err := b.ctl.OpenMemberSession(ctx, cred)
+	require.NoError(t, err)
+	ds, err := b.ctl.Session(ctx, s.Token)
+	require.NoError(t, err)
+	require.Equal(t, sluice.RoleAdmin, ds.Member.Role)
+
+	require.ErrorIs(t, b.ctl.RemoveMember(ctx, b.admin(), m.ID), sluice.ErrForbidden)
+	require.ErrorIs(t, b.ctl.RemoveMember(ctx, b.other, m.ID), sluice.ErrNotFound)
+	require.NoError(t, b.ctl.RemoveMember(ctx, b.owner, m.ID))
+	e = b.lastEntry(t, b.owner, 3)
+	require.Equal(t, string(control.MemberRemoved), e.Action)
+	require.Equal(t, m.ID.String(), *e.ObjectID)
+	_, err = b.ctl.Session(ctx, s.Token)
+	require.ErrorIs(t, err, sluice.ErrNotFound, "its sessions ended")
+	_, err = b.ctl.OpenMemberSession(ctx, cred)
+	require.ErrorIs(t, err, sluice.ErrNotFound, "removed meanwhile")
+}
+
+// TestPasswords: a link's token shows its member without being used, sets
+// a valid password once, and a reset is queued only for a member's email.
+func TestPasswords(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	m, err := b.ctl.InviteMember(ctx, b.owner, control.MemberInput{Email: "ann@acme.test", Role: sluice.RoleViewer})
+	require.NoError(t, err)
+	token := b.linkFor(t, m.ID, member.PurposeInvite)
+
+	_, err = b.ctl.PasswordLink(ctx, "garbage")
+	require.ErrorIs(t, err, sluice.ErrNotFound)
+	who, err := b.ctl.PasswordLink(ctx, token)
+	require.NoError(t, err)
+	require.Equal(t, "ann@acme.test", who.Email)
+	require.Equal(t, member.PurposeInvite, who.Purpose)
+
+	_, err = b.ctl.SetPassword(ctx, token, "too short")
+	var v *sluice.ValidationError
+	require.ErrorAs(t, err, &v)
+	_, err = b.ctl.SignIn(ctx, "ann@acme.test", "")
+	require.ErrorIs(t, err, control.ErrBadPassword, "no password yet")
+	got, err := b.ctl.SetPassword(ctx, token, "a long enough secret")
+	require.NoError(t, err, "a refused password does not use the token")
+	require.Equal(t, sluice.MemberActive, got.Status)
+	_, err = b.ctl.SetPassword(ctx, token, "another long secret")
+	require.ErrorIs(t, err, sluice.ErrNotFound, "used")
+
+	cred, err := b.ctl.SignIn(ctx, " ANN@acme.test", "a long enough secret")
+	require.NoError(t, err)
+	require.Equal(t, m.ID, cred.Member.ID)
+	require.Equal(t, b.f.TenantA.ID, cred.Tenant.ID)
+	_, err = b.ctl.SignIn(ctx, "ann@acme.test", "a wrong secret")
+	require.ErrorIs(t, err, control.ErrBadPassword)
+	_, err = b.ctl.SignIn(ctx, "nobody@acme.test", "a long enough secret")
+	require.ErrorIs(t, err, control.ErrBadPassword)
+
+	require.NoError(t, b.ctl.RequestPasswordReset(ctx, "nobody@acme.test"))
+	require.NoError(t, b.ctl.RequestPasswordReset(ctx, " Ann@acme.test"))
+	require.Equal(t, []string{member.PurposeInvite + " " + m.ID.String(), member.PurposeReset + " " + m.ID.String()}, b.mailJobs(t))
+	require.Len(t, b.auditLog(t, b.owner), 1, "the invitation only: sign-ins and passwords are not the tenant's changes")
+}
+
+// TestSignInTiming: an email without a member costs a password hash as a
+// wrong password does (the decoy hash), so a sign-in's time does not tell
+// which emails have accounts.
+func TestSignInTiming(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	m, err := b.ctl.InviteMember(ctx, b.owner, control.MemberInput{Email: "ann@acme.test", Role: sluice.RoleViewer})
+	require.NoError(t, err)
+	_, err = b.ctl.SetPassword(ctx, b.linkFor(t, m.ID, member.PurposeInvite), "a long enough secret")
+	require.NoError(t, err)
+	fastest := func(email string) time.Duration {
+		best := time.Hour
+		for range 3 {
+			start := time.Now()
+			_, err := b.ctl.SignIn(ctx, email, "a wrong secret")
+			require.ErrorIs(t, err, control.ErrBadPassword)
+			best = min(best, time.Since(start))
+		}
+		return best
+	}
+	known, unknown := fastest("ann@acme.test"), fastest("nobody@acme.test")
+	require.Greater(t, unknown, known/4, "an unknown email costs a hash too (known %v, unknown %v)", known, unknown)
+}
