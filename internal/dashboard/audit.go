@@ -23,13 +23,6 @@ var auditActions = map[string]audit.Action{
 	"POST /endpoints/{id}/replay":         "endpoint.replayed",
 	"POST /deliveries/{id}/replay":        "delivery.replayed",
 	"POST /deliveries/{id}/retry":         "delivery.retried",
-	"POST /endpoints":                     "endpoint.created",
-	"POST /endpoints/{id}/edit":           "endpoint.updated",
-	"POST /endpoints/{id}/disable":        "endpoint.updated",
-	"POST /endpoints/{id}/secret":         "endpoint.secret_revealed",
-	"POST /endpoints/{id}/secret/rotate":  "endpoint.secret_rotated",
-	"POST /endpoints/{id}/test":           "endpoint.tested",
-	"POST /endpoints/{id}/circuit/close":  "endpoint.circuit_closed",
 	"POST /api-keys":                      "api_key.created",
 	"POST /api-keys/{id}/revoke":          "api_key.revoked",
 	"POST /consumers":                     "consumer.created",
@@ -48,7 +41,14 @@ var auditActions = map[string]audit.Action{
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
 var controlled = map[string]control.Action{
-	"POST /endpoints/{id}/delete": control.EndpointDeleted,
+	"POST /endpoints":                    control.EndpointCreated,
+	"POST /endpoints/{id}/edit":          control.EndpointUpdated,
+	"POST /endpoints/{id}/disable":       control.EndpointUpdated,
+	"POST /endpoints/{id}/delete":        control.EndpointDeleted,
+	"POST /endpoints/{id}/secret":        control.EndpointSecretRevealed,
+	"POST /endpoints/{id}/secret/rotate": control.EndpointSecretRotated,
+	"POST /endpoints/{id}/test":          control.EndpointTested,
+	"POST /endpoints/{id}/circuit/close": control.EndpointCircuitClosed,
 }
 
 // guardedPages are the pages not every role may see, named by what they

@@ -15,7 +15,7 @@ func (d *Dashboard) listEndpoints(w http.ResponseWriter, r *http.Request) error 
 	if err != nil {
 		return err
 	}
-	page, err := d.in(r).endpoints(r.Context(), p)
+	page, err := d.ctl.Endpoints(r.Context(), caller(r), nil, p)
 	if err != nil {
 		return err
 	}
@@ -40,11 +40,11 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
+	ep, err := d.ctl.Endpoint(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
-	page, err := sc.deliveries(r.Context(), f, p)
+	page, err := d.ctl.Deliveries(r.Context(), caller(r), f, p)
 	if err != nil {
 		return err
 	}
@@ -54,7 +54,7 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if v.Filters.Types, err = sc.catalogueNames(r.Context()); err != nil {
 		return err
 	}
-	if v.Subscriptions, v.SubscriptionFilters, err = sc.subscriptions(r.Context(), id); err != nil {
+	if v.Subscriptions, v.SubscriptionFilters, err = d.subscriptions(r, id); err != nil {
 		return err
 	}
 	if v.Replayable, err = sc.countReplayable(r.Context(), id, sluice.ReplayFilter{Status: sluice.DeliveryDead}); err != nil {
@@ -77,4 +77,34 @@ func (d *Dashboard) showEndpoint(w http.ResponseWriter, r *http.Request) error {
 		v.Poll = &web.PollState{LastPosition: c.LastPosition, ReadPosition: c.ReadPosition, ReadAt: c.ReadAt}
 	}
 	return d.render(w, r, http.StatusOK, web.EndpointPage(chrome(r, web.SectionEndpoints), v))
+}
+
+// subscriptions are the event-type patterns an endpoint of the session's
+// scope is subscribed to, across its subscriptions, in order and without
+// repeats, and their payload filters, each once ("" for a subscription
+// without one, listed only beside filtered ones: it lets every event
+// through).
+func (d *Dashboard) subscriptions(r *http.Request, endpointID uuid.UUID) (patterns, filters []string, err error) {
+	page, err := d.ctl.Subscriptions(r.Context(), caller(r), &endpointID, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return nil, nil, err
+	}
+	seen, seenFilter := map[string]bool{}, map[string]bool{}
+	for i := len(page.Items) - 1; i >= 0; i-- { // oldest first
+		sub := page.Items[i]
+		for _, p := range sub.EventTypes {
+			if !seen[p] {
+				seen[p] = true
+				patterns = append(patterns, p)
+			}
+		}
+		if f := string(sub.Filter); !seenFilter[f] {
+			seenFilter[f] = true
+			filters = append(filters, f)
+		}
+	}
+	if len(filters) == 1 && filters[0] == "" {
+		filters = nil
+	}
+	return patterns, filters, nil
 }

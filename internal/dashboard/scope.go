@@ -26,7 +26,6 @@ import (
 // scoped is the store as one session may see it.
 type scoped struct {
 	st     *store.Store
-	jobs   store.JobQueue // unparks the dispatch an endpoint's change concerns
 	tenant uuid.UUID
 	// consumer is the uid a portal session is scoped to; nil for a
 	// tenant's session.
@@ -36,7 +35,7 @@ type scoped struct {
 // in is the scope of a request that passed requireSession.
 func (d *Dashboard) in(r *http.Request) scoped {
 	s, _ := sessionFromContext(r.Context())
-	sc := scoped{st: d.store, jobs: d.jobs, tenant: s.tenant.ID}
+	sc := scoped{st: d.store, tenant: s.tenant.ID}
 	if s.consumer != nil {
 		uid := s.consumer.UID
 		sc.consumer = &uid
@@ -174,38 +173,6 @@ func urls(endpoints map[uuid.UUID]sluice.Endpoint) map[uuid.UUID]string {
 		out[id] = e.URL
 	}
 	return out
-}
-
-// subscriptions are the event-type patterns an endpoint of the scope is
-// subscribed to, across its subscriptions, in order and without repeats,
-// and their payload filters, each once ("" for a subscription without
-// one, listed only beside filtered ones: it lets every event through).
-func (sc scoped) subscriptions(ctx context.Context, endpointID uuid.UUID) (patterns, filters []string, err error) {
-	if _, err := sc.endpoint(ctx, endpointID); err != nil {
-		return nil, nil, err
-	}
-	page, err := sc.st.ListSubscriptions(ctx, sc.tenant, &endpointID, sluice.PageParams{Limit: sluice.MaxPageLimit})
-	if err != nil {
-		return nil, nil, err
-	}
-	seen, seenFilter := map[string]bool{}, map[string]bool{}
-	for i := len(page.Items) - 1; i >= 0; i-- { // oldest first
-		sub := page.Items[i]
-		for _, p := range sub.EventTypes {
-			if !seen[p] {
-				seen[p] = true
-				patterns = append(patterns, p)
-			}
-		}
-		if f := string(sub.Filter); !seenFilter[f] {
-			seenFilter[f] = true
-			filters = append(filters, f)
-		}
-	}
-	if len(filters) == 1 && filters[0] == "" {
-		filters = nil
-	}
-	return patterns, filters, nil
 }
 
 // catalogue is the tenant's event-type catalogue, followed by Sluice's own

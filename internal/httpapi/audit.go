@@ -29,15 +29,7 @@ var auditActions = map[string]audit.Action{
 	"POST /consumers/{uid}/portal/revoke": "portal_link.revoked",
 	"PUT /event-types/{name}":             "event_type.put",
 	"DELETE /event-types/{name}":          "event_type.deleted",
-	"POST /endpoints":                     "endpoint.created",
-	"PATCH /endpoints/{id}":               "endpoint.updated",
-	"GET /endpoints/{id}/secret":          "endpoint.secret_revealed",
-	"POST /endpoints/{id}/secret/rotate":  "endpoint.secret_rotated",
-	"POST /endpoints/{id}/test":           "endpoint.tested",
 	"POST /endpoints/{id}/replay":         "endpoint.replayed",
-	"POST /endpoints/{id}/circuit/close":  "endpoint.circuit_closed",
-	"POST /subscriptions":                 "subscription.created",
-	"DELETE /subscriptions/{id}":          "subscription.deleted",
 	"POST /deliveries/{id}/replay":        "delivery.replayed",
 	"POST /deliveries/{id}/retry":         "delivery.retried",
 	"POST /members":                       "member.invited",
@@ -48,7 +40,15 @@ var auditActions = map[string]audit.Action{
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
 var controlled = map[string]control.Action{
-	"DELETE /endpoints/{id}": control.EndpointDeleted,
+	"POST /endpoints":                    control.EndpointCreated,
+	"PATCH /endpoints/{id}":              control.EndpointUpdated,
+	"DELETE /endpoints/{id}":             control.EndpointDeleted,
+	"GET /endpoints/{id}/secret":         control.EndpointSecretRevealed,
+	"POST /endpoints/{id}/secret/rotate": control.EndpointSecretRotated,
+	"POST /endpoints/{id}/test":          control.EndpointTested,
+	"POST /endpoints/{id}/circuit/close": control.EndpointCircuitClosed,
+	"POST /subscriptions":                control.SubscriptionCreated,
+	"DELETE /subscriptions/{id}":         control.SubscriptionDeleted,
 }
 
 // guardedReads are the reads not every role may make, named like the
