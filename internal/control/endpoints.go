@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -105,10 +106,19 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 			return err
 		}
 		e.ObjectID = object(ep.ID)
-		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
+		out = EndpointSecret{Endpoint: c.current(ep), Secret: secret, PollURL: c.PollURL(ep, secret)}
 		return nil
 	})
 	return out, err
+}
+
+// current fills in what an endpoint is now that its stored state does not
+// say by itself: the rate an adaptive rate limit allows now.
+func (c *Control) current(ep sluice.Endpoint) sluice.Endpoint {
+	if rl := ep.RateLimit; rl != nil && rl.Adaptive {
+		ep.EffectiveRate = new(flow.Adaptive(ep.Slowdown).Current(flow.LimitOf(*rl), c.now()))
+	}
+	return ep
 }
 
 // UpdateEndpoint changes the settings in asks for of an endpoint of the
@@ -163,7 +173,7 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
-	return c.store.GetEndpoint(ctx, who.Tenant, id)
+	return c.Endpoint(ctx, who, id)
 }
 
 // afterUpdate posts the operational event of an endpoint disabled or
@@ -282,7 +292,7 @@ func (c *Control) CloseCircuit(ctx context.Context, who Caller, id uuid.UUID) (s
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
-	return c.store.GetEndpoint(ctx, who.Tenant, id)
+	return c.Endpoint(ctx, who, id)
 }
 
 // PollURL is the URL a poll endpoint is read from under secret, "" for a

@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -277,8 +276,11 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
 	}
-	if rl := ep.RateLimit; rl != nil && rl.Adaptive {
-		ep.EffectiveRate = new(EndpointAdaptive(r).Current(flow.LimitOf(*rl), time.Now()))
+	if r.AdaptiveRate != nil && r.AdaptiveRateAt != nil {
+		ep.Slowdown.Rate, ep.Slowdown.At = *r.AdaptiveRate, *r.AdaptiveRateAt
+	}
+	if r.AdaptiveHalvedAt != nil {
+		ep.Slowdown.HalvedAt = *r.AdaptiveHalvedAt
 	}
 	if v.ThrottledUntil != nil && time.Now().Before(*v.ThrottledUntil) {
 		ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
