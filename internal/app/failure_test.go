@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 func TestRetriesThenDeadThenReplay(t *testing.T) {
@@ -97,9 +98,9 @@ func TestSSRFGuardRefusesLoopback(t *testing.T) {
 	rcv := receiver.New(t)
 	// The API refuses loopback URLs outright; a public name could still
 	// resolve to one, so store the endpoint directly, as if it had.
-	ep, _, err := h.proc.Store.CreateEndpoint(context.Background(), h.tenant.ID, sluice.EndpointSettings{
+	ep, err := h.proc.Store.CreateEndpoint(context.Background(), h.tenant.ID, sluice.EndpointSettings{
 		URL: rcv.URL(), MaxInFlight: 1, Headers: map[string]string{},
-	})
+	}, storetest.Secret)
 	require.NoError(t, err)
 	h.call(http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": []string{"*"}}, http.StatusCreated, nil)
 	h.post("ssrf.probe", map[string]int{"x": 1})

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // TestPutConsumer: a viewer and a portal session change nothing; the first
@@ -90,7 +91,7 @@ func TestDeleteConsumer(t *testing.T) {
 	require.NoError(t, err)
 	uid := "cus_1"
 	set := sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone, Consumer: &uid}
-	ep, _, err := b.f.Store.CreateEndpoint(ctx, b.f.TenantA.ID, set)
+	ep, err := b.f.Store.CreateEndpoint(ctx, b.f.TenantA.ID, set, storetest.Secret)
 	require.NoError(t, err)
 
 	require.ErrorIs(t, b.ctl.DeleteConsumer(ctx, b.viewer, "cus_1"), sluice.ErrForbidden)

@@ -44,7 +44,7 @@ func (b *testBundle) auditLog(t *testing.T, who control.Caller) []sluice.AuditEn
 func (b *testBundle) endpoint(t *testing.T, who control.Caller) sluice.Endpoint {
 	t.Helper()
 	set := sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone}
-	ep, _, err := b.f.Store.CreateEndpoint(context.Background(), who.Tenant, set)
+	ep, err := b.f.Store.CreateEndpoint(context.Background(), who.Tenant, set, storetest.Secret)
 	require.NoError(t, err)
 	return ep
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // portalWithEndpoint creates a consumer of who's tenant and an endpoint of
@@ -24,7 +25,7 @@ func (b *testBundle) portalWithEndpoint(t *testing.T, who control.Caller, uid st
 	_, _, err := b.f.Store.UpsertConsumer(ctx, who.Tenant, uid, sluice.ConsumerSettings{Name: uid})
 	require.NoError(t, err)
 	set := sluice.EndpointSettings{URL: "http://127.0.0.1:9/" + uid, MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone, Consumer: &uid}
-	ep, _, err := b.f.Store.CreateEndpoint(ctx, who.Tenant, set)
+	ep, err := b.f.Store.CreateEndpoint(ctx, who.Tenant, set, storetest.Secret)
 	require.NoError(t, err)
 	portal := control.Caller{Tenant: who.Tenant, Consumer: &uid, Role: sluice.RoleOwner,
 		Actor: sluice.Actor{Type: sluice.ActorPortal, ID: uid, Name: uid}}

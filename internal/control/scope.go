@@ -27,7 +27,7 @@ func (c *Control) Endpoint(ctx context.Context, who Caller, id uuid.UUID) (sluic
 	if !who.ownsEndpoint(ep) {
 		return sluice.Endpoint{}, sluice.ErrNotFound
 	}
-	return ep, nil
+	return c.current(ep), nil
 }
 
 // Endpoints is a page of the caller's endpoints; consumer narrows a
@@ -36,7 +36,11 @@ func (c *Control) Endpoints(ctx context.Context, who Caller, consumer *string, p
 	if who.portal() {
 		consumer = who.Consumer
 	}
-	return c.store.ListEndpoints(ctx, who.Tenant, consumer, p)
+	page, err := c.store.ListEndpoints(ctx, who.Tenant, consumer, p)
+	for i, ep := range page.Items {
+		page.Items[i] = c.current(ep)
+	}
+	return page, err
 }
 
 // Delivery is one delivery of the caller's scope, with its attempts.

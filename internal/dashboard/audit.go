@@ -18,15 +18,7 @@ import (
 // the audit log, by method and route, with the same actions as the API's.
 // TestAuditEveryDashboardForm fails on a POST route this table does not
 // name.
-var auditActions = map[string]audit.Action{
-	"POST /endpoints":                    "endpoint.created",
-	"POST /endpoints/{id}/edit":          "endpoint.updated",
-	"POST /endpoints/{id}/disable":       "endpoint.updated",
-	"POST /endpoints/{id}/secret":        "endpoint.secret_revealed",
-	"POST /endpoints/{id}/secret/rotate": "endpoint.secret_rotated",
-	"POST /endpoints/{id}/test":          "endpoint.tested",
-	"POST /endpoints/{id}/circuit/close": "endpoint.circuit_closed",
-}
+var auditActions = map[string]audit.Action{}
 
 // controlled names the changes the control layer authorises and audits
 // itself; the route tables above shrink as operations move there.
@@ -48,6 +40,13 @@ var controlled = map[string]control.Action{
 	"POST /members":                       control.MemberInvited,
 	"POST /members/{id}/edit":             control.MemberUpdated,
 	"POST /members/{id}/remove":           control.MemberRemoved,
+	"POST /endpoints":                     control.EndpointCreated,
+	"POST /endpoints/{id}/edit":           control.EndpointUpdated,
+	"POST /endpoints/{id}/disable":        control.EndpointUpdated,
+	"POST /endpoints/{id}/secret":         control.EndpointSecretRevealed,
+	"POST /endpoints/{id}/secret/rotate":  control.EndpointSecretRotated,
+	"POST /endpoints/{id}/test":           control.EndpointTested,
+	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
 }
 
 // guardedPages are the pages not every role may see, named by what they

@@ -69,9 +69,7 @@ type Dashboard struct {
 	csrf   csrfSigner
 	limits *apirate.Limits
 
-	allowPrivate bool
-	now          func() time.Time
-	publicURL    string
+	now func() time.Time
 
 	secureCookies bool
 }
@@ -108,8 +106,6 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		limits: cfg.Limits,
 
 		secureCookies: cfg.SecureCookies,
-		allowPrivate:  cfg.AllowPrivateTargets,
-		publicURL:     cfg.PublicURL,
 		now:           cfg.Now,
 	}
 }

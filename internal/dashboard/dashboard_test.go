@@ -13,11 +13,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 func TestLogin(t *testing.T) {
@@ -404,10 +406,7 @@ func TestPagesShowState(t *testing.T) {
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p, "order.created", `href="/events/`+s.event.ID.String()+`"`)
 	require.NotContains(t, p.Body, "badge-sluice", "the tenant's own events are not marked")
-	set := s.endpoint.Settings()
-	set.Disabled = true
-	_, err := b.store.UpdateEndpoint(context.Background(), b.tenantA.ID, s.endpoint.ID, set, b.jobs)
-	require.NoError(t, err)
+	b.updateEndpoint(b.tenantA, s.endpoint.ID, control.EndpointInput{Disabled: new(true)})
 	requireContains(t, br.get("/events"), "sluice.endpoint.disabled", `class="badge badge-sluice"`)
 	p = br.get("/events?type=nothing.here")
 	requireContains(t, p, "No events.")
@@ -456,7 +455,7 @@ func TestEndpointsShowFlowState(t *testing.T) {
 	ctx := context.Background()
 	open := b.seed(b.tenantA, "https://hooks.acme.test/down", false)
 	throttled := b.seed(b.tenantA, "https://hooks.acme.test/slow", false)
-	disabled, _, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{URL: "https://hooks.acme.test/off", MaxInFlight: 3, Disabled: true})
+	disabled, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{URL: "https://hooks.acme.test/off", MaxInFlight: 3, Disabled: true}, storetest.Secret)
 	require.NoError(t, err)
 
 	openedAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)

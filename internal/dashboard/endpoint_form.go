@@ -4,20 +4,20 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"errors"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
 
-// The endpoint form: its fields as sent, read back into settings and
-// subscription patterns under the API's own rules (endpointrules).
+// The endpoint form: its fields as sent, read into what they ask of the
+// control layer, which checks them under the API's own rules.
 
 // Rate-limit kinds of the form's rate_kind field.
 const (
@@ -101,25 +101,6 @@ func indentJSON(s string) string {
 	return b.String()
 }
 
-// formFilter reads the filter field: nil when empty; a refused filter is
-// reported naming its failing place.
-func formFilter(form web.EndpointForm, v *sluice.ValidationError) *filter.Filter {
-	if form.Filter == "" {
-		return nil
-	}
-	f, err := filter.Parse([]byte(form.Filter))
-	var fe *filter.Error
-	switch {
-	case errors.As(err, &fe) && fe.Path != "":
-		v.Add("filter", "at %s %s", fe.Path, fe.Msg)
-	case errors.As(err, &fe):
-		v.Add("filter", "%s", fe.Msg)
-	case err != nil:
-		v.Add("filter", "%s", err.Error())
-	}
-	return f
-}
-
 // filterTests tries the form's filter on the pasted payload or, without
 // one, on the examples of the ticked event types of the catalogue.
 func filterTests(form web.EndpointForm, catalogue []sluice.EventType) ([]web.FilterTest, string) {
@@ -160,78 +141,71 @@ func inCatalogue(catalogue []sluice.EventType, name string) bool {
 	return slices.ContainsFunc(catalogue, func(et sluice.EventType) bool { return et.Name == name })
 }
 
-// settings checks the form and returns the endpoint settings it asks for,
-// over base (which keeps what the form does not show: headers, consumer),
-// and its subscription patterns and filter. A portal session (free false) subscribes
-// only from the catalogue, or to everything; a tenant may add free-text
-// patterns.
-func formSettings(form web.EndpointForm, base sluice.EndpointSettings, catalogue []sluice.EventType, free, allowPrivate bool) (sluice.EndpointSettings, []string, *filter.Filter, error) {
+// formInput is what the form asks of an endpoint: every setting it shows
+// (a poll endpoint's has no URL), and its subscription, to the ticked
+// event types and, from a tenant's form (free), the free-text patterns.
+// A value that is not a number is sent as one out of range, for the
+// control layer to refuse with the API's message.
+func formInput(form web.EndpointForm, creating, free bool) (control.EndpointInput, error) {
 	v := &sluice.ValidationError{}
-	set := base
-	set.URL, set.Description, set.Disabled = form.URL, form.Description, form.Disabled
-	set.Ordering = sluice.OrderingNone
+	in := control.EndpointInput{
+		Description: &form.Description, Disabled: &form.Disabled,
+		MaxInFlight: new(atoiOr(form.MaxInFlight, 0)),
+		Ordering:    new(sluice.OrderingNone),
+	}
 	if form.FIFO {
-		set.Ordering = sluice.OrderingFIFO
+		in.Ordering = new(sluice.OrderingFIFO)
 	}
-	if set.Delivery == "" { // a new endpoint: the form chooses
-		set.Delivery = cmp.Or(form.Delivery, sluice.DeliveryPush)
+	if creating {
+		in.Delivery = new(cmp.Or(form.Delivery, sluice.DeliveryPush))
 	}
-	if set.Delivery == sluice.DeliveryPoll {
-		set.URL = "" // the form offers no URL field for one
+	if !creating || *in.Delivery != sluice.DeliveryPoll {
+		in.URL = &form.URL
 	}
-	if set.Headers == nil {
-		set.Headers = map[string]string{}
+	in.RateLimit = formRateLimit(form, v)
+	in.ClearRateLimit = in.RateLimit == nil
+	in.BacklogAlert = formBacklogAlert(form)
+	in.ClearBacklogAlert = in.BacklogAlert == nil
+	sub := &control.SubscriptionInput{Listed: slices.Sorted(maps.Keys(form.Types)), Filter: json.RawMessage(form.Filter)}
+	if free {
+		sub.Patterns = strings.FieldsFunc(form.Patterns, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
 	}
-	n, err := strconv.Atoi(form.MaxInFlight)
-	if err != nil {
-		n = 0 // reported as out of range below
-	}
-	set.MaxInFlight = n
-	set.RateLimit = formRateLimit(form, v)
-	set.BacklogAlert = formBacklogAlert(form)
-	endpointrules.Settings(set, allowPrivate, v)
-	patterns := formPatterns(form, catalogue, free, v)
-	f := formFilter(form, v)
-	return set, patterns, f, v.Err()
+	in.Subscription = sub
+	return in, v.Err()
 }
 
 // formRateLimit reads the rate-limit fields: none, or a rate per second or
-// per minute with an optional burst (by default the rate per second, or 1).
-func formRateLimit(form web.EndpointForm, v *sluice.ValidationError) *sluice.RateLimit {
+// per minute with an optional burst.
+func formRateLimit(form web.EndpointForm, v *sluice.ValidationError) *control.RateLimitInput {
 	if form.RateKind == rateNone {
 		return nil
 	}
-	if form.RateKind != ratePerSecond && form.RateKind != ratePerMinute {
+	rl := &control.RateLimitInput{Adaptive: form.Adaptive}
+	switch form.RateKind {
+	case ratePerSecond:
+		rl.PerSecond = new(atoiOr(form.Rate, 0))
+	case ratePerMinute:
+		rl.PerMinute = new(atoiOr(form.Rate, 0))
+	default:
 		v.Add("rate_limit", "must be none, per second or per minute")
 		return nil
 	}
-	rate := atoiOrZero(form.Rate)
-	endpointrules.Rate(form.RateKind, rate, v)
-	rl := &sluice.RateLimit{Burst: 1}
-	if form.RateKind == ratePerSecond {
-		rl.PerSecond, rl.Burst = rate, rate
-	} else {
-		rl.PerMinute = rate
-	}
 	if form.Burst != "" {
-		rl.Burst = atoiOrZero(form.Burst)
-		endpointrules.Rate("burst", rl.Burst, v)
+		rl.Burst = new(atoiOr(form.Burst, 0))
 	}
-	rl.Adaptive = form.Adaptive
 	if form.Min != "" {
 		m, err := strconv.ParseFloat(form.Min, 64)
-		if err != nil || m <= 0 {
-			m = -1 // refused by endpointrules.Adaptive
+		if err != nil {
+			m = -1 // refused as the API refuses it
 		}
-		rl.Min = m
+		rl.Min = &m
 	}
-	endpointrules.Adaptive(*rl, v)
 	return rl
 }
 
 // formBacklogAlert reads the backlog alert's fields: nil when both are
-// empty; a value that is not a whole number is kept as -1, for
-// endpointrules.BacklogAlert to refuse.
+// empty; a value that is not a whole number is sent as -1, refused as out
+// of range.
 func formBacklogAlert(form web.EndpointForm) *sluice.BacklogAlert {
 	if form.BacklogQueued == "" && form.BacklogOldest == "" {
 		return nil
@@ -240,38 +214,12 @@ func formBacklogAlert(form web.EndpointForm) *sluice.BacklogAlert {
 		if s == "" {
 			return 0
 		}
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			return -1
+		if n := atoiOr(s, -1); n >= 1 {
+			return n
 		}
-		return n
+		return -1
 	}
 	return &sluice.BacklogAlert{Queued: whole(form.BacklogQueued), OldestSeconds: whole(form.BacklogOldest)}
-}
-
-// formPatterns collects the subscription's patterns: the ticked boxes
-// ("*" or names of the catalogue) and, when free, the free-text patterns.
-func formPatterns(form web.EndpointForm, catalogue []sluice.EventType, free bool, v *sluice.ValidationError) []string {
-	var patterns []string
-	for t := range form.Types {
-		if t != "*" && !inCatalogue(catalogue, t) {
-			v.Add("event_types", "%q is not in the event-type catalogue", t)
-			continue
-		}
-		patterns = append(patterns, t)
-	}
-	slices.Sort(patterns)
-	if free {
-		for _, p := range strings.FieldsFunc(form.Patterns, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' }) {
-			if !slices.Contains(patterns, p) {
-				patterns = append(patterns, p)
-			}
-		}
-	}
-	if len(patterns) > 0 {
-		endpointrules.Patterns("event_types", patterns, v)
-	}
-	return patterns
 }
 
 func itoaOrEmpty(n int) string {
@@ -281,10 +229,11 @@ func itoaOrEmpty(n int) string {
 	return strconv.Itoa(n)
 }
 
-func atoiOrZero(s string) int {
+// atoiOr is s as a whole number, or otherwise when it is not one.
+func atoiOr(s string, otherwise int) int {
 	n, err := strconv.Atoi(s)
 	if err != nil {
-		return 0
+		return otherwise
 	}
 	return n
 }

@@ -101,10 +101,10 @@ func (b *bundle) seed(tenant sluice.Tenant, url string, dead bool) seeded {
 	t := b.t
 	t.Helper()
 	ctx := context.Background()
-	ep, _, err := b.store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{
+	ep, err := b.store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{
 		URL: url, Description: "orders", MaxInFlight: 10,
 		RateLimit: &sluice.RateLimit{PerSecond: 5, Burst: 10},
-	})
+	}, storetest.Secret)
 	require.NoError(t, err)
 	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
 	require.NoError(t, err)

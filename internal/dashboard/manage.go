@@ -1,23 +1,23 @@
 package dashboard
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/endpointrules"
-	"github.com/sluice-dev/sluice/internal/poll"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
 
 // Endpoint management: create, edit (with the subscription), disable and
 // enable, delete, reveal and rotate the secret, send a test event, close
-// the circuit. Every action goes through the session's scope, and the
-// destructive ones (delete, rotate) through a confirmation page.
+// the circuit. Every action is the control layer's, in the session's
+// scope, and the destructive ones (delete, rotate) go through a
+// confirmation page first.
 
 // flashes are the outcomes of actions, shown once by the page an action
 // redirects to (?done=).
@@ -41,20 +41,16 @@ func (d *Dashboard) newEndpoint(w http.ResponseWriter, r *http.Request) error {
 // session's belongs to its consumer) with its subscription; or, with
 // action=test-filter, the form again with its filter tried (testFilter).
 func (d *Dashboard) createEndpoint(w http.ResponseWriter, r *http.Request) error {
-	sc := d.in(r)
 	form := readEndpointForm(r.PostForm)
-	catalogue, err := sc.catalogue(r.Context())
-	if err != nil {
-		return err
-	}
 	if r.PostForm.Get("action") == actionTestFilter {
-		return d.testFilter(w, r, nil, form, catalogue)
+		return d.testFilter(w, r, nil, form)
 	}
-	set, patterns, f, err := formSettings(form, sluice.EndpointSettings{}, catalogue, !sc.portal(), d.allowPrivate)
+	who := caller(r)
+	in, err := formInput(form, true, who.Consumer == nil)
 	if err == nil {
-		var ep sluice.Endpoint
-		if ep, err = sc.createEndpoint(r.Context(), set, patterns, f); err == nil {
-			return redirect(w, r, endpointDone(ep.ID, "created"))
+		var ep control.EndpointSecret
+		if ep, err = d.ctl.CreateEndpoint(r.Context(), who, in); err == nil {
+			return redirect(w, r, endpointDone(ep.Endpoint.ID, "created"))
 		}
 	}
 	return d.formRefused(w, r, nil, form, err)
@@ -67,16 +63,15 @@ func (d *Dashboard) editEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
+	ep, err := d.ctl.Endpoint(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
-	patterns, filters, err := sc.subscriptions(r.Context(), id)
+	patterns, filters, err := d.ctl.SubscribedTo(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
-	catalogue, err := sc.catalogue(r.Context())
+	catalogue, err := d.ctl.Catalogue(r.Context(), caller(r))
 	if err != nil {
 		return err
 	}
@@ -91,22 +86,18 @@ func (d *Dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
+	who := caller(r)
+	ep, err := d.ctl.Endpoint(r.Context(), who, id)
 	if err != nil {
 		return err
 	}
 	form := readEndpointForm(r.PostForm)
-	catalogue, err := sc.catalogue(r.Context())
-	if err != nil {
-		return err
-	}
 	if r.PostForm.Get("action") == actionTestFilter {
-		return d.testFilter(w, r, &ep, form, catalogue)
+		return d.testFilter(w, r, &ep, form)
 	}
-	set, patterns, f, err := formSettings(form, ep.Settings(), catalogue, !sc.portal(), d.allowPrivate)
+	in, err := formInput(form, false, who.Consumer == nil)
 	if err == nil {
-		if err = sc.updateEndpoint(r.Context(), id, set, patterns, f); err == nil {
+		if _, err = d.ctl.UpdateEndpoint(r.Context(), who, id, in); err == nil {
 			return redirect(w, r, endpointDone(id, "saved"))
 		}
 	}
@@ -114,13 +105,21 @@ func (d *Dashboard) updateEndpoint(w http.ResponseWriter, r *http.Request) error
 }
 
 // formRefused answers a refused endpoint form with the form again, saying
-// why (422); any other error goes to the error page.
+// why (422), a refused filter's place in words ("filter at total.$gt");
+// any other error goes to the error page.
 func (d *Dashboard) formRefused(w http.ResponseWriter, r *http.Request, ep *sluice.Endpoint, form web.EndpointForm, err error) error {
 	var v *sluice.ValidationError
 	if !errors.As(err, &v) {
 		return err
 	}
-	return d.renderEndpointForm(w, r, http.StatusUnprocessableEntity, ep, form, fieldErrors(err))
+	shown := &sluice.ValidationError{Fields: make([]sluice.FieldError, len(v.Fields))}
+	for i, f := range v.Fields {
+		if place, ok := strings.CutPrefix(f.Field, "filter."); ok {
+			f = sluice.FieldError{Field: "filter", Message: "at " + place + " " + f.Message}
+		}
+		shown.Fields[i] = f
+	}
+	return d.renderEndpointForm(w, r, http.StatusUnprocessableEntity, ep, form, fieldErrors(shown))
 }
 
 func (d *Dashboard) renderEndpointForm(w http.ResponseWriter, r *http.Request, status int, ep *sluice.Endpoint, form web.EndpointForm, msg string) error {
@@ -130,12 +129,11 @@ func (d *Dashboard) renderEndpointForm(w http.ResponseWriter, r *http.Request, s
 // renderEndpointFormView renders the endpoint form v, with the scope's
 // catalogue.
 func (d *Dashboard) renderEndpointFormView(w http.ResponseWriter, r *http.Request, status int, v web.EndpointFormView) error {
-	sc := d.in(r)
-	catalogue, err := sc.catalogue(r.Context())
+	catalogue, err := d.ctl.Catalogue(r.Context(), caller(r))
 	if err != nil {
 		return err
 	}
-	v.Catalogue, v.Free = catalogue, !sc.portal()
+	v.Catalogue, v.Free = catalogue, caller(r).Consumer == nil
 	return d.render(w, r, status, web.EndpointFormPage(chrome(r, web.SectionEndpoints), v))
 }
 
@@ -144,7 +142,11 @@ func (d *Dashboard) renderEndpointFormView(w http.ResponseWriter, r *http.Reques
 // pasted payload or the ticked event types' examples.
 const actionTestFilter = "test-filter"
 
-func (d *Dashboard) testFilter(w http.ResponseWriter, r *http.Request, ep *sluice.Endpoint, form web.EndpointForm, catalogue []sluice.EventType) error {
+func (d *Dashboard) testFilter(w http.ResponseWriter, r *http.Request, ep *sluice.Endpoint, form web.EndpointForm) error {
+	catalogue, err := d.ctl.Catalogue(r.Context(), caller(r))
+	if err != nil {
+		return err
+	}
 	tests, note := filterTests(form, catalogue)
 	return d.renderEndpointFormView(w, r, http.StatusOK, web.EndpointFormView{Endpoint: ep, Form: form, FilterTests: tests, FilterNote: note})
 }
@@ -156,7 +158,7 @@ func (d *Dashboard) setDisabled(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	disabled := r.PostForm.Get("disabled") != "0"
-	if err := d.in(r).setDisabled(r.Context(), id, disabled); err != nil {
+	if _, err := d.ctl.UpdateEndpoint(r.Context(), caller(r), id, control.EndpointInput{Disabled: &disabled}); err != nil {
 		return err
 	}
 	done := "enabled"
@@ -182,7 +184,7 @@ func (d *Dashboard) confirmEndpointAction(w http.ResponseWriter, r *http.Request
 	if err != nil {
 		return err
 	}
-	ep, err := d.in(r).endpoint(r.Context(), id)
+	ep, err := d.ctl.Endpoint(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -218,7 +220,7 @@ func (d *Dashboard) confirmRotateSecret(w http.ResponseWriter, r *http.Request) 
 	return d.confirmEndpointAction(w, r, func(ep sluice.Endpoint) web.ConfirmView {
 		return web.ConfirmView{Title: "Rotate secret", Question: "Rotate the signing secret of " + ep.URL + "?",
 			Detail: "A new secret signs every message from now on. The current one keeps signing beside it for " +
-				endpointrules.SecretGrace.String() + ", so receivers can switch to the new one without losing a message.",
+				control.SecretGrace.String() + ", so receivers can switch to the new one without losing a message.",
 			Button: "Rotate secret"}
 	})
 }
@@ -237,23 +239,16 @@ func (d *Dashboard) showSecret(w http.ResponseWriter, r *http.Request, rotate bo
 	if err != nil {
 		return err
 	}
-	sc := d.in(r)
-	ep, err := sc.endpoint(r.Context(), id)
-	if err != nil {
-		return err
-	}
-	v := web.SecretView{Endpoint: ep, Rotated: rotate}
+	var s control.EndpointSecret
 	if rotate {
-		v.Secret, err = sc.rotateSecret(r.Context(), id, endpointrules.SecretGrace)
+		s, err = d.ctl.RotateEndpointSecret(r.Context(), caller(r), id)
 	} else {
-		v.Secret, err = sc.secret(r.Context(), id)
+		s, err = d.ctl.RevealEndpointSecret(r.Context(), caller(r), id)
 	}
 	if err != nil {
 		return err
 	}
-	if ep.Delivery == sluice.DeliveryPoll {
-		v.PollURL = poll.URL(d.publicURL, ep.ID, v.Secret)
-	}
+	v := web.SecretView{Endpoint: s.Endpoint, Rotated: rotate, Secret: s.Secret, PollURL: s.PollURL}
 	return d.render(w, r, http.StatusOK, web.SecretPage(chrome(r, web.SectionEndpoints), v))
 }
 
@@ -264,14 +259,7 @@ func (d *Dashboard) testEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	payload, err := json.Marshal(map[string]string{
-		"message":     "This is a test event from Sluice.",
-		"endpoint_id": id.String(),
-	})
-	if err != nil {
-		return err
-	}
-	ev, err := d.in(r).sendTest(r.Context(), id, payload, d.jobs)
+	ev, err := d.ctl.TestEndpoint(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -284,7 +272,7 @@ func (d *Dashboard) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := d.in(r).closeCircuit(r.Context(), id, d.jobs); err != nil {
+	if _, err := d.ctl.CloseCircuit(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	return redirect(w, r, endpointDone(id, "closed"))

@@ -13,9 +13,21 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
+
+// updateEndpoint changes an endpoint of tenant through the control layer,
+// as its owner, with what follows (its operational events, its nudges).
+func (b *bundle) updateEndpoint(tenant sluice.Tenant, id uuid.UUID, in control.EndpointInput) sluice.Endpoint {
+	b.t.Helper()
+	ctl := control.New(control.Config{Store: b.store, Nudger: b.jobs, AllowPrivateTargets: true})
+	owner := control.Caller{Tenant: tenant.ID, Role: sluice.RoleOwner, Actor: sluice.Actor{Type: sluice.ActorAPIKey, ID: "test", Name: "test"}}
+	ep, err := ctl.UpdateEndpoint(context.Background(), owner, id, in)
+	require.NoError(b.t, err)
+	return ep
+}
 
 // TestManageEndpointForms drives the endpoint forms over HTTP: create with
 // the API's rules, edit keeping what the form does not show, the catalogue
@@ -61,7 +73,7 @@ func TestManageEndpointForms(t *testing.T) {
 	// Edit: headers set through the API survive; the form fills back.
 	set := ep.Settings()
 	set.Headers = map[string]string{"X-Team": "billing"}
-	_, err = b.store.UpdateEndpoint(ctx, b.tenantA.ID, id, set, b.jobs)
+	_, err = b.store.UpdateEndpoint(ctx, b.tenantA.ID, id, set)
 	require.NoError(t, err)
 	p = br.get("/endpoints/" + id.String() + "/edit")
 	requireContains(t, p, `value="order.* user.created"`, `value="invoice.paid" checked`)

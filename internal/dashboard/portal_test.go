@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // portalWorld is tenant A with two consumers, c1 and c2, and an endpoint
@@ -53,7 +54,8 @@ func (b *bundle) seedFor(tenant sluice.Tenant, uid, url string) seeded {
 	if uid != "" {
 		set.Consumer, ev.Consumer = &uid, &uid
 	}
-	ep, secret, err := b.store.CreateEndpoint(ctx, tenant.ID, set)
+	ep, err := b.store.CreateEndpoint(ctx, tenant.ID, set, storetest.Secret)
+	secret := storetest.Secret
 	require.NoError(t, err)
 	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
 	require.NoError(t, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // settle records the last attempt of every due delivery of an endpoint
@@ -75,8 +76,8 @@ func TestScreenshots(t *testing.T) {
 	legacy := b.seed(a, "https://legacy.acme.example/webhooks", false)
 	b.settle(legacy.endpoint.ID, sluice.DeliveryDead, 422, "status 422", `{"error":"unknown field \"total\" in order"}`)
 	gx := "globex"
-	globex, _, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://globex.example/hooks/sluice",
-		Description: "Globex order sync", MaxInFlight: 4, Consumer: &gx})
+	globex, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://globex.example/hooks/sluice",
+		Description: "Globex order sync", MaxInFlight: 4, Consumer: &gx}, storetest.Secret)
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, globex.ID, []string{"order.*"}, nil))
 	for _, f := range []struct {
@@ -95,7 +96,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	set := globex.Settings()
 	set.Disabled = true
-	_, err = b.store.UpdateEndpoint(ctx, a.ID, globex.ID, set, b.jobs)
+	_, err = b.store.UpdateEndpoint(ctx, a.ID, globex.ID, set)
 	require.NoError(t, err)
 
 	bctx := chromium(t, 120*time.Second)
@@ -160,7 +161,7 @@ func TestScreenshots(t *testing.T) {
 	shot("consumers")
 	click(`#consumer-form button[type="submit"]`, "#consumer")
 	uid := "initech"
-	ie, _, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://billing.initech.example/webhooks", Description: "Initech billing", MaxInFlight: 10, Consumer: &uid})
+	ie, err := b.store.CreateEndpoint(ctx, a.ID, sluice.EndpointSettings{URL: "https://billing.initech.example/webhooks", Description: "Initech billing", MaxInFlight: 10, Consumer: &uid}, storetest.Secret)
 	require.NoError(t, err)
 	require.NoError(t, b.store.SetSubscriptions(ctx, a.ID, ie.ID, []string{"invoice.paid", "invoice.voided"}, nil))
 	require.NoError(t, chromedp.Do(bctx, chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("consumer"))))

@@ -260,7 +260,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		fifo = target.FIFO
 		switch {
 		case target.Disabled:
-			return nil // enabling it again queues a dispatch (store.UpdateEndpoint)
+			return nil // enabling it again queues a dispatch (control.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
 			metrics.DispatchBatches.Inc()
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)

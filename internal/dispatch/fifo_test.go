@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -41,11 +42,9 @@ func TestFIFOClaimTakesTheHeadOfEachLine(t *testing.T) {
 		return stored.ID
 	}
 	e0 := post("k1", true) // before the endpoint is FIFO
-	cur, err := f.Store.GetEndpoint(ctx, f.TenantA.ID, ep)
-	require.NoError(t, err)
-	set := cur.Settings()
-	set.Ordering = sluice.OrderingFIFO
-	_, err = f.Store.UpdateEndpoint(ctx, f.TenantA.ID, ep, set, f.Jobs)
+	ctl := control.New(control.Config{Store: f.Store, Nudger: f.Jobs})
+	owner := control.Caller{Tenant: f.TenantA.ID, Role: sluice.RoleOwner, Actor: sluice.Actor{Type: sluice.ActorAPIKey, ID: "test", Name: "test"}}
+	_, err := ctl.UpdateEndpoint(ctx, owner, ep, control.EndpointInput{Ordering: new(sluice.OrderingFIFO)})
 	require.NoError(t, err)
 	e1, e2, e3 := post("k1", true), post("k2", true), post("", true)
 

@@ -22,9 +22,9 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	f := storetest.New(t)
 	ctx := t.Context()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 1})
+	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/h", MaxInFlight: 1}, storetest.Secret)
 	require.NoError(t, err)
-	marker, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/m", MaxInFlight: 1})
+	marker, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/m", MaxInFlight: 1}, storetest.Secret)
 	require.NoError(t, err)
 
 	// The Nudger of a process where the endpoint's run lingers.

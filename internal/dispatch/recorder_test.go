@@ -58,7 +58,7 @@ func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 func newDeliveries(t *testing.T, f storetest.Fixture, tenant uuid.UUID, n int) []sluice.Delivery {
 	t.Helper()
 	ctx := context.Background()
-	ep, _, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{URL: "https://hooks.example/x", MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{URL: "https://hooks.example/x", MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
 	out := make([]sluice.Delivery, n)
 	for i := range out {

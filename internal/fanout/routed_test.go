@@ -32,9 +32,9 @@ func TestOneStatementRoutesAsTheTransactionDoes(t *testing.T) {
 		require.NoError(t, err)
 	}
 	endpoint := func(tenant uuid.UUID, name string, consumer *string, disabled bool, subs ...[]string) uuid.UUID {
-		ep, _, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{
+		ep, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{
 			URL: "https://example.com/" + name, MaxInFlight: 10, Consumer: consumer, Disabled: disabled,
-		})
+		}, storetest.Secret)
 		require.NoError(t, err)
 		for _, types := range subs {
 			_, err := f.Store.CreateSubscription(ctx, tenant, ep.ID, types)
@@ -145,9 +145,9 @@ func TestOperationalEventsReachTheTenantAndTheirConsumer(t *testing.T) {
 	}
 	names := map[uuid.UUID]string{}
 	endpoint := func(name string, consumer *string, disabled bool, types ...string) {
-		ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{
+		ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{
 			URL: "https://example.com/" + name, MaxInFlight: 10, Consumer: consumer, Disabled: disabled,
-		})
+		}, storetest.Secret)
 		require.NoError(t, err)
 		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, types)
 		require.NoError(t, err)

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"time"
 
@@ -124,22 +123,5 @@ func (a *API) replayEndpoint(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	writeJSON(w, http.StatusAccepted, map[string]int64{"queued": n})
-	return nil
-}
-
-func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) error {
-	id, err := pathID(r, "endpoint")
-	if err != nil {
-		return err
-	}
-	payload, _ := json.Marshal(map[string]string{
-		"message":     "This is a test event from Sluice.",
-		"endpoint_id": id.String(),
-	})
-	ev, err := a.store.CreateTestEvent(r.Context(), tenantFrom(r.Context()).ID, id, payload, a.cfg.Nudger)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusAccepted, ev)
 	return nil
 }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -37,9 +37,10 @@ type endpointInput struct {
 // nonNullable are the fields an explicit null cannot clear.
 var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer", "ordering", "delivery"}
 
-// UnmarshalJSON decodes strictly (unknown fields refused), names a
-// fractional or huge max_in_flight plainly, and records explicit nulls,
-// which plain decoding would take for absent fields.
+// UnmarshalJSON decodes strictly (unknown fields refused), takes a
+// fractional or huge max_in_flight for one out of range (notWhole), and
+// records explicit nulls, which plain decoding would take for absent
+// fields.
 func (in *endpointInput) UnmarshalJSON(data []byte) error {
 	type plain endpointInput // without this method
 	var p plain
@@ -47,12 +48,10 @@ func (in *endpointInput) UnmarshalJSON(data []byte) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field == "max_in_flight" && strings.HasPrefix(te.Value, "number") {
-			v := &sluice.ValidationError{}
-			v.Add("max_in_flight", "must be a whole number from 1 to %d", endpointrules.MaxInFlight)
-			return v
+		if !errors.As(err, &te) || te.Field != "max_in_flight" || !strings.HasPrefix(te.Value, "number") {
+			return err
 		}
-		return err
+		p.MaxInFlight = new(notWhole)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
@@ -75,72 +74,37 @@ type rateLimitInput struct {
 	Min       *float64 `json:"min"`
 }
 
-// consumer returns the consumer of a new endpoint, or checks that an update
-// leaves the endpoint's (current) unchanged: an endpoint never moves
-// between consumers, or between a consumer and the tenant.
-func (in endpointInput) consumer(current *string, creating bool, v *sluice.ValidationError) *string {
-	switch {
-	case in.Consumer == nil:
-	case creating && !sluice.ValidConsumerUID(*in.Consumer):
-		v.Add("consumer", sluice.ConsumerUIDRule)
-	case creating:
-		return in.Consumer
-	case current == nil || *current != *in.Consumer:
-		v.Add("consumer", "is chosen when the endpoint is created and cannot change")
-	}
-	return current
-}
+// notWhole stands for a number that is not a whole one, where the rules
+// want one: out of every range, the control layer refuses it naming the
+// range.
+const notWhole = -1
 
-// apply writes the fields present in in over set, then validates the result.
-func (in endpointInput) apply(set *sluice.EndpointSettings, creating, allowPrivate bool) error {
+// input is what in asks of the control layer, or the problems of the
+// fields it could not read: explicit nulls, and a rate_limit or
+// backlog_alert that is not the object it must be.
+func (in endpointInput) input() (control.EndpointInput, error) {
 	v := &sluice.ValidationError{}
-	set.Consumer = in.consumer(set.Consumer, creating, v)
-	switch {
-	case in.Delivery == nil:
-	case creating:
-		set.Delivery = *in.Delivery
-	case *in.Delivery != set.Delivery:
-		v.Add("delivery", "is chosen when the endpoint is created and cannot change")
-	}
-	if set.Delivery == "" {
-		set.Delivery = sluice.DeliveryPush
-	}
 	for _, name := range in.nulls {
 		v.Add(name, "must not be null; leave it out to keep the current value")
 	}
-	if in.URL != nil {
-		set.URL = strings.TrimSpace(*in.URL)
-	}
-	if in.Description != nil {
-		set.Description = *in.Description
+	out := control.EndpointInput{
+		URL: in.URL, Description: in.Description, MaxInFlight: in.MaxInFlight, Headers: in.Headers,
+		Disabled: in.Disabled, Consumer: in.Consumer, Ordering: in.Ordering, Delivery: in.Delivery,
 	}
 	if in.RateLimit != nil {
-		set.RateLimit = parseRateLimit(in.RateLimit, v)
-	}
-	if in.MaxInFlight != nil {
-		set.MaxInFlight = *in.MaxInFlight
-	}
-	if in.Headers != nil {
-		set.Headers = *in.Headers
-	}
-	if set.Headers == nil {
-		set.Headers = map[string]string{}
-	}
-	if in.Disabled != nil {
-		set.Disabled = *in.Disabled
+		out.RateLimit = parseRateLimit(in.RateLimit, v)
+		out.ClearRateLimit = out.RateLimit == nil
 	}
 	if in.BacklogAlert != nil {
-		set.BacklogAlert = parseBacklogAlert(in.BacklogAlert, v)
+		out.BacklogAlert = parseBacklogAlert(in.BacklogAlert, v)
+		out.ClearBacklogAlert = out.BacklogAlert == nil
 	}
-	if in.Ordering != nil {
-		set.Ordering = *in.Ordering
-	}
-
-	endpointrules.Settings(*set, allowPrivate, v)
-	return v.Err()
+	return out, v.Err()
 }
 
-func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.RateLimit {
+// parseRateLimit reads rate_limit: nil for null (or what it refuses, in
+// v). A rate that is not a whole number is read as notWhole.
+func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *control.RateLimitInput {
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil
 	}
@@ -149,58 +113,37 @@ func parseRateLimit(raw json.RawMessage, v *sluice.ValidationError) *sluice.Rate
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&in); err != nil {
 		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &te) && te.Field == "adaptive":
+		if !errors.As(err, &te) {
+			te = &json.UnmarshalTypeError{}
+		}
+		switch te.Field {
+		case "per_second":
+			in.PerSecond = new(notWhole)
+		case "per_minute":
+			in.PerMinute = new(notWhole)
+		case "burst":
+			in.Burst = new(notWhole)
+		case "adaptive":
 			v.Add("rate_limit.adaptive", "must be true or false")
 			return nil
-		case errors.As(err, &te) && te.Field == "min":
+		case "min":
 			v.Add("rate_limit.min", "must be a number of deliveries a second")
 			return nil
-		}
-		if errors.As(err, &te) && endpointrules.RateMax[te.Field] > 0 {
-			v.Add("rate_limit."+te.Field, "must be a whole number from 1 to %d", endpointrules.RateMax[te.Field])
+		default:
+			v.Add("rate_limit", "must be an object with per_second or per_minute (whole numbers) and an optional burst")
 			return nil
 		}
-		v.Add("rate_limit", "must be an object with per_second or per_minute (whole numbers) and an optional burst")
-		return nil
 	}
 	if !namesChecked(raw, reflect.TypeFor[rateLimitInput](), "rate_limit", v) {
 		return nil
 	}
-	rl := &sluice.RateLimit{}
-	switch {
-	case (in.PerSecond == nil) == (in.PerMinute == nil):
-		v.Add("rate_limit", "must set exactly one of per_second and per_minute")
-		return nil
-	case in.PerSecond != nil:
-		rl.PerSecond = *in.PerSecond
-		rl.Burst = rl.PerSecond
-		endpointrules.Rate("per_second", rl.PerSecond, v)
-	default:
-		rl.PerMinute = *in.PerMinute
-		rl.Burst = 1
-		endpointrules.Rate("per_minute", rl.PerMinute, v)
-	}
-	if in.Burst != nil {
-		rl.Burst = *in.Burst
-		endpointrules.Rate("burst", rl.Burst, v)
-	}
-	if in.Adaptive != nil {
-		rl.Adaptive = *in.Adaptive
-	}
-	if in.Min != nil {
-		rl.Min = *in.Min
-		if rl.Min <= 0 {
-			rl.Min = -1 // refused by endpointrules.Adaptive, not taken for unset
-		}
-	}
-	endpointrules.Adaptive(*rl, v)
-	return rl
+	return &control.RateLimitInput{PerSecond: in.PerSecond, PerMinute: in.PerMinute, Burst: in.Burst,
+		Adaptive: in.Adaptive != nil && *in.Adaptive, Min: in.Min}
 }
 
 // parseBacklogAlert reads backlog_alert: null, or an object with queued
-// and/or oldest_seconds (checked by endpointrules.BacklogAlert). A value
-// that is not a whole number (or 0) is kept as -1 so the rules name it.
+// and/or oldest_seconds. A value that is not a whole number (or 0) is
+// read as notWhole.
 func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.BacklogAlert {
 	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		return nil
@@ -221,7 +164,7 @@ func parseBacklogAlert(raw json.RawMessage, v *sluice.ValidationError) *sluice.B
 		}
 		i, err := strconv.ParseInt(string(raw), 10, 32) // a JSON string, fraction or exponent fails
 		if err != nil || i < 1 {
-			return -1
+			return notWhole
 		}
 		return int(i)
 	}

@@ -3,10 +3,7 @@ package httpapi
 import (
 	"net/http"
 
-	"github.com/google/uuid"
-
-	"github.com/sluice-dev/sluice/internal/dispatch"
-	"github.com/sluice-dev/sluice/internal/endpointrules"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -24,20 +21,25 @@ type secretBody struct {
 }
 
 func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
-	var in endpointInput
-	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
-		return err
-	}
-	set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone}
-	if err := in.apply(&set, true, a.cfg.AllowPrivateTargets); err != nil {
-		return err
-	}
-	ep, secret, err := a.store.CreateEndpoint(r.Context(), tenantFrom(r.Context()).ID, set)
+	in, err := decodeEndpointInput(w, r)
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep, Secret: secret, PollURL: a.pollURL(ep, secret)})
+	ep, err := a.ctl.CreateEndpoint(r.Context(), caller(r), in)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep.Endpoint, Secret: ep.Secret, PollURL: ep.PollURL})
 	return nil
+}
+
+// decodeEndpointInput reads the body of POST and PATCH /v1/endpoints.
+func decodeEndpointInput(w http.ResponseWriter, r *http.Request) (control.EndpointInput, error) {
+	var in endpointInput
+	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
+		return control.EndpointInput{}, err
+	}
+	return in.input()
 }
 
 func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
@@ -47,7 +49,7 @@ func (a *API) listEndpoints(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListEndpoints(r.Context(), tenantFrom(r.Context()).ID, consumer, p)
+	page, err := a.ctl.Endpoints(r.Context(), caller(r), consumer, p)
 	if err != nil {
 		return err
 	}
@@ -60,7 +62,7 @@ func (a *API) getEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := a.store.GetEndpoint(r.Context(), tenantFrom(r.Context()).ID, id)
+	ep, err := a.ctl.Endpoint(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -73,20 +75,11 @@ func (a *API) updateEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	var in endpointInput
-	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
-		return err
-	}
-	tenantID := tenantFrom(r.Context()).ID
-	ep, err := a.store.GetEndpoint(r.Context(), tenantID, id)
+	in, err := decodeEndpointInput(w, r)
 	if err != nil {
 		return err
 	}
-	set := ep.Settings()
-	if err := in.apply(&set, false, a.cfg.AllowPrivateTargets); err != nil {
-		return err
-	}
-	ep, err = a.store.UpdateEndpoint(r.Context(), tenantID, id, set, a.cfg.Nudger)
+	ep, err := a.ctl.UpdateEndpoint(r.Context(), caller(r), id, in)
 	if err != nil {
 		return err
 	}
@@ -111,21 +104,11 @@ func (a *API) getEndpointSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	secret, err := a.store.EndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id)
+	s, err := a.ctl.RevealEndpointSecret(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
-	return a.writeSecret(w, r, id, secret)
-}
-
-// writeSecret answers an endpoint's current secret, with its poll URL
-// when it is a poll endpoint: the URL changes with the secret.
-func (a *API) writeSecret(w http.ResponseWriter, r *http.Request, id uuid.UUID, secret string) error {
-	ep, err := a.store.GetEndpoint(r.Context(), tenantFrom(r.Context()).ID, id)
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, secretBody{Secret: secret, PollURL: a.pollURL(ep, secret)})
+	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL})
 	return nil
 }
 
@@ -134,12 +117,25 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	secret, err := a.store.RotateEndpointSecret(r.Context(), tenantFrom(r.Context()).ID, id, endpointrules.SecretGrace)
+	s, err := a.ctl.RotateEndpointSecret(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
-	a.poll.Forget(id) // its poll URL changed: at once here; other processes hear of it
-	return a.writeSecret(w, r, id, secret)
+	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL})
+	return nil
+}
+
+func (a *API) testEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	ev, err := a.ctl.TestEndpoint(r.Context(), caller(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, ev)
+	return nil
 }
 
 func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
@@ -147,7 +143,7 @@ func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ep, err := dispatch.CloseCircuit(r.Context(), a.store, a.cfg.Nudger, tenantFrom(r.Context()).ID, id)
+	ep, err := a.ctl.CloseCircuit(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}

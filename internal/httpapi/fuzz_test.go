@@ -122,7 +122,7 @@ func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	var ids []string
 	var events []uuid.UUID
 	for _, tenant := range []sluice.Tenant{f.TenantA, f.TenantA, f.TenantB} {
-		ep, _, err := f.Store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 1})
+		ep, err := f.Store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 1}, storetest.Secret)
 		require.NoError(t, err)
 		sub, err := f.Store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
 		require.NoError(t, err)

@@ -30,14 +30,6 @@ type pollBody struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-// pollURL is an endpoint's poll URL, or "" for a push endpoint.
-func (a *API) pollURL(ep sluice.Endpoint, secret string) string {
-	if ep.Delivery != sluice.DeliveryPoll {
-		return ""
-	}
-	return poll.URL(a.cfg.PublicURL, ep.ID, secret)
-}
-
 // readPoll serves GET /poll/{token}: the token is the credential. A token
 // that names no poll endpoint (or not under its current secret) answers
 // 404 and costs the client's address a failed authentication; a good one

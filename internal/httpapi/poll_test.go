@@ -21,6 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/poll"
+	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -407,8 +408,8 @@ func TestPollKeepsItsLookUpUntilTheEndpointChanges(t *testing.T) {
 	// retires the old token.
 	require.Empty(t, b.read(path, "cursor="+cursor).Data)
 	before = b.stamp(id)
-	secret, err := b.store.RotateEndpointSecret(ctx, b.tenantA.ID, uuid.MustParse(id), time.Hour)
-	require.NoError(t, err)
+	secret := signature.NewSecret()
+	require.NoError(t, b.store.RotateEndpointSecret(ctx, b.tenantA.ID, uuid.MustParse(id), secret, time.Now().Add(time.Hour)))
 	b.changed(id, before)
 	require.Equal(t, http.StatusNotFound, b.do("", http.MethodGet, path, nil).Status)
 	u, err := url.Parse(poll.URL("http://sluice.test", uuid.MustParse(id), secret))

@@ -34,7 +34,7 @@ func benchBulkReplay(b *testing.B, n int) {
 	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate})
 	srv := httptest.NewServer(a.Handler())
 	b.Cleanup(srv.Close)
-	ep, _, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10}, storetest.Secret)
 	if err != nil {
 		b.Fatal(err)
 	}

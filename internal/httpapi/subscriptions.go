@@ -7,8 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/endpointrules"
-	"github.com/sluice-dev/sluice/internal/filter"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -18,44 +17,19 @@ type subscriptionInput struct {
 	Filter     json.RawMessage `json:"filter"`
 }
 
-// validate checks in and returns its endpoint and its filter (nil: none,
-// for an absent or null filter).
-func (in subscriptionInput) validate() (uuid.UUID, *filter.Filter, error) {
+// endpointID is the endpoint in names.
+func (in subscriptionInput) endpointID() (uuid.UUID, error) {
 	v := &sluice.ValidationError{}
-	var endpointID uuid.UUID
 	if in.EndpointID == nil {
 		v.Add("endpoint_id", "is required")
-	} else if id, err := uuid.Parse(*in.EndpointID); err != nil {
+		return uuid.Nil, v
+	}
+	id, err := uuid.Parse(*in.EndpointID)
+	if err != nil {
 		v.Add("endpoint_id", "%q is not a valid id", *in.EndpointID)
-	} else {
-		endpointID = id
+		return uuid.Nil, v
 	}
-	endpointrules.Patterns("event_types", in.EventTypes, v)
-	f := parseFilter(in.Filter, v)
-	return endpointID, f, v.Err()
-}
-
-// parseFilter reads a subscription's filter (nil when absent or null),
-// naming a refused one's failing place as the field: "filter.$or[1].total.$gt".
-func parseFilter(raw json.RawMessage, v *sluice.ValidationError) *filter.Filter {
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil
-	}
-	f, err := filter.Parse(raw)
-	var fe *filter.Error
-	switch {
-	case errors.As(err, &fe):
-		field := "filter"
-		if fe.Path != "" {
-			field += "." + fe.Path
-		}
-		v.Add(field, "%s", fe.Msg)
-		return nil
-	case err != nil:
-		v.Add("filter", "%s", err.Error())
-		return nil
-	}
-	return f
+	return id, nil
 }
 
 func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
@@ -63,11 +37,12 @@ func (a *API) createSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
 		return err
 	}
-	endpointID, f, err := in.validate()
+	endpointID, err := in.endpointID()
 	if err != nil {
 		return err
 	}
-	sub, err := a.store.CreateFilteredSubscription(r.Context(), tenantFrom(r.Context()).ID, endpointID, in.EventTypes, f)
+	sub, err := a.ctl.CreateSubscription(r.Context(), caller(r), endpointID,
+		control.SubscriptionInput{Patterns: in.EventTypes, Filter: in.Filter})
 	if errors.Is(err, sluice.ErrNotFound) {
 		return notFoundProblem("no endpoint with id " + endpointID.String())
 	}
@@ -85,7 +60,7 @@ func (a *API) listSubscriptions(w http.ResponseWriter, r *http.Request) error {
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.store.ListSubscriptions(r.Context(), tenantFrom(r.Context()).ID, endpointID, p)
+	page, err := a.ctl.Subscriptions(r.Context(), caller(r), endpointID, p)
 	if err != nil {
 		return err
 	}
@@ -98,7 +73,7 @@ func (a *API) getSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	sub, err := a.store.GetSubscription(r.Context(), tenantFrom(r.Context()).ID, id)
+	sub, err := a.ctl.Subscription(r.Context(), caller(r), id)
 	if err != nil {
 		return err
 	}
@@ -111,7 +86,7 @@ func (a *API) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := a.store.DeleteSubscription(r.Context(), tenantFrom(r.Context()).ID, id); err != nil {
+	if err := a.ctl.DeleteSubscription(r.Context(), caller(r), id); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -71,7 +71,7 @@ func start(t *testing.T, f storetest.Fixture, cfg ingest.Config) *ingest.Ingeste
 
 func subscribedEndpoint(t *testing.T, f storetest.Fixture, path, pattern string) uuid.UUID {
 	t.Helper()
-	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
 	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern})
 	require.NoError(t, err)

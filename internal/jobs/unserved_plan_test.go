@@ -80,7 +80,7 @@ func TestLiveDispatchProbesOnlyLiveDispatchJobs(t *testing.T) {
 // (max_in_flight 10) and returns its id.
 func newEndpoint(t testing.TB, f storetest.Fixture, path string) uuid.UUID {
 	t.Helper()
-	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
 	return ep.ID
 }

@@ -36,7 +36,7 @@ func setupSweep(t *testing.T) *sweepBundle {
 	t.Helper()
 	t.Parallel()
 	b := &sweepBundle{t: t, ctx: context.Background(), f: storetest.New(t)}
-	ep, _, err := b.f.Store.CreateEndpoint(b.ctx, b.f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/", MaxInFlight: 1})
+	ep, err := b.f.Store.CreateEndpoint(b.ctx, b.f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/", MaxInFlight: 1}, storetest.Secret)
 	require.NoError(t, err)
 	b.endpointID = ep.ID
 	_, err = b.f.Store.CreateSubscription(b.ctx, b.f.TenantA.ID, ep.ID, []string{"*"})

@@ -20,7 +20,7 @@ import (
 func staged(t *testing.T, n int) (storetest.Fixture, jobs.ReplayArgs) {
 	t.Helper()
 	f := storetest.New(t)
-	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
 	storetest.DeadBacklog(t, f.Store, f.TenantA.ID, ep.ID, n)
 	queued, err := replay.Endpoint(t.Context(), f.Store, f.TenantA.ID, ep.ID, sluice.ReplayFilter{Status: sluice.DeliveryDead}, f.Jobs)

@@ -103,10 +103,22 @@ type Endpoint struct {
 	Circuit          Circuit           `json:"circuit"`
 	QueuedDeliveries int64             `json:"queued_deliveries"`
 	// EffectiveRate is what an adaptive rate limit allows now, in
-	// deliveries a second; nil without one.
+	// deliveries a second, worked out from Slowdown; nil without one.
 	EffectiveRate *float64  `json:"effective_rate"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+	// Slowdown is an adaptive rate limit's state as stored (the fields of
+	// flow.Adaptive).
+	Slowdown Slowdown `json:"-"`
+}
+
+// Slowdown is an adaptive rate's last slowdown: the Rate it slowed down
+// to, in deliveries a second, At, from which it grows again, and its last
+// halving; the zero value when it never slowed down.
+type Slowdown struct {
+	Rate     float64
+	At       time.Time
+	HalvedAt time.Time
 }
 
 // EndpointSettings are the fields of an endpoint a tenant chooses.

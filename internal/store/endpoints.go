@@ -3,27 +3,23 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/flow"
-	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// CreateEndpoint stores a new endpoint with a fresh signing secret, returned
-// in plaintext beside it.
-func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings) (sluice.Endpoint, string, error) {
+// CreateEndpoint stores a new endpoint signing with secret, which it
+// seals. A consumer that is not the tenant's is sluice.ErrNotFound.
+func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings, secret string) (sluice.Endpoint, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
-		return sluice.Endpoint{}, "", fmt.Errorf("encode json: %w", err)
+		return sluice.Endpoint{}, fmt.Errorf("encode json: %w", err)
 	}
-	secret := signature.NewSecret()
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
 	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
@@ -50,13 +46,8 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 			Consumer:                  set.Consumer,
 			Ordering:                  orderingOf(set),
 		})
-		if errors.Is(notFound(err), sluice.ErrNotFound) { // the consumer's foreign key
-			v := &sluice.ValidationError{}
-			v.Add("consumer", "names no consumer of this tenant")
-			return v
-		}
 		if err != nil {
-			return fmt.Errorf("create endpoint: %w", err)
+			return fmt.Errorf("create endpoint: %w", notFound(err)) // the consumer's foreign key
 		}
 		if set.Delivery == sluice.DeliveryPoll {
 			if row, err = q.MakeEndpointPoll(ctx, row.ID); err != nil {
@@ -66,10 +57,9 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 		return nil
 	})
 	if err != nil {
-		return sluice.Endpoint{}, "", err
+		return sluice.Endpoint{}, err
 	}
-	ep, err := endpointFromRow(endpointView{Endpoint: row})
-	return ep, secret, err
+	return endpointFromRow(endpointView{Endpoint: row})
 }
 
 // GetEndpoint returns one of a tenant's endpoints.
@@ -92,98 +82,88 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
 }
 
-// UpdateEndpoint replaces the tenant-chosen fields of an endpoint and
-// unparks its parked dispatch, if it has one, in the same transaction: a run parked
-// until its next token (or a throttle or probe) looks again at once, so a
-// new rate limit applies within a second on every worker.
-func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, jobs JobQueue) (sluice.Endpoint, error) {
+// EndpointUpdate is what an endpoint was when UpdateEndpoint changed it.
+type EndpointUpdate struct {
+	// WasDisabled is whether it was disabled before.
+	WasDisabled bool
+	// ParkedJobID is its parked dispatch job, if it has one.
+	ParkedJobID *int64
+}
+
+// UpdateEndpoint replaces the tenant-chosen fields of an endpoint but its
+// ordering (SetEndpointOrdering), with the row locked, and reports what
+// the endpoint was.
+func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (EndpointUpdate, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
-		return sluice.Endpoint{}, fmt.Errorf("encode json: %w", err)
+		return EndpointUpdate{}, fmt.Errorf("encode json: %w", err)
 	}
 	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
 	adaptive, floor := adaptiveColumns(set.RateLimit)
 	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		row, err := s.q.WithTx(tx).UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
-			TenantID:                  tenantID,
-			ID:                        id,
-			Url:                       set.URL,
-			Description:               set.Description,
-			RateLimitPerSecond:        perSecond,
-			RateLimitPerMinute:        perMinute,
-			RateLimitBurst:            burst,
-			RateLimitAdaptive:         adaptive,
-			RateLimitMin:              floor,
-			MaxInFlight:               int32(set.MaxInFlight),
-			Headers:                   headers,
-			Disabled:                  set.Disabled,
-			BacklogAlertQueued:        backlogQueued,
-			BacklogAlertOldestSeconds: backlogOldest,
-		})
-		if err != nil {
-			return notFound(err)
-		}
-		if err := setOrdering(ctx, s.q.WithTx(tx), tenantID, id, orderingOf(set)); err != nil {
-			return err
-		}
-		var evs []sluice.OpEvent
-		ep := sluice.OpEndpoint{ID: id, URL: row.NewUrl, Consumer: row.Consumer}
-		switch {
-		case set.Disabled && !row.WasDisabled:
-			evs = append(evs, ep.Event(sluice.OpEndpointDisabled, sluice.DisabledManual))
-		case !set.Disabled && row.WasDisabled:
-			evs = append(evs, ep.Event(sluice.OpEndpointEnabled, sluice.ReasonManual))
-		}
-		if err := InsertOpEvents(ctx, Tx{Tx: tx, Q: s.q.WithTx(tx)}, jobs, tenantID, evs); err != nil {
-			return err
-		}
-		// A run that found the endpoint disabled ended without a
-		// successor: enabling it queues one, to drain what stayed queued.
-		if row.ParkedJobID == nil && !(row.WasDisabled && !set.Disabled) {
-			return nil
-		}
-		return jobs.Unpark(ctx, tx, id, row.ParkedJobID)
+	row, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
+		TenantID:                  tenantID,
+		ID:                        id,
+		Url:                       set.URL,
+		Description:               set.Description,
+		RateLimitPerSecond:        perSecond,
+		RateLimitPerMinute:        perMinute,
+		RateLimitBurst:            burst,
+		RateLimitAdaptive:         adaptive,
+		RateLimitMin:              floor,
+		MaxInFlight:               int32(set.MaxInFlight),
+		Headers:                   headers,
+		Disabled:                  set.Disabled,
+		BacklogAlertQueued:        backlogQueued,
+		BacklogAlertOldestSeconds: backlogOldest,
 	})
 	if err != nil {
-		return sluice.Endpoint{}, err
+		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", notFound(err))
 	}
-	return s.GetEndpoint(ctx, tenantID, id)
+	return EndpointUpdate{WasDisabled: row.WasDisabled, ParkedJobID: row.ParkedJobID}, nil
 }
 
 // DeleteEndpoint removes an endpoint with its subscriptions.
 func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteEndpoint(ctx, dbq.DeleteEndpointParams{TenantID: tenantID, ID: id})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
+	return rowChanged("delete endpoint", n, err)
+}
+
+// rowChanged is the error of a statement (what) that was to change one
+// row and changed n: sluice.ErrNotFound for none.
+func rowChanged(what string, n int64, err error) error {
+	switch {
+	case err != nil:
+		return fmt.Errorf("%s: %w", what, err)
+	case n == 0:
+		return sluice.ErrNotFound
 	}
-	return err
+	return nil
 }
 
 // EndpointSecret returns an endpoint's current signing secret.
 func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return "", notFound(err)
+		return "", fmt.Errorf("read endpoint secret: %w", notFound(err))
 	}
 	secret, err := s.box.Open(row.SecretEnc)
-	return string(secret), err
+	if err != nil {
+		return "", fmt.Errorf("open endpoint secret: %w", err)
+	}
+	return string(secret), nil
 }
 
-// RotateEndpointSecret gives an endpoint a new signing secret; the current
-// one keeps signing beside it for grace.
-func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, grace time.Duration) (string, error) {
-	secret := signature.NewSecret()
+// RotateEndpointSecret makes secret, which it seals, an endpoint's signing
+// secret; the current one keeps signing beside it until previousExpires.
+func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, secret string, previousExpires time.Time) error {
 	n, err := s.q.RotateEndpointSecret(ctx, dbq.RotateEndpointSecretParams{
 		TenantID:          tenantID,
 		ID:                id,
 		SecretEnc:         s.box.Seal([]byte(secret)),
-		PreviousExpiresAt: new(time.Now().Add(grace)),
+		PreviousExpiresAt: &previousExpires,
 	})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
-	}
-	return secret, err
+	return rowChanged("rotate endpoint secret", n, err)
 }
 
 func rateLimitColumns(rl *sluice.RateLimit) (perSecond, perMinute, burst *int32) {
@@ -296,8 +276,11 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		CreatedAt:        r.CreatedAt,
 		UpdatedAt:        r.UpdatedAt,
 	}
-	if rl := ep.RateLimit; rl != nil && rl.Adaptive {
-		ep.EffectiveRate = new(EndpointAdaptive(r).Current(flow.LimitOf(*rl), time.Now()))
+	if r.AdaptiveRate != nil && r.AdaptiveRateAt != nil {
+		ep.Slowdown.Rate, ep.Slowdown.At = *r.AdaptiveRate, *r.AdaptiveRateAt
+	}
+	if r.AdaptiveHalvedAt != nil {
+		ep.Slowdown.HalvedAt = *r.AdaptiveHalvedAt
 	}
 	if v.ThrottledUntil != nil && time.Now().Before(*v.ThrottledUntil) {
 		ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
@@ -329,29 +312,31 @@ func orderingOf(set sluice.EndpointSettings) string {
 	return set.Ordering
 }
 
-// setOrdering changes an endpoint's ordering, if it changes, in q's
-// transaction. Becoming FIFO puts the deliveries it has queued in their
-// lines (BackfillFIFO), with its row locked FOR UPDATE first
-// (LockEndpointOrdering), so that no delivery made meanwhile is left out
-// of its line. Leaving FIFO leaves their places, which claims then ignore.
-func setOrdering(ctx context.Context, q *dbq.Queries, tenantID, id uuid.UUID, ordering string) error {
-	was, err := q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
+// SetEndpointOrdering changes an endpoint's ordering, and reports whether
+// it changed. It locks the row FOR UPDATE first (LockEndpointOrdering),
+// against fan-out's delivery inserts, so that a caller that then puts the
+// queued deliveries in their lines (BackfillFIFO) leaves none out.
+func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID, ordering string) (bool, error) {
+	was, err := s.q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return fmt.Errorf("read ordering: %w", notFound(err))
+		return false, fmt.Errorf("read ordering: %w", notFound(err))
 	}
 	if was == ordering {
-		return nil
+		return false, nil
 	}
-	if err := q.LockEndpointOrdering(ctx, dbq.LockEndpointOrderingParams{TenantID: tenantID, ID: id}); err != nil {
-		return fmt.Errorf("lock endpoint: %w", err)
+	if err := s.q.LockEndpointOrdering(ctx, dbq.LockEndpointOrderingParams{TenantID: tenantID, ID: id}); err != nil {
+		return false, fmt.Errorf("lock endpoint: %w", err)
 	}
-	if err := q.SetEndpointOrdering(ctx, dbq.SetEndpointOrderingParams{TenantID: tenantID, ID: id, Ordering: ordering}); err != nil {
-		return fmt.Errorf("set ordering: %w", err)
+	if err := s.q.SetEndpointOrdering(ctx, dbq.SetEndpointOrderingParams{TenantID: tenantID, ID: id, Ordering: ordering}); err != nil {
+		return false, fmt.Errorf("set ordering: %w", err)
 	}
-	if ordering != sluice.OrderingFIFO {
-		return nil
-	}
-	if err := q.BackfillFIFO(ctx, id); err != nil {
+	return true, nil
+}
+
+// BackfillFIFO puts the deliveries an endpoint has queued in their FIFO
+// lines, in the transaction of the SetEndpointOrdering that locked it.
+func (s *Store) BackfillFIFO(ctx context.Context, id uuid.UUID) error {
+	if err := s.q.BackfillFIFO(ctx, id); err != nil {
 		return fmt.Errorf("put queued deliveries in line: %w", err)
 	}
 	return nil

@@ -8,49 +8,46 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// CreateSubscription subscribes one of a tenant's endpoints to event types.
-// It answers sluice.ErrNotFound when the endpoint is not the tenant's.
+// Filter is a subscription's payload filter as stored: its JSON, and the
+// SQL/JSON path routing evaluates, compiled from it.
+type Filter struct {
+	JSON     []byte
+	JSONPath string
+}
+
+// CreateSubscription subscribes one of a tenant's endpoints to event
+// types. An endpoint that is not the tenant's is sluice.ErrNotFound.
 func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string) (sluice.Subscription, error) {
 	return s.CreateFilteredSubscription(ctx, tenantID, endpointID, eventTypes, nil)
 }
 
-// CreateFilteredSubscription is CreateSubscription with a payload filter
-// (none when f is nil), stored with its compiled jsonpath, which routing
-// evaluates.
-func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *filter.Filter) (sluice.Subscription, error) {
-	p := dbq.CreateSubscriptionParams{
-		ID:         newID(),
-		TenantID:   tenantID,
-		EndpointID: endpointID,
-		EventTypes: eventTypes,
-	}
-	setFilter(&p, f)
-	row, err := s.q.CreateSubscription(ctx, p)
+// CreateFilteredSubscription is CreateSubscription with payload filter f
+// (none when nil).
+func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
+	row, err := s.q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, eventTypes, f))
 	if err != nil {
-		return sluice.Subscription{}, notFound(err)
+		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", notFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
 
-// setFilter puts a filter, and its compiled form, in p.
-func setFilter(p *dbq.CreateSubscriptionParams, f *filter.Filter) {
-	if f == nil {
-		return
+func subscriptionParams(tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) dbq.CreateSubscriptionParams {
+	p := dbq.CreateSubscriptionParams{ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: eventTypes}
+	if f != nil {
+		p.Filter, p.FilterPath = f.JSON, &f.JSONPath
 	}
-	path := f.JSONPath()
-	p.Filter, p.FilterPath = []byte(f.String()), &path
+	return p
 }
 
 // GetSubscription returns one of a tenant's subscriptions.
 func (s *Store) GetSubscription(ctx context.Context, tenantID, id uuid.UUID) (sluice.Subscription, error) {
 	row, err := s.q.GetSubscription(ctx, dbq.GetSubscriptionParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Subscription{}, notFound(err)
+		return sluice.Subscription{}, fmt.Errorf("read subscription: %w", notFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
@@ -74,10 +71,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpo
 // DeleteSubscription removes one of a tenant's subscriptions.
 func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteSubscription(ctx, dbq.DeleteSubscriptionParams{TenantID: tenantID, ID: id})
-	if err == nil && n == 0 {
-		err = sluice.ErrNotFound
-	}
-	return err
+	return rowChanged("delete subscription", n, err)
 }
 
 func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
@@ -93,13 +87,13 @@ func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
 
 // SetSubscriptions replaces every subscription of one of a tenant's
 // endpoints with one to patterns and filter f (nil: none), or with none
-// when patterns is empty, in one transaction: the dashboard's subscription
-// form. An endpoint that is not the tenant's is sluice.ErrNotFound.
-func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.UUID, patterns []string, f *filter.Filter) error {
+// when patterns is empty. An endpoint that is not the tenant's is
+// sluice.ErrNotFound.
+func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.UUID, patterns []string, f *Filter) error {
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
-			return notFound(err)
+			return fmt.Errorf("read endpoint: %w", notFound(err))
 		}
 		if err := q.DeleteEndpointSubscriptions(ctx, dbq.DeleteEndpointSubscriptionsParams{TenantID: tenantID, EndpointID: endpointID}); err != nil {
 			return fmt.Errorf("delete endpoint subscriptions: %w", err)
@@ -107,9 +101,9 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 		if len(patterns) == 0 {
 			return nil
 		}
-		p := dbq.CreateSubscriptionParams{ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: patterns}
-		setFilter(&p, f)
-		_, err := q.CreateSubscription(ctx, p)
-		return notFound(err)
+		if _, err := q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, patterns, f)); err != nil {
+			return fmt.Errorf("create subscription: %w", notFound(err))
+		}
+		return nil
 	})
 }

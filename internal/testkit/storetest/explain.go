@@ -119,7 +119,7 @@ func WithBacklog(t testing.TB, n int) (Fixture, uuid.UUID) {
 // (max_in_flight 10) and returns its id.
 func NewEndpoint(t testing.TB, f Fixture, path string) uuid.UUID {
 	t.Helper()
-	ep, _, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10})
+	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, Secret)
 	require.NoError(t, err)
 	return ep.ID
 }

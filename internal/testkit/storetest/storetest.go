@@ -101,3 +101,7 @@ SELECT sluice_uuidv7(), tenant_id, id, $2, type, 'dead', 1, 1 FROM ev`
 		t.Fatal(err)
 	}
 }
+
+// Secret is a signing secret for the endpoints a test stores itself
+// (store.CreateEndpoint takes the secret its caller made).
+const Secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -1,4 +1,4 @@
-package endpointrules
+package control
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 
 func refused(url string, allowPrivate bool) []sluice.FieldError {
 	v := &sluice.ValidationError{}
-	TargetURL(url, allowPrivate, v)
+	checkTargetURL(url, allowPrivate, v)
 	return v.Fields
 }
 
@@ -89,7 +89,7 @@ func TestAdaptiveMin(t *testing.T) {
 		{sluice.RateLimit{PerSecond: 10, Min: 2}, false}, // min without adaptive
 	} {
 		v := &sluice.ValidationError{}
-		Adaptive(tc.rl, v)
+		checkAdaptive(tc.rl, v)
 		if tc.ok {
 			require.Empty(t, v.Fields, "%+v", tc.rl)
 			continue

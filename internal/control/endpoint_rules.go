@@ -1,7 +1,4 @@
-// Package endpointrules holds the rules an endpoint's settings and
-// subscriptions must follow, shared by the API and the dashboard so both
-// accept and refuse the same things with the same messages.
-package endpointrules
+package control
 
 import (
 	"errors"
@@ -22,46 +19,50 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
+// The rules an endpoint's settings and subscriptions follow: every door
+// accepts and refuses the same things with the same messages, because
+// only the control layer checks them.
+
 // SecretGrace is how long a rotated-out signing secret keeps signing
 // beside the new one, so receivers can switch without losing a message.
 const SecretGrace = 24 * time.Hour
 
 // Limits on endpoint fields.
 const (
-	MaxURLLength         = 2048
-	MaxDescriptionLength = 1024
-	MaxInFlight          = 100
-	MaxHeaders           = 20
-	MaxHeaderValueLength = 1024
-	MaxPerSecond         = 10000
-	MaxPerMinute         = 600000
-	MaxBurst             = 10000
-	MaxBacklogQueued     = 10_000_000
-	MaxBacklogOldest     = 30 * 24 * 3600 // seconds: the dead-letter retention's default
+	maxURLLength         = 2048
+	maxDescriptionLength = 1024
+	maxInFlight          = 100
+	maxHeaders           = 20
+	maxHeaderValueLength = 1024
+	maxPerSecond         = 10000
+	maxPerMinute         = 600000
+	maxBurst             = 10000
+	maxBacklogQueued     = 10_000_000
+	maxBacklogOldest     = 30 * 24 * 3600 // seconds: the dead-letter retention's default
 )
 
-// Settings checks an endpoint's settings once every field is set: its
-// delivery and URL (TargetURL; none for a poll endpoint), description,
+// checkSettings checks an endpoint's settings once every field is set: its
+// delivery and URL (checkTargetURL; none for a poll endpoint), description,
 // max_in_flight, headers and ordering (FIFO only for a push endpoint). The
-// rate limit's fields are checked as they are read (Rate).
-func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
+// rate limit's fields are checked as they are read (checkRate).
+func checkSettings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
 	switch set.Delivery {
 	case sluice.DeliveryPoll:
 		if set.URL != "" {
 			v.Add("url", "must be left out: a poll endpoint is read from its poll_url, not sent to")
 		}
 	case "", sluice.DeliveryPush:
-		TargetURL(set.URL, allowPrivate, v)
+		checkTargetURL(set.URL, allowPrivate, v)
 	default:
 		v.Add("delivery", "must be \"push\" or \"poll\"")
 	}
-	if len(set.Description) > MaxDescriptionLength {
-		v.Add("description", "must be at most %d characters", MaxDescriptionLength)
+	if len(set.Description) > maxDescriptionLength {
+		v.Add("description", "must be at most %d characters", maxDescriptionLength)
 	}
-	if set.MaxInFlight < 1 || set.MaxInFlight > MaxInFlight {
-		v.Add("max_in_flight", "must be a whole number from 1 to %d", MaxInFlight)
+	if set.MaxInFlight < 1 || set.MaxInFlight > maxInFlight {
+		v.Add("max_in_flight", "must be a whole number from 1 to %d", maxInFlight)
 	}
-	Headers(set.Headers, v)
+	checkHeaders(set.Headers, v)
 	switch o := set.Ordering; {
 	case o != "" && o != sluice.OrderingNone && o != sluice.OrderingFIFO:
 		v.Add("ordering", "must be %q or %q", sluice.OrderingNone, sluice.OrderingFIFO)
@@ -70,38 +71,38 @@ func Settings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Validati
 		v.Add("ordering", "must be %q for a poll endpoint: its consumer reads in acceptance order", sluice.OrderingNone)
 	}
 	if set.BacklogAlert != nil {
-		BacklogAlert(*set.BacklogAlert, v)
+		checkBacklogAlert(*set.BacklogAlert, v)
 	}
 }
 
-// BacklogAlert checks a backlog alert's thresholds: at least one set, each
+// checkBacklogAlert checks a backlog alert's thresholds: at least one set, each
 // a whole number in range.
-func BacklogAlert(a sluice.BacklogAlert, v *sluice.ValidationError) {
+func checkBacklogAlert(a sluice.BacklogAlert, v *sluice.ValidationError) {
 	if a.Queued == 0 && a.OldestSeconds == 0 {
 		v.Add("backlog_alert", "must set queued, oldest_seconds or both (or be null for no alert)")
 	}
-	if a.Queued < 0 || a.Queued > MaxBacklogQueued {
-		v.Add("backlog_alert.queued", "must be a whole number from 1 to %d", MaxBacklogQueued)
+	if a.Queued < 0 || a.Queued > maxBacklogQueued {
+		v.Add("backlog_alert.queued", "must be a whole number from 1 to %d", maxBacklogQueued)
 	}
-	if a.OldestSeconds < 0 || a.OldestSeconds > MaxBacklogOldest {
-		v.Add("backlog_alert.oldest_seconds", "must be a whole number of seconds from 1 to %d", MaxBacklogOldest)
+	if a.OldestSeconds < 0 || a.OldestSeconds > maxBacklogOldest {
+		v.Add("backlog_alert.oldest_seconds", "must be a whole number of seconds from 1 to %d", maxBacklogOldest)
 	}
 }
 
-// RateMax is the largest value of each rate_limit field.
-var RateMax = map[string]int{"per_second": MaxPerSecond, "per_minute": MaxPerMinute, "burst": MaxBurst}
+// rateMax is the largest value of each rate_limit field.
+var rateMax = map[string]int{"per_second": maxPerSecond, "per_minute": maxPerMinute, "burst": maxBurst}
 
-// Rate checks the value n of one rate_limit field: "per_second",
+// checkRate checks the value n of one rate_limit field: "per_second",
 // "per_minute" or "burst".
-func Rate(field string, n int, v *sluice.ValidationError) {
-	if n < 1 || n > RateMax[field] {
-		v.Add("rate_limit."+field, "must be a whole number from 1 to %d", RateMax[field])
+func checkRate(field string, n int, v *sluice.ValidationError) {
+	if n < 1 || n > rateMax[field] {
+		v.Add("rate_limit."+field, "must be a whole number from 1 to %d", rateMax[field])
 	}
 }
 
-// Adaptive checks an adaptive rate limit's min: more than 0 and at most
+// checkAdaptive checks an adaptive rate limit's min: more than 0 and at most
 // the rate, in deliveries a second, and set only with adaptive.
-func Adaptive(rl sluice.RateLimit, v *sluice.ValidationError) {
+func checkAdaptive(rl sluice.RateLimit, v *sluice.ValidationError) {
 	switch {
 	case rl.Min == 0:
 	case !rl.Adaptive:
@@ -112,43 +113,43 @@ func Adaptive(rl sluice.RateLimit, v *sluice.ValidationError) {
 }
 
 // Subscription patterns: "*", an exact type, or a type prefix followed by
-// ".*"; at most MaxPatterns of them, each at most MaxEventTypeLength long.
+// ".*"; at most maxPatterns of them, each at most maxEventTypeLength long.
 const (
-	MaxPatterns        = 50
-	MaxEventTypeLength = 128
+	maxPatterns        = 50
+	maxEventTypeLength = 128
 )
 
 var patternRE = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*(\.\*)?)$`)
 
-// Patterns checks a subscription's event-type patterns, as field.
-func Patterns(field string, patterns []string, v *sluice.ValidationError) {
+// checkPatterns checks a subscription's event-type patterns, as field.
+func checkPatterns(field string, patterns []string, v *sluice.ValidationError) {
 	switch {
 	case len(patterns) == 0:
 		v.Add(field, "must list at least one pattern")
-	case len(patterns) > MaxPatterns:
-		v.Add(field, "must list at most %d patterns", MaxPatterns)
+	case len(patterns) > maxPatterns:
+		v.Add(field, "must list at most %d patterns", maxPatterns)
 	}
 	for _, p := range patterns {
-		if len(p) > MaxEventTypeLength || !patternRE.MatchString(p) {
+		if len(p) > maxEventTypeLength || !patternRE.MatchString(p) {
 			v.Add(field, "%q is not \"*\", an event type or a prefix such as \"video.*\"", p)
 		}
 	}
 }
 
-// TargetURL accepts absolute https URLs (and http ones when private
+// checkTargetURL accepts absolute https URLs (and http ones when private
 // targets are allowed) without credentials or fragment, with a port from 1
 // to 65535 if any. A host that is an IP literal must pass the dialler's own
 // check (send.CheckAddr), so that what validates can be dialled; a
 // localhost name or a legacy numeric form is refused unless private
 // targets are allowed. Names are checked again when dialled, against what
 // they resolve to.
-func TargetURL(raw string, allowPrivate bool, v *sluice.ValidationError) {
+func checkTargetURL(raw string, allowPrivate bool, v *sluice.ValidationError) {
 	if raw == "" {
 		v.Add("url", "is required")
 		return
 	}
-	if len(raw) > MaxURLLength {
-		v.Add("url", "must be at most %d characters", MaxURLLength)
+	if len(raw) > maxURLLength {
+		v.Add("url", "must be at most %d characters", maxURLLength)
 		return
 	}
 	u, err := url.Parse(raw)
@@ -210,13 +211,13 @@ func targetHost(host string, allowPrivate bool, v *sluice.ValidationError) {
 	case errors.Is(err, send.ErrMetadataAddr):
 		v.Add("url", "must not point at a cloud metadata address (%q)", host)
 	case err != nil:
-		v.Add("url", "must point at an address Sluice delivers to, not %q (%s)", host, reason(err))
+		v.Add("url", "must point at an address Sluice delivers to, not %q (%s)", host, addrReason(err))
 	}
 }
 
-// reason is why the address policy refused an address, without the
+// addrReason is why the address policy refused an address, without the
 // ssrf package's prefix.
-func reason(err error) string {
+func addrReason(err error) string {
 	return strings.TrimPrefix(err.Error(), ssrf.ErrProhibitedIP.Error()+": ")
 }
 
@@ -235,13 +236,13 @@ func looksNumeric(host string) bool {
 	return strings.Trim(host, "0123456789abcdefx.") == "" && strings.ContainsAny(host, "0123456789")
 }
 
-// Headers checks an endpoint's static headers: valid names and
+// checkHeaders checks an endpoint's static headers: valid names and
 // values, none of send.ReservedHeaders (which Sluice or the HTTP stack
 // sets, or which are hop-by-hop), and no two names that differ only in
 // case (HTTP names are case-insensitive: only one could be sent).
-func Headers(headers map[string]string, v *sluice.ValidationError) {
-	if len(headers) > MaxHeaders {
-		v.Add("headers", "must hold at most %d headers", MaxHeaders)
+func checkHeaders(headers map[string]string, v *sluice.ValidationError) {
+	if len(headers) > maxHeaders {
+		v.Add("headers", "must hold at most %d headers", maxHeaders)
 	}
 	seen := make(map[string]string, len(headers))
 	for _, name := range slices.Sorted(maps.Keys(headers)) {
@@ -254,8 +255,8 @@ func Headers(headers map[string]string, v *sluice.ValidationError) {
 			v.Add(field, "is set by Sluice or by HTTP itself and cannot be set here")
 		case seen[strings.ToLower(name)] != "":
 			v.Add(field, "repeats headers.%s: header names are case-insensitive", seen[strings.ToLower(name)])
-		case !httpguts.ValidHeaderFieldValue(value) || len(value) > MaxHeaderValueLength:
-			v.Add(field, "must be a valid header value of at most %d characters", MaxHeaderValueLength)
+		case !httpguts.ValidHeaderFieldValue(value) || len(value) > maxHeaderValueLength:
+			v.Add(field, "must be a valid header value of at most %d characters", maxHeaderValueLength)
 		}
 		if seen[strings.ToLower(name)] == "" {
 			seen[strings.ToLower(name)] = name
