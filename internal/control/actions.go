@@ -48,3 +48,35 @@ const (
 	ReadAuditLog Action = "audit_log.read"
 	ReadMembers  Action = "member.read"
 )
+
+// Actions are every change and guarded read, for the tests that hold
+// each role to them.
+var Actions = []Action{
+	APIKeyCreated,
+	APIKeyRevoked,
+	ConsumerCreated,
+	ConsumerUpdated,
+	ConsumerDeleted,
+	PortalLinkCreated,
+	PortalLinkRevoked,
+	EventTypeCreated,
+	EventTypeUpdated,
+	EventTypeDeleted,
+	EndpointCreated,
+	EndpointUpdated,
+	EndpointDeleted,
+	EndpointSecretRevealed,
+	EndpointSecretRotated,
+	EndpointTested,
+	EndpointReplayed,
+	EndpointCircuitClosed,
+	SubscriptionCreated,
+	SubscriptionDeleted,
+	DeliveryReplayed,
+	DeliveryRetried,
+	MemberInvited,
+	MemberUpdated,
+	MemberRemoved,
+	ReadAuditLog,
+	ReadMembers,
+}
