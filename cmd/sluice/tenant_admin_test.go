@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // listTenants runs `tenant list` and decodes its one line of JSON, keeping
@@ -57,7 +58,7 @@ func TestTenantListDisableEnable(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), os.Getenv("DATABASE_URL"))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	api := httpapi.New(store.New(pool, nil), httpapi.Config{})
+	api := httpapi.New(controltest.New(store.New(pool, nil), controltest.Options{}), httpapi.Config{})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	status := func(key string) int {

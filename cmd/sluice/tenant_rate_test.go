@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // TestTenantSetRate sets a tenant's API rate with the CLI while an API
@@ -24,7 +25,7 @@ func TestTenantSetRate(t *testing.T) {
 	pool, err := pgxpool.New(context.Background(), os.Getenv("DATABASE_URL"))
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	api := httpapi.New(store.New(pool, nil), httpapi.Config{})
+	api := httpapi.New(controltest.New(store.New(pool, nil), controltest.Options{}), httpapi.Config{})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 

@@ -135,25 +135,19 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		}
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
-		p.api = httpapi.New(p.Store, httpapi.Config{
-			Gatherer:            prometheus.Gatherers{prometheus.DefaultGatherer, own},
-			AllowPrivateTargets: cfg.AllowPrivateTargets,
-			Limits:              limits,
-			Nudger:              p.nudger,
-			Ingest:              p.ingest,
-			Logger:              logger,
-			DBTimeout:           cfg.DBTimeout,
-			Tracing:             p.tracing,
-			PublicURL:           cfg.PublicURL,
-			Poll:                reader,
-			Control:             ctl,
+		p.api = httpapi.New(ctl, httpapi.Config{
+			Gatherer:  prometheus.Gatherers{prometheus.DefaultGatherer, own},
+			Limits:    limits,
+			Ingest:    p.ingest,
+			Logger:    logger,
+			DBTimeout: cfg.DBTimeout,
+			Tracing:   p.tracing,
 		})
 		p.api.Mount(router)
 	}
 	if roles.Dashboard {
-		dashboard.New(p.Store, dashboard.Config{
-			Key: cfg.EncryptionKey, Nudger: p.nudger, Logger: logger, Limits: limits, Control: ctl,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL,
+		dashboard.New(ctl, dashboard.Config{
+			Key: cfg.EncryptionKey, Logger: logger, Limits: limits,
 			SecureCookies: strings.HasPrefix(strings.ToLower(cfg.PublicURL), "https:"),
 		}).Mount(router)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/google/uuid"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -201,4 +202,10 @@ func (c *Control) RevokePortal(ctx context.Context, who Caller, uid string) erro
 		e.ObjectID = &uid
 		return c.store.RevokePortal(ctx, who.Tenant, uid)
 	})
+}
+
+// MissingConsumers are the uids among uids that name no consumer of the
+// tenant: what a post of events addressed to consumers checks first.
+func (c *Control) MissingConsumers(ctx context.Context, tenant uuid.UUID, uids []string) ([]string, error) {
+	return c.store.MissingConsumers(ctx, tenant, uids)
 }

@@ -18,12 +18,14 @@
 package control
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/eventschema"
+	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -35,9 +37,11 @@ type Config struct {
 	// commits with (replay, member mail): the process's one
 	// dispatch.Nudger; required.
 	Nudger store.JobQueue
-	// Poll forgets a poll endpoint's kept look-up when its secret or
-	// existence changes; nil when nothing is kept (no poll reader).
-	Poll Forgetter
+	// Poll reads the poll URLs of the process (the API's /poll/{token});
+	// control makes it forget an endpoint's kept look-up when the
+	// endpoint's secret or existence changes. Nil means a reader of
+	// Control's own, woken by Nudger when it can (poll.Waiters).
+	Poll *poll.Reader
 	// AllowPrivateTargets lets endpoints name loopback and private
 	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS).
 	AllowPrivateTargets bool
@@ -54,16 +58,13 @@ type Config struct {
 	PortalKey []byte
 }
 
-// Forgetter forgets what a reader keeps of an endpoint (poll.Reader).
-type Forgetter interface {
-	Forget(endpointID uuid.UUID)
-}
-
 // Control runs the tenants' operations. It is safe for concurrent use.
 type Control struct {
 	store  *store.Store
 	nudger store.JobQueue
-	poll   Forgetter
+	poll   *poll.Reader
+	// forget is poll.Forget, replaced by tests that watch it.
+	forget func(endpointID uuid.UUID)
 	cfg    Config
 	logger *slog.Logger
 	now    func() time.Time
@@ -82,16 +83,26 @@ func New(cfg Config) *Control {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	poll := cfg.Poll
-	if poll == nil {
-		poll = forgetNothing{}
+	reader := cfg.Poll
+	if reader == nil {
+		waiters, _ := cfg.Nudger.(poll.Waiters)
+		reader = poll.New(poll.Config{Store: cfg.Store, Nudger: waiters})
 	}
-	c := &Control{store: cfg.Store, nudger: cfg.Nudger, poll: poll, cfg: cfg, logger: cfg.Logger, now: cfg.Now}
+	c := &Control{store: cfg.Store, nudger: cfg.Nudger, poll: reader, forget: reader.Forget,
+		cfg: cfg, logger: cfg.Logger, now: cfg.Now}
 	c.links = newPortalLinks(cfg.PortalKey, cfg.PublicURL)
 	c.schemas = eventschema.NewCache(c.loadSchemas)
 	return c
 }
 
-type forgetNothing struct{}
+// Poll is the reader of the process's poll URLs.
+func (c *Control) Poll() *poll.Reader { return c.poll }
 
-func (forgetNothing) Forget(uuid.UUID) {}
+// Ping checks that the database answers (GET /readyz).
+func (c *Control) Ping(ctx context.Context) error { return c.store.Ping(ctx) }
+
+// TenantAPIRate is a tenant's own API rate, nil when it has none: what
+// the doors' rate limits read (apirate.RateSource).
+func (c *Control) TenantAPIRate(ctx context.Context, tenant uuid.UUID) (*string, error) {
+	return c.store.TenantAPIRate(ctx, tenant)
+}

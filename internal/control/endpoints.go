@@ -249,7 +249,7 @@ func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.
 	if err != nil {
 		return EndpointSecret{}, err
 	}
-	c.poll.Forget(id)
+	c.forget(id)
 	return out, nil
 }
 
@@ -439,6 +439,6 @@ func (c *Control) DeleteEndpoint(ctx context.Context, who Caller, id uuid.UUID) 
 	if err != nil {
 		return err
 	}
-	c.poll.Forget(id)
+	c.forget(id)
 	return nil
 }

@@ -73,8 +73,9 @@ func setupEndpoints(t *testing.T) *endpointBundle {
 	t.Helper()
 	b := &endpointBundle{testBundle: setup(t), forgot: &forgets{}}
 	b.nudges = &nudges{JobQueue: b.f.Jobs}
-	b.ctl = control.New(control.Config{Store: b.f.Store, Nudger: b.nudges, Poll: b.forgot,
+	b.ctl = control.New(control.Config{Store: b.f.Store, Nudger: b.nudges,
 		AllowPrivateTargets: true, PublicURL: "https://sluice.test/"})
+	control.WatchForget(b.ctl, b.forgot.Forget)
 	for _, uid := range []string{"c1", "c2"} {
 		_, _, err := b.f.Store.UpsertConsumer(context.Background(), b.f.TenantA.ID, uid, sluice.ConsumerSettings{Name: uid})
 		require.NoError(t, err)

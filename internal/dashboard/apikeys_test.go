@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // TestSignOutEndsSessionOnServer: after sign-out, a copy of the old cookie
@@ -144,7 +145,7 @@ func TestAPIKeysPage(t *testing.T) {
 // Secure even when the TLS proxy in front does not say so.
 func TestSecureCookieFromPublicURL(t *testing.T) {
 	b := setup(t)
-	srv := httptest.NewServer(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, SecureCookies: true}).Handler())
+	srv := httptest.NewServer(dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger}), dashboard.Config{Key: dashboardKey, SecureCookies: true}).Handler())
 	t.Cleanup(srv.Close)
 	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
 		PostForm(srv.URL+"/login", url.Values{"api_key": {b.keyA}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // TestAuditEveryDashboardForm: every POST route of the dashboard but
@@ -25,7 +26,7 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	ctx := context.Background()
 
 	var missing []string
-	require.NoError(t, chi.Walk(dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger}).Handler().(chi.Routes),
+	require.NoError(t, chi.Walk(dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger}), dashboard.Config{Key: dashboardKey}).Handler().(chi.Routes),
 		func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 			public := route == "/login" || route == "/logout" || route == "/password" || route == "/forgot" // no tenant's change
 			if method == http.MethodPost && !public && !strings.HasPrefix(route, "/static/") {

@@ -1,6 +1,6 @@
 // Package dashboard is Sluice's browser dashboard: a chi sub-router of
 // server-rendered pages (the templ components of package web) over the
-// store. It signs in with an API key or a member's email and password,
+// control layer. It signs in with an API key or a member's email and password,
 // keeps the session on the server with only a random token in the cookie
 // (session.go), protects every form with a CSRF token (csrf.go) and needs
 // no JavaScript. Handlers live one file
@@ -21,17 +21,12 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/member"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
-// Config is what the dashboard needs besides the store.
+// Config is what the dashboard needs besides its control layer.
 type Config struct {
-	// Control runs every tenant operation the dashboard and the portal
-	// offer; nil means one of the dashboard's own on the store.
-	Control *control.Control
 	// Key is SLUICE_ENCRYPTION_KEY. The CSRF key is derived from it; it is
 	// never used as is.
 	Key []byte
@@ -39,14 +34,6 @@ type Config struct {
 	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
 	// X-Forwarded-Proto).
 	SecureCookies bool
-	// Nudger queues the dispatch of replayed deliveries and the emails of
-	// members' password links: the process's, built once by app. Required:
-	// a nil Nudger is a programming error.
-	Nudger *dispatch.Nudger
-	// AllowPrivateTargets lets endpoint forms name loopback and private
-	// addresses and plain http URLs (SLUICE_ALLOW_PRIVATE_TARGETS), as the
-	// API does.
-	AllowPrivateTargets bool
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger
 	// Now is the clock of the charts and of "next attempt"; nil means
@@ -56,15 +43,11 @@ type Config struct {
 	// the API of the same process (ratelimit.go); nil means limits of the
 	// dashboard's own, at apirate's defaults.
 	Limits *apirate.Limits
-	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are shown.
-	PublicURL string
 }
 
 // Dashboard serves the dashboard's pages.
 type Dashboard struct {
-	store  *store.Store
 	ctl    *control.Control
-	jobs   store.JobQueue
 	logger *slog.Logger
 	csrf   csrfSigner
 	limits *apirate.Limits
@@ -74,14 +57,12 @@ type Dashboard struct {
 	secureCookies bool
 }
 
-// New returns the dashboard on st. It panics when cfg.Key is empty (without
-// a key no session could be trusted) or cfg.Nudger is nil.
-func New(st *store.Store, cfg Config) *Dashboard {
+// New returns the dashboard over ctl, which runs every operation its
+// pages offer. It panics when cfg.Key is empty: without a key no session
+// could be trusted.
+func New(ctl *control.Control, cfg Config) *Dashboard {
 	if len(cfg.Key) == 0 {
 		panic("dashboard: Config.Key is empty")
-	}
-	if cfg.Nudger == nil {
-		panic("dashboard: Config.Nudger is nil")
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -90,17 +71,10 @@ func New(st *store.Store, cfg Config) *Dashboard {
 		cfg.Now = time.Now
 	}
 	if cfg.Limits == nil {
-		cfg.Limits = apirate.New(apirate.Config{Rates: st})
-	}
-	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Nudger,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger, Now: cfg.Now,
-			PortalKey: cfg.Key})
+		cfg.Limits = apirate.New(apirate.Config{Rates: ctl})
 	}
 	return &Dashboard{
-		store:  st,
-		ctl:    cfg.Control,
-		jobs:   cfg.Nudger,
+		ctl:    ctl,
 		logger: cfg.Logger,
 		csrf:   csrfSigner{key: deriveKey(cfg.Key, csrfKeyLabel)},
 		limits: cfg.Limits,

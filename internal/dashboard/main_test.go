@@ -27,6 +27,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -63,7 +64,7 @@ func (b *bundle) now() time.Time {
 func setup(t *testing.T) *bundle {
 	t.Helper()
 	return setupWith(t, func(b *bundle) http.Handler {
-		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Now: b.now, Limits: looseLimits(b.store)}).Handler()
+		return dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger, Now: b.now}), dashboard.Config{Key: dashboardKey, Now: b.now, Limits: looseLimits(b.store)}).Handler()
 	})
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -282,7 +283,7 @@ func TestMemberSignInLimitedPerAddress(t *testing.T) {
 	// busy machine can take longer than the bucket takes to refill a try.
 	at := time.Now()
 	limits := apirate.New(apirate.Config{Rates: f.Store, Now: func() time.Time { return at }})
-	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Limits: limits}).Handler()
+	h := dashboard.New(controltest.New(f.Store, controltest.Options{PortalKey: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), dashboard.Config{Key: dashboardKey, Limits: limits}).Handler()
 	m, err := f.Store.AddMember(context.Background(), f.TenantA.ID, "ann@acme.test", sluice.RoleOwner)
 	require.NoError(t, err)
 	token := member.NewToken()

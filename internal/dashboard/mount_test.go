@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // TestMountsBesideAPI mounts the dashboard and the API on one router, as
@@ -19,8 +20,8 @@ func TestMountsBesideAPI(t *testing.T) {
 	b := setup(t)
 	for _, dashboardFirst := range []bool{false, true} {
 		r := chi.NewRouter()
-		api := httpapi.New(b.store, httpapi.Config{Nudger: b.nudger})
-		dash := dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger})
+		api := httpapi.New(controltest.New(b.store, controltest.Options{Nudger: b.nudger}), httpapi.Config{})
+		dash := dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger}), dashboard.Config{Key: dashboardKey})
 		if dashboardFirst {
 			dash.Mount(r)
 			api.Mount(r)

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -25,7 +26,7 @@ import (
 func TestSignInLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}).Handler()
+	h := dashboard.New(controltest.New(f.Store, controltest.Options{PortalKey: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), dashboard.Config{Key: dashboardKey}).Handler()
 	signIn := func(addr, key string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(url.Values{"api_key": {key}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -64,7 +65,7 @@ func TestSignInLimitedPerAddress(t *testing.T) {
 func TestUnknownSessionsLimitedPerAddress(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	h := dashboard.New(f.Store, dashboard.Config{Key: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}).Handler()
+	h := dashboard.New(controltest.New(f.Store, controltest.Options{PortalKey: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), dashboard.Config{Key: dashboardKey}).Handler()
 	get := func(addr string) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodGet, "/events", nil)
 		req.AddCookie(&http.Cookie{Name: dashboard.SessionCookie, Value: strings.Repeat("A", 43)})
@@ -110,9 +111,9 @@ func doors(t *testing.T, cfg apirate.Config) (*bundle, *clock) {
 		cfg.Rates, cfg.Now = b.store, c.now
 		limits := apirate.New(cfg)
 		r := chi.NewRouter()
-		api := httpapi.New(b.store, httpapi.Config{Nudger: b.nudger, Limits: limits, AllowPrivateTargets: true})
+		api := httpapi.New(controltest.New(b.store, controltest.Options{Nudger: b.nudger, AllowPrivateTargets: true}), httpapi.Config{Limits: limits})
 		api.Mount(r)
-		dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Limits: limits}).Mount(r)
+		dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger}), dashboard.Config{Key: dashboardKey, Limits: limits}).Mount(r)
 		return r
 	})
 	return b, c

@@ -18,6 +18,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -48,8 +49,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	const publicURL = "https://sluice.example.com"
 	b := setupWith(t, func(b *bundle) http.Handler {
-		return dashboard.New(b.store, dashboard.Config{Key: dashboardKey, Nudger: b.nudger, Limits: looseLimits(b.store),
-			PublicURL: publicURL}).Handler()
+		return dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger, PublicURL: publicURL}), dashboard.Config{Key: dashboardKey, Limits: looseLimits(b.store)}).Handler()
 	})
 	ctx := context.Background()
 	a := b.tenantA

@@ -15,7 +15,6 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/web"
 )
 
@@ -105,7 +104,7 @@ var errNoSession = errors.New("not signed in")
 func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 	s, err := d.loadSession(r)
 	var pe *pageError
-	if err != nil && !errors.Is(err, errNoSession) && !errors.As(err, &pe) && !store.Unavailable(err) {
+	if err != nil && !errors.Is(err, errNoSession) && !errors.As(err, &pe) && !sluice.Unavailable(err) {
 		d.logger.ErrorContext(r.Context(), "dashboard session: load", "err", err)
 	}
 	return s, err == nil

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/dashboard"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -22,7 +23,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	br := b.browser()
 	br.login(b.keyA)
 	cookie := br.sessionCookie()
-	down := httptest.NewServer(dashboard.New(storetest.Unreachable(t), dashboard.Config{Key: dashboardKey, Nudger: b.nudger}).Handler())
+	down := httptest.NewServer(dashboard.New(controltest.New(storetest.Unreachable(t), controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger}), dashboard.Config{Key: dashboardKey}).Handler())
 	t.Cleanup(down.Close)
 
 	page, err := http.NewRequest(http.MethodGet, down.URL+"/events", nil)

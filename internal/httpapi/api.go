@@ -19,28 +19,15 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dbwait"
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/poll"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/tracing"
 	"github.com/sluice-dev/sluice/internal/version"
 )
 
-// Config is what the API needs besides the store.
+// Config is what the API needs besides its control layer.
 type Config struct {
-	// Control runs every tenant operation the API offers; nil means one
-	// of the API's own on the store.
-	Control *control.Control
-	// AllowPrivateTargets lets endpoints point at loopback and private
-	// addresses, and at plain http URLs.
-	AllowPrivateTargets bool
-	// Nudger queues dispatch, replay and member mail jobs in the API's
-	// transactions and wakes poll requests waiting for deliveries
-	// (?wait=): the process's, built once by app. Required: a nil Nudger
-	// is a programming error.
-	Nudger *dispatch.Nudger
 	// Ingest commits posted events and hands their deliveries to dispatch;
 	// whoever builds the API starts and stops it.
 	Ingest *ingest.Ingester
@@ -63,17 +50,11 @@ type Config struct {
 	DBTimeout time.Duration
 	// Tracing gives each /v1 request a span (trace.go). Nil, or off: none.
 	Tracing *tracing.Provider
-	// PublicURL is SLUICE_PUBLIC_URL, under which poll URLs are made.
-	PublicURL string
-	// Poll reads poll URLs; nil means a reader of the API's own, on the
-	// store, woken by Nudger.
-	Poll *poll.Reader
 }
 
 // API serves the /v1 routes.
 type API struct {
 	draining atomic.Bool // set by Drain: /readyz answers 503
-	store    *store.Store
 	ctl      *control.Control
 	cfg      Config
 	logger   *slog.Logger
@@ -84,8 +65,8 @@ type API struct {
 	poll     *poll.Reader
 }
 
-// New returns the API on st.
-func New(st *store.Store, cfg Config) *API {
+// New returns the API over ctl, which runs every operation it offers.
+func New(ctl *control.Control, cfg Config) *API {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -93,25 +74,17 @@ func New(st *store.Store, cfg Config) *API {
 		cfg.Gatherer = prometheus.DefaultGatherer
 	}
 	if cfg.Limits == nil {
-		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: st})
+		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: ctl})
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
 	cfg.DBTimeout = cmp.Or(cfg.DBTimeout, dbwait.DefaultTimeout)
-	pollReader := cfg.Poll
-	if pollReader == nil {
-		pollReader = poll.New(poll.Config{Store: st, Nudger: cfg.Nudger})
-	}
-	if cfg.Control == nil {
-		cfg.Control = control.New(control.Config{Store: st, Nudger: cfg.Nudger, Poll: pollReader,
-			AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: cfg.Logger})
-	}
 	return &API{
-		store: st, ctl: cfg.Control, cfg: cfg, logger: cfg.Logger,
+		ctl: ctl, cfg: cfg, logger: cfg.Logger,
 		keys:    newKeyCache(keyCacheTTL, 10000),
 		ingest:  cfg.Ingest,
 		limits:  &limits{rate: cfg.Limits, batches: make(chan struct{}, cfg.MaxLargeBatches)},
-		schemas: cfg.Control.EventSchemas(),
-		poll:    pollReader,
+		schemas: ctl.EventSchemas(),
+		poll:    ctl.Poll(),
 	}
 }
 
@@ -215,7 +188,7 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), a.cfg.DBTimeout)
 	defer cancel()
-	if err := a.store.Ping(ctx); err != nil {
+	if err := a.ctl.Ping(ctx); err != nil {
 		writeProblem(w, &Problem{Type: typeUnavailable, Title: "Not ready", Status: http.StatusServiceUnavailable,
 			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // createKey makes an API key as the holder of key and returns its JSON.
@@ -123,7 +124,7 @@ func secondServer(t *testing.T, b *testBundle) *httptest.Server {
 	pool, err := pgxpool.New(context.Background(), b.store.Pool().Config().ConnString())
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	api := httpapi.New(store.New(pool, nil), httpapi.Config{Nudger: b.nudger})
+	api := httpapi.New(controltest.New(store.New(pool, nil), controltest.Options{Nudger: b.nudger}), httpapi.Config{})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 	return srv

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -14,7 +15,7 @@ import (
 // database re-check amortised in.
 func BenchmarkAuthenticate(b *testing.B) {
 	f := storetest.New(b)
-	a := New(f.Store, Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)})
+	a := New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), Config{})
 	h := a.authenticate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest(http.MethodGet, "/v1/endpoints", nil)
 	req.Header.Set("Authorization", "Bearer "+f.KeyA)

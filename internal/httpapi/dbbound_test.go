@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
@@ -63,7 +64,7 @@ func TestDatabaseWaitsAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.CreateTenant(ctx, "Globex", "ops@globex.test", apikey.Digest(keyB))
 	require.NoError(t, err)
-	api := httpapi.New(st, httpapi.Config{Nudger: dispatchtest.Nudger(st, jobs.NewQueue(rc)), Ingest: httpapi.StartIngest(t, st, dispatchtest.Nudger(st, jobs.NewQueue(rc))), APIRate: testRate, DBTimeout: bound})
+	api := httpapi.New(controltest.New(st, controltest.Options{Nudger: dispatchtest.Nudger(st, jobs.NewQueue(rc))}), httpapi.Config{Ingest: httpapi.StartIngest(t, st, dispatchtest.Nudger(st, jobs.NewQueue(rc))), APIRate: testRate, DBTimeout: bound})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 

@@ -55,7 +55,7 @@ func (a *API) checkConsumers(ctx context.Context, tenantID uuid.UUID, evs []slui
 			uids = append(uids, *c)
 		}
 	}
-	missing, err := a.store.MissingConsumers(ctx, tenantID, uids)
+	missing, err := a.ctl.MissingConsumers(ctx, tenantID, uids)
 	if err != nil || len(missing) == 0 {
 		return err
 	}

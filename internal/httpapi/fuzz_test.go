@@ -29,6 +29,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -109,12 +110,10 @@ func envUint(t *testing.T, name string, def uint64) uint64 {
 // returns their ids.
 func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	f := storetest.New(t)
-	a := httpapi.New(f.Store, httpapi.Config{
-		AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: httpapi.StartIngest(t, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), Logger: logger, APIRate: testRate,
-	})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{Ingest: httpapi.StartIngest(t, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), Logger: logger, APIRate: testRate})
 	r := chi.NewRouter()
 	a.Mount(r)
-	dashboard.New(f.Store, dashboard.Config{Key: bytes.Repeat([]byte{7}, 32), Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Logger: logger}).Mount(r)
+	dashboard.New(controltest.New(f.Store, controltest.Options{PortalKey: bytes.Repeat([]byte{7}, 32), Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), dashboard.Config{Key: bytes.Repeat([]byte{7}, 32), Logger: logger}).Mount(r)
 	target := &fuzzTarget{handler: r, keyA: f.KeyA, keyB: f.KeyB, routes: walkRoutes(t, r)}
 	requireOpenAPIRoutes(t, target.routes)
 

@@ -23,6 +23,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -77,7 +78,7 @@ func setupWith(t *testing.T, limits apirate.Config) *testBundle {
 	st := f.Store
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, nudger: dispatchtest.Nudger(f.Store, f.Jobs), tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	limits.Rates = st
-	api := httpapi.New(st, httpapi.Config{AllowPrivateTargets: true, Nudger: b.nudger, Ingest: httpapi.StartIngest(t, st, b.nudger), Limits: apirate.New(limits)})
+	api := httpapi.New(controltest.New(st, controltest.Options{AllowPrivateTargets: true, Nudger: b.nudger}), httpapi.Config{Ingest: httpapi.StartIngest(t, st, b.nudger), Limits: apirate.New(limits)})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -58,11 +59,7 @@ func setupPollWith(t *testing.T, limits apirate.Config) *pollBundle {
 	require.NoError(t, err)
 	require.NoError(t, in.Start(context.Background()))
 	t.Cleanup(in.Stop)
-	api := httpapi.New(st, httpapi.Config{
-		AllowPrivateTargets: true, Nudger: nudger, Ingest: in,
-		Limits:    apirate.New(limits),
-		PublicURL: "http://sluice.test",
-	})
+	api := httpapi.New(controltest.New(st, controltest.Options{AllowPrivateTargets: true, Nudger: nudger, PublicURL: "http://sluice.test"}), httpapi.Config{Ingest: in, Limits: apirate.New(limits)})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
 	t.Cleanup(b.srv.Close)

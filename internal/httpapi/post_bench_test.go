@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -18,7 +19,7 @@ import (
 //	bash scripts/withpg.sh go test ./internal/httpapi -run '^$' -bench PostEvent -benchtime 3000x
 func BenchmarkPostEvent(b *testing.B) {
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: httpapi.StartIngest(b, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), APIRate: testRate})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{Ingest: httpapi.StartIngest(b, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), APIRate: testRate})
 	benchRequests(b, a.Handler(), http.MethodPost, "/v1/events", `{"type":"bench.post","payload":{"n":1}}`, f.KeyA, http.StatusAccepted, nil)
 }
 
@@ -27,7 +28,7 @@ func BenchmarkPostEvent(b *testing.B) {
 // does not exist.
 func BenchmarkUnmatchedRoute(b *testing.B) {
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{APIRate: testRate})
 	benchRequests(b, a.Handler(), http.MethodGet, "/v1/nothing", "", f.KeyA, http.StatusNotFound, nil)
 }
 

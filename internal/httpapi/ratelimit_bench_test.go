@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -17,7 +18,7 @@ import (
 // the three RateLimit headers.
 func BenchmarkLimitRate(b *testing.B) {
 	f := storetest.New(b)
-	a := New(f.Store, Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: apirate.MustParse("999999999/s")})
+	a := New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), Config{APIRate: apirate.MustParse("999999999/s")})
 	h := a.limitRate(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	req := httptest.NewRequest(http.MethodGet, "/v1/endpoints", nil)
 	req = req.WithContext(context.WithValue(req.Context(), tenantKey{}, f.TenantA))

@@ -22,6 +22,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -211,7 +212,7 @@ func (p *pendingBody) Read(b []byte) (int, error) {
 func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	api := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: httpapi.StartIngest(t, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), APIRate: testRate, MaxLargeBatches: 1})
+	api := httpapi.New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{Ingest: httpapi.StartIngest(t, f.Store, dispatchtest.Nudger(f.Store, f.Jobs)), APIRate: testRate, MaxLargeBatches: 1})
 	h := api.Handler()
 
 	post := func(body io.Reader, length int64) *http.Request {
@@ -299,7 +300,7 @@ func TestFailedAuthThrottledPerAddress(t *testing.T) {
 	_, err = st.CreateTenant(context.Background(), "Acme", "ops@acme.test", apikey.Digest(key))
 	require.NoError(t, err)
 	c := newClock()
-	api := httpapi.New(st, httpapi.Config{Limits: apirate.New(apirate.Config{Rates: st, Now: c.now})})
+	api := httpapi.New(controltest.New(st, controltest.Options{}), httpapi.Config{Limits: apirate.New(apirate.Config{Rates: st, Now: c.now})})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
 

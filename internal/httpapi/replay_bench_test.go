@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -31,7 +32,7 @@ func BenchmarkBulkReplayRequest(b *testing.B) {
 func benchBulkReplay(b *testing.B, n int) {
 	ctx := context.Background()
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{AllowPrivateTargets: true, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{APIRate: testRate})
 	srv := httptest.NewServer(a.Handler())
 	b.Cleanup(srv.Close)
 	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 10}, storetest.Secret)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/api"
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/httpapi"
 )
 
@@ -21,7 +22,7 @@ import (
 // regular expression ({id:[0-9]+}) is ignored. It needs no database.
 func TestRoutesMatchOpenAPI(t *testing.T) {
 	t.Parallel()
-	a := httpapi.New(nil, httpapi.Config{})
+	a := httpapi.New(control.New(control.Config{}), httpapi.Config{})
 	r := chi.NewRouter()
 	a.Mount(r)
 

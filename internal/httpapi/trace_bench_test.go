@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/ingest"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 	"github.com/sluice-dev/sluice/internal/tracing"
@@ -40,7 +41,7 @@ func BenchmarkPostEventTraced(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(in.Stop)
-	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), Ingest: in, APIRate: testRate, Tracing: tp})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{Ingest: in, APIRate: testRate, Tracing: tp})
 	benchRequests(b, a.Handler(), http.MethodPost, "/v1/events", `{"type":"bench.post","payload":{"n":1}}`, f.KeyA, http.StatusAccepted, sampled)
 }
 
@@ -48,6 +49,6 @@ func BenchmarkPostEventTraced(b *testing.B) {
 // on and each request sampled.
 func BenchmarkUnmatchedRouteTraced(b *testing.B) {
 	f := storetest.New(b)
-	a := httpapi.New(f.Store, httpapi.Config{Nudger: dispatchtest.Nudger(f.Store, f.Jobs), APIRate: testRate, Tracing: benchTracing(b)})
+	a := httpapi.New(controltest.New(f.Store, controltest.Options{Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}), httpapi.Config{APIRate: testRate, Tracing: benchTracing(b)})
 	benchRequests(b, a.Handler(), http.MethodGet, "/v1/nothing", "", f.KeyA, http.StatusNotFound, sampled)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -27,7 +28,7 @@ func TestDatabaseUnavailable(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	st := storetest.Unreachable(t)
-	api := New(st, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Nudger: dispatchtest.Nudger(st, nil), Ingest: StartIngest(t, st, dispatchtest.Nudger(st, nil))})
+	api := New(controltest.New(st, controltest.Options{Nudger: dispatchtest.Nudger(st, nil)}), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ingest: StartIngest(t, st, dispatchtest.Nudger(st, nil))})
 	cached := apikey.New()
 	// Looked up "in an hour": the entry stays for the whole test.
 	api.keys.put(cached, sluice.Credential{Tenant: sluice.Tenant{ID: uuid.New(), Name: "cached"}}, time.Now().Add(time.Hour))
