@@ -12,7 +12,7 @@ COPY . .
 ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod \
     --mount=type=cache,target=/root/.cache/go-build \
-    go build -ldflags="-s -w -X github.com/sluice-dev/sluice/internal/version.Version=${VERSION}" \
+    go build -ldflags="-s -w -X github.com/sluice-dev/sluice/internal/sluice.Version=${VERSION}" \
       -o /out/ ./cmd/sluice ./cmd/sluice-healthcheck
 
 # ---- runtime -------------------------------------------------------------------

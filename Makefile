@@ -101,7 +101,7 @@ vet: ## go vet
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 
 build: ## build bin/sluice (VERSION=... names the build; default from git)
-	$(GO) build -ldflags "-X github.com/sluice-dev/sluice/internal/version.Version=$(VERSION)" -o bin/sluice ./cmd/sluice
+	$(GO) build -ldflags "-X github.com/sluice-dev/sluice/internal/sluice.Version=$(VERSION)" -o bin/sluice ./cmd/sluice
 
 db-stop: ## stop the ./.data Postgres cluster left running by `make run`
 	bash scripts/pg.sh stop .data/pg

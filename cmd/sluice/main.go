@@ -19,13 +19,12 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/db"
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
-	"github.com/sluice-dev/sluice/internal/migrate"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
-	"github.com/sluice-dev/sluice/internal/version"
 )
 
 const usage = `usage:
@@ -64,7 +63,7 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 	case cmd == "serve":
 		return serve(ctx, args[1:], logger)
 	case cmd == "version":
-		if _, err := fmt.Fprintln(stdout, version.String()); err != nil {
+		if _, err := fmt.Fprintln(stdout, sluice.VersionString()); err != nil {
 			return fmt.Errorf("print version: %w", err)
 		}
 		return nil
@@ -124,7 +123,7 @@ func migrateCmd(ctx context.Context, logger *slog.Logger) error {
 		return err
 	}
 	defer pool.Close()
-	return migrate.Up(ctx, pool, logger)
+	return db.Migrate(ctx, pool, logger)
 }
 
 func tenantCreate(ctx context.Context, args []string, stdout io.Writer) error {

@@ -8,17 +8,17 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/version"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(t.Context(), []string{"version"}, &out, nil))
-	require.Equal(t, version.String()+"\n", out.String())
-	require.True(t, strings.HasPrefix(out.String(), "dev") || version.Version != "", "a build without -X says it is a dev build")
+	require.Equal(t, sluice.VersionString()+"\n", out.String())
+	require.True(t, strings.HasPrefix(out.String(), "dev") || sluice.Version != "", "a build without -X says it is a dev build")
 
-	version.Version = "v9.9.9"
-	t.Cleanup(func() { version.Version = "" })
+	sluice.Version = "v9.9.9"
+	t.Cleanup(func() { sluice.Version = "" })
 	out.Reset()
 	require.NoError(t, run(t.Context(), []string{"version"}, &out, nil))
 	require.Equal(t, "v9.9.9\n", out.String(), "the version set at build time")

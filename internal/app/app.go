@@ -32,9 +32,9 @@ import (
 	"github.com/sluice-dev/sluice/internal/operator"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/tracing"
-	"github.com/sluice-dev/sluice/internal/version"
 )
 
 // Roles choose what a serve process runs.
@@ -280,7 +280,7 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 		}
 	}
 	if !roles.API && !roles.Dashboard {
-		logger.Info("ready: working jobs", "version", version.String())
+		logger.Info("ready: working jobs", "version", sluice.VersionString())
 		if probes != nil {
 			err = probes.serve(ctx, logger) // until ctx ends
 		} else {
@@ -328,7 +328,7 @@ func serveOn(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.
 	srv := NewHTTPServer(h)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	logger.Info("ready: listening", "url", "http://"+ln.Addr().String(), "version", version.String())
+	logger.Info("ready: listening", "url", "http://"+ln.Addr().String(), "version", sluice.VersionString())
 	select {
 	case err := <-errc:
 		return err

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/sluice-dev/sluice/internal/version"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // probes answers the probes of one process: /healthz, /readyz and
@@ -45,7 +45,7 @@ func (s *probes) Drain() { s.draining.Store(true) }
 func (s *probes) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeProbe(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": version.String()})
+		writeProbe(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": sluice.VersionString()})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
@@ -62,7 +62,7 @@ func (s *probes) readyz(w http.ResponseWriter, r *http.Request) {
 	case s.ping(ctx) != nil:
 		detail = "database unreachable"
 	default:
-		writeProbe(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": version.String()})
+		writeProbe(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": sluice.VersionString()})
 		return
 	}
 	w.Header().Set("Retry-After", "1")

@@ -16,7 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/poll"
-	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -94,7 +94,7 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err := v.Err(); err != nil {
 			return err
 		}
-		secret := signature.NewSecret()
+		secret := send.NewSecret()
 		ep, err := c.store.CreateEndpoint(ctx, who.Tenant, set, secret)
 		if errors.Is(err, sluice.ErrNotFound) && set.Consumer != nil {
 			v.Add("consumer", "names no consumer of this tenant")
@@ -238,7 +238,7 @@ func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.
 		if err != nil {
 			return err
 		}
-		secret := signature.NewSecret()
+		secret := send.NewSecret()
 		if err := c.store.RotateEndpointSecret(ctx, who.Tenant, id, secret, c.now().Add(SecretGrace)); err != nil {
 			return err
 		}

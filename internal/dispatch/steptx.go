@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/notify"
-	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -108,7 +108,7 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		if err != nil {
 			return tg, fmt.Errorf("open endpoint secret: %w", err)
 		}
-		key, err := signature.Key(string(secret))
+		key, err := send.Key(string(secret))
 		if err != nil {
 			return tg, fmt.Errorf("read endpoint secret: %w", err)
 		}

@@ -22,8 +22,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/poll"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/tracing"
-	"github.com/sluice-dev/sluice/internal/version"
 )
 
 // Config is what the API needs besides its control layer.
@@ -170,7 +170,7 @@ func (a *API) Handler() http.Handler {
 }
 
 func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": sluice.VersionString()})
 }
 
 // Drain makes /readyz answer 503 from now on, so load balancers stop
@@ -193,5 +193,5 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 			Detail: "database unreachable", RetryAfter: unavailableRetryAfter})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": version.String()})
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "version": sluice.VersionString()})
 }

@@ -21,7 +21,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/poll"
-	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -405,7 +405,7 @@ func TestPollKeepsItsLookUpUntilTheEndpointChanges(t *testing.T) {
 	// retires the old token.
 	require.Empty(t, b.read(path, "cursor="+cursor).Data)
 	before = b.stamp(id)
-	secret := signature.NewSecret()
+	secret := send.NewSecret()
 	require.NoError(t, b.store.RotateEndpointSecret(ctx, b.tenantA.ID, uuid.MustParse(id), secret, time.Now().Add(time.Hour)))
 	b.changed(id, before)
 	require.Equal(t, http.StatusNotFound, b.do("", http.MethodGet, path, nil).Status)

@@ -25,7 +25,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluice-dev/sluice/internal/signature"
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
@@ -179,7 +178,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("Webhook-Signature", signature.Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	req.Header.Set("Webhook-Signature", Sign(m.Keys, m.ID, ts.Unix(), m.Body))
 	setSequence(req.Header, m.Sequence)
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)

@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/send"
-	"github.com/sluice-dev/sluice/internal/signature"
 )
 
 // recorder is a receiver that keeps what it was sent and counts connections.
@@ -75,10 +74,10 @@ func msg(url string) send.Message {
 func TestDeliveredSignedForBothKeys(t *testing.T) {
 	t.Parallel()
 	rec := newRecorder(t, func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
-	secretNew, secretOld := signature.NewSecret(), signature.NewSecret()
-	keyNew, err := signature.Key(secretNew)
+	secretNew, secretOld := send.NewSecret(), send.NewSecret()
+	keyNew, err := send.Key(secretNew)
 	require.NoError(t, err)
-	keyOld, err := signature.Key(secretOld)
+	keyOld, err := send.Key(secretOld)
 	require.NoError(t, err)
 
 	m := msg(rec.srv.URL + "/hook")
@@ -111,7 +110,7 @@ func TestDeliveredSignedForBothKeys(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, wh.Verify(got.body, got.header))
 	}
-	wh, err := standardwebhooks.NewWebhook(signature.NewSecret())
+	wh, err := standardwebhooks.NewWebhook(send.NewSecret())
 	require.NoError(t, err)
 	require.Error(t, wh.Verify(got.body, got.header), "an unrelated secret must not verify")
 }

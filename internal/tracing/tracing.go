@@ -31,7 +31,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/sluice-dev/sluice/internal/version"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // ServiceName is the service.name of Sluice's spans unless
@@ -143,7 +143,7 @@ func New(ctx context.Context, cfg Config) (*Provider, error) {
 	// Later detectors win: OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES
 	// override Sluice's own name.
 	res, err := resource.New(ctx,
-		resource.WithAttributes(semconv.ServiceName(ServiceName), semconv.ServiceVersion(version.String())),
+		resource.WithAttributes(semconv.ServiceName(ServiceName), semconv.ServiceVersion(sluice.VersionString())),
 		resource.WithTelemetrySDK(),
 		resource.WithFromEnv(),
 	)
@@ -181,7 +181,7 @@ func (p *Provider) TracerProvider() trace.TracerProvider {
 
 // Tracer returns the tracer of a part of Sluice, named by its package.
 func (p *Provider) Tracer(name string) trace.Tracer {
-	return p.TracerProvider().Tracer(name, trace.WithInstrumentationVersion(version.String()))
+	return p.TracerProvider().Tracer(name, trace.WithInstrumentationVersion(sluice.VersionString()))
 }
 
 // Shutdown exports the spans still buffered and stops the exporter,

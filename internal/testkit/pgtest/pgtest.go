@@ -21,7 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sluice-dev/sluice/internal/migrate"
+	"github.com/sluice-dev/sluice/db"
 	"github.com/sluice-dev/sluice/internal/store"
 )
 
@@ -110,7 +110,7 @@ func makeTemplate(ctx context.Context, serverURL string) (string, error) {
 	}
 	defer pool.Close()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	return name, migrate.Up(ctx, pool, logger)
+	return name, db.Migrate(ctx, pool, logger)
 }
 
 func withDatabase(t testing.TB, serverURL, name string) string {

@@ -1,4 +1,4 @@
-package migrate_test
+package db_test
 
 import (
 	"context"

@@ -1,20 +1,21 @@
-// Package version names the build of Sluice that is running, for
-// `sluice version`, GET /healthz and the ready line of the log.
-package version
+// The build of Sluice that is running, for `sluice version`, GET /healthz
+// and the ready line of the log.
+
+package sluice
 
 import "runtime/debug"
 
 // Version is set at build time:
 //
-//	go build -ldflags "-X github.com/sluice-dev/sluice/internal/version.Version=v1.2.3" ./cmd/sluice
+//	go build -ldflags "-X github.com/sluice-dev/sluice/internal/sluice.Version=v1.2.3" ./cmd/sluice
 //
-// (make build and the Dockerfile do). Empty means String falls back to the
+// (make build and the Dockerfile do). Empty means VersionString falls back to the
 // version control information Go records in the binary.
 var Version = ""
 
 // String is Version, or "dev-<commit>" (with "-dirty" for uncommitted
 // changes) from the build information, or "dev".
-func String() string {
+func VersionString() string {
 	if Version != "" {
 		return Version
 	}

@@ -1,4 +1,4 @@
-package signature_test
+package send_test
 
 import (
 	"fmt"
@@ -11,14 +11,14 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	"github.com/sluice-dev/sluice/internal/signature"
+	"github.com/sluice-dev/sluice/internal/send"
 )
 
 // A receiver verifies Sluice's deliveries with the Standard Webhooks
 // library, as docs/receiving.md shows: the handler below is the guide's Go
 // snippet, and it accepts a delivery Sluice signed.
 func Example_receiver() {
-	secret := signature.NewSecret() // the endpoint's secret: GET /v1/endpoints/{id}/secret
+	secret := send.NewSecret() // the endpoint's secret: GET /v1/endpoints/{id}/secret
 
 	// --- docs/receiving.md, Go -------------------------------------------
 	wh, err := standardwebhooks.NewWebhook(secret) // "whsec_..."
@@ -42,10 +42,10 @@ func Example_receiver() {
 
 	srv := httptest.NewServer(handler)
 	defer srv.Close()
-	send := func(secrets ...string) int {
+	post := func(secrets ...string) int {
 		var keys [][]byte
 		for _, s := range secrets {
-			k, err := signature.Key(s)
+			k, err := send.Key(s)
 			if err != nil {
 				panic(err)
 			}
@@ -57,7 +57,7 @@ func Example_receiver() {
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("webhook-id", id)
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(now, 10))
-		req.Header.Set("webhook-signature", signature.Sign(keys, id, now, []byte(body)))
+		req.Header.Set("webhook-signature", send.Sign(keys, id, now, []byte(body)))
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			panic(err)
@@ -65,9 +65,9 @@ func Example_receiver() {
 		res.Body.Close()
 		return res.StatusCode
 	}
-	fmt.Println("signed with the secret:", send(secret))
-	fmt.Println("during a rotation (new and old secret):", send(signature.NewSecret(), secret))
-	fmt.Println("signed with another secret:", send(signature.NewSecret()))
+	fmt.Println("signed with the secret:", post(secret))
+	fmt.Println("during a rotation (new and old secret):", post(send.NewSecret(), secret))
+	fmt.Println("signed with another secret:", post(send.NewSecret()))
 	// Output:
 	// signed with the secret: 204
 	// during a rotation (new and old secret): 204

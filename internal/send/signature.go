@@ -1,7 +1,7 @@
 // Package signature makes endpoint signing secrets and signs deliveries the
 // Standard Webhooks way: v1 signatures are base64 HMAC-SHA256 over
 // "id.timestamp.body" keyed with the secret's decoded bytes.
-package signature
+package send
 
 import (
 	"crypto/hmac"

@@ -1,7 +1,8 @@
-// Package migrate brings a database up to date: River's own schema first
-// (rivermigrate), then Sluice's migrations from package db (goose). Running
-// it again is a no-op, and concurrent runs serialise on an advisory lock.
-package migrate
+// Migrate brings a database up to date: River's own schema first
+// (rivermigrate), then the migrations embedded here (goose). Running it
+// again is a no-op, and concurrent runs serialise on an advisory lock.
+
+package db
 
 import (
 	"context"
@@ -15,12 +16,10 @@ import (
 	"github.com/pressly/goose/v3/lock"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
-
-	"github.com/sluice-dev/sluice/db"
 )
 
-// Up applies every pending migration.
-func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
+// Migrate applies every pending migration.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 	river, err := rivermigrate.New(riverpgxv5.New(pool), &rivermigrate.Config{Logger: logger})
 	if err != nil {
 		return fmt.Errorf("prepare river migrations: %w", err)
@@ -29,7 +28,7 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) error {
 		return fmt.Errorf("river migrations: %w", err)
 	}
 
-	migrations, err := fs.Sub(db.Migrations, "migrations")
+	migrations, err := fs.Sub(Migrations, "migrations")
 	if err != nil {
 		return fmt.Errorf("find sluice migrations: %w", err)
 	}
