@@ -24,7 +24,6 @@ var storeImports = []string{
 
 // pendingImports are the files that still import a domain package.
 var pendingImports = []string{
-	"adaptive.go",
 	"apikeys.go",
 	"audit.go",
 	"consumers.go",
