@@ -82,16 +82,8 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 	err := c.change(ctx, who, EndpointCreated, func(ctx context.Context, e *sluice.AuditEntry) error {
 		set := sluice.EndpointSettings{MaxInFlight: sluice.DefaultMaxInFlight, Ordering: sluice.OrderingNone}
 		v := &sluice.ValidationError{}
-		in.apply(&set, true, v)
-		if who.portal() {
-			set.Consumer = who.Consumer
-		}
-		checkSettings(set, c.cfg.AllowPrivateTargets, v)
-		subs, err := c.subscriptionOf(ctx, who, in.Subscription, false, v)
+		subs, err := c.settle(ctx, who, in, &set, true, v)
 		if err != nil {
-			return err
-		}
-		if err := v.Err(); err != nil {
 			return err
 		}
 		secret := send.NewSecret()
@@ -111,6 +103,23 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		return nil
 	})
 	return out, err
+}
+
+// settle applies in to set (a new endpoint's when create) and checks the
+// result and the subscription in asks for, adding every failure to v: a
+// portal caller's endpoint is its consumer's. It returns v when anything
+// failed.
+func (c *Control) settle(ctx context.Context, who Caller, in EndpointInput, set *sluice.EndpointSettings, create bool, v *sluice.ValidationError) (*subscriptions, error) {
+	in.apply(set, create, v)
+	if create && who.portal() {
+		set.Consumer = who.Consumer
+	}
+	checkSettings(*set, c.cfg.AllowPrivateTargets, v)
+	subs, err := c.subscriptionOf(ctx, who, in.Subscription, false, v)
+	if err != nil {
+		return nil, err
+	}
+	return subs, v.Err()
 }
 
 // current fills in what an endpoint is now that its stored state does not
@@ -139,14 +148,8 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 		}
 		before := ep.Settings()
 		set := before
-		v := &sluice.ValidationError{}
-		in.apply(&set, false, v)
-		checkSettings(set, c.cfg.AllowPrivateTargets, v)
-		subs, err := c.subscriptionOf(ctx, who, in.Subscription, false, v)
+		subs, err := c.settle(ctx, who, in, &set, false, &sluice.ValidationError{})
 		if err != nil {
-			return err
-		}
-		if err := v.Err(); err != nil {
 			return err
 		}
 		was, err := c.store.UpdateEndpoint(ctx, who.Tenant, id, set)
