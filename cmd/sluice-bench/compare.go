@@ -190,8 +190,15 @@ func compare(ctx context.Context, o options) error {
 			for _, b := range order {
 				logf("run %d/%d, %s, %s", run, o.runs, sc.Name, b.name)
 				t, err := compareOnce(ctx, o, sc, b)
-				if err != nil {
-					return fmt.Errorf("%s, %s, run %d: %w", sc.Name, b.name, run, err)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				if err != nil { // counted, and the comparison goes on
+					logf("  %s, %s, run %d failed: %v", sc.Name, b.name, run, err)
+					notes = append(notes, fmt.Sprintf("%s, %s, run %d FAILED: %v", sc.Name, b.name, run, err))
+					t.Rows = append(t.Rows, Row{Metric: Metric{Name: "failed runs"}, Values: []float64{1}})
+				} else {
+					t.Rows = append(t.Rows, Row{Metric: Metric{Name: "failed runs"}, Values: []float64{0}})
 				}
 				if values[sc.Name] == nil {
 					values[sc.Name] = map[string][][]float64{}
@@ -298,6 +305,16 @@ func compareReport(builds []build, selected []Scenario, metrics map[string][]Met
 			ratio := "—"
 			if len(vs[0]) > 0 && len(vs[1]) > 0 && median(vs[0]) != 0 {
 				ratio = fmt.Sprintf("%.2f×", median(vs[1])/median(vs[0]))
+			}
+			if m.Name == "failed runs" { // a count, not a reading
+				cell = func(v []float64) string {
+					failed := 0
+					for _, x := range v {
+						failed += int(x)
+					}
+					return fmt.Sprintf("%d of %d", failed, len(v))
+				}
+				ratio = "—"
 			}
 			name := m.Name
 			if m.Unit != "" {
