@@ -91,3 +91,35 @@ func TestOneStatementFiltersOnlyFilteringTenants(t *testing.T) {
 	}
 	require.Equal(t, []bool{true, false, true, true, true}, got, "A's filter lets gold through; B has none")
 }
+
+// TestPlainPostAllocations holds the allocations a plain tenant's post
+// makes in this process for each event of a group (building the
+// statement's arrays, reading its deliveries back) to what they are: a
+// feature that adds work per event or per delivery on this path fails
+// here. The group's fixed cost (pgx's batch, the statement) is left out by
+// comparing a group of 20 with a group of one. Not parallel: AllocsPerRun
+// counts the whole process's allocations.
+func TestPlainPostAllocations(t *testing.T) { //nolint:paralleltest // AllocsPerRun
+	f := stmtcount.New(t)
+	for _, typ := range []string{"order.paid", "order.paid", "order.*"} {
+		subscribed(t, f.Fixture, typ)
+	}
+	allocs := func(n int) float64 {
+		evs := make([]fanout.TenantEvent, n)
+		for i := range evs {
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.paid", Payload: []byte(`{"n":1}`)}}
+		}
+		return testing.AllocsPerRun(20, func() {
+			_, _, err := fanout.Insert(t.Context(), f.Store, evs, f.Jobs)
+			require.NoError(t, err)
+		})
+	}
+	one, twenty := allocs(1), allocs(20)
+	perEvent := (twenty - one) / 19
+	t.Logf("allocations: %.0f for a group of 1, %.0f for 20: %.1f an event (3 deliveries each)", one, twenty, perEvent)
+	require.LessOrEqual(t, perEvent, plainPostAllocsPerEvent, "allocations per event of a plain tenant's group")
+}
+
+// plainPostAllocsPerEvent is TestPlainPostAllocations's reading, with room
+// for the runtime's rounding.
+const plainPostAllocsPerEvent = 40.0

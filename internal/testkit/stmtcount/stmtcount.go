@@ -81,6 +81,7 @@ func newPool(t testing.TB, url string, tracer *Counter) *pgxpool.Pool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	store.ConfigurePool(cfg) // as the process and pgtest configure theirs
 	if tracer != nil {
 		cfg.ConnConfig.Tracer = tracer
 	}
