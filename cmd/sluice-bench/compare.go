@@ -27,6 +27,7 @@ var compareOneScenario = Scenario{
 	What: "One loopback receiver behind one endpoint (max_in_flight 100); 5,000 events posted one per request to " +
 		"/v1/events by 16 concurrent clients; deliveries/s = distinct deliveries ÷ (first post sent → last delivery " +
 		"received); CPU per delivery = Sluice's and Postgres's CPU over that time ÷ deliveries.",
+	MinTimeout: 2 * time.Minute, // a loaded machine takes ten times as long
 	Run: func(ctx context.Context, env *Env) (Table, error) {
 		return e2eWith(ctx, env, e2eLoad{label: "single1", endpoints: 1, events: env.size(5000, 1000),
 			perRequest: 1, clients: 16, cost: true})
@@ -39,6 +40,7 @@ var compareHundredScenario = Scenario{
 	What: "100 loopback receivers, one endpoint each (max_in_flight 100); 20,000 events posted one per request to " +
 		"/v1/events by 64 concurrent clients, event i matching exactly endpoint i mod 100 (e2e-single without the " +
 		"floor); measured as single-1.",
+	MinTimeout: 4 * time.Minute,
 	Run: func(ctx context.Context, env *Env) (Table, error) {
 		return e2eWith(ctx, env, e2eLoad{label: "single100", endpoints: 100, events: env.size(20000, 4000),
 			perRequest: 1, clients: 64, cost: true})
