@@ -92,12 +92,13 @@ FROM (
 -- endpoint on the same type.) A subscription with a filter is reached
 -- only by the events whose payload matches its compiled filter
 -- (filter.Filter.JSONPath); the payload of an event whose tenant has a
--- subscription with a filter (filtering, found by
--- subscriptions_filtered_idx) is read as jsonb once, as the event is
--- inserted, and no other payload is: a tenant without filters pays
--- nothing for them. filtering reads the subscriptions in the statement's
--- snapshot, as the routing does, so a filter added meanwhile is seen by
--- both or neither. It locks those endpoints FOR KEY SHARE, as
+-- subscription with a filter (filtering: one probe of
+-- subscriptions_filtered_idx per tenant, once per statement) is read as
+-- jsonb once, as the event is inserted, and no other payload is: a tenant
+-- without filters pays nothing for them. filtering reads the
+-- subscriptions in the statement's snapshot, as the routing does, so a
+-- filter added meanwhile is seen by both or neither. It locks those
+-- endpoints FOR KEY SHARE, as
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 -- named by sluice_delivery_id. A group that would make more than
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -110,7 +111,9 @@ FROM (
 WITH filtering AS (
     SELECT t.id AS tenant_id
     FROM (SELECT DISTINCT unnest(@tenant_ids::uuid[]) AS id) t
-    WHERE EXISTS (SELECT FROM subscriptions s WHERE s.tenant_id = t.id AND s.filter_path IS NOT NULL)
+    CROSS JOIN LATERAL (
+        SELECT FROM subscriptions s WHERE s.tenant_id = t.id AND s.filter_path IS NOT NULL LIMIT 1
+    ) f
 ), ev AS (
     INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context, ordering_key)
     SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
@@ -122,7 +125,7 @@ WITH filtering AS (
                unnest(@ordering_keys::text[]) AS ordering_key
     ) e
     RETURNING id, tenant_id, type, broadcast,
-              CASE WHEN tenant_id IN (SELECT f.tenant_id FROM filtering f) THEN payload::jsonb END AS doc,
+              CASE WHEN tenant_id = ANY(ARRAY(SELECT f.tenant_id FROM filtering f)) THEN payload::jsonb END AS doc,
               ordering_key
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
