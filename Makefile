@@ -35,7 +35,7 @@ REDOCLY_VERSION_NODE18 ?= 1.34.5
 # govulncheck's database; VULNDB=file:///path for an offline copy.
 VULNDB    ?= https://vuln.go.dev
 
-.PHONY: help run test test-packages check lint staticcheck vulncheck check-generate lint-openapi bench faults generate vet build db-stop db-status clean distclean
+.PHONY: help run test test-packages check lint staticcheck vulncheck check-generate lint-openapi bench bench-compare faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -55,6 +55,12 @@ test-packages: # every package's tests on DATABASE_URL: internal/app last, alone
 
 bench: ## load benchmark (cmd/sluice-bench) against a throwaway Postgres
 	if [ -n "$$DATABASE_URL" ]; then $(GO) run ./cmd/sluice-bench $(BENCHFLAGS); else bash scripts/withpg.sh $(GO) run ./cmd/sluice-bench $(BENCHFLAGS); fi
+
+# Always on a private cluster, with pg_stat_statements for the statement counts.
+bench-compare: ## BASE=<commit>: its build beside this tree's, alternating (cmd/sluice-bench/compare.go); BENCHFLAGS='-runs 5'
+	@[ -n "$(BASE)" ] || { echo "usage: make bench-compare BASE=<commit> [BENCHFLAGS='-runs 5 -scenarios single-1']" >&2; exit 2; }
+	SLUICE_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'" DATABASE_URL= \
+		bash scripts/withpg.sh $(GO) run ./cmd/sluice-bench -compare $(BASE) $(BENCHFLAGS)
 
 faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
 	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)

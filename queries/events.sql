@@ -91,8 +91,14 @@ FROM (
 -- by their index; here each would be read past every other consumer's
 -- endpoint on the same type.) A subscription with a filter is reached
 -- only by the events whose payload matches its compiled filter
--- (filter.Filter.JSONPath); each payload is read as jsonb once, as the
--- event is inserted. It locks those endpoints FOR KEY SHARE, as
+-- (filter.Filter.JSONPath); the payload of an event whose tenant has a
+-- subscription with a filter (filtering: one index scan of
+-- subscriptions_filtered_idx, which holds only filtered subscriptions, once
+-- per statement) is read as jsonb once, as the event is inserted, and no other payload is: a tenant
+-- without filters pays nothing for them. filtering reads the
+-- subscriptions in the statement's snapshot, as the routing does, so a
+-- filter added meanwhile is seen by both or neither. It locks those
+-- endpoints FOR KEY SHARE, as
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 -- named by sluice_delivery_id. A group that would make more than
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -102,7 +108,9 @@ FROM (
 -- trace_contexts and ordering_keys are as InsertEvents has them. A
 -- delivery to a FIFO endpoint gets its line and place (00030_fifo.sql)
 -- from the endpoint row it locked.
-WITH ev AS (
+WITH filtering AS (
+    SELECT s.tenant_id FROM subscriptions s WHERE s.tenant_id = ANY(@tenant_ids::uuid[]) AND s.filter_path IS NOT NULL
+), ev AS (
     INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context, ordering_key)
     SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
            nullif(e.ordering_key, '')
@@ -112,7 +120,9 @@ WITH ev AS (
                unnest(@created_ats::timestamptz[]) AS created_at, unnest(@trace_contexts::text[]) AS trace_context,
                unnest(@ordering_keys::text[]) AS ordering_key
     ) e
-    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc, ordering_key
+    RETURNING id, tenant_id, type, broadcast,
+              CASE WHEN tenant_id = ANY(ARRAY(SELECT f.tenant_id FROM filtering f)) THEN payload::jsonb END AS doc,
+              ordering_key
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest(@pattern_events::uuid[]) AS event_id, unnest(@patterns::text[]) AS pattern) p

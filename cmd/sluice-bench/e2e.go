@@ -64,6 +64,7 @@ type e2eLoad struct {
 	perRequest int     // 1: POST /v1/events; more: /v1/events/batch
 	clients    int     // concurrent senders
 	floor      bool    // post the same to the floor too (floor.go)
+	cost       bool    // CPU, statements and duplicates per delivery (costMetrics)
 }
 
 // e2e posts events in batches of 1000 (4 clients) spread over endpoints
@@ -84,6 +85,9 @@ func e2eMetrics(load e2eLoad) []Metric {
 			Metric{Name: "the floor: Postgres CPU per event", Unit: "ms"},
 			Metric{Name: "the floor: its process's CPU per event", Unit: "ms"},
 			Metric{Name: "throughput ÷ the floor's", Unit: "×"})
+	}
+	if load.cost {
+		metrics = append(metrics, costMetrics...)
 	}
 	return append(metrics, Metric{Name: "posting done", Unit: "s"}, Metric{Name: "last delivery", Unit: "s"})
 }
@@ -117,6 +121,7 @@ func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
 			bodies = append(bodies, batchBody(evs))
 		}
 
+		statements := env.statements(ctx, load.cost)
 		cpu := env.measureCPU()
 		awaitCtx, stopAwait := context.WithCancel(ctx)
 		defer stopAwait()
@@ -135,6 +140,9 @@ func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
 		}
 		s = throughputSample(ctx, res, arr, load.events)
 		s.CPU = cpu()
+		if load.cost {
+			costValues(ctx, &s, arr, statements)
+		}
 		if load.floor {
 			s.Values["Postgres CPU per event"] = perEvent(s.CPU.postgres, load.events)
 			s.Values["Sluice CPU per event"] = perEvent(s.CPU.sluice, load.events)

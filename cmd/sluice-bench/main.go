@@ -31,6 +31,13 @@
 //	                 serving every role); a scenario that needs a number
 //	                 of its own (Scenario.Workers, e.g. ratelimit-2w)
 //	                 restarts sluice with it
+//	-sluice BIN      run this sluice binary instead of building ./cmd/sluice
+//	-idle-wait D     the longest a run waits for the machine to go idle
+//	                 (default 1m; the run starts anyway, and says so)
+//	-compare COMMIT  build COMMIT's cmd/sluice beside this tree's and run
+//	                 the comparison scenarios (compare.go) with each,
+//	                 alternating, one fresh database per run; prints
+//	                 medians, ranges and ratios instead of writing -out
 package main
 
 import (
@@ -58,6 +65,9 @@ type options struct {
 	profile     string
 	profileFor  time.Duration
 	workers     int
+	sluice      string
+	compare     string
+	idleWait    time.Duration
 }
 
 func main() {
@@ -79,6 +89,10 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the sluice binary in its temp dir after the run (for perf symbols)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of sluice per scenario to DIR/<scenario>.pprof")
 	flag.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each -profile profile, from the scenario's start")
+	flag.DurationVar(&o.idleWait, "idle-wait", time.Minute, "the longest a run waits for the machine to go idle before it starts")
+	flag.StringVar(&o.sluice, "sluice", "", "run this sluice binary instead of building ./cmd/sluice")
+	flag.StringVar(&o.compare, "compare", "", "compare this commit's build with this tree's (compare.go); -scenarios picks among "+
+		strings.Join(compareNames(), ",")+" (default all three)")
 	flag.Parse()
 	runsSet := false
 	flag.Visit(func(f *flag.Flag) { runsSet = runsSet || f.Name == "runs" })
@@ -88,7 +102,11 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o); err != nil {
+	runner := run
+	if o.compare != "" {
+		runner = compare
+	}
+	if err := runner(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "sluice-bench:", err)
 		os.Exit(1)
 	}
@@ -104,22 +122,13 @@ func run(ctx context.Context, o options) error {
 	}
 	started := time.Now()
 
-	srv, err := startServer(ctx, o.keep, o.workers)
+	srv, err := startServer(ctx, o.keep, o.workers, o.sluice)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 
-	env := &Env{
-		Runs:        o.runs,
-		Quick:       o.quick,
-		Timeout:     o.timeout,
-		LatencyRate: o.latencyRate,
-		API:         newClient(srv.baseURL, srv.apiKey),
-		DB:          srv.db,
-		WaitDB:      srv.waitDB,
-		Procs:       Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
-	}
+	env := newEnv(ctx, o, srv)
 	report := Report{
 		Started: started,
 		Options: o,
@@ -180,6 +189,21 @@ func run(ctx context.Context, o options) error {
 		return ctx.Err()
 	}
 	return nil
+}
+
+// newEnv is what the scenarios get to run against srv.
+func newEnv(ctx context.Context, o options, srv *server) *Env {
+	return &Env{
+		Runs:        o.runs,
+		Quick:       o.quick,
+		Timeout:     o.timeout,
+		LatencyRate: o.latencyRate,
+		API:         newClient(srv.baseURL, srv.apiKey),
+		DB:          srv.db,
+		WaitDB:      srv.waitDB,
+		Procs:       Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
+		IdleWait:    o.idleWait,
+	}
 }
 
 // useWorkers restarts sluice with workers worker processes unless that

@@ -31,7 +31,7 @@ func (e *Env) Repeat(ctx context.Context, metrics []Metric, once func(ctx contex
 				run, waited.Round(100*time.Millisecond)))
 		}
 		idleStart := time.Now()
-		if note := e.waitIdle(ctx, 60*time.Second); note != "" {
+		if note := e.waitIdle(ctx, e.idleWait()); note != "" {
 			t.Notes = append(t.Notes, fmt.Sprintf("run %d: %s", run, note))
 		} else if waited := time.Since(idleStart); waited > 2*time.Second {
 			t.Notes = append(t.Notes, fmt.Sprintf("run %d: waited %s for Postgres to go idle (autovacuum of earlier writes)",
@@ -112,6 +112,15 @@ func (s Sample) summary(metrics []Metric) string {
 func (e *Env) measureCPU() func() cpuUse {
 	before := readCPU(e.Procs)
 	return func() cpuUse { return readCPU(e.Procs).since(before) }
+}
+
+// idleWait is the longest a run waits for the machine to be idle
+// (-idle-wait; default a minute).
+func (e *Env) idleWait() time.Duration {
+	if e.IdleWait > 0 {
+		return e.IdleWait
+	}
+	return time.Minute
 }
 
 // idleCores is the most other processes, and Postgres on its own, may use

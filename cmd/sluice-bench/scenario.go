@@ -70,17 +70,20 @@ func scenarioNames() []string {
 }
 
 // selectScenarios picks the scenarios named in list (all when empty), in
-// their usual order.
+// their usual order; a comparison scenario (compare.go) runs only when
+// named, after the others.
 func selectScenarios(list string) ([]Scenario, error) {
 	all := scenarios()
 	if strings.TrimSpace(list) == "" {
 		return all, nil
 	}
+	all = append(all, compareScenarios()...)
+	names := append(scenarioNames(), compareNames()...)
 	want := map[string]bool{}
 	for _, n := range strings.Split(list, ",") {
 		n = strings.TrimSpace(n)
-		if !slices.Contains(scenarioNames(), n) {
-			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(scenarioNames(), ", "))
+		if !slices.Contains(names, n) {
+			return nil, fmt.Errorf("unknown scenario %q (have %s)", n, strings.Join(names, ", "))
 		}
 		want[n] = true
 	}
@@ -102,9 +105,10 @@ type Env struct {
 	LatencyRate float64       // -latency-rate; 0 means derive it
 	API         *Client
 	DB          *pgx.Conn
-	WaitDB      *pgx.Conn // for sampling pg_stat_activity, used only during runs
-	Procs       Procs     // for CPU accounting
-	NoWaits     bool      // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
+	WaitDB      *pgx.Conn     // for sampling pg_stat_activity, used only during runs
+	Procs       Procs         // for CPU accounting
+	NoWaits     bool          // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
+	IdleWait    time.Duration // the longest a run waits for the machine to go idle (-idle-wait)
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64

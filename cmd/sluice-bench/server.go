@@ -50,11 +50,12 @@ type server struct {
 	shutdown string // how the stop went
 }
 
-// startServer builds sluice, prepares the database and starts `sluice
-// serve`: one process serving every role, or with workers > 0 one
-// `serve --api --dashboard` and that many `serve --worker` processes. On
-// error everything it started is stopped again.
-func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, err error) {
+// startServer builds sluice (or takes the binary prebuilt, when not ""),
+// prepares the database and starts `sluice serve`: one process serving
+// every role, or with workers > 0 one `serve --api --dashboard` and that
+// many `serve --worker` processes. On error everything it started is
+// stopped again.
+func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt string) (s *server, err error) {
 	base := os.Getenv("DATABASE_URL")
 	if base == "" {
 		return nil, errors.New("DATABASE_URL is not set (run through `make bench`)")
@@ -73,10 +74,12 @@ func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, 
 		}
 	}()
 
-	bin := filepath.Join(dir, "sluice")
-	logf("building ./cmd/sluice")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice").CombinedOutput(); err != nil {
-		return s, fmt.Errorf("go build ./cmd/sluice: %v\n%s", err, out)
+	bin := prebuilt
+	if bin == "" {
+		bin = filepath.Join(dir, "sluice")
+		if err := buildSluice(ctx, ".", bin); err != nil {
+			return s, err
+		}
 	}
 	dbURL, err := createDatabase(ctx, base)
 	if err != nil {
@@ -132,6 +135,17 @@ func startServer(ctx context.Context, keepBinary bool, workers int) (s *server, 
 	}
 	s.bin, s.env, s.baseURL = bin, env, "http://"+addr
 	return s, s.launch(ctx, workers)
+}
+
+// buildSluice builds ./cmd/sluice of the module in dir into bin.
+func buildSluice(ctx context.Context, dir, bin string) error {
+	logf("building ./cmd/sluice in %s", dir)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/sluice in %s: %v\n%s", dir, err, out)
+	}
+	return nil
 }
 
 // command is a sluice subprocess logging to the server's log.

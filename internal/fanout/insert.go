@@ -134,7 +134,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 			p.Patterns = append(p.Patterns, pattern)
 		}
 	}
-	rows, err := st.OneShot(store.IndexProbes).InsertRoutedEvents(ctx, p)
+	rows, err := st.Routed().InsertRoutedEvents(ctx, p)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
 		return nil, errOverInline

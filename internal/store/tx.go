@@ -136,3 +136,8 @@ func EventFromRow(r dbq.Event) sluice.Event { return eventFromRow(r) }
 // DeliveryFromRow is a deliveries row as the domain's Delivery, for the
 // code that runs queries in a Tx (package replay).
 func DeliveryFromRow(r dbq.Delivery) sluice.Delivery { return deliveryFromRow(r) }
+
+// Routed runs one statement alone with routedSettings, made once: for a
+// small group of events stored, routed and fanned out in one statement
+// (InsertRoutedEvents), whose plan the settings hold.
+func (s *Store) Routed() *dbq.Queries { return s.routed }

@@ -178,17 +178,21 @@ func (q *Queries) InsertEvents(ctx context.Context, arg InsertEventsParams) erro
 }
 
 const insertRoutedEvents = `-- name: InsertRoutedEvents :many
-WITH ev AS (
+WITH filtering AS (
+    SELECT s.tenant_id FROM subscriptions s WHERE s.tenant_id = ANY($1::uuid[]) AND s.filter_path IS NOT NULL
+), ev AS (
     INSERT INTO events (id, tenant_id, type, payload, broadcast, created_at, trace_context, ordering_key)
     SELECT e.id, e.tenant_id, e.type, e.payload::json, e.broadcast, e.created_at, nullif(e.trace_context, '')::jsonb,
            nullif(e.ordering_key, '')
     FROM (
-        SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
+        SELECT unnest($2::uuid[]) AS id, unnest($1::uuid[]) AS tenant_id, unnest($3::text[]) AS type,
                unnest($4::text[]) AS payload, unnest($5::bool[]) AS broadcast,
                unnest($6::timestamptz[]) AS created_at, unnest($7::text[]) AS trace_context,
                unnest($8::text[]) AS ordering_key
     ) e
-    RETURNING id, tenant_id, type, broadcast, payload::jsonb AS doc, ordering_key
+    RETURNING id, tenant_id, type, broadcast,
+              CASE WHEN tenant_id = ANY(ARRAY(SELECT f.tenant_id FROM filtering f)) THEN payload::jsonb END AS doc,
+              ordering_key
 ), candidate AS (
     SELECT p.event_id, array_agg(p.pattern) AS patterns
     FROM (SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern) p
@@ -218,8 +222,8 @@ RETURNING id, event_id, endpoint_id, next_attempt_at
 `
 
 type InsertRoutedEventsParams struct {
-	Ids           []uuid.UUID
 	TenantIds     []uuid.UUID
+	Ids           []uuid.UUID
 	Types         []string
 	Payloads      []string
 	Broadcasts    []bool
@@ -250,8 +254,14 @@ type InsertRoutedEventsRow struct {
 // by their index; here each would be read past every other consumer's
 // endpoint on the same type.) A subscription with a filter is reached
 // only by the events whose payload matches its compiled filter
-// (filter.Filter.JSONPath); each payload is read as jsonb once, as the
-// event is inserted. It locks those endpoints FOR KEY SHARE, as
+// (filter.Filter.JSONPath); the payload of an event whose tenant has a
+// subscription with a filter (filtering: one index scan of
+// subscriptions_filtered_idx, which holds only filtered subscriptions, once
+// per statement) is read as jsonb once, as the event is inserted, and no other payload is: a tenant
+// without filters pays nothing for them. filtering reads the
+// subscriptions in the statement's snapshot, as the routing does, so a
+// filter added meanwhile is seen by both or neither. It locks those
+// endpoints FOR KEY SHARE, as
 // SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
 // named by sluice_delivery_id. A group that would make more than
 // max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
@@ -263,8 +273,8 @@ type InsertRoutedEventsRow struct {
 // from the endpoint row it locked.
 func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEventsParams) ([]InsertRoutedEventsRow, error) {
 	rows, err := q.db.Query(ctx, insertRoutedEvents,
-		arg.Ids,
 		arg.TenantIds,
+		arg.Ids,
 		arg.Types,
 		arg.Payloads,
 		arg.Broadcasts,

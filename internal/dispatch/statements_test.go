@@ -1,0 +1,107 @@
+package dispatch_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/send"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
+	"github.com/sluice-dev/sluice/internal/testkit/stmtcount"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+)
+
+// TestPlainDispatchStatements holds a dispatch run to a healthy endpoint
+// of a tenant that uses no feature (no rate limit, FIFO, adaptive rate,
+// poll delivery or tracing) to the statements it takes: 100 due
+// deliveries, max_in_flight 10, nudged once, run by a real worker under
+// River, are ten claims and ten records (each a statement and its
+// settings), the locked first claim, the last claim that finds nothing,
+// and the finish. River's own statements on its own pool (fetching the
+// job) are not counted; what it runs in the run's transactions is. A
+// feature that adds a statement per delivery, or per batch, fails here.
+func TestPlainDispatchStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := stmtcount.New(t)
+	recv := receiver.New(t)
+	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: recv.URL(), MaxInFlight: 10}, storetest.Secret)
+	require.NoError(t, err)
+	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"order.paid"})
+	require.NoError(t, err)
+	const deliveries = 100
+	for range deliveries / 20 {
+		evs := make([]fanout.TenantEvent, 20)
+		for i := range evs {
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.paid", Payload: []byte(`{"n":1}`)}}
+		}
+		_, _, err := fanout.Insert(ctx, f.Store, evs, f.Jobs)
+		require.NoError(t, err)
+	}
+
+	workers := river.NewWorkers()
+	client, err := river.NewClient(riverpgxv5.New(f.RiverPool), &river.Config{
+		Workers: workers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond,
+		Queues: map[string]river.QueueConfig{jobs.QueueDispatch: {MaxWorkers: 2}},
+	})
+	require.NoError(t, err)
+	nudger := dispatch.NewNudger(f.Store, jobs.NewQueue(client), dispatch.NudgerConfig{})
+	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
+		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: 10 * time.Second, Nudger: nudger,
+		Retry: dispatch.Retry{Schedule: []time.Duration{time.Minute}},
+	})
+	require.NoError(t, err)
+	river.AddWorker(workers, w)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(stopCtx)
+		w.Close()
+	})
+
+	f.Counter.Start()
+	require.NoError(t, nudger.Nudge(ctx, []uuid.UUID{ep.ID}))
+	require.True(t, recv.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) >= deliveries }))
+	require.Eventually(t, func() bool { return dispatchDone(t, f, ep.ID) }, 30*time.Second, 20*time.Millisecond,
+		"the run finishes")
+	counts := f.Counter.Stop()
+	t.Logf("%d deliveries, %d statements (%.2f a delivery):\n%s", deliveries, counts.Total(),
+		float64(counts.Total())/deliveries, counts)
+	require.Equal(t, deliveries, recv.Count(), "each sent once")
+	// 2 for the nudge (the live-job lookup, the job's insert in its own
+	// transaction: 3 more), 4 for the locked first claim (BEGIN with its
+	// settings, the endpoint's lock, the claim, COMMIT), 2 for each of the
+	// ten records and eleven plain claims, 5 for the finish (BEGIN, the
+	// endpoint's lock, the final check, the job's completion, COMMIT).
+	require.LessOrEqual(t, counts.Total(), plainDispatchStatements,
+		"statements for %d deliveries to a plain endpoint:\n%s", deliveries, counts)
+}
+
+// plainDispatchStatements is what TestPlainDispatchStatements's run takes.
+const plainDispatchStatements = 55
+
+// dispatchDone reports whether the endpoint has no delivery queued and no
+// dispatch job live.
+func dispatchDone(t *testing.T, f stmtcount.Fixture, endpointID uuid.UUID) bool {
+	t.Helper()
+	var queued, live int
+	err := f.RiverPool.QueryRow(t.Context(), `
+		SELECT (SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed')),
+		       (SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND state NOT IN ('completed', 'cancelled', 'discarded'))`,
+		endpointID).Scan(&queued, &live)
+	require.NoError(t, err)
+	return queued == 0 && live == 0
+}
+
+var _ pgx.Tx // River's transaction type, as the client is typed
