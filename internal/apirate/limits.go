@@ -79,7 +79,7 @@ type Limits struct {
 	cfg      Config
 	rates    rateCache
 	sessions *Limiter[[sha256.Size]byte]
-	pollURLs *Limiter[uuid.UUID] // by endpoint
+	pollURLs *Limiter[uuid.UUID]    // by endpoint
 	addrs    *Limiter[netip.Prefix] // failed authentications
 	lookups  *Limiter[netip.Prefix] // failed look-ups past addrs (GateAuth)
 	known    knownSet               // credentials found valid (Verified)
