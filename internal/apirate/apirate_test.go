@@ -223,3 +223,38 @@ func TestClientPrefix(t *testing.T) {
 	r.RemoteAddr = "not an address"
 	require.False(t, apirate.ClientPrefix(r).IsValid())
 }
+
+func TestGateAuth(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	l := apirate.New(apirate.Config{Auth: apirate.MustParse("1/m").WithBurst(2), AuthLookup: apirate.MustParse("1/s").WithBurst(3), Now: c.now})
+	addr := netip.MustParsePrefix("198.51.100.7/32")
+	for range 2 {
+		g, _ := l.GateAuth(addr, "guess")
+		require.Equal(t, apirate.GateOpen, g)
+		l.FailAuth(addr)
+	}
+	g, res := l.GateAuth(addr, "")
+	require.Equal(t, apirate.GateShut, g, "nothing to look up")
+	require.False(t, res.Allowed)
+	for i := range 3 {
+		g, _ := l.GateAuth(addr, "guess")
+		require.Equal(t, apirate.GateLookUp, g, "failed look-up %d", i)
+		l.FailLookup(addr)
+	}
+	g, _ = l.GateAuth(addr, "good")
+	require.Equal(t, apirate.GateShut, g, "a credential not found valid lately waits with the guesses")
+	l.Verified("good")
+	g, _ = l.GateAuth(addr, "good")
+	require.Equal(t, apirate.GateLookUp, g, "one found valid lately is looked up")
+	c.advance(time.Second)
+	g, _ = l.GateAuth(addr, "guess")
+	require.Equal(t, apirate.GateLookUp, g, "one more look-up a second")
+	c.advance(2 * time.Hour)
+	g, _ = l.GateAuth(addr, "guess")
+	require.Equal(t, apirate.GateOpen, g)
+	l.FailAuth(addr)
+	l.FailAuth(addr)
+	g, _ = l.GateAuth(addr, "good")
+	require.Equal(t, apirate.GateLookUp, g, "found valid an hour ago is forgotten, but look-ups have refilled")
+}

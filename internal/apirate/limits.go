@@ -35,6 +35,10 @@ type Config struct {
 	// Auth is each client address's rate of failed authentications; zero
 	// means DefaultAuthRate.
 	Auth Rate
+	// AuthLookup is each client address's rate of credentials looked up
+	// and found wrong once it is past Auth (GateAuth); zero means
+	// DefaultAuthLookupRate.
+	AuthLookup Rate
 	// Rates reads a tenant's own rate; nil means every tenant has Tenant.
 	Rates RateSource
 	// Buckets keeps the tenants' buckets: Shared, for every process; nil
@@ -55,6 +59,9 @@ func (c Config) resolve() Config {
 	if c.Auth.IsZero() {
 		c.Auth = DefaultAuthRate
 	}
+	if c.AuthLookup.IsZero() {
+		c.AuthLookup = DefaultAuthLookupRate
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -72,8 +79,10 @@ type Limits struct {
 	cfg      Config
 	rates    rateCache
 	sessions *Limiter[[sha256.Size]byte]
-	pollURLs *Limiter[uuid.UUID] // by endpoint
-	addrs    *Limiter[netip.Prefix]
+	pollURLs *Limiter[uuid.UUID]    // by endpoint
+	addrs    *Limiter[netip.Prefix] // failed authentications
+	lookups  *Limiter[netip.Prefix] // failed look-ups past addrs (GateAuth)
+	known    knownSet               // credentials found valid (Verified)
 }
 
 // New returns Limits with every bucket full.
@@ -85,6 +94,7 @@ func New(cfg Config) *Limits {
 		sessions: NewLimiter[[sha256.Size]byte](cfg.Now),
 		pollURLs: NewLimiter[uuid.UUID](cfg.Now),
 		addrs:    NewLimiter[netip.Prefix](cfg.Now),
+		lookups:  NewLimiter[netip.Prefix](cfg.Now),
 	}
 }
 
@@ -124,14 +134,16 @@ func (l *Limits) TakePollURL(ctx context.Context, tenant, endpoint uuid.UUID, n 
 }
 
 // CheckAuth reports whether the client address may still fail to
-// authenticate, taking nothing: a door asks before it looks a credential
-// up, so that past the limit a guess costs no database lookup.
+// authenticate, taking nothing. A door that looks a credential up asks
+// GateAuth instead; CheckAuth is for one that cannot tell a credential's
+// validity without costly work (a password's hash).
 func (l *Limits) CheckAuth(addr netip.Prefix) Result {
 	return l.addrs.Peek(addr, l.cfg.Auth, 1)
 }
 
-// FailAuth charges a failed authentication to the client address. It may
-// leave the address in debt, when failures raced past CheckAuth.
+// FailAuth charges a failed authentication to the client address (one let
+// through by GateOpen or CheckAuth). It may leave the address in debt,
+// when failures raced past the check.
 func (l *Limits) FailAuth(addr netip.Prefix) Result {
 	return l.addrs.Charge(addr, l.cfg.Auth, 1)
 }

@@ -11,9 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"code.dny.dev/ssrf"
 	"golang.org/x/net/http/httpguts"
+	"golang.org/x/net/idna"
 
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -192,27 +194,99 @@ func validPort(port string) bool {
 	return err == nil && n >= 1 && n <= 65535
 }
 
-// targetHost checks the host of an endpoint URL.
+// targetHost checks the host of an endpoint URL as the dialler will read
+// it. A host that is not ASCII is first mapped as net/http maps it before
+// dialling (IDNA, UTS #46 for lookup), so "１２７.0.0.1" (full-width
+// digits) is checked as the 127.0.0.1 it is dialled as. A host that a
+// resolver may read as an IPv4 address other than as written (inet_aton's
+// forms: 2130706433, 0177.0.0.1, 0x7f.1, or a trailing dot) is refused in
+// every mode, naming the address it would be: what the dialler reaches
+// would depend on the resolver, and the literal form says the same.
 func targetHost(host string, allowPrivate bool, v *sluice.ValidationError) {
+	written := host
+	if !isASCII(host) {
+		mapped, err := idna.Lookup.ToASCII(host)
+		if err != nil {
+			v.Add("url", "must have a valid host name, not %q", written)
+			return
+		}
+		host = mapped
+	}
 	addr, err := netip.ParseAddr(host)
 	if err != nil {
+		if a, ok := legacyIPv4(host); ok {
+			v.Add("url", "must write an IP address in the usual form: %q would be read as %s; write %s", written, a, a)
+			return
+		}
 		if !allowPrivate && isPrivateName(host) {
-			v.Add("url", "must point at a public address, not %q", host)
+			v.Add("url", "must point at a public address, not %q", written)
 		}
 		return
 	}
 	if addr.Zone() != "" {
-		v.Add("url", "must not name an IPv6 zone (%q)", host)
+		v.Add("url", "must not name an IPv6 zone (%q)", written)
 		return
 	}
 	// An IPv4-mapped literal is dialled as the IPv4 address it holds.
 	err = send.CheckAddr(addr.Unmap(), allowPrivate)
 	switch {
 	case errors.Is(err, send.ErrMetadataAddr):
-		v.Add("url", "must not point at a cloud metadata address (%q)", host)
+		v.Add("url", "must not point at a cloud metadata address (%q)", written)
 	case err != nil:
-		v.Add("url", "must point at an address Sluice delivers to, not %q (%s)", host, addrReason(err))
+		v.Add("url", "must point at an address Sluice delivers to, not %q (%s)", written, addrReason(err))
 	}
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// legacyIPv4 reads host as inet_aton(3) does, which getaddrinfo (and so a
+// system resolver) falls back to: one to four parts, each decimal, octal
+// (a leading 0) or hexadecimal (0x), the last filling the bytes left; a
+// trailing dot is allowed. It reports false for anything else, and for
+// the plain dotted quad, which is no legacy form.
+func legacyIPv4(host string) (netip.Addr, bool) {
+	host = strings.TrimSuffix(host, ".")
+	parts := strings.Split(host, ".")
+	if len(parts) > 4 {
+		return netip.Addr{}, false
+	}
+	var b [4]byte
+	for i, p := range parts {
+		base, digits := 10, p
+		switch {
+		case len(p) > 2 && (p[:2] == "0x" || p[:2] == "0X"):
+			base, digits = 16, p[2:]
+		case len(p) > 1 && p[0] == '0':
+			base, digits = 8, p[1:]
+		}
+		n, err := strconv.ParseUint(digits, base, 32)
+		if err != nil || digits == "" || strings.ContainsAny(digits, "+-_") {
+			return netip.Addr{}, false
+		}
+		if i < len(parts)-1 {
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+			b[i] = byte(n)
+			continue
+		}
+		left := 4 - i // bytes the last part fills
+		if left < 4 && n >= 1<<(8*left) {
+			return netip.Addr{}, false
+		}
+		for j := 3; j >= i; j-- {
+			b[j] = byte(n)
+			n >>= 8
+		}
+	}
+	return netip.AddrFrom4(b), true
 }
 
 // addrReason is why the address policy refused an address, without the

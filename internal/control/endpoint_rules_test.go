@@ -26,7 +26,8 @@ func TestPrivateTargetsRefusedByDefault(t *testing.T) {
 		"https://[::1]/hook",
 		"https://[fd00::1]/hook",
 		"https://[::ffff:127.0.0.1]/hook",
-		"https://2130706433/hook",
+		"https://１２７.0.0.1/hook", // full-width digits: dialled as 127.0.0.1
+		"https://１０．１．２．３/hook",  // and full-width dots
 	} {
 		require.NotEmpty(t, refused(url, false), "%s must be refused", url)
 		require.Empty(t, refused(url, true), "%s must be allowed with private targets on", url)
@@ -62,6 +63,8 @@ func TestUndeliverableTargetsRefused(t *testing.T) {
 		"http://127.0.0.1:99999/x",
 		"https://example.com:0/x",
 		"https://example.com:65536/x",
+		"https://169.254.169.２５４/x", // metadata, in full-width digits
+		"https://exa­mple​.com\uFFFF/x",
 	} {
 		require.NotEmpty(t, refused(url, true), "%s must be refused with private targets allowed", url)
 		require.NotEmpty(t, refused(url, false), "%s must be refused", url)
@@ -71,6 +74,39 @@ func TestUndeliverableTargetsRefused(t *testing.T) {
 	require.Empty(t, refused("https://example.com:/x", false), "an empty port is the scheme's")
 	require.Contains(t, refused("https://198.18.0.1/x", false)[0].Message, "198.18.0.0/15", "the message names the range")
 	require.Contains(t, refused("http://127.0.0.1:99999/x", true)[0].Message, "port")
+	require.Empty(t, refused("https://bücher.example/x", false), "an international name")
+	require.Empty(t, refused("https://ＥＸＡＭＰＬＥ.com/x", false), "full-width letters map to a name")
+}
+
+// TestLegacyIPv4Refused: a host that a resolver may read as an IPv4
+// address other than as written (inet_aton's forms) is refused in every
+// mode, with the address it would be.
+func TestLegacyIPv4Refused(t *testing.T) {
+	t.Parallel()
+	for url, addr := range map[string]string{
+		"https://2130706433:19999/x":    "127.0.0.1",
+		"https://0177.0.0.1:19999/":     "127.0.0.1",
+		"https://0x7f.1/":               "127.0.0.1",
+		"https://0x7F000001/":           "127.0.0.1",
+		"https://127.1/":                "127.0.0.1",
+		"https://10.0x10203/":           "10.1.2.3",
+		"https://127.0.0.1./x":          "127.0.0.1",
+		"https://93.184.215.014/x":      "93.184.215.12",
+		"https://0251.0376.0251.0376/x": "169.254.169.254",
+		"https://２１３０７０６４３３/x":          "127.0.0.1",
+		"https://1572395042/x":          "93.184.216.34",
+	} {
+		for _, private := range []bool{false, true} {
+			f := refused(url, private)
+			require.Len(t, f, 1, "%s must be refused (private targets %v)", url, private)
+			require.Contains(t, f[0].Message, "would be read as "+addr, url)
+		}
+	}
+	for _, url := range []string{"https://1.example/x", "https://0x.example/x", "https://1.2.3.4.5/x", "https://08.1/x", "https://cafe/x"} {
+		for _, f := range refused(url, true) {
+			require.NotContains(t, f.Message, "would be read as", url)
+		}
+	}
 }
 
 func TestAdaptiveMin(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
@@ -29,13 +30,11 @@ func (d *Dashboard) loginForm(w http.ResponseWriter, r *http.Request) error {
 
 // login is POST /login: checks a member's email and password, or an API
 // key, and starts a session. A wrong credential is a failed authentication
-// of the client's address, which is answered 429 once it has failed too
-// often, before its credential is looked up; a sign-in costs its tenant a
-// token, as an API request does (ratelimit.go).
+// of the client's address. Once the address has failed too often, a
+// password sign-in is answered 429 unchecked, and an API key is looked up
+// only as the API would (gateAuth): a valid key still signs in. A sign-in
+// costs its tenant a token, as an API request does (ratelimit.go).
 func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
-	if err := d.checkAuth(r); err != nil {
-		return err
-	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 	if err := r.ParseForm(); err != nil {
 		return errBadRequest("The form could not be read.")
@@ -51,21 +50,35 @@ func (d *Dashboard) login(w http.ResponseWriter, r *http.Request) error {
 		v.Error = msg
 		return d.render(w, r, status, web.LoginPage(v))
 	}
-	if key == "" && email == "" {
-		d.failAuth(r)
-		return refuse(http.StatusBadRequest, "Enter your email and password, or an API key.")
-	}
 	if key == "" {
+		if err := d.checkAuth(r); err != nil {
+			return err
+		}
+		if email == "" {
+			d.failAuth(r)
+			return refuse(http.StatusBadRequest, "Enter your email and password, or an API key.")
+		}
 		return d.memberLogin(w, r, email, r.PostForm.Get("password"), next, refuse)
+	}
+	credential := key
+	if !apikey.WellFormed(key) {
+		credential = "" // nothing to look up past the limit
+	}
+	gate, err := d.gateAuth(r, credential)
+	if err != nil {
+		return err
 	}
 	cred, err := d.ctl.Authenticate(r.Context(), key)
 	if errors.Is(err, sluice.ErrNotFound) {
-		d.failAuth(r)
+		if err := d.failGated(r, gate); err != nil {
+			return err
+		}
 		return refuse(http.StatusUnauthorized, "That API key is not valid.")
 	}
 	if err != nil {
 		return err
 	}
+	d.limits.Verified(key)
 	if cred.Tenant.Disabled() {
 		return refuse(http.StatusForbidden, "This account is disabled. Ask the operator of this Sluice to enable it.")
 	}

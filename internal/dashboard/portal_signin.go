@@ -14,20 +14,26 @@ import (
 // bar (and the history entry the browser keeps). A session the browser
 // already had ends first. A link that is not valid answers 403, whatever is
 // wrong with it, and is a failed authentication of the client's address
-// (ratelimit.go). Opening a link costs a token of its consumer's session
+// (ratelimit.go; past the address's limit a link is looked up only as
+// gateAuth allows). Opening a link costs a token of its consumer's session
 // bucket and of its tenant's, as a request of the session does.
 func (d *Dashboard) openPortal(w http.ResponseWriter, r *http.Request) error {
-	if err := d.checkAuth(r); err != nil {
+	token := r.URL.Query().Get("token")
+	gate, err := d.gateAuth(r, token)
+	if err != nil {
 		return err
 	}
-	g, err := d.ctl.OpenPortalLink(r.Context(), r.URL.Query().Get("token"))
+	g, err := d.ctl.OpenPortalLink(r.Context(), token)
 	if errors.Is(err, control.ErrInvalidLink) {
-		d.failAuth(r)
+		if err := d.failGated(r, gate); err != nil {
+			return err
+		}
 		return errInvalidLink()
 	}
 	if err != nil {
 		return err
 	}
+	d.limits.Verified(token)
 	if err := d.limitSession(consumerBucket(g.Target.Consumer.ID), 1); err != nil {
 		return err
 	}

@@ -17,8 +17,12 @@ import (
 // (a portal link handed to a customer) cannot empty the tenant's bucket
 // alone. Failed authentications (a wrong API key at sign-in, an unknown
 // session cookie, an invalid portal link) cost the client's address a
-// token of the bucket the API's 401s draw from; an address without one is
-// answered 429 before its credential is looked up.
+// token of the bucket the API's 401s draw from. An address without one
+// still has a secret credential (an API key, a session cookie, a portal
+// link) looked up when apirate.GateAuth allows, and a valid one served: a
+// neighbour's failures do not lock it out. A password sign-in from it is
+// refused unlooked: a password can be guessed where a key cannot, and its
+// hash is the costly part.
 
 // heavyCost is what a page that aggregates costs, in tokens, where any
 // other request costs one: the endpoint page (charts of an hour's and a
@@ -96,6 +100,29 @@ func (d *Dashboard) checkAuth(r *http.Request) error {
 // failAuth charges a failed authentication to the client's address.
 func (d *Dashboard) failAuth(r *http.Request) {
 	d.limits.FailAuth(apirate.ClientPrefix(r))
+}
+
+// gateAuth asks whether a secret credential from r's address is looked up
+// (apirate.GateAuth), and answers 429 when it is not.
+func (d *Dashboard) gateAuth(r *http.Request, credential string) (apirate.Gate, error) {
+	g, res := d.limits.GateAuth(apirate.ClientPrefix(r), credential)
+	if g == apirate.GateShut {
+		return g, errAuthThrottled(res)
+	}
+	return g, nil
+}
+
+// failGated charges a credential let through by g and found wrong. Past
+// the address's limit (apirate.GateLookUp) the failure answers 429, the
+// error returned; otherwise it is nil and the caller answers as usual.
+func (d *Dashboard) failGated(r *http.Request, g apirate.Gate) error {
+	addr := apirate.ClientPrefix(r)
+	if g == apirate.GateLookUp {
+		d.limits.FailLookup(addr)
+		return errAuthThrottled(d.limits.CheckAuth(addr))
+	}
+	d.limits.FailAuth(addr)
+	return nil
 }
 
 func errAuthThrottled(res apirate.Result) *pageError {

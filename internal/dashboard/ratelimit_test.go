@@ -38,11 +38,17 @@ func TestSignInLimitedPerAddress(t *testing.T) {
 	for i := range 10 {
 		require.Equal(t, http.StatusUnauthorized, signIn("198.51.100.7:4000", "sk_wrong").Code, "try %d", i)
 	}
-	w := signIn("198.51.100.7:4001", f.KeyA)
-	require.Equal(t, http.StatusTooManyRequests, w.Code, "the 11th try in a minute, even with a good key")
+	require.Equal(t, http.StatusSeeOther, signIn("198.51.100.7:4001", f.KeyA).Code,
+		"a good key signs in whatever its address has failed")
+	w := signIn("198.51.100.7:4001", f.KeyB[:len(f.KeyB)-1]+"x")
+	require.Equal(t, http.StatusTooManyRequests, w.Code, "the 11th failure in a minute")
+	for range 40 { // past the failed look-ups too: unlooked
+		require.Equal(t, http.StatusTooManyRequests, signIn("198.51.100.7:4001", "sk_wrong").Code)
+	}
+	require.Equal(t, http.StatusSeeOther, signIn("198.51.100.7:4001", f.KeyA).Code, "still signs in: found valid lately")
 	retry, err := strconv.Atoi(w.Header().Get("Retry-After"))
 	require.NoError(t, err)
-	require.InDelta(t, 6, retry, 1, "one try every 6 s comes back")
+	require.InDelta(t, 12, retry, 1, "one try every 6 s comes back, and the 11th failure was charged")
 	require.Contains(t, w.Header().Get("Content-Type"), "text/html")
 	require.Contains(t, w.Body.String(), "Too many failed sign-in attempts")
 

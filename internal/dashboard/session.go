@@ -112,26 +112,30 @@ func (d *Dashboard) sessionFrom(r *http.Request) (session, bool) {
 
 // loadSession is sessionFrom telling errNoSession apart from a failure to
 // load the session. A cookie that names no session is a failed
-// authentication of the client's address, and an address that has failed
-// too often is answered 429 before its cookie is looked up (ratelimit.go).
+// authentication of the client's address; past the address's limit a
+// cookie is looked up only as gateAuth allows (ratelimit.go).
 func (d *Dashboard) loadSession(r *http.Request) (session, error) {
 	ck, err := r.Cookie(SessionCookie)
 	if err != nil || !control.WellFormedSessionToken(ck.Value) {
 		return session{}, errNoSession
 	}
-	if err := d.checkAuth(r); err != nil {
+	gate, err := d.gateAuth(r, ck.Value)
+	if err != nil {
 		return session{}, err
 	}
 	ds, err := d.ctl.Session(r.Context(), ck.Value)
 	switch {
 	case errors.Is(err, sluice.ErrNotFound):
-		d.failAuth(r)
+		if err := d.failGated(r, gate); err != nil {
+			return session{}, err
+		}
 		return session{}, errNoSession
 	case err != nil:
 		return session{}, err
 	case ds.APIKeyID == nil && ds.Consumer == nil && ds.Member == nil:
 		return session{}, errNoSession // neither a tenant's nor a portal session
 	}
+	d.limits.Verified(ck.Value)
 	s := session{tenant: ds.Tenant, consumer: ds.Consumer, readOnly: ds.ReadOnly,
 		cookie: ck.Value, csrf: d.csrf.token(ck.Value)}
 	switch {

@@ -49,28 +49,35 @@ func withCredential(ctx context.Context, cred sluice.Credential) context.Context
 // every process; a disabled tenant's keys are refused as soon by
 // refuseDisabled.
 //
-// Every 401 costs the client's address a token of its failed
-// authentications (apirate.Limits.FailAuth), the bucket the dashboard's
-// sign-in draws from too; an address without one is answered 429 before
-// its key is looked up, so guessing costs the database nothing past the
-// limit (TestFailedAuthThrottledPerAddress). A key this process resolved
-// in the last keyCacheTTL is served whatever its address has failed.
+// Failed authentications are limited per client address, the address's
+// valid keys are not (apirate.Limits.GateAuth, docs/rate-limits.md): every
+// 401 costs the address a token of its failed authentications, the bucket
+// the dashboard's sign-in draws from too. An address without one still has
+// a well-formed key looked up (one indexed read) when this process found
+// the key valid lately, or while its bucket of failed look-ups lasts, and
+// a valid key is served; a wrong one answers 429 and costs both buckets.
+// Anything else from it answers 429 unlooked, so a flood of guesses costs
+// the database a bounded number of reads (TestFailedAuthThrottledPerAddress,
+// TestBadKeysDoNotLockOutAGoodOne).
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, given := bearer(r.Header.Get("Authorization"))
 		wellFormed := given && apikey.WellFormed(key)
+		credential := ""
 		if wellFormed {
 			if cred, cached := a.keys.get(key); cached {
 				next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), cred)))
 				return
 			}
+			credential = key
 		}
 		addr := apirate.ClientPrefix(r)
-		if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
+		gate, res := a.limits.rate.GateAuth(addr, credential)
+		if gate == apirate.GateShut {
 			writeProblem(w, authThrottled(res))
 			return
 		}
-		if !wellFormed {
+		if !wellFormed { // GateOpen: nothing to look up
 			a.limits.rate.FailAuth(addr)
 			if given {
 				writeUnauthorized(w, "the API key is not valid")
@@ -82,6 +89,11 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 		looked := time.Now()
 		cred, err := a.ctl.Authenticate(r.Context(), key)
 		if errors.Is(err, sluice.ErrNotFound) {
+			if gate == apirate.GateLookUp {
+				a.limits.rate.FailLookup(addr)
+				writeProblem(w, authThrottled(a.limits.rate.CheckAuth(addr)))
+				return
+			}
 			a.limits.rate.FailAuth(addr)
 			writeUnauthorized(w, "the API key is not valid: unknown, revoked or expired")
 			return
@@ -90,6 +102,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			a.writeError(w, r, err)
 			return
 		}
+		a.limits.rate.Verified(key)
 		a.keys.put(key, cred, looked)
 		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), cred)))
 	})

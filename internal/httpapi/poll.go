@@ -32,12 +32,16 @@ type pollBody struct {
 
 // readPoll serves GET /poll/{token}: the token is the credential. A token
 // that names no poll endpoint (or not under its current secret) answers
-// 404 and costs the client's address a failed authentication; a good one
+// 404 and costs the client's address a failed authentication, and past
+// the address's limit is treated as an API key is (authenticate: a known
+// or affordable token is looked up, a wrong one answers 429); a good one
 // draws a token from its poll URL's bucket and, unless it is answered from
 // memory (poll.Reader.Read), from its tenant's (apirate.TakePollURL).
 func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	addr := apirate.ClientPrefix(r)
-	if res := a.limits.rate.CheckAuth(addr); !res.Allowed {
+	token := chi.URLParam(r, "token")
+	gate, res := a.limits.rate.GateAuth(addr, token)
+	if gate == apirate.GateShut {
 		return authThrottled(res)
 	}
 	req, err := pollRequest(r)
@@ -45,6 +49,7 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	allow := func(t poll.Target, fromMemory bool) error {
+		a.limits.rate.Verified(token)
 		if t.TenantDisabled {
 			return &Problem{Type: typeTenantDisabled, Title: "Tenant disabled", Status: http.StatusForbidden,
 				Detail: "this account is disabled; ask the operator of this Sluice to enable it"}
@@ -69,8 +74,12 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 		}
 		return nil
 	}
-	page, err := a.poll.Read(r.Context(), chi.URLParam(r, "token"), req, allow)
+	page, err := a.poll.Read(r.Context(), token, req, allow)
 	if errors.Is(err, sluice.ErrNotFound) {
+		if gate == apirate.GateLookUp {
+			a.limits.rate.FailLookup(addr)
+			return authThrottled(a.limits.rate.CheckAuth(addr))
+		}
 		a.limits.rate.FailAuth(addr)
 		return notFoundProblem("no poll endpoint has this URL: it is wrong, or its secret was rotated")
 	}

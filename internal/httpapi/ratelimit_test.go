@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -263,12 +264,18 @@ func TestLargeBatchesRefusedBeforeTheirBodyIsRead(t *testing.T) {
 }
 
 // keyLookups counts the API-key lookups a pool runs, by the query's sqlc
-// name.
-type keyLookups struct{ n atomic.Int64 }
+// name: all of them (n), and those of the key whose hash is of (ofN).
+type keyLookups struct {
+	n, ofN atomic.Int64
+	of     []byte
+}
 
 func (k *keyLookups) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	if strings.HasPrefix(d.SQL, "-- name: AuthenticateAPIKey ") {
 		k.n.Add(1)
+		if h, ok := d.Args[0].([]byte); ok && k.of != nil && bytes.Equal(h, k.of) {
+			k.ofN.Add(1)
+		}
 	}
 	return ctx
 }
@@ -282,11 +289,11 @@ func clientFrom(addr string) *http.Client {
 	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext, Proxy: nil}}
 }
 
-// TestFailedAuthThrottledPerAddress: each 401 costs its client address a
-// token of ten a minute; past them the address is answered 429 before its
-// key is looked up, which the database's own count of lookups shows.
-func TestFailedAuthThrottledPerAddress(t *testing.T) {
-	t.Parallel()
+// lookupServer is an API on a database of its own whose pool counts the
+// key lookups it runs, with one tenant (its key returned), the buckets on
+// clock c.
+func lookupServer(t *testing.T, c *clock, limits apirate.Config) (*httptest.Server, *keyLookups, string) {
+	t.Helper()
 	lookups := &keyLookups{}
 	cfg, err := pgxpool.ParseConfig(pgtest.NewDatabase(t))
 	require.NoError(t, err)
@@ -297,26 +304,42 @@ func TestFailedAuthThrottledPerAddress(t *testing.T) {
 	t.Cleanup(pool.Close)
 	st := store.New(pool, nil)
 	key := apikey.New()
+	lookups.of = apikey.Hash(key)
 	_, err = st.CreateTenant(context.Background(), "Acme", "ops@acme.test", apikey.Digest(key))
 	require.NoError(t, err)
-	c := newClock()
-	api := httpapi.New(controltest.New(st, controltest.Options{}), httpapi.Config{Limits: apirate.New(apirate.Config{Rates: st, Now: c.now})})
+	limits.Rates, limits.Now = st, c.now
+	api := httpapi.New(controltest.New(st, controltest.Options{}), httpapi.Config{Limits: apirate.New(limits)})
 	srv := httptest.NewServer(api.Handler())
 	t.Cleanup(srv.Close)
+	return srv, lookups, key
+}
 
-	get := func(client *http.Client, key string) (*http.Response, []byte) {
-		t.Helper()
-		req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/event-types", nil)
-		require.NoError(t, err)
-		req.Header.Set("Authorization", "Bearer "+key)
-		res, err := client.Do(req)
-		require.NoError(t, err)
-		defer res.Body.Close()
-		body, err := io.ReadAll(res.Body)
-		require.NoError(t, err)
-		checkContract(t, req, nil, res, body)
-		return res, body
-	}
+// getWith is GET /v1/event-types with key from client.
+func getWith(t *testing.T, srv *httptest.Server, client *http.Client, key string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/v1/event-types", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	checkContract(t, req, nil, res, body)
+	return res, body
+}
+
+// TestFailedAuthThrottledPerAddress: each 401 costs its client address a
+// token of ten a minute. Past them a well-formed key is still looked up
+// while the address's failed look-ups last (twenty at once, ten a second),
+// and a wrong one answers 429; past those, a key this process has not
+// found valid lately is answered 429 unlooked, which the database's own
+// count of lookups shows. A valid key is served throughout.
+func TestFailedAuthThrottledPerAddress(t *testing.T) {
+	t.Parallel()
+	c := newClock()
+	srv, lookups, key := lookupServer(t, c, apirate.Config{})
+	get := func(client *http.Client, key string) (*http.Response, []byte) { return getWith(t, srv, client, key) }
 	one, two := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
 
 	for i := range 10 {
@@ -324,41 +347,90 @@ func TestFailedAuthThrottledPerAddress(t *testing.T) {
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode, "guess %d", i)
 	}
 	require.EqualValues(t, 10, lookups.n.Load())
-	for i := range 50 {
+	res, _ := get(one, key)
+	require.Equal(t, http.StatusOK, res.StatusCode, "a valid key past its address's limit")
+	require.EqualValues(t, 11, lookups.n.Load())
+	for i := range 20 {
 		res, body := get(one, apikey.New())
-		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "guess %d past the limit", i)
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "guess %d past the limit, looked up", i)
 		require.Contains(t, string(body), "https://sluice.dev/problems/rate-limited")
 		require.Contains(t, string(body), "failed authentications")
-		require.Equal(t, "6", res.Header.Get("Retry-After"), "one more try every 6 s")
 	}
-	// Even a good key: telling it apart would cost a lookup.
-	res, _ := get(one, key)
-	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
-	require.EqualValues(t, 10, lookups.n.Load(), "no lookup past the limit")
+	require.EqualValues(t, 31, lookups.n.Load(), "twenty failed look-ups past the limit")
+	for i := range 50 {
+		res, body := get(one, apikey.New())
+		require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "guess %d past both limits", i)
+		require.Contains(t, string(body), "failed authentications")
+		require.NotEmpty(t, res.Header.Get("Retry-After"))
+	}
+	require.EqualValues(t, 31, lookups.n.Load(), "no lookup past both limits")
+	res, _ = get(one, key)
+	require.Equal(t, http.StatusOK, res.StatusCode, "the valid key is still served: it was found valid here")
 
 	// Another address is not held back.
+	before := lookups.n.Load()
 	res, _ = get(two, apikey.New())
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
-	res, _ = get(two, key)
-	require.Equal(t, http.StatusOK, res.StatusCode)
-	require.EqualValues(t, 12, lookups.n.Load())
+	require.Equal(t, before+1, lookups.n.Load())
 
-	// Six seconds on, the first address has one more try.
-	c.advance(6 * time.Second)
+	// The failures looked up past the limit were charged: 30 of ten a
+	// minute, so the address may fail again two minutes and six seconds on,
+	// once; then its look-ups have refilled.
+	c.advance(2*time.Minute + time.Second)
+	res, _ = get(one, "not-a-key")
+	require.Equal(t, http.StatusTooManyRequests, res.StatusCode, "still in debt")
+	c.advance(5 * time.Second)
+	before = lookups.n.Load()
 	res, _ = get(one, apikey.New())
 	require.Equal(t, http.StatusUnauthorized, res.StatusCode)
 	res, _ = get(one, apikey.New())
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
-	require.EqualValues(t, 13, lookups.n.Load())
+	require.Equal(t, before+2, lookups.n.Load())
 
 	// A missing or malformed key is a failed authentication too, though it
-	// costs no lookup.
-	c.advance(time.Minute)
+	// costs no lookup, and past the limit it is refused unlooked.
+	c.advance(time.Hour)
+	before = lookups.n.Load()
 	for i := range 10 {
 		res, _ := get(one, "not-a-key")
 		require.Equal(t, http.StatusUnauthorized, res.StatusCode, "try %d", i)
 	}
 	res, _ = get(one, "not-a-key")
 	require.Equal(t, http.StatusTooManyRequests, res.StatusCode)
-	require.EqualValues(t, 13, lookups.n.Load())
+	require.Equal(t, before, lookups.n.Load())
+}
+
+// TestBadKeysDoNotLockOutAGoodOne: 1,000 requests with bad keys from one
+// address, interleaved with a valid key's from the same address, through
+// the API on Postgres: every valid request is served, and the bad ones
+// cost the database the two buckets' worth of lookups and no more.
+func TestBadKeysDoNotLockOutAGoodOne(t *testing.T) {
+	t.Parallel()
+	c := newClock() // stands still: the buckets never refill
+	srv, lookups, key := lookupServer(t, c, apirate.Config{Tenant: testRate})
+	client := clientFrom("127.0.0.1")
+	statuses := map[int]int{}
+	good := 0
+	for i := range 1000 {
+		bad := apikey.New()
+		if i%2 == 1 {
+			bad = "sk_not-even-well-formed"
+		}
+		res, _ := getWith(t, srv, client, bad)
+		statuses[res.StatusCode]++
+		if i%5 == 0 {
+			res, body := getWith(t, srv, client, key)
+			good++
+			if res.StatusCode == http.StatusTooManyRequests {
+				require.NotContains(t, string(body), "failed authentications", "request %d: refused for its neighbour's failures", i)
+			} else {
+				require.Equal(t, http.StatusOK, res.StatusCode, "request %d: %s", i, body)
+			}
+		}
+	}
+	t.Logf("bad keys: %v; valid key: %d requests, %d lookups; all lookups: %d", statuses, good, lookups.ofN.Load(), lookups.n.Load())
+	require.Equal(t, 10, statuses[http.StatusUnauthorized], "ten failures, then 429")
+	require.Equal(t, 990, statuses[http.StatusTooManyRequests])
+	require.EqualValues(t, 5+20, lookups.n.Load()-lookups.ofN.Load(),
+		"bad keys looked up: five of the ten failures (the others malformed), then the twenty failed look-ups")
 }

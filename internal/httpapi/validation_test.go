@@ -67,6 +67,17 @@ func TestBadInput(t *testing.T) {
 		{"subscription bad pattern", http.MethodPost, "/v1/subscriptions", `{"endpoint_id":"` + ep + `","event_types":["a.*.b"]}`, 422, "event_types"},
 		{"subscription wrong type", http.MethodPost, "/v1/subscriptions", `{"endpoint_id":"` + ep + `","event_types":"*"}`, 422, "event_types"},
 		{"oversize body", http.MethodPost, "/v1/endpoints", `{"url":"https://a.example","description":"` + strings.Repeat("a", 9<<20) + `"}`, 413, ""},
+		// The host as the dialler reads it (private targets are allowed here).
+		{"dotless decimal host", http.MethodPost, "/v1/endpoints", `{"url":"http://2130706433:19999/x"}`, 422, "url"},
+		{"octal host", http.MethodPost, "/v1/endpoints", `{"url":"http://0177.0.0.1:19999/"}`, 422, "url"},
+		{"hex host", http.MethodPost, "/v1/endpoints", `{"url":"http://0x7f.1/"}`, 422, "url"},
+		{"full-width metadata host", http.MethodPost, "/v1/endpoints", `{"url":"http://１６９.２５４.１６９.２５４/"}`, 422, "url"},
+		{"full-width reserved host", http.MethodPost, "/v1/endpoints", `{"url":"https://２４０.0.0.1/"}`, 422, "url"},
+		{"patch octal host", http.MethodPatch, epPath, `{"url":"http://0177.0.0.1:19999/"}`, 422, "url"},
+		// Sluice's own event types, in any case.
+		{"reserved type any case", http.MethodPost, "/v1/events", `{"type":"Sluice.endpoint.disabled","payload":{}}`, 422, "type"},
+		{"reserved type in a batch", http.MethodPost, "/v1/events/batch", `{"events":[{"type":"a","payload":{}},{"type":"SLUICE.x","payload":{}}]}`, 422, ""},
+		{"reserved event type", http.MethodPut, "/v1/event-types/Sluice.x", `{}`, 422, ""},
 		{"unknown route", http.MethodGet, "/v1/nope", nil, 404, ""},
 		{"wrong method", http.MethodPut, epPath, `{}`, 405, ""},
 	}
@@ -84,4 +95,25 @@ func TestBadInput(t *testing.T) {
 			require.Contains(t, fields, tc.field)
 		})
 	}
+}
+
+// TestDoorRefusesLookAlikes: hosts the dialler would read as another
+// address, and Sluice's own event types in another case, are refused at
+// the API's door for what they are.
+func TestDoorRefusesLookAlikes(t *testing.T) {
+	b := setup(t)
+	for _, tc := range []struct{ method, path, body, says string }{
+		{http.MethodPost, "/v1/endpoints", `{"url":"http://2130706433:19999/x"}`, `would be read as 127.0.0.1`},
+		{http.MethodPost, "/v1/endpoints", `{"url":"http://0177.0.0.1:19999/"}`, `would be read as 127.0.0.1`},
+		{http.MethodPost, "/v1/endpoints", `{"url":"http://１６９.254.169.254/"}`, `metadata`},
+		{http.MethodPost, "/v1/events", `{"type":"Sluice.endpoint.disabled","payload":{}}`, `Sluice's own`},
+		{http.MethodPost, "/v1/events/batch", `{"events":[{"type":"a","payload":{}},{"type":"SLUICE.x","payload":{}}]}`, `"events[1].type"`},
+		{http.MethodPut, "/v1/event-types/Sluice.x", `{}`, `Sluice's own`},
+	} {
+		r := b.do(b.keyA, tc.method, tc.path, tc.body)
+		requireProblem(t, r, http.StatusUnprocessableEntity)
+		require.Contains(t, strings.ToLower(string(r.Body)), strings.ToLower(tc.says), "%s %s %s", tc.method, tc.path, tc.body)
+	}
+	r := b.do(b.keyA, http.MethodPost, "/v1/endpoints", `{"url":"http://１２７.0.0.1:19999/x"}`)
+	require.Equal(t, http.StatusCreated, r.Status, "private targets allowed: full-width digits are 127.0.0.1: %s", r.Body)
 }

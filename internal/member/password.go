@@ -63,16 +63,17 @@ func HashPassword(password string) string {
 var errBadHash = errors.New("member: malformed password hash")
 
 // CheckPassword reports whether password matches hash (HashPassword). An
-// empty hash (a member who has not set a password) matches nothing, but
-// costs a hash all the same, so that a sign-in's time does not tell which
+// empty hash (no member, or one who has not set a password) or a malformed
+// one matches nothing, but costs a hash all the same, of the decoy made
+// with the same parameters, so that a sign-in's time does not tell which
 // addresses have accounts.
 func CheckPassword(hash, password string) bool {
-	if hash == "" {
+	ok, err := checkPassword(hash, password)
+	if err != nil {
 		_, _ = checkPassword(decoy(), password)
 		return false
 	}
-	ok, err := checkPassword(hash, password)
-	return err == nil && ok
+	return ok
 }
 
 // decoy is the hash an address without a password is checked against,
