@@ -90,20 +90,3 @@ func PollItems(rows []dbq.PollPageRow) []PollItem {
 	}
 	return items
 }
-
-// PollCursor is how far a poll endpoint has been read: the last position
-// given, the furthest cursor a reader passed and when.
-type PollCursor struct {
-	LastPosition int64
-	ReadPosition int64
-	ReadAt       *time.Time
-}
-
-// PollCursor returns how far a poll endpoint has been read.
-func (s *Store) PollCursor(ctx context.Context, endpointID uuid.UUID) (PollCursor, error) {
-	row, err := s.q.PollCursor(ctx, endpointID)
-	if err != nil {
-		return PollCursor{}, fmt.Errorf("read poll cursor: %w", notFound(err))
-	}
-	return PollCursor(row), nil
-}
