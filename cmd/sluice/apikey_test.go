@@ -50,9 +50,9 @@ func TestAPIKeyListRevoke(t *testing.T) {
 	got := decodeExact(t, out, "revoked", "tenant_id", "prefix")
 	require.Equal(t, keys[0].ID.String(), got["revoked"])
 	require.Equal(t, id.String(), got["tenant_id"])
-	_, err = st.TenantByAPIKey(context.Background(), apikey.Hash(second))
+	_, err = st.AuthenticateAPIKey(context.Background(), apikey.Hash(second))
 	require.ErrorIs(t, err, sluice.ErrNotFound)
-	_, err = st.TenantByAPIKey(context.Background(), apikey.Hash(first))
+	_, err = st.AuthenticateAPIKey(context.Background(), apikey.Hash(first))
 	require.NoError(t, err)
 	require.Len(t, listKeys(t, id), 1)
 

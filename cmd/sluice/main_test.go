@@ -90,11 +90,11 @@ func TestTenantCreate(t *testing.T) {
 	require.True(t, strings.HasPrefix(key, "sk_"))
 
 	// The printed key authenticates as the new tenant, stored as given.
-	tenant, err := st.TenantByAPIKey(context.Background(), apikey.Hash(key))
+	cred, err := st.AuthenticateAPIKey(context.Background(), apikey.Hash(key))
 	require.NoError(t, err)
-	require.Equal(t, id, tenant.ID)
-	require.Equal(t, "Acme Corp", tenant.Name)
-	require.Equal(t, "ops@acme.example", tenant.AlertEmail)
+	require.Equal(t, id, cred.Tenant.ID)
+	require.Equal(t, "Acme Corp", cred.Tenant.Name)
+	require.Equal(t, "ops@acme.example", cred.Tenant.AlertEmail)
 
 	// A second tenant is a different tenant with a different key.
 	id2, key2 := createTenant(t, "Acme Corp", "ops@acme.example")
@@ -134,9 +134,9 @@ func TestAPIKeyCreate(t *testing.T) {
 
 	// Both keys work, for the same tenant.
 	for _, key := range []string{first, second} {
-		tenant, err := st.TenantByAPIKey(context.Background(), apikey.Hash(key))
+		cred, err := st.AuthenticateAPIKey(context.Background(), apikey.Hash(key))
 		require.NoError(t, err)
-		require.Equal(t, id, tenant.ID)
+		require.Equal(t, id, cred.Tenant.ID)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -94,8 +96,14 @@ func TestAdaptiveRateFollowsTheReceiver(t *testing.T) {
 	require.Equal(t, attempts, events+capacity.count429(), "every attempt beyond one a delivery was a 429")
 	require.Empty(t, h.deliveries("status=dead&endpoint_id="+id), "429s spend no retry budget")
 
-	slowdowns, err := h.proc.Store.EffectiveRateChanges(context.Background(), uuid.MustParse(id), time.Now().Add(-time.Hour))
-	require.NoError(t, err)
+	var slowdowns []dbq.EffectiveRateChangesRow
+	require.NoError(t, h.proc.Store.InTx(context.Background(), func(tx store.Tx) error {
+		var err error
+		slowdowns, err = tx.Q.EffectiveRateChanges(context.Background(), dbq.EffectiveRateChangesParams{
+			EndpointID: uuid.MustParse(id), Since: time.Now().Add(-time.Hour),
+		})
+		return err
+	}))
 	require.NotEmpty(t, slowdowns, "each slowdown is kept for the dashboard's chart")
 	for _, s := range slowdowns {
 		require.GreaterOrEqual(t, s.Rate, 2.0)

@@ -2,11 +2,14 @@ package control
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Sending deliveries again: one retried (made due now) or replayed (a new
@@ -130,7 +133,28 @@ func (c *Control) NewestReplays(ctx context.Context, who Caller, ds []sluice.Del
 // delivery id: one query for a listed page. ds are deliveries the caller
 // read through this package; those of another tenant are left out.
 func (c *Control) LastAttempts(ctx context.Context, who Caller, ds []sluice.Delivery) (map[uuid.UUID]sluice.Attempt, error) {
-	return c.store.LastAttempts(ctx, ofTenant(who, ds))
+	ds = ofTenant(who, ds)
+	out := make(map[uuid.UUID]sluice.Attempt, len(ds))
+	if len(ds) == 0 {
+		return out, nil
+	}
+	p := dbq.LastAttemptsParams{DeliveryIds: make([]uuid.UUID, len(ds)), EventIds: make([]uuid.UUID, len(ds))}
+	for i, d := range ds {
+		p.DeliveryIds[i], p.EventIds[i] = d.ID, d.EventID
+	}
+	var rows []dbq.DeliveryAttempt
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.LastAttempts(ctx, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("last attempts: %w", err)
+	}
+	for _, r := range rows {
+		out[r.DeliveryID] = store.AttemptFromRow(r)
+	}
+	return out, nil
 }
 
 // ofTenant keeps the deliveries of the caller's tenant.

@@ -2,12 +2,14 @@ package control
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // What the charts and the poll state of an endpoint's page are drawn from,
@@ -21,7 +23,25 @@ func (c *Control) AttemptStats(ctx context.Context, who Caller, endpointID uuid.
 	if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
 		return nil, err
 	}
-	return c.store.AttemptStats(ctx, endpointID, since, until, bucket)
+	var rows []dbq.AttemptStatsRow
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.AttemptStats(ctx, dbq.AttemptStatsParams{
+			EndpointID: endpointID, Since: since, Until: until, BucketSeconds: int32(bucket / time.Second),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("attempt stats: %w", err)
+	}
+	out := make([]sluice.AttemptBucket, len(rows))
+	for i, r := range rows {
+		out[i] = sluice.AttemptBucket{
+			Start: r.Bucket, Delivered: r.Delivered, Throttled: r.Throttled, Failed: r.Failed,
+			P50MS: r.P50Ms, P95MS: r.P95Ms,
+		}
+	}
+	return out, nil
 }
 
 // EffectiveRateChanges is an adaptive endpoint's slowdowns since since,
@@ -31,14 +51,44 @@ func (c *Control) EffectiveRateChanges(ctx context.Context, who Caller, endpoint
 	if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
 		return nil, err
 	}
-	return c.store.EffectiveRateChanges(ctx, endpointID, since)
+	var rows []dbq.EffectiveRateChangesRow
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.EffectiveRateChanges(ctx, dbq.EffectiveRateChangesParams{EndpointID: endpointID, Since: since})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("effective rate changes: %w", err)
+	}
+	out := make([]sluice.RateChange, len(rows))
+	for i, r := range rows {
+		out[i] = sluice.RateChange{Rate: r.Rate, At: r.At}
+	}
+	return out, nil
 }
 
 // PollCursor is how far a poll endpoint has been read: the last position
 // given, the furthest cursor a reader passed and when.
-func (c *Control) PollCursor(ctx context.Context, who Caller, endpointID uuid.UUID) (store.PollCursor, error) {
+func (c *Control) PollCursor(ctx context.Context, who Caller, endpointID uuid.UUID) (PollCursor, error) {
 	if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
-		return store.PollCursor{}, err
+		return PollCursor{}, err
 	}
-	return c.store.PollCursor(ctx, endpointID)
+	var row dbq.PollCursorRow
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		row, err = tx.Q.PollCursor(ctx, endpointID)
+		return store.NotFound(err)
+	})
+	if err != nil {
+		return PollCursor{}, fmt.Errorf("read poll cursor: %w", err)
+	}
+	return PollCursor(row), nil
+}
+
+// PollCursor is how far a poll endpoint has been read: the last position
+// given, the furthest cursor a reader passed and when.
+type PollCursor struct {
+	LastPosition int64
+	ReadPosition int64
+	ReadAt       *time.Time
 }

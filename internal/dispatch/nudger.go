@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // A Nudger is the one way a dispatch run is started or nudged (see the
@@ -186,6 +187,22 @@ func (n *Nudger) Nudge(ctx context.Context, endpointIDs []uuid.UUID) error {
 	return n.notify(ctx, append(wake, polled...))
 }
 
+// pollEndpoints returns which of ids are poll endpoints; in tx when it is
+// not nil (a caller inside a transaction asks on its own connection rather
+// than wait for another).
+func (n *Nudger) pollEndpoints(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) ([]uuid.UUID, error) {
+	if tx != nil {
+		return dbq.New(tx).PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
+	}
+	var polls []uuid.UUID
+	err := n.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		polls, err = tx.Q.PollEndpoints(ctx, ids)
+		return err
+	})
+	return polls, err
+}
+
 // splitPoll separates the poll endpoints from the others, asking the
 // database (in tx, if not nil) only about endpoints it has not seen.
 func (n *Nudger) splitPoll(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) (push, poll []uuid.UUID, err error) {
@@ -201,7 +218,7 @@ func (n *Nudger) splitPoll(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UU
 	}
 	n.mu.Unlock()
 	if len(unknown) > 0 {
-		polls, err := n.store.PollEndpoints(ctx, tx, unknown)
+		polls, err := n.pollEndpoints(ctx, tx, unknown)
 		if err != nil {
 			return nil, nil, fmt.Errorf("look up poll endpoints: %w", err)
 		}

@@ -239,7 +239,7 @@ func (t *StepTx) NextQueued(ctx context.Context, endpointID uuid.UUID, fifo bool
 }
 
 // SetRetryDue writes when the endpoint's next retry is due (nil: none), for
-// the sweeper to nudge its endpoint then (store.Store.TakeRetriesDue).
+// the sweeper to nudge its endpoint then (the sweeper, package maintenance).
 func (t *StepTx) SetRetryDue(ctx context.Context, endpointID uuid.UUID, at *time.Time) error {
 	if err := t.tx.Q.SetRetryDue(ctx, dbq.SetRetryDueParams{ID: endpointID, RetryDueAt: at}); err != nil {
 		return fmt.Errorf("set retry due: %w", err)

@@ -12,26 +12,41 @@ import (
 	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
+
+// backlog is an enabled endpoint with a backlog alert, as the check reads
+// it.
+type backlog struct {
+	EndpointID uuid.UUID
+	Alert      sluice.BacklogAlert
+	Alerted    bool // its owner was told, and the backlog has not fallen below half since
+	// Queued is its queued deliveries, counted up to Alert.Queued (up to
+	// one without it).
+	Queued int64
+	// Waited is how long its first due delivery has waited; zero or less
+	// while none is due.
+	Waited time.Duration
+}
 
 // backlogPage is how many endpoints one statement of the backlog check
 // reads.
 const backlogPage = 1000
 
 // checkBacklogs, if it is this process's turn, reads every endpoint with a
-// backlog alert, a page at a time (store.Backlogs), and tells the owner of
+// backlog alert, a page at a time (readBacklogs), and tells the owner of
 // each whose backlog reached a threshold (raiseBacklogAlert), once:
 // an endpoint alerts again only after its backlog fell below half of every
-// threshold (store.RearmBacklogAlerts). Its cost is a few index reads per
+// threshold (rearmBacklogAlerts). Its cost is a few index reads per
 // such endpoint per BacklogInterval, whatever their backlogs.
 func (s *Sweeper) checkBacklogs(ctx context.Context) error {
-	mine, err := s.store.ClaimSweep(ctx, "backlog", s.cfg.BacklogInterval)
+	mine, err := claimSweep(ctx, s.store, "backlog", s.cfg.BacklogInterval)
 	if err != nil || !mine {
 		return err
 	}
 	var errs []error
 	for after := uuid.Nil; ; {
-		page, err := s.store.Backlogs(ctx, after, backlogPage)
+		page, err := readBacklogs(ctx, s.store, after, backlogPage)
 		if err != nil {
 			return errors.Join(append(errs, err)...)
 		}
@@ -44,7 +59,7 @@ func (s *Sweeper) checkBacklogs(ctx context.Context) error {
 }
 
 // alertBacklogs raises and rearms the alerts of one page of backlogs.
-func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error {
+func (s *Sweeper) alertBacklogs(ctx context.Context, page []backlog) error {
 	var rearm []uuid.UUID
 	for _, b := range page {
 		if backlogRearms(b) {
@@ -64,7 +79,7 @@ func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error
 				"queued", b.Queued, "waited", b.Waited.Round(time.Second))
 		}
 	}
-	return s.store.RearmBacklogAlerts(ctx, rearm)
+	return rearmBacklogAlerts(ctx, s.store, rearm)
 }
 
 // raiseBacklogAlert tells the owner of b's endpoint of its backlog, for
@@ -73,7 +88,7 @@ func (s *Sweeper) alertBacklogs(ctx context.Context, page []store.Backlog) error
 // the email queued (notify.PostOpEvents). It reports false, doing
 // nothing, when the endpoint was alerted already, disabled or deleted
 // meanwhile.
-func (s *Sweeper) raiseBacklogAlert(ctx context.Context, b store.Backlog, reason string) (bool, error) {
+func (s *Sweeper) raiseBacklogAlert(ctx context.Context, b backlog, reason string) (bool, error) {
 	raised := false
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		row, err := tx.Q.RaiseBacklogAlert(ctx, b.EndpointID)
@@ -100,7 +115,7 @@ func (s *Sweeper) raiseBacklogAlert(ctx context.Context, b store.Backlog, reason
 // queued deliveries reached the threshold, sluice.ReasonOldest when its
 // first due delivery has waited that long, "" when neither or when it was
 // told already.
-func backlogReason(b store.Backlog) string {
+func backlogReason(b backlog) string {
 	switch {
 	case b.Alerted:
 		return ""
@@ -114,8 +129,45 @@ func backlogReason(b store.Backlog) string {
 
 // backlogRearms reports whether an alerted b may alert again: its backlog
 // is below half of every threshold set.
-func backlogRearms(b store.Backlog) bool {
+func backlogRearms(b backlog) bool {
 	queuedLow := b.Alert.Queued == 0 || 2*b.Queued < int64(b.Alert.Queued)
 	waitLow := b.Alert.OldestSeconds == 0 || 2*b.Waited < time.Duration(b.Alert.OldestSeconds)*time.Second
 	return b.Alerted && queuedLow && waitLow
+}
+
+// readBacklogs reads up to limit endpoints with a backlog alert, in id
+// order after after. Each costs an index read of its first queued
+// deliveries, not a count of them all (queries/backlog.sql).
+func readBacklogs(ctx context.Context, st *store.Store, after uuid.UUID, limit int) ([]backlog, error) {
+	var rows []dbq.BacklogsToCheckRow
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		rows, err = tx.Q.BacklogsToCheck(ctx, dbq.BacklogsToCheckParams{After: after, MaxRows: int32(limit)})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read backlogs: %w", err)
+	}
+	out := make([]backlog, len(rows))
+	for i, r := range rows {
+		out[i] = backlog{
+			EndpointID: r.ID, Alerted: r.Alerted, Queued: r.Queued,
+			Waited: time.Duration(r.Waited * float64(time.Second)),
+			Alert:  *store.BacklogAlertOf(r.BacklogAlertQueued, r.BacklogAlertOldestSeconds),
+		}
+	}
+	return out, nil
+}
+
+// rearmBacklogAlerts lets the endpoints alert again: their backlog fell
+// below half of every threshold.
+func rearmBacklogAlerts(ctx context.Context, st *store.Store, endpointIDs []uuid.UUID) error {
+	if len(endpointIDs) == 0 {
+		return nil
+	}
+	err := st.InTx(ctx, func(tx store.Tx) error { return tx.Q.RearmBacklogAlerts(ctx, endpointIDs) })
+	if err != nil {
+		return fmt.Errorf("rearm backlog alerts: %w", err)
+	}
+	return nil
 }

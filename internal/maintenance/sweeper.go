@@ -98,14 +98,14 @@ const maxSweepEndpoints = 1000
 const maxReplaced = 100
 
 // A Sweeper runs in every worker process and, about once per Interval
-// across all of them (store.ClaimSweep), does three things:
+// across all of them (claimSweep), does three things:
 //
 //   - It replaces fan-out, dispatch and bulk replay jobs whose run died (a
 //     killed process, a broken connection) with new jobs, as soon as their
 //     lease is free (jobs.ReplaceDead), instead of after River's rescuer.
 //   - It queues a dispatch job for every endpoint whose next retry is due:
 //     a dispatch run ends when nothing is due and leaves on its endpoint
-//     when its first queued retry will be (store.TakeRetriesDue), so the
+//     when its first queued retry will be (TakeRetriesDue), so the
 //     sweep reads those endpoints alone.
 //   - Every WalkInterval it walks every endpoint with deliveries queued
 //     (jobs.EndpointsNeedingDispatch) and queues a dispatch job for those
@@ -183,7 +183,7 @@ func (s *Sweeper) Start(ctx context.Context) error {
 
 // Sweep runs one sweep if it is this process's turn.
 func (s *Sweeper) Sweep(ctx context.Context) error {
-	mine, err := s.store.ClaimSweep(ctx, "dispatch", s.cfg.Interval)
+	mine, err := claimSweep(ctx, s.store, "dispatch", s.cfg.Interval)
 	if err != nil {
 		return fmt.Errorf("take the sweep's turn: %w", err)
 	}
@@ -193,7 +193,11 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err := s.replaceDead(ctx); err != nil {
 		return err
 	}
-	ids, err := s.store.TakeRetriesDue(ctx, maxSweepEndpoints)
+	var ids []uuid.UUID
+	err = s.store.InTx(ctx, func(tx store.Tx) error {
+		ids, err = tx.Q.TakeRetriesDue(ctx, maxSweepEndpoints)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err)
 	}
@@ -210,7 +214,7 @@ func (s *Sweeper) walk(ctx context.Context) error {
 	if s.more {
 		every = s.cfg.Interval
 	}
-	mine, err := s.store.ClaimSweep(ctx, "dispatch-walk", every)
+	mine, err := claimSweep(ctx, s.store, "dispatch-walk", every)
 	if err != nil {
 		return fmt.Errorf("take the walk's turn: %w", err)
 	}
@@ -278,4 +282,21 @@ func (s *Sweeper) replaceDeadTx(ctx context.Context, kinds []string, limit int) 
 func (s *Sweeper) replaced(n int, kinds []string) {
 	metrics.JobsReplaced.Add(float64(n))
 	s.cfg.Logger.Info("replaced jobs whose runs died", "kind", strings.Join(kinds, " or "), "jobs", n)
+}
+
+// claimSweep reports whether this process may run the named sweep now: it
+// is the first to ask since at least every ago (table sweeps).
+func claimSweep(ctx context.Context, st *store.Store, name string, every time.Duration) (bool, error) {
+	mine := false
+	err := st.InTx(ctx, func(tx store.Tx) error {
+		tag, err := tx.Exec(ctx,
+			`UPDATE sweeps SET swept_at = now() WHERE name = $1 AND swept_at <= now() - make_interval(secs => $2::float8)`,
+			name, every.Seconds())
+		mine = tag.RowsAffected() == 1
+		return err //nolint:wrapcheck // wrapped below
+	})
+	if err != nil {
+		return false, fmt.Errorf("claim sweep: %w", err)
+	}
+	return mine, nil
 }

@@ -177,10 +177,10 @@ func TestSweepTakesTurns(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := context.Background()
-	first, err := f.Store.ClaimSweep(ctx, "dispatch", time.Hour)
+	first, err := claimSweep(ctx, f.Store, "dispatch", time.Hour)
 	require.NoError(t, err)
 	require.True(t, first)
-	second, err := f.Store.ClaimSweep(ctx, "dispatch", time.Hour)
+	second, err := claimSweep(ctx, f.Store, "dispatch", time.Hour)
 	require.NoError(t, err)
 	require.False(t, second, "the turn is taken for the next hour")
 }

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 var (
@@ -46,7 +48,7 @@ func (c *QueueCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	st, err := c.store.QueueStats(ctx)
+	st, err := c.read(ctx)
 	if err != nil {
 		ch <- prometheus.MustNewConstMetric(scrapeErrDesc, prometheus.GaugeValue, 0)
 		return
@@ -57,4 +59,41 @@ func (c *QueueCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, state := range endpointStates {
 		ch <- prometheus.MustNewConstMetric(endpointsDesc, prometheus.GaugeValue, float64(st.EndpointsByState[state]), state)
 	}
+}
+
+// queueStats is the state of all endpoints' queues at one moment.
+type queueStats struct {
+	// Due is the number of deliveries due now (pending or waiting to retry).
+	Due int64
+	// OldestDueAge is how long ago the longest-waiting of them came due
+	// (zero if none).
+	OldestDueAge time.Duration
+	// EndpointsByState counts endpoints by status: active, throttled,
+	// circuit_open, disabled.
+	EndpointsByState map[string]int64
+}
+
+// read reads the queue's state.
+func (c *QueueCollector) read(ctx context.Context) (queueStats, error) {
+	var due dbq.DueDeliveryStatsRow
+	var rows []dbq.EndpointsByStateRow
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		if due, err = tx.Q.DueDeliveryStats(ctx); err != nil {
+			return fmt.Errorf("due deliveries: %w", err)
+		}
+		if rows, err = tx.Q.EndpointsByState(ctx); err != nil {
+			return fmt.Errorf("endpoints by state: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return queueStats{}, err
+	}
+	st := queueStats{Due: due.Due, OldestDueAge: time.Duration(due.OldestAgeSeconds * float64(time.Second)),
+		EndpointsByState: map[string]int64{}}
+	for _, r := range rows {
+		st.EndpointsByState[r.State] = r.N
+	}
+	return st, nil
 }

@@ -13,11 +13,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // AlertWorker runs jobs.AlertArgs.
@@ -36,12 +38,17 @@ func NewAlertWorker(st *store.Store, mailer *Mailer, publicURL string) *AlertWor
 
 // Work sends the alert's email unless it was sent already.
 func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) error {
-	a, err := w.store.GetAlert(ctx, job.Args.AlertID)
-	if errors.Is(err, sluice.ErrNotFound) || (err == nil && a.Sent) {
+	var a dbq.GetAlertRow
+	err := w.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		a, err = tx.Q.GetAlert(ctx, job.Args.AlertID)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && a.SentAt != nil) {
 		return nil // endpoint deleted since, or already sent
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("read alert: %w", err)
 	}
 	if !w.mailer.Enabled() {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
@@ -65,12 +72,12 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 
 // message is an alert's email, rendered from its event (Alert), to the
 // endpoint's owner.
-func (w *AlertWorker) message(a store.Alert) (Message, error) {
+func (w *AlertWorker) message(a dbq.GetAlertRow) (Message, error) {
 	ev := sluice.OpEvent{Type: a.EventType}
 	if err := json.Unmarshal(a.Payload, &ev.Payload); err != nil {
 		return Message{}, fmt.Errorf("decode alert %s: %w", a.ID, err)
 	}
-	ev.Payload.URL = a.EndpointURL // its URL now, if it changed since
+	ev.Payload.URL = a.EndpointUrl // its URL now, if it changed since
 	return Alert{
 		Event: ev, TenantName: a.TenantName, At: a.CreatedAt,
 		DashboardURL: w.publicURL + "/endpoints/" + ev.Payload.EndpointID.String(),

@@ -7,12 +7,14 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // MemberLink is the email that carries a member's link to set its
@@ -83,14 +85,19 @@ func NewMemberMailWorker(st *store.Store, mailer *Mailer, publicURL string, now 
 // Work sends the member its link, unless the member is gone or, for an
 // invitation, has set its password already.
 func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberMailArgs]) error {
-	mm, err := w.store.MemberForMail(ctx, job.Args.MemberID)
-	if errors.Is(err, sluice.ErrNotFound) {
+	var mm dbq.MemberForMailRow
+	err := w.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		mm, err = tx.Q.MemberForMail(ctx, job.Args.MemberID)
+		return err
+	})
+	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // removed since
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("read member: %w", err)
 	}
-	if job.Args.Purpose == member.PurposeInvite && mm.Member.Status == sluice.MemberActive {
+	if job.Args.Purpose == member.PurposeInvite && mm.Active {
 		return nil
 	}
 	if !w.mailer.Enabled() {
@@ -98,7 +105,7 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	}
 	token := member.NewToken()
 	expires := w.now().Add(member.TokenTTL)
-	err = w.store.AddMemberToken(ctx, mm.Member.ID, member.TokenHash(token), job.Args.Purpose, expires)
+	err = w.store.AddMemberToken(ctx, mm.ID, member.TokenHash(token), job.Args.Purpose, expires)
 	if errors.Is(err, sluice.ErrNotFound) {
 		return nil
 	}
@@ -106,7 +113,7 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 		return err
 	}
 	msg := MemberLink{
-		Purpose: job.Args.Purpose, Email: mm.Member.Email, Role: mm.Member.Role, TenantName: mm.TenantName,
+		Purpose: job.Args.Purpose, Email: mm.Email, Role: sluice.Role(mm.Role), TenantName: mm.TenantName,
 		Link: member.PasswordLink(w.publicURL, token), Expires: expires,
 	}.Message(fmt.Sprintf("<member-%s-%d.%d@sluice>", job.Args.Purpose, job.ID, job.Attempt))
 	return w.mailer.Send(ctx, msg)

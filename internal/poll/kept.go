@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // An idle client's re-poll would otherwise cost a look-up of its endpoint
@@ -24,13 +22,13 @@ const keptFor = 5 * time.Minute
 const maxKept = 100_000
 
 type keptTarget struct {
-	target store.PollTarget
+	target Target
 	stamp  uint64
 	at     time.Time
 }
 
 // lookUp returns the endpoint's look-up, kept (true) or made now.
-func (r *Reader) lookUp(ctx context.Context, id uuid.UUID) (store.PollTarget, bool, error) {
+func (r *Reader) lookUp(ctx context.Context, id uuid.UUID) (Target, bool, error) {
 	var stamp uint64
 	stamped := false
 	if r.cfg.Nudger != nil {
@@ -45,7 +43,7 @@ func (r *Reader) lookUp(ctx context.Context, id uuid.UUID) (store.PollTarget, bo
 		}
 	}
 	r.lookUps.Add(1)
-	t, err := r.cfg.Store.PollTarget(ctx, id)
+	t, err := readTarget(ctx, r.cfg.Store, id)
 	if err != nil || !stamped || !t.Poll || t.TenantDisabled {
 		return t, false, err
 	}

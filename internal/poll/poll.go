@@ -39,6 +39,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Limits of a read.
@@ -165,13 +166,13 @@ func parseToken(token string) (uuid.UUID, []byte, bool) {
 // target looks up the poll endpoint a token names, and says whether the
 // look-up was kept (kept.go): sluice.ErrNotFound for a token that names
 // none, or whose MAC does not match the endpoint's current secret.
-func (r *Reader) target(ctx context.Context, id uuid.UUID, mac []byte) (store.PollTarget, bool, error) {
+func (r *Reader) target(ctx context.Context, id uuid.UUID, mac []byte) (Target, bool, error) {
 	t, kept, err := r.lookUp(ctx, id)
 	if err != nil {
-		return store.PollTarget{}, false, fmt.Errorf("look up poll token: %w", err)
+		return Target{}, false, fmt.Errorf("look up poll token: %w", err)
 	}
 	if !t.Poll || !hmac.Equal(mac, tokenMAC(id, t.Secret)) {
-		return store.PollTarget{}, false, sluice.ErrNotFound
+		return Target{}, false, sluice.ErrNotFound
 	}
 	return t, kept, nil
 }
@@ -210,7 +211,7 @@ type Request struct {
 // Page is a read's answer: the deliveries after the cursor, and the cursor
 // to read the next page with (the same one when the page is empty).
 type Page struct {
-	Items []store.PollItem
+	Items []Item
 	Next  string
 }
 
@@ -226,7 +227,7 @@ type Page struct {
 // is over. A read that has nothing to place nor mark (the look-up says
 // so: an idle client's re-poll) answers its page without a transaction,
 // and with a kept look-up (kept.go) without the database.
-func (r *Reader) Read(ctx context.Context, token string, req Request, allow func(t store.PollTarget, fromMemory bool) error) (Page, error) {
+func (r *Reader) Read(ctx context.Context, token string, req Request, allow func(t Target, fromMemory bool) error) (Page, error) {
 	id, mac, ok := parseToken(token)
 	if !ok {
 		return Page{}, sluice.ErrNotFound
@@ -263,12 +264,15 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		var items []store.PollItem
+		var items []Item
 		switch {
 		case quiet && after >= t.LastPosition:
 			// An idle client's re-poll: nothing after its cursor.
 		case quiet:
-			items, err = r.cfg.Store.PollPage(ctx, id, after, limit)
+			// Nothing to write: the page is read alone, in one round trip.
+			var rows []dbq.PollPageRow
+			rows, err = r.cfg.Store.OneShot(nil).PollPage(ctx, dbq.PollPageParams{EndpointID: id, After: after, MaxRows: int32(limit)})
+			items = pollItems(rows)
 		default:
 			var marked int64
 			items, marked, err = readPage(ctx, r.cfg.Store, id, after, limit)
@@ -297,13 +301,13 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 	}
 }
 
-func page(items []store.PollItem, after int64) Page {
+func page(items []Item, after int64) Page {
 	next := after
 	if len(items) > 0 {
 		next = items[len(items)-1].Position
 	}
 	if items == nil {
-		items = []store.PollItem{}
+		items = []Item{}
 	}
 	return Page{Items: items, Next: EncodeCursor(next)}
 }

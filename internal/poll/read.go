@@ -37,8 +37,8 @@ const maxPlaced = 1000
 // transaction commits durably: a position lost in a crash could be given
 // again to another delivery, and a cursor the client holds would then
 // skip it. It returns the page and how many deliveries it marked.
-func readPage(ctx context.Context, st *store.Store, endpointID uuid.UUID, after int64, limit int) ([]store.PollItem, int64, error) {
-	var items []store.PollItem
+func readPage(ctx context.Context, st *store.Store, endpointID uuid.UUID, after int64, limit int) ([]Item, int64, error) {
+	var items []Item
 	var marked int64
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		cur, err := tx.Q.LockPollCursor(ctx, endpointID)
@@ -78,7 +78,7 @@ func readPage(ctx context.Context, st *store.Store, endpointID uuid.UUID, after 
 		if err != nil {
 			return fmt.Errorf("read poll page: %w", err)
 		}
-		items = store.PollItems(rows)
+		items = pollItems(rows)
 		return nil
 	})
 	if err != nil {

@@ -57,13 +57,7 @@ func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.A
 // sluice.ErrNotFound.
 func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
-	if err != nil {
-		return fmt.Errorf("delete api key: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
+	return rowChanged("delete api key", n, err)
 }
 
 // RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key
@@ -93,13 +87,6 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (sluice.
 		APIKeyName: row.ApiKeyName,
 		ExpiresAt:  row.KeyExpiresAt,
 	}, nil
-}
-
-// TenantByAPIKey resolves an API key, by its hash, to its tenant, as
-// AuthenticateAPIKey does.
-func (s *Store) TenantByAPIKey(ctx context.Context, keyHash []byte) (sluice.Tenant, error) {
-	c, err := s.AuthenticateAPIKey(ctx, keyHash)
-	return c.Tenant, err
 }
 
 func apiKeyFromRow(r dbq.ApiKey) sluice.APIKey {

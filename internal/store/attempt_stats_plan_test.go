@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -69,15 +70,20 @@ func TestAttemptStatsPlan(t *testing.T) {
 	require.NoError(t, err)
 	requireIndexPlan(t, f.Store, ep, since, until, want, "after ANALYZE")
 
-	buckets, err := f.Store.AttemptStats(ctx, ep, since, until, 30*time.Minute)
-	require.NoError(t, err)
+	var buckets []dbq.AttemptStatsRow
+	require.NoError(t, f.Store.InTx(ctx, func(tx store.Tx) error {
+		buckets, err = tx.Q.AttemptStats(ctx, dbq.AttemptStatsParams{
+			EndpointID: ep, Since: since, Until: until, BucketSeconds: int32(30 * time.Minute / time.Second),
+		})
+		return err
+	}))
 	require.LessOrEqual(t, len(buckets), 48)
 	var got int64
 	for _, b := range buckets {
-		require.False(t, b.Start.Before(since))
-		require.Zero(t, b.Start.Sub(since)%(30*time.Minute), "buckets start on the half hour from since")
-		require.LessOrEqual(t, b.P50MS, b.P95MS)
-		got += b.Attempts()
+		require.False(t, b.Bucket.Before(since))
+		require.Zero(t, b.Bucket.Sub(since)%(30*time.Minute), "buckets start on the half hour from since")
+		require.LessOrEqual(t, b.P50Ms, b.P95Ms)
+		got += b.Delivered + b.Throttled + b.Failed
 	}
 	require.Equal(t, want, got, "the buckets hold every attempt of the day")
 }

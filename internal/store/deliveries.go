@@ -23,7 +23,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	}
 	attempts := make([]sluice.Attempt, len(arows))
 	for i, a := range arows {
-		attempts[i] = attemptFromRow(a)
+		attempts[i] = AttemptFromRow(a)
 	}
 	return deliveryFromRow(row), attempts, nil
 }
@@ -80,4 +80,13 @@ func deliveryFromRow(r dbq.Delivery) sluice.Delivery {
 		NextAttemptAt: r.NextAttemptAt, ReplayedFrom: r.ReplayedFrom,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+}
+
+// AttemptFromRow is an attempts row as the domain's Attempt.
+func AttemptFromRow(a dbq.DeliveryAttempt) sluice.Attempt {
+	out := sluice.Attempt{At: a.At, Error: a.Error, LatencyMS: int(a.LatencyMs), ResponseBody: a.ResponseBody}
+	if a.StatusCode != nil {
+		out.StatusCode = new(int(*a.StatusCode))
+	}
+	return out
 }

@@ -200,17 +200,18 @@ func backlogAlertColumns(a *sluice.BacklogAlert) (queued, oldestSeconds *int32) 
 	return optInt32(a.Queued), optInt32(a.OldestSeconds)
 }
 
-// backlogAlertOf is the backlog alert set on endpoint row e, if any.
-func backlogAlertOf(e dbq.Endpoint) *sluice.BacklogAlert {
-	if e.BacklogAlertQueued == nil && e.BacklogAlertOldestSeconds == nil {
+// BacklogAlertOf maps an endpoint row's backlog alert columns; nil when
+// it has none.
+func BacklogAlertOf(queued, oldestSeconds *int32) *sluice.BacklogAlert {
+	if queued == nil && oldestSeconds == nil {
 		return nil
 	}
 	a := &sluice.BacklogAlert{}
-	if e.BacklogAlertQueued != nil {
-		a.Queued = int(*e.BacklogAlertQueued)
+	if queued != nil {
+		a.Queued = int(*queued)
 	}
-	if e.BacklogAlertOldestSeconds != nil {
-		a.OldestSeconds = int(*e.BacklogAlertOldestSeconds)
+	if oldestSeconds != nil {
+		a.OldestSeconds = int(*oldestSeconds)
 	}
 	return a
 }
@@ -265,7 +266,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		MaxInFlight:    int(r.MaxInFlight),
 		Disabled:       r.Disabled,
 		DisabledReason: r.DisabledReason,
-		BacklogAlert:   backlogAlertOf(r),
+		BacklogAlert:   BacklogAlertOf(r.BacklogAlertQueued, r.BacklogAlertOldestSeconds),
 		Consumer:       r.Consumer,
 		Ordering:       r.Ordering,
 		Circuit: sluice.Circuit{

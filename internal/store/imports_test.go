@@ -23,18 +23,7 @@ var storeImports = []string{
 }
 
 // pendingImports are the files that still import a domain package.
-var pendingImports = []string{
-	"apikeys.go",
-	"audit.go",
-	"consumers.go",
-	"endpoints.go",
-	"eventtypes.go",
-	"members.go",
-	"portal.go",
-	"sessions.go",
-	"subscriptions.go",
-	"tenants.go",
-}
+var pendingImports = []string{}
 
 // TestStoreImports holds the store to storing: no non-test file imports an
 // internal package but sluice, dbq and secretbox.

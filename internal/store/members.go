@@ -67,13 +67,7 @@ func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role 
 // dashboard sessions and unused links (foreign key cascades).
 func (s *Store) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) error {
 	n, err := s.q.DeleteMember(ctx, dbq.DeleteMemberParams{TenantID: tenantID, ID: id})
-	if err != nil {
-		return fmt.Errorf("delete member: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
+	return rowChanged("delete member", n, err)
 }
 
 // MemberCredential is a member found by its email, to sign in: with its
@@ -91,36 +85,12 @@ func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredenti
 	if err != nil {
 		return MemberCredential{}, notFound(err)
 	}
-	c := MemberCredential{
-		Member: sluice.Member{ID: row.ID, Email: row.Email, Role: sluice.Role(row.Role), Status: sluice.MemberInvited},
+	return MemberCredential{
+		Member:       memberFromRow(dbq.Member{ID: row.ID, Email: row.Email, Role: row.Role, PasswordHash: row.PasswordHash}),
+		PasswordHash: deref(row.PasswordHash),
 		Tenant: sluice.Tenant{ID: row.TenantID, Name: row.TenantName, AlertEmail: row.AlertEmail,
 			CreatedAt: row.TenantCreatedAt, DisabledAt: row.DisabledAt},
-	}
-	if row.PasswordHash != nil {
-		c.PasswordHash, c.Member.Status = *row.PasswordHash, sluice.MemberActive
-	}
-	return c, nil
-}
-
-// MemberMail is what the email of a member's link needs.
-type MemberMail struct {
-	Member     sluice.Member
-	TenantName string
-}
-
-// MemberForMail loads a member and its tenant's name; a member removed
-// since is sluice.ErrNotFound.
-func (s *Store) MemberForMail(ctx context.Context, id uuid.UUID) (MemberMail, error) {
-	row, err := s.q.MemberForMail(ctx, id)
-	if err != nil {
-		return MemberMail{}, notFound(err)
-	}
-	m := MemberMail{Member: sluice.Member{ID: row.ID, Email: row.Email, Role: sluice.Role(row.Role), Status: sluice.MemberInvited},
-		TenantName: row.TenantName}
-	if row.Active {
-		m.Member.Status = sluice.MemberActive
-	}
-	return m, nil
+	}, nil
 }
 
 // AddMemberToken records the hash of a link's token, working until
