@@ -194,13 +194,7 @@ func (n *Nudger) pollEndpoints(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) 
 	if tx != nil {
 		return dbq.New(tx).PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
 	}
-	var polls []uuid.UUID
-	err := n.store.InTx(ctx, func(tx store.Tx) error {
-		var err error
-		polls, err = tx.Q.PollEndpoints(ctx, ids)
-		return err
-	})
-	return polls, err
+	return n.store.PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
 }
 
 // splitPoll separates the poll endpoints from the others, asking the

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
@@ -95,13 +96,11 @@ const plainDispatchStatements = 55
 // dispatch job live.
 func dispatchDone(t *testing.T, f stmtcount.Fixture, endpointID uuid.UUID) bool {
 	t.Helper()
-	var queued, live int
-	err := f.RiverPool.QueryRow(t.Context(), `
-		SELECT (SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed')),
-		       (SELECT count(*) FROM river_job WHERE kind = 'dispatch' AND state NOT IN ('completed', 'cancelled', 'discarded'))`,
-		endpointID).Scan(&queued, &live)
+	var queued int
+	err := f.RiverPool.QueryRow(t.Context(),
+		`SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed')`, endpointID).Scan(&queued)
 	require.NoError(t, err)
-	return queued == 0 && live == 0
+	return queued == 0 && len(jobstest.Live(jobstest.OfKind(t, f.RiverPool, "dispatch"))) == 0
 }
 
 var _ pgx.Tx // River's transaction type, as the client is typed
