@@ -57,7 +57,7 @@ func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open pool: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -318,7 +318,7 @@ func stopRiver(rc *river.Client[pgx.Tx], logger *slog.Logger) {
 func listen(ctx context.Context, addr string, h http.Handler, logger *slog.Logger, drain func()) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return fmt.Errorf("listen: %w", err)
 	}
 	return serveOn(ctx, ln, h, logger, drain)
 }
@@ -340,7 +340,7 @@ func serveOn(ctx context.Context, ln net.Listener, h http.Handler, logger *slog.
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+		return fmt.Errorf("shut down server: %w", err)
 	}
 	return nil
 }

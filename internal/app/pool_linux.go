@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"strings"
 	"syscall"
 	"time"
@@ -19,8 +20,8 @@ func setUserTimeout(d time.Duration) func(network, address string, c syscall.Raw
 		if err := c.Control(func(fd uintptr) {
 			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(d.Milliseconds()))
 		}); err != nil {
-			return err
+			return fmt.Errorf("reach socket: %w", err)
 		}
-		return serr
+		return fmt.Errorf("set socket option: %w", serr)
 	}
 }

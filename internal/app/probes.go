@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -21,7 +22,7 @@ type probeListener struct {
 func listenProbes(addr string, st *store.Store, dbTimeout time.Duration) (*probeListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	// The default registry holds this process's own metrics (attempts,
 	// latency, job errors); the queue gauges, read from the database, are

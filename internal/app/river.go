@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -75,7 +76,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	if !withWorkers {
 		client, err := river.NewClient(riverpgxv5.New(pool), rc)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, fmt.Errorf("make river client: %w", err)
 		}
 		return client, newNudger(pool, st, client, 0, logger), nil, nil
 	}
@@ -140,7 +141,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, fmt.Errorf("make river client: %w", err)
 	}
 	w.nudger = newNudger(pool, st, client, lingerMax, logger)
 	dcfg.Nudger = w.nudger

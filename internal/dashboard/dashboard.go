@@ -9,6 +9,7 @@ package dashboard
 
 import (
 	"bytes"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -207,7 +208,7 @@ func (d *Dashboard) Handler() http.Handler {
 func (d *Dashboard) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) error {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		return err
+		return fmt.Errorf("render page: %w", err)
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)

@@ -49,13 +49,13 @@ func (in *endpointInput) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&p); err != nil {
 		var te *json.UnmarshalTypeError
 		if !errors.As(err, &te) || te.Field != "max_in_flight" || !strings.HasPrefix(te.Value, "number") {
-			return err
+			return err //nolint:wrapcheck // decodeJSON reads encoding/json's own errors to say what is wrong
 		}
 		p.MaxInFlight = new(notWhole)
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(data, &fields); err != nil {
-		return err
+		return err //nolint:wrapcheck // decodeJSON reads encoding/json's own errors to say what is wrong
 	}
 	for _, name := range nonNullable {
 		if raw, ok := fields[name]; ok && bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {

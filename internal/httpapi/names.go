@@ -81,7 +81,7 @@ func (s *nameScanner) member(quoted []byte) error {
 	if bytes.IndexByte(quoted, '\\') < 0 {
 		name = string(quoted[1 : len(quoted)-1])
 	} else if err := json.Unmarshal(quoted, &name); err != nil {
-		return err // cannot happen: the body was decoded
+		return err //nolint:wrapcheck // decodeJSON reads encoding/json's own errors to say what is wrong; cannot happen: the body was decoded
 	}
 	top.key = name
 	if top.seen(name) {

@@ -36,7 +36,7 @@ func partitionWeeks(ctx context.Context, st *store.Store) ([]time.Time, error) {
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.PartitionWeeks(ctx)
-		return err
+		return fmt.Errorf("partition weeks: %w", err)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list partition weeks: %w", err)
@@ -93,7 +93,7 @@ func expireKept(ctx context.Context, st *store.Store, deliveredBefore, deadBefor
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		n, err = tx.Q.ExpireKept(ctx, dbq.ExpireKeptParams{DeliveredBefore: deliveredBefore, DeadBefore: deadBefore, MaxRows: int32(limit)})
-		return err
+		return fmt.Errorf("expire kept: %w", err)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire kept deliveries: %w", err)

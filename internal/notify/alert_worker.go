@@ -42,7 +42,7 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	err := w.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		a, err = tx.Q.GetAlert(ctx, job.Args.AlertID)
-		return err
+		return fmt.Errorf("get alert: %w", err)
 	})
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && a.SentAt != nil) {
 		return nil // endpoint deleted since, or already sent
@@ -51,11 +51,11 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 		return fmt.Errorf("read alert: %w", err)
 	}
 	if !w.mailer.Enabled() {
-		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed"))
+		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed")) //nolint:wrapcheck // River reads the cancel from the error it is given
 	}
 	msg, err := w.message(a)
 	if err != nil {
-		return river.JobCancel(err) // a payload no retry will mend
+		return river.JobCancel(err) //nolint:wrapcheck // River reads the cancel from the error it is given; a payload no retry will mend
 	}
 	if err := w.mailer.Send(ctx, msg); err != nil {
 		return err

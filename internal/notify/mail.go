@@ -92,7 +92,7 @@ func (m *Mailer) parseURL(raw string) error {
 		if errors.As(err, &ue) {
 			return ue.Err // url.Error would repeat the URL, password included
 		}
-		return err
+		return fmt.Errorf("parse url: %w", err)
 	}
 	switch u.Scheme {
 	case "smtp":

@@ -89,7 +89,7 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	err := w.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		mm, err = tx.Q.MemberForMail(ctx, job.Args.MemberID)
-		return err
+		return fmt.Errorf("member for mail: %w", err)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // removed since
@@ -101,7 +101,7 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 		return nil
 	}
 	if !w.mailer.Enabled() {
-		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: member link not emailed"))
+		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: member link not emailed")) //nolint:wrapcheck // River reads the cancel from the error it is given
 	}
 	token := member.NewToken()
 	expires := w.now().Add(member.TokenTTL)

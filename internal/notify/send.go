@@ -53,7 +53,7 @@ func (m *Mailer) Send(ctx context.Context, msg Message) error {
 			c, err = d.DialContext(dctx, network, addr)
 		}
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("dial smtp server: %w", err)
 		}
 		stop = context.AfterFunc(ctx, func() { _ = c.Close() })
 		return c, nil

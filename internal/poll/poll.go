@@ -296,7 +296,7 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 		case <-r.draining:
 			return page(nil, after), nil
 		case <-ctx.Done():
-			return Page{}, ctx.Err()
+			return Page{}, ctx.Err() //nolint:wrapcheck // the context's own error: callers compare it
 		}
 	}
 }
