@@ -22,6 +22,9 @@ func setUserTimeout(d time.Duration) func(network, address string, c syscall.Raw
 		}); err != nil {
 			return fmt.Errorf("reach socket: %w", err)
 		}
-		return fmt.Errorf("set socket option: %w", serr)
+		if serr != nil {
+			return fmt.Errorf("set socket option: %w", serr)
+		}
+		return nil
 	}
 }

@@ -146,7 +146,10 @@ func (c *Control) LastAttempts(ctx context.Context, who Caller, ds []sluice.Deli
 	err := c.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.LastAttempts(ctx, p)
-		return fmt.Errorf("last attempts: %w", err)
+		if err != nil {
+			return fmt.Errorf("last attempts: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("last attempts: %w", err)

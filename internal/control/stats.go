@@ -29,7 +29,10 @@ func (c *Control) AttemptStats(ctx context.Context, who Caller, endpointID uuid.
 		rows, err = tx.Q.AttemptStats(ctx, dbq.AttemptStatsParams{
 			EndpointID: endpointID, Since: since, Until: until, BucketSeconds: int32(bucket / time.Second),
 		})
-		return fmt.Errorf("attempt stats: %w", err)
+		if err != nil {
+			return fmt.Errorf("attempt stats: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("attempt stats: %w", err)
@@ -55,7 +58,10 @@ func (c *Control) EffectiveRateChanges(ctx context.Context, who Caller, endpoint
 	err := c.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.EffectiveRateChanges(ctx, dbq.EffectiveRateChangesParams{EndpointID: endpointID, Since: since})
-		return fmt.Errorf("effective rate changes: %w", err)
+		if err != nil {
+			return fmt.Errorf("effective rate changes: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("effective rate changes: %w", err)

@@ -143,7 +143,10 @@ func readBacklogs(ctx context.Context, st *store.Store, after uuid.UUID, limit i
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.BacklogsToCheck(ctx, dbq.BacklogsToCheckParams{After: after, MaxRows: int32(limit)})
-		return fmt.Errorf("backlogs to check: %w", err)
+		if err != nil {
+			return fmt.Errorf("backlogs to check: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read backlogs: %w", err)

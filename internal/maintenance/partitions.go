@@ -36,7 +36,10 @@ func partitionWeeks(ctx context.Context, st *store.Store) ([]time.Time, error) {
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.PartitionWeeks(ctx)
-		return fmt.Errorf("partition weeks: %w", err)
+		if err != nil {
+			return fmt.Errorf("partition weeks: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list partition weeks: %w", err)
@@ -93,7 +96,10 @@ func expireKept(ctx context.Context, st *store.Store, deliveredBefore, deadBefor
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		n, err = tx.Q.ExpireKept(ctx, dbq.ExpireKeptParams{DeliveredBefore: deliveredBefore, DeadBefore: deadBefore, MaxRows: int32(limit)})
-		return fmt.Errorf("expire kept: %w", err)
+		if err != nil {
+			return fmt.Errorf("expire kept: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire kept deliveries: %w", err)

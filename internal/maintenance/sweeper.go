@@ -196,7 +196,10 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	var ids []uuid.UUID
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
 		ids, err = tx.Q.TakeRetriesDue(ctx, maxSweepEndpoints)
-		return fmt.Errorf("take retries due: %w", err)
+		if err != nil {
+			return fmt.Errorf("take retries due: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err)

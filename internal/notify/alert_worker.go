@@ -42,7 +42,10 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	err := w.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		a, err = tx.Q.GetAlert(ctx, job.Args.AlertID)
-		return fmt.Errorf("get alert: %w", err)
+		if err != nil {
+			return fmt.Errorf("get alert: %w", err)
+		}
+		return nil
 	})
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && a.SentAt != nil) {
 		return nil // endpoint deleted since, or already sent

@@ -89,7 +89,10 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	err := w.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		mm, err = tx.Q.MemberForMail(ctx, job.Args.MemberID)
-		return fmt.Errorf("member for mail: %w", err)
+		if err != nil {
+			return fmt.Errorf("member for mail: %w", err)
+		}
+		return nil
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // removed since

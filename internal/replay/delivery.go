@@ -105,7 +105,10 @@ func NewestOf(ctx context.Context, st *store.Store, ids []uuid.UUID) (map[uuid.U
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.NewestReplays(ctx, ids)
-		return fmt.Errorf("newest replays: %w", err)
+		if err != nil {
+			return fmt.Errorf("newest replays: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("newest replays: %w", err)

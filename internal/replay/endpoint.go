@@ -122,7 +122,10 @@ func CountReplayable(ctx context.Context, st *store.Store, tenantID, endpointID 
 		n, err = tx.Q.CountReplayable(ctx, dbq.CountReplayableParams{
 			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
 		})
-		return fmt.Errorf("count replayable: %w", err)
+		if err != nil {
+			return fmt.Errorf("count replayable: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("count replayable deliveries: %w", err)
