@@ -171,7 +171,7 @@ func explainClaim(ctx context.Context, db *pgx.Conn, ep string) (string, error) 
 	}
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("begin the claim's explain: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	for _, stmt := range []string{"SET LOCAL plan_cache_mode = force_generic_plan", "PREPARE bench_claim AS " + sql} {
@@ -188,7 +188,7 @@ func explainClaim(ctx context.Context, db *pgx.Conn, ep string) (string, error) 
 		return "", fmt.Errorf("explain the claim: %w", err)
 	}
 	if _, err := tx.Exec(ctx, "DEALLOCATE bench_claim"); err != nil {
-		return "", err
+		return "", fmt.Errorf("deallocate the claim: %w", err)
 	}
 	return strings.Join(lines, "\n"), nil
 }

@@ -56,7 +56,7 @@ func backlogAlerts(ctx context.Context, env *Env) (Table, error) {
 			q, oldest = 1000, 600
 		}
 		_, err := env.DB.Exec(ctx, `/* bench-drain */ UPDATE endpoints SET backlog_alert_queued = $2, backlog_alert_oldest_seconds = $3 WHERE id = ANY($1::uuid[])`, ids, q, oldest)
-		return err
+		return fmt.Errorf("set the endpoints' backlog alerts: %w", err)
 	}
 	window6 := func(ctx context.Context) {
 		select {

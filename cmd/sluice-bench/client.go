@@ -58,12 +58,12 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 	default:
 		var err error
 		if raw, err = json.Marshal(b); err != nil {
-			return err
+			return fmt.Errorf("%s %s: marshal the body: %w", method, path, err)
 		}
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(raw))
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: new request: %w", method, path, err)
 	}
 	req.Header.Set("Authorization", c.auth)
 	if raw != nil {
@@ -71,7 +71,7 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s %s: %w", method, path, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != want {
@@ -80,9 +80,15 @@ func (c *Client) do(ctx context.Context, method, path string, body any, want int
 	}
 	if out == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
-		return err
+		if err != nil {
+			return fmt.Errorf("%s %s: read the response: %w", method, path, err)
+		}
+		return nil
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("%s %s: decode the response: %w", method, path, err)
+	}
+	return nil
 }
 
 // CreateEndpoint registers url with max_in_flight and returns its id.

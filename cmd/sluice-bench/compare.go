@@ -172,7 +172,7 @@ func compare(ctx context.Context, o options) error {
 	}
 	dir, err := os.MkdirTemp("", "sluice-compare-")
 	if err != nil {
-		return err
+		return fmt.Errorf("make the comparison's temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
 	builds, err := compareBuilds(ctx, dir, o.compare)
@@ -193,7 +193,7 @@ func compare(ctx context.Context, o options) error {
 				logf("run %d/%d, %s, %s", run, o.runs, sc.Name, b.name)
 				t, err := compareOnce(ctx, o, sc, b)
 				if ctx.Err() != nil {
-					return ctx.Err()
+					return fmt.Errorf("%s, %s, run %d: %w", sc.Name, b.name, run, ctx.Err())
 				}
 				if err != nil { // counted, and the comparison goes on
 					logf("  %s, %s, run %d failed: %v", sc.Name, b.name, run, err)
@@ -222,7 +222,10 @@ func compare(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Print(compareReport(builds, selected, metrics, values, o.runs, notes))
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("comparison interrupted: %w", err)
+	}
+	return nil
 }
 
 // compareOnce runs sc once against a fresh database with b.
@@ -255,11 +258,11 @@ func compareBuilds(ctx context.Context, dir, base string) ([]build, error) {
 	short := strings.TrimSpace(string(out))
 	src := filepath.Join(dir, "src")
 	if err := os.Mkdir(src, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make the base's source dir: %w", err)
 	}
 	archive := exec.CommandContext(ctx, "sh", "-c", `git archive "$1" | tar -x -C "$2"`, "sh", short, src)
 	if out, err := archive.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("git archive %s: %v\n%s", short, err, out)
+		return nil, fmt.Errorf("git archive %s: %w\n%s", short, err, out)
 	}
 	builds := []build{{name: "base " + short, bin: filepath.Join(dir, "sluice-base")}, {name: "head", bin: filepath.Join(dir, "sluice-head")}}
 	if err := buildSluice(ctx, src, builds[0].bin); err != nil {

@@ -330,7 +330,10 @@ func statementTime(ctx context.Context, db *pgx.Conn, per float64, unit string) 
 	stmts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stmt, error) {
 		var s stmt
 		err := r.Scan(&s.query, &s.calls, &s.ms)
-		return s, err
+		if err != nil {
+			return s, fmt.Errorf("scan a statement: %w", err)
+		}
+		return s, nil
 	})
 	if err != nil {
 		return 0, 0, "", fmt.Errorf("read pg_stat_statements: %w", err)

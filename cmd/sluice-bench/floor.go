@@ -41,16 +41,16 @@ func floorMain() error {
 	ctx := context.Background()
 	durable, err := pgxpool.New(ctx, os.Getenv(floorDBEnv))
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to the database: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(os.Getenv(floorDBEnv))
 	if err != nil {
-		return err
+		return fmt.Errorf("parse the database URL: %w", err)
 	}
 	cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 	async, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect to the database (synchronous_commit off): %w", err)
 	}
 	target := os.Getenv(floorTargetEnv)
 	client := &http.Client{Timeout: 10 * time.Second}
@@ -77,7 +77,10 @@ func floorMain() error {
 		w.WriteHeader(http.StatusAccepted)
 		go send(id, body)
 	}
-	return http.ListenAndServe(os.Getenv(floorAddrEnv), http.HandlerFunc(handle))
+	if err := http.ListenAndServe(os.Getenv(floorAddrEnv), http.HandlerFunc(handle)); err != nil {
+		return fmt.Errorf("serve on %s: %w", os.Getenv(floorAddrEnv), err)
+	}
+	return nil
 }
 
 // floorProc is a running floor process, the receiver it posts to and its
@@ -97,7 +100,7 @@ func startFloorProc(ctx context.Context, env *Env) (*floorProc, error) {
 	f := &floorProc{db: env.DB}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("listen for the floor's posts: %w", err)
 	}
 	f.recv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -108,7 +111,7 @@ func startFloorProc(ctx context.Context, env *Env) (*floorProc, error) {
 	if _, err := env.DB.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+floorTable+
 		` (id text PRIMARY KEY, body jsonb NOT NULL, sent_at timestamptz)`); err != nil {
 		f.Close(ctx)
-		return nil, err
+		return nil, fmt.Errorf("create %s: %w", floorTable, err)
 	}
 	addr, cmd, err := startFloor(env.DB.Config(), "http://"+ln.Addr().String()+"/")
 	if err != nil {
@@ -182,13 +185,13 @@ func startFloor(db *pgx.ConnConfig, target string) (string, *exec.Cmd, error) {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("find the floor's executable: %w", err)
 	}
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), floorAddrEnv+"="+addr, floorTargetEnv+"="+target, floorDBEnv+"="+db.ConnString())
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, err
+		return "", nil, fmt.Errorf("start the floor process: %w", err)
 	}
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if c, err := net.Dial("tcp", addr); err == nil {
@@ -208,12 +211,12 @@ func postFloor(url string) func(context.Context, []byte) error {
 	return func(ctx context.Context, body []byte) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return err
+			return fmt.Errorf("new floor request: %w", err)
 		}
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return fmt.Errorf("post to the floor: %w", err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()

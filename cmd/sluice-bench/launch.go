@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"syscall"
 	"time"
@@ -19,7 +20,7 @@ func (s *server) launch(ctx context.Context, workers int) error {
 	}
 	s.done = make(chan struct{})
 	if err := s.cmd.Start(); err != nil {
-		return err
+		return fmt.Errorf("start sluice serve: %w", err)
 	}
 	cmd, done := s.cmd, s.done
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -27,7 +28,7 @@ func (s *server) launch(ctx context.Context, workers int) error {
 	for range workers {
 		w := s.command(s.bin, withoutDebugAddr(s.env), "serve", "--worker")
 		if err := w.Start(); err != nil {
-			return err
+			return fmt.Errorf("start sluice serve --worker: %w", err)
 		}
 		s.workers = append(s.workers, w)
 	}

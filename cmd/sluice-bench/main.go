@@ -186,7 +186,7 @@ func run(ctx context.Context, o options) error {
 	}
 	logf("wrote %s (%s total)", o.out, report.Elapsed.Round(time.Second))
 	if report.Interrupted {
-		return ctx.Err()
+		return fmt.Errorf("interrupted: %w", ctx.Err())
 	}
 	return nil
 }

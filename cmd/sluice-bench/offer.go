@@ -93,7 +93,7 @@ func offer(ctx context.Context, rate float64, duration time.Duration, maxPending
 	}
 	wg.Wait()
 	if failed > 0 {
-		return 0, skipped, fmt.Errorf("%d events not accepted, first error: %v", failed, firstErr)
+		return 0, skipped, fmt.Errorf("%d events not accepted, first error: %w", failed, firstErr)
 	}
 	return ok, skipped, nil
 }

@@ -110,11 +110,11 @@ func pollIdle(ctx context.Context, env *Env) (Table, error) {
 func pollOnce(ctx context.Context, hc *http.Client, url string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("new poll request: %w", err)
 	}
 	res, err := hc.Do(req)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("GET poll URL: %w", err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
@@ -125,7 +125,7 @@ func pollOnce(ctx context.Context, hc *http.Client, url string) (string, error) 
 		NextCursor string `json:"next_cursor"`
 	}
 	if err := json.NewDecoder(res.Body).Decode(&page); err != nil {
-		return "", err
+		return "", fmt.Errorf("decode the poll page: %w", err)
 	}
 	return page.NextCursor, nil
 }

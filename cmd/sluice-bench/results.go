@@ -116,9 +116,12 @@ func (r Report) write(path string) error {
 	w("\n")
 
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
+		return fmt.Errorf("make the results dir: %w", err)
 	}
-	return os.WriteFile(path, []byte(b.String()), 0o644)
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("write the results: %w", err)
+	}
+	return nil
 }
 
 func (r Report) writeSection(b *strings.Builder, s Section) {

@@ -75,7 +75,7 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 		d.blockers = append(d.blockers, blockers)
 		select {
 		case <-ctx.Done():
-			return d, ctx.Err()
+			return d, fmt.Errorf("wait to retire again: %w", ctx.Err())
 		case <-time.After(sluiceretention.LockRetryWait):
 		}
 	}
@@ -103,21 +103,21 @@ func dropDay(ctx context.Context, db *pgx.Conn, day time.Time, pgss bool) (d dro
 func retireOnce(ctx context.Context, db *pgx.Conn, day time.Time, d *dropped) error {
 	tx, err := db.Begin(ctx)
 	if err != nil {
-		return err
+		return fmt.Errorf("begin: %w", err)
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", sluiceretention.PartitionLockTimeout.Milliseconds())); err != nil {
-		return err
+		return fmt.Errorf("set lock_timeout: %w", err)
 	}
 	t0 := time.Now()
 	var retired bool
 	if err := tx.QueryRow(ctx, `SELECT sluice_retire_week($1::date)`, day.Format(time.DateOnly)).Scan(&retired); err != nil {
-		return err
+		return fmt.Errorf("sluice_retire_week: %w", err)
 	}
 	d.call = time.Since(t0)
 	t0 = time.Now()
 	if err := tx.Commit(ctx); err != nil {
-		return err
+		return fmt.Errorf("commit: %w", err)
 	}
 	d.commit = time.Since(t0)
 	d.kept = map[bool]int64{true: 0, false: -1}[retired]
@@ -139,7 +139,7 @@ func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
 			r.lockFails++
 			select {
 			case <-ctx.Done():
-				return r, ctx.Err()
+				return r, fmt.Errorf("wait to drop the expired week again: %w", ctx.Err())
 			case <-time.After(sluiceretention.LockRetryWait):
 			}
 			continue
@@ -154,7 +154,7 @@ func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
 		r.end = time.Now()
 		select {
 		case <-ctx.Done():
-			return r, ctx.Err()
+			return r, fmt.Errorf("pause between pieces: %w", ctx.Err())
 		case <-time.After(sluiceretention.RemovePause):
 		}
 	}
@@ -163,12 +163,16 @@ func dropExpired(ctx context.Context, db *pgx.Conn) (r removal, err error) {
 // inPartitionTx runs one query in a transaction with the job's
 // lock_timeout and scans its one value into dst.
 func inPartitionTx(ctx context.Context, db *pgx.Conn, sql string, dst any) error {
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", sluiceretention.PartitionLockTimeout.Milliseconds())); err != nil {
-			return err
+			return fmt.Errorf("set lock_timeout: %w", err)
 		}
 		return tx.QueryRow(ctx, sql).Scan(dst)
 	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", sql, err)
+	}
+	return nil
 }
 
 // dropStatementTime is pg_stat_statements' total_exec_time of the drop
@@ -202,14 +206,14 @@ func keptRows(ctx context.Context, db *pgx.Conn, day time.Time) (events, deliver
 	}
 	var left *string
 	if err := db.QueryRow(ctx, `SELECT to_regclass($1)::text`, "deliveries_"+day.Format("20060102")).Scan(&left); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, fmt.Errorf("look for the dropped partition: %w", err)
 	}
 	if left != nil {
 		return 0, 0, 0, 0, fmt.Errorf("%s still exists after the drop", *left)
 	}
 	var expired int
 	if err := db.QueryRow(ctx, `SELECT count(*) FROM pg_class WHERE relname ~ '^(retired|expired)_'`).Scan(&expired); err != nil {
-		return 0, 0, 0, 0, err
+		return 0, 0, 0, 0, fmt.Errorf("count the retired and expired relations: %w", err)
 	}
 	if expired > 0 {
 		return 0, 0, 0, 0, fmt.Errorf("%d relations of retired or expired weeks are left after the drop", expired)

@@ -70,7 +70,7 @@ func seedOldDay(ctx context.Context, db *pgx.Conn, day time.Time, tenant string,
 	// with session_replication_role = replica their 2 × N checks are skipped.
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
-			return err
+			return fmt.Errorf("set session_replication_role: %w", err)
 		}
 		_, err := tx.Exec(ctx, `/* bench-retention */
 			INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status, attempt_count,
@@ -84,7 +84,10 @@ func seedOldDay(ctx context.Context, db *pgx.Conn, day time.Time, tenant string,
 			CROSS JOIN generate_series(1, cardinality($1::uuid[])) k
 			WHERE NOT dead OR k = 1 + (e.payload->>'seq')::int % cardinality(eps)
 			ORDER BY e.id, k`, eps)
-		return err
+		if err != nil {
+			return fmt.Errorf("insert the deliveries: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return d, fmt.Errorf("seed deliveries: %w", err)

@@ -62,7 +62,7 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 	}
 	dir, err := os.MkdirTemp("", "sluice-bench-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("make the temp dir: %w", err)
 	}
 	s = &server{dir: dir, logPath: filepath.Join(dir, "sluice.log"), keepBinary: keepBinary}
 	defer func() {
@@ -86,10 +86,10 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 		return s, err
 	}
 	if s.db, err = pgx.Connect(ctx, dbURL); err != nil {
-		return s, err
+		return s, fmt.Errorf("connect to the bench database: %w", err)
 	}
 	if s.waitDB, err = pgx.Connect(ctx, dbURL); err != nil {
-		return s, err
+		return s, fmt.Errorf("connect to the bench database (waits): %w", err)
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
@@ -113,14 +113,14 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 		"SLUICE_DEBUG_ADDR="+debugAddr,
 	)
 	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
-		return s, fmt.Errorf("sluice migrate: %v\n%s", err, out)
+		return s, fmt.Errorf("sluice migrate: %w\n%s", err, out)
 	}
 	if err := pastPartitions(ctx, dbURL); err != nil {
 		return s, err
 	}
 	out, err := runCmd(ctx, env, bin, "tenant", "create", "--name", "bench", "--alert-email", "bench@example.com")
 	if err != nil {
-		return s, fmt.Errorf("sluice tenant create: %v\n%s", err, out)
+		return s, fmt.Errorf("sluice tenant create: %w\n%s", err, out)
 	}
 	var tenant struct {
 		APIKey string `json:"api_key"`
@@ -131,7 +131,7 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 	s.apiKey = tenant.APIKey
 
 	if s.logFile, err = os.Create(s.logPath); err != nil {
-		return s, err
+		return s, fmt.Errorf("create sluice's log: %w", err)
 	}
 	s.bin, s.env, s.baseURL = bin, env, "http://"+addr
 	return s, s.launch(ctx, workers)
@@ -143,7 +143,7 @@ func buildSluice(ctx context.Context, dir, bin string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/sluice")
 	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/sluice in %s: %v\n%s", dir, err, out)
+		return fmt.Errorf("go build ./cmd/sluice in %s: %w\n%s", dir, err, out)
 	}
 	return nil
 }
@@ -197,7 +197,7 @@ func createDatabase(ctx context.Context, base string) (string, error) {
 	}
 	u, err := url.Parse(base)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	u.Path = "/" + benchDB
 	return u.String(), nil
@@ -215,7 +215,7 @@ const pastWeeks = 2
 func pastPartitions(ctx context.Context, dbURL string) error {
 	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
-		return err
+		return fmt.Errorf("connect for the past partitions: %w", err)
 	}
 	defer conn.Close(context.Background())
 	_, err = conn.Exec(ctx, `SELECT sluice_ensure_week(now() - n * interval '7 days') FROM generate_series(1, $1::int) n`, pastWeeks)
@@ -252,7 +252,7 @@ func runCmd(ctx context.Context, env []string, name string, args ...string) ([]b
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("find a free port: %w", err)
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil

@@ -55,19 +55,22 @@ func (ws *waitStats) sample(ctx context.Context, conn *pgx.Conn) error {
 		  AND state IN ('active', 'idle in transaction')
 		GROUP BY 1`)
 	if err != nil {
-		return err
+		return fmt.Errorf("sample pg_stat_activity: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var what string
 		var n int
 		if err := rows.Scan(&what, &n); err != nil {
-			return err
+			return fmt.Errorf("scan pg_stat_activity: %w", err)
 		}
 		ws.counts[what] += n
 	}
 	ws.samples++
-	return rows.Err()
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read pg_stat_activity: %w", err)
+	}
+	return nil
 }
 
 func (ws waitStats) add(o waitStats) waitStats {
