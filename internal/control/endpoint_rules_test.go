@@ -64,7 +64,7 @@ func TestUndeliverableTargetsRefused(t *testing.T) {
 		"https://example.com:0/x",
 		"https://example.com:65536/x",
 		"https://169.254.169.２５４/x", // metadata, in full-width digits
-		"https://exa­mple​.com\uFFFF/x",
+		"https://exa\u00ADmple\u200B.com\uFFFF/x",
 	} {
 		require.NotEmpty(t, refused(url, true), "%s must be refused with private targets allowed", url)
 		require.NotEmpty(t, refused(url, false), "%s must be refused", url)

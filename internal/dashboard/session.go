@@ -67,12 +67,6 @@ func sessionFromContext(ctx context.Context) (session, bool) {
 	return s, ok
 }
 
-// tenantID is the signed-in tenant of a request that passed requireSession.
-func tenantID(r *http.Request) uuid.UUID {
-	s, _ := sessionFromContext(r.Context())
-	return s.tenant.ID
-}
-
 // chrome is the page frame of a request: signed out unless it carries a
 // session.
 func chrome(r *http.Request, section string) web.Chrome {
