@@ -139,15 +139,7 @@ func backlogRearms(b backlog) bool {
 // order after after. Each costs an index read of its first queued
 // deliveries, not a count of them all (queries/backlog.sql).
 func readBacklogs(ctx context.Context, st *store.Store, after uuid.UUID, limit int) ([]backlog, error) {
-	var rows []dbq.BacklogsToCheckRow
-	err := st.InTx(ctx, func(tx store.Tx) error {
-		var err error
-		rows, err = tx.Q.BacklogsToCheck(ctx, dbq.BacklogsToCheckParams{After: after, MaxRows: int32(limit)})
-		if err != nil {
-			return fmt.Errorf("backlogs to check: %w", err)
-		}
-		return nil
-	})
+	rows, err := st.OneShot(nil).BacklogsToCheck(ctx, dbq.BacklogsToCheckParams{After: after, MaxRows: int32(limit)})
 	if err != nil {
 		return nil, fmt.Errorf("read backlogs: %w", err)
 	}
@@ -168,8 +160,7 @@ func rearmBacklogAlerts(ctx context.Context, st *store.Store, endpointIDs []uuid
 	if len(endpointIDs) == 0 {
 		return nil
 	}
-	err := st.InTx(ctx, func(tx store.Tx) error { return tx.Q.RearmBacklogAlerts(ctx, endpointIDs) })
-	if err != nil {
+	if err := st.OneShot(nil).RearmBacklogAlerts(ctx, endpointIDs); err != nil {
 		return fmt.Errorf("rearm backlog alerts: %w", err)
 	}
 	return nil

@@ -193,14 +193,9 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err := s.replaceDead(ctx); err != nil {
 		return err
 	}
-	var ids []uuid.UUID
-	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		ids, err = tx.Q.TakeRetriesDue(ctx, maxSweepEndpoints)
-		if err != nil {
-			return fmt.Errorf("take retries due: %w", err)
-		}
-		return nil
-	})
+	// Each sweep statement runs alone on the pool (store.OneShot): one
+	// round trip, no transaction around it, as an idle process should.
+	ids, err := s.store.OneShot(nil).TakeRetriesDue(ctx, maxSweepEndpoints)
 	if err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err)
 	}
@@ -290,16 +285,11 @@ func (s *Sweeper) replaced(n int, kinds []string) {
 // claimSweep reports whether this process may run the named sweep now: it
 // is the first to ask since at least every ago (table sweeps).
 func claimSweep(ctx context.Context, st *store.Store, name string, every time.Duration) (bool, error) {
-	mine := false
-	err := st.InTx(ctx, func(tx store.Tx) error {
-		tag, err := tx.Exec(ctx,
-			`UPDATE sweeps SET swept_at = now() WHERE name = $1 AND swept_at <= now() - make_interval(secs => $2::float8)`,
-			name, every.Seconds())
-		mine = tag.RowsAffected() == 1
-		return err //nolint:wrapcheck // wrapped below
-	})
+	tag, err := st.Pool().Exec(ctx, // alone on the pool: one statement, every tick
+		`UPDATE sweeps SET swept_at = now() WHERE name = $1 AND swept_at <= now() - make_interval(secs => $2::float8)`,
+		name, every.Seconds())
 	if err != nil {
 		return false, fmt.Errorf("claim sweep: %w", err)
 	}
-	return mine, nil
+	return tag.RowsAffected() == 1, nil
 }
