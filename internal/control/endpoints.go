@@ -123,10 +123,25 @@ func (c *Control) settle(ctx context.Context, who Caller, in EndpointInput, set 
 }
 
 // current fills in what an endpoint is now that its stored state does not
-// say by itself: the rate an adaptive rate limit allows now.
+// say by itself: the rate an adaptive rate limit allows now, a throttle
+// only while it lasts, and the status those make.
 func (c *Control) current(ep sluice.Endpoint) sluice.Endpoint {
+	now := c.now()
 	if rl := ep.RateLimit; rl != nil && rl.Adaptive {
-		ep.EffectiveRate = new(flow.Adaptive(ep.Slowdown).Current(flow.LimitOf(*rl), c.now()))
+		ep.EffectiveRate = new(flow.Adaptive(ep.Slowdown).Current(flow.LimitOf(*rl), now))
+	}
+	if ep.ThrottledUntil != nil && !now.Before(*ep.ThrottledUntil) {
+		ep.ThrottledUntil, ep.ThrottleReason = nil, nil
+	}
+	switch {
+	case ep.Disabled:
+		ep.Status = sluice.EndpointDisabled
+	case ep.Circuit.State == sluice.CircuitOpen || ep.Circuit.State == sluice.CircuitHalfOpen:
+		ep.Status = sluice.EndpointCircuitOpen
+	case ep.ThrottledUntil != nil:
+		ep.Status = sluice.EndpointThrottled
+	default:
+		ep.Status = sluice.EndpointActive
 	}
 	return ep
 }

@@ -283,19 +283,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	if r.AdaptiveHalvedAt != nil {
 		ep.Slowdown.HalvedAt = *r.AdaptiveHalvedAt
 	}
-	if v.ThrottledUntil != nil && time.Now().Before(*v.ThrottledUntil) {
-		ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
-	}
-	switch {
-	case r.Disabled:
-		ep.Status = sluice.EndpointDisabled
-	case r.CircuitState == sluice.CircuitOpen || r.CircuitState == sluice.CircuitHalfOpen:
-		ep.Status = sluice.EndpointCircuitOpen
-	case ep.ThrottledUntil != nil:
-		ep.Status = sluice.EndpointThrottled
-	default:
-		ep.Status = sluice.EndpointActive
-	}
+	ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
 	if err := json.Unmarshal(r.Headers, &ep.Headers); err != nil {
 		return ep, fmt.Errorf("decode json: %w", err)
 	}

@@ -5,7 +5,6 @@
 package stmtcount
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -18,12 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
-	"github.com/sluice-dev/sluice/internal/apikey"
-	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -52,29 +46,10 @@ type Fixture struct {
 // counter starts off.
 func New(t testing.TB) Fixture {
 	t.Helper()
-	ctx := context.Background()
 	c := &Counter{counts: map[string]int{}}
 	url := pgtest.NewDatabase(t)
-	pool := newPool(t, url, c)
 	riverPool := newPool(t, url, nil)
-	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := Fixture{Fixture: storetest.Fixture{Store: store.New(pool, box)}, Counter: c, RiverPool: riverPool}
-	rc, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.Jobs = jobs.NewQueue(rc)
-	f.KeyA, f.KeyB = apikey.New(), apikey.New()
-	if f.TenantA, err = f.Store.CreateTenant(ctx, "Acme", "ops@acme.test", apikey.Digest(f.KeyA)); err != nil {
-		t.Fatal(err)
-	}
-	if f.TenantB, err = f.Store.CreateTenant(ctx, "Globex", "ops@globex.test", apikey.Digest(f.KeyB)); err != nil {
-		t.Fatal(err)
-	}
-	return f
+	return Fixture{Fixture: storetest.On(t, newPool(t, url, c), riverPool), Counter: c, RiverPool: riverPool}
 }
 
 func newPool(t testing.TB, url string, tracer *Counter) *pgxpool.Pool {

@@ -35,13 +35,22 @@ type Fixture struct {
 // New builds a Fixture on a new database, dropped when the test ends.
 func New(t testing.TB) Fixture {
 	t.Helper()
+	pool := pgtest.NewPool(t)
+	return On(t, pool, pool)
+}
+
+// On builds a Fixture whose store runs on pool and whose job queue inserts
+// through riverPool (the same pool, or one apart whose statements a test
+// does not count): the store, the queue and two tenants with their keys.
+func On(t testing.TB, pool, riverPool *pgxpool.Pool) Fixture {
+	t.Helper()
 	ctx := context.Background()
 	box, err := secretbox.New(bytes.Repeat([]byte{1}, secretbox.KeySize))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := Fixture{Store: store.New(pgtest.NewPool(t), box)}
-	rc, err := river.NewClient(riverpgxv5.New(f.Store.Pool()), &river.Config{})
+	f := Fixture{Store: store.New(pool, box)}
+	rc, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
