@@ -33,11 +33,28 @@ func changeTx(ctx context.Context) pgx.Tx {
 // Change runs fn in a transaction that every store call made with the
 // context fn receives joins. If fn returns an entry, the entry is
 // inserted in that transaction, which then commits; if it returns an
-// error, the transaction rolls back and Change returns the error.
+// error, the transaction rolls back and Change returns the error. A
+// change Postgres rolled back to break a deadlock with a concurrent one
+// (SQLSTATE 40P01) is run again, up to changeAttempts times: nothing of
+// it was written, and fn keeps no state of its own across a run.
 func (s *Store) Change(ctx context.Context, tenant uuid.UUID, fn func(ctx context.Context) (*sluice.AuditEntry, error)) error {
 	if changeTx(ctx) != nil {
 		return errors.New("change: already in a change")
 	}
+	for attempt := 1; ; attempt++ {
+		err := s.change(ctx, tenant, fn)
+		var pgErr *pgconn.PgError
+		if attempt < changeAttempts && errors.As(err, &pgErr) && pgErr.Code == "40P01" {
+			continue
+		}
+		return err
+	}
+}
+
+// changeAttempts is how often Change runs a change that lost a deadlock.
+const changeAttempts = 3
+
+func (s *Store) change(ctx context.Context, tenant uuid.UUID, fn func(ctx context.Context) (*sluice.AuditEntry, error)) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin change: %w", err)
