@@ -4,14 +4,14 @@ INSERT INTO endpoints (
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
     backlog_alert_queued, backlog_alert_oldest_seconds,
-    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer, ordering
+    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer, ordering, options
 ) VALUES (
     @id, @tenant_id, @url, @description,
     @rate_limit_per_second, @rate_limit_per_minute, @rate_limit_burst,
     @rate_limit_adaptive, @rate_limit_min,
     sqlc.narg(backlog_alert_queued), sqlc.narg(backlog_alert_oldest_seconds),
     @max_in_flight, @headers, @disabled::boolean, CASE WHEN @disabled::boolean THEN 'manual' END,
-    @secret_enc, sqlc.narg(consumer), @ordering
+    @secret_enc, sqlc.narg(consumer), @ordering, sqlc.narg(options)
 )
 RETURNING *;
 
@@ -63,6 +63,7 @@ UPDATE endpoints e SET
     headers = @headers,
     disabled = @disabled::boolean,
     disabled_reason = CASE WHEN @disabled::boolean THEN coalesce(e.disabled_reason, 'manual') END,
+    options = sqlc.narg(options),
     updated_at = now()
 FROM old
 WHERE e.id = old.id

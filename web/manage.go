@@ -24,6 +24,10 @@ type EndpointForm struct {
 	// deliveries queued and seconds waited; both empty for none.
 	BacklogQueued string
 	BacklogOldest string
+	// Timeout and RetrySchedule are delivery options: whole seconds, and
+	// comma-separated Go durations; empty for the server's defaults.
+	Timeout       string
+	RetrySchedule string
 	// Types are the ticked event types: "*" or names of the catalogue.
 	Types map[string]bool
 	// Patterns are free-text patterns (a tenant's only), space-separated.

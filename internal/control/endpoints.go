@@ -46,6 +46,8 @@ type EndpointInput struct {
 	// whatever Consumer says.
 	Consumer *string
 	Delivery *string
+	// Options are the delivery options the request names.
+	Options OptionsInput
 	// Subscription, when not nil, replaces the endpoint's subscriptions
 	// with one to its patterns, or with none when it lists none: the
 	// dashboard's form, which sets both at once.
@@ -382,6 +384,7 @@ func (in EndpointInput) apply(set *sluice.EndpointSettings, creating bool, v *sl
 	if set.Ordering == "" {
 		set.Ordering = sluice.OrderingNone
 	}
+	applyOptions(&set.Options, in.Options, v)
 }
 
 // rateLimit checks in and returns the rate limit it asks for; nil when
@@ -433,6 +436,7 @@ func changedFields(before, after sluice.EndpointSettings, sub *SubscriptionInput
 			out = append(out, name)
 		}
 	}
+	out = append(out, changedOptions(before.Options, after.Options)...)
 	if sub != nil {
 		out = append(out, "event_types")
 		if !noFilter(sub.Filter) {

@@ -65,7 +65,8 @@ import (
 // Config tunes the dispatcher.
 type Config struct {
 	Sender *send.Sender
-	// DeliveryTimeout bounds one request; it sizes the job's timeout.
+	// DeliveryTimeout bounds one request of an endpoint without a
+	// timeout of its own (sluice.DeliveryOptions).
 	DeliveryTimeout time.Duration
 	// Retry is the schedule of waits between failed attempts.
 	Retry Retry
@@ -178,9 +179,10 @@ func (w *Worker) Close() {
 
 // JobTimeout is the longest one dispatch run of a resolved configuration
 // may take: its budget (with up to a fifth of jitter) plus one last batch of
-// requests and its record. River's rescuer must wait longer than this.
+// requests, as long as an endpoint's timeout may be, and its record.
+// River's rescuer must wait longer than this.
 func (c Config) JobTimeout() time.Duration {
-	return c.Budget*6/5 + c.DeliveryTimeout + 5*time.Second
+	return c.Budget*6/5 + max(c.DeliveryTimeout, sluice.MaxTimeoutSeconds*time.Second) + 5*time.Second
 }
 
 // Timeout implements river.Worker.

@@ -17,6 +17,15 @@ type Retry struct {
 	Jitter float64
 }
 
+// For is the retry policy of the target's attempts: its own schedule when
+// it has one.
+func (r Retry) For(t Target) Retry {
+	if t.Retry != nil {
+		r.Schedule = t.Retry
+	}
+	return r
+}
+
 // Outcome applies the retry policy to one attempt of c that got res at
 // now: what the store records of the attempt, and what it does to the
 // delivery. It is the one conversion of a send's result.

@@ -26,6 +26,7 @@ type sentDelivery struct {
 // due for the next run.
 func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed) []sentDelivery {
 	sent := make([]sentDelivery, len(claimed))
+	retry := w.cfg.Retry.For(target)
 	cut := make([]bool, len(claimed))
 	var wg sync.WaitGroup
 	for i, c := range claimed {
@@ -38,13 +39,14 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				Keys:     target.Keys,
 				Headers:  target.Headers,
 				Sequence: c.Sequence,
+				Timeout:  target.Timeout,
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true
 				endAttempt(span, res, Outcome{}, true)
 				return
 			}
-			sent[i] = sentDelivery{result: res, outcome: w.cfg.Retry.Outcome(c, res, w.cfg.Clock.Now()),
+			sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, w.cfg.Clock.Now()),
 				eventType: c.EventType, attempts: c.AttemptCount + 1}
 			endAttempt(span, res, sent[i].outcome, false)
 			observe(sent[i])

@@ -66,6 +66,10 @@ type Target struct {
 	Consumer    *string // the consumer it belongs to, if any
 	FIFO        bool    // ordering "fifo": its lines go one delivery at a time (fifo.go)
 	Flow        Flow
+	// Timeout and Retry are the endpoint's delivery options: 0 and nil
+	// for the server's (Config.DeliveryTimeout, Config.Retry).
+	Timeout time.Duration
+	Retry   sluice.Schedule
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -98,6 +102,13 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 	}
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
 		return tg, fmt.Errorf("read endpoint headers: %w", err)
+	}
+	if r.Options != nil { // null while every option is the default
+		var o sluice.DeliveryOptions
+		if err := json.Unmarshal(r.Options, &o); err != nil {
+			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
+		}
+		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
 	}
 	secrets := [][]byte{r.SecretEnc}
 	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {

@@ -31,19 +31,24 @@ type endpointInput struct {
 	// Delivery is chosen at creation only, like Consumer.
 	Delivery *string `json:"delivery"`
 
-	nulls []string // fields sent as null that cannot be null
+	nulls   []string             // fields sent as null that cannot be null
+	options control.OptionsInput // the delivery options, as sent
 }
 
 // nonNullable are the fields an explicit null cannot clear.
 var nonNullable = []string{"url", "description", "max_in_flight", "headers", "disabled", "consumer", "ordering", "delivery"}
 
 // UnmarshalJSON decodes strictly (unknown fields refused), takes a
-// fractional or huge max_in_flight for one out of range (notWhole), and
+// fractional or huge max_in_flight for one out of range (notWhole),
 // records explicit nulls, which plain decoding would take for absent
-// fields.
+// fields, and hands the delivery options on as sent (options).
 func (in *endpointInput) UnmarshalJSON(data []byte) error {
 	type plain endpointInput // without this method
 	var p plain
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(data, &fields) == nil {
+		p.options, data = options(fields, data)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -53,10 +58,6 @@ func (in *endpointInput) UnmarshalJSON(data []byte) error {
 		}
 		p.MaxInFlight = new(notWhole)
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(data, &fields); err != nil {
-		return err //nolint:wrapcheck // decodeJSON reads encoding/json's own errors to say what is wrong
-	}
 	for _, name := range nonNullable {
 		if raw, ok := fields[name]; ok && bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 			p.nulls = append(p.nulls, name)
@@ -64,6 +65,30 @@ func (in *endpointInput) UnmarshalJSON(data []byte) error {
 	}
 	*in = endpointInput(p)
 	return nil
+}
+
+// options takes the delivery options out of a body's fields: the
+// control layer reads them (control.OptionsInput). It returns them and
+// the body without them.
+func options(fields map[string]json.RawMessage, body []byte) (control.OptionsInput, []byte) {
+	var opts control.OptionsInput
+	for _, name := range sluice.DeliveryOptionNames {
+		if raw, ok := fields[name]; ok {
+			if opts == nil {
+				opts = control.OptionsInput{}
+			}
+			opts[name] = raw
+			delete(fields, name)
+		}
+	}
+	if opts == nil {
+		return nil, body
+	}
+	rest, err := json.Marshal(fields)
+	if err != nil {
+		return opts, body // cannot happen: fields was decoded from JSON
+	}
+	return opts, rest
 }
 
 type rateLimitInput struct {
@@ -90,6 +115,7 @@ func (in endpointInput) input() (control.EndpointInput, error) {
 	out := control.EndpointInput{
 		URL: in.URL, Description: in.Description, MaxInFlight: in.MaxInFlight, Headers: in.Headers,
 		Disabled: in.Disabled, Consumer: in.Consumer, Ordering: in.Ordering, Delivery: in.Delivery,
+		Options: in.options,
 	}
 	if in.RateLimit != nil {
 		out.RateLimit = parseRateLimit(in.RateLimit, v)

@@ -12,6 +12,7 @@ package send
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -115,6 +116,7 @@ type Message struct {
 	Keys      [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
 	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
 	Sequence  int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
+	Timeout   time.Duration     // bounds the attempt; 0: Config.Timeout
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -128,7 +130,7 @@ var errTimeout = errors.New("sender: request timeout")
 func (s *Sender) Send(ctx context.Context, m Message) Result {
 	start := time.Now()
 	res := Result{At: start}
-	ctx, cancel := context.WithTimeoutCause(ctx, s.timeout, errTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, cmp.Or(m.Timeout, s.timeout), errTimeout)
 	defer cancel()
 
 	req, err := s.newRequest(ctx, m, start)

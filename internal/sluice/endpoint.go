@@ -84,24 +84,25 @@ type BacklogAlert struct {
 // Endpoint is a receiver URL of a tenant, with its delivery settings and its
 // current flow-control state.
 type Endpoint struct {
-	ID               uuid.UUID         `json:"id"`
-	TenantID         uuid.UUID         `json:"-"`
-	URL              string            `json:"url,omitempty"` // "" for a poll endpoint, which has none
-	Delivery         string            `json:"delivery"`      // DeliveryPush or DeliveryPoll
-	Description      string            `json:"description"`
-	RateLimit        *RateLimit        `json:"rate_limit"`
-	MaxInFlight      int               `json:"max_in_flight"`
-	Headers          map[string]string `json:"headers"`
-	Disabled         bool              `json:"disabled"`
-	DisabledReason   *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
-	Consumer         *string           `json:"consumer"`
-	BacklogAlert     *BacklogAlert     `json:"backlog_alert"`
-	Ordering         string            `json:"ordering"` // OrderingNone or OrderingFIFO
-	Status           string            `json:"status"`
-	ThrottledUntil   *time.Time        `json:"throttled_until"`
-	ThrottleReason   *string           `json:"throttle_reason"`
-	Circuit          Circuit           `json:"circuit"`
-	QueuedDeliveries int64             `json:"queued_deliveries"`
+	ID             uuid.UUID         `json:"id"`
+	TenantID       uuid.UUID         `json:"-"`
+	URL            string            `json:"url,omitempty"` // "" for a poll endpoint, which has none
+	Delivery       string            `json:"delivery"`      // DeliveryPush or DeliveryPoll
+	Description    string            `json:"description"`
+	RateLimit      *RateLimit        `json:"rate_limit"`
+	MaxInFlight    int               `json:"max_in_flight"`
+	Headers        map[string]string `json:"headers"`
+	Disabled       bool              `json:"disabled"`
+	DisabledReason *string           `json:"disabled_reason"` // DisabledManual, DisabledGone or DisabledFailing; nil while enabled
+	Consumer       *string           `json:"consumer"`
+	BacklogAlert   *BacklogAlert     `json:"backlog_alert"`
+	Ordering       string            `json:"ordering"` // OrderingNone or OrderingFIFO
+	DeliveryOptions
+	Status           string     `json:"status"`
+	ThrottledUntil   *time.Time `json:"throttled_until"`
+	ThrottleReason   *string    `json:"throttle_reason"`
+	Circuit          Circuit    `json:"circuit"`
+	QueuedDeliveries int64      `json:"queued_deliveries"`
 	// EffectiveRate is what an adaptive rate limit allows now, in
 	// deliveries a second, worked out from Slowdown; nil without one.
 	EffectiveRate *float64  `json:"effective_rate"`
@@ -138,6 +139,7 @@ type EndpointSettings struct {
 	Consumer *string
 	// Delivery is DeliveryPush or DeliveryPoll, chosen at creation.
 	Delivery string
+	Options  DeliveryOptions
 }
 
 // Settings returns the tenant-chosen fields of e.
@@ -153,5 +155,6 @@ func (e Endpoint) Settings() EndpointSettings {
 		Consumer:     e.Consumer,
 		Ordering:     e.Ordering,
 		Delivery:     e.Delivery,
+		Options:      e.DeliveryOptions,
 	}
 }

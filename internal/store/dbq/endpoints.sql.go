@@ -18,16 +18,16 @@ INSERT INTO endpoints (
     rate_limit_per_second, rate_limit_per_minute, rate_limit_burst,
     rate_limit_adaptive, rate_limit_min,
     backlog_alert_queued, backlog_alert_oldest_seconds,
-    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer, ordering
+    max_in_flight, headers, disabled, disabled_reason, secret_enc, consumer, ordering, options
 ) VALUES (
     $1, $2, $3, $4,
     $5, $6, $7,
     $8, $9,
     $10, $11,
     $12, $13, $14::boolean, CASE WHEN $14::boolean THEN 'manual' END,
-    $15, $16, $17
+    $15, $16, $17, $18
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery, options
 `
 
 type CreateEndpointParams struct {
@@ -48,6 +48,7 @@ type CreateEndpointParams struct {
 	SecretEnc                 []byte
 	Consumer                  *string
 	Ordering                  string
+	Options                   []byte
 }
 
 func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) (Endpoint, error) {
@@ -69,6 +70,7 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		arg.SecretEnc,
 		arg.Consumer,
 		arg.Ordering,
+		arg.Options,
 	)
 	var i Endpoint
 	err := row.Scan(
@@ -109,6 +111,7 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.BacklogAlertedAt,
 		&i.Ordering,
 		&i.Delivery,
+		&i.Options,
 	)
 	return i, err
 }
@@ -137,7 +140,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -198,6 +201,7 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.BacklogAlertedAt,
 		&i.Endpoint.Ordering,
 		&i.Endpoint.Delivery,
+		&i.Endpoint.Options,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.QueuedDeliveries,
@@ -230,7 +234,7 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -308,6 +312,7 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.BacklogAlertedAt,
 			&i.Endpoint.Ordering,
 			&i.Endpoint.Delivery,
+			&i.Endpoint.Options,
 			&i.ThrottledUntil,
 			&i.ThrottleReason,
 			&i.QueuedDeliveries,
@@ -354,7 +359,7 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 const updateEndpoint = `-- name: UpdateEndpoint :one
 WITH old AS (
     SELECT o.id, o.disabled FROM endpoints o
-    WHERE o.tenant_id = $13 AND o.id = $14
+    WHERE o.tenant_id = $14 AND o.id = $15
     FOR NO KEY UPDATE
 )
 UPDATE endpoints e SET
@@ -374,6 +379,7 @@ UPDATE endpoints e SET
     headers = $11,
     disabled = $12::boolean,
     disabled_reason = CASE WHEN $12::boolean THEN coalesce(e.disabled_reason, 'manual') END,
+    options = $13,
     updated_at = now()
 FROM old
 WHERE e.id = old.id
@@ -393,6 +399,7 @@ type UpdateEndpointParams struct {
 	MaxInFlight               int32
 	Headers                   []byte
 	Disabled                  bool
+	Options                   []byte
 	TenantID                  uuid.UUID
 	ID                        uuid.UUID
 }
@@ -423,6 +430,7 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.MaxInFlight,
 		arg.Headers,
 		arg.Disabled,
+		arg.Options,
 		arg.TenantID,
 		arg.ID,
 	)

@@ -199,6 +199,7 @@ type Endpoint struct {
 	BacklogAlertedAt          *time.Time
 	Ordering                  string
 	Delivery                  string
+	Options                   []byte
 }
 
 type Event struct {

@@ -1,0 +1,92 @@
+package control
+
+import (
+	"bytes"
+	"encoding/json"
+	"reflect"
+	"time"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// OptionsInput holds the delivery options a request names, each as the
+// JSON it sent (sluice.DeliveryOptionNames are the names): a value sets
+// the option, null gives it back to the server's default, and an option
+// the request does not name stays as it is.
+type OptionsInput map[string]json.RawMessage
+
+// applyOptions writes the options in over opts, each checked against its
+// rules; a failing option is added to v and leaves opts as it was.
+func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.ValidationError) {
+	for name, raw := range in {
+		null := bytes.Equal(bytes.TrimSpace(raw), []byte("null"))
+		switch name {
+		case "timeout_seconds":
+			opts.TimeoutSeconds = nil
+			if !null {
+				opts.TimeoutSeconds = timeoutSeconds(raw, v)
+			}
+		case "retry_schedule":
+			opts.RetrySchedule = nil
+			if !null {
+				opts.RetrySchedule = retrySchedule(raw, v)
+			}
+		default:
+			v.Add(name, "is not a delivery option")
+		}
+	}
+}
+
+// timeoutSeconds reads a timeout in whole seconds within its bounds.
+func timeoutSeconds(raw json.RawMessage, v *sluice.ValidationError) *int {
+	var n int
+	if err := json.Unmarshal(raw, &n); err != nil || n < sluice.MinTimeoutSeconds || n > sluice.MaxTimeoutSeconds {
+		v.Add("timeout_seconds", "must be a whole number of seconds from %d to %d, or null for the server's default",
+			sluice.MinTimeoutSeconds, sluice.MaxTimeoutSeconds)
+		return nil
+	}
+	return &n
+}
+
+// retrySchedule reads a list of Go durations, each positive, at most
+// sluice.MaxRetrySteps of them and sluice.MaxRetryTotal in all.
+func retrySchedule(raw json.RawMessage, v *sluice.ValidationError) sluice.Schedule {
+	var texts []string
+	if err := json.Unmarshal(raw, &texts); err != nil {
+		v.Add("retry_schedule", `must be a list of Go durations such as ["30s", "5m", "1h"], or null for the server's default`)
+		return nil
+	}
+	if len(texts) > sluice.MaxRetrySteps {
+		v.Add("retry_schedule", "has %d steps; at most %d are allowed", len(texts), sluice.MaxRetrySteps)
+		return nil
+	}
+	out := make(sluice.Schedule, len(texts))
+	var total time.Duration
+	for i, text := range texts {
+		d, err := time.ParseDuration(text)
+		if err != nil || d <= 0 {
+			v.Add("retry_schedule", "step %d (%q) is not a positive Go duration such as \"30s\" or \"5m\"", i+1, text)
+			return nil
+		}
+		// total stays within MaxRetryTotal before each step, so it cannot overflow.
+		out[i], total = d, total+d
+		if total > sluice.MaxRetryTotal {
+			v.Add("retry_schedule", "waits more than 7 days (168h) in all, the most allowed")
+			return nil
+		}
+	}
+	return out
+}
+
+// changedOptions names the delivery options that differ between before
+// and after.
+func changedOptions(before, after sluice.DeliveryOptions) []string {
+	var out []string
+	b, a := reflect.ValueOf(before), reflect.ValueOf(after)
+	for i, name := range sluice.DeliveryOptionNames {
+		if !reflect.DeepEqual(b.Field(i).Interface(), a.Field(i).Interface()) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
