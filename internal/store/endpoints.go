@@ -16,32 +16,29 @@ import (
 // CreateEndpoint stores a new endpoint signing with secret, which it
 // seals. A consumer that is not the tenant's is sluice.ErrNotFound.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings, secret string) (sluice.Endpoint, error) {
-	headers, err := json.Marshal(set.Headers)
+	p, err := settingsParams(tenantID, newID(), set)
 	if err != nil {
-		return sluice.Endpoint{}, fmt.Errorf("encode json: %w", err)
+		return sluice.Endpoint{}, err
 	}
-	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
-	adaptive, floor := adaptiveColumns(set.RateLimit)
-	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
 	var row dbq.Endpoint
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		var err error
 		row, err = q.CreateEndpoint(ctx, dbq.CreateEndpointParams{
-			ID:                        newID(),
-			TenantID:                  tenantID,
-			Url:                       set.URL,
-			Description:               set.Description,
-			RateLimitPerSecond:        perSecond,
-			RateLimitPerMinute:        perMinute,
-			RateLimitBurst:            burst,
-			RateLimitAdaptive:         adaptive,
-			RateLimitMin:              floor,
-			MaxInFlight:               int32(set.MaxInFlight),
-			Headers:                   headers,
-			Disabled:                  set.Disabled,
-			BacklogAlertQueued:        backlogQueued,
-			BacklogAlertOldestSeconds: backlogOldest,
+			ID:                        p.ID,
+			TenantID:                  p.TenantID,
+			Url:                       p.Url,
+			Description:               p.Description,
+			RateLimitPerSecond:        p.RateLimitPerSecond,
+			RateLimitPerMinute:        p.RateLimitPerMinute,
+			RateLimitBurst:            p.RateLimitBurst,
+			RateLimitAdaptive:         p.RateLimitAdaptive,
+			RateLimitMin:              p.RateLimitMin,
+			MaxInFlight:               p.MaxInFlight,
+			Headers:                   p.Headers,
+			Disabled:                  p.Disabled,
+			BacklogAlertQueued:        p.BacklogAlertQueued,
+			BacklogAlertOldestSeconds: p.BacklogAlertOldestSeconds,
 			SecretEnc:                 s.box.Seal([]byte(secret)),
 			Consumer:                  set.Consumer,
 			Ordering:                  orderingOf(set),
@@ -94,29 +91,11 @@ type EndpointUpdate struct {
 // ordering (SetEndpointOrdering), with the row locked, and reports what
 // the endpoint was.
 func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (EndpointUpdate, error) {
-	headers, err := json.Marshal(set.Headers)
+	p, err := settingsParams(tenantID, id, set)
 	if err != nil {
-		return EndpointUpdate{}, fmt.Errorf("encode json: %w", err)
+		return EndpointUpdate{}, err
 	}
-	perSecond, perMinute, burst := rateLimitColumns(set.RateLimit)
-	adaptive, floor := adaptiveColumns(set.RateLimit)
-	backlogQueued, backlogOldest := backlogAlertColumns(set.BacklogAlert)
-	row, err := s.q.UpdateEndpoint(ctx, dbq.UpdateEndpointParams{
-		TenantID:                  tenantID,
-		ID:                        id,
-		Url:                       set.URL,
-		Description:               set.Description,
-		RateLimitPerSecond:        perSecond,
-		RateLimitPerMinute:        perMinute,
-		RateLimitBurst:            burst,
-		RateLimitAdaptive:         adaptive,
-		RateLimitMin:              floor,
-		MaxInFlight:               int32(set.MaxInFlight),
-		Headers:                   headers,
-		Disabled:                  set.Disabled,
-		BacklogAlertQueued:        backlogQueued,
-		BacklogAlertOldestSeconds: backlogOldest,
-	})
+	row, err := s.q.UpdateEndpoint(ctx, p)
 	if err != nil {
 		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", notFound(err))
 	}
@@ -166,11 +145,37 @@ func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID
 	return rowChanged("rotate endpoint secret", n, err)
 }
 
-func rateLimitColumns(rl *sluice.RateLimit) (perSecond, perMinute, burst *int32) {
-	if rl == nil {
-		return nil, nil, nil
+// settingsParams are the columns of endpoint id's tenant-chosen settings
+// set, as UpdateEndpoint writes them and CreateEndpoint inserts them.
+func settingsParams(tenantID, id uuid.UUID, set sluice.EndpointSettings) (dbq.UpdateEndpointParams, error) {
+	headers, err := json.Marshal(set.Headers)
+	if err != nil {
+		return dbq.UpdateEndpointParams{}, fmt.Errorf("encode json: %w", err)
 	}
-	return optInt32(rl.PerSecond), optInt32(rl.PerMinute), optInt32(rl.Burst)
+	p := dbq.UpdateEndpointParams{
+		TenantID:    tenantID,
+		ID:          id,
+		Url:         set.URL,
+		Description: set.Description,
+		MaxInFlight: int32(set.MaxInFlight),
+		Headers:     headers,
+		Disabled:    set.Disabled,
+	}
+	if rl := set.RateLimit; rl != nil {
+		p.RateLimitPerSecond = optInt32(rl.PerSecond)
+		p.RateLimitPerMinute = optInt32(rl.PerMinute)
+		p.RateLimitBurst = optInt32(rl.Burst)
+		// Smart delivery, with its floor when it has one
+		p.RateLimitAdaptive = rl.Adaptive
+		if rl.Adaptive && rl.Min > 0 {
+			p.RateLimitMin = new(rl.Min)
+		}
+	}
+	if a := set.BacklogAlert; a != nil {
+		p.BacklogAlertQueued = optInt32(a.Queued)
+		p.BacklogAlertOldestSeconds = optInt32(a.OldestSeconds)
+	}
+	return p, nil
 }
 
 // optInt32 is the column of an optional setting: nil for zero, unset.
@@ -181,67 +186,29 @@ func optInt32(v int) *int32 {
 	return new(int32(v))
 }
 
-// adaptiveColumns are the columns of rl's Smart delivery settings.
-func adaptiveColumns(rl *sluice.RateLimit) (adaptive bool, floor *float64) {
-	if rl == nil || !rl.Adaptive {
-		return false, nil
-	}
-	if rl.Min > 0 {
-		floor = new(rl.Min)
-	}
-	return true, floor
-}
-
-// backlogAlertColumns are the columns of a backlog alert: nil where unset.
-func backlogAlertColumns(a *sluice.BacklogAlert) (queued, oldestSeconds *int32) {
-	if a == nil {
-		return nil, nil
-	}
-	return optInt32(a.Queued), optInt32(a.OldestSeconds)
-}
-
 // BacklogAlertOf maps an endpoint row's backlog alert columns; nil when
 // it has none.
 func BacklogAlertOf(queued, oldestSeconds *int32) *sluice.BacklogAlert {
 	if queued == nil && oldestSeconds == nil {
 		return nil
 	}
-	a := &sluice.BacklogAlert{}
-	if queued != nil {
-		a.Queued = int(*queued)
-	}
-	if oldestSeconds != nil {
-		a.OldestSeconds = int(*oldestSeconds)
-	}
-	return a
+	return &sluice.BacklogAlert{Queued: int(deref(queued)), OldestSeconds: int(deref(oldestSeconds))}
 }
 
 // rateLimitOf is the rate limit on endpoint row e, with its Smart delivery
-// settings.
+// settings; nil when it has none.
 func rateLimitOf(e dbq.Endpoint) *sluice.RateLimit {
-	rl := rateLimitFromColumns(e.RateLimitPerSecond, e.RateLimitPerMinute, e.RateLimitBurst)
-	if rl != nil && e.RateLimitAdaptive {
-		rl.Adaptive = true
-		if e.RateLimitMin != nil {
-			rl.Min = *e.RateLimitMin
-		}
-	}
-	return rl
-}
-
-func rateLimitFromColumns(perSecond, perMinute, burst *int32) *sluice.RateLimit {
-	if perSecond == nil && perMinute == nil {
+	if e.RateLimitPerSecond == nil && e.RateLimitPerMinute == nil {
 		return nil
 	}
-	rl := &sluice.RateLimit{}
-	if perSecond != nil {
-		rl.PerSecond = int(*perSecond)
+	rl := &sluice.RateLimit{
+		PerSecond: int(deref(e.RateLimitPerSecond)),
+		PerMinute: int(deref(e.RateLimitPerMinute)),
+		Burst:     int(deref(e.RateLimitBurst)),
+		Adaptive:  e.RateLimitAdaptive,
 	}
-	if perMinute != nil {
-		rl.PerMinute = int(*perMinute)
-	}
-	if burst != nil {
-		rl.Burst = int(*burst)
+	if e.RateLimitAdaptive {
+		rl.Min = deref(e.RateLimitMin)
 	}
 	return rl
 }
