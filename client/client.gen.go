@@ -548,6 +548,18 @@ type Endpoint struct {
 	// RateLimit The delivery rate limit; `null` means unlimited.
 	RateLimit Endpoint_RateLimit `json:"rate_limit"`
 
+	// RetrySchedule A delivery option: the waits between the failed attempts of a
+	// delivery (each spread by up to a fifth either way), so a delivery
+	// gets one attempt more than the schedule has steps before it is
+	// `dead`; `[]` gives it one attempt. At most 20 steps and 7 days in
+	// all. `null` (the default): the server's `SLUICE_RETRY_SCHEDULE`.
+	// A delivery's next attempt follows the schedule in force when its
+	// attempt fails. Reads write each wait as Go prints it (`5m0s`).
+	//
+	//
+	// Example: ["30s","5m","1h"]
+	RetrySchedule *RetrySchedule `json:"retry_schedule"`
+
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
 	// consecutive failures; only probes are sent. `disabled`: set by the
@@ -559,7 +571,16 @@ type Endpoint struct {
 
 	// ThrottledUntil While throttled, when sending resumes.
 	ThrottledUntil *time.Time `json:"throttled_until"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+
+	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
+	// seconds, before it fails as a timeout. `null` (the default): the
+	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
+	// attempts that start after it, within a second.
+	//
+	//
+	// Example: 30
+	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
+	UpdatedAt      time.Time       `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -626,6 +647,27 @@ type EndpointCreate struct {
 
 	// RateLimit The delivery rate limit; `null` or absent means unlimited.
 	RateLimit *EndpointCreate_RateLimit `json:"rate_limit,omitempty"`
+
+	// RetrySchedule A delivery option: the waits between the failed attempts of a
+	// delivery (each spread by up to a fifth either way), so a delivery
+	// gets one attempt more than the schedule has steps before it is
+	// `dead`; `[]` gives it one attempt. At most 20 steps and 7 days in
+	// all. `null` (the default): the server's `SLUICE_RETRY_SCHEDULE`.
+	// A delivery's next attempt follows the schedule in force when its
+	// attempt fails. Reads write each wait as Go prints it (`5m0s`).
+	//
+	//
+	// Example: ["30s","5m","1h"]
+	RetrySchedule *RetrySchedule `json:"retry_schedule,omitempty"`
+
+	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
+	// seconds, before it fails as a timeout. `null` (the default): the
+	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
+	// attempts that start after it, within a second.
+	//
+	//
+	// Example: 30
+	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
 	// URL Where deliveries are POSTed (a push endpoint's only). `https`, or `http` when the server
 	// allows private targets; a port, if any, from 1 to 65535. A host
@@ -698,7 +740,9 @@ type EndpointStatus string
 
 // EndpointUpdate Only the fields present change. `null` is refused (422 naming the
 // field) for every field but `rate_limit` and `backlog_alert`, where
-// it removes the limit or the alert.
+// it removes the limit or the alert, and the delivery options
+// (`timeout_seconds`, `retry_schedule`), where it gives the option
+// back to the server's default.
 type EndpointUpdate struct {
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointUpdate_BacklogAlert `json:"backlog_alert,omitempty"`
@@ -732,6 +776,27 @@ type EndpointUpdate struct {
 
 	// RateLimit The new rate limit; `null` removes the limit.
 	RateLimit *EndpointUpdate_RateLimit `json:"rate_limit,omitempty"`
+
+	// RetrySchedule A delivery option: the waits between the failed attempts of a
+	// delivery (each spread by up to a fifth either way), so a delivery
+	// gets one attempt more than the schedule has steps before it is
+	// `dead`; `[]` gives it one attempt. At most 20 steps and 7 days in
+	// all. `null` (the default): the server's `SLUICE_RETRY_SCHEDULE`.
+	// A delivery's next attempt follows the schedule in force when its
+	// attempt fails. Reads write each wait as Go prints it (`5m0s`).
+	//
+	//
+	// Example: ["30s","5m","1h"]
+	RetrySchedule *RetrySchedule `json:"retry_schedule,omitempty"`
+
+	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
+	// seconds, before it fails as a timeout. `null` (the default): the
+	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
+	// attempts that start after it, within a second.
+	//
+	//
+	// Example: 30
+	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
 	// URL A push endpoint's only (`422` for a poll endpoint).
 	URL *string `json:"url,omitempty"`
@@ -808,6 +873,18 @@ type EndpointWithSecret struct {
 	// RateLimit The delivery rate limit; `null` means unlimited.
 	RateLimit EndpointWithSecret_RateLimit `json:"rate_limit"`
 
+	// RetrySchedule A delivery option: the waits between the failed attempts of a
+	// delivery (each spread by up to a fifth either way), so a delivery
+	// gets one attempt more than the schedule has steps before it is
+	// `dead`; `[]` gives it one attempt. At most 20 steps and 7 days in
+	// all. `null` (the default): the server's `SLUICE_RETRY_SCHEDULE`.
+	// A delivery's next attempt follows the schedule in force when its
+	// attempt fails. Reads write each wait as Go prints it (`5m0s`).
+	//
+	//
+	// Example: ["30s","5m","1h"]
+	RetrySchedule *RetrySchedule `json:"retry_schedule"`
+
 	// Secret Signing secret, `whsec_` followed by base64 key bytes.
 	//
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
@@ -824,7 +901,16 @@ type EndpointWithSecret struct {
 
 	// ThrottledUntil While throttled, when sending resumes.
 	ThrottledUntil *time.Time `json:"throttled_until"`
-	UpdatedAt      time.Time  `json:"updated_at"`
+
+	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
+	// seconds, before it fails as a timeout. `null` (the default): the
+	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
+	// attempts that start after it, within a second.
+	//
+	//
+	// Example: 30
+	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
+	UpdatedAt      time.Time       `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -1232,6 +1318,17 @@ type ReplayResult struct {
 	Queued int `json:"queued"`
 }
 
+// RetrySchedule A delivery option: the waits between the failed attempts of a
+// delivery (each spread by up to a fifth either way), so a delivery
+// gets one attempt more than the schedule has steps before it is
+// `dead`; `[]` gives it one attempt. At most 20 steps and 7 days in
+// all. `null` (the default): the server's `SLUICE_RETRY_SCHEDULE`.
+// A delivery's next attempt follows the schedule in force when its
+// attempt fails. Reads write each wait as Go prints it (`5m0s`).
+//
+// Example: ["30s","5m","1h"]
+type RetrySchedule = []string
+
 // Secret Signing secret, `whsec_` followed by base64 key bytes.
 //
 // Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
@@ -1308,6 +1405,14 @@ type SubscriptionList struct {
 	// NextCursor Cursor of the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
 }
+
+// TimeoutSeconds A delivery option: how long each attempt may take, in whole
+// seconds, before it fails as a timeout. `null` (the default): the
+// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
+// attempts that start after it, within a second.
+//
+// Example: 30
+type TimeoutSeconds = int
 
 // Cursor defines model for Cursor.
 type Cursor = string

@@ -42,6 +42,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 			SecretEnc:                 s.box.Seal([]byte(secret)),
 			Consumer:                  set.Consumer,
 			Ordering:                  orderingOf(set),
+			Options:                   p.Options,
 		})
 		if err != nil {
 			return fmt.Errorf("create endpoint: %w", notFound(err)) // the consumer's foreign key
@@ -175,6 +176,11 @@ func settingsParams(tenantID, id uuid.UUID, set sluice.EndpointSettings) (dbq.Up
 		p.BacklogAlertQueued = optInt32(a.Queued)
 		p.BacklogAlertOldestSeconds = optInt32(a.OldestSeconds)
 	}
+	if !set.Options.IsZero() { // null while every option is the default
+		if p.Options, err = json.Marshal(set.Options); err != nil {
+			return p, fmt.Errorf("encode delivery options: %w", err)
+		}
+	}
 	return p, nil
 }
 
@@ -256,6 +262,11 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 	}
 	if ep.Headers == nil {
 		ep.Headers = map[string]string{}
+	}
+	if r.Options != nil {
+		if err := json.Unmarshal(r.Options, &ep.DeliveryOptions); err != nil {
+			return ep, fmt.Errorf("decode delivery options: %w", err)
+		}
 	}
 	return ep, nil
 }
