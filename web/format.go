@@ -80,6 +80,25 @@ func rateLimit(rl *sluice.RateLimit) string {
 
 // backlogAlert names an endpoint's backlog alert: "at 1000 queued or
 // 600 s waited", or "none".
+// timeout is an endpoint's timeout_seconds option.
+func timeout(seconds *int) string {
+	if seconds == nil {
+		return "the server's default"
+	}
+	return fmt.Sprintf("%d s", *seconds)
+}
+
+// retrySchedule is an endpoint's retry_schedule option.
+func retrySchedule(s sluice.Schedule) string {
+	switch {
+	case s == nil:
+		return "the server's default"
+	case len(s) == 0:
+		return "none: one attempt"
+	}
+	return strings.ReplaceAll(s.String(), ",", ", ")
+}
+
 func backlogAlert(a *sluice.BacklogAlert) string {
 	if a == nil {
 		return "none"

@@ -184,6 +184,7 @@ type delivery struct {
 		StatusCode   *int    `json:"status_code"`
 		Error        *string `json:"error"`
 		ResponseBody *string `json:"response_body"`
+		LatencyMS    *int    `json:"latency_ms"`
 	} `json:"attempts"`
 }
 

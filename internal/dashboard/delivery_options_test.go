@@ -1,0 +1,53 @@
+package dashboard_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+)
+
+// TestDeliveryOptionsForm: the endpoint form sets, shows back and clears
+// the delivery options, under the API's rules.
+func TestDeliveryOptionsForm(t *testing.T) {
+	b := setup(t)
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	p := br.post("/endpoints", form("timeout_seconds", "soon", "retry_schedule", "5s, later"))
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	requireContains(t, p, "must be a whole number of seconds from 1 to 60", `step 2 (&#34;later&#34;) is not a positive Go duration`)
+
+	p = br.post("/endpoints", form("timeout_seconds", "15", "retry_schedule", "30s, 5m,1h"))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	ep, err := b.store.GetEndpoint(context.Background(), b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Equal(t, 15, *ep.TimeoutSeconds)
+	require.Equal(t, sluice.Schedule{30 * time.Second, 5 * time.Minute, time.Hour}, ep.RetrySchedule)
+	requireContains(t, br.get("/endpoints/"+id.String()), "15 s", "30s, 5m0s, 1h0m0s")
+	requireContains(t, br.get("/endpoints/"+id.String()+"/edit"), `value="15"`, `value="30s, 5m0s, 1h0m0s"`)
+
+	// Emptied fields give the options back to the server's defaults.
+	p = br.post("/endpoints/"+id.String()+"/edit", form())
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	ep, err = b.store.GetEndpoint(context.Background(), b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.True(t, ep.DeliveryOptions.IsZero())
+	requireContains(t, br.get("/endpoints/"+id.String()), "the server&#39;s default")
+}
