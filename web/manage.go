@@ -24,10 +24,9 @@ type EndpointForm struct {
 	// deliveries queued and seconds waited; both empty for none.
 	BacklogQueued string
 	BacklogOldest string
-	// Timeout and RetrySchedule are delivery options: whole seconds, and
-	// comma-separated Go durations; empty for the server's defaults.
-	Timeout       string
-	RetrySchedule string
+	// Options are the delivery options as typed, by json name: "" for
+	// the server's default.
+	Options map[string]string
 	// Types are the ticked event types: "*" or names of the catalogue.
 	Types map[string]bool
 	// Patterns are free-text patterns (a tenant's only), space-separated.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"reflect"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -14,6 +16,33 @@ import (
 // the option, null gives it back to the server's default, and an option
 // the request does not name stays as it is.
 type OptionsInput map[string]json.RawMessage
+
+// FormOptions reads the delivery options of a form, each as typed (by
+// json name; "" for the server's default), as the JSON the API takes, for
+// applyOptions to check under the API's rules: a timeout that is not a
+// whole number goes as text, to be refused, and a schedule is split at
+// commas and spaces.
+func FormOptions(texts map[string]string) OptionsInput {
+	in := OptionsInput{}
+	for _, name := range sluice.DeliveryOptionNames {
+		text := strings.TrimSpace(texts[name])
+		if text == "" {
+			in[name] = json.RawMessage("null")
+			continue
+		}
+		var v any = text
+		switch name {
+		case "timeout_seconds":
+			if n, err := strconv.Atoi(text); err == nil {
+				v = n
+			}
+		case "retry_schedule":
+			v = strings.FieldsFunc(text, func(r rune) bool { return r == ',' || r == ' ' })
+		}
+		in[name], _ = json.Marshal(v) // a string, a number or a list of strings
+	}
+	return in
+}
 
 // applyOptions writes the options in over opts, each checked against its
 // rules; a failing option is added to v and leaves opts as it was.

@@ -35,12 +35,15 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 		Adaptive: f.Get("adaptive") == "1", Min: strings.TrimSpace(f.Get("min")),
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1", FIFO: f.Get("fifo") == "1",
 		BacklogQueued: strings.TrimSpace(f.Get("backlog_queued")), BacklogOldest: strings.TrimSpace(f.Get("backlog_oldest")),
-		Timeout: strings.TrimSpace(f.Get("timeout_seconds")), RetrySchedule: strings.TrimSpace(f.Get("retry_schedule")),
+		Options: map[string]string{},
 		Types: map[string]bool{}, Patterns: f.Get("patterns"),
 		Filter: strings.TrimSpace(f.Get("filter")), FilterPayload: strings.TrimSpace(f.Get("filter_payload")),
 	}
 	for _, t := range f["event_types"] {
 		form.Types[t] = true
+	}
+	for _, name := range sluice.DeliveryOptionNames {
+		form.Options[name] = f.Get(name)
 	}
 	return form
 }
@@ -54,10 +57,7 @@ func endpointForm(ep sluice.Endpoint, patterns, filters []string, catalogue []sl
 		URL: ep.URL, Description: ep.Description, MaxInFlight: strconv.Itoa(ep.MaxInFlight),
 		Disabled: ep.Disabled, FIFO: ep.Ordering == sluice.OrderingFIFO, Types: map[string]bool{},
 	}
-	if t := ep.TimeoutSeconds; t != nil {
-		form.Timeout = strconv.Itoa(*t)
-	}
-	form.RetrySchedule = strings.ReplaceAll(ep.RetrySchedule.String(), ",", ", ")
+	form.Options = ep.DeliveryOptions.Texts()
 	if a := ep.BacklogAlert; a != nil {
 		form.BacklogQueued, form.BacklogOldest = itoaOrEmpty(a.Queued), itoaOrEmpty(a.OldestSeconds)
 	}
@@ -171,7 +171,7 @@ func formInput(form web.EndpointForm, creating, free bool) (control.EndpointInpu
 	in.ClearRateLimit = in.RateLimit == nil
 	in.BacklogAlert = formBacklogAlert(form)
 	in.ClearBacklogAlert = in.BacklogAlert == nil
-	in.Options = formOptions(form)
+	in.Options = control.FormOptions(form.Options)
 	sub := &control.SubscriptionInput{Listed: slices.Sorted(maps.Keys(form.Types)), Filter: json.RawMessage(form.Filter)}
 	if free {
 		sub.Patterns = strings.FieldsFunc(form.Patterns, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' || r == '\r' || r == '\t' })
@@ -226,25 +226,6 @@ func formBacklogAlert(form web.EndpointForm) *sluice.BacklogAlert {
 		return -1
 	}
 	return &sluice.BacklogAlert{Queued: whole(form.BacklogQueued), OldestSeconds: whole(form.BacklogOldest)}
-}
-
-// formOptions reads the delivery options' fields, each as the JSON the
-// API takes: an empty field is null (the server's default), a timeout
-// that is not a whole number is sent as text for the control layer to
-// refuse, and a schedule is split at commas and spaces.
-func formOptions(form web.EndpointForm) control.OptionsInput {
-	opts := control.OptionsInput{"timeout_seconds": json.RawMessage("null"), "retry_schedule": json.RawMessage("null")}
-	if form.Timeout != "" {
-		if n, err := strconv.Atoi(form.Timeout); err == nil {
-			opts["timeout_seconds"] = json.RawMessage(strconv.Itoa(n))
-		} else {
-			opts["timeout_seconds"], _ = json.Marshal(form.Timeout)
-		}
-	}
-	if form.RetrySchedule != "" {
-		opts["retry_schedule"], _ = json.Marshal(strings.FieldsFunc(form.RetrySchedule, func(r rune) bool { return r == ',' || r == ' ' }))
-	}
-	return opts
 }
 
 func itoaOrEmpty(n int) string {

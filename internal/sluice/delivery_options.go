@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,9 +15,10 @@ import (
 // null while every option is the default: an endpoint that uses none pays
 // nothing for them.
 //
-// An option is added here (with its json name), checked where the control
-// layer applies it (control's delivery_options.go), shown on the endpoint
-// form (web) and used where deliveries are sent (dispatch).
+// An option is added here (with its json name, and its text in Texts),
+// read and checked where the control layer applies it (control's
+// delivery_options.go), shown on the endpoint form and page (web), and
+// used where deliveries are sent (dispatch).
 type DeliveryOptions struct {
 	// TimeoutSeconds bounds each attempt, in whole seconds
 	// (MinTimeoutSeconds to MaxTimeoutSeconds); nil: SLUICE_DELIVERY_TIMEOUT.
@@ -45,6 +47,16 @@ func (o DeliveryOptions) Timeout() time.Duration {
 		return 0
 	}
 	return time.Duration(*o.TimeoutSeconds) * time.Second
+}
+
+// Texts are the options as a form shows them, by json name: "" for the
+// default.
+func (o DeliveryOptions) Texts() map[string]string {
+	t := map[string]string{"retry_schedule": strings.ReplaceAll(o.RetrySchedule.String(), ",", ", ")}
+	if o.TimeoutSeconds != nil {
+		t["timeout_seconds"] = strconv.Itoa(*o.TimeoutSeconds)
+	}
+	return t
 }
 
 // DeliveryOptionNames are the json names of the delivery options, in the
