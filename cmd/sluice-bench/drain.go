@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -347,8 +349,14 @@ func statementTime(ctx context.Context, db *pgx.Conn, per float64, unit string) 
 				shortSQL(s.query), s.ms/per, unit, float64(s.calls)/per, unit, s.ms/float64(max(s.calls, 1))))
 		}
 	}
-	return ms, calls, fmt.Sprintf("total %.3f ms/%s, %.2f statements/%s, %d distinct; top: %s",
-		ms/per, unit, float64(calls)/per, unit, len(stmts), strings.Join(parts, "; ")), nil
+	// The most frequent, which a statement added per delivery joins.
+	slices.SortFunc(stmts, func(a, b stmt) int { return cmp.Compare(b.calls, a.calls) })
+	var often []string
+	for _, s := range stmts[:min(len(stmts), 12)] {
+		often = append(often, fmt.Sprintf("`%s` %.2f", shortSQL(s.query), float64(s.calls)/per))
+	}
+	return ms, calls, fmt.Sprintf("total %.3f ms/%s, %.2f statements/%s, %d distinct; top: %s; most called (calls/%s): %s",
+		ms/per, unit, float64(calls)/per, unit, len(stmts), strings.Join(parts, "; "), unit, strings.Join(often, "; ")), nil
 }
 
 var spaces = regexp.MustCompile(`\s+`)
