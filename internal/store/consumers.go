@@ -49,13 +49,7 @@ func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.
 // and deliveries, and its portal sessions. Its events stay.
 func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid string) error {
 	n, err := s.q.DeleteConsumer(ctx, dbq.DeleteConsumerParams{TenantID: tenantID, Uid: uid})
-	if err != nil {
-		return fmt.Errorf("delete consumer: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
+	return rowChanged("delete consumer", n, err)
 }
 
 // MissingConsumers returns those of uids that name none of the tenant's

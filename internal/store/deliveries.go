@@ -24,7 +24,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	for i, a := range arows {
 		attempts[i] = AttemptFromRow(a)
 	}
-	return deliveryFromRow(row), attempts, nil
+	return DeliveryFromRow(row), attempts, nil
 }
 
 // ListDeliveries returns a page of a tenant's deliveries, newest first.
@@ -38,10 +38,11 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice
 		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	return page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
-		func(r dbq.Delivery) (sluice.Delivery, error) { return deliveryFromRow(r), nil })
+		func(r dbq.Delivery) (sluice.Delivery, error) { return DeliveryFromRow(r), nil })
 }
 
-func deliveryFromRow(r dbq.Delivery) sluice.Delivery {
+// DeliveryFromRow is a deliveries row as the domain's Delivery.
+func DeliveryFromRow(r dbq.Delivery) sluice.Delivery {
 	return sluice.Delivery{
 		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, EndpointID: r.EndpointID,
 		EventType: r.EventType, Status: r.Status, AttemptCount: int(r.AttemptCount),
