@@ -86,10 +86,9 @@ func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredenti
 		return MemberCredential{}, notFound(err)
 	}
 	return MemberCredential{
-		Member:       memberFromRow(dbq.Member{ID: row.ID, Email: row.Email, Role: row.Role, PasswordHash: row.PasswordHash}),
-		PasswordHash: deref(row.PasswordHash),
-		Tenant: sluice.Tenant{ID: row.TenantID, Name: row.TenantName, AlertEmail: row.AlertEmail,
-			CreatedAt: row.TenantCreatedAt, DisabledAt: row.DisabledAt},
+		Member:       memberFromRow(row.Member),
+		PasswordHash: deref(row.Member.PasswordHash),
+		Tenant:       tenantFromRow(row.Tenant),
 	}, nil
 }
 

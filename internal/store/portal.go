@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -27,9 +25,8 @@ func (s *Store) PortalTarget(ctx context.Context, consumerID uuid.UUID) (PortalT
 	if err != nil {
 		return PortalTarget{}, notFound(err)
 	}
-	t := row.Tenant
 	return PortalTarget{
-		Tenant:     sluice.Tenant{ID: t.ID, Name: t.Name, AlertEmail: t.AlertEmail, CreatedAt: t.CreatedAt},
+		Tenant:     tenantFromRow(row.Tenant),
 		Consumer:   consumerFromRow(row.Consumer, 0),
 		Generation: row.Consumer.PortalGeneration,
 	}, nil
@@ -58,17 +55,4 @@ func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string
 		}
 		return q.DeletePortalSessions(ctx, &id)
 	})
-}
-
-// CreatePortalSession records a portal sign-in of a consumer, known by the
-// SHA-256 of its token, until expires. A consumer deleted meanwhile is
-// sluice.ErrNotFound.
-func (s *Store) CreatePortalSession(ctx context.Context, tokenHash []byte, t PortalTarget, readOnly bool, expires time.Time) error {
-	if err := s.q.DeleteExpiredDashboardSessions(ctx, t.Tenant.ID); err != nil {
-		return fmt.Errorf("delete expired dashboard sessions: %w", err)
-	}
-	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
-		TokenHash: tokenHash, TenantID: t.Tenant.ID, ConsumerID: &t.Consumer.ID,
-		ReadOnly: readOnly, ExpiresAt: expires,
-	}))
 }
