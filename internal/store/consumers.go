@@ -52,29 +52,6 @@ func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid stri
 	return rowChanged("delete consumer", n, err)
 }
 
-// MissingConsumers returns those of uids that name none of the tenant's
-// consumers, with one query.
-func (s *Store) MissingConsumers(ctx context.Context, tenantID uuid.UUID, uids []string) ([]string, error) {
-	if len(uids) == 0 {
-		return nil, nil
-	}
-	found, err := s.q.ConsumersByUID(ctx, dbq.ConsumersByUIDParams{TenantID: tenantID, Uids: uids})
-	if err != nil {
-		return nil, fmt.Errorf("consumers by uid: %w", err)
-	}
-	exists := make(map[string]bool, len(found))
-	for _, uid := range found {
-		exists[uid] = true
-	}
-	var missing []string
-	for _, uid := range uids {
-		if !exists[uid] {
-			missing = append(missing, uid)
-		}
-	}
-	return missing, nil
-}
-
 func consumerFromRow(r dbq.Consumer, endpoints int64) sluice.Consumer {
 	return sluice.Consumer{
 		ID: r.ID, TenantID: r.TenantID, UID: r.Uid, Name: r.Name, AlertEmail: r.AlertEmail,

@@ -104,24 +104,6 @@ func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHas
 	return nil
 }
 
-// TokenMember is the member a link sets the password of.
-type TokenMember struct {
-	ID      uuid.UUID
-	Email   string
-	Purpose string // the token's: an invitation's or a reset's
-}
-
-// MemberByToken returns the member whose password a link's token sets,
-// while the token is unused and unexpired at now; otherwise
-// sluice.ErrNotFound.
-func (s *Store) MemberByToken(ctx context.Context, tokenHash []byte, now time.Time) (TokenMember, error) {
-	row, err := s.q.MemberByToken(ctx, dbq.MemberByTokenParams{TokenHash: tokenHash, Now: now})
-	if err != nil {
-		return TokenMember{}, notFound(err)
-	}
-	return TokenMember{ID: row.ID, Email: row.Email, Purpose: row.Purpose}, nil
-}
-
 // SetMemberPassword uses a link's token: unless it was used already or
 // has expired at now (sluice.ErrNotFound, and the token is gone either
 // way), it sets the member's password hash, makes every other link of the

@@ -32,16 +32,6 @@ func (s *Store) PortalTarget(ctx context.Context, consumerID uuid.UUID) (PortalT
 	}, nil
 }
 
-// PortalGeneration returns the generation of the tenant's consumer uid, with
-// its id: what a new portal link for it signs.
-func (s *Store) PortalGeneration(ctx context.Context, tenantID uuid.UUID, uid string) (consumerID, generation uuid.UUID, err error) {
-	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
-	if err != nil {
-		return uuid.Nil, uuid.Nil, notFound(err)
-	}
-	return row.Consumer.ID, row.Consumer.PortalGeneration, nil
-}
-
 // RevokePortal voids every portal link of the tenant's consumer uid (a new
 // generation) and ends its portal sessions, in one transaction.
 func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string) error {
