@@ -22,12 +22,12 @@ import (
 // everything that starts or wakes runs, and jobs.Queue inserts only what
 // the Nudger tells it to. In a transaction it queues and unparks runs
 // (Dispatch, Unpark, successor), and the other jobs a write needs
-// (TxNudger); after a commit, Nudge wakes or queues. The runs of this process register
-// with it while they work and linger on it. As a service (Start, Stop) it
-// runs the listener, which hears wakes from other processes, and the
-// alarm, which announces parked jobs as their waits end; a Nudger that
-// was never started still nudges, it only hears no wakes and rings no
-// alarm (an API-only process, which has no runs).
+// (TxNudger); after a commit, Nudge wakes or queues. The runs of this
+// process register with it while they work and linger on it. As a
+// service (Start, Stop) it runs the listener, which hears wakes from
+// other processes, and the alarm, which announces parked jobs as their
+// waits end; a Nudger that was never started still nudges, it only hears
+// no wakes and rings no alarm (an API-only process, which has no runs).
 //
 // A wake cannot strand a delivery: Nudge wakes only after the deliveries
 // have committed, and a run leaves the Nudger before its final check
