@@ -14,9 +14,10 @@ import (
 // consumers they are addressed to exist (one query for all of them) and
 // that their payloads satisfy their types' schemas. Failures are added to v
 // under each event's prefix (prefix(i)). Schema validation is bounded per
-// request (eventschema.MaxRequestCost) and stops at the first event that
-// fails; what it cost is charged to the tenant's rate bucket
-// (chargeValidation).
+// request (eventschema.MaxRequestCost), each event by a deadline of CPU
+// time (eventschema.MaxEventTime), and stops at the first event that
+// fails or is refused; what it cost, its price or the time it took, is
+// charged to the tenant's rate bucket (chargeValidation).
 func (a *API) checkEvents(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, evs []sluice.NewEvent, prefix func(int) string, v *sluice.ValidationError) error {
 	ctx := r.Context()
 	if err := a.checkConsumers(ctx, tenantID, evs, prefix, v); err != nil {
