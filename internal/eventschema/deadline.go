@@ -13,8 +13,9 @@ import (
 // The deadline. A payload's price is an estimate; the deadline is what
 // holds if it is wrong. Validation runs in the caller's goroutine, locked
 // to its thread, and is timed by the thread's CPU clock (threadCPU): a
-// payload may take MaxEventTime, and what is left of its request's
-// budget at unitTime a unit, whichever is less. The validator looks at
+// payload may take MaxEventTime, or twice its price at unitTime a unit if
+// that is more, and never more than what is left of its request's budget
+// (eventDeadline). The validator looks at
 // the clock between evaluations and before each pattern it matches (a
 // gate compiled into the schema: a vocabulary run at every schema
 // evaluated, and a regexp engine), and past the deadline stops the
@@ -26,8 +27,16 @@ import (
 // of its compiled validator, each used by one validation at a time.
 
 // MaxEventTime is the CPU time validating one payload may take, however
-// it was priced.
+// cheap its price: the backstop against a price underestimated.
 const MaxEventTime = 100 * time.Millisecond
+
+// eventDeadline is the CPU time a payload priced price may take when its
+// request has left units left: MaxEventTime, or twice its price if that
+// is more (a price is an upper bound, so a payload priced right finishes
+// well within), but no more than the request has left.
+func eventDeadline(price, left uint64) time.Duration {
+	return min(fromUnits(left), max(MaxEventTime, 2*fromUnits(price))) * raceSlowdown
+}
 
 // unitTime is what a unit of price stands for in CPU time: a request may
 // spend MaxRequestCost units, so MaxRequestCost × unitTime on validation.
@@ -59,8 +68,8 @@ type OverTimeError struct {
 
 func (e *OverTimeError) Error() string {
 	return fmt.Sprintf("took more than %v of CPU time to validate against its schema, and validating an event may take %v "+
-		"(a request's events %v together): post fewer or smaller events at once, or simplify the schema",
-		e.Limit, MaxEventTime, time.Duration(MaxRequestCost)*unitTime)
+		"or twice its price at %v a unit, a request's events %v together: post fewer or smaller events at once, or simplify the schema",
+		e.Limit, MaxEventTime, unitTime, time.Duration(MaxRequestCost)*unitTime)
 }
 
 // toUnits is d in units, rounded down; fromUnits is n units in time, at

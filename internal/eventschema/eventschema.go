@@ -211,7 +211,7 @@ func (s *Schema) Check(doc []byte, b *Budget) (*Violation, error) {
 	if price > b.left {
 		return nil, &OverBudgetError{Cost: price, Left: b.left}
 	}
-	limit := min(MaxEventTime, fromUnits(b.left))
+	limit := eventDeadline(price, b.left)
 	val, err := s.take()
 	if err != nil {
 		return nil, err
