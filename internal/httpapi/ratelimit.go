@@ -54,8 +54,12 @@ func (a *API) chargeBatch(w http.ResponseWriter, r *http.Request, n int) {
 }
 
 // validationUnitsPerRequest is how much schema validation one request of
-// the tenant's rate pays for.
-const validationUnitsPerRequest = 10_000
+// the tenant's rate pays for: about the CPU a plain post costs (a
+// millisecond or two), so that a token buys about as much CPU whether it is
+// spent posting or validating, and a tenant at its rate validating the
+// costliest events it may post uses no more of the machine than one
+// posting plain events at its rate.
+const validationUnitsPerRequest = 2_000
 
 // chargeValidation charges the tenant's bucket one request per
 // validationUnitsPerRequest units its events' validation cost, rounded
