@@ -130,3 +130,49 @@ func TestValidationChargesRate(t *testing.T) {
 	require.NoError(t, err)
 	require.GreaterOrEqual(t, after, 20, "the debt of the validation is paid off first, a token a second")
 }
+
+// probeSchema is the pattern probe's schema: 30 anyOf of 30 alternatives,
+// each checking "s" against "^(a+)+$" (900 patterns, under the evaluation
+// budget), and a last alternative "b$" that a final "b" passes.
+func probeSchema() string {
+	leaf := `{"properties":{"s":{"pattern":"^(a+)+$"}}}`
+	inner := `{"anyOf":[` + strings.TrimSuffix(strings.Repeat(leaf+",", 30), ",") + `]}`
+	return `{"anyOf":[` + strings.Repeat(inner+",", 30) + `{"properties":{"s":{"pattern":"b$"}}}]}`
+}
+
+func probeEvent(n int) string {
+	return `{"type":"probe","payload":{"s":"` + strings.Repeat("a", n) + `b"}}`
+}
+
+// TestPatternProbe: the probe's schema is saved, being within the
+// evaluation budget; its 250,000-character event, which passes, is
+// refused on price before it is validated, alone and in a batch; and an
+// event it admits is charged to the tenant's bucket for what its
+// validation cost (about 250,000 units: 125 requests).
+func TestPatternProbe(t *testing.T) {
+	b := setup(t)
+	b.setRate("A", "1000/s")
+	r := putSchema(b, "probe", probeSchema())
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+
+	for path, body := range map[string]string{
+		"/v1/events":       probeEvent(250_000),
+		"/v1/events/batch": `{"events":[` + strings.Repeat(probeEvent(250_000)+",", 4) + probeEvent(250_000) + `]}`,
+	} {
+		p := requireProblem(t, b.do(b.keyA, http.MethodPost, path, body), http.StatusUnprocessableEntity)
+		field := p["errors"].([]any)[0].(map[string]any)
+		require.Regexp(t, `^(events\[0\]\.)?payload$`, field["field"], path)
+		require.Contains(t, field["message"], "would cost", path)
+		require.Contains(t, field["message"], "post fewer or smaller events at once", path)
+	}
+
+	remaining := func(r response) int {
+		n, err := strconv.Atoi(r.Header.Get("RateLimit-Remaining"))
+		require.NoError(t, err)
+		return n
+	}
+	before := remaining(b.do(b.keyA, http.MethodGet, "/v1/event-types/probe", nil))
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", probeEvent(4000))
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.GreaterOrEqual(t, before-remaining(r), 1+100, "charged for its validation, not only the request")
+}
