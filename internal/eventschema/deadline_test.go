@@ -124,3 +124,27 @@ func TestDeadlinesOfConcurrentChecks(t *testing.T) {
 	}
 	require.LessOrEqual(t, len(probe.free), freeValidators)
 }
+
+// TestPayFirst: a budget's payer is asked for each payload's price before
+// the payload is validated; its refusal refuses the payload unvalidated.
+func TestPayFirst(t *testing.T) {
+	t.Parallel()
+	sch, err := Compile([]byte(invoice))
+	require.NoError(t, err)
+	var asked []uint64
+	refuse := errors.New("no tokens")
+	b := pricesOnly(MaxRequestCost).PayFirst(func(units uint64) error {
+		asked = append(asked, units)
+		if len(asked) > 1 {
+			return refuse
+		}
+		return nil
+	})
+	require.Nil(t, must(sch.Check([]byte(`{"amount":1}`), b)))
+	spent := b.Spent()
+	require.Equal(t, []uint64{spent}, asked, "asked the price")
+	v, err := sch.Check([]byte(`{"amount":-1}`), b)
+	require.Nil(t, v, "not validated")
+	require.ErrorIs(t, err, refuse)
+	require.Equal(t, spent, b.Spent(), "nothing more spent")
+}

@@ -168,10 +168,19 @@ type Violation struct {
 type Budget struct {
 	left, spent uint64
 	clock       func() time.Duration // the thread's CPU time (threadCPU)
+	pay         func(units uint64) error
 }
 
 // NewBudget returns a budget of units.
 func NewBudget(units uint64) *Budget { return &Budget{left: units, clock: threadCPU} }
+
+// PayFirst has Check call pay with each payload's price once it is within
+// the budget and before it is validated: to charge the sender up front.
+// An error from pay refuses the payload unvalidated, and Check returns it.
+func (b *Budget) PayFirst(pay func(units uint64) error) *Budget {
+	b.pay = pay
+	return b
+}
 
 // Spent is what the checks against b have cost: their prices, or the
 // time they took in units where that was more.
@@ -195,7 +204,8 @@ func (e *OverBudgetError) Error() string {
 
 // Check validates the JSON document doc against s. It prices doc first
 // and refuses it (OverBudgetError) when that is more than b has left;
-// otherwise it validates doc under a deadline (deadline.go), refusing it
+// otherwise it has the price paid (PayFirst), then validates doc under a
+// deadline (deadline.go), refusing it
 // when that passes (OverTimeError), charges b the price or the time taken,
 // whichever is more, and returns nil when doc is valid, or the first
 // failure found.
@@ -210,6 +220,11 @@ func (s *Schema) Check(doc []byte, b *Budget) (*Violation, error) {
 	price := s.cost.price(v, b.left)
 	if price > b.left {
 		return nil, &OverBudgetError{Cost: price, Left: b.left}
+	}
+	if b.pay != nil {
+		if err := b.pay(price); err != nil {
+			return nil, err
+		}
 	}
 	limit := eventDeadline(price, b.left)
 	val, err := s.take()

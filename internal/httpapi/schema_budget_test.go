@@ -118,7 +118,7 @@ func TestUndeliverableURLsRefused(t *testing.T) {
 // wait like many requests would.
 func TestValidationChargesRate(t *testing.T) {
 	b := setup(t)
-	b.setRate("A", "60/m") // one a second, bursts of 2
+	b.setRate("A", "120/m") // two a second, bursts of 4: the schema's PUT, the post, and its validation's first token
 	r := putSchema(b, "list.posted", `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
 	payload := `{"xs":[` + strings.Repeat("1,", 59_999) + `1]}` // about 60,000 units: 30 requests more
@@ -128,7 +128,31 @@ func TestValidationChargesRate(t *testing.T) {
 	requireProblem(t, r, http.StatusTooManyRequests)
 	after, err := strconv.Atoi(r.Header.Get("Retry-After"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, after, 20, "the debt of the validation is paid off first, a token a second")
+	require.GreaterOrEqual(t, after, 10, "the debt of the validation is paid off first, two tokens a second")
+}
+
+// TestValidationPaidFirst: an event whose price is a request or more is
+// validated only if the tenant's bucket holds a token beyond its
+// request's; otherwise it is refused (429) unvalidated, so concurrent
+// requests cannot all start costly validations on the same tokens.
+func TestValidationPaidFirst(t *testing.T) {
+	b := setup(t)
+	b.setRate("A", "60/m") // one a second, bursts of 2
+	r := putSchema(b, "list.posted", `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	r = b.do(b.keyA, http.MethodGet, "/v1/event-types/list.posted", nil) // one token left
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+
+	payload := `{"xs":[` + strings.Repeat("1,", 59_999) + `1]}`
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", `{"type":"list.posted","payload":`+payload+`}`)
+	p := requireProblem(t, r, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "rate limit")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	var list struct{ Data []json.RawMessage }
+	b.setRate("A", "1000/s")
+	require.NoError(t, json.Unmarshal(b.do(b.keyA, http.MethodGet, "/v1/events", nil).Body, &list))
+	require.Empty(t, list.Data)
 }
 
 // probeSchema is the pattern probe's schema: 30 anyOf of 30 alternatives,
