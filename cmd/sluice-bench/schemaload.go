@@ -32,7 +32,7 @@ var schemaNeighbourScenario = Scenario{
 		"probe's, 250,000 characters, priced past the budget (422 before validation). First, sequentially, 20 " +
 		"refused posts and then 3 admitted ones (waiting out any 429's Retry-After): sluice's CPU per post of each " +
 		"kind. Then tenant B posts single events (200-byte payload, a type with no schema and no subscriber) at " +
-		"20 a second: alone for a phase, then for a phase beside 4 concurrent senders of tenant A, each posting an " +
+		"20 a second, each post on its own (a slow answer does not delay the next): alone for a phase, then for a phase beside 4 concurrent senders of tenant A, each posting an " +
 		"admitted event three times in four and a refused one the fourth, waiting out Retry-After when answered " +
 		"429. B's latency is the round trip of its POST /v1/events (202). Target: B's p50 beside A ≤ 1.5 × B's " +
 		"p50 alone. Loopback only; every sender stops at the phase's end, and at 10,000 posts.",
@@ -180,33 +180,44 @@ func (c *snCounts) add(refused bool, status int, took time.Duration) {
 	}
 }
 
-// snSteady posts to c at snRate for d and returns the round trips of its
-// 202s; any other answer is an error.
+// snSteady posts to c at snRate for d, each post on its own goroutine
+// (a slow answer does not hold the next post back), and returns the round
+// trips of its 202s; any other answer is an error.
 func snSteady(ctx context.Context, c *Client, d time.Duration) ([]time.Duration, error) {
 	body := eventBody(EventIn{Type: snPlainType, Payload: payload(0, 1)})
 	tick := time.NewTicker(time.Duration(float64(time.Second) / snRate))
 	defer tick.Stop()
 	end := time.Now().Add(d)
-	var took []time.Duration
-	for range snMaxPosts {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		took     []time.Duration
+		firstErr error
+	)
+	for range min(int(d.Seconds()*snRate)+1, snMaxPosts) {
 		select {
 		case <-ctx.Done():
-			return took, ctx.Err()
 		case <-tick.C:
 		}
-		if time.Now().After(end) {
+		if ctx.Err() != nil || time.Now().After(end) {
 			break
 		}
-		status, t, _, err := snPost(ctx, c, body)
-		if err != nil {
-			return took, err
-		}
-		if status != http.StatusAccepted {
-			return took, fmt.Errorf("tenant B's post answered %d", status)
-		}
-		took = append(took, t)
+		wg.Go(func() {
+			status, t, _, err := snPost(ctx, c, body)
+			if err == nil && status != http.StatusAccepted {
+				err = fmt.Errorf("tenant B's post answered %d", status)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				firstErr = cmpErr(firstErr, err)
+				return
+			}
+			took = append(took, t)
+		})
 	}
-	return took, nil
+	wg.Wait()
+	return took, cmpErr(firstErr, ctx.Err())
 }
 
 // snLoad runs A's senders until ctx ends: each posts an admitted event

@@ -15,12 +15,12 @@ import (
 // to its thread, and is timed by the thread's CPU clock (threadCPU): a
 // payload may take MaxEventTime, or twice its price at unitTime a unit if
 // that is more, and never more than what is left of its request's budget
-// (eventDeadline). The validator looks at
-// the clock between evaluations and before each pattern it matches (a
-// gate compiled into the schema: a vocabulary run at every schema
-// evaluated, and a regexp engine), and past the deadline stops the
-// validation where it is: the overrun is at most one keyword's work on
-// one value. No goroutine is left working after the answer.
+// (eventDeadline). The validator looks at the clock between evaluations
+// and before each pattern it matches (a gate compiled into the schema: a
+// vocabulary run at every schema evaluated, and a regexp engine), and
+// past the deadline stops the validation where it is: the overrun is at
+// most one keyword's work on one value. No goroutine is left working
+// after the answer.
 //
 // A compiled jsonschema.Schema is shared by every request of its tenant,
 // and its gate by every validation that uses it, so a Schema keeps copies
