@@ -79,21 +79,14 @@ WITH attempts AS (
 DELETE FROM endpoints gone WHERE gone.tenant_id = @tenant_id AND gone.id = @id;
 
 -- name: GetEndpointSecrets :one
-SELECT secret_enc, previous_secret_enc, previous_secret_expires_at, sign_public_key
+SELECT secret_enc, previous_secret_enc, previous_secret_expires_at
 FROM endpoints
 WHERE tenant_id = @tenant_id AND id = @id;
 
--- RotateEndpointSecret rotates the key pair too when given a new one
--- (sign_public_key not null): the current pair becomes the previous one.
 -- name: RotateEndpointSecret :execrows
 UPDATE endpoints SET
     previous_secret_enc = secret_enc,
     previous_secret_expires_at = @previous_expires_at,
     secret_enc = @secret_enc,
-    previous_sign_key_enc = CASE WHEN sqlc.narg(sign_public_key)::bytea IS NULL THEN previous_sign_key_enc ELSE sign_key_enc END,
-    previous_sign_public_key = CASE WHEN sqlc.narg(sign_public_key)::bytea IS NULL THEN previous_sign_public_key ELSE sign_public_key END,
-    sign_key_enc = coalesce(sqlc.narg(sign_key_enc), sign_key_enc),
-    sign_public_key = coalesce(sqlc.narg(sign_public_key), sign_public_key),
-    sign_key_version = sign_key_version + CASE WHEN sqlc.narg(sign_public_key)::bytea IS NULL THEN 0 ELSE 1 END,
     updated_at = now()
 WHERE tenant_id = @tenant_id AND id = @id;

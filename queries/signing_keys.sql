@@ -9,6 +9,21 @@ UPDATE endpoints SET
     previous_sign_public_key = NULL
 WHERE tenant_id = @tenant_id AND id = @id;
 
+-- name: RotateEndpointSigningKey :execrows
+-- Makes an endpoint's key pair the previous one, signing until the
+-- secret's previous_secret_expires_at (RotateEndpointSecret, in the same
+-- transaction), and gives it a new one.
+UPDATE endpoints SET
+    previous_sign_key_enc = sign_key_enc,
+    previous_sign_public_key = sign_public_key,
+    sign_key_enc = @sign_key_enc,
+    sign_public_key = @sign_public_key,
+    sign_key_version = sign_key_version + 1
+WHERE tenant_id = @tenant_id AND id = @id;
+
+-- name: EndpointPublicKey :one
+SELECT sign_public_key FROM endpoints WHERE tenant_id = @tenant_id AND id = @id;
+
 -- name: TenantPublicKeys :many
 -- A tenant's endpoints with a key pair (endpoints_signing_keys_idx), with
 -- the previous public key and when it stops signing; no row for a tenant

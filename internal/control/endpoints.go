@@ -247,13 +247,17 @@ func (c *Control) RevealEndpointSecret(ctx context.Context, who Caller, id uuid.
 		if err != nil {
 			return err
 		}
-		secret, public, err := c.store.EndpointSecret(ctx, who.Tenant, id)
+		secret, err := c.store.EndpointSecret(ctx, who.Tenant, id)
 		if err != nil {
 			return err
 		}
 		e.ObjectID = object(id)
 		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
-		if public != nil && ep.SignsV1a() {
+		if ep.SignsV1a() {
+			public, err := c.store.EndpointPublicKey(ctx, who.Tenant, id)
+			if err != nil {
+				return err
+			}
 			out.PublicKey = send.PublicKeyText(public)
 		}
 		return nil
@@ -274,16 +278,16 @@ func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.
 			return err
 		}
 		secret := send.NewSecret()
-		var key ed25519.PrivateKey
-		if ep.SignsV1a() {
-			key = send.NewSigningKey()
-		}
-		if err := c.store.RotateEndpointSecret(ctx, who.Tenant, id, secret, key, c.now().Add(SecretGrace)); err != nil {
+		if err := c.store.RotateEndpointSecret(ctx, who.Tenant, id, secret, c.now().Add(SecretGrace)); err != nil {
 			return err
 		}
 		e.ObjectID = object(id)
 		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
-		if key != nil {
+		if ep.SignsV1a() {
+			key := send.NewSigningKey()
+			if err := c.store.RotateEndpointSigningKey(ctx, who.Tenant, id, key); err != nil {
+				return err
+			}
 			out.PublicKey = send.PublicKeyText(key.Public().(ed25519.PublicKey))
 		}
 		return nil

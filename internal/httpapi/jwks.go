@@ -18,7 +18,7 @@ import (
 
 // JWKSPath is where a tenant's v1a public keys are published, under
 // SLUICE_PUBLIC_URL, with no API key.
-const JWKSPath = "/.well-known/sluice/{tenant}/jwks.json"
+const JWKSPath = "/.well-known/sluice/{tenant_id}/jwks.json"
 
 // jwksMaxAge is how long a JWKS may be cached: a receiver meeting a
 // signature no cached key verifies fetches it again (docs/receiving.md).
@@ -38,7 +38,7 @@ type jwks struct {
 	Keys []jwk `json:"keys"`
 }
 
-// getJWKS serves GET /.well-known/sluice/{tenant}/jwks.json: the tenant's
+// getJWKS serves GET /.well-known/sluice/{tenant_id}/jwks.json: the tenant's
 // active v1a public keys (control.PublicKeys), an empty set when it has
 // none. It needs no credential, so it is bounded as a credential's
 // look-up is (readPoll): the tenant id counts as the credential, a tenant
@@ -48,7 +48,7 @@ type jwks struct {
 // answers 304 to a request that already holds it.
 func (a *API) getJWKS(w http.ResponseWriter, r *http.Request) error {
 	addr := apirate.ClientPrefix(r)
-	text := chi.URLParam(r, "tenant")
+	text := chi.URLParam(r, "tenant_id")
 	gate, res := a.limits.rate.GateAuth(addr, text)
 	if gate == apirate.GateShut {
 		return authThrottled(res)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -122,32 +121,28 @@ func rowChanged(what string, n int64, err error) error {
 	return nil
 }
 
-// EndpointSecret returns an endpoint's current signing secret, and its
-// current v1a public key, nil when it has none.
-func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, ed25519.PublicKey, error) {
+// EndpointSecret returns an endpoint's current signing secret.
+func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return "", nil, fmt.Errorf("read endpoint secret: %w", notFound(err))
+		return "", fmt.Errorf("read endpoint secret: %w", notFound(err))
 	}
 	secret, err := s.box.Open(row.SecretEnc)
 	if err != nil {
-		return "", nil, fmt.Errorf("open endpoint secret: %w", err)
+		return "", fmt.Errorf("open endpoint secret: %w", err)
 	}
-	return string(secret), row.SignPublicKey, nil
+	return string(secret), nil
 }
 
 // RotateEndpointSecret makes secret, which it seals, an endpoint's signing
-// secret, and key, unless nil, its v1a key pair; the current ones keep
-// signing beside them until previousExpires.
-func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, secret string, key ed25519.PrivateKey, previousExpires time.Time) error {
-	p := dbq.RotateEndpointSecretParams{
+// secret; the current one keeps signing beside it until previousExpires.
+func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, secret string, previousExpires time.Time) error {
+	n, err := s.q.RotateEndpointSecret(ctx, dbq.RotateEndpointSecretParams{
 		TenantID:          tenantID,
 		ID:                id,
 		SecretEnc:         s.box.Seal([]byte(secret)),
 		PreviousExpiresAt: &previousExpires,
-	}
-	p.SignKeyEnc, p.SignPublicKey = s.sealKey(key)
-	n, err := s.q.RotateEndpointSecret(ctx, p)
+	})
 	return rowChanged("rotate endpoint secret", n, err)
 }
 

@@ -21,6 +21,27 @@ func (s *Store) SetEndpointSigningKey(ctx context.Context, tenantID, id uuid.UUI
 	return rowChanged("set endpoint signing key", n, err)
 }
 
+// RotateEndpointSigningKey makes key, its private half sealed, an
+// endpoint's key pair; the current one keeps signing beside it until the
+// secret's previous one expires: call it in the transaction of
+// RotateEndpointSecret.
+func (s *Store) RotateEndpointSigningKey(ctx context.Context, tenantID, id uuid.UUID, key ed25519.PrivateKey) error {
+	p := dbq.RotateEndpointSigningKeyParams{TenantID: tenantID, ID: id}
+	p.SignKeyEnc, p.SignPublicKey = s.sealKey(key)
+	n, err := s.q.RotateEndpointSigningKey(ctx, p)
+	return rowChanged("rotate endpoint signing key", n, err)
+}
+
+// EndpointPublicKey is an endpoint's current v1a public key; nil when it
+// has none.
+func (s *Store) EndpointPublicKey(ctx context.Context, tenantID, id uuid.UUID) (ed25519.PublicKey, error) {
+	key, err := s.q.EndpointPublicKey(ctx, dbq.EndpointPublicKeyParams{TenantID: tenantID, ID: id})
+	if err != nil {
+		return nil, fmt.Errorf("read endpoint public key: %w", notFound(err))
+	}
+	return key, nil
+}
+
 // sealKey is the columns of key pair key: its sealed seed and its public
 // key; nil for none.
 func (s *Store) sealKey(key ed25519.PrivateKey) (sealed, public []byte) {

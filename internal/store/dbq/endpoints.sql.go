@@ -220,7 +220,7 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 }
 
 const getEndpointSecrets = `-- name: GetEndpointSecrets :one
-SELECT secret_enc, previous_secret_enc, previous_secret_expires_at, sign_public_key
+SELECT secret_enc, previous_secret_enc, previous_secret_expires_at
 FROM endpoints
 WHERE tenant_id = $1 AND id = $2
 `
@@ -234,18 +234,12 @@ type GetEndpointSecretsRow struct {
 	SecretEnc               []byte
 	PreviousSecretEnc       []byte
 	PreviousSecretExpiresAt *time.Time
-	SignPublicKey           []byte
 }
 
 func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecretsParams) (GetEndpointSecretsRow, error) {
 	row := q.db.QueryRow(ctx, getEndpointSecrets, arg.TenantID, arg.ID)
 	var i GetEndpointSecretsRow
-	err := row.Scan(
-		&i.SecretEnc,
-		&i.PreviousSecretEnc,
-		&i.PreviousSecretExpiresAt,
-		&i.SignPublicKey,
-	)
+	err := row.Scan(&i.SecretEnc, &i.PreviousSecretEnc, &i.PreviousSecretExpiresAt)
 	return i, err
 }
 
@@ -353,32 +347,21 @@ UPDATE endpoints SET
     previous_secret_enc = secret_enc,
     previous_secret_expires_at = $1,
     secret_enc = $2,
-    previous_sign_key_enc = CASE WHEN $3::bytea IS NULL THEN previous_sign_key_enc ELSE sign_key_enc END,
-    previous_sign_public_key = CASE WHEN $3::bytea IS NULL THEN previous_sign_public_key ELSE sign_public_key END,
-    sign_key_enc = coalesce($4, sign_key_enc),
-    sign_public_key = coalesce($3, sign_public_key),
-    sign_key_version = sign_key_version + CASE WHEN $3::bytea IS NULL THEN 0 ELSE 1 END,
     updated_at = now()
-WHERE tenant_id = $5 AND id = $6
+WHERE tenant_id = $3 AND id = $4
 `
 
 type RotateEndpointSecretParams struct {
 	PreviousExpiresAt *time.Time
 	SecretEnc         []byte
-	SignPublicKey     []byte
-	SignKeyEnc        []byte
 	TenantID          uuid.UUID
 	ID                uuid.UUID
 }
 
-// RotateEndpointSecret rotates the key pair too when given a new one
-// (sign_public_key not null): the current pair becomes the previous one.
 func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSecretParams) (int64, error) {
 	result, err := q.db.Exec(ctx, rotateEndpointSecret,
 		arg.PreviousExpiresAt,
 		arg.SecretEnc,
-		arg.SignPublicKey,
-		arg.SignKeyEnc,
 		arg.TenantID,
 		arg.ID,
 	)

@@ -12,6 +12,55 @@ import (
 	"github.com/google/uuid"
 )
 
+const endpointPublicKey = `-- name: EndpointPublicKey :one
+SELECT sign_public_key FROM endpoints WHERE tenant_id = $1 AND id = $2
+`
+
+type EndpointPublicKeyParams struct {
+	TenantID uuid.UUID
+	ID       uuid.UUID
+}
+
+func (q *Queries) EndpointPublicKey(ctx context.Context, arg EndpointPublicKeyParams) ([]byte, error) {
+	row := q.db.QueryRow(ctx, endpointPublicKey, arg.TenantID, arg.ID)
+	var sign_public_key []byte
+	err := row.Scan(&sign_public_key)
+	return sign_public_key, err
+}
+
+const rotateEndpointSigningKey = `-- name: RotateEndpointSigningKey :execrows
+UPDATE endpoints SET
+    previous_sign_key_enc = sign_key_enc,
+    previous_sign_public_key = sign_public_key,
+    sign_key_enc = $1,
+    sign_public_key = $2,
+    sign_key_version = sign_key_version + 1
+WHERE tenant_id = $3 AND id = $4
+`
+
+type RotateEndpointSigningKeyParams struct {
+	SignKeyEnc    []byte
+	SignPublicKey []byte
+	TenantID      uuid.UUID
+	ID            uuid.UUID
+}
+
+// Makes an endpoint's key pair the previous one, signing until the
+// secret's previous_secret_expires_at (RotateEndpointSecret, in the same
+// transaction), and gives it a new one.
+func (q *Queries) RotateEndpointSigningKey(ctx context.Context, arg RotateEndpointSigningKeyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, rotateEndpointSigningKey,
+		arg.SignKeyEnc,
+		arg.SignPublicKey,
+		arg.TenantID,
+		arg.ID,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const setEndpointSigningKey = `-- name: SetEndpointSigningKey :execrows
 UPDATE endpoints SET
     sign_key_enc = $1,
