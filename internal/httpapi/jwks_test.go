@@ -126,3 +126,21 @@ func TestJWKSAddressLimit(t *testing.T) {
 	_, r = b.jwks(b.tenantB.ID.String())
 	requireProblem(t, r, http.StatusTooManyRequests)
 }
+
+func TestSignatureField(t *testing.T) {
+	b := setup(t)
+	ep := b.createEndpoint(b.keyA, map[string]any{"url": "https://example.com/hooks", "signature": "v1,v1a"})
+	id := ep["id"].(string)
+	require.Equal(t, "v1,v1a", ep["signature"])
+	require.True(t, strings.HasPrefix(ep["public_key"].(string), "whpk_"))
+	for _, body := range []string{`{"signature": "v2"}`, `{"signature": "ed25519"}`, `{"signature": "v1a,v1"}`,
+		`{"signature": ""}`, `{"signature": 1}`, `{"signature": ["v1a"]}`} {
+		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body), "signature")
+		requireField(t, b.do(b.keyA, http.MethodPost, "/v1/endpoints", `{"url": "https://example.com/x", `+body[1:]), "signature")
+	}
+	r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, `{"signature": null}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Nil(t, r.JSON(t)["signature"], "null: v1, the default")
+	set, _ := b.jwks(b.tenantA.ID.String())
+	require.Empty(t, set.Keys, "an endpoint back on v1 publishes no key")
+}
