@@ -60,6 +60,11 @@ func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.Valid
 			if !null {
 				opts.RetrySchedule = retrySchedule(raw, v)
 			}
+		case "signature":
+			opts.Signature = nil
+			if !null {
+				opts.Signature = signature(raw, v)
+			}
 		default:
 			v.Add(name, "is not a delivery option")
 		}
@@ -105,6 +110,17 @@ func retrySchedule(raw json.RawMessage, v *sluice.ValidationError) sluice.Schedu
 		}
 	}
 	return out
+}
+
+// signature reads a signature scheme: sluice.SignatureV1, SignatureV1a or
+// SignatureBoth.
+func signature(raw json.RawMessage, v *sluice.ValidationError) *string {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || (s != sluice.SignatureV1 && s != sluice.SignatureV1a && s != sluice.SignatureBoth) {
+		v.Add("signature", `must be "v1" (HMAC-SHA256), "v1a" (Ed25519) or "v1,v1a" (both), or null for "v1"`)
+		return nil
+	}
+	return &s
 }
 
 // changedOptions names the delivery options that differ between before

@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"maps"
@@ -117,6 +118,10 @@ type Message struct {
 	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
 	Sequence  int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
 	Timeout   time.Duration     // bounds the attempt; 0: Config.Timeout
+
+	// SigningKeys are the endpoint's Ed25519 keys: one v1a signature each,
+	// after the v1 ones.
+	SigningKeys []ed25519.PrivateKey
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -180,7 +185,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("Webhook-Signature", Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	req.Header.Set("Webhook-Signature", Signatures(m.Keys, m.SigningKeys, m.ID, ts.Unix(), m.Body))
 	setSequence(req.Header, m.Sequence)
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // DeliveryOptions are an endpoint's own choices of how its deliveries are
@@ -26,6 +28,29 @@ type DeliveryOptions struct {
 	// RetrySchedule is the waits between failed attempts: len+1 attempts
 	// in all. Nil: SLUICE_RETRY_SCHEDULE.
 	RetrySchedule Schedule `json:"retry_schedule"`
+	// Signature is how deliveries are signed: SignatureV1 (HMAC-SHA256),
+	// SignatureV1a (Ed25519, with the endpoint's key pair) or
+	// SignatureBoth. Nil: SignatureV1.
+	Signature *string `json:"signature"`
+}
+
+// The values of DeliveryOptions.Signature: Standard Webhooks' symmetric
+// (v1) and asymmetric (v1a) schemes, or both, to migrate.
+const (
+	SignatureV1   = "v1"
+	SignatureV1a  = "v1a"
+	SignatureBoth = "v1,v1a"
+)
+
+// SignsV1 reports whether deliveries carry v1 (HMAC) signatures.
+func (o DeliveryOptions) SignsV1() bool {
+	return o.Signature == nil || *o.Signature != SignatureV1a
+}
+
+// SignsV1a reports whether deliveries carry v1a (Ed25519) signatures: the
+// endpoint then has a key pair, published in its tenant's JWKS.
+func (o DeliveryOptions) SignsV1a() bool {
+	return o.Signature != nil && (*o.Signature == SignatureV1a || *o.Signature == SignatureBoth)
 }
 
 // Bounds of the delivery options.
@@ -55,6 +80,9 @@ func (o DeliveryOptions) Texts() map[string]string {
 	t := map[string]string{"retry_schedule": strings.ReplaceAll(o.RetrySchedule.String(), ",", ", ")}
 	if o.TimeoutSeconds != nil {
 		t["timeout_seconds"] = strconv.Itoa(*o.TimeoutSeconds)
+	}
+	if o.Signature != nil {
+		t["signature"] = *o.Signature
 	}
 	return t
 }
@@ -120,4 +148,20 @@ func (s Schedule) String() string {
 		parts[i] = d.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// PublicKey is an active v1a public key of an endpoint, as its tenant's
+// JWKS publishes it.
+type PublicKey struct {
+	EndpointID uuid.UUID
+	// Version counts the endpoint's key pairs: a new one at each rotation.
+	Version int
+	// Key is the 32-byte Ed25519 public key.
+	Key []byte
+}
+
+// KID is the key's id in the JWKS: the endpoint id and the key's version,
+// "<endpoint id>.<version>".
+func (k PublicKey) KID() string {
+	return k.EndpointID.String() + "." + strconv.Itoa(k.Version)
 }

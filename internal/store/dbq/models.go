@@ -200,6 +200,11 @@ type Endpoint struct {
 	Ordering                  string
 	Delivery                  string
 	Options                   []byte
+	SignKeyEnc                []byte
+	SignPublicKey             []byte
+	SignKeyVersion            int32
+	PreviousSignKeyEnc        []byte
+	PreviousSignPublicKey     []byte
 }
 
 type Event struct {
