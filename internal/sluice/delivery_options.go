@@ -26,6 +26,10 @@ type DeliveryOptions struct {
 	// RetrySchedule is the waits between failed attempts: len+1 attempts
 	// in all. Nil: SLUICE_RETRY_SCHEDULE.
 	RetrySchedule Schedule `json:"retry_schedule"`
+	// TLS is the client certificate the attempts present (mutual TLS) and
+	// the CAs they trust the receiver's certificate on; nil: none, and the
+	// system roots.
+	TLS *TLSOption `json:"tls"`
 }
 
 // Bounds of the delivery options.
@@ -56,8 +60,26 @@ func (o DeliveryOptions) Texts() map[string]string {
 	if o.TimeoutSeconds != nil {
 		t["timeout_seconds"] = strconv.Itoa(*o.TimeoutSeconds)
 	}
+	if o.TLS != nil { // the key is write-only: its field stays empty
+		t["tls.client_certificate"], t["tls.ca_certificates"] = o.TLS.ClientCertificate, o.TLS.CACertificates
+	}
 	return t
 }
+
+// DeliveryOptionFields are the names of the form fields of the delivery
+// options: their json names, but for tls, whose three fields are named
+// tls.client_certificate, tls.client_key and tls.ca_certificates.
+var DeliveryOptionFields = func() []string {
+	var out []string
+	for _, name := range DeliveryOptionNames {
+		if name == "tls" {
+			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}()
 
 // DeliveryOptionNames are the json names of the delivery options, in the
 // order DeliveryOptions declares them.

@@ -200,6 +200,8 @@ type Endpoint struct {
 	Ordering                  string
 	Delivery                  string
 	Options                   []byte
+	TlsKeyEnc                 []byte
+	TlsExpiryNoticed          *time.Time
 }
 
 type Event struct {
