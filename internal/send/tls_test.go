@@ -140,4 +140,3 @@ func TestClientTLSOnlyForHTTPS(t *testing.T) {
 	require.True(t, devSender(5*time.Second).Send(context.Background(), m).Delivered())
 	require.Zero(t, opened.Load())
 }
-
