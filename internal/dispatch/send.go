@@ -40,6 +40,7 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				Headers:  target.Headers,
 				Sequence: c.Sequence,
 				Timeout:  target.Timeout,
+				TLS:      target.TLS,
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true

@@ -70,6 +70,9 @@ type Target struct {
 	// for the server's (Config.DeliveryTimeout, Config.Retry).
 	Timeout time.Duration
 	Retry   sluice.Schedule
+	// TLS is the endpoint's client certificate (its tls option); nil
+	// without one.
+	TLS *send.ClientTLS
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -109,6 +112,9 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
 		}
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
+		if o.TLS != nil && r.TlsKeyEnc != nil {
+			tg.TLS = t.clientTLS(r, o.TLS)
+		}
 	}
 	secrets := [][]byte{r.SecretEnc}
 	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {
@@ -126,6 +132,17 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		tg.Keys = append(tg.Keys, key)
 	}
 	return tg, nil
+}
+
+// clientTLS is endpoint r's tls option as the sender uses it: its client,
+// built once per version of the endpoint (its updated_at, which every
+// change of the option moves), opens the sealed key only then.
+func (t *StepTx) clientTLS(r dbq.Endpoint, o *sluice.TLSOption) *send.ClientTLS {
+	st, sealed := t.st, r.TlsKeyEnc
+	return &send.ClientTLS{
+		Endpoint: r.ID, Version: r.UpdatedAt, Certificate: o.ClientCertificate, CACertificates: o.CACertificates,
+		Key: func() ([]byte, error) { return st.OpenSecret(sealed) },
+	}
 }
 
 // LockedFlow is an endpoint's flow state as read under its row lock, with

@@ -1,16 +1,11 @@
 package send_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,141 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/send"
+	"github.com/sluice-dev/sluice/internal/testkit/egressproxy"
 	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
-
-// egressProxy is a loopback HTTP proxy of the test's own: CONNECT
-// tunnels, and requests in absolute form forwarded. It records every
-// target it was asked for and counts the connections made to it.
-type egressProxy struct {
-	ln      net.Listener
-	accepts atomic.Int32
-	deny    bool // answer every CONNECT 403
-	mu      sync.Mutex
-	asked   []string // "CONNECT <target>", or "<method> <absolute URI> Host=<host>"
-	wg      sync.WaitGroup
-	// upstream holds the local address of every connection it made to a
-	// receiver: where a receiver sees a request come from.
-	upstream sync.Map
-}
-
-func newEgressProxy(t *testing.T) *egressProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &egressProxy{ln: ln}
-	var conns sync.Map
-	p.wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			p.accepts.Add(1)
-			conns.Store(c, true)
-			p.wg.Go(func() { p.serve(c) })
-		}
-	})
-	t.Cleanup(func() {
-		_ = ln.Close()
-		conns.Range(func(c, _ any) bool { _ = c.(net.Conn).Close(); return true })
-		p.wg.Wait()
-	})
-	return p
-}
-
-func (p *egressProxy) url() *url.URL { return &url.URL{Scheme: "http", Host: p.ln.Addr().String()} }
-
-func (p *egressProxy) record(s string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.asked = append(p.asked, s)
-}
-
-func (p *egressProxy) seen() []string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]string(nil), p.asked...)
-}
-
-// serve answers one client connection: a tunnel, or forwarded requests
-// until the client closes it.
-func (p *egressProxy) serve(c net.Conn) {
-	defer c.Close()
-	var raw bytes.Buffer // what the client sent of the request being read
-	br := bufio.NewReader(io.TeeReader(c, &raw))
-	for {
-		raw.Reset()
-		req, err := http.ReadRequest(br)
-		if err != nil {
-			return
-		}
-		if req.Method == http.MethodConnect {
-			p.record("CONNECT " + req.RequestURI)
-			p.tunnel(c, req.RequestURI)
-			return
-		}
-		// net/http takes the host of an absolute URI for req.Host, as
-		// RFC 9112 asks of a proxy; this one keeps the Host header sent.
-		head, _, _ := strings.Cut(raw.String(), "\r\n\r\n")
-		for _, line := range strings.Split(head, "\r\n")[1:] {
-			if name, value, _ := strings.Cut(line, ":"); strings.EqualFold(name, "Host") {
-				req.Host = strings.TrimSpace(value)
-			}
-		}
-		p.record(req.Method + " " + req.RequestURI + " Host=" + req.Host)
-		if !p.forward(c, req) {
-			return
-		}
-	}
-}
-
-func (p *egressProxy) tunnel(c net.Conn, target string) {
-	if p.deny {
-		_, _ = io.WriteString(c, "HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
-		return
-	}
-	up, err := net.Dial("tcp", target)
-	if err != nil {
-		_, _ = io.WriteString(c, "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-		return
-	}
-	defer up.Close()
-	p.upstream.Store(up.LocalAddr().String(), true)
-	_, _ = io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-	done := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(up, c)
-		_ = up.(*net.TCPConn).CloseWrite()
-		close(done)
-	}()
-	_, _ = io.Copy(c, up)
-	_ = c.Close()
-	<-done
-}
-
-// forward sends req on to the address its absolute URI names, with its
-// Host header, and writes the answer back.
-func (p *egressProxy) forward(c net.Conn, req *http.Request) bool {
-	up, err := net.Dial("tcp", req.URL.Host)
-	if err != nil {
-		return false
-	}
-	defer up.Close()
-	p.upstream.Store(up.LocalAddr().String(), true)
-	req.Header.Del("Proxy-Connection")
-	req.Header.Set("Connection", "close")
-	if err := req.Write(up); err != nil { // origin form, with Host = req.Host
-		return false
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(up), req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	resp.Close = false
-	return resp.Write(c) == nil
-}
 
 // resolver resolves every name to 127.0.0.1: receivers of any name on
 // loopback.
@@ -177,9 +40,9 @@ func hostPort(t *testing.T, rawURL, name string) string {
 // for http, whose Host header keeps the name.
 func TestEgressProxySeesEveryAttempt(t *testing.T) {
 	t.Parallel()
-	proxy := newEgressProxy(t)
+	proxy := egressproxy.Start(t)
 	res := &resolver{}
-	s := send.New(send.Config{AllowPrivate: true, Timeout: 5 * time.Second, EgressProxy: proxy.url(), Resolver: res})
+	s := send.New(send.Config{AllowPrivate: true, Timeout: 5 * time.Second, EgressProxy: proxy.URL(), Resolver: res})
 
 	// https: a receiver whose certificate names receiver.test alone,
 	// requiring the endpoint's client certificate.
@@ -206,11 +69,10 @@ func TestEgressProxySeesEveryAttempt(t *testing.T) {
 		require.True(t, r.Delivered(), r.Err)
 	}
 	for range 4 {
-		_, ok := proxy.upstream.Load(<-from)
-		require.True(t, ok, "every attempt came from the proxy")
+		require.True(t, proxy.Relayed(<-from), "every attempt came through the proxy")
 	}
 	tlsAddr, plainAddr := hostPort(t, tlsSrv.URL, "127.0.0.1"), hostPort(t, rec.srv.URL, "127.0.0.1")
-	asked := proxy.seen()
+	asked := proxy.Asked()
 	require.Contains(t, asked, "CONNECT "+tlsAddr, "asked for the IP, not the name")
 	require.Equal(t, []string{
 		"POST http://" + plainAddr + "/hook?x=1 Host=" + hostPort(t, rec.srv.URL, "plain.test"),
@@ -238,9 +100,9 @@ func without(asked []string, prefix string) []string {
 // the proxy is asked: the proxy sees no connection at all.
 func TestEgressProxyRefusedBeforeProxy(t *testing.T) {
 	t.Parallel()
-	proxy := newEgressProxy(t)
+	proxy := egressproxy.Start(t)
 	res := &resolver{}
-	s := send.New(send.Config{Timeout: 5 * time.Second, EgressProxy: proxy.url(), Resolver: res})
+	s := send.New(send.Config{Timeout: 5 * time.Second, EgressProxy: proxy.URL(), Resolver: res})
 	for _, u := range []string{
 		"https://receiver.test/hook",
 		"http://receiver.test:8080/hook",
@@ -254,16 +116,16 @@ func TestEgressProxyRefusedBeforeProxy(t *testing.T) {
 	r := s.Send(context.Background(), msg("http://169.254.169.254/latest/meta-data"))
 	require.Equal(t, "destination address is not allowed (cloud metadata)", r.Err)
 	require.EqualValues(t, 2, res.asked.Load(), "the names were resolved by Sluice")
-	require.Zero(t, proxy.accepts.Load(), "the proxy was never dialled")
-	require.Empty(t, proxy.seen())
+	require.Zero(t, proxy.Accepts(), "the proxy was never dialled")
+	require.Empty(t, proxy.Asked())
 }
 
 // A proxy that refuses the tunnel fails the attempt with its answer.
 func TestEgressProxyRefusal(t *testing.T) {
 	t.Parallel()
-	proxy := newEgressProxy(t)
-	proxy.deny = true
-	s := send.New(send.Config{AllowPrivate: true, Timeout: 5 * time.Second, EgressProxy: proxy.url(), Resolver: &resolver{}})
+	proxy := egressproxy.Start(t)
+	proxy.Deny()
+	s := send.New(send.Config{AllowPrivate: true, Timeout: 5 * time.Second, EgressProxy: proxy.URL(), Resolver: &resolver{}})
 	r := s.Send(context.Background(), msg("https://receiver.test:9443/hook"))
 	require.Zero(t, r.StatusCode)
 	require.Contains(t, r.Err, "egress proxy: CONNECT 127.0.0.1:9443 answered 403 Forbidden")
