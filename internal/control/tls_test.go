@@ -68,6 +68,13 @@ func TestTLSOption(t *testing.T) {
 	_, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options("tls", string(back))})
 	require.NoError(t, err)
 
+	// A certificate renewed on the same key may be sent alone.
+	sameKey := ca.Issue(t, testca.Options{CommonName: "endpoint-a", Client: true, KeyOf: &cert, NotAfter: cert.NotAfter.Add(time.Hour)})
+	got, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options("tls", tlsJSON(t, sameKey.PEM, "", ca.PEM))})
+	require.NoError(t, err)
+	require.True(t, sameKey.NotAfter.Equal(got.TLS.NotAfter))
+	require.Equal(t, cert.KeyPEM[:len(cert.KeyPEM)-1], string(storedKey(got)), "the stored key kept")
+
 	// A new certificate needs its own key: the stored one is not its.
 	renewed := ca.Issue(t, testca.Options{CommonName: "endpoint-a-2", Client: true})
 	_, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options("tls", tlsJSON(t, renewed.PEM, "", ""))})

@@ -140,3 +140,18 @@ func TestClientTLSOnlyForHTTPS(t *testing.T) {
 	require.True(t, devSender(5*time.Second).Send(context.Background(), m).Delivered())
 	require.Zero(t, opened.Load())
 }
+
+// An endpoint's own client dials through the same address guard: a
+// loopback receiver is refused unless private targets are allowed.
+func TestClientTLSKeepsTheGuard(t *testing.T) {
+	t.Parallel()
+	serverCA, clientCA := testca.New(t, "receivers"), testca.New(t, "sluice clients")
+	srv := serverCA.Server(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), clientCA)
+	var opened atomic.Int32
+	m := msg(srv.URL)
+	m.TLS = clientTLS(clientCA.Issue(t, testca.Options{CommonName: "a", Client: true}), serverCA.PEM, &opened)
+	res := send.New(send.Config{Timeout: 5 * time.Second}).Send(context.Background(), m)
+	require.Zero(t, res.StatusCode)
+	require.Equal(t, "destination address is not allowed (private/loopback)", res.Err)
+	require.EqualValues(t, 1, opened.Load(), "its own client, refused by the guard")
+}

@@ -75,18 +75,25 @@ func (c Cert) TLS(t testing.TB) tls.Certificate {
 
 // Options shape an issued certificate: a server's names (a name that
 // parses as an IP is an IP address), or a client's; valid until NotAfter
-// (default a day from now).
+// (default a day from now); on the key of KeyOf (a renewal) or a new one.
 type Options struct {
 	CommonName string
 	Names      []string
 	Client     bool
 	NotAfter   time.Time
+	KeyOf      *Cert
 }
 
 // Issue issues a certificate as o says.
 func (ca *CA) Issue(t testing.TB, o Options) Cert {
 	t.Helper()
 	key := newKey(t)
+	if o.KeyOf != nil {
+		block, _ := pem.Decode([]byte(o.KeyOf.KeyPEM))
+		parsed, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+		require.NoError(t, err)
+		key = parsed.(*ecdsa.PrivateKey)
+	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(t),
 		Subject:      pkix.Name{CommonName: o.CommonName, Organization: []string{"Sluice tests"}},
