@@ -658,7 +658,7 @@ type Endpoint struct {
 	//
 	//
 	// Example: v1a
-	Signature *SignatureScheme `json:"signature,omitempty"`
+	Signature *SignatureScheme `json:"signature"`
 
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
@@ -680,7 +680,10 @@ type Endpoint struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+
+	// TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+	TLS       Endpoint_TLS `json:"tls"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -700,6 +703,11 @@ type EndpointDisabledReason string
 
 // Endpoint_RateLimit The delivery rate limit; `null` means unlimited.
 type Endpoint_RateLimit struct {
+	union json.RawMessage
+}
+
+// Endpoint_TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+type Endpoint_TLS struct {
 	union json.RawMessage
 }
 
@@ -785,6 +793,9 @@ type EndpointCreate struct {
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	TLS *EndpointCreate_TLS `json:"tls,omitempty"`
+
 	// URL Where deliveries are POSTed (a push endpoint's only). `https`, or `http` when the server
 	// allows private targets; a port, if any, from 1 to 65535. A host
 	// that is an IP literal must be one deliveries are sent to: the
@@ -808,6 +819,11 @@ type EndpointCreate_BacklogAlert struct {
 
 // EndpointCreate_RateLimit The delivery rate limit; `null` or absent means unlimited.
 type EndpointCreate_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointCreate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+type EndpointCreate_TLS struct {
 	union json.RawMessage
 }
 
@@ -865,8 +881,8 @@ type EndpointStatus string
 // EndpointUpdate Only the fields present change. `null` is refused (422 naming the
 // field) for every field but `rate_limit` and `backlog_alert`, where
 // it removes the limit or the alert, and the delivery options
-// (`timeout_seconds`, `retry_schedule`, `signature`), where it gives
-// the option back to its default.
+// (`timeout_seconds`, `retry_schedule`, `signature`, `tls`), where it
+// gives the option back to its default.
 type EndpointUpdate struct {
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointUpdate_BacklogAlert `json:"backlog_alert,omitempty"`
@@ -938,6 +954,9 @@ type EndpointUpdate struct {
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	TLS *EndpointUpdate_TLS `json:"tls,omitempty"`
+
 	// URL A push endpoint's only (`422` for a poll endpoint).
 	URL *string `json:"url,omitempty"`
 }
@@ -949,6 +968,11 @@ type EndpointUpdate_BacklogAlert struct {
 
 // EndpointUpdate_RateLimit The new rate limit; `null` removes the limit.
 type EndpointUpdate_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointUpdate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+type EndpointUpdate_TLS struct {
 	union json.RawMessage
 }
 
@@ -1052,7 +1076,7 @@ type EndpointWithSecret struct {
 	//
 	//
 	// Example: v1a
-	Signature *SignatureScheme `json:"signature,omitempty"`
+	Signature *SignatureScheme `json:"signature"`
 
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
@@ -1074,7 +1098,10 @@ type EndpointWithSecret struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+
+	// TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+	TLS       EndpointWithSecret_TLS `json:"tls"`
+	UpdatedAt time.Time              `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -1094,6 +1121,11 @@ type EndpointWithSecretDisabledReason string
 
 // EndpointWithSecret_RateLimit The delivery rate limit; `null` means unlimited.
 type EndpointWithSecret_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointWithSecret_TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+type EndpointWithSecret_TLS struct {
 	union json.RawMessage
 }
 
@@ -1625,6 +1657,53 @@ type SubscriptionList struct {
 	NextCursor *string `json:"next_cursor"`
 }
 
+// TLSInput A delivery option: mutual TLS. Each attempt to an `https` URL
+// presents `client_certificate`, and checks the receiver's
+// certificate against `ca_certificates` when given, instead of the
+// system roots. The option is replaced whole. Checked on write, `422`
+// naming the field and what is wrong: not PEM, a block of another
+// kind, not a certificate, an encrypted key, a key that does not
+// match the certificate, a certificate that has expired. A
+// certificate expiring within 14 days emits
+// `sluice.endpoint.certificate_expiring` once, with an email to the
+// endpoint's owner.
+type TLSInput struct {
+	// CaCertificates PEM certificates of the CAs the receiver's certificate is checked against; absent or `null` for the system roots.
+	CaCertificates *string `json:"ca_certificates,omitempty"`
+
+	// ClientCertificate The PEM client certificate, then its chain.
+	ClientCertificate string `json:"client_certificate"`
+
+	// ClientCertificateSubject What a read shows; accepted and ignored, so a read can be sent back.
+	ClientCertificateSubject *string `json:"client_certificate_subject,omitempty"`
+
+	// ClientKey The PEM private key of `client_certificate` (PKCS #8, PKCS #1 or
+	// SEC 1, unencrypted). Write-only and encrypted at rest. Left out,
+	// the stored key is kept if it matches `client_certificate` (else
+	// `422`); a new endpoint needs it.
+	ClientKey *string `json:"client_key,omitempty"`
+
+	// NotAfter What a read shows; accepted and ignored.
+	NotAfter *time.Time `json:"not_after,omitempty"`
+}
+
+// TLSOption An endpoint's mutual TLS as reads show it; the key is never shown.
+type TLSOption struct {
+	// CaCertificates The PEM CA certificates the receiver is checked against; absent for the system roots.
+	CaCertificates *string `json:"ca_certificates,omitempty"`
+
+	// ClientCertificate The PEM client certificate, then its chain.
+	ClientCertificate string `json:"client_certificate"`
+
+	// ClientCertificateSubject The subject of the client certificate.
+	//
+	// Example: CN=sluice-client,O=Example
+	ClientCertificateSubject string `json:"client_certificate_subject"`
+
+	// NotAfter When the client certificate expires.
+	NotAfter time.Time `json:"not_after"`
+}
+
 // TimeoutSeconds A delivery option: how long each attempt may take, in whole
 // seconds, before it fails as a timeout. `null` (the default): the
 // server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
@@ -1979,6 +2058,68 @@ func (t *Endpoint_RateLimit) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTLSOption returns the union data inside the Endpoint_TLS as a TLSOption
+func (t Endpoint_TLS) AsTLSOption() (TLSOption, error) {
+	var body TLSOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSOption overwrites any union data inside the Endpoint_TLS as the provided TLSOption
+func (t *Endpoint_TLS) FromTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSOption performs a merge with any union data inside the Endpoint_TLS, using the provided TLSOption
+func (t *Endpoint_TLS) MergeTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the Endpoint_TLS as a NullValue
+func (t Endpoint_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the Endpoint_TLS as the provided NullValue
+func (t *Endpoint_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the Endpoint_TLS, using the provided NullValue
+func (t *Endpoint_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Endpoint_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Endpoint_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the EndpointCreate_BacklogAlert as a BacklogAlert
 func (t EndpointCreate_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -2099,6 +2240,68 @@ func (t EndpointCreate_RateLimit) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointCreate_RateLimit) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTLSInput returns the union data inside the EndpointCreate_TLS as a TLSInput
+func (t EndpointCreate_TLS) AsTLSInput() (TLSInput, error) {
+	var body TLSInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSInput overwrites any union data inside the EndpointCreate_TLS as the provided TLSInput
+func (t *EndpointCreate_TLS) FromTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSInput performs a merge with any union data inside the EndpointCreate_TLS, using the provided TLSInput
+func (t *EndpointCreate_TLS) MergeTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointCreate_TLS as a NullValue
+func (t EndpointCreate_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointCreate_TLS as the provided NullValue
+func (t *EndpointCreate_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointCreate_TLS, using the provided NullValue
+func (t *EndpointCreate_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointCreate_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointCreate_TLS) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2227,6 +2430,68 @@ func (t *EndpointUpdate_RateLimit) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTLSInput returns the union data inside the EndpointUpdate_TLS as a TLSInput
+func (t EndpointUpdate_TLS) AsTLSInput() (TLSInput, error) {
+	var body TLSInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSInput overwrites any union data inside the EndpointUpdate_TLS as the provided TLSInput
+func (t *EndpointUpdate_TLS) FromTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSInput performs a merge with any union data inside the EndpointUpdate_TLS, using the provided TLSInput
+func (t *EndpointUpdate_TLS) MergeTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointUpdate_TLS as a NullValue
+func (t EndpointUpdate_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointUpdate_TLS as the provided NullValue
+func (t *EndpointUpdate_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointUpdate_TLS, using the provided NullValue
+func (t *EndpointUpdate_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointUpdate_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointUpdate_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the EndpointWithSecret_BacklogAlert as a BacklogAlert
 func (t EndpointWithSecret_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -2347,6 +2612,68 @@ func (t EndpointWithSecret_RateLimit) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointWithSecret_RateLimit) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTLSOption returns the union data inside the EndpointWithSecret_TLS as a TLSOption
+func (t EndpointWithSecret_TLS) AsTLSOption() (TLSOption, error) {
+	var body TLSOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSOption overwrites any union data inside the EndpointWithSecret_TLS as the provided TLSOption
+func (t *EndpointWithSecret_TLS) FromTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSOption performs a merge with any union data inside the EndpointWithSecret_TLS, using the provided TLSOption
+func (t *EndpointWithSecret_TLS) MergeTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointWithSecret_TLS as a NullValue
+func (t EndpointWithSecret_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointWithSecret_TLS as the provided NullValue
+func (t *EndpointWithSecret_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointWithSecret_TLS, using the provided NullValue
+func (t *EndpointWithSecret_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointWithSecret_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointWithSecret_TLS) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2807,7 +3134,8 @@ type ClientInterface interface {
 	// Newest first. The first page starts with Sluice's own operational
 	// event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 	// `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-	// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+	// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+	// `sluice.endpoint.certificate_expiring`), each with the
 	// JSON Schema of its payload, ahead of the tenant's entries; the
 	// cursor walks through them like any other entry.
 	//
@@ -3801,7 +4129,8 @@ func (c *Client) TestEndpoint(ctx context.Context, id ID, reqEditors ...RequestE
 // Newest first. The first page starts with Sluice's own operational
 // event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 // `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+// `sluice.endpoint.certificate_expiring`), each with the
 // JSON Schema of its payload, ahead of the tenant's entries; the
 // cursor walks through them like any other entry.
 //
@@ -6907,7 +7236,8 @@ type ClientWithResponsesInterface interface {
 	// Newest first. The first page starts with Sluice's own operational
 	// event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 	// `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-	// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+	// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+	// `sluice.endpoint.certificate_expiring`), each with the
 	// JSON Schema of its payload, ahead of the tenant's entries; the
 	// cursor walks through them like any other entry.
 	//
@@ -12671,7 +13001,8 @@ func (c *ClientWithResponses) TestEndpointWithResponse(ctx context.Context, id I
 // Newest first. The first page starts with Sluice's own operational
 // event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 // `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+// `sluice.endpoint.certificate_expiring`), each with the
 // JSON Schema of its payload, ahead of the tenant's entries; the
 // cursor walks through them like any other entry.
 //

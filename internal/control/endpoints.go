@@ -102,6 +102,9 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err != nil {
 			return err
 		}
+		if err := c.saveTLS(ctx, who.Tenant, ep.ID, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
 		if err := subs.set(ctx, c, who, ep.ID); err != nil {
 			return err
 		}
@@ -180,6 +183,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 		}
 		was, err := c.store.UpdateEndpoint(ctx, who.Tenant, id, set)
 		if err != nil {
+			return err
+		}
+		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
 			return err
 		}
 		fifo, err := c.store.SetEndpointOrdering(ctx, who.Tenant, id, set.Ordering)

@@ -42,6 +42,7 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				Timeout:  target.Timeout,
 
 				SigningKeys: target.SigningKeys,
+				TLS:         target.TLS,
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true

@@ -75,6 +75,9 @@ type Target struct {
 	// pair's, then a rotated-out one still in its grace period); Keys is
 	// nil when it signs v1a alone.
 	SigningKeys []ed25519.PrivateKey
+	// TLS is the endpoint's client certificate (its tls option); nil
+	// without one.
+	TLS *send.ClientTLS
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -114,6 +117,9 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
 		}
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
+		if o.TLS != nil && r.TlsKeyEnc != nil {
+			tg.TLS = t.clientTLS(r, o.TLS)
+		}
 	}
 	inGrace := r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt)
 	if o.SignsV1a() {
@@ -160,6 +166,17 @@ func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error
 		tg.SigningKeys = append(tg.SigningKeys, key)
 	}
 	return nil
+}
+
+// clientTLS is endpoint r's tls option as the sender uses it: its client,
+// built once per version of the endpoint (its updated_at, which every
+// change of the option moves), opens the sealed key only then.
+func (t *StepTx) clientTLS(r dbq.Endpoint, o *sluice.TLSOption) *send.ClientTLS {
+	st, sealed := t.st, r.TlsKeyEnc
+	return &send.ClientTLS{
+		Endpoint: r.ID, Version: r.UpdatedAt, Certificate: o.ClientCertificate, CACertificates: o.CACertificates,
+		Key: func() ([]byte, error) { return st.OpenSecret(sealed) },
+	}
 }
 
 // LockedFlow is an endpoint's flow state as read under its row lock, with

@@ -32,6 +32,10 @@ type DeliveryOptions struct {
 	// SignatureV1a (Ed25519, with the endpoint's key pair) or
 	// SignatureBoth. Nil: SignatureV1.
 	Signature *string `json:"signature"`
+	// TLS is the client certificate the attempts present (mutual TLS) and
+	// the CAs they trust the receiver's certificate on; nil: none, and the
+	// system roots.
+	TLS *TLSOption `json:"tls"`
 }
 
 // The values of DeliveryOptions.Signature: Standard Webhooks' symmetric
@@ -84,8 +88,26 @@ func (o DeliveryOptions) Texts() map[string]string {
 	if o.Signature != nil {
 		t["signature"] = *o.Signature
 	}
+	if o.TLS != nil { // the key is write-only: its field stays empty
+		t["tls.client_certificate"], t["tls.ca_certificates"] = o.TLS.ClientCertificate, o.TLS.CACertificates
+	}
 	return t
 }
+
+// DeliveryOptionFields are the names of the form fields of the delivery
+// options: their json names, but for tls, whose three fields are named
+// tls.client_certificate, tls.client_key and tls.ca_certificates.
+var DeliveryOptionFields = func() []string {
+	var out []string
+	for _, name := range DeliveryOptionNames {
+		if name == "tls" {
+			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}()
 
 // DeliveryOptionNames are the json names of the delivery options, in the
 // order DeliveryOptions declares them.

@@ -205,6 +205,8 @@ type Endpoint struct {
 	SignKeyVersion            int32
 	PreviousSignKeyEnc        []byte
 	PreviousSignPublicKey     []byte
+	TlsKeyEnc                 []byte
+	TlsExpiryNoticed          *time.Time
 }
 
 type Event struct {
