@@ -13,7 +13,7 @@ import (
 // The deadline. A payload's price is an estimate; the deadline is what
 // holds if it is wrong. Validation runs in the caller's goroutine, locked
 // to its thread, and is timed by the thread's CPU clock (threadCPU): a
-// payload may take MaxEventTime, or twice its price at unitTime a unit if
+// payload may take MaxEventTime, or four times its price at unitTime a unit if
 // that is more, and never more than what is left of its request's budget
 // (eventDeadline). The validator looks at the clock between evaluations
 // and before each pattern it matches (a gate compiled into the schema: a
@@ -31,11 +31,12 @@ import (
 const MaxEventTime = 100 * time.Millisecond
 
 // eventDeadline is the CPU time a payload priced price may take when its
-// request has left units left: MaxEventTime, or twice its price if that
-// is more (a price is an upper bound, so a payload priced right finishes
-// well within), but no more than the request has left.
+// request has left units left: MaxEventTime, or four times its price if
+// that is more (a price is an upper bound, so a payload priced right
+// finishes well within, even on a machine busy enough to slow a thread's
+// work twofold), but no more than the request has left.
 func eventDeadline(price, left uint64) time.Duration {
-	return min(fromUnits(left), max(MaxEventTime, 2*fromUnits(price))) * raceSlowdown
+	return min(fromUnits(left), max(MaxEventTime, 4*fromUnits(price))) * raceSlowdown
 }
 
 // unitTime is what a unit of price stands for in CPU time: a request may
@@ -68,7 +69,7 @@ type OverTimeError struct {
 
 func (e *OverTimeError) Error() string {
 	return fmt.Sprintf("took more than %v of CPU time to validate against its schema, and validating an event may take %v "+
-		"or twice its price at %v a unit, a request's events %v together: post fewer or smaller events at once, or simplify the schema",
+		"or four times its price at %v a unit, a request's events %v together: post fewer or smaller events at once, or simplify the schema",
 		e.Limit, MaxEventTime, unitTime, time.Duration(MaxRequestCost)*unitTime)
 }
 
