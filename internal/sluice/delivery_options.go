@@ -26,6 +26,21 @@ type DeliveryOptions struct {
 	// RetrySchedule is the waits between failed attempts: len+1 attempts
 	// in all. Nil: SLUICE_RETRY_SCHEDULE.
 	RetrySchedule Schedule `json:"retry_schedule"`
+	// Verification is VerifyNone or VerifyChallenge; nil: VerifyNone.
+	Verification *string `json:"verification"`
+}
+
+// Verification modes: with VerifyChallenge, an endpoint receives nothing
+// but a signed challenge (OpEndpointVerification) until it answers one.
+const (
+	VerifyNone      = "none"
+	VerifyChallenge = "challenge"
+)
+
+// Challenged reports whether the endpoint must answer a challenge before
+// anything is sent to it.
+func (o DeliveryOptions) Challenged() bool {
+	return o.Verification != nil && *o.Verification == VerifyChallenge
 }
 
 // Bounds of the delivery options.
@@ -55,6 +70,9 @@ func (o DeliveryOptions) Texts() map[string]string {
 	t := map[string]string{"retry_schedule": strings.ReplaceAll(o.RetrySchedule.String(), ",", ", ")}
 	if o.TimeoutSeconds != nil {
 		t["timeout_seconds"] = strconv.Itoa(*o.TimeoutSeconds)
+	}
+	if o.Verification != nil {
+		t["verification"] = *o.Verification
 	}
 	return t
 }

@@ -200,6 +200,8 @@ type Endpoint struct {
 	Ordering                  string
 	Delivery                  string
 	Options                   []byte
+	VerifiedAt                *time.Time
+	VerificationError         *string
 }
 
 type Event struct {
