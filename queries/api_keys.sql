@@ -30,7 +30,7 @@ WITH k AS (
     WHERE u.id = (SELECT k.id FROM k)
       AND (u.last_used_at IS NULL OR u.last_used_at < now() - interval '1 minute')
 )
-SELECT t.id, t.name, t.alert_email, t.created_at, t.disabled_at, k.id AS api_key_id, k.name AS api_key_name, k.expires_at AS key_expires_at
+SELECT sqlc.embed(t), k.id AS api_key_id, k.name AS api_key_name, k.expires_at AS key_expires_at
 FROM k JOIN tenants t ON t.id = k.tenant_id;
 
 -- name: GetAPIKey :one

@@ -1,6 +1,6 @@
 -- name: CreateDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, consumer_id, read_only, expires_at)
-VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), @read_only, @expires_at);
+INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, member_id, consumer_id, read_only, expires_at)
+VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(member_id), sqlc.narg(consumer_id), @read_only, @expires_at);
 
 -- DashboardSession loads a live session: not expired, its tenant not
 -- disabled, and its API key neither revoked (the row would be gone) nor
@@ -8,7 +8,7 @@ VALUES (@token_hash, @tenant_id, sqlc.narg(api_key_id), sqlc.narg(consumer_id), 
 -- row) instead of a key; a member's session has the member, whose role is
 -- read here on every request.
 -- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
+SELECT sqlc.embed(t), s.api_key_id, k.name AS api_key_name, s.expires_at,
     s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only,
     s.member_id, m.email AS member_email, m.role AS member_role
 FROM dashboard_sessions s
@@ -30,10 +30,6 @@ DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id AND expires_at <= no
 
 -- name: DeleteTenantDashboardSessions :exec
 DELETE FROM dashboard_sessions WHERE tenant_id = @tenant_id;
-
--- name: CreateMemberDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, member_id, expires_at)
-VALUES (@token_hash, @tenant_id, @member_id, @expires_at);
 
 -- name: DeleteMemberDashboardSessions :exec
 DELETE FROM dashboard_sessions WHERE member_id = @member_id;

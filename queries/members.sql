@@ -31,8 +31,7 @@ WHERE m.id = @id;
 -- MemberByEmail finds a member to sign in, or to send a reset link to, by
 -- its email in any case, with its tenant.
 -- name: MemberByEmail :one
-SELECT m.id, m.email, m.role, m.password_hash, t.id AS tenant_id, t.name AS tenant_name,
-    t.alert_email, t.created_at AS tenant_created_at, t.disabled_at
+SELECT sqlc.embed(m), sqlc.embed(t)
 FROM members m JOIN tenants t ON t.id = m.tenant_id
 WHERE lower(m.email) = lower(@email);
 

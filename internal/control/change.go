@@ -2,8 +2,10 @@ package control
 
 import (
 	"context"
+	"time"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // change runs fn as one change of the caller's tenant: it refuses a caller
@@ -17,7 +19,8 @@ func (c *Control) change(ctx context.Context, who Caller, act Action, fn func(ct
 		return err
 	}
 	return c.store.Change(ctx, who.Tenant, func(ctx context.Context) (*sluice.AuditEntry, error) {
-		e := &sluice.AuditEntry{Actor: who.Actor, Action: string(act), SourceIP: who.sourceIP()}
+		e := &sluice.AuditEntry{ID: store.NewID(), At: c.now().UTC().Truncate(time.Microsecond),
+			Actor: who.Actor, Action: string(act), SourceIP: who.sourceIP()}
 		if err := fn(ctx, e); err != nil {
 			return nil, err
 		}

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"github.com/google/uuid"
+	"slices"
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Consumers: a tenant's customers, each with endpoints of its own and a
@@ -180,13 +183,14 @@ func (c *Control) CreatePortalLink(ctx context.Context, who Caller, uid string, 
 		if who.portal() || !sluice.ValidConsumerUID(uid) {
 			return sluice.ErrNotFound
 		}
-		consumerID, generation, err := c.store.PortalGeneration(ctx, who.Tenant, uid)
+		// a new link signs the consumer's current generation
+		row, err := store.Read(ctx, c.store, (*dbq.Queries).GetConsumer, dbq.GetConsumerParams{TenantID: who.Tenant, Uid: uid})
 		if err != nil {
-			return err
+			return fmt.Errorf("read consumer: %w", err)
 		}
 		e.ObjectID = &uid
 		expires := c.now().Add(ttl).Truncate(time.Second).UTC()
-		link = c.links.link(consumerID, generation, expires, in.ReadOnly)
+		link = c.links.link(row.Consumer.ID, row.Consumer.PortalGeneration, expires, in.ReadOnly)
 		return nil
 	})
 	return link, err
@@ -205,7 +209,21 @@ func (c *Control) RevokePortal(ctx context.Context, who Caller, uid string) erro
 }
 
 // MissingConsumers are the uids among uids that name no consumer of the
-// tenant: what a post of events addressed to consumers checks first.
+// tenant, found with one query: what a post of events addressed to
+// consumers checks first.
 func (c *Control) MissingConsumers(ctx context.Context, tenant uuid.UUID, uids []string) ([]string, error) {
-	return c.store.MissingConsumers(ctx, tenant, uids)
+	if len(uids) == 0 {
+		return nil, nil
+	}
+	found, err := store.Read(ctx, c.store, (*dbq.Queries).ConsumersByUID, dbq.ConsumersByUIDParams{TenantID: tenant, Uids: uids})
+	if err != nil {
+		return nil, fmt.Errorf("consumers by uid: %w", err)
+	}
+	var missing []string
+	for _, uid := range uids {
+		if !slices.Contains(found, uid) {
+			missing = append(missing, uid)
+		}
+	}
+	return missing, nil
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -36,7 +37,7 @@ type Config struct {
 	// Nudger starts and wakes dispatch runs and queues the jobs a change
 	// commits with (replay, member mail): the process's one
 	// dispatch.Nudger; required.
-	Nudger store.JobQueue
+	Nudger dispatch.TxNudger
 	// Poll reads the poll URLs of the process (the API's /poll/{token});
 	// control makes it forget an endpoint's kept look-up when the
 	// endpoint's secret or existence changes. Nil means a reader of
@@ -61,7 +62,7 @@ type Config struct {
 // Control runs the tenants' operations. It is safe for concurrent use.
 type Control struct {
 	store  *store.Store
-	nudger store.JobQueue
+	nudger dispatch.TxNudger
 	poll   *poll.Reader
 	// forget is poll.Forget, replaced by tests that watch it.
 	forget func(endpointID uuid.UUID)

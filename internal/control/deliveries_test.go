@@ -38,7 +38,7 @@ func (b *testBundle) portalWithEndpoint(t *testing.T, who control.Caller, uid st
 func (b *testBundle) settledDelivery(t *testing.T, who control.Caller, ep sluice.Endpoint, status string) sluice.Delivery {
 	t.Helper()
 	ctx := context.Background()
-	ev, err := b.f.Store.CreateTestEvent(ctx, who.Tenant, ep.ID, []byte(`{}`), b.f.Jobs)
+	ev, err := control.SendTestEvent(ctx, b.ctl, ep)
 	require.NoError(t, err)
 	if status != sluice.DeliveryPending {
 		n := dispatchtest.Settle(t, b.f.Store, ep.ID, func(c dispatch.Claimed) dispatch.Outcome {

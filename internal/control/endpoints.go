@@ -19,6 +19,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // EndpointInput is what a door asks of an endpoint's settings: at
@@ -278,7 +279,8 @@ func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.
 func (c *Control) TestEndpoint(ctx context.Context, who Caller, id uuid.UUID) (sluice.Event, error) {
 	var ev sluice.Event
 	err := c.change(ctx, who, EndpointTested, func(ctx context.Context, e *sluice.AuditEntry) error {
-		if _, err := c.Endpoint(ctx, who, id); err != nil {
+		ep, err := c.Endpoint(ctx, who, id)
+		if err != nil {
 			return err
 		}
 		payload, err := json.Marshal(map[string]string{
@@ -288,11 +290,34 @@ func (c *Control) TestEndpoint(ctx context.Context, who Caller, id uuid.UUID) (s
 		if err != nil {
 			return fmt.Errorf("encode test payload: %w", err)
 		}
-		if ev, err = c.store.CreateTestEvent(ctx, who.Tenant, id, payload, c.nudger); err != nil {
+		if ev, err = c.testEvent(ctx, ep, payload); err != nil {
 			return err
 		}
 		e.ObjectID = object(id)
 		return nil
+	})
+	return ev, err
+}
+
+// testEvent stores a sluice.test event and its one delivery, to ep alone,
+// and queues ep's dispatch. The event is addressed to ep's consumer, so it
+// shows among that consumer's events and nowhere else.
+func (c *Control) testEvent(ctx context.Context, ep sluice.Endpoint, payload []byte) (sluice.Event, error) {
+	var ev sluice.Event
+	err := c.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		ev, err = tx.InsertEvent(ctx, ep.TenantID, sluice.NewEvent{Type: sluice.TestEventType, Payload: payload, Consumer: ep.Consumer})
+		if err != nil {
+			return err
+		}
+		_, err = tx.Q.InsertDeliveries(ctx, dbq.InsertDeliveriesParams{
+			TenantID: ep.TenantID, Ids: []uuid.UUID{store.NewID()}, EventIds: []uuid.UUID{ev.ID},
+			EndpointIds: []uuid.UUID{ep.ID}, EventTypes: []string{ev.Type}, CoalesceKeys: []string{""},
+		})
+		if err != nil {
+			return fmt.Errorf("insert test delivery: %w", store.NotFound(err)) // the endpoint was deleted meanwhile
+		}
+		return c.nudger.Dispatch(ctx, tx.Tx, []uuid.UUID{ep.ID})
 	})
 	return ev, err
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/control"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // nudges records what the control layer asks of its Nudger, and passes
 // it on to the fixture's job queue.
 type nudges struct {
-	store.JobQueue
+	dispatch.TxNudger
 	mu         sync.Mutex
 	dispatched []uuid.UUID
 	unparked   []uuid.UUID
@@ -30,21 +30,21 @@ func (n *nudges) Dispatch(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error
 	n.mu.Lock()
 	n.dispatched = append(n.dispatched, ids...)
 	n.mu.Unlock()
-	return n.JobQueue.Dispatch(ctx, tx, ids)
+	return n.TxNudger.Dispatch(ctx, tx, ids)
 }
 
 func (n *nudges) Unpark(ctx context.Context, tx pgx.Tx, id uuid.UUID, parked *int64) error {
 	n.mu.Lock()
 	n.unparked = append(n.unparked, id)
 	n.mu.Unlock()
-	return n.JobQueue.Unpark(ctx, tx, id, parked)
+	return n.TxNudger.Unpark(ctx, tx, id, parked)
 }
 
 func (n *nudges) FanOut(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {
 	n.mu.Lock()
 	n.fanOuts++
 	n.mu.Unlock()
-	return n.JobQueue.FanOut(ctx, tx, ids)
+	return n.TxNudger.FanOut(ctx, tx, ids)
 }
 
 // forgets records the endpoints a poll reader is told to forget.
@@ -72,7 +72,7 @@ type endpointBundle struct {
 func setupEndpoints(t *testing.T) *endpointBundle {
 	t.Helper()
 	b := &endpointBundle{testBundle: setup(t), forgot: &forgets{}}
-	b.nudges = &nudges{JobQueue: b.f.Jobs}
+	b.nudges = &nudges{TxNudger: b.f.Jobs}
 	b.ctl = control.New(control.Config{Store: b.f.Store, Nudger: b.nudges,
 		AllowPrivateTargets: true, PublicURL: "https://sluice.test/"})
 	control.WatchForget(b.ctl, b.forgot.Forget)

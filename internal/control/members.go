@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Members: a tenant's team, who sign in to the dashboard with an email
@@ -169,7 +170,11 @@ func (c *Control) RemoveMember(ctx context.Context, who Caller, id uuid.UUID) er
 // PasswordLinkMember is the member whose password an emailed link's
 // token sets, with the link's purpose (member.PurposeInvite or
 // member.PurposeReset).
-type PasswordLinkMember = store.TokenMember
+type PasswordLinkMember struct {
+	ID      uuid.UUID
+	Email   string
+	Purpose string
+}
 
 // PasswordLink is the member whose password token sets, while the token
 // is well formed, unused and unexpired; otherwise sluice.ErrNotFound.
@@ -178,7 +183,11 @@ func (c *Control) PasswordLink(ctx context.Context, token string) (PasswordLinkM
 	if !member.WellFormedToken(token) {
 		return PasswordLinkMember{}, sluice.ErrNotFound
 	}
-	return c.store.MemberByToken(ctx, member.TokenHash(token), c.now())
+	row, err := store.Read(ctx, c.store, (*dbq.Queries).MemberByToken, dbq.MemberByTokenParams{TokenHash: member.TokenHash(token), Now: c.now()})
+	if err != nil {
+		return PasswordLinkMember{}, fmt.Errorf("read password link: %w", err)
+	}
+	return PasswordLinkMember{ID: row.ID, Email: row.Email, Purpose: row.Purpose}, nil
 }
 
 // SetPassword uses an emailed link's token to set its member's password:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Dashboard sessions live on the server, in the dashboard_sessions table:
@@ -74,7 +75,9 @@ func WellFormedSessionToken(v string) bool {
 // sluice.ErrNotFound.
 func (c *Control) OpenKeySession(ctx context.Context, cred sluice.Credential) (NewSession, error) {
 	s, hash := newSession(c.now().Add(SessionTTL))
-	if err := c.store.CreateDashboardSession(ctx, hash, cred.Tenant.ID, cred.APIKeyID, s.ExpiresAt); err != nil {
+	if err := c.store.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
+		TokenHash: hash, TenantID: cred.Tenant.ID, ApiKeyID: &cred.APIKeyID, ExpiresAt: s.ExpiresAt,
+	}); err != nil {
 		return NewSession{}, fmt.Errorf("open key session: %w", err)
 	}
 	return s, nil
@@ -84,7 +87,9 @@ func (c *Control) OpenKeySession(ctx context.Context, cred sluice.Credential) (N
 // member removed meanwhile is sluice.ErrNotFound.
 func (c *Control) OpenMemberSession(ctx context.Context, cred MemberCredential) (NewSession, error) {
 	s, hash := newSession(c.now().Add(SessionTTL))
-	if err := c.store.CreateMemberDashboardSession(ctx, hash, cred.Tenant.ID, cred.Member.ID, s.ExpiresAt); err != nil {
+	if err := c.store.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
+		TokenHash: hash, TenantID: cred.Tenant.ID, MemberID: &cred.Member.ID, ExpiresAt: s.ExpiresAt,
+	}); err != nil {
 		return NewSession{}, fmt.Errorf("open member session: %w", err)
 	}
 	return s, nil
@@ -95,7 +100,10 @@ func (c *Control) OpenMemberSession(ctx context.Context, cred MemberCredential) 
 // is sluice.ErrNotFound.
 func (c *Control) OpenPortalSession(ctx context.Context, g PortalGrant) (NewSession, error) {
 	s, hash := newSession(g.ExpiresAt)
-	if err := c.store.CreatePortalSession(ctx, hash, g.Target, g.ReadOnly, g.ExpiresAt); err != nil {
+	if err := c.store.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
+		TokenHash: hash, TenantID: g.Target.Tenant.ID, ConsumerID: &g.Target.Consumer.ID,
+		ReadOnly: g.ReadOnly, ExpiresAt: g.ExpiresAt,
+	}); err != nil {
 		return NewSession{}, fmt.Errorf("open portal session: %w", err)
 	}
 	return s, nil

@@ -16,10 +16,10 @@ import (
 // CloseCircuit closes an endpoint's circuit by hand. If it was open, the
 // owner is told (sluice.endpoint.circuit_closed and its email, as for any
 // close), the backlog starts from an empty token bucket, and the
-// endpoint's parked job is unparked through jobs (the process's Nudger).
+// endpoint's parked job is unparked through nudger.
 // It runs in one transaction, or in the change its context belongs to
 // (store.Change). An endpoint of another tenant is sluice.ErrNotFound.
-func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, tenantID, endpointID uuid.UUID) error {
+func CloseCircuit(ctx context.Context, st *store.Store, nudger TxNudger, tenantID, endpointID uuid.UUID) error {
 	return st.InTx(ctx, func(stx store.Tx) error {
 		tx := &StepTx{st: st, tx: stx}
 		locked, err := tx.LockFlow(ctx, endpointID)
@@ -40,10 +40,10 @@ func CloseCircuit(ctx context.Context, st *store.Store, jobs store.JobQueue, ten
 			return fmt.Errorf("save flow: %w", err)
 		}
 		ev := locked.Endpoint.Event(sluice.OpEndpointCircuitClosed, sluice.ReasonManual)
-		if err := tx.PostOpEvents(ctx, jobs, now, locked.TenantID, []sluice.OpEvent{ev}); err != nil {
+		if err := tx.PostOpEvents(ctx, nudger, now, locked.TenantID, []sluice.OpEvent{ev}); err != nil {
 			return fmt.Errorf("post operational events: %w", err)
 		}
-		if err := jobs.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
+		if err := nudger.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
 			return fmt.Errorf("unpark: %w", err)
 		}
 		return nil

@@ -21,13 +21,13 @@ import (
 // package doc for the words): app builds one per process and passes it to
 // everything that starts or wakes runs, and jobs.Queue inserts only what
 // the Nudger tells it to. In a transaction it queues and unparks runs
-// (Dispatch, Unpark, successor), and the other jobs a write needs (it is
-// the process's store.JobQueue); after a commit, Nudge wakes or queues. The runs of this process register
-// with it while they work and linger on it. As a service (Start, Stop) it
-// runs the listener, which hears wakes from other processes, and the
-// alarm, which announces parked jobs as their waits end; a Nudger that
-// was never started still nudges, it only hears no wakes and rings no
-// alarm (an API-only process, which has no runs).
+// (Dispatch, Unpark, successor), and the other jobs a write needs
+// (TxNudger); after a commit, Nudge wakes or queues. The runs of this
+// process register with it while they work and linger on it. As a
+// service (Start, Stop) it runs the listener, which hears wakes from
+// other processes, and the alarm, which announces parked jobs as their
+// waits end; a Nudger that was never started still nudges, it only hears
+// no wakes and rings no alarm (an API-only process, which has no runs).
 //
 // A wake cannot strand a delivery: Nudge wakes only after the deliveries
 // have committed, and a run leaves the Nudger before its final check
@@ -57,6 +57,33 @@ type Nudger struct {
 	pollKind map[uuid.UUID]bool
 	stamps   pollStamps // pollstamp.go
 }
+
+// TxNudger is the Nudger's side inside a write's transaction: it queues
+// the jobs the write needs, so that the data and the job that acts on it
+// commit together. The process's *Nudger is the one; a test that wakes
+// nothing may hand a *jobs.Queue in its place.
+type TxNudger interface {
+	// FanOut queues the fan-out of events to their endpoints.
+	FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error
+	// Dispatch makes sure each endpoint has a dispatch job queued or running.
+	Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error
+	// DispatchLive is Dispatch, returning the endpoints whose job was
+	// already queued or running.
+	DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) ([]uuid.UUID, error)
+	// Replay queues the job that replays a bulk replay request's staged
+	// deliveries to the endpoint.
+	Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error
+	// Alert queues the email of a circuit transition.
+	Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error
+	// MemberMail queues the email that carries a member's link to set its
+	// password (purpose: member.PurposeInvite or member.PurposeReset).
+	MemberMail(ctx context.Context, tx pgx.Tx, memberID uuid.UUID, purpose string) error
+	// Unpark runs an endpoint's dispatch now: its parked job if it has one
+	// (parkedJobID), a new one otherwise.
+	Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
+}
+
+var _ TxNudger = (*Nudger)(nil)
 
 // maxPollKinds bounds the Nudger's memory of which endpoints are poll
 // endpoints; past it, it forgets and asks again.

@@ -83,7 +83,7 @@ func (n *Nudger) stampLocked(endpointIDs []uuid.UUID) {
 }
 
 // Dispatch queues the dispatch of push endpoints inside the caller's
-// transaction (store.JobQueue). A poll endpoint has no dispatch job: its
+// transaction (TxNudger). A poll endpoint has no dispatch job: its
 // readers are told instead, by a notification sent when the transaction
 // commits, which wakes its waiting reads and changes its stamp.
 func (n *Nudger) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error {

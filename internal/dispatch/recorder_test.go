@@ -60,16 +60,11 @@ func newDeliveries(t *testing.T, f storetest.Fixture, tenant uuid.UUID, n int) [
 	ctx := context.Background()
 	ep, err := f.Store.CreateEndpoint(ctx, tenant, sluice.EndpointSettings{URL: "https://hooks.example/x", MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
-	out := make([]sluice.Delivery, n)
-	for i := range out {
-		ev, err := f.Store.CreateTestEvent(ctx, tenant, ep.ID, []byte(`{}`), f.Jobs)
-		require.NoError(t, err)
-		page, err := f.Store.ListDeliveries(ctx, tenant, sluice.DeliveryFilter{EventID: &ev.ID}, sluice.PageParams{Limit: 1})
-		require.NoError(t, err)
-		require.Len(t, page.Items, 1)
-		out[i] = page.Items[0]
-	}
-	return out
+	storetest.DueBacklog(t, f.Store.Pool(), tenant, ep.ID, n)
+	page, err := f.Store.ListDeliveries(ctx, tenant, sluice.DeliveryFilter{EndpointID: &ep.ID}, sluice.PageParams{Limit: n})
+	require.NoError(t, err)
+	require.Len(t, page.Items, n)
+	return page.Items
 }
 
 // outcomeFor is a delivered attempt of d, or a failed one with errText.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -27,7 +28,7 @@ var ErrIdempotencyMismatch = fmt.Errorf("%w: this Idempotency-Key was used with 
 // transaction. With a key seen in the last IdempotencyWindow it creates
 // nothing and returns the first event, with created false, or
 // ErrIdempotencyMismatch when that event differs.
-func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev sluice.NewEvent, jobs store.JobQueue) (sluice.Event, bool, error) {
+func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev sluice.NewEvent, nudger dispatch.TxNudger) (sluice.Event, bool, error) {
 	var (
 		out     sluice.Event
 		created bool
@@ -48,7 +49,7 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 			return fmt.Errorf("store event: %w", err)
 		}
 		out, created = stored, true
-		if err := queueFanOut(ctx, tx, jobs, []sluice.Event{stored}); err != nil {
+		if err := queueFanOut(ctx, tx, nudger, []sluice.Event{stored}); err != nil {
 			return err
 		}
 		return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -45,7 +46,7 @@ const MaxInlineDeliveries = 1000
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through InsertOne.
-func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.JobQueue) ([]sluice.Event, []uuid.UUID, error) {
+func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, nudger dispatch.TxNudger) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
 	if oneStatement(out) {
 		touched, err := insertRouted(ctx, st, out)
@@ -64,7 +65,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		inline, keyed := splitKeyed(out)
 		plan, err := planFanOut(ctx, tx.Q, inline, MaxInlineDeliveries)
 		if errors.Is(err, errOverLimit) {
-			return queueFanOut(ctx, tx, jobs, out)
+			return queueFanOut(ctx, tx, nudger, out)
 		}
 		if err != nil {
 			return err
@@ -77,7 +78,7 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 		if len(keyed) == 0 {
 			return nil
 		}
-		return queueFanOut(ctx, tx, jobs, keyed)
+		return queueFanOut(ctx, tx, nudger, keyed)
 	})
 	if err != nil {
 		return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
@@ -85,13 +86,13 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, jobs store.
 	return out, touched, nil
 }
 
-// queueFanOut queues the fan-out job of evs in tx, and marks them unrouted
+// queueFanOut queues the fan-out job of evs in tx through nudger, and marks them unrouted
 // until it has run (markUnrouted).
-func queueFanOut(ctx context.Context, tx store.Tx, jobs store.JobQueue, evs []sluice.Event) error {
+func queueFanOut(ctx context.Context, tx store.Tx, nudger dispatch.TxNudger, evs []sluice.Event) error {
 	if err := markUnrouted(ctx, tx.Q, evs); err != nil {
 		return err
 	}
-	if err := jobs.FanOut(ctx, tx.Tx, eventIDs(evs)); err != nil {
+	if err := nudger.FanOut(ctx, tx.Tx, eventIDs(evs)); err != nil {
 		return fmt.Errorf("queue fan-out of %d events: %w", len(evs), err)
 	}
 	return nil

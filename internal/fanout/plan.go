@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -24,7 +25,7 @@ import (
 // dispatch job's row, and holding those locks for a whole fan-out
 // transaction convoyed dispatchers and deadlocked with River's completer.
 // Doing so after the commit is still race-free; see dispatch.Nudger.Nudge.
-func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done store.TxHook) ([]uuid.UUID, int, error) {
+func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done func(ctx context.Context, tx pgx.Tx) error) ([]uuid.UUID, int, error) {
 	var (
 		created int
 		touched []uuid.UUID

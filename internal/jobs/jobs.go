@@ -181,7 +181,7 @@ type Queue struct {
 // NewQueue returns a Queue on client.
 func NewQueue(client *river.Client[pgx.Tx]) *Queue { return &Queue{client: client} }
 
-// FanOut implements store.JobQueue.
+// FanOut queues, in tx, the fan-out of events to their endpoints.
 func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) error {
 	if _, err := q.client.InsertTx(ctx, tx, FanoutArgs{EventIDs: eventIDs}, nil); err != nil {
 		return fmt.Errorf("queue fan-out job: %w", err)
@@ -189,15 +189,16 @@ func (q *Queue) FanOut(ctx context.Context, tx pgx.Tx, eventIDs []uuid.UUID) err
 	return nil
 }
 
-// Dispatch implements store.JobQueue. Endpoints that already have a dispatch
-// job queued or running are skipped by River's uniqueness.
+// Dispatch queues, in tx, a dispatch job for each endpoint. Endpoints that
+// already have a dispatch job queued or running are skipped by River's
+// uniqueness.
 func (q *Queue) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) error {
 	_, err := q.DispatchLive(ctx, tx, endpointIDs)
 	return err
 }
 
-// DispatchLive implements store.JobQueue: Dispatch, returning the endpoints
-// whose job was already live (skipped as a duplicate).
+// DispatchLive is Dispatch, returning the endpoints whose job was already
+// live (skipped as a duplicate).
 func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUID) ([]uuid.UUID, error) {
 	if len(endpointIDs) == 0 {
 		return nil, nil
@@ -220,7 +221,7 @@ func (q *Queue) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.
 	return live, nil
 }
 
-// Alert implements store.JobQueue.
+// Alert queues, in tx, the email of an operational event.
 func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 	if _, err := q.client.InsertTx(ctx, tx, AlertArgs{AlertID: alertID}, nil); err != nil {
 		return fmt.Errorf("queue alert job: %w", err)
@@ -228,7 +229,7 @@ func (q *Queue) Alert(ctx context.Context, tx pgx.Tx, alertID uuid.UUID) error {
 	return nil
 }
 
-// MemberMail implements store.JobQueue.
+// MemberMail queues, in tx, the email that carries a member's link.
 func (q *Queue) MemberMail(ctx context.Context, tx pgx.Tx, memberID uuid.UUID, purpose string) error {
 	if _, err := q.client.InsertTx(ctx, tx, MemberMailArgs{MemberID: memberID, Purpose: purpose}, nil); err != nil {
 		return fmt.Errorf("queue member mail job: %w", err)
@@ -260,9 +261,9 @@ func (q *Queue) DispatchAt(ctx context.Context, tx pgx.Tx, args DispatchArgs, at
 	return res.Job.ID, nil
 }
 
-// Unpark implements store.JobQueue: it makes an endpoint's parked dispatch
-// job (due when its throttle, circuit or next token allows) due now, or
-// queues a dispatch if none is parked. A retried job is not announced to
+// Unpark makes an endpoint's parked dispatch job (due when its throttle,
+// circuit or next token allows) due now, or queues a dispatch if none is
+// parked. A retried job is not announced to
 // River's fetchers, which poll the dispatch queue only rarely, so the
 // unparked one is announced as an alarm announces a park's end: by asking
 // for the endpoint's dispatch job, which its live job makes River skip.
@@ -284,7 +285,7 @@ func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, par
 	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
 }
 
-// Replay implements store.JobQueue.
+// Replay queues, in tx, the job that replays a bulk replay request.
 func (q *Queue) Replay(ctx context.Context, tx pgx.Tx, requestID, endpointID uuid.UUID) error {
 	if _, err := q.client.InsertTx(ctx, tx, ReplayArgs{RequestID: requestID, EndpointID: endpointID}, nil); err != nil {
 		return fmt.Errorf("queue replay job: %w", err)

@@ -16,6 +16,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/notify"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/smtpsink"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -52,7 +54,7 @@ func TestMemberMailWorker(t *testing.T) {
 	var stored []byte
 	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT token_hash FROM member_tokens WHERE member_id = $1`, ann.ID).Scan(&stored))
 	require.Equal(t, member.TokenHash(token[1]), stored, "only the hash is kept")
-	_, err = f.Store.MemberByToken(ctx, stored, now.Add(member.TokenTTL-time.Second))
+	_, err = store.Read(ctx, f.Store, (*dbq.Queries).MemberByToken, dbq.MemberByTokenParams{TokenHash: stored, Now: now.Add(member.TokenTTL - time.Second)})
 	require.NoError(t, err)
 
 	// Once the invitation is accepted, a late copy of its job sends

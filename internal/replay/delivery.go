@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -30,7 +31,7 @@ var (
 // linked to the original by replayed_from. Only a delivered or dead
 // delivery is replayed (ErrStillQueued otherwise), and only while no other
 // delivery of its event to the endpoint is queued (ErrEventQueued).
-func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
+func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, nudger dispatch.TxNudger) (sluice.Delivery, error) {
 	var out sluice.Delivery
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		src, err := tx.Q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
@@ -55,7 +56,7 @@ func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs
 			return store.NotFound(err) // deleted meanwhile, with its endpoint or by retention
 		}
 		out = store.DeliveryFromRow(row)
-		return jobs.Dispatch(ctx, tx.Tx, []uuid.UUID{row.EndpointID})
+		return nudger.Dispatch(ctx, tx.Tx, []uuid.UUID{row.EndpointID})
 	})
 	return out, err
 }
@@ -64,7 +65,7 @@ func Delivery(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs
 // delivery, and makes sure its endpoint's dispatcher runs. Flow control
 // still applies: an open circuit or a throttle holds it like any other.
 // A delivered or dead delivery is ErrNotQueued.
-func Retry(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs store.JobQueue) (sluice.Delivery, error) {
+func Retry(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, nudger dispatch.TxNudger) (sluice.Delivery, error) {
 	var out sluice.Delivery
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		d, err := tx.Q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
@@ -87,7 +88,7 @@ func Retry(ctx context.Context, st *store.Store, tenantID, id uuid.UUID, jobs st
 			return fmt.Errorf("retry delivery: %w", err)
 		}
 		out = store.DeliveryFromRow(row)
-		return jobs.Dispatch(ctx, tx.Tx, []uuid.UUID{row.EndpointID})
+		return nudger.Dispatch(ctx, tx.Tx, []uuid.UUID{row.EndpointID})
 	})
 	return out, err
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -32,7 +33,7 @@ const (
 // their number (StageReplay); up to Inline of them are replayed at once,
 // and the rest by a job (Staged) inserted in the same transaction, so the
 // count is exact and the request stays short.
-func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, jobs store.JobQueue) (int64, error) {
+func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter, nudger dispatch.TxNudger) (int64, error) {
 	var n int32
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		if _, err := tx.Q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
@@ -52,11 +53,11 @@ func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UU
 		case err != nil:
 			return store.NotFound(err) // the endpoint was deleted meanwhile
 		}
-		finished, err := chunk(ctx, tx, requestID, endpointID, Inline, jobs)
+		finished, err := chunk(ctx, tx, requestID, endpointID, Inline, nudger)
 		if err != nil || finished {
 			return err
 		}
-		return jobs.Replay(ctx, tx.Tx, requestID, endpointID)
+		return nudger.Replay(ctx, tx.Tx, requestID, endpointID)
 	})
 	return int64(n), err
 }
@@ -66,7 +67,7 @@ func Endpoint(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UU
 // last chunk done, or the request gone with its endpoint). Each chunk's
 // replays and its progress commit together, so running it again after
 // any failure, or twice, never replays a delivery twice.
-func Staged(ctx context.Context, st *store.Store, requestID, endpointID uuid.UUID, limit int, jobs store.JobQueue) (bool, error) {
+func Staged(ctx context.Context, st *store.Store, requestID, endpointID uuid.UUID, limit int, nudger dispatch.TxNudger) (bool, error) {
 	var finished bool
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		// The insert's lock first, as deleting the endpoint takes it before
@@ -78,7 +79,7 @@ func Staged(ctx context.Context, st *store.Store, requestID, endpointID uuid.UUI
 			return fmt.Errorf("lock endpoint key share: %w", err)
 		}
 		var err error
-		finished, err = chunk(ctx, tx, requestID, endpointID, limit, jobs)
+		finished, err = chunk(ctx, tx, requestID, endpointID, limit, nudger)
 		return err
 	})
 	return finished, err
@@ -87,7 +88,7 @@ func Staged(ctx context.Context, st *store.Store, requestID, endpointID uuid.UUI
 // chunk replays the next limit staged deliveries of a request, records the
 // progress (deleting the request with its last chunk), and makes sure the
 // endpoint's dispatcher runs.
-func chunk(ctx context.Context, tx store.Tx, requestID, endpointID uuid.UUID, limit int, jobs store.JobQueue) (bool, error) {
+func chunk(ctx context.Context, tx store.Tx, requestID, endpointID uuid.UUID, limit int, nudger dispatch.TxNudger) (bool, error) {
 	req, err := tx.Q.LockReplayRequest(ctx, requestID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return true, nil // finished, or deleted with its endpoint
@@ -111,7 +112,7 @@ func chunk(ctx context.Context, tx store.Tx, requestID, endpointID uuid.UUID, li
 	if n == 0 {
 		return finished, nil
 	}
-	return finished, jobs.Dispatch(ctx, tx.Tx, []uuid.UUID{endpointID})
+	return finished, nudger.Dispatch(ctx, tx.Tx, []uuid.UUID{endpointID})
 }
 
 // CountReplayable is how many deliveries Endpoint with f would queue now.

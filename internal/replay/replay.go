@@ -79,9 +79,9 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.ReplayArgs]) error
 // until none is left. Each chunk commits with its progress, so Run may be
 // cut short and run again, or run twice at once, and still replays each
 // staged delivery once.
-func Run(ctx context.Context, st *store.Store, args jobs.ReplayArgs, q store.JobQueue) error {
+func Run(ctx context.Context, st *store.Store, args jobs.ReplayArgs, nudger dispatch.TxNudger) error {
 	for {
-		finished, err := Staged(ctx, st, args.RequestID, args.EndpointID, Chunk, q)
+		finished, err := Staged(ctx, st, args.RequestID, args.EndpointID, Chunk, nudger)
 		if err != nil || finished {
 			return err
 		}

@@ -80,9 +80,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (sluice.
 		return sluice.Credential{}, notFound(err)
 	}
 	return sluice.Credential{
-		Tenant: sluice.Tenant{
-			ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt, DisabledAt: row.DisabledAt,
-		},
+		Tenant:     tenantFromRow(row.Tenant),
 		APIKeyID:   row.ApiKeyID,
 		APIKeyName: row.ApiKeyName,
 		ExpiresAt:  row.KeyExpiresAt,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -32,7 +31,8 @@ func changeTx(ctx context.Context) pgx.Tx {
 
 // Change runs fn in a transaction that every store call made with the
 // context fn receives joins. If fn returns an entry, the entry is
-// inserted in that transaction, which then commits; if it returns an
+// inserted as it is (its ID and time are the caller's) in that
+// transaction, which then commits; if it returns an
 // error, the transaction rolls back and Change returns the error. A
 // change Postgres rolled back to break a deadlock with a concurrent one
 // (SQLSTATE 40P01) is run again, up to changeAttempts times: nothing of
@@ -65,29 +65,16 @@ func (s *Store) change(ctx context.Context, tenant uuid.UUID, fn func(ctx contex
 		return err
 	}
 	if entry != nil {
-		if err := insertAudit(ctx, s.q.WithTx(tx), tenant, entry); err != nil {
-			return err
+		if err := s.q.WithTx(tx).InsertAuditEntry(ctx, dbq.InsertAuditEntryParams{
+			ID: entry.ID, TenantID: tenant, At: entry.At,
+			ActorType: entry.Actor.Type, ActorID: entry.Actor.ID, ActorName: entry.Actor.Name,
+			Action: entry.Action, ObjectID: entry.ObjectID, SourceIp: entry.SourceIP, Changed: entry.Changed,
+		}); err != nil {
+			return fmt.Errorf("insert audit entry: %w", err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit change: %w", err)
-	}
-	return nil
-}
-
-func insertAudit(ctx context.Context, q *dbq.Queries, tenant uuid.UUID, e *sluice.AuditEntry) error {
-	if e.ID == uuid.Nil {
-		e.ID = newID()
-	}
-	if e.At.IsZero() {
-		e.At = time.Now().UTC().Truncate(time.Microsecond)
-	}
-	if err := q.InsertAuditEntry(ctx, dbq.InsertAuditEntryParams{
-		ID: e.ID, TenantID: tenant, At: e.At,
-		ActorType: e.Actor.Type, ActorID: e.Actor.ID, ActorName: e.Actor.Name,
-		Action: e.Action, ObjectID: e.ObjectID, SourceIp: e.SourceIP, Changed: e.Changed,
-	}); err != nil {
-		return fmt.Errorf("insert audit entry: %w", err)
 	}
 	return nil
 }

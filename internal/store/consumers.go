@@ -49,36 +49,7 @@ func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.
 // and deliveries, and its portal sessions. Its events stay.
 func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid string) error {
 	n, err := s.q.DeleteConsumer(ctx, dbq.DeleteConsumerParams{TenantID: tenantID, Uid: uid})
-	if err != nil {
-		return fmt.Errorf("delete consumer: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
-}
-
-// MissingConsumers returns those of uids that name none of the tenant's
-// consumers, with one query.
-func (s *Store) MissingConsumers(ctx context.Context, tenantID uuid.UUID, uids []string) ([]string, error) {
-	if len(uids) == 0 {
-		return nil, nil
-	}
-	found, err := s.q.ConsumersByUID(ctx, dbq.ConsumersByUIDParams{TenantID: tenantID, Uids: uids})
-	if err != nil {
-		return nil, fmt.Errorf("consumers by uid: %w", err)
-	}
-	exists := make(map[string]bool, len(found))
-	for _, uid := range found {
-		exists[uid] = true
-	}
-	var missing []string
-	for _, uid := range uids {
-		if !exists[uid] {
-			missing = append(missing, uid)
-		}
-	}
-	return missing, nil
+	return rowChanged("delete consumer", n, err)
 }
 
 func consumerFromRow(r dbq.Consumer, endpoints int64) sluice.Consumer {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -25,7 +24,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	for i, a := range arows {
 		attempts[i] = AttemptFromRow(a)
 	}
-	return deliveryFromRow(row), attempts, nil
+	return DeliveryFromRow(row), attempts, nil
 }
 
 // ListDeliveries returns a page of a tenant's deliveries, newest first.
@@ -39,41 +38,11 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice
 		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	return page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
-		func(r dbq.Delivery) (sluice.Delivery, error) { return deliveryFromRow(r), nil })
+		func(r dbq.Delivery) (sluice.Delivery, error) { return DeliveryFromRow(r), nil })
 }
 
-// CreateTestEvent stores a sluice.test event and its one delivery, to the
-// given endpoint only, and queues the endpoint's dispatch.
-func (s *Store) CreateTestEvent(ctx context.Context, tenantID, endpointID uuid.UUID, payload []byte, jobs JobQueue) (sluice.Event, error) {
-	var out sluice.Event
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		q := s.q.WithTx(tx)
-		ep, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID})
-		if err != nil {
-			return notFound(err)
-		}
-		// Addressed to the endpoint's consumer, so it shows among that
-		// consumer's events and nowhere else.
-		row, err := insertEvent(ctx, q, tenantID, sluice.NewEvent{
-			Type: sluice.TestEventType, Payload: payload, Consumer: ep.Endpoint.Consumer,
-		})
-		if err != nil {
-			return err
-		}
-		out = eventFromRow(row)
-		_, err = q.InsertDeliveries(ctx, dbq.InsertDeliveriesParams{
-			TenantID: tenantID, Ids: []uuid.UUID{newID()}, EventIds: []uuid.UUID{row.ID},
-			EndpointIds: []uuid.UUID{endpointID}, EventTypes: []string{row.Type}, CoalesceKeys: []string{""},
-		})
-		if err != nil {
-			return notFound(err) // the endpoint was deleted meanwhile
-		}
-		return jobs.Dispatch(ctx, tx, []uuid.UUID{endpointID})
-	})
-	return out, err
-}
-
-func deliveryFromRow(r dbq.Delivery) sluice.Delivery {
+// DeliveryFromRow is a deliveries row as the domain's Delivery.
+func DeliveryFromRow(r dbq.Delivery) sluice.Delivery {
 	return sluice.Delivery{
 		ID: r.ID, TenantID: r.TenantID, EventID: r.EventID, EndpointID: r.EndpointID,
 		EventType: r.EventType, Status: r.Status, AttemptCount: int(r.AttemptCount),

@@ -10,21 +10,17 @@ import (
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
-// insertEvent stores one event as posted.
-func insertEvent(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, ev sluice.NewEvent) (dbq.Event, error) {
-	var key *string
-	if ev.IdempotencyKey != "" {
-		key = &ev.IdempotencyKey
-	}
-	row, err := q.InsertEvent(ctx, dbq.InsertEventParams{
+// InsertEvent stores one event in the transaction, as posted.
+func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
+	row, err := t.Q.InsertEvent(ctx, dbq.InsertEventParams{
 		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
-		CoalesceKey: ev.CoalesceKey, IdempotencyKey: key, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
+		CoalesceKey: ev.CoalesceKey, IdempotencyKey: optText(ev.IdempotencyKey), Consumer: ev.Consumer, Broadcast: ev.Broadcast,
 		TraceContext: ev.TraceContext, OrderingKey: ev.OrderingKey,
 	})
 	if err != nil {
-		return dbq.Event{}, fmt.Errorf("insert event: %w", err)
+		return sluice.Event{}, fmt.Errorf("insert event: %w", err)
 	}
-	return row, nil
+	return EventFromRow(row), nil
 }
 
 // GetEvent returns one of a tenant's events with its deliveries.
@@ -39,9 +35,9 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 	}
 	deliveries := make([]sluice.Delivery, len(drows))
 	for i, d := range drows {
-		deliveries[i] = deliveryFromRow(d)
+		deliveries[i] = DeliveryFromRow(d)
 	}
-	return eventFromRow(row), deliveries, nil
+	return EventFromRow(row), deliveries, nil
 }
 
 // ListEvents returns a page of a tenant's events, newest first, optionally
@@ -60,10 +56,11 @@ func (s *Store) ListConsumerEvents(ctx context.Context, tenantID uuid.UUID, cons
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
 	return page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
-		func(r dbq.Event) (sluice.Event, error) { return eventFromRow(r), nil })
+		func(r dbq.Event) (sluice.Event, error) { return EventFromRow(r), nil })
 }
 
-func eventFromRow(r dbq.Event) sluice.Event {
+// EventFromRow is an events row as the domain's Event.
+func EventFromRow(r dbq.Event) sluice.Event {
 	return sluice.Event{
 		ID: r.ID, TenantID: r.TenantID, Type: r.Type, Payload: r.Payload,
 		CoalesceKey: r.CoalesceKey, Consumer: r.Consumer, Broadcast: r.Broadcast, CreatedAt: r.CreatedAt,

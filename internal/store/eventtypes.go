@@ -47,13 +47,7 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 // and events of the type are not touched.
 func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name string) error {
 	n, err := s.q.DeleteEventType(ctx, dbq.DeleteEventTypeParams{TenantID: tenantID, Name: name})
-	if err != nil {
-		return fmt.Errorf("delete event type: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
+	return rowChanged("delete event type", n, err)
 }
 
 // EventSchemas are the tenant's event types that have a schema, each with

@@ -86,10 +86,9 @@ func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredenti
 		return MemberCredential{}, notFound(err)
 	}
 	return MemberCredential{
-		Member:       memberFromRow(dbq.Member{ID: row.ID, Email: row.Email, Role: row.Role, PasswordHash: row.PasswordHash}),
-		PasswordHash: deref(row.PasswordHash),
-		Tenant: sluice.Tenant{ID: row.TenantID, Name: row.TenantName, AlertEmail: row.AlertEmail,
-			CreatedAt: row.TenantCreatedAt, DisabledAt: row.DisabledAt},
+		Member:       memberFromRow(row.Member),
+		PasswordHash: deref(row.Member.PasswordHash),
+		Tenant:       tenantFromRow(row.Tenant),
 	}, nil
 }
 
@@ -103,24 +102,6 @@ func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHas
 		return fmt.Errorf("insert member token: %w", notFound(err))
 	}
 	return nil
-}
-
-// TokenMember is the member a link sets the password of.
-type TokenMember struct {
-	ID      uuid.UUID
-	Email   string
-	Purpose string // the token's: an invitation's or a reset's
-}
-
-// MemberByToken returns the member whose password a link's token sets,
-// while the token is unused and unexpired at now; otherwise
-// sluice.ErrNotFound.
-func (s *Store) MemberByToken(ctx context.Context, tokenHash []byte, now time.Time) (TokenMember, error) {
-	row, err := s.q.MemberByToken(ctx, dbq.MemberByTokenParams{TokenHash: tokenHash, Now: now})
-	if err != nil {
-		return TokenMember{}, notFound(err)
-	}
-	return TokenMember{ID: row.ID, Email: row.Email, Purpose: row.Purpose}, nil
 }
 
 // SetMemberPassword uses a link's token: unless it was used already or

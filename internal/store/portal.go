@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -27,22 +25,11 @@ func (s *Store) PortalTarget(ctx context.Context, consumerID uuid.UUID) (PortalT
 	if err != nil {
 		return PortalTarget{}, notFound(err)
 	}
-	t := row.Tenant
 	return PortalTarget{
-		Tenant:     sluice.Tenant{ID: t.ID, Name: t.Name, AlertEmail: t.AlertEmail, CreatedAt: t.CreatedAt},
+		Tenant:     tenantFromRow(row.Tenant),
 		Consumer:   consumerFromRow(row.Consumer, 0),
 		Generation: row.Consumer.PortalGeneration,
 	}, nil
-}
-
-// PortalGeneration returns the generation of the tenant's consumer uid, with
-// its id: what a new portal link for it signs.
-func (s *Store) PortalGeneration(ctx context.Context, tenantID uuid.UUID, uid string) (consumerID, generation uuid.UUID, err error) {
-	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
-	if err != nil {
-		return uuid.Nil, uuid.Nil, notFound(err)
-	}
-	return row.Consumer.ID, row.Consumer.PortalGeneration, nil
 }
 
 // RevokePortal voids every portal link of the tenant's consumer uid (a new
@@ -58,17 +45,4 @@ func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string
 		}
 		return q.DeletePortalSessions(ctx, &id)
 	})
-}
-
-// CreatePortalSession records a portal sign-in of a consumer, known by the
-// SHA-256 of its token, until expires. A consumer deleted meanwhile is
-// sluice.ErrNotFound.
-func (s *Store) CreatePortalSession(ctx context.Context, tokenHash []byte, t PortalTarget, readOnly bool, expires time.Time) error {
-	if err := s.q.DeleteExpiredDashboardSessions(ctx, t.Tenant.ID); err != nil {
-		return fmt.Errorf("delete expired dashboard sessions: %w", err)
-	}
-	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
-		TokenHash: tokenHash, TenantID: t.Tenant.ID, ConsumerID: &t.Consumer.ID,
-		ReadOnly: readOnly, ExpiresAt: expires,
-	}))
 }

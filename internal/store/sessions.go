@@ -43,29 +43,16 @@ type PortalConsumer struct {
 	Name string
 }
 
-// CreateDashboardSession records a sign-in of tenantID with the key
-// apiKeyID, known by the SHA-256 of its token, until expires. It also
-// clears the tenant's expired sessions. A key revoked meanwhile is
-// sluice.ErrNotFound.
-func (s *Store) CreateDashboardSession(ctx context.Context, tokenHash []byte, tenantID, apiKeyID uuid.UUID, expires time.Time) error {
-	if err := s.q.DeleteExpiredDashboardSessions(ctx, tenantID); err != nil {
+// CreateDashboardSession records a sign-in, known by the SHA-256 of its
+// token, until p.ExpiresAt: a tenant's with an API key (p.ApiKeyID), a
+// member's with its password (p.MemberID), or a consumer's portal session
+// (p.ConsumerID). It also clears the tenant's expired sessions. A key,
+// member or consumer gone meanwhile is sluice.ErrNotFound.
+func (s *Store) CreateDashboardSession(ctx context.Context, p dbq.CreateDashboardSessionParams) error {
+	if err := s.q.DeleteExpiredDashboardSessions(ctx, p.TenantID); err != nil {
 		return fmt.Errorf("delete expired dashboard sessions: %w", err)
 	}
-	return notFound(s.q.CreateDashboardSession(ctx, dbq.CreateDashboardSessionParams{
-		TokenHash: tokenHash, TenantID: tenantID, ApiKeyID: &apiKeyID, ExpiresAt: expires,
-	}))
-}
-
-// CreateMemberDashboardSession records a sign-in of a member of tenantID
-// with its password, as CreateDashboardSession does for an API key. A
-// member removed meanwhile is sluice.ErrNotFound.
-func (s *Store) CreateMemberDashboardSession(ctx context.Context, tokenHash []byte, tenantID, memberID uuid.UUID, expires time.Time) error {
-	if err := s.q.DeleteExpiredDashboardSessions(ctx, tenantID); err != nil {
-		return fmt.Errorf("delete expired dashboard sessions: %w", err)
-	}
-	return notFound(s.q.CreateMemberDashboardSession(ctx, dbq.CreateMemberDashboardSessionParams{
-		TokenHash: tokenHash, TenantID: tenantID, MemberID: &memberID, ExpiresAt: expires,
-	}))
+	return notFound(s.q.CreateDashboardSession(ctx, p))
 }
 
 // DashboardSession loads the live session of a token hash: one that has
@@ -77,7 +64,7 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 		return DashboardSession{}, notFound(err)
 	}
 	ds := DashboardSession{
-		Tenant:     sluice.Tenant{ID: row.ID, Name: row.Name, AlertEmail: row.AlertEmail, CreatedAt: row.CreatedAt},
+		Tenant:     tenantFromRow(row.Tenant),
 		APIKeyID:   row.ApiKeyID,
 		APIKeyName: deref(row.ApiKeyName),
 		ReadOnly:   row.ReadOnly,

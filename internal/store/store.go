@@ -54,6 +54,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Read runs one generated statement that only reads, named by its method
+// expression (such as (*dbq.Queries).GetTenant), with arg: on the pool, or
+// in the change ctx belongs to. pgx.ErrNoRows comes back as
+// sluice.ErrNotFound. It is for a read whose caller maps the row itself.
+func Read[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (R, error), arg A) (R, error) {
+	row, err := stmt(s.q, ctx, arg)
+	return row, notFound(err)
+}
+
 // notFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
 // key violation (SQLSTATE 23503): a row the statement refers to is gone,
 // deleted by a concurrent transaction after it was looked up.

@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/google/uuid"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -15,13 +13,7 @@ import (
 // SLUICE_API_RATE. It answers sluice.ErrNotFound for an unknown tenant.
 func (s *Store) SetTenantAPIRate(ctx context.Context, tenantID uuid.UUID, rate *string) error {
 	n, err := s.q.SetTenantAPIRate(ctx, dbq.SetTenantAPIRateParams{ID: tenantID, ApiRate: rate})
-	if err != nil {
-		return fmt.Errorf("set tenant api rate: %w", err)
-	}
-	if n == 0 {
-		return sluice.ErrNotFound
-	}
-	return nil
+	return rowChanged("set tenant api rate", n, err)
 }
 
 // TenantAPIRate returns a tenant's own API rate, or nil when it has none.

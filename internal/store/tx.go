@@ -121,22 +121,6 @@ func NotFound(err error) error { return notFound(err) }
 // NewID returns a time-ordered id, as the store gives every row it makes.
 func NewID() uuid.UUID { return newID() }
 
-// InsertEvent stores one event in the transaction, as posted.
-func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
-	row, err := insertEvent(ctx, t.Q, tenantID, ev)
-	if err != nil {
-		return sluice.Event{}, fmt.Errorf("insert event: %w", err)
-	}
-	return eventFromRow(row), nil
-}
-
-// EventFromRow is an events row as the domain's Event.
-func EventFromRow(r dbq.Event) sluice.Event { return eventFromRow(r) }
-
-// DeliveryFromRow is a deliveries row as the domain's Delivery, for the
-// code that runs queries in a Tx (package replay).
-func DeliveryFromRow(r dbq.Delivery) sluice.Delivery { return deliveryFromRow(r) }
-
 // Routed runs one statement alone with routedSettings, made once: for a
 // small group of events stored, routed and fanned out in one statement
 // (InsertRoutedEvents), whose plan the settings hold.

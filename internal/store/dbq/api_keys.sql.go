@@ -21,16 +21,12 @@ WITH k AS (
     WHERE u.id = (SELECT k.id FROM k)
       AND (u.last_used_at IS NULL OR u.last_used_at < now() - interval '1 minute')
 )
-SELECT t.id, t.name, t.alert_email, t.created_at, t.disabled_at, k.id AS api_key_id, k.name AS api_key_name, k.expires_at AS key_expires_at
+SELECT t.id, t.name, t.alert_email, t.created_at, t.api_rate, t.disabled_at, k.id AS api_key_id, k.name AS api_key_name, k.expires_at AS key_expires_at
 FROM k JOIN tenants t ON t.id = k.tenant_id
 `
 
 type AuthenticateAPIKeyRow struct {
-	ID           uuid.UUID
-	Name         string
-	AlertEmail   string
-	CreatedAt    time.Time
-	DisabledAt   *time.Time
+	Tenant       Tenant
 	ApiKeyID     uuid.UUID
 	ApiKeyName   string
 	KeyExpiresAt *time.Time
@@ -45,11 +41,12 @@ func (q *Queries) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (Authe
 	row := q.db.QueryRow(ctx, authenticateAPIKey, keyHash)
 	var i AuthenticateAPIKeyRow
 	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.AlertEmail,
-		&i.CreatedAt,
-		&i.DisabledAt,
+		&i.Tenant.ID,
+		&i.Tenant.Name,
+		&i.Tenant.AlertEmail,
+		&i.Tenant.CreatedAt,
+		&i.Tenant.ApiRate,
+		&i.Tenant.DisabledAt,
 		&i.ApiKeyID,
 		&i.ApiKeyName,
 		&i.KeyExpiresAt,

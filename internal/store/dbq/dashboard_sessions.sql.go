@@ -13,14 +13,15 @@ import (
 )
 
 const createDashboardSession = `-- name: CreateDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, consumer_id, read_only, expires_at)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO dashboard_sessions (token_hash, tenant_id, api_key_id, member_id, consumer_id, read_only, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type CreateDashboardSessionParams struct {
 	TokenHash  []byte
 	TenantID   uuid.UUID
 	ApiKeyID   *uuid.UUID
+	MemberID   *uuid.UUID
 	ConsumerID *uuid.UUID
 	ReadOnly   bool
 	ExpiresAt  time.Time
@@ -31,6 +32,7 @@ func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboar
 		arg.TokenHash,
 		arg.TenantID,
 		arg.ApiKeyID,
+		arg.MemberID,
 		arg.ConsumerID,
 		arg.ReadOnly,
 		arg.ExpiresAt,
@@ -38,30 +40,8 @@ func (q *Queries) CreateDashboardSession(ctx context.Context, arg CreateDashboar
 	return err
 }
 
-const createMemberDashboardSession = `-- name: CreateMemberDashboardSession :exec
-INSERT INTO dashboard_sessions (token_hash, tenant_id, member_id, expires_at)
-VALUES ($1, $2, $3, $4)
-`
-
-type CreateMemberDashboardSessionParams struct {
-	TokenHash []byte
-	TenantID  uuid.UUID
-	MemberID  *uuid.UUID
-	ExpiresAt time.Time
-}
-
-func (q *Queries) CreateMemberDashboardSession(ctx context.Context, arg CreateMemberDashboardSessionParams) error {
-	_, err := q.db.Exec(ctx, createMemberDashboardSession,
-		arg.TokenHash,
-		arg.TenantID,
-		arg.MemberID,
-		arg.ExpiresAt,
-	)
-	return err
-}
-
 const dashboardSession = `-- name: DashboardSession :one
-SELECT t.id, t.name, t.alert_email, t.created_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
+SELECT t.id, t.name, t.alert_email, t.created_at, t.api_rate, t.disabled_at, s.api_key_id, k.name AS api_key_name, s.expires_at,
     s.consumer_id, c.uid AS consumer_uid, c.name AS consumer_name, s.read_only,
     s.member_id, m.email AS member_email, m.role AS member_role
 FROM dashboard_sessions s
@@ -77,10 +57,7 @@ WHERE s.token_hash = $1
 `
 
 type DashboardSessionRow struct {
-	ID           uuid.UUID
-	Name         string
-	AlertEmail   string
-	CreatedAt    time.Time
+	Tenant       Tenant
 	ApiKeyID     *uuid.UUID
 	ApiKeyName   *string
 	ExpiresAt    time.Time
@@ -102,10 +79,12 @@ func (q *Queries) DashboardSession(ctx context.Context, tokenHash []byte) (Dashb
 	row := q.db.QueryRow(ctx, dashboardSession, tokenHash)
 	var i DashboardSessionRow
 	err := row.Scan(
-		&i.ID,
-		&i.Name,
-		&i.AlertEmail,
-		&i.CreatedAt,
+		&i.Tenant.ID,
+		&i.Tenant.Name,
+		&i.Tenant.AlertEmail,
+		&i.Tenant.CreatedAt,
+		&i.Tenant.ApiRate,
+		&i.Tenant.DisabledAt,
 		&i.ApiKeyID,
 		&i.ApiKeyName,
 		&i.ExpiresAt,

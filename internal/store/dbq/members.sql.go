@@ -160,22 +160,14 @@ func (q *Queries) ListMembers(ctx context.Context, arg ListMembersParams) ([]Mem
 }
 
 const memberByEmail = `-- name: MemberByEmail :one
-SELECT m.id, m.email, m.role, m.password_hash, t.id AS tenant_id, t.name AS tenant_name,
-    t.alert_email, t.created_at AS tenant_created_at, t.disabled_at
+SELECT m.id, m.tenant_id, m.email, m.role, m.password_hash, m.created_at, m.updated_at, t.id, t.name, t.alert_email, t.created_at, t.api_rate, t.disabled_at
 FROM members m JOIN tenants t ON t.id = m.tenant_id
 WHERE lower(m.email) = lower($1)
 `
 
 type MemberByEmailRow struct {
-	ID              uuid.UUID
-	Email           string
-	Role            string
-	PasswordHash    *string
-	TenantID        uuid.UUID
-	TenantName      string
-	AlertEmail      string
-	TenantCreatedAt time.Time
-	DisabledAt      *time.Time
+	Member Member
+	Tenant Tenant
 }
 
 // MemberByEmail finds a member to sign in, or to send a reset link to, by
@@ -184,15 +176,19 @@ func (q *Queries) MemberByEmail(ctx context.Context, email string) (MemberByEmai
 	row := q.db.QueryRow(ctx, memberByEmail, email)
 	var i MemberByEmailRow
 	err := row.Scan(
-		&i.ID,
-		&i.Email,
-		&i.Role,
-		&i.PasswordHash,
-		&i.TenantID,
-		&i.TenantName,
-		&i.AlertEmail,
-		&i.TenantCreatedAt,
-		&i.DisabledAt,
+		&i.Member.ID,
+		&i.Member.TenantID,
+		&i.Member.Email,
+		&i.Member.Role,
+		&i.Member.PasswordHash,
+		&i.Member.CreatedAt,
+		&i.Member.UpdatedAt,
+		&i.Tenant.ID,
+		&i.Tenant.Name,
+		&i.Tenant.AlertEmail,
+		&i.Tenant.CreatedAt,
+		&i.Tenant.ApiRate,
+		&i.Tenant.DisabledAt,
 	)
 	return i, err
 }

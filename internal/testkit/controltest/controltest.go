@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-dev/sluice/internal/control"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/store"
 )
@@ -13,7 +14,7 @@ import (
 // Options are the settings a test gives; zero values are control's
 // defaults.
 type Options struct {
-	Nudger              store.JobQueue
+	Nudger              dispatch.TxNudger
 	Poll                *poll.Reader
 	AllowPrivateTargets bool
 	PublicURL           string
