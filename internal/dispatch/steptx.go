@@ -70,6 +70,9 @@ type Target struct {
 	// for the server's (Config.DeliveryTimeout, Config.Retry).
 	Timeout time.Duration
 	Retry   sluice.Schedule
+	// Unverified: it must answer a challenge (VerifyWorker) before
+	// anything else is sent to it; it counts as Disabled meanwhile.
+	Unverified bool
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -109,6 +112,8 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
 		}
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
+		tg.Unverified = o.Challenged() && r.VerifiedAt == nil
+		tg.Disabled = tg.Disabled || tg.Unverified
 	}
 	secrets := [][]byte{r.SecretEnc}
 	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {
