@@ -201,6 +201,66 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for JWKAlg.
+const (
+	EdDSA JWKAlg = "EdDSA"
+)
+
+// Valid indicates whether the value is a known member of the JWKAlg enum.
+func (e JWKAlg) Valid() bool {
+	switch e {
+	case EdDSA:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JWKCrv.
+const (
+	Ed25519 JWKCrv = "Ed25519"
+)
+
+// Valid indicates whether the value is a known member of the JWKCrv enum.
+func (e JWKCrv) Valid() bool {
+	switch e {
+	case Ed25519:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JWKKty.
+const (
+	OKP JWKKty = "OKP"
+)
+
+// Valid indicates whether the value is a known member of the JWKKty enum.
+func (e JWKKty) Valid() bool {
+	switch e {
+	case OKP:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JWKUse.
+const (
+	Sig JWKUse = "sig"
+)
+
+// Valid indicates whether the value is a known member of the JWKUse enum.
+func (e JWKUse) Valid() bool {
+	switch e {
+	case Sig:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for MemberStatus.
 const (
 	MemberStatusActive  MemberStatus = "active"
@@ -252,6 +312,30 @@ func (e ReplayFilterStatus) Valid() bool {
 	case ReplayFilterStatusDead:
 		return true
 	case ReplayFilterStatusDelivered:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for SignatureScheme.
+const (
+	LessThanNil SignatureScheme = "<nil>"
+	V1          SignatureScheme = "v1"
+	V1A         SignatureScheme = "v1a"
+	V1V1A       SignatureScheme = "v1,v1a"
+)
+
+// Valid indicates whether the value is a known member of the SignatureScheme enum.
+func (e SignatureScheme) Valid() bool {
+	switch e {
+	case LessThanNil:
+		return true
+	case V1:
+		return true
+	case V1A:
+		return true
+	case V1V1A:
 		return true
 	default:
 		return false
@@ -560,6 +644,22 @@ type Endpoint struct {
 	// Example: ["30s","5m","1h"]
 	RetrySchedule *RetrySchedule `json:"retry_schedule"`
 
+	// Signature A delivery option: how `webhook-signature` signs each delivery.
+	// `v1` (the default; `null` is `v1`): HMAC-SHA256 with the signing
+	// secret. `v1a`: Ed25519, Standard Webhooks' asymmetric scheme
+	// (`v1a,<base64 signature of "id.timestamp.body">`), verified with
+	// the public key alone. `v1,v1a`: both, space-separated, to migrate
+	// receivers. An endpoint gets its key pair when it starts signing
+	// `v1a` (the public key is `public_key` of the create answer and of
+	// `GET /v1/endpoints/{id}/secret`, and is published in the tenant's
+	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
+	// when it stops. Rotating the secret rotates the key pair too, the
+	// previous one signing beside the new one for the same grace period.
+	//
+	//
+	// Example: v1a
+	Signature *SignatureScheme `json:"signature"`
+
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
 	// consecutive failures; only probes are sent. `disabled`: set by the
@@ -580,7 +680,10 @@ type Endpoint struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+
+	// TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+	TLS       Endpoint_TLS `json:"tls"`
+	UpdatedAt time.Time    `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -600,6 +703,11 @@ type EndpointDisabledReason string
 
 // Endpoint_RateLimit The delivery rate limit; `null` means unlimited.
 type Endpoint_RateLimit struct {
+	union json.RawMessage
+}
+
+// Endpoint_TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+type Endpoint_TLS struct {
 	union json.RawMessage
 }
 
@@ -660,6 +768,22 @@ type EndpointCreate struct {
 	// Example: ["30s","5m","1h"]
 	RetrySchedule *RetrySchedule `json:"retry_schedule,omitempty"`
 
+	// Signature A delivery option: how `webhook-signature` signs each delivery.
+	// `v1` (the default; `null` is `v1`): HMAC-SHA256 with the signing
+	// secret. `v1a`: Ed25519, Standard Webhooks' asymmetric scheme
+	// (`v1a,<base64 signature of "id.timestamp.body">`), verified with
+	// the public key alone. `v1,v1a`: both, space-separated, to migrate
+	// receivers. An endpoint gets its key pair when it starts signing
+	// `v1a` (the public key is `public_key` of the create answer and of
+	// `GET /v1/endpoints/{id}/secret`, and is published in the tenant's
+	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
+	// when it stops. Rotating the secret rotates the key pair too, the
+	// previous one signing beside the new one for the same grace period.
+	//
+	//
+	// Example: v1a
+	Signature *SignatureScheme `json:"signature,omitempty"`
+
 	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
 	// seconds, before it fails as a timeout. `null` (the default): the
 	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
@@ -668,6 +792,9 @@ type EndpointCreate struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
+
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	TLS *EndpointCreate_TLS `json:"tls,omitempty"`
 
 	// URL Where deliveries are POSTed (a push endpoint's only). `https`, or `http` when the server
 	// allows private targets; a port, if any, from 1 to 65535. A host
@@ -692,6 +819,11 @@ type EndpointCreate_BacklogAlert struct {
 
 // EndpointCreate_RateLimit The delivery rate limit; `null` or absent means unlimited.
 type EndpointCreate_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointCreate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+type EndpointCreate_TLS struct {
 	union json.RawMessage
 }
 
@@ -726,6 +858,14 @@ type EndpointSecret struct {
 	// stops working (404). Keep it secret.
 	PollURL *PollURL `json:"poll_url,omitempty"`
 
+	// PublicKey The endpoint's current Ed25519 public key for `v1a` signatures,
+	// `whpk_` followed by the 32-byte key in standard base64; present
+	// only for an endpoint whose `signature` includes `v1a`.
+	//
+	//
+	// Example: whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=
+	PublicKey *PublicKey `json:"public_key,omitempty"`
+
 	// Secret Signing secret, `whsec_` followed by base64 key bytes.
 	//
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
@@ -741,8 +881,8 @@ type EndpointStatus string
 // EndpointUpdate Only the fields present change. `null` is refused (422 naming the
 // field) for every field but `rate_limit` and `backlog_alert`, where
 // it removes the limit or the alert, and the delivery options
-// (`timeout_seconds`, `retry_schedule`), where it gives the option
-// back to the server's default.
+// (`timeout_seconds`, `retry_schedule`, `signature`, `tls`), where it
+// gives the option back to its default.
 type EndpointUpdate struct {
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointUpdate_BacklogAlert `json:"backlog_alert,omitempty"`
@@ -789,6 +929,22 @@ type EndpointUpdate struct {
 	// Example: ["30s","5m","1h"]
 	RetrySchedule *RetrySchedule `json:"retry_schedule,omitempty"`
 
+	// Signature A delivery option: how `webhook-signature` signs each delivery.
+	// `v1` (the default; `null` is `v1`): HMAC-SHA256 with the signing
+	// secret. `v1a`: Ed25519, Standard Webhooks' asymmetric scheme
+	// (`v1a,<base64 signature of "id.timestamp.body">`), verified with
+	// the public key alone. `v1,v1a`: both, space-separated, to migrate
+	// receivers. An endpoint gets its key pair when it starts signing
+	// `v1a` (the public key is `public_key` of the create answer and of
+	// `GET /v1/endpoints/{id}/secret`, and is published in the tenant's
+	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
+	// when it stops. Rotating the secret rotates the key pair too, the
+	// previous one signing beside the new one for the same grace period.
+	//
+	//
+	// Example: v1a
+	Signature *SignatureScheme `json:"signature,omitempty"`
+
 	// TimeoutSeconds A delivery option: how long each attempt may take, in whole
 	// seconds, before it fails as a timeout. `null` (the default): the
 	// server's `SLUICE_DELIVERY_TIMEOUT`. A change applies to the
@@ -797,6 +953,9 @@ type EndpointUpdate struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
+
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	TLS *EndpointUpdate_TLS `json:"tls,omitempty"`
 
 	// URL A push endpoint's only (`422` for a poll endpoint).
 	URL *string `json:"url,omitempty"`
@@ -809,6 +968,11 @@ type EndpointUpdate_BacklogAlert struct {
 
 // EndpointUpdate_RateLimit The new rate limit; `null` removes the limit.
 type EndpointUpdate_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointUpdate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+type EndpointUpdate_TLS struct {
 	union json.RawMessage
 }
 
@@ -867,6 +1031,14 @@ type EndpointWithSecret struct {
 	// stops working (404). Keep it secret.
 	PollURL *PollURL `json:"poll_url,omitempty"`
 
+	// PublicKey The endpoint's current Ed25519 public key for `v1a` signatures,
+	// `whpk_` followed by the 32-byte key in standard base64; present
+	// only for an endpoint whose `signature` includes `v1a`.
+	//
+	//
+	// Example: whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=
+	PublicKey *PublicKey `json:"public_key,omitempty"`
+
 	// QueuedDeliveries Deliveries `pending` or `failed` (waiting to retry).
 	QueuedDeliveries int `json:"queued_deliveries"`
 
@@ -890,6 +1062,22 @@ type EndpointWithSecret struct {
 	// Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 	Secret Secret `json:"secret"`
 
+	// Signature A delivery option: how `webhook-signature` signs each delivery.
+	// `v1` (the default; `null` is `v1`): HMAC-SHA256 with the signing
+	// secret. `v1a`: Ed25519, Standard Webhooks' asymmetric scheme
+	// (`v1a,<base64 signature of "id.timestamp.body">`), verified with
+	// the public key alone. `v1,v1a`: both, space-separated, to migrate
+	// receivers. An endpoint gets its key pair when it starts signing
+	// `v1a` (the public key is `public_key` of the create answer and of
+	// `GET /v1/endpoints/{id}/secret`, and is published in the tenant's
+	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
+	// when it stops. Rotating the secret rotates the key pair too, the
+	// previous one signing beside the new one for the same grace period.
+	//
+	//
+	// Example: v1a
+	Signature *SignatureScheme `json:"signature"`
+
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
 	// consecutive failures; only probes are sent. `disabled`: set by the
@@ -910,7 +1098,10 @@ type EndpointWithSecret struct {
 	//
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds"`
-	UpdatedAt      time.Time       `json:"updated_at"`
+
+	// TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+	TLS       EndpointWithSecret_TLS `json:"tls"`
+	UpdatedAt time.Time              `json:"updated_at"`
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
@@ -930,6 +1121,11 @@ type EndpointWithSecretDisabledReason string
 
 // EndpointWithSecret_RateLimit The delivery rate limit; `null` means unlimited.
 type EndpointWithSecret_RateLimit struct {
+	union json.RawMessage
+}
+
+// EndpointWithSecret_TLS The endpoint's mutual TLS (`TLSOption`); `null` without it.
+type EndpointWithSecret_TLS struct {
 	union json.RawMessage
 }
 
@@ -1098,6 +1294,39 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// JWK defines model for JWK.
+type JWK struct {
+	Alg JWKAlg `json:"alg"`
+	Crv JWKCrv `json:"crv"`
+
+	// Kid The endpoint id and the key's version, `<endpoint id>.<version>`.
+	//
+	// Example: 0193a0c4-7a4e-7c1a-9f3e-2b8c1d5e6f70.2
+	Kid string `json:"kid"`
+	Kty JWKKty `json:"kty"`
+	Use JWKUse `json:"use"`
+
+	// X The 32-byte public key in base64url without padding.
+	X string `json:"x"`
+}
+
+// JWKAlg defines model for JWK.Alg.
+type JWKAlg string
+
+// JWKCrv defines model for JWK.Crv.
+type JWKCrv string
+
+// JWKKty defines model for JWK.Kty.
+type JWKKty string
+
+// JWKUse defines model for JWK.Use.
+type JWKUse string
+
+// JWKS A JSON Web Key Set (RFC 7517) of Ed25519 keys (RFC 8037).
+type JWKS struct {
+	Keys []JWK `json:"keys"`
+}
+
 // Member defines model for Member.
 type Member struct {
 	CreatedAt time.Time          `json:"created_at"`
@@ -1252,6 +1481,13 @@ type Problem struct {
 	Type string `json:"type"`
 }
 
+// PublicKey The endpoint's current Ed25519 public key for `v1a` signatures,
+// `whpk_` followed by the 32-byte key in standard base64; present
+// only for an endpoint whose `signature` includes `v1a`.
+//
+// Example: whpk_11qYAYKxCrfVS/7TyWQHOg7hcvPapiMlrwIaaPcHURo=
+type PublicKey = string
+
 // RateLimit Delivery rate limit of an endpoint: exactly one of `per_second` or
 // `per_minute` is present, and `burst` always is.
 type RateLimit struct {
@@ -1334,6 +1570,21 @@ type RetrySchedule = []string
 // Example: whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
 type Secret = string
 
+// SignatureScheme A delivery option: how `webhook-signature` signs each delivery.
+// `v1` (the default; `null` is `v1`): HMAC-SHA256 with the signing
+// secret. `v1a`: Ed25519, Standard Webhooks' asymmetric scheme
+// (`v1a,<base64 signature of "id.timestamp.body">`), verified with
+// the public key alone. `v1,v1a`: both, space-separated, to migrate
+// receivers. An endpoint gets its key pair when it starts signing
+// `v1a` (the public key is `public_key` of the create answer and of
+// `GET /v1/endpoints/{id}/secret`, and is published in the tenant's
+// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
+// when it stops. Rotating the secret rotates the key pair too, the
+// previous one signing beside the new one for the same grace period.
+//
+// Example: v1a
+type SignatureScheme string
+
 // Subscription defines model for Subscription.
 type Subscription struct {
 	CreatedAt  time.Time          `json:"created_at"`
@@ -1404,6 +1655,53 @@ type SubscriptionList struct {
 
 	// NextCursor Cursor of the next page; `null` on the last page.
 	NextCursor *string `json:"next_cursor"`
+}
+
+// TLSInput A delivery option: mutual TLS. Each attempt to an `https` URL
+// presents `client_certificate`, and checks the receiver's
+// certificate against `ca_certificates` when given, instead of the
+// system roots. The option is replaced whole. Checked on write, `422`
+// naming the field and what is wrong: not PEM, a block of another
+// kind, not a certificate, an encrypted key, a key that does not
+// match the certificate, a certificate that has expired. A
+// certificate expiring within 14 days emits
+// `sluice.endpoint.certificate_expiring` once, with an email to the
+// endpoint's owner.
+type TLSInput struct {
+	// CaCertificates PEM certificates of the CAs the receiver's certificate is checked against; absent or `null` for the system roots.
+	CaCertificates *string `json:"ca_certificates,omitempty"`
+
+	// ClientCertificate The PEM client certificate, then its chain.
+	ClientCertificate string `json:"client_certificate"`
+
+	// ClientCertificateSubject What a read shows; accepted and ignored, so a read can be sent back.
+	ClientCertificateSubject *string `json:"client_certificate_subject,omitempty"`
+
+	// ClientKey The PEM private key of `client_certificate` (PKCS #8, PKCS #1 or
+	// SEC 1, unencrypted). Write-only and encrypted at rest. Left out,
+	// the stored key is kept if it matches `client_certificate` (else
+	// `422`); a new endpoint needs it.
+	ClientKey *string `json:"client_key,omitempty"`
+
+	// NotAfter What a read shows; accepted and ignored.
+	NotAfter *time.Time `json:"not_after,omitempty"`
+}
+
+// TLSOption An endpoint's mutual TLS as reads show it; the key is never shown.
+type TLSOption struct {
+	// CaCertificates The PEM CA certificates the receiver is checked against; absent for the system roots.
+	CaCertificates *string `json:"ca_certificates,omitempty"`
+
+	// ClientCertificate The PEM client certificate, then its chain.
+	ClientCertificate string `json:"client_certificate"`
+
+	// ClientCertificateSubject The subject of the client certificate.
+	//
+	// Example: CN=sluice-client,O=Example
+	ClientCertificateSubject string `json:"client_certificate_subject"`
+
+	// NotAfter When the client certificate expires.
+	NotAfter time.Time `json:"not_after"`
 }
 
 // TimeoutSeconds A delivery option: how long each attempt may take, in whole
@@ -1760,6 +2058,68 @@ func (t *Endpoint_RateLimit) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTLSOption returns the union data inside the Endpoint_TLS as a TLSOption
+func (t Endpoint_TLS) AsTLSOption() (TLSOption, error) {
+	var body TLSOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSOption overwrites any union data inside the Endpoint_TLS as the provided TLSOption
+func (t *Endpoint_TLS) FromTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSOption performs a merge with any union data inside the Endpoint_TLS, using the provided TLSOption
+func (t *Endpoint_TLS) MergeTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the Endpoint_TLS as a NullValue
+func (t Endpoint_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the Endpoint_TLS as the provided NullValue
+func (t *Endpoint_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the Endpoint_TLS, using the provided NullValue
+func (t *Endpoint_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Endpoint_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Endpoint_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the EndpointCreate_BacklogAlert as a BacklogAlert
 func (t EndpointCreate_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -1880,6 +2240,68 @@ func (t EndpointCreate_RateLimit) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointCreate_RateLimit) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTLSInput returns the union data inside the EndpointCreate_TLS as a TLSInput
+func (t EndpointCreate_TLS) AsTLSInput() (TLSInput, error) {
+	var body TLSInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSInput overwrites any union data inside the EndpointCreate_TLS as the provided TLSInput
+func (t *EndpointCreate_TLS) FromTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSInput performs a merge with any union data inside the EndpointCreate_TLS, using the provided TLSInput
+func (t *EndpointCreate_TLS) MergeTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointCreate_TLS as a NullValue
+func (t EndpointCreate_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointCreate_TLS as the provided NullValue
+func (t *EndpointCreate_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointCreate_TLS, using the provided NullValue
+func (t *EndpointCreate_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointCreate_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointCreate_TLS) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2008,6 +2430,68 @@ func (t *EndpointUpdate_RateLimit) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTLSInput returns the union data inside the EndpointUpdate_TLS as a TLSInput
+func (t EndpointUpdate_TLS) AsTLSInput() (TLSInput, error) {
+	var body TLSInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSInput overwrites any union data inside the EndpointUpdate_TLS as the provided TLSInput
+func (t *EndpointUpdate_TLS) FromTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSInput performs a merge with any union data inside the EndpointUpdate_TLS, using the provided TLSInput
+func (t *EndpointUpdate_TLS) MergeTLSInput(v TLSInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointUpdate_TLS as a NullValue
+func (t EndpointUpdate_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointUpdate_TLS as the provided NullValue
+func (t *EndpointUpdate_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointUpdate_TLS, using the provided NullValue
+func (t *EndpointUpdate_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointUpdate_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointUpdate_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the EndpointWithSecret_BacklogAlert as a BacklogAlert
 func (t EndpointWithSecret_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -2132,6 +2616,68 @@ func (t *EndpointWithSecret_RateLimit) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTLSOption returns the union data inside the EndpointWithSecret_TLS as a TLSOption
+func (t EndpointWithSecret_TLS) AsTLSOption() (TLSOption, error) {
+	var body TLSOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTLSOption overwrites any union data inside the EndpointWithSecret_TLS as the provided TLSOption
+func (t *EndpointWithSecret_TLS) FromTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTLSOption performs a merge with any union data inside the EndpointWithSecret_TLS, using the provided TLSOption
+func (t *EndpointWithSecret_TLS) MergeTLSOption(v TLSOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointWithSecret_TLS as a NullValue
+func (t EndpointWithSecret_TLS) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointWithSecret_TLS as the provided NullValue
+func (t *EndpointWithSecret_TLS) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointWithSecret_TLS, using the provided NullValue
+func (t *EndpointWithSecret_TLS) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointWithSecret_TLS) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointWithSecret_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -2205,6 +2751,23 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// GetJWKS A tenant's public signing keys (JWKS)
+	//
+	// The Ed25519 public keys that verify the tenant's `v1a` signatures,
+	// as a JSON Web Key Set: the current key of every endpoint whose
+	// `signature` includes `v1a`, and a rotated-out key while it still
+	// signs, in its grace period. `kid` is `<endpoint id>.<version>`: a
+	// receiver verifies with the keys whose `kid` starts with its
+	// endpoint's id. Needs no API key, and lists no other tenant's keys;
+	// a tenant with no such endpoint has an empty set. The answer may be
+	// cached (`Cache-Control`) and carries an `ETag`: a request with
+	// `If-None-Match` naming it answers `304`. An id that names no
+	// tenant answers `404`, and counts against the client address's
+	// failed authentications (`429` past their limit).
+	//
+	// Corresponds with GET /.well-known/sluice/{tenant_id}/jwks.json (the `GetJWKS` operationId).
+	GetJWKS(ctx context.Context, tenantID openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealthz Liveness
 	//
@@ -2549,7 +3112,11 @@ type ClientInterface interface {
 	// Generates a new signing secret and returns it. The previous secret
 	// keeps signing beside the new one for a grace period of 24 hours
 	// (`webhook-signature` then carries two space-separated signatures),
-	// so receivers can switch without losing a message. Takes no body.
+	// so receivers can switch without losing a message. An endpoint
+	// whose `signature` includes `v1a` gets a new key pair too (its
+	// `public_key` is in the answer): the previous one keeps signing,
+	// and stays in the tenant's JWKS, for the same grace period. Takes
+	// no body.
 	//
 	// Corresponds with POST /v1/endpoints/{id}/secret/rotate (the `RotateEndpointSecret` operationId).
 	RotateEndpointSecret(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2567,7 +3134,8 @@ type ClientInterface interface {
 	// Newest first. The first page starts with Sluice's own operational
 	// event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 	// `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-	// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+	// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+	// `sluice.endpoint.certificate_expiring`), each with the
 	// JSON Schema of its payload, ahead of the tenant's entries; the
 	// cursor walks through them like any other entry.
 	//
@@ -2827,6 +3395,33 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
 	GetSubscription(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// GetJWKS A tenant's public signing keys (JWKS)
+//
+// The Ed25519 public keys that verify the tenant's `v1a` signatures,
+// as a JSON Web Key Set: the current key of every endpoint whose
+// `signature` includes `v1a`, and a rotated-out key while it still
+// signs, in its grace period. `kid` is `<endpoint id>.<version>`: a
+// receiver verifies with the keys whose `kid` starts with its
+// endpoint's id. Needs no API key, and lists no other tenant's keys;
+// a tenant with no such endpoint has an empty set. The answer may be
+// cached (`Cache-Control`) and carries an `ETag`: a request with
+// `If-None-Match` naming it answers `304`. An id that names no
+// tenant answers `404`, and counts against the client address's
+// failed authentications (`429` past their limit).
+//
+// Corresponds with GET /.well-known/sluice/{tenant_id}/jwks.json (the `GetJWKS` operationId).
+func (c *Client) GetJWKS(ctx context.Context, tenantID openapi_types.UUID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJWKSRequest(c.Server, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // GetHealthz Liveness
@@ -3492,7 +4087,11 @@ func (c *Client) GetEndpointSecret(ctx context.Context, id ID, reqEditors ...Req
 // Generates a new signing secret and returns it. The previous secret
 // keeps signing beside the new one for a grace period of 24 hours
 // (`webhook-signature` then carries two space-separated signatures),
-// so receivers can switch without losing a message. Takes no body.
+// so receivers can switch without losing a message. An endpoint
+// whose `signature` includes `v1a` gets a new key pair too (its
+// `public_key` is in the answer): the previous one keeps signing,
+// and stays in the tenant's JWKS, for the same grace period. Takes
+// no body.
 //
 // Corresponds with POST /v1/endpoints/{id}/secret/rotate (the `RotateEndpointSecret` operationId).
 func (c *Client) RotateEndpointSecret(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3530,7 +4129,8 @@ func (c *Client) TestEndpoint(ctx context.Context, id ID, reqEditors ...RequestE
 // Newest first. The first page starts with Sluice's own operational
 // event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 // `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+// `sluice.endpoint.certificate_expiring`), each with the
 // JSON Schema of its payload, ahead of the tenant's entries; the
 // cursor walks through them like any other entry.
 //
@@ -4019,6 +4619,40 @@ func (c *Client) GetSubscription(ctx context.Context, id ID, reqEditors ...Reque
 		return nil, err
 	}
 	return c.Client.Do(req)
+}
+
+// NewGetJWKSRequest constructs an http.Request for the GetJWKS method
+func NewGetJWKSRequest(server string, tenantID openapi_types.UUID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "tenant_id", tenantID, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/.well-known/sluice/%s/jwks.json", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
 }
 
 // NewGetHealthzRequest constructs an http.Request for the GetHealthz method
@@ -6174,6 +6808,25 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// GetJWKSWithResponse A tenant's public signing keys (JWKS)
+	//
+	// The Ed25519 public keys that verify the tenant's `v1a` signatures,
+	// as a JSON Web Key Set: the current key of every endpoint whose
+	// `signature` includes `v1a`, and a rotated-out key while it still
+	// signs, in its grace period. `kid` is `<endpoint id>.<version>`: a
+	// receiver verifies with the keys whose `kid` starts with its
+	// endpoint's id. Needs no API key, and lists no other tenant's keys;
+	// a tenant with no such endpoint has an empty set. The answer may be
+	// cached (`Cache-Control`) and carries an `ETag`: a request with
+	// `If-None-Match` naming it answers `304`. An id that names no
+	// tenant answers `404`, and counts against the client address's
+	// failed authentications (`429` past their limit).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /.well-known/sluice/{tenant_id}/jwks.json (the `GetJWKS` operationId).
+	GetJWKSWithResponse(ctx context.Context, tenantID openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetJWKSResponse, error)
+
 	// GetHealthzWithResponse Liveness
 	//
 	// Answers 200 while the process is running.
@@ -6557,7 +7210,11 @@ type ClientWithResponsesInterface interface {
 	// Generates a new signing secret and returns it. The previous secret
 	// keeps signing beside the new one for a grace period of 24 hours
 	// (`webhook-signature` then carries two space-separated signatures),
-	// so receivers can switch without losing a message. Takes no body.
+	// so receivers can switch without losing a message. An endpoint
+	// whose `signature` includes `v1a` gets a new key pair too (its
+	// `public_key` is in the answer): the previous one keeps signing,
+	// and stays in the tenant's JWKS, for the same grace period. Takes
+	// no body.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6579,7 +7236,8 @@ type ClientWithResponsesInterface interface {
 	// Newest first. The first page starts with Sluice's own operational
 	// event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 	// `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-	// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+	// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+	// `sluice.endpoint.certificate_expiring`), each with the
 	// JSON Schema of its payload, ahead of the tenant's entries; the
 	// cursor walks through them like any other entry.
 	//
@@ -6861,6 +7519,86 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/subscriptions/{id} (the `GetSubscription` operationId).
 	GetSubscriptionWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*GetSubscriptionResponse, error)
+}
+
+// GetJWKSResponse200Headers the declared response headers of an HTTP 200 response for GetJWKS
+type GetJWKSResponse200Headers struct {
+	CacheControl *string
+	ETag         *string
+}
+
+// GetJWKSResponse429Headers the declared response headers of an HTTP 429 response for GetJWKS
+type GetJWKSResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type GetJWKSResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *JWKS
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Error
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetJWKSResponse200Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetJWKSResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetJWKSResponse) GetJSON200() *JWKS {
+	return r.JSON200
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetJWKSResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetJWKSResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r GetJWKSResponse) GetApplicationProblemJSONDefault() *Error {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r GetJWKSResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetJWKSResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetJWKSResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetJWKSResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type GetHealthzResponse struct {
@@ -11625,6 +12363,31 @@ func (r GetSubscriptionResponse) ContentType() string {
 	return ""
 }
 
+// GetJWKSWithResponse A tenant's public signing keys (JWKS)
+//
+// The Ed25519 public keys that verify the tenant's `v1a` signatures,
+// as a JSON Web Key Set: the current key of every endpoint whose
+// `signature` includes `v1a`, and a rotated-out key while it still
+// signs, in its grace period. `kid` is `<endpoint id>.<version>`: a
+// receiver verifies with the keys whose `kid` starts with its
+// endpoint's id. Needs no API key, and lists no other tenant's keys;
+// a tenant with no such endpoint has an empty set. The answer may be
+// cached (`Cache-Control`) and carries an `ETag`: a request with
+// `If-None-Match` naming it answers `304`. An id that names no
+// tenant answers `404`, and counts against the client address's
+// failed authentications (`429` past their limit).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /.well-known/sluice/{tenant_id}/jwks.json (the `GetJWKS` operationId).
+func (c *ClientWithResponses) GetJWKSWithResponse(ctx context.Context, tenantID openapi_types.UUID, reqEditors ...RequestEditorFn) (*GetJWKSResponse, error) {
+	rsp, err := c.GetJWKS(ctx, tenantID, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetJWKSResponse(rsp)
+}
+
 // GetHealthzWithResponse Liveness
 //
 // Answers 200 while the process is running.
@@ -12200,7 +12963,11 @@ func (c *ClientWithResponses) GetEndpointSecretWithResponse(ctx context.Context,
 // Generates a new signing secret and returns it. The previous secret
 // keeps signing beside the new one for a grace period of 24 hours
 // (`webhook-signature` then carries two space-separated signatures),
-// so receivers can switch without losing a message. Takes no body.
+// so receivers can switch without losing a message. An endpoint
+// whose `signature` includes `v1a` gets a new key pair too (its
+// `public_key` is in the answer): the previous one keeps signing,
+// and stays in the tenant's JWKS, for the same grace period. Takes
+// no body.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12234,7 +13001,8 @@ func (c *ClientWithResponses) TestEndpointWithResponse(ctx context.Context, id I
 // Newest first. The first page starts with Sluice's own operational
 // event types (`sluice.endpoint.disabled`, `sluice.endpoint.enabled`,
 // `sluice.endpoint.circuit_opened`, `sluice.endpoint.circuit_closed`,
-// `sluice.endpoint.backlog`, `sluice.delivery.dead`), each with the
+// `sluice.endpoint.backlog`, `sluice.delivery.dead`,
+// `sluice.endpoint.certificate_expiring`), each with the
 // JSON Schema of its payload, ahead of the tenant's entries; the
 // cursor walks through them like any other entry.
 //
@@ -12653,6 +13421,107 @@ func (c *ClientWithResponses) GetSubscriptionWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseGetSubscriptionResponse(rsp)
+}
+
+// ParseGetJWKSResponse parses an HTTP response from a GetJWKSWithResponse call
+func ParseGetJWKSResponse(rsp *http.Response) (*GetJWKSResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetJWKSResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest JWKS
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetJWKSResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetJWKSResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
 }
 
 // ParseGetHealthzResponse parses an HTTP response from a GetHealthzWithResponse call

@@ -99,6 +99,19 @@ func retrySchedule(s sluice.Schedule) string {
 	return strings.ReplaceAll(s.String(), ",", ", ")
 }
 
+// clientCertificate names an endpoint's tls option: the subject and
+// expiry of its client certificate, and whether it brings its own CAs.
+func clientCertificate(o *sluice.TLSOption) string {
+	if o == nil {
+		return "none"
+	}
+	s := o.Subject + ", expires " + o.NotAfter.UTC().Format("2006-01-02 15:04 MST")
+	if o.CACertificates != "" {
+		s += "; the receiver is checked against the endpoint's own CAs"
+	}
+	return s
+}
+
 func backlogAlert(a *sluice.BacklogAlert) string {
 	if a == nil {
 		return "none"

@@ -78,6 +78,8 @@ type SecretView struct {
 	Secret   string
 	Rotated  bool   // it was just made: the old one signs beside it for a while
 	PollURL  string // a poll endpoint's, which changes with the secret
+	// PublicKey is the v1a public key of an endpoint that signs v1a.
+	PublicKey string
 }
 
 // endpointName is how a page names an endpoint: its URL, or for a poll

@@ -199,10 +199,13 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		Timeout:     o.timeout,
 		LatencyRate: o.latencyRate,
 		API:         newClient(srv.baseURL, srv.apiKey),
-		DB:          srv.db,
-		WaitDB:      srv.waitDB,
-		Procs:       Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
-		IdleWait:    o.idleWait,
+		Sluice: func(ctx context.Context, args ...string) ([]byte, error) {
+			return runCmd(ctx, srv.env, srv.bin, args...)
+		},
+		DB:       srv.db,
+		WaitDB:   srv.waitDB,
+		Procs:    Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
+		IdleWait: o.idleWait,
 	}
 }
 

@@ -58,6 +58,7 @@ func scenarios() []Scenario {
 		backlogAlertsScenario,
 		filtersScenario,
 		pollIdleScenario,
+		schemaNeighbourScenario,
 	}
 }
 
@@ -104,11 +105,14 @@ type Env struct {
 	Timeout     time.Duration // hard limit of one run
 	LatencyRate float64       // -latency-rate; 0 means derive it
 	API         *Client
-	DB          *pgx.Conn
-	WaitDB      *pgx.Conn     // for sampling pg_stat_activity, used only during runs
-	Procs       Procs         // for CPU accounting
-	NoWaits     bool          // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
-	IdleWait    time.Duration // the longest a run waits for the machine to go idle (-idle-wait)
+	// Sluice runs the sluice command (tenant create, say) against the
+	// benchmark's database.
+	Sluice   func(ctx context.Context, args ...string) ([]byte, error)
+	DB       *pgx.Conn
+	WaitDB   *pgx.Conn     // for sampling pg_stat_activity, used only during runs
+	Procs    Procs         // for CPU accounting
+	NoWaits  bool          // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
+	IdleWait time.Duration // the longest a run waits for the machine to go idle (-idle-wait)
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64

@@ -91,7 +91,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	}
 	dcfg := dispatch.Config{
 		Leases:           w.leases,
-		Sender:           send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets}),
+		Sender:           send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets, EgressProxy: cfg.EgressProxy}),
 		DeliveryTimeout:  cfg.DeliveryTimeout,
 		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
 		ThrottleSchedule: cfg.ThrottleSchedule,

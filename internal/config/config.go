@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -29,13 +30,16 @@ type Config struct {
 	PublicURL           string
 	EncryptionKey       []byte
 	AllowPrivateTargets bool
-	SMTPURL             string
-	SMTPFrom            string
-	DeliveryTimeout     time.Duration
-	RetrySchedule       []time.Duration
-	ThrottleSchedule    []time.Duration
-	CircuitThreshold    int
-	CircuitProbe        time.Duration
+	// EgressProxy is the HTTP proxy every delivery attempt leaves through
+	// (SLUICE_EGRESS_PROXY, http://host:port); nil: none.
+	EgressProxy      *url.URL
+	SMTPURL          string
+	SMTPFrom         string
+	DeliveryTimeout  time.Duration
+	RetrySchedule    []time.Duration
+	ThrottleSchedule []time.Duration
+	CircuitThreshold int
+	CircuitProbe     time.Duration
 	// DisableAfter is how long an endpoint's attempts may all fail while
 	// its circuit stays open before it is disabled (SLUICE_DISABLE_AFTER);
 	// negative means never ("off").
@@ -110,6 +114,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		SMTPURL:             getenv("SLUICE_SMTP_URL"),
 		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
 		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
+		EgressProxy:         p.proxy("SLUICE_EGRESS_PROXY"),
 		DeliveryTimeout:     p.duration("SLUICE_DELIVERY_TIMEOUT", DefaultDeliveryTimeout),
 		RetrySchedule:       p.schedule("SLUICE_RETRY_SCHEDULE", DefaultRetrySchedule),
 		ThrottleSchedule:    p.schedule("SLUICE_THROTTLE_SCHEDULE", DefaultThrottleSchedule),
@@ -172,6 +177,31 @@ func (p *parser) boolean(name string) bool {
 		p.errs = append(p.errs, fmt.Errorf("%s: %q is not a boolean", name, v))
 	}
 	return b
+}
+
+// proxy reads an HTTP proxy's URL, http://[user:password@]host:port: no
+// path, query or other scheme.
+func (p *parser) proxy(name string) *url.URL {
+	v := p.getenv(name)
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "http" || u.Hostname() == "" || u.Port() == "" ||
+		(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is not an HTTP proxy's URL, http://host:port", name, redact(v)))
+		return nil
+	}
+	u.Path = ""
+	return u
+}
+
+// redact hides the password of a URL that has one, for an error message.
+func redact(v string) string {
+	if u, err := url.Parse(v); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable)"
 }
 
 func (p *parser) positiveInt(name string, def int) int {

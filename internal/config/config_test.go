@@ -95,3 +95,22 @@ func TestOperatorToken(t *testing.T) {
 	_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_OPERATOR_TOKEN": "hunter2"}), false)
 	require.ErrorContains(t, err, "SLUICE_OPERATOR_TOKEN")
 }
+
+func TestEgressProxy(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	require.NoError(t, err)
+	require.Nil(t, c.EgressProxy, "unset: attempts leave directly")
+
+	for _, v := range []string{"http://10.0.0.5:3128", "http://proxy.internal:3128/", "http://u:p@127.0.0.1:8080"} {
+		c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_EGRESS_PROXY": v}), false)
+		require.NoError(t, err, v)
+		require.Equal(t, "http", c.EgressProxy.Scheme, v)
+		require.Empty(t, c.EgressProxy.Path, v)
+	}
+	for _, v := range []string{"proxy:3128", "https://proxy:3128", "socks5://proxy:1080", "http://proxy", "http://proxy:3128/x", "http://:3128", "http://u:hunter2@proxy:3128/x"} {
+		_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_EGRESS_PROXY": v}), false)
+		require.ErrorContains(t, err, "SLUICE_EGRESS_PROXY", v)
+		require.NotContains(t, err.Error(), "hunter2", "the password is not shown")
+	}
+}

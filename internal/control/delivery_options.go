@@ -20,11 +20,15 @@ type OptionsInput map[string]json.RawMessage
 // FormOptions reads the delivery options of a form, each as typed (by
 // json name; "" for the server's default), as the JSON the API takes, for
 // applyOptions to check under the API's rules: a timeout that is not a
-// whole number goes as text, to be refused, and a schedule is split at
-// commas and spaces.
+// whole number goes as text, to be refused, a schedule is split at
+// commas and spaces, and tls is made of its three fields (formTLS).
 func FormOptions(texts map[string]string) OptionsInput {
 	in := OptionsInput{}
 	for _, name := range sluice.DeliveryOptionNames {
+		if name == "tls" {
+			in[name] = formTLS(texts)
+			continue
+		}
 		text := strings.TrimSpace(texts[name])
 		if text == "" {
 			in[name] = json.RawMessage("null")
@@ -42,6 +46,22 @@ func FormOptions(texts map[string]string) OptionsInput {
 		in[name], _ = json.Marshal(v) // a string, a number or a list of strings
 	}
 	return in
+}
+
+// formTLS is the tls option of a form's three fields: null when all are
+// empty; an empty key keeps the stored one.
+func formTLS(texts map[string]string) json.RawMessage {
+	obj := map[string]string{}
+	for _, f := range []string{"client_certificate", "client_key", "ca_certificates"} {
+		if text := strings.TrimSpace(texts["tls."+f]); text != "" {
+			obj[f] = text
+		}
+	}
+	if len(obj) == 0 {
+		return json.RawMessage("null")
+	}
+	raw, _ := json.Marshal(obj) // strings alone
+	return raw
 }
 
 // applyOptions writes the options in over opts, each checked against its
@@ -64,6 +84,16 @@ func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.Valid
 			opts.Verification = nil
 			if !null {
 				opts.Verification = verification(raw, v)
+			}
+		case "signature":
+			opts.Signature = nil
+			if !null {
+				opts.Signature = signature(raw, v)
+			}
+		case "tls":
+			opts.TLS = nil
+			if !null {
+				opts.TLS = tlsOption(raw, v)
 			}
 		default:
 			v.Add(name, "is not a delivery option")
@@ -124,6 +154,17 @@ func retrySchedule(raw json.RawMessage, v *sluice.ValidationError) sluice.Schedu
 		}
 	}
 	return out
+}
+
+// signature reads a signature scheme: sluice.SignatureV1, SignatureV1a or
+// SignatureBoth.
+func signature(raw json.RawMessage, v *sluice.ValidationError) *string {
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil || (s != sluice.SignatureV1 && s != sluice.SignatureV1a && s != sluice.SignatureBoth) {
+		v.Add("signature", `must be "v1" (HMAC-SHA256), "v1a" (Ed25519) or "v1,v1a" (both), or null for "v1"`)
+		return nil
+	}
+	return &s
 }
 
 // changedOptions names the delivery options that differ between before

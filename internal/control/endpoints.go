@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,6 +76,9 @@ type EndpointSecret struct {
 	Secret   string
 	// PollURL is "" for a push endpoint.
 	PollURL string
+	// PublicKey is the current v1a public key (send.PublicKeyText) of an
+	// endpoint that signs v1a; "" for others.
+	PublicKey string
 }
 
 // CreateEndpoint creates an endpoint of the caller's scope with a new
@@ -98,14 +102,21 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err != nil {
 			return err
 		}
+		if err := c.saveTLS(ctx, who.Tenant, ep.ID, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
 		if err := subs.set(ctx, c, who, ep.ID); err != nil {
 			return err
 		}
 		if err := c.challenge(ctx, ep.ID, set.Options.Challenged()); err != nil {
 			return err
 		}
+		public, err := c.setSigningKey(ctx, who, ep.ID, sluice.DeliveryOptions{}, set.Options)
+		if err != nil {
+			return err
+		}
 		e.ObjectID = object(ep.ID)
-		out = EndpointSecret{Endpoint: c.current(ep), Secret: secret, PollURL: c.PollURL(ep, secret)}
+		out = EndpointSecret{Endpoint: c.current(ep), Secret: secret, PollURL: c.PollURL(ep, secret), PublicKey: public}
 		return nil
 	})
 	return out, err
@@ -185,6 +196,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 		if err != nil {
 			return err
 		}
+		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
 		if err := c.challenge(ctx, id, reverify); err != nil {
 			return err
 		}
@@ -201,6 +215,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 			if err := c.store.BackfillFIFO(ctx, id); err != nil {
 				return err
 			}
+		}
+		if _, err := c.setSigningKey(ctx, who, id, before.Options, set.Options); err != nil {
+			return err
 		}
 		if err := c.afterUpdate(ctx, who, sluice.OpEndpoint{ID: id, URL: set.URL, Consumer: set.Consumer}, was, set.Disabled); err != nil {
 			return err
@@ -262,14 +279,22 @@ func (c *Control) RevealEndpointSecret(ctx context.Context, who Caller, id uuid.
 		}
 		e.ObjectID = object(id)
 		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
+		if ep.SignsV1a() {
+			public, err := c.store.EndpointPublicKey(ctx, who.Tenant, id)
+			if err != nil {
+				return err
+			}
+			out.PublicKey = send.PublicKeyText(public)
+		}
 		return nil
 	})
 	return out, err
 }
 
 // RotateEndpointSecret gives an endpoint of the caller's scope a new
-// signing secret; the current one keeps signing beside it for
-// SecretGrace. A poll endpoint's URL changes with it: a poll reader of
+// signing secret, and a new key pair when it signs v1a; the current ones
+// keep signing beside them for SecretGrace, the public key staying in the
+// JWKS as long. A poll endpoint's URL changes with it: a poll reader of
 // this process forgets the old one at once, others hear of it.
 func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.UUID) (EndpointSecret, error) {
 	var out EndpointSecret
@@ -284,6 +309,13 @@ func (c *Control) RotateEndpointSecret(ctx context.Context, who Caller, id uuid.
 		}
 		e.ObjectID = object(id)
 		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
+		if ep.SignsV1a() {
+			key := send.NewSigningKey()
+			if err := c.store.RotateEndpointSigningKey(ctx, who.Tenant, id, key); err != nil {
+				return err
+			}
+			out.PublicKey = send.PublicKeyText(key.Public().(ed25519.PublicKey))
+		}
 		return nil
 	})
 	if err != nil {

@@ -192,7 +192,8 @@ func TestPasswords(t *testing.T) {
 // email in alternating order with a garbage collection before each, and
 // the median of the pairs' differences must be within a bound (5 ms for a
 // sign-in, whose hash takes tens; 1 ms for a reset, which takes a few, so
-// that skipping its insert and commit shows): pairing
+// that skipping its insert and commit shows; a tenth of the operation's
+// median where that is more, on a box loaded enough to stretch it): pairing
 // cancels the load of a shared box, which drifts slower than a pair takes.
 // A round that misses is measured again, at most three times, so noise
 // must miss three times running where a real difference always does. It
@@ -232,9 +233,13 @@ func TestSignInAndResetTakeTheSameTime(t *testing.T) { //nolint:paralleltest // 
 				k, u, diff = append(k, known), append(u, unknown), append(diff, known-unknown)
 			}
 			d := median(diff)
-			t.Logf("%s, round %d: median %v for a known email, %v for an unknown one, median difference %v (%d pairs)",
-				name, round, median(k), median(u), d, samples)
-			if d.Abs() <= maxDiff {
+			// A box loaded enough to stretch the operation tenfold
+			// stretches its noise too: the bound grows with the median,
+			// which skipping the hash or the insert still passes.
+			bound := max(maxDiff, min(median(k), median(u))/10)
+			t.Logf("%s, round %d: median %v for a known email, %v for an unknown one, median difference %v (%d pairs), bound %v",
+				name, round, median(k), median(u), d, samples, bound)
+			if d.Abs() <= bound {
 				return
 			}
 			require.Less(t, round, 3, "%s: a known and an unknown email differ by %v", name, d)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
 // TestDeliveryOptionsForm: the endpoint form sets, shows back and clears
@@ -50,4 +51,49 @@ func TestDeliveryOptionsForm(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ep.DeliveryOptions.IsZero())
 	requireContains(t, br.get("/endpoints/"+id.String()), "the server&#39;s default")
+}
+
+// TestTLSForm: the form sets the tls option from its three fields, shows
+// the certificate back but never the key, keeps the stored key when its
+// field is left empty, and clears the option when all are.
+func TestTLSForm(t *testing.T) {
+	b := setup(t)
+	br := b.browser()
+	br.login(b.keyA)
+	token := br.csrf("/endpoints/new")
+	ca := testca.New(t, "clients")
+	cert := ca.Issue(t, testca.Options{CommonName: "dash-client", Client: true})
+	form := func(kv ...string) url.Values {
+		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
+		for i := 0; i+1 < len(kv); i += 2 {
+			v.Set(kv[i], kv[i+1])
+		}
+		return v
+	}
+
+	p := br.post("/endpoints", form("tls.client_certificate", cert.PEM))
+	require.Equal(t, http.StatusUnprocessableEntity, p.Status)
+	requireContains(t, p, "is required: the PEM private key")
+
+	p = br.post("/endpoints", form("tls.client_certificate", cert.PEM, "tls.client_key", cert.KeyPEM, "tls.ca_certificates", ca.PEM))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	id := uuid.MustParse(regexp.MustCompile(`/endpoints/([0-9a-f-]{36})\?done=created`).FindStringSubmatch(p.Location())[1])
+	requireContains(t, br.get("/endpoints/"+id.String()), "CN=dash-client,O=Sluice tests, expires ", "own CAs")
+	edit := br.get("/endpoints/" + id.String() + "/edit")
+	requireContains(t, edit, "-----BEGIN CERTIFICATE-----")
+	require.NotContains(t, edit.Body, "PRIVATE KEY", "the key is never shown")
+
+	// Sent back as shown (the key field empty): the stored key stays.
+	p = br.post("/endpoints/"+id.String()+"/edit", form("tls.client_certificate", cert.PEM, "tls.ca_certificates", ca.PEM))
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	key, err := b.store.EndpointTLSKey(context.Background(), b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Contains(t, string(key), "PRIVATE KEY")
+
+	p = br.post("/endpoints/"+id.String()+"/edit", form())
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	ep, err := b.store.GetEndpoint(context.Background(), b.tenantA.ID, id)
+	require.NoError(t, err)
+	require.Nil(t, ep.TLS)
+	requireContains(t, br.get("/endpoints/"+id.String()), `<dd id="client-certificate">none</dd>`)
 }

@@ -42,7 +42,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 	for _, t := range f["event_types"] {
 		form.Types[t] = true
 	}
-	for _, name := range sluice.DeliveryOptionNames {
+	for _, name := range sluice.DeliveryOptionFields {
 		form.Options[name] = f.Get(name)
 	}
 	return form

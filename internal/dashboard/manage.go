@@ -248,7 +248,7 @@ func (d *Dashboard) showSecret(w http.ResponseWriter, r *http.Request, rotate bo
 	if err != nil {
 		return err
 	}
-	v := web.SecretView{Endpoint: s.Endpoint, Rotated: rotate, Secret: s.Secret, PollURL: s.PollURL}
+	v := web.SecretView{Endpoint: s.Endpoint, Rotated: rotate, Secret: s.Secret, PollURL: s.PollURL, PublicKey: s.PublicKey}
 	return d.render(w, r, http.StatusOK, web.SecretPage(chrome(r, web.SectionEndpoints), v))
 }
 

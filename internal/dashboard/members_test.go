@@ -315,3 +315,59 @@ func TestMemberSignInLimitedPerAddress(t *testing.T) {
 	require.Contains(t, w.Body.String(), "Too many failed sign-in attempts")
 	require.Equal(t, http.StatusSeeOther, signIn("198.51.100.8:4000", goodPassword).Code, "another address")
 }
+
+// TestBadPasswordLinksDoNotLockOutAValidOne: an address that opened a
+// thousand bad password links is over its limit of failures, yet a valid
+// link opened from it is served and sets the password: only failures are
+// limited. The bad links looked up past the limit are bounded by the
+// address's look-ups (ten a second, bursts of twenty).
+func TestBadPasswordLinksDoNotLockOutAValidOne(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	at := time.Now() // the limits' clock stands still unless moved
+	limits := apirate.New(apirate.Config{Rates: f.Store, Now: func() time.Time { return at }})
+	h := dashboard.New(controltest.New(f.Store, controltest.Options{PortalKey: dashboardKey, Nudger: dispatchtest.Nudger(f.Store, f.Jobs)}),
+		dashboard.Config{Key: dashboardKey, Limits: limits}).Handler()
+	m, err := f.Store.AddMember(context.Background(), f.TenantA.ID, "ann@acme.test", sluice.RoleOwner)
+	require.NoError(t, err)
+	token := member.NewToken()
+	require.NoError(t, f.Store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, time.Now().Add(time.Hour)))
+	const addr = "198.51.100.7:4000"
+	serve := func(req *http.Request) *httptest.ResponseRecorder {
+		req.RemoteAddr = addr
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		return w
+	}
+	open := func(token string) *httptest.ResponseRecorder {
+		return serve(httptest.NewRequest(http.MethodGet, "/password?token="+url.QueryEscape(token), nil))
+	}
+
+	statuses := map[int]int{}
+	for i := range 1000 {
+		bad := member.NewToken()
+		if i%2 == 1 {
+			bad = "nonsense"
+		}
+		statuses[open(bad).Code]++
+	}
+	require.Equal(t, map[int]int{http.StatusForbidden: 10, http.StatusTooManyRequests: 990}, statuses, "ten failures, then 429")
+
+	// A tenth of a second later the address may have one more link looked
+	// up: the valid one is served.
+	at = at.Add(100 * time.Millisecond)
+	w := open(token)
+	require.Equal(t, http.StatusOK, w.Code, w.Body.String())
+	require.Contains(t, w.Body.String(), "ann@acme.test")
+	require.Equal(t, http.StatusTooManyRequests, open(member.NewToken()).Code, "bad links still answer 429")
+	require.Equal(t, http.StatusOK, open(token).Code, "a link found valid is looked up past the limit")
+
+	form := url.Values{"token": {token}, "password": {goodPassword}, "confirm": {goodPassword}}
+	req := httptest.NewRequest(http.MethodPost, "/password", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w = serve(req)
+	require.Equal(t, http.StatusSeeOther, w.Code, w.Body.String())
+	got, err := f.Store.GetMember(context.Background(), f.TenantA.ID, m.ID)
+	require.NoError(t, err)
+	require.Equal(t, sluice.MemberActive, got.Status)
+}

@@ -15,7 +15,10 @@ import (
 // MemberMailWorker): an invitation, or a reset asked for at /forgot. The
 // link's token works once, within member.TokenTTL of the dashboard's clock
 // (Config.Now). A token that is malformed, unknown, used or expired is a
-// failed authentication of the client's address, as a wrong password is.
+// failed authentication of the client's address, as a wrong password is;
+// but the failures are limited, not the address: past the address's limit
+// a token is still looked up as gateAuth allows (ratelimit.go), and a
+// valid one is served.
 
 // errInvalidPasswordLink answers a link that does not work (any more).
 func errInvalidPasswordLink() *pageError {
@@ -27,17 +30,21 @@ func errInvalidPasswordLink() *pageError {
 // passwordMember is the member whose password the token sets, or the
 // error page of a token that does not work.
 func (d *Dashboard) passwordMember(r *http.Request, token string) (web.PasswordView, error) {
-	if err := d.checkAuth(r); err != nil {
+	gate, err := d.gateAuth(r, token)
+	if err != nil {
 		return web.PasswordView{}, err
 	}
 	m, err := d.ctl.PasswordLink(r.Context(), token)
 	if errors.Is(err, sluice.ErrNotFound) {
-		d.failAuth(r)
+		if err := d.failGated(r, gate); err != nil {
+			return web.PasswordView{}, err
+		}
 		return web.PasswordView{}, errInvalidPasswordLink()
 	}
 	if err != nil {
 		return web.PasswordView{}, err
 	}
+	d.limits.Verified(token)
 	return web.PasswordView{Token: token, Email: m.Email, Invite: m.Purpose == member.PurposeInvite}, nil
 }
 

@@ -40,6 +40,9 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				Headers:  target.Headers,
 				Sequence: c.Sequence,
 				Timeout:  target.Timeout,
+
+				SigningKeys: target.SigningKeys,
+				TLS:         target.TLS,
 			})
 			if res.StatusCode == 0 && ctx.Err() != nil {
 				cut[i] = true

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -73,6 +74,13 @@ type Target struct {
 	// Unverified: it must answer a challenge (VerifyWorker) before
 	// anything else is sent to it; it counts as Disabled meanwhile.
 	Unverified bool
+	// SigningKeys are its Ed25519 keys while it signs v1a (the current
+	// pair's, then a rotated-out one still in its grace period); Keys is
+	// nil when it signs v1a alone.
+	SigningKeys []ed25519.PrivateKey
+	// TLS is the endpoint's client certificate (its tls option); nil
+	// without one.
+	TLS *send.ClientTLS
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -106,17 +114,29 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
 		return tg, fmt.Errorf("read endpoint headers: %w", err)
 	}
+	var o sluice.DeliveryOptions
 	if r.Options != nil { // null while every option is the default
-		var o sluice.DeliveryOptions
 		if err := json.Unmarshal(r.Options, &o); err != nil {
 			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
 		}
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
 		tg.Unverified = o.Challenged() && r.VerifiedAt == nil
 		tg.Disabled = tg.Disabled || tg.Unverified
+		if o.TLS != nil && r.TlsKeyEnc != nil {
+			tg.TLS = t.clientTLS(r, o.TLS)
+		}
+	}
+	inGrace := r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt)
+	if o.SignsV1a() {
+		if err := t.openSigningKeys(&tg, r, inGrace); err != nil {
+			return tg, err
+		}
+	}
+	if !o.SignsV1() {
+		return tg, nil
 	}
 	secrets := [][]byte{r.SecretEnc}
-	if r.PreviousSecretEnc != nil && r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt) {
+	if r.PreviousSecretEnc != nil && inGrace {
 		secrets = append(secrets, r.PreviousSecretEnc)
 	}
 	for _, sealed := range secrets {
@@ -131,6 +151,37 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		tg.Keys = append(tg.Keys, key)
 	}
 	return tg, nil
+}
+
+// openSigningKeys opens the v1a key pairs of endpoint row r into tg: the
+// current one, and the previous one while inGrace.
+func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error {
+	sealed := [][]byte{r.SignKeyEnc}
+	if r.PreviousSignKeyEnc != nil && inGrace {
+		sealed = append(sealed, r.PreviousSignKeyEnc)
+	}
+	for _, s := range sealed {
+		if s == nil {
+			return errors.New("endpoint signs v1a but has no key pair")
+		}
+		key, err := t.st.OpenSigningKey(s)
+		if err != nil {
+			return fmt.Errorf("open endpoint signing key: %w", err)
+		}
+		tg.SigningKeys = append(tg.SigningKeys, key)
+	}
+	return nil
+}
+
+// clientTLS is endpoint r's tls option as the sender uses it: its client,
+// built once per version of the endpoint (its updated_at, which every
+// change of the option moves), opens the sealed key only then.
+func (t *StepTx) clientTLS(r dbq.Endpoint, o *sluice.TLSOption) *send.ClientTLS {
+	st, sealed := t.st, r.TlsKeyEnc
+	return &send.ClientTLS{
+		Endpoint: r.ID, Version: r.UpdatedAt, Certificate: o.ClientCertificate, CACertificates: o.CACertificates,
+		Key: func() ([]byte, error) { return st.OpenSecret(sealed) },
+	}
 }
 
 // LockedFlow is an endpoint's flow state as read under its row lock, with

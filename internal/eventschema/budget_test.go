@@ -144,13 +144,13 @@ func TestCheckPricesBeforeValidating(t *testing.T) {
 	sch, err := Compile([]byte(`{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`))
 	require.NoError(t, err)
 	doc := `{"xs":[` + strings.Repeat("1,", 999) + `1]}`
-	b := NewBudget(MaxRequestCost)
+	b := pricesOnly(MaxRequestCost)
 	require.Nil(t, must(sch.Check([]byte(doc), b)))
 	spent := b.Spent()
 	require.GreaterOrEqual(t, spent, uint64(1001), "each element is evaluated")
 
 	// A budget that cannot pay is refused before anything is validated.
-	small := NewBudget(spent - 1)
+	small := pricesOnly(spent - 1)
 	v, err := sch.Check([]byte(`{"xs":[`+strings.Repeat(`"not an integer",`, 999)+`1]}`), small)
 	require.Nil(t, v)
 	var over *OverBudgetError
@@ -158,7 +158,7 @@ func TestCheckPricesBeforeValidating(t *testing.T) {
 	require.Zero(t, small.Spent())
 
 	// One request's budget is shared by its events.
-	b = NewBudget(spent * 2)
+	b = pricesOnly(spent * 2)
 	require.Nil(t, must(sch.Check([]byte(doc), b)))
 	require.Nil(t, must(sch.Check([]byte(doc), b)))
 	_, err = sch.Check([]byte(doc), b)
@@ -168,7 +168,7 @@ func TestCheckPricesBeforeValidating(t *testing.T) {
 	// Enum values and object members count too.
 	wide, err := Compile([]byte(`{"additionalProperties":{"enum":[` + strings.Repeat(`"a",`, 99) + `"b"]}}`))
 	require.NoError(t, err)
-	b = NewBudget(MaxRequestCost)
+	b = pricesOnly(MaxRequestCost)
 	require.Nil(t, must(wide.Check([]byte(`{"k1":"b","k2":"b"}`), b)))
 	require.GreaterOrEqual(t, b.Spent(), uint64(200))
 }
@@ -207,7 +207,7 @@ func TestPriceBoundsEvaluations(t *testing.T) {
 	for _, tc := range cases {
 		sch, err := Compile([]byte(tc.schema))
 		require.NoError(t, err)
-		b := NewBudget(MaxRequestCost)
+		b := pricesOnly(MaxRequestCost)
 		require.Nil(t, must(sch.Check([]byte(tc.doc), b)), tc.schema)
 		price := b.Spent()
 		evaluated := countEvaluations(t, tc.schema, tc.doc)
@@ -277,7 +277,7 @@ func BenchmarkCheckLargePayload(b *testing.B) {
 	}
 	lines := strings.Repeat(`{"sku":"a-1","qty":1,"note":"x"},`, 1999) + `{"sku":"z"}`
 	doc := []byte(`{"amount":4200,"currency":"EUR","lines":[` + lines + `]}`)
-	budget := NewBudget(MaxRequestCost)
+	budget := pricesOnly(MaxRequestCost)
 	if v, err := sch.Check(doc, budget); v != nil || err != nil {
 		b.Fatal(v, err)
 	}

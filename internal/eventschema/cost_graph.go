@@ -63,7 +63,7 @@ func (m *model) add(s *jsonschema.Schema) int32 {
 		props[name] = sub(s.Properties[name])
 	}
 	for re, t := range s.PatternProperties {
-		patterns = append(patterns, pattern{re: re, node: sub(t)})
+		patterns = append(patterns, pattern{re: ungated(re), node: sub(t)})
 	}
 	slices.SortFunc(patterns, func(a, b pattern) int { return strings.Compare(a.re.String(), b.re.String()) })
 	if t, ok := s.AdditionalProperties.(*jsonschema.Schema); ok {

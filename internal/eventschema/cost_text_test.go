@@ -39,14 +39,14 @@ func TestPatternPricedByLength(t *testing.T) {
 		sch, err := Compile([]byte(patternProbe(30, 30, last)))
 		require.NoError(t, err, "the schema is within the evaluation budget")
 		for _, n := range []int{250_000, 48 << 10, 9 << 10} {
-			b := NewBudget(MaxRequestCost)
+			b := pricesOnly(MaxRequestCost)
 			v, err := sch.Check([]byte(`{"s":"`+strings.Repeat("a", n)+`b"}`), b)
 			require.Nil(t, v)
 			var over *OverBudgetError
 			require.ErrorAs(t, err, &over, "%d bytes, last %q", n, last)
 			require.Zero(t, b.Spent(), "refused before validating")
 		}
-		b := NewBudget(MaxRequestCost)
+		b := pricesOnly(MaxRequestCost)
 		_, err = sch.Check([]byte(`{"s":"aaaa"}`), b)
 		require.NoError(t, err, "a short string is cheap")
 		require.Less(t, b.Spent(), uint64(10_000))
@@ -56,7 +56,7 @@ func TestPatternPricedByLength(t *testing.T) {
 	price := func(schema, s string) uint64 {
 		sch, err := Compile([]byte(schema))
 		require.NoError(t, err)
-		b := NewBudget(MaxRequestCost)
+		b := pricesOnly(MaxRequestCost)
 		_, err = sch.Check([]byte(`{"s":"`+s+`"}`), b)
 		require.NoError(t, err)
 		return b.Spent()
@@ -70,7 +70,7 @@ func TestPatternPricedByLength(t *testing.T) {
 	names := `{"patternProperties":{"^(a+)+$":{}}}`
 	sch, err := Compile([]byte(names))
 	require.NoError(t, err)
-	b := NewBudget(MaxRequestCost)
+	b := pricesOnly(MaxRequestCost)
 	_, err = sch.Check([]byte(`{"`+long+`":1}`), b)
 	require.NoError(t, err)
 	require.Greater(t, b.Spent(), uint64(100_000*9/stepsPerUnit))

@@ -9,9 +9,10 @@
 // Validation is bounded twice (docs/input.md). A schema is refused when
 // saved if its subschemas could be evaluated more than MaxEvaluations times
 // at one place of an event (cost.go); and each payload is priced before it
-// is validated, a request's payloads together at most MaxRequestCost.
-// Validation stops at the first failure, and says where in a few hundred
-// bytes.
+// is validated, a request's payloads together at most MaxRequestCost; and
+// validation runs under a deadline of CPU time (deadline.go), charged for
+// the time it took where that was more than the price. Validation stops at
+// the first failure, and says where in a few hundred bytes.
 package eventschema
 
 import (
@@ -97,9 +98,9 @@ type Loader func(ctx context.Context, tenantID uuid.UUID) ([]Source, error)
 
 // Schema is a compiled schema with its cost model.
 type Schema struct {
-	full  *jsonschema.Schema
-	quick *jsonschema.Schema // not(not(full)): stops at the first failure
-	cost  *model
+	source []byte          // to compile more copies of the validator
+	free   chan *validator // idle copies (deadline.go)
+	cost   *model
 }
 
 // Compile compiles a JSON Schema (2020-12 unless its $schema says
@@ -119,31 +120,17 @@ func Compile(schema []byte) (*Schema, error) {
 	if objects(doc) > MaxSchemaObjects {
 		return nil, fmt.Errorf("must hold at most %d objects (subschemas)", MaxSchemaObjects)
 	}
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, fmt.Errorf("is not a JSON Schema: %w", err)
-	}
-	// Validation inside "not" only asks whether the value is valid, so it
-	// stops at the first failure instead of building every error.
-	wrapper := map[string]any{"not": map[string]any{"not": map[string]any{"$ref": schemaURL}}}
-	if err := c.AddResource(quickURL, wrapper); err != nil {
-		return nil, fmt.Errorf("add the wrapper schema: %w", err)
-	}
-	full, err := c.Compile(schemaURL)
-	if err != nil {
-		return nil, fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err.Error()))
-	}
-	quick, err := c.Compile(quickURL)
-	if err != nil {
-		return nil, fmt.Errorf("is not a valid JSON Schema: %s", oneLine(err.Error()))
-	}
-	cost, err := newModel(full, doc)
+	v, err := compileValidator(schema)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{full: full, quick: quick, cost: cost}, nil
+	cost, err := newModel(v.full, doc)
+	if err != nil {
+		return nil, err
+	}
+	s := &Schema{source: bytes.Clone(schema), free: make(chan *validator, freeValidators), cost: cost}
+	s.put(v)
+	return s, nil
 }
 
 // objects counts the JSON objects in v.
@@ -180,16 +167,27 @@ type Violation struct {
 // Budget is what validating one request's payloads may still cost.
 type Budget struct {
 	left, spent uint64
+	clock       func() time.Duration // the thread's CPU time (threadCPU)
+	pay         func(units uint64) error
 }
 
 // NewBudget returns a budget of units.
-func NewBudget(units uint64) *Budget { return &Budget{left: units} }
+func NewBudget(units uint64) *Budget { return &Budget{left: units, clock: threadCPU} }
 
-// Spent is what the checks against b have cost.
+// PayFirst has Check call pay with each payload's price once it is within
+// the budget and before it is validated: to charge the sender up front.
+// An error from pay refuses the payload unvalidated, and Check returns it.
+func (b *Budget) PayFirst(pay func(units uint64) error) *Budget {
+	b.pay = pay
+	return b
+}
+
+// Spent is what the checks against b have cost: their prices, or the
+// time they took in units where that was more.
 func (b *Budget) Spent() uint64 { return b.spent }
 
 func (b *Budget) charge(units uint64) {
-	b.spent += units
+	b.spent = add(b.spent, units)
 	b.left -= min(units, b.left)
 }
 
@@ -206,7 +204,10 @@ func (e *OverBudgetError) Error() string {
 
 // Check validates the JSON document doc against s. It prices doc first
 // and refuses it (OverBudgetError) when that is more than b has left;
-// otherwise it charges b and returns nil when doc is valid, or the first
+// otherwise it has the price paid (PayFirst), then validates doc under a
+// deadline (deadline.go), refusing it
+// when that passes (OverTimeError), charges b the price or the time taken,
+// whichever is more, and returns nil when doc is valid, or the first
 // failure found.
 func (s *Schema) Check(doc []byte, b *Budget) (*Violation, error) {
 	if textcheck.Depth(doc) > MaxDepth {
@@ -220,19 +221,40 @@ func (s *Schema) Check(doc []byte, b *Budget) (*Violation, error) {
 	if price > b.left {
 		return nil, &OverBudgetError{Cost: price, Left: b.left}
 	}
-	b.charge(price)
-	if s.quick.Validate(v) == nil {
-		return nil, nil
+	if b.pay != nil {
+		if err := b.pay(price); err != nil {
+			return nil, err
+		}
 	}
-	if price > detailCost {
-		return &Violation{Message: "does not satisfy the schema (the payload is too large for Sluice to say where; validate it locally)"}, nil
+	limit := eventDeadline(price, b.left)
+	val, err := s.take()
+	if err != nil {
+		return nil, err
 	}
-	b.charge(price)
-	var ve *jsonschema.ValidationError
-	if !errors.As(s.full.Validate(v), &ve) {
-		return &Violation{Message: "does not satisfy the schema"}, nil // cannot happen: quick said so
+	defer s.put(val)
+	charged := price
+	var found *Violation
+	took, stopped := val.timed(b.clock, limit, func() {
+		if val.quick.Validate(v) == nil {
+			return
+		}
+		if price > detailCost {
+			found = &Violation{Message: "does not satisfy the schema (the payload is too large for Sluice to say where; validate it locally)"}
+			return
+		}
+		charged = add(charged, price)
+		var ve *jsonschema.ValidationError
+		if !errors.As(val.full.Validate(v), &ve) {
+			found = &Violation{Message: "does not satisfy the schema"} // cannot happen: quick said so
+			return
+		}
+		found = firstFailure(ve)
+	})
+	b.charge(max(charged, toUnits(took)))
+	if stopped {
+		return nil, &OverTimeError{Limit: limit}
 	}
-	return firstFailure(ve), nil
+	return found, nil
 }
 
 // firstFailure follows the first cause of the error tree down to a

@@ -97,6 +97,9 @@ func (a *API) Mount(r chi.Router) {
 	// credential (readPoll).
 	r.With(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout), a.checkText).
 		Get("/poll/{token}", a.handle(a.readPoll))
+	// The tenants' JWKS: public, with no API key (jwks.go).
+	r.With(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout)).
+		Get(JWKSPath, a.handle(a.getJWKS))
 	r.Route("/v1", func(r chi.Router) {
 		if a.cfg.Tracing.Enabled() {
 			r.Use(traceRequests(a.cfg.Tracing))

@@ -1,10 +1,14 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
 func TestDeliveryOptionsFields(t *testing.T) {
@@ -46,4 +50,41 @@ func TestDeliveryOptionsFields(t *testing.T) {
 	requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, `{"Timeout_Seconds": 5}`), "Timeout_Seconds")
 	r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, `{"timeout_seconds": 5, "timeout_seconds": 6}`)
 	require.Equal(t, http.StatusBadRequest, r.Status, "a name given twice: %s", r.Body)
+}
+
+// The tls option through the API, each answer held to openapi.yaml: the
+// read shows the certificate's subject and expiry, never the key; a
+// PATCH that sends the read back keeps the stored key; null removes it.
+func TestTLSOptionFields(t *testing.T) {
+	b := setup(t)
+	ca := testca.New(t, "clients")
+	cert := ca.Issue(t, testca.Options{CommonName: "api-client", Client: true})
+	ep := b.createEndpoint(b.keyA, map[string]any{"url": "https://example.com/mtls",
+		"tls": map[string]string{"client_certificate": cert.PEM, "client_key": cert.KeyPEM, "ca_certificates": ca.PEM}})
+	id := ep["id"].(string)
+	tlsRead := ep["tls"].(map[string]any)
+	require.Equal(t, "CN=api-client,O=Sluice tests", tlsRead["client_certificate_subject"])
+	require.Equal(t, cert.NotAfter.Format(time.RFC3339), tlsRead["not_after"])
+	require.NotContains(t, tlsRead, "client_key")
+	require.Nil(t, b.createEndpoint(b.keyA, map[string]any{"url": "https://example.com/plain"})["tls"])
+
+	body, err := json.Marshal(map[string]any{"tls": tlsRead})
+	require.NoError(t, err)
+	r := b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, string(body))
+	require.Equal(t, http.StatusOK, r.Status, "a read sent back: %s", r.Body)
+	require.Equal(t, tlsRead, r.JSON(t)["tls"])
+
+	for body, field := range map[string]string{
+		`{"tls": "on"}`: "tls",
+		`{"tls": {"client_certificate": "PEM?"}}`:     "tls.client_certificate",
+		`{"tls": {"client_key": "x"}}`:                "tls.client_certificate",
+		`{"tls": {"client_certificate": 5}}`:          "tls",
+		`{"tls": {"client_certificate": "", "x": 1}}`: "tls",
+	} {
+		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, body), field)
+	}
+
+	r = b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, `{"tls": null}`)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	require.Nil(t, r.JSON(t)["tls"])
 }

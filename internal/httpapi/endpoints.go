@@ -11,13 +11,15 @@ import (
 // secret besides GET /secret.
 type endpointWithSecret struct {
 	sluice.Endpoint
-	Secret  string `json:"secret"`
-	PollURL string `json:"poll_url,omitempty"` // a poll endpoint's only
+	Secret    string `json:"secret"`
+	PollURL   string `json:"poll_url,omitempty"`   // a poll endpoint's only
+	PublicKey string `json:"public_key,omitempty"` // an endpoint signing v1a's only
 }
 
 type secretBody struct {
-	Secret  string `json:"secret"`
-	PollURL string `json:"poll_url,omitempty"` // a poll endpoint's only
+	Secret    string `json:"secret"`
+	PollURL   string `json:"poll_url,omitempty"`   // a poll endpoint's only
+	PublicKey string `json:"public_key,omitempty"` // an endpoint signing v1a's only
 }
 
 func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
@@ -29,7 +31,7 @@ func (a *API) createEndpoint(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep.Endpoint, Secret: ep.Secret, PollURL: ep.PollURL})
+	writeJSON(w, http.StatusCreated, endpointWithSecret{Endpoint: ep.Endpoint, Secret: ep.Secret, PollURL: ep.PollURL, PublicKey: ep.PublicKey})
 	return nil
 }
 
@@ -108,7 +110,7 @@ func (a *API) getEndpointSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL})
+	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL, PublicKey: s.PublicKey})
 	return nil
 }
 
@@ -121,7 +123,7 @@ func (a *API) rotateEndpointSecret(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL})
+	writeJSON(w, http.StatusOK, secretBody{Secret: s.Secret, PollURL: s.PollURL, PublicKey: s.PublicKey})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 
 	"github.com/google/uuid"
@@ -14,8 +15,11 @@ import (
 // consumers they are addressed to exist (one query for all of them) and
 // that their payloads satisfy their types' schemas. Failures are added to v
 // under each event's prefix (prefix(i)). Schema validation is bounded per
-// request (eventschema.MaxRequestCost) and stops at the first event that
-// fails; what it cost is charged to the tenant's rate bucket
+// request (eventschema.MaxRequestCost), each event by a deadline of CPU
+// time (eventschema.MaxEventTime), and stops at the first event that
+// fails or is refused. What an event's price says its validation will
+// cost is paid from the tenant's rate bucket before it is validated
+// (payValidation), and whatever it cost beyond that after
 // (chargeValidation).
 func (a *API) checkEvents(w http.ResponseWriter, r *http.Request, tenantID uuid.UUID, evs []sluice.NewEvent, prefix func(int) string, v *sluice.ValidationError) error {
 	ctx := r.Context()
@@ -26,18 +30,29 @@ func (a *API) checkEvents(w http.ResponseWriter, r *http.Request, tenantID uuid.
 	if err != nil {
 		return err
 	}
-	budget := eventschema.NewBudget(eventschema.MaxRequestCost)
-	defer func() { a.chargeValidation(w, r, budget.Spent()) }()
+	var paid uint64
+	budget := eventschema.NewBudget(eventschema.MaxRequestCost).PayFirst(func(units uint64) error {
+		n, err := a.payValidation(w, r, units)
+		paid += n
+		return err
+	})
+	defer func() { a.chargeValidation(w, r, budget.Spent()-paid) }()
 	for i, ev := range evs {
 		sch := schemas.For(ev.Type)
 		if sch == nil {
 			continue
 		}
 		bad, err := sch.Check(ev.Payload, budget)
+		var (
+			overBudget *eventschema.OverBudgetError
+			overTime   *eventschema.OverTimeError
+		)
 		switch {
-		case err != nil:
+		case errors.As(err, &overBudget), errors.As(err, &overTime):
 			v.Add(prefix(i)+"payload", "%s", err)
 			return nil
+		case err != nil:
+			return err // payValidation's: 429, or the bucket out of reach
 		case bad != nil:
 			v.Add(prefix(i)+"payload"+bad.Location, "does not satisfy the schema of %s: %s", ev.Type, bad.Message)
 			return nil

@@ -54,13 +54,44 @@ func (a *API) chargeBatch(w http.ResponseWriter, r *http.Request, n int) {
 }
 
 // validationUnitsPerRequest is how much schema validation one request of
-// the tenant's rate pays for.
-const validationUnitsPerRequest = 10_000
+// the tenant's rate pays for: about the CPU a plain post costs (a
+// millisecond or two), so that a token buys about as much CPU whether it is
+// spent posting or validating, and a tenant at its rate validating the
+// costliest events it may post uses no more of the machine than one
+// posting plain events at its rate.
+const validationUnitsPerRequest = 2_000
+
+// payValidation pays, before an event is validated, for what its price
+// says validating it will cost: a request per validationUnitsPerRequest
+// units, rounded down, so small events pay nothing. The bucket must hold a
+// token for it, or the event is refused unvalidated (429); the rest is
+// charged into debt. So concurrent requests cannot each start an
+// expensive validation on the same tokens: the first leaves the bucket in
+// debt, and the others are refused. It returns the units paid for.
+func (a *API) payValidation(w http.ResponseWriter, r *http.Request, units uint64) (uint64, error) {
+	n := int(units / validationUnitsPerRequest)
+	if n == 0 {
+		return 0, nil
+	}
+	tenant := tenantFrom(r.Context()).ID
+	res, err := a.limits.rate.TakeTenant(r.Context(), tenant, 1)
+	setRateHeaders(w.Header(), res)
+	if err != nil {
+		return 0, err
+	}
+	if !res.Allowed {
+		return 0, rateLimited(res)
+	}
+	if n > 1 {
+		setRateHeaders(w.Header(), a.limits.rate.ChargeTenant(r.Context(), tenant, n-1))
+	}
+	return uint64(n) * validationUnitsPerRequest, nil
+}
 
 // chargeValidation charges the tenant's bucket one request per
-// validationUnitsPerRequest units its events' validation cost, rounded
-// down: small events cost nothing more than the request. Like chargeBatch,
-// it may leave the bucket in debt.
+// validationUnitsPerRequest units its events' validation cost beyond what
+// payValidation paid, rounded down. Like chargeBatch, it may leave the
+// bucket in debt.
 func (a *API) chargeValidation(w http.ResponseWriter, r *http.Request, units uint64) {
 	extra := int(units / validationUnitsPerRequest)
 	if extra == 0 {

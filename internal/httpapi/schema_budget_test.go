@@ -114,19 +114,89 @@ func TestUndeliverableURLsRefused(t *testing.T) {
 }
 
 // TestValidationChargesRate: what a request's validation cost is charged to
-// the tenant's bucket, a request per 10,000 units, so expensive events
+// the tenant's bucket, a request per 2,000 units, so expensive events
 // wait like many requests would.
 func TestValidationChargesRate(t *testing.T) {
 	b := setup(t)
-	b.setRate("A", "60/m") // one a second, bursts of 2
+	b.setRate("A", "120/m") // two a second, bursts of 4: the schema's PUT, the post, and its validation's first token
 	r := putSchema(b, "list.posted", `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`)
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
-	payload := `{"xs":[` + strings.Repeat("1,", 59_999) + `1]}` // about 60,000 units: 6 requests more
+	payload := `{"xs":[` + strings.Repeat("1,", 59_999) + `1]}` // about 60,000 units: 30 requests more
 	r = b.do(b.keyA, http.MethodPost, "/v1/events", `{"type":"list.posted","payload":`+payload+`}`)
 	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
 	r = b.do(b.keyA, http.MethodGet, "/v1/events", nil)
 	requireProblem(t, r, http.StatusTooManyRequests)
 	after, err := strconv.Atoi(r.Header.Get("Retry-After"))
 	require.NoError(t, err)
-	require.GreaterOrEqual(t, after, 3, "the debt of the validation is paid off first, a token a second")
+	require.GreaterOrEqual(t, after, 10, "the debt of the validation is paid off first, two tokens a second")
+}
+
+// TestValidationPaidFirst: an event whose price is a request or more is
+// validated only if the tenant's bucket holds a token beyond its
+// request's; otherwise it is refused (429) unvalidated, so concurrent
+// requests cannot all start costly validations on the same tokens.
+func TestValidationPaidFirst(t *testing.T) {
+	b := setup(t)
+	b.setRate("A", "60/m") // one a second, bursts of 2
+	r := putSchema(b, "list.posted", `{"type":"object","properties":{"xs":{"type":"array","items":{"type":"integer"}}}}`)
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	r = b.do(b.keyA, http.MethodGet, "/v1/event-types/list.posted", nil) // one token left
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+
+	payload := `{"xs":[` + strings.Repeat("1,", 59_999) + `1]}`
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", `{"type":"list.posted","payload":`+payload+`}`)
+	p := requireProblem(t, r, http.StatusTooManyRequests)
+	require.Contains(t, p["detail"], "rate limit")
+	require.NotEmpty(t, r.Header.Get("Retry-After"))
+
+	var list struct{ Data []json.RawMessage }
+	b.setRate("A", "1000/s")
+	require.NoError(t, json.Unmarshal(b.do(b.keyA, http.MethodGet, "/v1/events", nil).Body, &list))
+	require.Empty(t, list.Data)
+}
+
+// probeSchema is the pattern probe's schema: 30 anyOf of 30 alternatives,
+// each checking "s" against "^(a+)+$" (900 patterns, under the evaluation
+// budget), and a last alternative "b$" that a final "b" passes.
+func probeSchema() string {
+	leaf := `{"properties":{"s":{"pattern":"^(a+)+$"}}}`
+	inner := `{"anyOf":[` + strings.TrimSuffix(strings.Repeat(leaf+",", 30), ",") + `]}`
+	return `{"anyOf":[` + strings.Repeat(inner+",", 30) + `{"properties":{"s":{"pattern":"b$"}}}]}`
+}
+
+func probeEvent(n int) string {
+	return `{"type":"probe","payload":{"s":"` + strings.Repeat("a", n) + `b"}}`
+}
+
+// TestPatternProbe: the probe's schema is saved, being within the
+// evaluation budget; its 250,000-character event, which passes, is
+// refused on price before it is validated, alone and in a batch; and an
+// event it admits is charged to the tenant's bucket for what its
+// validation cost (about 250,000 units: 125 requests).
+func TestPatternProbe(t *testing.T) {
+	b := setup(t)
+	b.setRate("A", "1000/s")
+	r := putSchema(b, "probe", probeSchema())
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+
+	for path, body := range map[string]string{
+		"/v1/events":       probeEvent(250_000),
+		"/v1/events/batch": `{"events":[` + strings.Repeat(probeEvent(250_000)+",", 4) + probeEvent(250_000) + `]}`,
+	} {
+		p := requireProblem(t, b.do(b.keyA, http.MethodPost, path, body), http.StatusUnprocessableEntity)
+		field := p["errors"].([]any)[0].(map[string]any)
+		require.Regexp(t, `^(events\[0\]\.)?payload$`, field["field"], path)
+		require.Contains(t, field["message"], "would cost", path)
+		require.Contains(t, field["message"], "post fewer or smaller events at once", path)
+	}
+
+	remaining := func(r response) int {
+		n, err := strconv.Atoi(r.Header.Get("RateLimit-Remaining"))
+		require.NoError(t, err)
+		return n
+	}
+	before := remaining(b.do(b.keyA, http.MethodGet, "/v1/event-types/probe", nil))
+	r = b.do(b.keyA, http.MethodPost, "/v1/events", probeEvent(4000))
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	require.GreaterOrEqual(t, before-remaining(r), 1+100, "charged for its validation, not only the request")
 }

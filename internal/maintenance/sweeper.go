@@ -26,6 +26,9 @@ import (
 const (
 	DefaultSweepInterval = time.Second
 	DefaultReplaceGrace  = 3 * time.Second
+	// DefaultCertificateInterval is how often client certificates are
+	// checked for expiry: an announcement is at most this late.
+	DefaultCertificateInterval = time.Hour
 )
 
 // SweeperConfig configures a Sweeper.
@@ -44,6 +47,10 @@ type SweeperConfig struct {
 	// also checks the endpoints with a backlog alert (default 5 ×
 	// Interval): how late an alert can be.
 	BacklogInterval time.Duration
+	// CertificateInterval is how often, across all worker processes, a
+	// sweep also checks the endpoints' client certificates for expiry
+	// (default DefaultCertificateInterval).
+	CertificateInterval time.Duration
 	// ReplaceGrace is how long a job may show as running without its run
 	// holding its lease before it counts as dead: the moment between River
 	// fetching a job and the run taking its lease (default
@@ -65,6 +72,7 @@ func (c SweeperConfig) Resolve() (SweeperConfig, error) {
 	c.Interval = cmp.Or(c.Interval, DefaultSweepInterval)
 	c.WalkInterval = cmp.Or(c.WalkInterval, 5*c.Interval)
 	c.BacklogInterval = cmp.Or(c.BacklogInterval, 5*c.Interval)
+	c.CertificateInterval = cmp.Or(c.CertificateInterval, DefaultCertificateInterval)
 	c.ReplaceGrace = cmp.Or(c.ReplaceGrace, DefaultReplaceGrace)
 	c.Clock = cmp.Or(c.Clock, jobs.SystemClock)
 	if c.Logger == nil {
@@ -84,6 +92,8 @@ func (c SweeperConfig) validate() error {
 		return fmt.Errorf("sweeper: WalkInterval must be positive, not %s", c.WalkInterval)
 	case c.BacklogInterval < 0:
 		return fmt.Errorf("sweeper: BacklogInterval must be positive, not %s", c.BacklogInterval)
+	case c.CertificateInterval < 0:
+		return fmt.Errorf("sweeper: CertificateInterval must be positive, not %s", c.CertificateInterval)
 	case c.ReplaceGrace < 0:
 		return fmt.Errorf("sweeper: ReplaceGrace must be positive, not %s", c.ReplaceGrace)
 	}
@@ -98,7 +108,7 @@ const maxSweepEndpoints = 1000
 const maxReplaced = 100
 
 // A Sweeper runs in every worker process and, about once per Interval
-// across all of them (claimSweep), does three things:
+// across all of them (claimSweep), does these things:
 //
 //   - It replaces fan-out, dispatch and bulk replay jobs whose run died (a
 //     killed process, a broken connection) with new jobs, as soon as their
@@ -115,6 +125,8 @@ const maxReplaced = 100
 //     ones too), so it is not made every second.
 //   - Every BacklogInterval it checks the endpoints with a backlog alert
 //     (checkBacklogs).
+//   - Every CertificateInterval it checks the endpoints' client
+//     certificates for expiry (checkCertificates).
 //
 // It does not depend on River's leader, which a killed process may have
 // been, and never queues more than one job per transaction. It is a
@@ -202,7 +214,7 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err) // the walk finds them
 	}
-	return errors.Join(s.walk(ctx), s.checkBacklogs(ctx))
+	return errors.Join(s.walk(ctx), s.checkBacklogs(ctx), s.checkCertificates(ctx))
 }
 
 // walk queues dispatch for endpoints with deliveries due and no job, if it

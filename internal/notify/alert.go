@@ -120,6 +120,28 @@ var templates = map[string]alertTemplate{
 				"  has fallen below half of the thresholds.\n"
 		},
 	},
+	sluice.OpCertificateExpiring: {
+		subject: "Client certificate expiring",
+		intro: func(p sluice.OpPayload) string {
+			return "The client certificate one of your webhook endpoints presents (its tls\n" +
+				"option) expires soon. A receiver that requires it refuses deliveries once\n" +
+				"it has expired."
+		},
+		fields: func(p sluice.OpPayload, at time.Time) [][2]string {
+			f := [][2]string{{"Certificate", p.CertificateSubject}}
+			if p.NotAfter != nil {
+				f = append(f, [2]string{"Expires", formatTime(*p.NotAfter)})
+			}
+			return append(f, [2]string{"Checked at", formatTime(at)})
+		},
+		next: func(sluice.OpPayload, time.Time) string {
+			return "- Sluice goes on presenting this certificate until you replace it.\n" +
+				"- Replace it with a renewed certificate and its key (the endpoint's\n" +
+				"  tls option, in the API or the dashboard's endpoint form).\n" +
+				"- This is the only email about this certificate; a new one is watched\n" +
+				"  afresh.\n"
+		},
+	},
 }
 
 // Message renders the alert as a plain-text email to `to` with the given

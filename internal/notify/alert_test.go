@@ -80,6 +80,16 @@ func TestAlertMessages(t *testing.T) {
 				"Alert at:     1000 queued or 10m waited\n", "below half of the thresholds",
 			},
 		},
+		"certificate expiring": {
+			ev: event(sluice.OpCertificateExpiring, sluice.ReasonExpiring, func(p *sluice.OpPayload) {
+				p.CertificateSubject, p.NotAfter = "CN=sluice-client,O=Acme", new(at.Add(13*24*time.Hour))
+			}),
+			subject: "Client certificate expiring",
+			want: []string{
+				"expires soon", "Certificate:  CN=sluice-client,O=Acme\n", "Expires:      2026-12-05 10:00:00 UTC\n",
+				"renewed certificate and its key", "only email about this certificate",
+			},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()

@@ -54,6 +54,8 @@ func describeErr(err error) string {
 		return "destination address is not allowed (private/loopback)"
 	case errors.Is(err, ssrf.ErrProhibitedNetwork), errors.Is(err, ssrf.ErrProhibitedPort), errors.Is(err, ssrf.ErrInvalidHostPort):
 		return "destination is not allowed"
+	case errors.Is(err, errProxy):
+		return trimURLErr(err)
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	case errors.Is(err, context.DeadlineExceeded):

@@ -7,13 +7,18 @@
 // every dialled address is checked at connect time so that loopback, private,
 // link-local, metadata and other special-purpose addresses are refused (SSRF
 // guard; DNS rebinding cannot slip past it because the check sees the IP that
-// is actually dialled).
+// is actually dialled). With an egress proxy (Config.EgressProxy) every
+// attempt leaves through it, and the same check holds: Sluice resolves the
+// name and hands the proxy the checked IP (egress). An endpoint with a
+// client certificate (Message.TLS) is sent with a client of its own,
+// built once per endpoint version (tlsClients).
 package send
 
 import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"io"
 	"maps"
@@ -25,6 +30,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
@@ -47,6 +54,12 @@ type Config struct {
 	AllowPrivate        bool          // SLUICE_ALLOW_PRIVATE_TARGETS: allow loopback and private addresses
 	UserAgent           string        // default DefaultUserAgent
 	MaxIdleConnsPerHost int           // default 100
+	// EgressProxy, when set (SLUICE_EGRESS_PROXY: http://host:port), is
+	// where every attempt leaves from (egress).
+	EgressProxy *url.URL
+	// Resolver resolves receivers' names when EgressProxy is set (default
+	// net.DefaultResolver); without a proxy the dialer resolves them.
+	Resolver Resolver
 }
 
 // Sender sends webhooks. It is safe for concurrent use; create one and share it.
@@ -54,6 +67,10 @@ type Sender struct {
 	client    *http.Client
 	timeout   time.Duration
 	userAgent string
+	// https is the transport of https attempts, which an endpoint's own
+	// client (tlsClients) clones with its certificate.
+	https *http.Transport
+	tls   tlsClients
 }
 
 // privateV4 and privateV6 are the ranges AllowPrivate opens. Cloud
@@ -84,9 +101,10 @@ func New(cfg Config) *Sender {
 	if cfg.MaxIdleConnsPerHost <= 0 {
 		cfg.MaxIdleConnsPerHost = DefaultMaxIdleConnsPerHost
 	}
-	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: newGuard(cfg.AllowPrivate).control}
+	g := newGuard(cfg.AllowPrivate)
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: g.control}
 	transport := &http.Transport{
-		Proxy:                  nil, // a proxy would dial on our behalf and bypass the guard
+		Proxy:                  nil, // a proxy would dial on our behalf and bypass the guard: egress asks it for checked IPs
 		DialContext:            dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConnsPerHost:    cfg.MaxIdleConnsPerHost,
@@ -95,15 +113,30 @@ func New(cfg Config) *Sender {
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 	}
+	var rt http.RoundTripper = transport
+	if cfg.EgressProxy != nil {
+		resolver := cfg.Resolver
+		if resolver == nil {
+			resolver = net.DefaultResolver
+		}
+		rt = newEgress(cfg.EgressProxy, g, resolver, transport)
+	}
 	return &Sender{
-		client: &http.Client{
-			Transport: transport,
-			CheckRedirect: func(*http.Request, []*http.Request) error {
-				return http.ErrUseLastResponse
-			},
-		},
+		client:    newClient(rt),
 		timeout:   cfg.Timeout,
 		userAgent: cfg.UserAgent,
+		https:     transport,
+		tls:       tlsClients{m: map[uuid.UUID]*tlsClient{}},
+	}
+}
+
+// newClient is an HTTP client on rt that follows no redirect.
+func newClient(rt http.RoundTripper) *http.Client {
+	return &http.Client{
+		Transport: rt,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
 	}
 }
 
@@ -117,6 +150,11 @@ type Message struct {
 	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
 	Sequence  int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
 	Timeout   time.Duration     // bounds the attempt; 0: Config.Timeout
+
+	// SigningKeys are the endpoint's Ed25519 keys: one v1a signature each,
+	// after the v1 ones.
+	SigningKeys []ed25519.PrivateKey
+	TLS         *ClientTLS // the endpoint's client certificate, for an https URL; nil: none
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -138,7 +176,14 @@ func (s *Sender) Send(ctx context.Context, m Message) Result {
 		res.Err = err.Error()
 		return res
 	}
-	resp, err := s.client.Do(req)
+	client := s.client
+	if m.TLS != nil && req.URL.Scheme == "https" {
+		if client, err = s.tls.client(s.https, m.TLS); err != nil {
+			res.Err = err.Error()
+			return res
+		}
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		res.Latency = time.Since(start)
 		res.Err = s.describe(ctx, err)
@@ -180,7 +225,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("Webhook-Signature", Sign(m.Keys, m.ID, ts.Unix(), m.Body))
+	req.Header.Set("Webhook-Signature", Signatures(m.Keys, m.SigningKeys, m.ID, ts.Unix(), m.Body))
 	setSequence(req.Header, m.Sequence)
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)

@@ -1,9 +1,12 @@
-// Package signature makes endpoint signing secrets and signs deliveries the
-// Standard Webhooks way: v1 signatures are base64 HMAC-SHA256 over
-// "id.timestamp.body" keyed with the secret's decoded bytes.
+// Signing secrets and key pairs, and deliveries signed the Standard
+// Webhooks way: v1 signatures are base64 HMAC-SHA256 over
+// "id.timestamp.body" keyed with the secret's decoded bytes; v1a
+// signatures are base64 Ed25519 signatures of the same bytes.
+
 package send
 
 import (
+	"crypto/ed25519"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -37,20 +40,63 @@ func Key(secret string) ([]byte, error) {
 // "v1,<sig>" per key, space separated, so receivers holding either the new or
 // the previous secret during a rotation can verify it.
 func Sign(keys [][]byte, msgID string, timestamp int64, body []byte) string {
+	return Signatures(keys, nil, msgID, timestamp, body)
+}
+
+// Signatures returns the webhook-signature header value for one message:
+// one "v1,<sig>" per HMAC key, then one "v1a,<sig>" per Ed25519 key, space
+// separated, so receivers holding any of the keys can verify it.
+func Signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, timestamp int64, body []byte) string {
 	var sb strings.Builder
 	ts := strconv.FormatInt(timestamp, 10)
-	for i, key := range keys {
+	for _, key := range keys {
 		mac := hmac.New(sha256.New, key)
 		mac.Write([]byte(msgID))
 		mac.Write([]byte{'.'})
 		mac.Write([]byte(ts))
 		mac.Write([]byte{'.'})
 		mac.Write(body)
-		if i > 0 {
+		if sb.Len() > 0 {
 			sb.WriteByte(' ')
 		}
 		sb.WriteString("v1,")
 		sb.WriteString(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	}
+	if len(signingKeys) == 0 {
+		return sb.String()
+	}
+	msg := SignedContent(msgID, timestamp, body)
+	for _, key := range signingKeys {
+		if sb.Len() > 0 {
+			sb.WriteByte(' ')
+		}
+		sb.WriteString("v1a,")
+		sb.WriteString(base64.StdEncoding.EncodeToString(ed25519.Sign(key, msg)))
+	}
 	return sb.String()
+}
+
+// SignedContent is what a signature signs: "<id>.<timestamp>.<body>".
+func SignedContent(msgID string, timestamp int64, body []byte) []byte {
+	msg := make([]byte, 0, len(msgID)+len(body)+22)
+	msg = append(msg, msgID...)
+	msg = append(msg, '.')
+	msg = strconv.AppendInt(msg, timestamp, 10)
+	msg = append(msg, '.')
+	return append(msg, body...)
+}
+
+// PublicKeyPrefix starts the text of every v1a public key.
+const PublicKeyPrefix = "whpk_"
+
+// NewSigningKey returns a fresh Ed25519 key pair for v1a signatures.
+func NewSigningKey() ed25519.PrivateKey {
+	_, key, _ := ed25519.GenerateKey(rand.Reader) // crypto/rand does not fail
+	return key
+}
+
+// PublicKeyText is a v1a public key as the API shows it: "whpk_" and the
+// 32-byte key in standard base64.
+func PublicKeyText(key ed25519.PublicKey) string {
+	return PublicKeyPrefix + base64.StdEncoding.EncodeToString(key)
 }

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/google/uuid"
 )
 
 // DeliveryOptions are an endpoint's own choices of how its deliveries are
@@ -26,12 +28,39 @@ type DeliveryOptions struct {
 	// RetrySchedule is the waits between failed attempts: len+1 attempts
 	// in all. Nil: SLUICE_RETRY_SCHEDULE.
 	RetrySchedule Schedule `json:"retry_schedule"`
+	// Signature is how deliveries are signed: SignatureV1 (HMAC-SHA256),
+	// SignatureV1a (Ed25519, with the endpoint's key pair) or
+	// SignatureBoth. Nil: SignatureV1.
+	Signature *string `json:"signature"`
+	// TLS is the client certificate the attempts present (mutual TLS) and
+	// the CAs they trust the receiver's certificate on; nil: none, and the
+	// system roots.
+	TLS *TLSOption `json:"tls"`
 	// Verification is VerifyNone or VerifyChallenge; nil: VerifyNone.
 	Verification *string `json:"verification"`
 }
 
+// The values of DeliveryOptions.Signature: Standard Webhooks' symmetric
+// (v1) and asymmetric (v1a) schemes, or both, to migrate.
+const (
+	SignatureV1   = "v1"
+	SignatureV1a  = "v1a"
+	SignatureBoth = "v1,v1a"
+)
+
+// SignsV1 reports whether deliveries carry v1 (HMAC) signatures.
+func (o DeliveryOptions) SignsV1() bool {
+	return o.Signature == nil || *o.Signature != SignatureV1a
+}
+
+// SignsV1a reports whether deliveries carry v1a (Ed25519) signatures: the
+// endpoint then has a key pair, published in its tenant's JWKS.
+func (o DeliveryOptions) SignsV1a() bool {
+	return o.Signature != nil && (*o.Signature == SignatureV1a || *o.Signature == SignatureBoth)
+}
+
 // Verification modes: with VerifyChallenge, an endpoint receives nothing
-// but a signed challenge (OpEndpointVerification) until it answers one.
+// but a signed challenge (VerificationType) until it answers one.
 const (
 	VerifyNone      = "none"
 	VerifyChallenge = "challenge"
@@ -71,11 +100,32 @@ func (o DeliveryOptions) Texts() map[string]string {
 	if o.TimeoutSeconds != nil {
 		t["timeout_seconds"] = strconv.Itoa(*o.TimeoutSeconds)
 	}
+	if o.Signature != nil {
+		t["signature"] = *o.Signature
+	}
+	if o.TLS != nil { // the key is write-only: its field stays empty
+		t["tls.client_certificate"], t["tls.ca_certificates"] = o.TLS.ClientCertificate, o.TLS.CACertificates
+	}
 	if o.Verification != nil {
 		t["verification"] = *o.Verification
 	}
 	return t
 }
+
+// DeliveryOptionFields are the names of the form fields of the delivery
+// options: their json names, but for tls, whose three fields are named
+// tls.client_certificate, tls.client_key and tls.ca_certificates.
+var DeliveryOptionFields = func() []string {
+	var out []string
+	for _, name := range DeliveryOptionNames {
+		if name == "tls" {
+			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}()
 
 // DeliveryOptionNames are the json names of the delivery options, in the
 // order DeliveryOptions declares them.
@@ -138,4 +188,20 @@ func (s Schedule) String() string {
 		parts[i] = d.String()
 	}
 	return strings.Join(parts, ",")
+}
+
+// PublicKey is an active v1a public key of an endpoint, as its tenant's
+// JWKS publishes it.
+type PublicKey struct {
+	EndpointID uuid.UUID
+	// Version counts the endpoint's key pairs: a new one at each rotation.
+	Version int
+	// Key is the 32-byte Ed25519 public key.
+	Key []byte
+}
+
+// KID is the key's id in the JWKS: the endpoint id and the key's version,
+// "<endpoint id>.<version>".
+func (k PublicKey) KID() string {
+	return k.EndpointID.String() + "." + strconv.Itoa(k.Version)
 }

@@ -39,6 +39,7 @@ const (
 	OpEndpointCircuitOpened = "sluice.endpoint.circuit_opened"
 	OpEndpointCircuitClosed = "sluice.endpoint.circuit_closed"
 	OpEndpointBacklog       = "sluice.endpoint.backlog"
+	OpCertificateExpiring   = "sluice.endpoint.certificate_expiring"
 	OpDeliveryDead          = "sluice.delivery.dead"
 )
 
@@ -62,6 +63,7 @@ const (
 	ReasonAttemptsSpent  = "attempts_exhausted" // delivery.dead
 	ReasonQueued         = "queued"             // endpoint.backlog: backlog_alert.queued reached
 	ReasonOldest         = "oldest"             // endpoint.backlog: backlog_alert.oldest_seconds reached
+	ReasonExpiring       = "expiring"           // endpoint.certificate_expiring: within CertificateExpiringWithin
 )
 
 // OpEvent is an operational event about one endpoint, as it is posted:
@@ -92,15 +94,18 @@ type OpPayload struct {
 	Queued           *int64        `json:"queued,omitempty"`             // deliveries queued when the alert went
 	OldestDueSeconds *int64        `json:"oldest_due_seconds,omitempty"` // how long the oldest due one had waited
 	BacklogAlert     *BacklogAlert `json:"backlog_alert,omitempty"`      // the thresholds
+
+	CertificateSubject string     `json:"client_certificate_subject,omitempty"` // certificate_expiring: the certificate
+	NotAfter           *time.Time `json:"not_after,omitempty"`                  // and when it expires
 }
 
 // EmailsOwner reports whether the endpoint's owner is also emailed about
 // e: about a circuit opening or closing, Sluice disabling the endpoint,
-// and a backlog; not about what the owner did (disabling or enabling it)
-// nor about each dead delivery.
+// a backlog and a client certificate about to expire; not about what the
+// owner did (disabling or enabling it) nor about each dead delivery.
 func (e OpEvent) EmailsOwner() bool {
 	switch e.Type {
-	case OpEndpointCircuitOpened, OpEndpointCircuitClosed, OpEndpointBacklog:
+	case OpEndpointCircuitOpened, OpEndpointCircuitClosed, OpEndpointBacklog, OpCertificateExpiring:
 		return true
 	case OpEndpointDisabled:
 		return e.Payload.Reason != DisabledManual
@@ -199,6 +204,14 @@ var opTypes = []opType{
 		example: `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": null, "reason": "attempts_exhausted",` +
 			` "last_error": "status 500", "delivery_id": "0193a5c8-7d3f-7000-8000-000000000001", "event_id": "0193a5c8-7d3f-7000-8000-000000000002",` +
 			` "event_type": "order.created", "attempts": 10, "last_status": 500}`,
+	},
+	{
+		name:        OpCertificateExpiring,
+		description: "Sent by Sluice: the client certificate of an endpoint's tls option expires within 14 days (or has expired). Sent once per certificate; a new certificate is watched afresh.",
+		reasons:     []string{ReasonExpiring},
+		extra:       `"client_certificate_subject": {"type": "string"}, "not_after": {"type": "string", "format": "date-time"}`,
+		example: `{"endpoint_id": "0193a5c8-7d3e-7c6a-9d7e-2f5b8a1c4e90", "url": "https://example.com/webhooks", "consumer": "acme", "reason": "expiring",` +
+			` "client_certificate_subject": "CN=sluice-client,O=Example", "not_after": "2026-01-15T00:00:00Z"}`,
 	},
 }
 

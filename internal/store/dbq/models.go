@@ -200,6 +200,13 @@ type Endpoint struct {
 	Ordering                  string
 	Delivery                  string
 	Options                   []byte
+	SignKeyEnc                []byte
+	SignPublicKey             []byte
+	SignKeyVersion            int32
+	PreviousSignKeyEnc        []byte
+	PreviousSignPublicKey     []byte
+	TlsKeyEnc                 []byte
+	TlsExpiryNoticed          *time.Time
 	VerifiedAt                *time.Time
 	VerificationError         *string
 }
