@@ -125,16 +125,16 @@ func (e EndpointDisabledReason) Valid() bool {
 
 // Defines values for EndpointOrdering.
 const (
-	Fifo EndpointOrdering = "fifo"
-	None EndpointOrdering = "none"
+	EndpointOrderingFifo EndpointOrdering = "fifo"
+	EndpointOrderingNone EndpointOrdering = "none"
 )
 
 // Valid indicates whether the value is a known member of the EndpointOrdering enum.
 func (e EndpointOrdering) Valid() bool {
 	switch e {
-	case Fifo:
+	case EndpointOrderingFifo:
 		return true
-	case None:
+	case EndpointOrderingNone:
 		return true
 	default:
 		return false
@@ -147,6 +147,7 @@ const (
 	EndpointStatusCircuitOpen EndpointStatus = "circuit_open"
 	EndpointStatusDisabled    EndpointStatus = "disabled"
 	EndpointStatusThrottled   EndpointStatus = "throttled"
+	EndpointStatusUnverified  EndpointStatus = "unverified"
 )
 
 // Valid indicates whether the value is a known member of the EndpointStatus enum.
@@ -159,6 +160,8 @@ func (e EndpointStatus) Valid() bool {
 	case EndpointStatusDisabled:
 		return true
 	case EndpointStatusThrottled:
+		return true
+	case EndpointStatusUnverified:
 		return true
 	default:
 		return false
@@ -320,22 +323,43 @@ func (e ReplayFilterStatus) Valid() bool {
 
 // Defines values for SignatureScheme.
 const (
-	LessThanNil SignatureScheme = "<nil>"
-	V1          SignatureScheme = "v1"
-	V1A         SignatureScheme = "v1a"
-	V1V1A       SignatureScheme = "v1,v1a"
+	SignatureSchemeLessThanNil SignatureScheme = "<nil>"
+	SignatureSchemeV1          SignatureScheme = "v1"
+	SignatureSchemeV1A         SignatureScheme = "v1a"
+	SignatureSchemeV1V1A       SignatureScheme = "v1,v1a"
 )
 
 // Valid indicates whether the value is a known member of the SignatureScheme enum.
 func (e SignatureScheme) Valid() bool {
 	switch e {
-	case LessThanNil:
+	case SignatureSchemeLessThanNil:
 		return true
-	case V1:
+	case SignatureSchemeV1:
 		return true
-	case V1A:
+	case SignatureSchemeV1A:
 		return true
-	case V1V1A:
+	case SignatureSchemeV1V1A:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for Verification.
+const (
+	VerificationChallenge   Verification = "challenge"
+	VerificationLessThanNil Verification = "<nil>"
+	VerificationNone        Verification = "none"
+)
+
+// Valid indicates whether the value is a known member of the Verification enum.
+func (e Verification) Valid() bool {
+	switch e {
+	case VerificationChallenge:
+		return true
+	case VerificationLessThanNil:
+		return true
+	case VerificationNone:
 		return true
 	default:
 		return false
@@ -663,7 +687,8 @@ type Endpoint struct {
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
 	// consecutive failures; only probes are sent. `disabled`: set by the
-	// tenant.
+	// tenant. `unverified`: its `verification` is `challenge` and its
+	// receiver has not answered one yet; its deliveries queue.
 	Status EndpointStatus `json:"status"`
 
 	// ThrottleReason Why the endpoint is throttled, e.g. `429 Retry-After 60`.
@@ -687,6 +712,28 @@ type Endpoint struct {
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
+
+	// Verification A delivery option: `none` (the default; `null` is `none`), or
+	// `challenge`: the endpoint is `unverified`, and receives nothing
+	// but a signed `sluice.endpoint.verification` event, until its
+	// receiver answers one with `2xx` and the JSON body
+	// `{"challenge": "<the payload's challenge>"}`. The challenge is sent
+	// when the endpoint is created so, when `verification` becomes
+	// `challenge`, when its `url` changes, and on `POST
+	// /v1/endpoints/{id}/verify`; an unanswered one is sent again a few
+	// times over some minutes. Meanwhile its deliveries queue (none is
+	// lost) and go at its rate once it is verified. Refused (`422`) for a
+	// poll endpoint.
+	//
+	//
+	// Example: challenge
+	Verification *Verification `json:"verification"`
+
+	// VerificationError Why the last challenge failed (read-only), such as no answer or a 2xx without the challenge; `null` once one is answered.
+	VerificationError *string `json:"verification_error"`
+
+	// VerifiedAt When the receiver last answered a verification challenge (read-only); `null` before, and again after its URL changes or a new challenge is asked for.
+	VerifiedAt *time.Time `json:"verified_at"`
 }
 
 // Endpoint_BacklogAlert The backlog alert; `null` without one.
@@ -810,6 +857,22 @@ type EndpointCreate struct {
 	//
 	// Example: https://example.com/webhooks
 	URL *string `json:"url,omitempty"`
+
+	// Verification A delivery option: `none` (the default; `null` is `none`), or
+	// `challenge`: the endpoint is `unverified`, and receives nothing
+	// but a signed `sluice.endpoint.verification` event, until its
+	// receiver answers one with `2xx` and the JSON body
+	// `{"challenge": "<the payload's challenge>"}`. The challenge is sent
+	// when the endpoint is created so, when `verification` becomes
+	// `challenge`, when its `url` changes, and on `POST
+	// /v1/endpoints/{id}/verify`; an unanswered one is sent again a few
+	// times over some minutes. Meanwhile its deliveries queue (none is
+	// lost) and go at its rate once it is verified. Refused (`422`) for a
+	// poll endpoint.
+	//
+	//
+	// Example: challenge
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // EndpointCreate_BacklogAlert The backlog alert; `null` removes it.
@@ -875,7 +938,8 @@ type EndpointSecret struct {
 // EndpointStatus `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 // nothing is sent until `throttled_until`. `circuit_open`: too many
 // consecutive failures; only probes are sent. `disabled`: set by the
-// tenant.
+// tenant. `unverified`: its `verification` is `challenge` and its
+// receiver has not answered one yet; its deliveries queue.
 type EndpointStatus string
 
 // EndpointUpdate Only the fields present change. `null` is refused (422 naming the
@@ -959,6 +1023,22 @@ type EndpointUpdate struct {
 
 	// URL A push endpoint's only (`422` for a poll endpoint).
 	URL *string `json:"url,omitempty"`
+
+	// Verification A delivery option: `none` (the default; `null` is `none`), or
+	// `challenge`: the endpoint is `unverified`, and receives nothing
+	// but a signed `sluice.endpoint.verification` event, until its
+	// receiver answers one with `2xx` and the JSON body
+	// `{"challenge": "<the payload's challenge>"}`. The challenge is sent
+	// when the endpoint is created so, when `verification` becomes
+	// `challenge`, when its `url` changes, and on `POST
+	// /v1/endpoints/{id}/verify`; an unanswered one is sent again a few
+	// times over some minutes. Meanwhile its deliveries queue (none is
+	// lost) and go at its rate once it is verified. Refused (`422`) for a
+	// poll endpoint.
+	//
+	//
+	// Example: challenge
+	Verification *Verification `json:"verification,omitempty"`
 }
 
 // EndpointUpdate_BacklogAlert The backlog alert; `null` removes it.
@@ -1081,7 +1161,8 @@ type EndpointWithSecret struct {
 	// Status `active`: deliveries flow. `throttled`: the endpoint answered 429 and
 	// nothing is sent until `throttled_until`. `circuit_open`: too many
 	// consecutive failures; only probes are sent. `disabled`: set by the
-	// tenant.
+	// tenant. `unverified`: its `verification` is `challenge` and its
+	// receiver has not answered one yet; its deliveries queue.
 	Status EndpointStatus `json:"status"`
 
 	// ThrottleReason Why the endpoint is throttled, e.g. `429 Retry-After 60`.
@@ -1105,6 +1186,28 @@ type EndpointWithSecret struct {
 
 	// URL Where deliveries are POSTed; absent for a poll endpoint.
 	URL *string `json:"url,omitempty"`
+
+	// Verification A delivery option: `none` (the default; `null` is `none`), or
+	// `challenge`: the endpoint is `unverified`, and receives nothing
+	// but a signed `sluice.endpoint.verification` event, until its
+	// receiver answers one with `2xx` and the JSON body
+	// `{"challenge": "<the payload's challenge>"}`. The challenge is sent
+	// when the endpoint is created so, when `verification` becomes
+	// `challenge`, when its `url` changes, and on `POST
+	// /v1/endpoints/{id}/verify`; an unanswered one is sent again a few
+	// times over some minutes. Meanwhile its deliveries queue (none is
+	// lost) and go at its rate once it is verified. Refused (`422`) for a
+	// poll endpoint.
+	//
+	//
+	// Example: challenge
+	Verification *Verification `json:"verification"`
+
+	// VerificationError Why the last challenge failed (read-only), such as no answer or a 2xx without the challenge; `null` once one is answered.
+	VerificationError *string `json:"verification_error"`
+
+	// VerifiedAt When the receiver last answered a verification challenge (read-only); `null` before, and again after its URL changes or a new challenge is asked for.
+	VerifiedAt *time.Time `json:"verified_at"`
 }
 
 // EndpointWithSecret_BacklogAlert The backlog alert; `null` without one.
@@ -1711,6 +1814,21 @@ type TLSOption struct {
 //
 // Example: 30
 type TimeoutSeconds = int
+
+// Verification A delivery option: `none` (the default; `null` is `none`), or
+// `challenge`: the endpoint is `unverified`, and receives nothing
+// but a signed `sluice.endpoint.verification` event, until its
+// receiver answers one with `2xx` and the JSON body
+// `{"challenge": "<the payload's challenge>"}`. The challenge is sent
+// when the endpoint is created so, when `verification` becomes
+// `challenge`, when its `url` changes, and on `POST
+// /v1/endpoints/{id}/verify`; an unanswered one is sent again a few
+// times over some minutes. Meanwhile its deliveries queue (none is
+// lost) and go at its rate once it is verified. Refused (`422`) for a
+// poll endpoint.
+//
+// Example: challenge
+type Verification string
 
 // Cursor defines model for Cursor.
 type Cursor = string
@@ -3129,6 +3247,15 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/endpoints/{id}/test (the `TestEndpoint` operationId).
 	TestEndpoint(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// VerifyEndpoint Send an endpoint a new verification challenge
+	//
+	// For an endpoint whose `verification` is `challenge`: it is
+	// `unverified` again, and a new challenge is sent to its receiver
+	// (see `Verification`). Takes no body.
+	//
+	// Corresponds with POST /v1/endpoints/{id}/verify (the `VerifyEndpoint` operationId).
+	VerifyEndpoint(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListEventTypes List the event-type catalogue
 	//
 	// Newest first. The first page starts with Sluice's own operational
@@ -4114,6 +4241,25 @@ func (c *Client) RotateEndpointSecret(ctx context.Context, id ID, reqEditors ...
 // Corresponds with POST /v1/endpoints/{id}/test (the `TestEndpoint` operationId).
 func (c *Client) TestEndpoint(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTestEndpointRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// VerifyEndpoint Send an endpoint a new verification challenge
+//
+// For an endpoint whose `verification` is `challenge`: it is
+// `unverified` again, and a new challenge is sent to its receiver
+// (see `Verification`). Takes no body.
+//
+// Corresponds with POST /v1/endpoints/{id}/verify (the `VerifyEndpoint` operationId).
+func (c *Client) VerifyEndpoint(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewVerifyEndpointRequest(c.Server, id)
 	if err != nil {
 		return nil, err
 	}
@@ -5969,6 +6115,40 @@ func NewTestEndpointRequest(server string, id ID) (*http.Request, error) {
 	return req, nil
 }
 
+// NewVerifyEndpointRequest constructs an http.Request for the VerifyEndpoint method
+func NewVerifyEndpointRequest(server string, id ID) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "id", id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: "uuid"})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/endpoints/%s/verify", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListEventTypesRequest constructs an http.Request for the ListEventTypes method
 func NewListEventTypesRequest(server string, params *ListEventTypesParams) (*http.Request, error) {
 	var err error
@@ -7230,6 +7410,17 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/endpoints/{id}/test (the `TestEndpoint` operationId).
 	TestEndpointWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*TestEndpointResponse, error)
+
+	// VerifyEndpointWithResponse Send an endpoint a new verification challenge
+	//
+	// For an endpoint whose `verification` is `challenge`: it is
+	// `unverified` again, and a new challenge is sent to its receiver
+	// (see `Verification`). Takes no body.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/endpoints/{id}/verify (the `VerifyEndpoint` operationId).
+	VerifyEndpointWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*VerifyEndpointResponse, error)
 
 	// ListEventTypesWithResponse List the event-type catalogue
 	//
@@ -10456,6 +10647,115 @@ func (r TestEndpointResponse) ContentType() string {
 	return ""
 }
 
+// VerifyEndpointResponse403Headers the declared response headers of an HTTP 403 response for VerifyEndpoint
+type VerifyEndpointResponse403Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+}
+
+// VerifyEndpointResponse429Headers the declared response headers of an HTTP 429 response for VerifyEndpoint
+type VerifyEndpointResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         int
+}
+
+type VerifyEndpointResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Endpoint
+	// ApplicationProblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationProblemJSON400 *BadRequest
+	// ApplicationProblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationProblemJSON401 *Unauthorized
+	// ApplicationProblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationProblemJSON403 *TenantDisabled
+	// ApplicationProblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationProblemJSON404 *NotFound
+	// ApplicationProblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationProblemJSON409 *Conflict
+	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
+	ApplicationProblemJSONDefault *Error
+	// Headers403 the parsed response headers for an HTTP 403 response
+	Headers403 *VerifyEndpointResponse403Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *VerifyEndpointResponse429Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r VerifyEndpointResponse) GetJSON202() *Endpoint {
+	return r.JSON202
+}
+
+// GetApplicationProblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON400() *BadRequest {
+	return r.ApplicationProblemJSON400
+}
+
+// GetApplicationProblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON401() *Unauthorized {
+	return r.ApplicationProblemJSON401
+}
+
+// GetApplicationProblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON403() *TenantDisabled {
+	return r.ApplicationProblemJSON403
+}
+
+// GetApplicationProblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON404() *NotFound {
+	return r.ApplicationProblemJSON404
+}
+
+// GetApplicationProblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON409() *Conflict {
+	return r.ApplicationProblemJSON409
+}
+
+// GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSON429() *TooManyRequests {
+	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
+func (r VerifyEndpointResponse) GetApplicationProblemJSONDefault() *Error {
+	return r.ApplicationProblemJSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r VerifyEndpointResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r VerifyEndpointResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r VerifyEndpointResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r VerifyEndpointResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListEventTypesResponse403Headers the declared response headers of an HTTP 403 response for ListEventTypes
 type ListEventTypesResponse403Headers struct {
 	RateLimitLimit     *int
@@ -12994,6 +13294,23 @@ func (c *ClientWithResponses) TestEndpointWithResponse(ctx context.Context, id I
 		return nil, err
 	}
 	return ParseTestEndpointResponse(rsp)
+}
+
+// VerifyEndpointWithResponse Send an endpoint a new verification challenge
+//
+// For an endpoint whose `verification` is `challenge`: it is
+// `unverified` again, and a new challenge is sent to its receiver
+// (see `Verification`). Takes no body.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/endpoints/{id}/verify (the `VerifyEndpoint` operationId).
+func (c *ClientWithResponses) VerifyEndpointWithResponse(ctx context.Context, id ID, reqEditors ...RequestEditorFn) (*VerifyEndpointResponse, error) {
+	rsp, err := c.VerifyEndpoint(ctx, id, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseVerifyEndpointResponse(rsp)
 }
 
 // ListEventTypesWithResponse List the event-type catalogue
@@ -17014,6 +17331,139 @@ func ParseTestEndpointResponse(rsp *http.Response) (*TestEndpointResponse, error
 		response.Headers403 = &headers
 	case rsp.StatusCode == 429:
 		var headers TestEndpointResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseVerifyEndpointResponse parses an HTTP response from a VerifyEndpointWithResponse call
+func ParseVerifyEndpointResponse(rsp *http.Response) (*VerifyEndpointResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &VerifyEndpointResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Endpoint
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest TenantDisabled
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest Error
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 403:
+		var headers VerifyEndpointResponse403Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		response.Headers403 = &headers
+	case rsp.StatusCode == 429:
+		var headers VerifyEndpointResponse429Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -174,3 +174,16 @@ FROM (
 ) due
 WHERE e.id = due.id
 RETURNING e.id;
+
+-- name: EndpointVerified :execrows
+-- Records that the endpoint answered a challenge sent to url: unless its
+-- URL changed meanwhile (that one must be proved again) or it was
+-- verified already.
+UPDATE endpoints SET verified_at = now(), verification_error = NULL
+WHERE id = @id AND url = @url AND verified_at IS NULL;
+
+-- name: EndpointVerificationFailed :exec
+-- Records why a challenge sent to url failed, unless its URL changed
+-- meanwhile.
+UPDATE endpoints SET verification_error = @error
+WHERE id = @id AND url = @url AND verified_at IS NULL;

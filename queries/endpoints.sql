@@ -64,6 +64,10 @@ UPDATE endpoints e SET
     disabled = @disabled::boolean,
     disabled_reason = CASE WHEN @disabled::boolean THEN coalesce(e.disabled_reason, 'manual') END,
     options = sqlc.narg(options),
+    -- a new challenge asked for, a new URL to prove or verification
+    -- turned on: unverified until the receiver answers one
+    verified_at = CASE WHEN @reverify::boolean THEN NULL ELSE e.verified_at END,
+    verification_error = CASE WHEN @reverify::boolean THEN NULL ELSE e.verification_error END,
     updated_at = now()
 FROM old
 WHERE e.id = old.id

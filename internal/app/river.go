@@ -152,6 +152,7 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 	river.AddWorker(ws, notify.NewMemberMailWorker(st, mailer, cfg.PublicURL, nil))
 	river.AddWorker(ws, fanout.NewWorker(st, w.nudger, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
+	river.AddWorker(ws, dispatch.NewVerifyWorker(w.dispatch))
 	river.AddWorker(ws, replay.NewWorker(st, w.nudger, w.leases, logger))
 	retention, err := maintenance.NewRetentionWorker(st, maintenance.RetentionConfig{Delivered: cfg.Retention, Dead: cfg.DeadRetention, Audit: cfg.AuditRetention})
 	if err != nil {

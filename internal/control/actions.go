@@ -30,6 +30,7 @@ const (
 	EndpointTested         Action = "endpoint.tested"
 	EndpointReplayed       Action = "endpoint.replayed"
 	EndpointCircuitClosed  Action = "endpoint.circuit_closed"
+	EndpointVerifyAsked    Action = "endpoint.verification_requested"
 
 	SubscriptionCreated Action = "subscription.created"
 	SubscriptionDeleted Action = "subscription.deleted"
@@ -70,6 +71,7 @@ var Actions = []Action{
 	EndpointTested,
 	EndpointReplayed,
 	EndpointCircuitClosed,
+	EndpointVerifyAsked,
 	SubscriptionCreated,
 	SubscriptionDeleted,
 	DeliveryReplayed,

@@ -80,6 +80,11 @@ func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.Valid
 			if !null {
 				opts.RetrySchedule = retrySchedule(raw, v)
 			}
+		case "verification":
+			opts.Verification = nil
+			if !null {
+				opts.Verification = verification(raw, v)
+			}
 		case "signature":
 			opts.Signature = nil
 			if !null {
@@ -105,6 +110,20 @@ func timeoutSeconds(raw json.RawMessage, v *sluice.ValidationError) *int {
 		return nil
 	}
 	return &n
+}
+
+// verification reads a verification mode; VerifyNone is stored as the
+// default it is.
+func verification(raw json.RawMessage, v *sluice.ValidationError) *string {
+	var mode string
+	if err := json.Unmarshal(raw, &mode); err != nil || (mode != sluice.VerifyNone && mode != sluice.VerifyChallenge) {
+		v.Add("verification", "must be %q or %q", sluice.VerifyNone, sluice.VerifyChallenge)
+		return nil
+	}
+	if mode == sluice.VerifyNone {
+		return nil
+	}
+	return &mode
 }
 
 // retrySchedule reads a list of Go durations, each positive, at most

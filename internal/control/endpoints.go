@@ -108,6 +108,9 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err := subs.set(ctx, c, who, ep.ID); err != nil {
 			return err
 		}
+		if err := c.challenge(ctx, ep.ID, set.Options.Challenged()); err != nil {
+			return err
+		}
 		public, err := c.setSigningKey(ctx, who, ep.ID, sluice.DeliveryOptions{}, set.Options)
 		if err != nil {
 			return err
@@ -129,6 +132,9 @@ func (c *Control) settle(ctx context.Context, who Caller, in EndpointInput, set 
 		set.Consumer = who.Consumer
 	}
 	checkSettings(*set, c.cfg.AllowPrivateTargets, v)
+	if set.Delivery == sluice.DeliveryPoll && set.Options.Challenged() {
+		v.Add("verification", "must be %q for a poll endpoint, which has no URL to challenge", sluice.VerifyNone)
+	}
 	subs, err := c.subscriptionOf(ctx, who, in.Subscription, false, v)
 	if err != nil {
 		return nil, err
@@ -150,6 +156,8 @@ func (c *Control) current(ep sluice.Endpoint) sluice.Endpoint {
 	switch {
 	case ep.Disabled:
 		ep.Status = sluice.EndpointDisabled
+	case ep.DeliveryOptions.Challenged() && ep.VerifiedAt == nil:
+		ep.Status = sluice.EndpointUnverified
 	case ep.Circuit.State == sluice.CircuitOpen || ep.Circuit.State == sluice.CircuitHalfOpen:
 		ep.Status = sluice.EndpointCircuitOpen
 	case ep.ThrottledUntil != nil:
@@ -181,12 +189,23 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 		if err != nil {
 			return err
 		}
-		was, err := c.store.UpdateEndpoint(ctx, who.Tenant, id, set)
+		// A receiver proves the URL it answers at: a new one, or
+		// verification turned on, asks it again.
+		reverify := set.Options.Challenged() && (!before.Options.Challenged() || set.URL != before.URL)
+		was, err := c.store.UpdateEndpoint(ctx, who.Tenant, id, set, reverify)
 		if err != nil {
 			return err
 		}
 		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
 			return err
+		}
+		if err := c.challenge(ctx, id, reverify); err != nil {
+			return err
+		}
+		if before.Options.Challenged() && !set.Options.Challenged() && ep.VerifiedAt == nil {
+			if err := c.release(ctx, id); err != nil { // its deliveries waited for an answer
+				return err
+			}
 		}
 		fifo, err := c.store.SetEndpointOrdering(ctx, who.Tenant, id, set.Ordering)
 		if err != nil {

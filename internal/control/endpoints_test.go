@@ -23,7 +23,15 @@ type nudges struct {
 	mu         sync.Mutex
 	dispatched []uuid.UUID
 	unparked   []uuid.UUID
+	verified   []uuid.UUID
 	fanOuts    int
+}
+
+func (n *nudges) Verify(ctx context.Context, tx pgx.Tx, id uuid.UUID) error {
+	n.mu.Lock()
+	n.verified = append(n.verified, id)
+	n.mu.Unlock()
+	return n.TxNudger.Verify(ctx, tx, id)
 }
 
 func (n *nudges) Dispatch(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) error {

@@ -98,6 +98,9 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	none(ep+"/secret/rotate", form())
 	step(ep+"/secret/rotate", form("confirm", "yes"), "endpoint.secret_rotated")
 	step(ep+"/circuit/close", form(), "endpoint.circuit_closed")
+	step(ep+"/edit", form("url", "https://b.test/y", "max_in_flight", "7", "event_types", "*", "verification", "challenge"),
+		"endpoint.updated", "disabled", "event_types", "verification") // the form enables it again
+	step(ep+"/verify", form(), "endpoint.verification_requested")
 	s := b.seed(b.tenantA, "https://c.test/z", true)
 	replayed := step("/deliveries/"+s.delivery.ID.String()+"/replay", form(), "delivery.replayed")
 	step(replayed.Location()[:len("/deliveries/")+36]+"/retry", form(), "delivery.retried") // the replay, queued

@@ -271,7 +271,7 @@ func TestEffectiveRateChart(t *testing.T) {
 
 	set := s.endpoint.Settings()
 	set.RateLimit = &sluice.RateLimit{PerSecond: 100, Burst: 100, Adaptive: true}
-	_, err := b.store.UpdateEndpoint(ctx, b.tenantA.ID, s.endpoint.ID, set)
+	_, err := b.store.UpdateEndpoint(ctx, b.tenantA.ID, s.endpoint.ID, set, false)
 	require.NoError(t, err)
 	now := time.Now().UTC()
 	for _, sd := range []flow.Adaptive{{Rate: 40, At: now.Add(-20 * time.Minute)}, {Rate: 25, At: now.Add(-5 * time.Minute)}} {

@@ -36,7 +36,7 @@ func readEndpointForm(f url.Values) web.EndpointForm {
 		MaxInFlight: strings.TrimSpace(f.Get("max_in_flight")), Disabled: f.Get("disabled") == "1", FIFO: f.Get("fifo") == "1",
 		BacklogQueued: strings.TrimSpace(f.Get("backlog_queued")), BacklogOldest: strings.TrimSpace(f.Get("backlog_oldest")),
 		Options: map[string]string{},
-		Types: map[string]bool{}, Patterns: f.Get("patterns"),
+		Types:   map[string]bool{}, Patterns: f.Get("patterns"),
 		Filter: strings.TrimSpace(f.Get("filter")), FilterPayload: strings.TrimSpace(f.Get("filter_payload")),
 	}
 	for _, t := range f["event_types"] {

@@ -32,4 +32,5 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/secret/rotate":  control.EndpointSecretRotated,
 	"POST /endpoints/{id}/test":           control.EndpointTested,
 	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
+	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
 }

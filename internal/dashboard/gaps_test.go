@@ -54,7 +54,7 @@ func TestStatusBadgesInWords(t *testing.T) {
 	off := b.seed(b.tenantA, "https://hooks.acme.test/off", false)
 	set := off.endpoint.Settings()
 	set.Disabled = true
-	_, err := b.store.UpdateEndpoint(context.Background(), b.tenantA.ID, off.endpoint.ID, set)
+	_, err := b.store.UpdateEndpoint(context.Background(), b.tenantA.ID, off.endpoint.ID, set, false)
 	require.NoError(t, err)
 	br := b.browser()
 	br.login(b.keyA)

@@ -28,6 +28,7 @@ var flashes = map[string]string{
 	"disabled": "Endpoint disabled: nothing is sent to it until it is enabled.",
 	"enabled":  "Endpoint enabled.",
 	"closed":   "Circuit closed: its queued deliveries are sent at its rate limit.",
+	"verify":   "Challenge sent: the endpoint is verified once its receiver answers it.",
 }
 
 func doneFlash(r *http.Request) string { return flashes[r.URL.Query().Get("done")] }
@@ -276,6 +277,18 @@ func (d *Dashboard) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return redirect(w, r, endpointDone(id, "closed"))
+}
+
+// verifyEndpoint is POST /endpoints/{id}/verify: a new challenge.
+func (d *Dashboard) verifyEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if _, err := d.ctl.VerifyEndpoint(r.Context(), caller(r), id); err != nil {
+		return err
+	}
+	return redirect(w, r, endpointDone(id, "verify"))
 }
 
 // endpointDone is an endpoint's page flashing the outcome of an action.

@@ -73,7 +73,7 @@ func TestManageEndpointForms(t *testing.T) {
 	// Edit: headers set through the API survive; the form fills back.
 	set := ep.Settings()
 	set.Headers = map[string]string{"X-Team": "billing"}
-	_, err = b.store.UpdateEndpoint(ctx, b.tenantA.ID, id, set)
+	_, err = b.store.UpdateEndpoint(ctx, b.tenantA.ID, id, set, false)
 	require.NoError(t, err)
 	p = br.get("/endpoints/" + id.String() + "/edit")
 	requireContains(t, p, `value="order.* user.created"`, `value="invoice.paid" checked`)

@@ -96,7 +96,7 @@ func TestScreenshots(t *testing.T) {
 	}
 	set := globex.Settings()
 	set.Disabled = true
-	_, err = b.store.UpdateEndpoint(ctx, a.ID, globex.ID, set)
+	_, err = b.store.UpdateEndpoint(ctx, a.ID, globex.ID, set, false)
 	require.NoError(t, err)
 
 	bctx := chromium(t, 120*time.Second)

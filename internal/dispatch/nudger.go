@@ -81,6 +81,8 @@ type TxNudger interface {
 	// Unpark runs an endpoint's dispatch now: its parked job if it has one
 	// (parkedJobID), a new one otherwise.
 	Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, parkedJobID *int64) error
+	// Verify queues the challenge of an endpoint (VerifyWorker).
+	Verify(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID) error
 }
 
 var _ TxNudger = (*Nudger)(nil)
@@ -445,6 +447,11 @@ func (n *Nudger) parked(endpointID uuid.UUID, until time.Time) {
 // (jobs.Queue.DispatchAt).
 func (n *Nudger) successor(ctx context.Context, tx pgx.Tx, args jobs.DispatchArgs, at time.Time) (int64, error) {
 	return n.queue.DispatchAt(ctx, tx, args, at) //nolint:wrapcheck // jobs says what failed
+}
+
+// Verify queues an endpoint's challenge, in tx (jobs.Queue.Verify).
+func (n *Nudger) Verify(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID) error {
+	return n.queue.Verify(ctx, tx, endpointID) //nolint:wrapcheck // jobs says what failed
 }
 
 // Unpark runs an endpoint's dispatch now, in tx: its parked job if it has

@@ -71,6 +71,9 @@ type Target struct {
 	// for the server's (Config.DeliveryTimeout, Config.Retry).
 	Timeout time.Duration
 	Retry   sluice.Schedule
+	// Unverified: it must answer a challenge (VerifyWorker) before
+	// anything else is sent to it; it counts as Disabled meanwhile.
+	Unverified bool
 	// SigningKeys are its Ed25519 keys while it signs v1a (the current
 	// pair's, then a rotated-out one still in its grace period); Keys is
 	// nil when it signs v1a alone.
@@ -117,6 +120,8 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 			return tg, fmt.Errorf("read endpoint delivery options: %w", err)
 		}
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
+		tg.Unverified = o.Challenged() && r.VerifiedAt == nil
+		tg.Disabled = tg.Disabled || tg.Unverified
 		if o.TLS != nil && r.TlsKeyEnc != nil {
 			tg.TLS = t.clientTLS(r, o.TLS)
 		}

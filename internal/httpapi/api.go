@@ -138,6 +138,7 @@ func (a *API) Mount(r chi.Router) {
 		r.Post("/endpoints/{id}/test", a.handle(a.testEndpoint))
 		r.Post("/endpoints/{id}/replay", a.handle(a.replayEndpoint))
 		r.Post("/endpoints/{id}/circuit/close", a.handle(a.closeCircuit))
+		r.Post("/endpoints/{id}/verify", a.handle(a.verifyEndpoint))
 
 		r.Post("/subscriptions", a.handle(a.createSubscription))
 		r.Get("/subscriptions", a.handle(a.listSubscriptions))

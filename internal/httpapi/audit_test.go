@@ -130,6 +130,10 @@ func TestAuditEveryChange(t *testing.T) {
 		http.StatusCreated, "subscription.created", idOf)
 	step(http.MethodPost, epPath+"/test", nil, http.StatusAccepted, "endpoint.tested", is(epID))
 	step(http.MethodPost, epPath+"/circuit/close", nil, http.StatusOK, "endpoint.circuit_closed", is(epID))
+	fails(http.MethodPost, epPath+"/verify", nil, http.StatusConflict) // its verification is "none"
+	step(http.MethodPatch, epPath, map[string]any{"verification": "challenge"}, http.StatusOK,
+		"endpoint.updated", is(epID), "verification")
+	step(http.MethodPost, epPath+"/verify", nil, http.StatusAccepted, "endpoint.verification_requested", is(epID))
 
 	// Posting events is not a change of settings, and is not recorded.
 	before := len(log())

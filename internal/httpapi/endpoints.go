@@ -152,3 +152,16 @@ func (a *API) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 	writeJSON(w, http.StatusOK, ep)
 	return nil
 }
+
+func (a *API) verifyEndpoint(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r, "endpoint")
+	if err != nil {
+		return err
+	}
+	ep, err := a.ctl.VerifyEndpoint(r.Context(), caller(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, ep)
+	return nil
+}

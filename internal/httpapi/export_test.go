@@ -50,6 +50,7 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/secret/rotate":  control.EndpointSecretRotated,
 	"POST /endpoints/{id}/test":           control.EndpointTested,
 	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
+	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
 	"POST /subscriptions":                 control.SubscriptionCreated,
 	"DELETE /subscriptions/{id}":          control.SubscriptionDeleted,
 }

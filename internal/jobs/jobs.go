@@ -129,6 +129,23 @@ func (MemberMailArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 8}
 }
 
+// VerifyArgs challenges an endpoint whose verification is "challenge"
+// (dispatch.VerifyWorker). Only the latest of an endpoint's is wanted: a
+// new one replaces one that is waiting.
+type VerifyArgs struct {
+	EndpointID uuid.UUID `json:"endpoint_id"`
+}
+
+// Kind implements river.JobArgs.
+func (VerifyArgs) Kind() string { return "endpoint_verify" }
+
+// InsertOpts implements river.JobArgsWithInsertOpts: a receiver that does
+// not answer is challenged a few times, with River's backoff (seconds to
+// minutes), then waits for a challenge asked for by hand.
+func (VerifyArgs) InsertOpts() river.InsertOpts {
+	return river.InsertOpts{Queue: QueueMaintenance, MaxAttempts: 4}
+}
+
 // RetentionArgs is the periodic job that keeps the week partitions: it
 // creates them ahead and drops expired weeks (maintenance.RetentionWorker).
 type RetentionArgs struct{}
@@ -283,6 +300,14 @@ func (q *Queue) Unpark(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID, par
 		}
 	}
 	return q.Dispatch(ctx, tx, []uuid.UUID{endpointID})
+}
+
+// Verify queues an endpoint's challenge (VerifyArgs).
+func (q *Queue) Verify(ctx context.Context, tx pgx.Tx, endpointID uuid.UUID) error {
+	if _, err := q.client.InsertTx(ctx, tx, VerifyArgs{EndpointID: endpointID}, nil); err != nil {
+		return fmt.Errorf("queue verification job: %w", err)
+	}
+	return nil
 }
 
 // Replay queues, in tx, the job that replays a bulk replay request.

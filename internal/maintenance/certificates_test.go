@@ -48,7 +48,7 @@ func TestCertificateExpiring(t *testing.T) {
 	renewed := *set.Options.TLS
 	renewed.NotAfter = soon.Add(time.Hour)
 	set.Options.TLS = &renewed
-	_, err = b.f.Store.UpdateEndpoint(b.ctx, b.f.TenantA.ID, expiring, set)
+	_, err = b.f.Store.UpdateEndpoint(b.ctx, b.f.TenantA.ID, expiring, set, false)
 	require.NoError(t, err)
 	b.sweep()
 	b.sweep()

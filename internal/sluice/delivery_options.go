@@ -36,6 +36,8 @@ type DeliveryOptions struct {
 	// the CAs they trust the receiver's certificate on; nil: none, and the
 	// system roots.
 	TLS *TLSOption `json:"tls"`
+	// Verification is VerifyNone or VerifyChallenge; nil: VerifyNone.
+	Verification *string `json:"verification"`
 }
 
 // The values of DeliveryOptions.Signature: Standard Webhooks' symmetric
@@ -55,6 +57,19 @@ func (o DeliveryOptions) SignsV1() bool {
 // endpoint then has a key pair, published in its tenant's JWKS.
 func (o DeliveryOptions) SignsV1a() bool {
 	return o.Signature != nil && (*o.Signature == SignatureV1a || *o.Signature == SignatureBoth)
+}
+
+// Verification modes: with VerifyChallenge, an endpoint receives nothing
+// but a signed challenge (VerificationType) until it answers one.
+const (
+	VerifyNone      = "none"
+	VerifyChallenge = "challenge"
+)
+
+// Challenged reports whether the endpoint must answer a challenge before
+// anything is sent to it.
+func (o DeliveryOptions) Challenged() bool {
+	return o.Verification != nil && *o.Verification == VerifyChallenge
 }
 
 // Bounds of the delivery options.
@@ -90,6 +105,9 @@ func (o DeliveryOptions) Texts() map[string]string {
 	}
 	if o.TLS != nil { // the key is write-only: its field stays empty
 		t["tls.client_certificate"], t["tls.ca_certificates"] = o.TLS.ClientCertificate, o.TLS.CACertificates
+	}
+	if o.Verification != nil {
+		t["verification"] = *o.Verification
 	}
 	return t
 }

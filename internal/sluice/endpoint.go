@@ -12,6 +12,9 @@ const (
 	EndpointThrottled   = "throttled"
 	EndpointCircuitOpen = "circuit_open"
 	EndpointDisabled    = "disabled"
+	// EndpointUnverified: its verification is "challenge" and it has not
+	// answered one yet; its deliveries queue and nothing is sent.
+	EndpointUnverified = "unverified"
 )
 
 // Circuit states.
@@ -105,9 +108,13 @@ type Endpoint struct {
 	QueuedDeliveries int64      `json:"queued_deliveries"`
 	// EffectiveRate is what an adaptive rate limit allows now, in
 	// deliveries a second, worked out from Slowdown; nil without one.
-	EffectiveRate *float64  `json:"effective_rate"`
-	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt     time.Time `json:"updated_at"`
+	EffectiveRate *float64 `json:"effective_rate"`
+	// VerifiedAt is when it last answered a verification challenge; nil
+	// before that. VerificationError is why the last challenge failed.
+	VerifiedAt        *time.Time `json:"verified_at"`
+	VerificationError *string    `json:"verification_error"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
 	// Slowdown is an adaptive rate limit's state as stored (the fields of
 	// flow.Adaptive).
 	Slowdown Slowdown `json:"-"`

@@ -43,6 +43,11 @@ const (
 	OpDeliveryDead          = "sluice.delivery.dead"
 )
 
+// VerificationType is the type of the challenge Sluice sends an endpoint
+// whose verification is VerifyChallenge: signed like a delivery, sent to
+// that endpoint alone, and not an event of the tenant's stream.
+const VerificationType = "sluice.endpoint.verification"
+
 // Why an endpoint is disabled (Endpoint.DisabledReason).
 const (
 	DisabledManual  = "manual"  // PATCH {"disabled": true}, or created disabled

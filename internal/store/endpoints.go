@@ -90,12 +90,13 @@ type EndpointUpdate struct {
 
 // UpdateEndpoint replaces the tenant-chosen fields of an endpoint but its
 // ordering (SetEndpointOrdering), with the row locked, and reports what
-// the endpoint was.
-func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (EndpointUpdate, error) {
+// the endpoint was. With reverify, it is unverified again.
+func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, reverify bool) (EndpointUpdate, error) {
 	p, err := settingsParams(tenantID, id, set)
 	if err != nil {
 		return EndpointUpdate{}, err
 	}
+	p.Reverify = reverify
 	row, err := s.q.UpdateEndpoint(ctx, p)
 	if err != nil {
 		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", notFound(err))
@@ -247,8 +248,9 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 			OpenedAt: r.CircuitOpenedAt, NextProbeAt: r.CircuitNextProbeAt,
 		},
 		QueuedDeliveries: v.QueuedDeliveries,
-		CreatedAt:        r.CreatedAt,
-		UpdatedAt:        r.UpdatedAt,
+		VerifiedAt:       r.VerifiedAt, VerificationError: r.VerificationError,
+		CreatedAt: r.CreatedAt,
+		UpdatedAt: r.UpdatedAt,
 	}
 	if r.AdaptiveRate != nil && r.AdaptiveRateAt != nil {
 		ep.Slowdown.Rate, ep.Slowdown.At = *r.AdaptiveRate, *r.AdaptiveRateAt

@@ -140,8 +140,47 @@ func (q *Queries) DeleteThrottle(ctx context.Context, endpointID uuid.UUID) erro
 	return err
 }
 
+const endpointVerificationFailed = `-- name: EndpointVerificationFailed :exec
+UPDATE endpoints SET verification_error = $1
+WHERE id = $2 AND url = $3 AND verified_at IS NULL
+`
+
+type EndpointVerificationFailedParams struct {
+	Error *string
+	ID    uuid.UUID
+	Url   string
+}
+
+// Records why a challenge sent to url failed, unless its URL changed
+// meanwhile.
+func (q *Queries) EndpointVerificationFailed(ctx context.Context, arg EndpointVerificationFailedParams) error {
+	_, err := q.db.Exec(ctx, endpointVerificationFailed, arg.Error, arg.ID, arg.Url)
+	return err
+}
+
+const endpointVerified = `-- name: EndpointVerified :execrows
+UPDATE endpoints SET verified_at = now(), verification_error = NULL
+WHERE id = $1 AND url = $2 AND verified_at IS NULL
+`
+
+type EndpointVerifiedParams struct {
+	ID  uuid.UUID
+	Url string
+}
+
+// Records that the endpoint answered a challenge sent to url: unless its
+// URL changed meanwhile (that one must be proved again) or it was
+// verified already.
+func (q *Queries) EndpointVerified(ctx context.Context, arg EndpointVerifiedParams) (int64, error) {
+	result, err := q.db.Exec(ctx, endpointVerified, arg.ID, arg.Url)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = $1
@@ -206,6 +245,8 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 		&i.Endpoint.PreviousSignPublicKey,
 		&i.Endpoint.TlsKeyEnc,
 		&i.Endpoint.TlsExpiryNoticed,
+		&i.Endpoint.VerifiedAt,
+		&i.Endpoint.VerificationError,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.Consecutive429s,

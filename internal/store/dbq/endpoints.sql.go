@@ -27,7 +27,7 @@ INSERT INTO endpoints (
     $12, $13, $14::boolean, CASE WHEN $14::boolean THEN 'manual' END,
     $15, $16, $17, $18
 )
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery, options, sign_key_enc, sign_public_key, sign_key_version, previous_sign_key_enc, previous_sign_public_key, tls_key_enc, tls_expiry_noticed
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery, options, sign_key_enc, sign_public_key, sign_key_version, previous_sign_key_enc, previous_sign_public_key, tls_key_enc, tls_expiry_noticed, verified_at, verification_error
 `
 
 type CreateEndpointParams struct {
@@ -119,6 +119,8 @@ func (q *Queries) CreateEndpoint(ctx context.Context, arg CreateEndpointParams) 
 		&i.PreviousSignPublicKey,
 		&i.TlsKeyEnc,
 		&i.TlsExpiryNoticed,
+		&i.VerifiedAt,
+		&i.VerificationError,
 	)
 	return i, err
 }
@@ -147,7 +149,7 @@ func (q *Queries) DeleteEndpoint(ctx context.Context, arg DeleteEndpointParams) 
 }
 
 const getEndpoint = `-- name: GetEndpoint :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -216,6 +218,8 @@ func (q *Queries) GetEndpoint(ctx context.Context, arg GetEndpointParams) (GetEn
 		&i.Endpoint.PreviousSignPublicKey,
 		&i.Endpoint.TlsKeyEnc,
 		&i.Endpoint.TlsExpiryNoticed,
+		&i.Endpoint.VerifiedAt,
+		&i.Endpoint.VerificationError,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.QueuedDeliveries,
@@ -248,7 +252,7 @@ func (q *Queries) GetEndpointSecrets(ctx context.Context, arg GetEndpointSecrets
 }
 
 const listEndpoints = `-- name: ListEndpoints :many
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, t.throttled_until, t.reason AS throttle_reason,
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, t.throttled_until, t.reason AS throttle_reason,
     (SELECT count(*) FROM deliveries d
      WHERE d.endpoint_id = e.id AND d.status IN ('pending', 'failed')) AS queued_deliveries
 FROM endpoints e
@@ -334,6 +338,8 @@ func (q *Queries) ListEndpoints(ctx context.Context, arg ListEndpointsParams) ([
 			&i.Endpoint.PreviousSignPublicKey,
 			&i.Endpoint.TlsKeyEnc,
 			&i.Endpoint.TlsExpiryNoticed,
+			&i.Endpoint.VerifiedAt,
+			&i.Endpoint.VerificationError,
 			&i.ThrottledUntil,
 			&i.ThrottleReason,
 			&i.QueuedDeliveries,
@@ -380,7 +386,7 @@ func (q *Queries) RotateEndpointSecret(ctx context.Context, arg RotateEndpointSe
 const updateEndpoint = `-- name: UpdateEndpoint :one
 WITH old AS (
     SELECT o.id, o.disabled FROM endpoints o
-    WHERE o.tenant_id = $14 AND o.id = $15
+    WHERE o.tenant_id = $15 AND o.id = $16
     FOR NO KEY UPDATE
 )
 UPDATE endpoints e SET
@@ -401,6 +407,10 @@ UPDATE endpoints e SET
     disabled = $12::boolean,
     disabled_reason = CASE WHEN $12::boolean THEN coalesce(e.disabled_reason, 'manual') END,
     options = $13,
+    -- a new challenge asked for, a new URL to prove or verification
+    -- turned on: unverified until the receiver answers one
+    verified_at = CASE WHEN $14::boolean THEN NULL ELSE e.verified_at END,
+    verification_error = CASE WHEN $14::boolean THEN NULL ELSE e.verification_error END,
     updated_at = now()
 FROM old
 WHERE e.id = old.id
@@ -421,6 +431,7 @@ type UpdateEndpointParams struct {
 	Headers                   []byte
 	Disabled                  bool
 	Options                   []byte
+	Reverify                  bool
 	TenantID                  uuid.UUID
 	ID                        uuid.UUID
 }
@@ -452,6 +463,7 @@ func (q *Queries) UpdateEndpoint(ctx context.Context, arg UpdateEndpointParams) 
 		arg.Headers,
 		arg.Disabled,
 		arg.Options,
+		arg.Reverify,
 		arg.TenantID,
 		arg.ID,
 	)

@@ -207,6 +207,8 @@ type Endpoint struct {
 	PreviousSignPublicKey     []byte
 	TlsKeyEnc                 []byte
 	TlsExpiryNoticed          *time.Time
+	VerifiedAt                *time.Time
+	VerificationError         *string
 }
 
 type Event struct {

@@ -5,6 +5,7 @@
 package receiver
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -33,6 +34,9 @@ type Behavior struct {
 	RetryAfter string        // Retry-After header value, if any
 	Location   string        // Location header value (a redirect's target), if any
 	Body       string
+	// Challenge answers a verification challenge (its body the echo a
+	// verified endpoint gives) instead of Body, when the request is one.
+	Challenge bool
 }
 
 // Receiver is a running loopback receiver.
@@ -137,5 +141,24 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 		b.Status = http.StatusOK
 	}
 	w.WriteHeader(b.Status)
+	if answer, ok := challenge(body); ok && b.Challenge {
+		_, _ = w.Write(answer)
+		return
+	}
 	_, _ = io.WriteString(w, b.Body)
+}
+
+// challenge is the answer to a verification challenge, when body is one.
+func challenge(body []byte) ([]byte, bool) {
+	var ev struct {
+		Type string `json:"type"`
+		Data struct {
+			Challenge string `json:"challenge"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(body, &ev) != nil || ev.Type != "sluice.endpoint.verification" {
+		return nil, false
+	}
+	answer, _ := json.Marshal(map[string]string{"challenge": ev.Data.Challenge})
+	return answer, true
 }
