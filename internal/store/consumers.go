@@ -14,7 +14,7 @@ import (
 // and reports which it did.
 func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid string, set sluice.ConsumerSettings) (sluice.Consumer, bool, error) {
 	row, err := s.q.UpsertConsumer(ctx, dbq.UpsertConsumerParams{
-		ID: newID(), TenantID: tenantID, Uid: uid, Name: set.Name, AlertEmail: set.AlertEmail,
+		ID: NewID(), TenantID: tenantID, Uid: uid, Name: set.Name, AlertEmail: set.AlertEmail,
 		PortalGeneration: uuid.New(),
 	})
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid stri
 func (s *Store) GetConsumer(ctx context.Context, tenantID uuid.UUID, uid string) (sluice.Consumer, error) {
 	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
 	if err != nil {
-		return sluice.Consumer{}, notFound(err)
+		return sluice.Consumer{}, NotFound(err)
 	}
 	return consumerFromRow(row.Consumer, row.EndpointCount), nil
 }

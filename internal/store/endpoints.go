@@ -16,7 +16,7 @@ import (
 // CreateEndpoint stores a new endpoint signing with secret, which it
 // seals. A consumer that is not the tenant's is sluice.ErrNotFound.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings, secret string) (sluice.Endpoint, error) {
-	p, err := settingsParams(tenantID, newID(), set)
+	p, err := settingsParams(tenantID, NewID(), set)
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
@@ -45,7 +45,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 			Options:                   p.Options,
 		})
 		if err != nil {
-			return fmt.Errorf("create endpoint: %w", notFound(err)) // the consumer's foreign key
+			return fmt.Errorf("create endpoint: %w", NotFound(err)) // the consumer's foreign key
 		}
 		if set.Delivery == sluice.DeliveryPoll {
 			if row, err = q.MakeEndpointPoll(ctx, row.ID); err != nil {
@@ -64,7 +64,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice.Endpoint, error) {
 	row, err := s.q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Endpoint{}, notFound(err)
+		return sluice.Endpoint{}, NotFound(err)
 	}
 	return endpointFromRow(endpointView(row))
 }
@@ -98,7 +98,7 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	}
 	row, err := s.q.UpdateEndpoint(ctx, p)
 	if err != nil {
-		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", notFound(err))
+		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", NotFound(err))
 	}
 	return EndpointUpdate{WasDisabled: row.WasDisabled, ParkedJobID: row.ParkedJobID}, nil
 }
@@ -125,7 +125,7 @@ func rowChanged(what string, n int64, err error) error {
 func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return "", fmt.Errorf("read endpoint secret: %w", notFound(err))
+		return "", fmt.Errorf("read endpoint secret: %w", NotFound(err))
 	}
 	secret, err := s.box.Open(row.SecretEnc)
 	if err != nil {
@@ -201,9 +201,9 @@ func BacklogAlertOf(queued, oldestSeconds *int32) *sluice.BacklogAlert {
 	return &sluice.BacklogAlert{Queued: int(deref(queued)), OldestSeconds: int(deref(oldestSeconds))}
 }
 
-// rateLimitOf is the rate limit on endpoint row e, with its Smart delivery
-// settings; nil when it has none.
-func rateLimitOf(e dbq.Endpoint) *sluice.RateLimit {
+// EndpointRateLimit is the rate limit on endpoint row e, with its Smart
+// delivery settings; nil when it has none.
+func EndpointRateLimit(e dbq.Endpoint) *sluice.RateLimit {
 	if e.RateLimitPerSecond == nil && e.RateLimitPerMinute == nil {
 		return nil
 	}
@@ -235,7 +235,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		URL:            r.Url,
 		Delivery:       r.Delivery,
 		Description:    r.Description,
-		RateLimit:      rateLimitOf(r),
+		RateLimit:      EndpointRateLimit(r),
 		MaxInFlight:    int(r.MaxInFlight),
 		Disabled:       r.Disabled,
 		DisabledReason: r.DisabledReason,
@@ -286,7 +286,7 @@ func orderingOf(set sluice.EndpointSettings) string {
 func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID, ordering string) (bool, error) {
 	was, err := s.q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return false, fmt.Errorf("read ordering: %w", notFound(err))
+		return false, fmt.Errorf("read ordering: %w", NotFound(err))
 	}
 	if was == ordering {
 		return false, nil

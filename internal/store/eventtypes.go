@@ -15,7 +15,7 @@ import (
 // catalogue, and reports whether it created it.
 func (s *Store) UpsertEventType(ctx context.Context, tenantID uuid.UUID, et sluice.EventType) (sluice.EventType, bool, error) {
 	row, err := s.q.UpsertEventType(ctx, dbq.UpsertEventTypeParams{
-		ID: newID(), TenantID: tenantID, Name: et.Name, Description: et.Description,
+		ID: NewID(), TenantID: tenantID, Name: et.Name, Description: et.Description,
 		Example: nullableJSON(et.Example), Schema: nullableJSON(et.Schema), Deprecated: et.Deprecated,
 	})
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) UpsertEventType(ctx context.Context, tenantID uuid.UUID, et slui
 func (s *Store) GetEventType(ctx context.Context, tenantID uuid.UUID, name string) (sluice.EventType, error) {
 	row, err := s.q.GetEventType(ctx, dbq.GetEventTypeParams{TenantID: tenantID, Name: name})
 	if err != nil {
-		return sluice.EventType{}, notFound(err)
+		return sluice.EventType{}, NotFound(err)
 	}
 	return eventTypeFromRow(row), nil
 }

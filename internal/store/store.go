@@ -60,13 +60,14 @@ func (s *Store) Ping(ctx context.Context) error {
 // sluice.ErrNotFound. It is for a read whose caller maps the row itself.
 func Read[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (R, error), arg A) (R, error) {
 	row, err := stmt(s.q, ctx, arg)
-	return row, notFound(err)
+	return row, NotFound(err)
 }
 
-// notFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
+// NotFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
 // key violation (SQLSTATE 23503): a row the statement refers to is gone,
-// deleted by a concurrent transaction after it was looked up.
-func notFound(err error) error {
+// deleted by a concurrent transaction after it was looked up. The code
+// that runs queries in a Tx calls it too.
+func NotFound(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return sluice.ErrNotFound
@@ -74,9 +75,9 @@ func notFound(err error) error {
 	return err
 }
 
-// newID returns a time-ordered id, so that "newest first" is "highest id
-// first" and cursors are plain ids.
-func newID() uuid.UUID {
+// NewID returns a time-ordered id, as the store gives every row it makes,
+// so that "newest first" is "highest id first" and cursors are plain ids.
+func NewID() uuid.UUID {
 	return uuid.Must(uuid.NewV7())
 }
 

@@ -30,13 +30,13 @@ func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uui
 func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
 	row, err := s.q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, eventTypes, f))
 	if err != nil {
-		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", notFound(err))
+		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", NotFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
 
 func subscriptionParams(tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) dbq.CreateSubscriptionParams {
-	p := dbq.CreateSubscriptionParams{ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: eventTypes}
+	p := dbq.CreateSubscriptionParams{ID: NewID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: eventTypes}
 	if f != nil {
 		p.Filter, p.FilterPath = f.JSON, &f.JSONPath
 	}
@@ -47,7 +47,7 @@ func subscriptionParams(tenantID, endpointID uuid.UUID, eventTypes []string, f *
 func (s *Store) GetSubscription(ctx context.Context, tenantID, id uuid.UUID) (sluice.Subscription, error) {
 	row, err := s.q.GetSubscription(ctx, dbq.GetSubscriptionParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Subscription{}, fmt.Errorf("read subscription: %w", notFound(err))
+		return sluice.Subscription{}, fmt.Errorf("read subscription: %w", NotFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
@@ -93,7 +93,7 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
-			return fmt.Errorf("read endpoint: %w", notFound(err))
+			return fmt.Errorf("read endpoint: %w", NotFound(err))
 		}
 		if err := q.DeleteEndpointSubscriptions(ctx, dbq.DeleteEndpointSubscriptionsParams{TenantID: tenantID, EndpointID: endpointID}); err != nil {
 			return fmt.Errorf("delete endpoint subscriptions: %w", err)
@@ -102,7 +102,7 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 			return nil
 		}
 		if _, err := q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, patterns, f)); err != nil {
-			return fmt.Errorf("create subscription: %w", notFound(err))
+			return fmt.Errorf("create subscription: %w", NotFound(err))
 		}
 		return nil
 	})

@@ -20,7 +20,7 @@ func (s *Store) SetTenantAPIRate(ctx context.Context, tenantID uuid.UUID, rate *
 func (s *Store) TenantAPIRate(ctx context.Context, tenantID uuid.UUID) (*string, error) {
 	rate, err := s.q.TenantAPIRate(ctx, tenantID)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, NotFound(err)
 	}
 	return rate, nil
 }
