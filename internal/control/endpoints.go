@@ -179,8 +179,8 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 			return err
 		}
 		if fifo && set.Ordering == sluice.OrderingFIFO {
-			if err := c.store.BackfillFIFO(ctx, id); err != nil {
-				return err
+			if err := store.Exec(ctx, c.store, (*dbq.Queries).BackfillFIFO, id); err != nil {
+				return fmt.Errorf("put queued deliveries in line: %w", err)
 			}
 		}
 		if err := c.afterUpdate(ctx, who, sluice.OpEndpoint{ID: id, URL: set.URL, Consumer: set.Consumer}, was, set.Disabled); err != nil {
@@ -481,7 +481,10 @@ func (c *Control) DeleteEndpoint(ctx context.Context, who Caller, id uuid.UUID) 
 			return err
 		}
 		e.ObjectID = object(id)
-		return c.store.DeleteEndpoint(ctx, who.Tenant, id)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteEndpoint, dbq.DeleteEndpointParams{TenantID: who.Tenant, ID: id}); err != nil {
+			return fmt.Errorf("delete endpoint: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -176,7 +177,7 @@ func TestPortalInvalidLinks(t *testing.T) {
 	}
 
 	// The consumer is deleted: its links die with it.
-	require.NoError(t, b.store.DeleteConsumer(context.Background(), b.tenantA.ID, "c1"))
+	require.NoError(t, store.ExecRows(context.Background(), b.store, (*dbq.Queries).DeleteConsumer, dbq.DeleteConsumerParams{TenantID: b.tenantA.ID, Uid: "c1"}))
 	p := b.browser().get(strings.TrimPrefix(good, b.srv.URL))
 	require.Equal(t, http.StatusForbidden, p.Status)
 }

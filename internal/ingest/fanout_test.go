@@ -14,6 +14,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -146,7 +148,7 @@ func TestDeletedEndpointsDoNotFailPosts(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			require.FailNow(t, "no post committed")
 		}
-		require.NoError(t, f.Store.DeleteEndpoint(ctx, f.TenantA.ID, ep))
+		require.NoError(t, store.ExecRows(ctx, f.Store, (*dbq.Queries).DeleteEndpoint, dbq.DeleteEndpointParams{TenantID: f.TenantA.ID, ID: ep}))
 	}
 	close(stop)
 	posters.Wait()

@@ -52,14 +52,6 @@ func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.A
 	return apiKeyFromRow(row), nil
 }
 
-// RevokeAPIKey deletes one of a tenant's API keys, and with it every
-// dashboard session opened with it. Another tenant's key is
-// sluice.ErrNotFound.
-func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete api key", n, err)
-}
-
 // RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key
 // alone; it returns the key revoked and its tenant's id.
 func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIKey, uuid.UUID, error) {

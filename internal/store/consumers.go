@@ -45,13 +45,6 @@ func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.
 		})
 }
 
-// DeleteConsumer removes a consumer with its endpoints, their subscriptions
-// and deliveries, and its portal sessions. Its events stay.
-func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid string) error {
-	n, err := s.q.DeleteConsumer(ctx, dbq.DeleteConsumerParams{TenantID: tenantID, Uid: uid})
-	return rowChanged("delete consumer", n, err)
-}
-
 func consumerFromRow(r dbq.Consumer, endpoints int64) sluice.Consumer {
 	return sluice.Consumer{
 		ID: r.ID, TenantID: r.TenantID, UID: r.Uid, Name: r.Name, AlertEmail: r.AlertEmail,

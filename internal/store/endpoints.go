@@ -103,24 +103,6 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	return EndpointUpdate{WasDisabled: row.WasDisabled, ParkedJobID: row.ParkedJobID}, nil
 }
 
-// DeleteEndpoint removes an endpoint with its subscriptions.
-func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteEndpoint(ctx, dbq.DeleteEndpointParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete endpoint", n, err)
-}
-
-// rowChanged is the error of a statement (what) that was to change one
-// row and changed n: sluice.ErrNotFound for none.
-func rowChanged(what string, n int64, err error) error {
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s: %w", what, err)
-	case n == 0:
-		return sluice.ErrNotFound
-	}
-	return nil
-}
-
 // EndpointSecret returns an endpoint's current signing secret.
 func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
@@ -137,13 +119,16 @@ func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 // RotateEndpointSecret makes secret, which it seals, an endpoint's signing
 // secret; the current one keeps signing beside it until previousExpires.
 func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, secret string, previousExpires time.Time) error {
-	n, err := s.q.RotateEndpointSecret(ctx, dbq.RotateEndpointSecretParams{
+	err := ExecRows(ctx, s, (*dbq.Queries).RotateEndpointSecret, dbq.RotateEndpointSecretParams{
 		TenantID:          tenantID,
 		ID:                id,
 		SecretEnc:         s.box.Seal([]byte(secret)),
 		PreviousExpiresAt: &previousExpires,
 	})
-	return rowChanged("rotate endpoint secret", n, err)
+	if err != nil {
+		return fmt.Errorf("rotate endpoint secret: %w", err)
+	}
+	return nil
 }
 
 // settingsParams are the columns of endpoint id's tenant-chosen settings
@@ -298,15 +283,6 @@ func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID,
 		return false, fmt.Errorf("set ordering: %w", err)
 	}
 	return true, nil
-}
-
-// BackfillFIFO puts the deliveries an endpoint has queued in their FIFO
-// lines, in the transaction of the SetEndpointOrdering that locked it.
-func (s *Store) BackfillFIFO(ctx context.Context, id uuid.UUID) error {
-	if err := s.q.BackfillFIFO(ctx, id); err != nil {
-		return fmt.Errorf("put queued deliveries in line: %w", err)
-	}
-	return nil
 }
 
 // PollEndpoints returns which of ids are poll endpoints: alone on the

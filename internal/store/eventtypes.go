@@ -43,13 +43,6 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 		func(r dbq.EventType) (sluice.EventType, error) { return eventTypeFromRow(r), nil })
 }
 
-// DeleteEventType removes an entry of the tenant's catalogue. Subscriptions
-// and events of the type are not touched.
-func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name string) error {
-	n, err := s.q.DeleteEventType(ctx, dbq.DeleteEventTypeParams{TenantID: tenantID, Name: name})
-	return rowChanged("delete event type", n, err)
-}
-
 // EventSchemas are the tenant's event types that have a schema, each with
 // its name, schema and update time only.
 func (s *Store) EventSchemas(ctx context.Context, tenantID uuid.UUID) ([]sluice.EventType, error) {

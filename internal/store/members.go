@@ -63,13 +63,6 @@ func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role 
 	return memberFromRow(row), nil
 }
 
-// RemoveMember deletes one of a tenant's members, and with it its
-// dashboard sessions and unused links (foreign key cascades).
-func (s *Store) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteMember(ctx, dbq.DeleteMemberParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete member", n, err)
-}
-
 // MemberCredential is a member found by its email, to sign in: with its
 // password's hash ("" until it has set one) and its tenant.
 type MemberCredential struct {
@@ -90,18 +83,6 @@ func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredenti
 		PasswordHash: deref(row.Member.PasswordHash),
 		Tenant:       tenantFromRow(row.Tenant),
 	}, nil
-}
-
-// AddMemberToken records the hash of a link's token, working until
-// expires. A member removed since is sluice.ErrNotFound.
-func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHash []byte, purpose string, expires time.Time) error {
-	err := s.q.InsertMemberToken(ctx, dbq.InsertMemberTokenParams{
-		TokenHash: tokenHash, MemberID: memberID, Purpose: purpose, ExpiresAt: expires,
-	})
-	if err != nil {
-		return fmt.Errorf("insert member token: %w", NotFound(err))
-	}
-	return nil
 }
 
 // SetMemberPassword uses a link's token: unless it was used already or

@@ -79,14 +79,6 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 	return ds, nil
 }
 
-// DeleteDashboardSession ends a session: sign-out.
-func (s *Store) DeleteDashboardSession(ctx context.Context, tokenHash []byte) error {
-	if err := s.q.DeleteDashboardSession(ctx, tokenHash); err != nil {
-		return fmt.Errorf("delete dashboard session: %w", err)
-	}
-	return nil
-}
-
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {

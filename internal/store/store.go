@@ -63,6 +63,25 @@ func Read[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, conte
 	return row, NotFound(err)
 }
 
+// Exec is Read for a statement that writes and returns nothing (sqlc's
+// :exec), such as (*dbq.Queries).DeleteDashboardSession. It is for a write
+// whose caller needs no mapping.
+func Exec[A any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) error, arg A) error {
+	return NotFound(stmt(s.q, ctx, arg))
+}
+
+// ExecRows is Exec for a statement that is to change one row and returns
+// how many it changed (sqlc's :execrows), such as
+// (*dbq.Queries).DeleteConsumer: one that changed none is
+// sluice.ErrNotFound.
+func ExecRows[A any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (int64, error), arg A) error {
+	n, err := stmt(s.q, ctx, arg)
+	if err == nil && n == 0 {
+		return sluice.ErrNotFound
+	}
+	return NotFound(err)
+}
+
 // NotFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
 // key violation (SQLSTATE 23503): a row the statement refers to is gone,
 // deleted by a concurrent transaction after it was looked up. The code

@@ -68,12 +68,6 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpo
 		func(r dbq.Subscription) (sluice.Subscription, error) { return subscriptionFromRow(r), nil })
 }
 
-// DeleteSubscription removes one of a tenant's subscriptions.
-func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteSubscription(ctx, dbq.DeleteSubscriptionParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete subscription", n, err)
-}
-
 func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
 	return sluice.Subscription{
 		ID:         r.ID,
