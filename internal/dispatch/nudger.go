@@ -221,7 +221,7 @@ func (n *Nudger) pollEndpoints(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) 
 	if tx != nil {
 		return dbq.New(tx).PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
 	}
-	return n.store.PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
+	return store.Read(ctx, n.store, (*dbq.Queries).PollEndpoints, ids) //nolint:wrapcheck // wrapped by splitPoll
 }
 
 // splitPoll separates the poll endpoints from the others, asking the

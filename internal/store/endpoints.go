@@ -284,13 +284,3 @@ func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID,
 	}
 	return true, nil
 }
-
-// PollEndpoints returns which of ids are poll endpoints: alone on the
-// pool, or in the change ctx belongs to.
-func (s *Store) PollEndpoints(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	polls, err := s.q.PollEndpoints(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("poll endpoints: %w", err)
-	}
-	return polls, nil
-}
