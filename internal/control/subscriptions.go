@@ -48,7 +48,7 @@ func (c *Control) CreateSubscription(ctx context.Context, who Caller, endpointID
 		if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
 			return err
 		}
-		if sub, err = c.store.CreateFilteredSubscription(ctx, who.Tenant, endpointID, subs.patterns, subs.filter); err != nil {
+		if sub, err = c.store.CreateSubscription(ctx, who.Tenant, endpointID, subs.patterns, subs.filter); err != nil {
 			return err
 		}
 		e.ObjectID = object(sub.ID)

@@ -58,7 +58,7 @@ func (b *bundle) seedFor(tenant sluice.Tenant, uid, url string) seeded {
 	ep, err := b.store.CreateEndpoint(ctx, tenant.ID, set, storetest.Secret)
 	secret := storetest.Secret
 	require.NoError(t, err)
-	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
+	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"}, nil)
 	require.NoError(t, err)
 	s := seeded{endpoint: ep, event: b.postEvent(tenant, ev), secret: secret}
 	b.kill(ep.ID, 500, "boom", "down")

@@ -75,7 +75,7 @@ func subscribedEndpoint(t *testing.T, f storetest.Fixture, path, pattern string)
 	t.Helper()
 	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern})
+	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern}, nil)
 	require.NoError(t, err)
 	return ep.ID
 }

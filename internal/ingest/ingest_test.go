@@ -44,7 +44,7 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	wg.Wait()
 
 	for _, tenant := range []sluice.Tenant{tenantA, tenantB} {
-		page, err := st.ListEvents(ctx, tenant.ID, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+		page, err := st.ListEvents(ctx, tenant.ID, nil, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 		require.NoError(t, err)
 		require.Len(t, page.Items, n/2, "each tenant's events, stored under that tenant")
 	}

@@ -41,14 +41,9 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 }
 
 // ListEvents returns a page of a tenant's events, newest first, optionally
-// of one type.
-func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
-	return s.ListConsumerEvents(ctx, tenantID, nil, eventType, p)
-}
-
-// ListConsumerEvents is ListEvents as one consumer sees them when consumer
-// is not nil: the events addressed to it and the broadcasts.
-func (s *Store) ListConsumerEvents(ctx context.Context, tenantID uuid.UUID, consumer, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
+// of one type; as one consumer sees them when consumer is not nil: the
+// events addressed to it and the broadcasts.
+func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, consumer, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
 	rows, err := s.q.ListEvents(ctx, dbq.ListEventsParams{
 		TenantID: tenantID, Type: eventType, Consumer: consumer, After: p.After, MaxRows: limitRows(p),
 	})

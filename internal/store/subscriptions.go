@@ -20,14 +20,9 @@ type Filter struct {
 }
 
 // CreateSubscription subscribes one of a tenant's endpoints to event
-// types. An endpoint that is not the tenant's is sluice.ErrNotFound.
-func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string) (sluice.Subscription, error) {
-	return s.CreateFilteredSubscription(ctx, tenantID, endpointID, eventTypes, nil)
-}
-
-// CreateFilteredSubscription is CreateSubscription with payload filter f
-// (none when nil).
-func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
+// types, with payload filter f (none when nil). An endpoint that is not
+// the tenant's is sluice.ErrNotFound.
+func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
 	row, err := s.q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, eventTypes, f))
 	if err != nil {
 		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", NotFound(err))
