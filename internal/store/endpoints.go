@@ -263,24 +263,3 @@ func orderingOf(set sluice.EndpointSettings) string {
 	}
 	return set.Ordering
 }
-
-// SetEndpointOrdering changes an endpoint's ordering, and reports whether
-// it changed. It locks the row FOR UPDATE first (LockEndpointOrdering),
-// against fan-out's delivery inserts, so that a caller that then puts the
-// queued deliveries in their lines (BackfillFIFO) leaves none out.
-func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID, ordering string) (bool, error) {
-	was, err := s.q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
-	if err != nil {
-		return false, fmt.Errorf("read ordering: %w", NotFound(err))
-	}
-	if was == ordering {
-		return false, nil
-	}
-	if err := s.q.LockEndpointOrdering(ctx, dbq.LockEndpointOrderingParams{TenantID: tenantID, ID: id}); err != nil {
-		return false, fmt.Errorf("lock endpoint: %w", err)
-	}
-	if err := s.q.SetEndpointOrdering(ctx, dbq.SetEndpointOrderingParams{TenantID: tenantID, ID: id, Ordering: ordering}); err != nil {
-		return false, fmt.Errorf("set ordering: %w", err)
-	}
-	return true, nil
-}
