@@ -174,3 +174,8 @@ FROM (
 ) due
 WHERE e.id = due.id
 RETURNING e.id;
+
+-- name: Notify :exec
+-- Sends payload on a Postgres notification channel (the wake channel of
+-- package dispatch): at once, or when the transaction it runs in commits.
+SELECT pg_notify(@channel::text, @payload::text);

@@ -335,7 +335,7 @@ const wakePayloadIDs = 200
 // notifications as fit.
 func (n *Nudger) notify(ctx context.Context, endpointIDs []uuid.UUID) error {
 	err := notifyIDs(endpointIDs, func(payload string) error {
-		return n.store.Notify(ctx, wakeChannel, payload)
+		return store.Exec(ctx, n.store, (*dbq.Queries).Notify, dbq.NotifyParams{Channel: wakeChannel, Payload: payload})
 	})
 	if err != nil {
 		return fmt.Errorf("notify dispatch runs: %w", err)
