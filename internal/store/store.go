@@ -1,10 +1,10 @@
 // Package store is Sluice's shared SQL access: rows mapped to the domain
 // types of package sluice, and the ways into a transaction (tx.go). It
 // makes no decisions and imports no domain package (TestStoreImports):
-// the packages that decide (poll, notify, fanout, dispatch, replay,
-// maintenance) run the sqlc-generated statements of store/dbq in a Tx.
-// pgx.ErrNoRows becomes sluice.ErrNotFound here (NotFound) and nowhere
-// else.
+// the packages that decide (control, poll, notify, fanout, dispatch,
+// replay, maintenance) run the sqlc-generated statements of store/dbq in
+// a Tx, or one alone (Read, Exec, ExecRows). pgx.ErrNoRows becomes
+// sluice.ErrNotFound here (NotFound) and nowhere else.
 package store
 
 import (
