@@ -187,3 +187,8 @@ WHERE id = @id AND url = @url AND verified_at IS NULL;
 -- meanwhile.
 UPDATE endpoints SET verification_error = @error
 WHERE id = @id AND url = @url AND verified_at IS NULL;
+
+-- name: Notify :exec
+-- Sends payload on a Postgres notification channel (the wake channel of
+-- package dispatch): at once, or when the transaction it runs in commits.
+SELECT pg_notify(@channel::text, @payload::text);

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -66,7 +67,7 @@ func TestLeaseAPITokens(t *testing.T) {
 }
 
 // TestSharedDatabaseUnreachable: with the database down a request is
-// answered an error store.Unavailable recognizes (the API's 503), within
+// answered an error sluice.Unavailable recognizes (the API's 503), within
 // the timeout.
 func TestSharedDatabaseUnreachable(t *testing.T) {
 	t.Parallel()
@@ -74,7 +75,7 @@ func TestSharedDatabaseUnreachable(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Take(t.Context(), uuid.New(), apirate.MustParse("10/s"), 1)
 	require.Error(t, err)
-	require.True(t, store.Unavailable(err), "%v", err)
+	require.True(t, sluice.Unavailable(err), "%v", err)
 }
 
 // BenchmarkSharedTake is the shared limiter's cost per request on a real

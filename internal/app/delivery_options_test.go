@@ -48,6 +48,6 @@ func TestDeliveryOptionsApplyPerEndpoint(t *testing.T) {
 	// A PATCH applies from the next failure on: the plain endpoint's
 	// delivery, retried now by hand, fails under the new, empty schedule.
 	h.call(http.MethodPatch, "/v1/endpoints/"+plain, map[string]any{"retry_schedule": []string{}}, http.StatusOK, nil)
-	h.call(http.MethodPost, "/v1/deliveries/"+h.deliveries("endpoint_id=" + plain)[0].ID + "/retry", nil, http.StatusAccepted, nil)
+	h.call(http.MethodPost, "/v1/deliveries/"+h.deliveries("endpoint_id=" + plain)[0].ID+"/retry", nil, http.StatusAccepted, nil)
 	eventually(t, 20*time.Second, func() bool { return len(h.deliveries("status=dead&endpoint_id="+plain)) == 1 }, "plain dead")
 }

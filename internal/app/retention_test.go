@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -190,7 +191,7 @@ func TestAuditRetentionDropsWholeMonths(t *testing.T) {
 	now := time.Now().UTC()
 	old, recent := now.AddDate(0, -14, 0), now.AddDate(0, -11, 0)
 	for _, at := range []time.Time{old, recent} {
-		_, err := h.proc.Store.EnsureAuditMonth(ctx, at)
+		_, err := store.Read(ctx, h.proc.Store, (*dbq.Queries).EnsureAuditMonth, at)
 		require.NoError(t, err)
 		_, err = h.proc.Store.Pool().Exec(ctx, `
 			INSERT INTO audit_log (id, tenant_id, at, actor_type, actor_id, actor_name, action)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // API keys: the tenant's credentials for the API (and for signing in to
@@ -64,7 +66,10 @@ func (c *Control) RevokeAPIKey(ctx context.Context, who Caller, id uuid.UUID) er
 			return sluice.ErrNotFound
 		}
 		e.ObjectID = object(id)
-		return c.store.RevokeAPIKey(ctx, who.Tenant, id)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteAPIKey, dbq.DeleteAPIKeyParams{TenantID: who.Tenant, ID: id}); err != nil {
+			return fmt.Errorf("delete api key: %w", err)
+		}
+		return nil
 	})
 }
 

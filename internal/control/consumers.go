@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/google/uuid"
 	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -153,7 +154,10 @@ func (c *Control) DeleteConsumer(ctx context.Context, who Caller, uid string) er
 			return err
 		}
 		e.ObjectID = &uid
-		return c.store.DeleteConsumer(ctx, who.Tenant, uid)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteConsumer, dbq.DeleteConsumerParams{TenantID: who.Tenant, Uid: uid}); err != nil {
+			return fmt.Errorf("delete consumer: %w", err)
+		}
+		return nil
 	})
 }
 

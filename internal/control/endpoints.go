@@ -207,14 +207,8 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 				return err
 			}
 		}
-		fifo, err := c.store.SetEndpointOrdering(ctx, who.Tenant, id, set.Ordering)
-		if err != nil {
+		if err := c.setOrdering(ctx, who.Tenant, id, set.Ordering); err != nil {
 			return err
-		}
-		if fifo && set.Ordering == sluice.OrderingFIFO {
-			if err := c.store.BackfillFIFO(ctx, id); err != nil {
-				return err
-			}
 		}
 		if _, err := c.setSigningKey(ctx, who, id, before.Options, set.Options); err != nil {
 			return err
@@ -232,6 +226,37 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 		return sluice.Endpoint{}, err
 	}
 	return c.Endpoint(ctx, who, id)
+}
+
+// setOrdering changes an endpoint's ordering, if it is another, in the
+// change's transaction (UpdateEndpoint, which locked the row, leaves the
+// ordering as it was). It locks the row FOR UPDATE first
+// (LockEndpointOrdering), against fan-out's delivery inserts, so that an
+// endpoint becoming FIFO then puts every queued delivery in its line
+// (BackfillFIFO).
+func (c *Control) setOrdering(ctx context.Context, tenant, id uuid.UUID, ordering string) error {
+	key := dbq.EndpointOrderingParams{TenantID: tenant, ID: id}
+	was, err := store.Read(ctx, c.store, (*dbq.Queries).EndpointOrdering, key)
+	if err != nil {
+		return fmt.Errorf("read ordering: %w", err)
+	}
+	if was == ordering {
+		return nil
+	}
+	if err := store.Exec(ctx, c.store, (*dbq.Queries).LockEndpointOrdering, dbq.LockEndpointOrderingParams(key)); err != nil {
+		return fmt.Errorf("lock endpoint: %w", err)
+	}
+	err = store.Exec(ctx, c.store, (*dbq.Queries).SetEndpointOrdering, dbq.SetEndpointOrderingParams{TenantID: tenant, ID: id, Ordering: ordering})
+	if err != nil {
+		return fmt.Errorf("set ordering: %w", err)
+	}
+	if ordering != sluice.OrderingFIFO {
+		return nil
+	}
+	if err := store.Exec(ctx, c.store, (*dbq.Queries).BackfillFIFO, id); err != nil {
+		return fmt.Errorf("put queued deliveries in line: %w", err)
+	}
+	return nil
 }
 
 // afterUpdate posts the operational event of an endpoint disabled or
@@ -532,7 +557,10 @@ func (c *Control) DeleteEndpoint(ctx context.Context, who Caller, id uuid.UUID) 
 			return err
 		}
 		e.ObjectID = object(id)
-		return c.store.DeleteEndpoint(ctx, who.Tenant, id)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteEndpoint, dbq.DeleteEndpointParams{TenantID: who.Tenant, ID: id}); err != nil {
+			return fmt.Errorf("delete endpoint: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

@@ -119,7 +119,7 @@ func fields(t *testing.T, err error) []string {
 // events are the types of the tenant's events, newest first.
 func (b *endpointBundle) events(t *testing.T) []string {
 	t.Helper()
-	page, err := b.f.Store.ListEvents(context.Background(), b.f.TenantA.ID, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	page, err := b.f.Store.ListEvents(context.Background(), b.f.TenantA.ID, nil, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	require.NoError(t, err)
 	var out []string
 	for _, ev := range page.Items {

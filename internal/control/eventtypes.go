@@ -11,6 +11,8 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // The event-type catalogue: the tenant's entries, which a change of its
@@ -179,7 +181,10 @@ func (c *Control) DeleteEventType(ctx context.Context, who Caller, name string) 
 			return sluice.ErrNotFound
 		}
 		e.ObjectID = &name
-		return c.store.DeleteEventType(ctx, who.Tenant, name)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteEventType, dbq.DeleteEventTypeParams{TenantID: who.Tenant, Name: name}); err != nil {
+			return fmt.Errorf("delete event type: %w", err)
+		}
+		return nil
 	})
 	if err != nil {
 		return err

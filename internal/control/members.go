@@ -163,7 +163,10 @@ func (c *Control) RemoveMember(ctx context.Context, who Caller, id uuid.UUID) er
 			return sluice.ErrNotFound
 		}
 		e.ObjectID = object(id)
-		return c.store.RemoveMember(ctx, who.Tenant, id)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteMember, dbq.DeleteMemberParams{TenantID: who.Tenant, ID: id}); err != nil {
+			return fmt.Errorf("delete member: %w", err)
+		}
+		return nil
 	})
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // mailJobs are the member mail jobs queued, as "purpose member-id", oldest
@@ -41,7 +43,9 @@ func (b *testBundle) mailJobs(t *testing.T) []string {
 func (b *testBundle) linkFor(t *testing.T, id uuid.UUID, purpose string) string {
 	t.Helper()
 	token := member.NewToken()
-	require.NoError(t, b.f.Store.AddMemberToken(context.Background(), id, member.TokenHash(token), purpose, time.Now().Add(time.Hour)))
+	require.NoError(t, store.Exec(context.Background(), b.f.Store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+		TokenHash: member.TokenHash(token), MemberID: id, Purpose: purpose, ExpiresAt: time.Now().Add(time.Hour),
+	}))
 	return token
 }
 

@@ -99,7 +99,7 @@ func (c *Control) Event(ctx context.Context, who Caller, id uuid.UUID) (sluice.E
 // type: a portal caller's are those addressed to its consumer and the
 // broadcasts.
 func (c *Control) Events(ctx context.Context, who Caller, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
-	return c.store.ListConsumerEvents(ctx, who.Tenant, who.Consumer, eventType, p)
+	return c.store.ListEvents(ctx, who.Tenant, who.Consumer, eventType, p)
 }
 
 // EndpointsByID is the endpoints of the caller's scope with ids, taken

@@ -121,7 +121,7 @@ func (c *Control) Session(ctx context.Context, token string) (Session, error) {
 
 // EndSession ends the session of a token: sign-out.
 func (c *Control) EndSession(ctx context.Context, token string) error {
-	if err := c.store.DeleteDashboardSession(ctx, sessionHash(token)); err != nil {
+	if err := store.Exec(ctx, c.store, (*dbq.Queries).DeleteDashboardSession, sessionHash(token)); err != nil {
 		return fmt.Errorf("end session: %w", err)
 	}
 	return nil

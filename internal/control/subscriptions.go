@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/google/uuid"
@@ -12,6 +13,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/filter"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // SubscriptionInput is what a door asks of a subscription: its event-type
@@ -46,7 +48,7 @@ func (c *Control) CreateSubscription(ctx context.Context, who Caller, endpointID
 		if _, err := c.Endpoint(ctx, who, endpointID); err != nil {
 			return err
 		}
-		if sub, err = c.store.CreateFilteredSubscription(ctx, who.Tenant, endpointID, subs.patterns, subs.filter); err != nil {
+		if sub, err = c.store.CreateSubscription(ctx, who.Tenant, endpointID, subs.patterns, subs.filter); err != nil {
 			return err
 		}
 		e.ObjectID = object(sub.ID)
@@ -94,7 +96,10 @@ func (c *Control) DeleteSubscription(ctx context.Context, who Caller, id uuid.UU
 			return err
 		}
 		e.ObjectID = object(id)
-		return c.store.DeleteSubscription(ctx, who.Tenant, id)
+		if err := store.ExecRows(ctx, c.store, (*dbq.Queries).DeleteSubscription, dbq.DeleteSubscriptionParams{TenantID: who.Tenant, ID: id}); err != nil {
+			return fmt.Errorf("delete subscription: %w", err)
+		}
+		return nil
 	})
 }
 

@@ -14,6 +14,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
@@ -63,7 +65,7 @@ func TestRevokedKeyEndsDashboardSession(t *testing.T) {
 		require.Equal(t, http.StatusOK, br.get("/").Status)
 	}
 
-	require.NoError(t, b.store.RevokeAPIKey(ctx, b.tenantA.ID, k.ID))
+	require.NoError(t, store.ExecRows(ctx, b.store, (*dbq.Queries).DeleteAPIKey, dbq.DeleteAPIKeyParams{TenantID: b.tenantA.ID, ID: k.ID}))
 	p := viaK.get("/")
 	require.Equal(t, http.StatusSeeOther, p.Status, "signed out at once")
 	require.True(t, strings.HasPrefix(p.Location(), "/login"))

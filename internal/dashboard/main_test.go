@@ -107,7 +107,7 @@ func (b *bundle) seed(tenant sluice.Tenant, url string, dead bool) seeded {
 		RateLimit: &sluice.RateLimit{PerSecond: 5, Burst: 10},
 	}, storetest.Secret)
 	require.NoError(t, err)
-	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
+	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"}, nil)
 	require.NoError(t, err)
 	ev := b.event(tenant, "order.created", `{"order":{"id":42,"total":"9.99"}}`)
 	page, err := b.store.ListDeliveries(ctx, tenant.ID, sluice.DeliveryFilter{EndpointID: &ep.ID}, sluice.PageParams{Limit: 10})

@@ -19,6 +19,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/member"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -35,7 +37,9 @@ func (b *bundle) invite(tenant sluice.Tenant, email string, role sluice.Role, no
 	m, err := ctl.InviteMember(context.Background(), who, control.MemberInput{Email: email, Role: role})
 	require.NoError(t, err)
 	token := member.NewToken()
-	require.NoError(t, b.store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, now.Add(member.TokenTTL)))
+	require.NoError(t, store.Exec(context.Background(), b.store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+		TokenHash: member.TokenHash(token), MemberID: m.ID, Purpose: member.PurposeInvite, ExpiresAt: now.Add(member.TokenTTL),
+	}))
 	return m, token
 }
 
@@ -161,7 +165,7 @@ func TestMemberSignIn(t *testing.T) {
 	requireContains(t, p, "Your role (viewer) may not do this")
 
 	// Removed, it is signed out at once.
-	require.NoError(t, b.store.RemoveMember(context.Background(), b.tenantA.ID, ann.ID))
+	require.NoError(t, store.ExecRows(context.Background(), b.store, (*dbq.Queries).DeleteMember, dbq.DeleteMemberParams{TenantID: b.tenantA.ID, ID: ann.ID}))
 	p = br.get("/")
 	require.Equal(t, http.StatusSeeOther, p.Status)
 	require.Equal(t, "/login", p.Location())
@@ -295,7 +299,9 @@ func TestMemberSignInLimitedPerAddress(t *testing.T) {
 	m, err := f.Store.AddMember(context.Background(), f.TenantA.ID, "ann@acme.test", sluice.RoleOwner)
 	require.NoError(t, err)
 	token := member.NewToken()
-	require.NoError(t, f.Store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, time.Now().Add(time.Hour)))
+	require.NoError(t, store.Exec(context.Background(), f.Store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+		TokenHash: member.TokenHash(token), MemberID: m.ID, Purpose: member.PurposeInvite, ExpiresAt: time.Now().Add(time.Hour),
+	}))
 	_, err = f.Store.SetMemberPassword(context.Background(), member.TokenHash(token), member.HashPassword(goodPassword), time.Now())
 	require.NoError(t, err)
 	signIn := func(addr, password string) *httptest.ResponseRecorder {

@@ -16,6 +16,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -57,7 +58,7 @@ func (b *bundle) seedFor(tenant sluice.Tenant, uid, url string) seeded {
 	ep, err := b.store.CreateEndpoint(ctx, tenant.ID, set, storetest.Secret)
 	secret := storetest.Secret
 	require.NoError(t, err)
-	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
+	_, err = b.store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"}, nil)
 	require.NoError(t, err)
 	s := seeded{endpoint: ep, event: b.postEvent(tenant, ev), secret: secret}
 	b.kill(ep.ID, 500, "boom", "down")
@@ -176,7 +177,7 @@ func TestPortalInvalidLinks(t *testing.T) {
 	}
 
 	// The consumer is deleted: its links die with it.
-	require.NoError(t, b.store.DeleteConsumer(context.Background(), b.tenantA.ID, "c1"))
+	require.NoError(t, store.ExecRows(context.Background(), b.store, (*dbq.Queries).DeleteConsumer, dbq.DeleteConsumerParams{TenantID: b.tenantA.ID, Uid: "c1"}))
 	p := b.browser().get(strings.TrimPrefix(good, b.srv.URL))
 	require.Equal(t, http.StatusForbidden, p.Status)
 }

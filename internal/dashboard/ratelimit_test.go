@@ -151,7 +151,7 @@ func (b *bundle) remaining(key string) int {
 // eventCount is how many events tenant has.
 func (b *bundle) eventCount(tenant sluice.Tenant) int {
 	b.t.Helper()
-	page, err := b.store.ListEvents(context.Background(), tenant.ID, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	page, err := b.store.ListEvents(context.Background(), tenant.ID, nil, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	require.NoError(b.t, err)
 	return len(page.Items)
 }

@@ -22,7 +22,7 @@ func TestCoalescedWhileInFlightIsSentAgain(t *testing.T) {
 	f := storetest.New(t)
 	ctx := t.Context()
 	ep := storetest.NewEndpoint(t, f, "h")
-	_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"})
+	_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"}, nil)
 	require.NoError(t, err)
 	key := "user-1"
 	post := func(payload string) uuid.UUID {

@@ -15,7 +15,7 @@ import (
 func subscribed(t testing.TB, f storetest.Fixture, typ string) uuid.UUID {
 	t.Helper()
 	ep := storetest.NewEndpoint(t, f, typ)
-	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
+	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ}, nil)
 	require.NoError(t, err)
 	return ep
 }

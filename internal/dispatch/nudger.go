@@ -223,7 +223,7 @@ func (n *Nudger) pollEndpoints(ctx context.Context, tx pgx.Tx, ids []uuid.UUID) 
 	if tx != nil {
 		return dbq.New(tx).PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
 	}
-	return n.store.PollEndpoints(ctx, ids) //nolint:wrapcheck // wrapped by splitPoll
+	return store.Read(ctx, n.store, (*dbq.Queries).PollEndpoints, ids) //nolint:wrapcheck // wrapped by splitPoll
 }
 
 // splitPoll separates the poll endpoints from the others, asking the
@@ -337,7 +337,7 @@ const wakePayloadIDs = 200
 // notifications as fit.
 func (n *Nudger) notify(ctx context.Context, endpointIDs []uuid.UUID) error {
 	err := notifyIDs(endpointIDs, func(payload string) error {
-		return n.store.Notify(ctx, wakeChannel, payload)
+		return store.Exec(ctx, n.store, (*dbq.Queries).Notify, dbq.NotifyParams{Channel: wakeChannel, Payload: payload})
 	})
 	if err != nil {
 		return fmt.Errorf("notify dispatch runs: %w", err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Poll stamps let a poll reader (package poll) keep what it looked up of a
@@ -95,7 +96,7 @@ func (n *Nudger) Dispatch(ctx context.Context, tx pgx.Tx, endpointIDs []uuid.UUI
 // when tx commits.
 func (n *Nudger) notifyPollIn(ctx context.Context, tx pgx.Tx, polled []uuid.UUID) error {
 	return notifyIDs(polled, func(payload string) error {
-		if _, err := tx.Exec(ctx, "SELECT pg_notify($1, $2)", wakeChannel, payload); err != nil {
+		if err := dbq.New(tx).Notify(ctx, dbq.NotifyParams{Channel: wakeChannel, Payload: payload}); err != nil {
 			return fmt.Errorf("notify poll readers: %w", err)
 		}
 		return nil

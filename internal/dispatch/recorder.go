@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/sluice-dev/sluice/internal/batch"
-	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // recorder stores the attempts of many endpoints' dispatch runs together
@@ -13,7 +13,7 @@ import (
 // batch of one or two attempts, and one statement per batch was most of the
 // database's work. A run still waits for its attempts to commit before it
 // claims again, so it never claims a delivery whose attempt is not yet
-// recorded. A run's attempts that Postgres rejects (store.RowRejected) fail
+// recorded. A run's attempts that Postgres rejects (sluice.RowRejected) fail
 // that run alone; the other runs' attempts are stored.
 type recorder struct {
 	save  saveFunc
@@ -31,7 +31,7 @@ const maxRecordRuns = 100
 // newRecorder returns a recorder storing with save, through committers
 // concurrent statements.
 func newRecorder(save saveFunc, committers int) *recorder {
-	cfg := batch.Config{Committers: committers, MaxBatch: maxRecordRuns, Isolate: store.RowRejected}
+	cfg := batch.Config{Committers: committers, MaxBatch: maxRecordRuns, Isolate: sluice.RowRejected}
 	return &recorder{save: save, batch: batch.New(cfg, recordRuns(save))}
 }
 

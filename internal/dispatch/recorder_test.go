@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -20,7 +19,7 @@ import (
 // text Postgres rejects (a NUL byte: the sender cleans response bodies but
 // passes short transport errors through, and a TLS certificate's names may
 // carry one). The good attempts must all be stored; each rejected run must
-// fail alone, with an error store.RowRejected recognises.
+// fail alone, with an error sluice.RowRejected recognises.
 func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -40,7 +39,7 @@ func TestRecorderRejectedAttemptFailsAlone(t *testing.T) {
 			wg.Go(func() {
 				err := r.record(ctx, []Outcome{outcomeFor(b, new("x509: certificate is valid for a\x00b"))})
 				require.Error(t, err)
-				require.True(t, store.RowRejected(err), "a rejected row is recognisable: %v", err)
+				require.True(t, sluice.RowRejected(err), "a rejected row is recognisable: %v", err)
 			})
 		}
 	}

@@ -38,7 +38,7 @@ func TestPlainDispatchStatements(t *testing.T) {
 	recv := receiver.New(t)
 	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: recv.URL(), MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"order.paid"})
+	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"order.paid"}, nil)
 	require.NoError(t, err)
 	const deliveries = 100
 	for range deliveries / 20 {

@@ -20,7 +20,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 )
 
 // The unit tests of one dispatch step's decisions: pure functions of
@@ -342,7 +341,7 @@ func TestUnitRecorderGroups(t *testing.T) {
 		}
 		wg.Go(func() {
 			err := r.record(t.Context(), []Outcome{bad})
-			require.True(t, store.RowRejected(err), "%v", err)
+			require.True(t, sluice.RowRejected(err), "%v", err)
 		})
 		wg.Wait()
 		for _, o := range good {

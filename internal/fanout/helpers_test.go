@@ -23,7 +23,7 @@ func newEndpoint(t testing.TB, f storetest.Fixture, path string) uuid.UUID {
 func subscribed(t testing.TB, f storetest.Fixture, typ string) uuid.UUID {
 	t.Helper()
 	ep := newEndpoint(t, f, typ)
-	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
+	_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ}, nil)
 	require.NoError(t, err)
 	return ep
 }

@@ -24,7 +24,7 @@ func TestWideGroupsFanOutByJob(t *testing.T) {
 	const endpoints = 40
 	for i := range endpoints {
 		ep := newEndpoint(t, f, fmt.Sprint(i))
-		_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"})
+		_, err := f.Store.CreateSubscription(ctx, f.TenantA.ID, ep, []string{"*"}, nil)
 		require.NoError(t, err)
 	}
 	group := func(n int) []fanout.TenantEvent {

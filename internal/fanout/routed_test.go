@@ -37,7 +37,7 @@ func TestOneStatementRoutesAsTheTransactionDoes(t *testing.T) {
 		}, storetest.Secret)
 		require.NoError(t, err)
 		for _, types := range subs {
-			_, err := f.Store.CreateSubscription(ctx, tenant, ep.ID, types)
+			_, err := f.Store.CreateSubscription(ctx, tenant, ep.ID, types, nil)
 			require.NoError(t, err)
 		}
 		return ep.ID
@@ -149,7 +149,7 @@ func TestOperationalEventsReachTheTenantAndTheirConsumer(t *testing.T) {
 			URL: "https://example.com/" + name, MaxInFlight: 10, Consumer: consumer, Disabled: disabled,
 		}, storetest.Secret)
 		require.NoError(t, err)
-		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, types)
+		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, types, nil)
 		require.NoError(t, err)
 		names[ep.ID] = name
 	}

@@ -69,11 +69,11 @@ func TestOneStatementFiltersOnlyFilteringTenants(t *testing.T) {
 	gold, err := filter.Parse([]byte(`{"tier": "gold"}`))
 	require.NoError(t, err)
 	epA := newEndpoint(t, f.Fixture, "a")
-	_, err = f.Store.CreateFilteredSubscription(ctx, f.TenantA.ID, epA, []string{"order.paid"}, &store.Filter{JSON: []byte(gold.String()), JSONPath: gold.JSONPath()})
+	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, epA, []string{"order.paid"}, &store.Filter{JSON: []byte(gold.String()), JSONPath: gold.JSONPath()})
 	require.NoError(t, err)
 	epB, err := f.Store.CreateEndpoint(ctx, f.TenantB.ID, sluice.EndpointSettings{URL: "https://example.com/b", MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(ctx, f.TenantB.ID, epB.ID, []string{"order.paid"})
+	_, err = f.Store.CreateSubscription(ctx, f.TenantB.ID, epB.ID, []string{"order.paid"}, nil)
 	require.NoError(t, err)
 
 	post := func(tenant uuid.UUID, payload string) fanout.TenantEvent {

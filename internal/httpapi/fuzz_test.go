@@ -123,7 +123,7 @@ func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	for _, tenant := range []sluice.Tenant{f.TenantA, f.TenantA, f.TenantB} {
 		ep, err := f.Store.CreateEndpoint(ctx, tenant.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/hook", MaxInFlight: 1}, storetest.Secret)
 		require.NoError(t, err)
-		sub, err := f.Store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"})
+		sub, err := f.Store.CreateSubscription(ctx, tenant.ID, ep.ID, []string{"*"}, nil)
 		require.NoError(t, err)
 		ev, _, err := fanout.InsertOne(ctx, f.Store, tenant.ID, sluice.NewEvent{Type: "order.created", Payload: []byte(`{"n":1}`)}, f.Jobs)
 		require.NoError(t, err)

@@ -191,7 +191,7 @@ func requireStored(t *testing.T, b *testBundle, tenant sluice.Tenant, ids []uuid
 	got := map[uuid.UUID]bool{}
 	p := sluice.PageParams{Limit: sluice.MaxPageLimit}
 	for {
-		page, err := b.store.ListEvents(context.Background(), tenant.ID, nil, p)
+		page, err := b.store.ListEvents(context.Background(), tenant.ID, nil, nil, p)
 		require.NoError(t, err)
 		for _, ev := range page.Items {
 			got[ev.ID] = true

@@ -14,6 +14,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -73,7 +75,7 @@ func subscribedEndpoint(t *testing.T, f storetest.Fixture, path, pattern string)
 	t.Helper()
 	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, storetest.Secret)
 	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern})
+	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{pattern}, nil)
 	require.NoError(t, err)
 	return ep.ID
 }
@@ -146,7 +148,7 @@ func TestDeletedEndpointsDoNotFailPosts(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			require.FailNow(t, "no post committed")
 		}
-		require.NoError(t, f.Store.DeleteEndpoint(ctx, f.TenantA.ID, ep))
+		require.NoError(t, store.ExecRows(ctx, f.Store, (*dbq.Queries).DeleteEndpoint, dbq.DeleteEndpointParams{TenantID: f.TenantA.ID, ID: ep}))
 	}
 	close(stop)
 	posters.Wait()

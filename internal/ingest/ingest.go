@@ -16,7 +16,7 @@
 // the process dies first, the sweeper's walk queues their dispatch (every
 // 5 s by default).
 //
-// An event Postgres rejects (store.RowRejected) fails alone: its batch is
+// An event Postgres rejects (sluice.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
 // posted it, is committed (see package batch).
 //
@@ -135,7 +135,7 @@ func (i *Ingester) Start(ctx context.Context) error {
 	if !shouldStart {
 		return nil
 	}
-	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: store.RowRejected}, i.commitGroup)
+	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: sluice.RowRejected}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
 		started()
@@ -186,7 +186,7 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
-// An event Postgres refuses fails with an error store.RowRejected
+// An event Postgres refuses fails with an error sluice.RowRejected
 // recognises; one whose ctx ends while it is being committed, with
 // ErrOutcomeUnknown.
 func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {

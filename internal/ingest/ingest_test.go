@@ -13,7 +13,6 @@ import (
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/ingest"
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -45,7 +44,7 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 	wg.Wait()
 
 	for _, tenant := range []sluice.Tenant{tenantA, tenantB} {
-		page, err := st.ListEvents(ctx, tenant.ID, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+		page, err := st.ListEvents(ctx, tenant.ID, nil, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 		require.NoError(t, err)
 		require.Len(t, page.Items, n/2, "each tenant's events, stored under that tenant")
 	}
@@ -65,7 +64,7 @@ func TestConcurrentSubmitsShareCommits(t *testing.T) {
 // in the coalesce key) for one tenant while another tenant posts valid
 // events, all at once into a single committer so that they share groups.
 // Every valid event must be stored and answered as stored; every rejected
-// one must fail with an error store.RowRejected recognises, which is what
+// one must fail with an error sluice.RowRejected recognises, which is what
 // lets the API answer it with a 4xx rather than a 500.
 func TestRejectedEventFailsAlone(t *testing.T) {
 	t.Parallel()
@@ -95,7 +94,7 @@ func TestRejectedEventFailsAlone(t *testing.T) {
 			wg.Go(func() {
 				_, err := b.Submit(ctx, f.TenantB.ID, rejected[i%len(rejected)])
 				require.Error(t, err)
-				require.True(t, store.RowRejected(err), "a rejected row is recognisable: %v", err)
+				require.True(t, sluice.RowRejected(err), "a rejected row is recognisable: %v", err)
 			})
 		}
 	}

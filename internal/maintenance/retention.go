@@ -25,6 +25,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // Ahead is how far ahead of now partitions are created: the next week's
@@ -187,17 +188,25 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 // than now - Audit: a DROP TABLE per month, whatever it holds.
 func (w *RetentionWorker) auditMonths(ctx context.Context, now time.Time, r *RetentionReport) error {
 	for _, t := range []time.Time{now, now.Add(Ahead)} {
-		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) { return w.store.EnsureAuditMonth(ctx, t) })
+		created, err := retryLocked(ctx, w.cfg.Clock, func() (bool, error) {
+			return store.Read(ctx, w.store, (*dbq.Queries).EnsureAuditMonth, t)
+		})
 		if err != nil {
-			return err
+			return fmt.Errorf("ensure audit month %s: %w", t.Format("2006-01"), err)
 		}
 		if created {
 			r.AuditCreated++
 		}
 	}
-	dropped, err := retryLocked(ctx, w.cfg.Clock, func() (int, error) { return w.store.DropAuditMonths(ctx, now.Add(-w.cfg.Audit)) })
-	r.AuditDropped = dropped
-	return err
+	before := now.Add(-w.cfg.Audit)
+	dropped, err := retryLocked(ctx, w.cfg.Clock, func() (int32, error) {
+		return store.Read(ctx, w.store, (*dbq.Queries).DropAuditMonths, before)
+	})
+	r.AuditDropped = int(dropped)
+	if err != nil {
+		return fmt.Errorf("drop audit months before %s: %w", before.Format(time.RFC3339), err)
+	}
+	return nil
 }
 
 // keep moves out of every retired week what must outlive it.

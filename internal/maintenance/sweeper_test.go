@@ -39,7 +39,7 @@ func setupSweep(t *testing.T) *sweepBundle {
 	ep, err := b.f.Store.CreateEndpoint(b.ctx, b.f.TenantA.ID, sluice.EndpointSettings{URL: "http://127.0.0.1:9/", MaxInFlight: 1}, storetest.Secret)
 	require.NoError(t, err)
 	b.endpointID = ep.ID
-	_, err = b.f.Store.CreateSubscription(b.ctx, b.f.TenantA.ID, ep.ID, []string{"*"})
+	_, err = b.f.Store.CreateSubscription(b.ctx, b.f.TenantA.ID, ep.ID, []string{"*"}, nil)
 	require.NoError(t, err)
 	ev, _, err := fanout.InsertOne(b.ctx, b.f.Store, b.f.TenantA.ID, sluice.NewEvent{Type: "a.b", Payload: []byte(`{}`)}, b.f.Jobs)
 	require.NoError(t, err)

@@ -108,12 +108,14 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	}
 	token := member.NewToken()
 	expires := w.now().Add(member.TokenTTL)
-	err = w.store.AddMemberToken(ctx, mm.ID, member.TokenHash(token), job.Args.Purpose, expires)
+	err = store.Exec(ctx, w.store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+		TokenHash: member.TokenHash(token), MemberID: mm.ID, Purpose: job.Args.Purpose, ExpiresAt: expires,
+	})
 	if errors.Is(err, sluice.ErrNotFound) {
-		return nil
+		return nil // the member was removed meanwhile
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("insert member token: %w", err)
 	}
 	msg := MemberLink{
 		Purpose: job.Args.Purpose, Email: mm.Email, Role: sluice.Role(mm.Role), TenantName: mm.TenantName,

@@ -69,7 +69,7 @@ func TestMemberMailWorker(t *testing.T) {
 	require.True(t, strings.Contains(mails[1].Text, "ignore this email"))
 
 	// Removed: nothing to send.
-	require.NoError(t, f.Store.RemoveMember(ctx, f.TenantA.ID, ann.ID))
+	require.NoError(t, store.ExecRows(ctx, f.Store, (*dbq.Queries).DeleteMember, dbq.DeleteMemberParams{TenantID: f.TenantA.ID, ID: ann.ID}))
 	require.NoError(t, w.Work(ctx, job(4, ann.ID.String(), member.PurposeReset)))
 
 	bob, err := f.Store.AddMember(ctx, f.TenantA.ID, "bob@acme.test", sluice.RoleViewer)

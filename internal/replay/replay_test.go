@@ -12,6 +12,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 	"github.com/sluice-dev/sluice/internal/replay"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -75,7 +77,7 @@ func TestRunIsIdempotent(t *testing.T) {
 func TestRunAfterEndpointDeleted(t *testing.T) {
 	t.Parallel()
 	f, args := staged(t, 3000)
-	require.NoError(t, f.Store.DeleteEndpoint(t.Context(), f.TenantA.ID, args.EndpointID))
+	require.NoError(t, store.ExecRows(t.Context(), f.Store, (*dbq.Queries).DeleteEndpoint, dbq.DeleteEndpointParams{TenantID: f.TenantA.ID, ID: args.EndpointID}))
 	_, _, requests := counts(t, f, args.EndpointID)
 	require.Zero(t, requests)
 	require.NoError(t, replay.Run(t.Context(), f.Store, args, f.Jobs))

@@ -29,7 +29,7 @@ func (s *Store) LeaseAPITokens(ctx context.Context, p dbq.LeaseAPITokensParams, 
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = q.CreateAPIBucket(ctx, dbq.CreateAPIBucketParams{TenantID: p.TenantID, Capacity: p.Capacity})
 		if err != nil {
-			return dbq.LeaseAPITokensRow{}, fmt.Errorf("create api bucket: %w", notFound(err))
+			return dbq.LeaseAPITokensRow{}, fmt.Errorf("create api bucket: %w", NotFound(err))
 		}
 		row, err = q.LeaseAPITokens(ctx, p)
 	}

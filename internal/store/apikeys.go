@@ -14,12 +14,12 @@ import (
 // An unknown tenant is sluice.ErrNotFound.
 func (s *Store) CreateAPIKey(ctx context.Context, tenantID uuid.UUID, p sluice.NewAPIKeyParams, key sluice.KeyDigest) (sluice.APIKey, error) {
 	k, err := createAPIKey(ctx, s.q, tenantID, p, key)
-	return k, notFound(err) // the tenant's foreign key
+	return k, NotFound(err) // the tenant's foreign key
 }
 
 func createAPIKey(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, p sluice.NewAPIKeyParams, key sluice.KeyDigest) (sluice.APIKey, error) {
 	row, err := q.CreateAPIKey(ctx, dbq.CreateAPIKeyParams{
-		ID:        newID(),
+		ID:        NewID(),
 		TenantID:  tenantID,
 		Name:      p.Name,
 		Prefix:    key.Prefix,
@@ -47,17 +47,9 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, p sluice.Pa
 func (s *Store) GetAPIKey(ctx context.Context, tenantID, id uuid.UUID) (sluice.APIKey, error) {
 	row, err := s.q.GetAPIKey(ctx, dbq.GetAPIKeyParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.APIKey{}, notFound(err)
+		return sluice.APIKey{}, NotFound(err)
 	}
 	return apiKeyFromRow(row), nil
-}
-
-// RevokeAPIKey deletes one of a tenant's API keys, and with it every
-// dashboard session opened with it. Another tenant's key is
-// sluice.ErrNotFound.
-func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteAPIKey(ctx, dbq.DeleteAPIKeyParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete api key", n, err)
 }
 
 // RevokeAPIKeyByID is RevokeAPIKey for an operator, who names the key
@@ -65,7 +57,7 @@ func (s *Store) RevokeAPIKey(ctx context.Context, tenantID, id uuid.UUID) error 
 func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIKey, uuid.UUID, error) {
 	row, err := s.q.DeleteAPIKeyByID(ctx, id)
 	if err != nil {
-		return sluice.APIKey{}, uuid.Nil, notFound(err)
+		return sluice.APIKey{}, uuid.Nil, NotFound(err)
 	}
 	return apiKeyFromRow(row), row.TenantID, nil
 }
@@ -77,7 +69,7 @@ func (s *Store) RevokeAPIKeyByID(ctx context.Context, id uuid.UUID) (sluice.APIK
 func (s *Store) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (sluice.Credential, error) {
 	row, err := s.q.AuthenticateAPIKey(ctx, keyHash)
 	if err != nil {
-		return sluice.Credential{}, notFound(err)
+		return sluice.Credential{}, NotFound(err)
 	}
 	return sluice.Credential{
 		Tenant:     tenantFromRow(row.Tenant),

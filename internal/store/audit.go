@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -29,26 +28,6 @@ func (s *Store) AuditLog(ctx context.Context, tenant uuid.UUID, f sluice.AuditFi
 				Actor: sluice.Actor{Type: r.ActorType, ID: r.ActorID, Name: r.ActorName},
 			}, nil
 		})
-}
-
-// EnsureAuditMonth creates the audit log's partition of the month holding
-// t, if it does not exist, and reports whether it did.
-func (s *Store) EnsureAuditMonth(ctx context.Context, t time.Time) (bool, error) {
-	created, err := s.q.EnsureAuditMonth(ctx, t)
-	if err != nil {
-		return false, fmt.Errorf("ensure audit month %s: %w", t.Format("2006-01"), err)
-	}
-	return created, nil
-}
-
-// DropAuditMonths drops the audit log's months that end before before,
-// whole, and returns how many it dropped.
-func (s *Store) DropAuditMonths(ctx context.Context, before time.Time) (int, error) {
-	n, err := s.q.DropAuditMonths(ctx, before)
-	if err != nil {
-		return 0, fmt.Errorf("drop audit months before %s: %w", before.Format(time.RFC3339), err)
-	}
-	return int(n), nil
 }
 
 func optText(s string) *string {

@@ -14,7 +14,7 @@ import (
 // and reports which it did.
 func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid string, set sluice.ConsumerSettings) (sluice.Consumer, bool, error) {
 	row, err := s.q.UpsertConsumer(ctx, dbq.UpsertConsumerParams{
-		ID: newID(), TenantID: tenantID, Uid: uid, Name: set.Name, AlertEmail: set.AlertEmail,
+		ID: NewID(), TenantID: tenantID, Uid: uid, Name: set.Name, AlertEmail: set.AlertEmail,
 		PortalGeneration: uuid.New(),
 	})
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) UpsertConsumer(ctx context.Context, tenantID uuid.UUID, uid stri
 func (s *Store) GetConsumer(ctx context.Context, tenantID uuid.UUID, uid string) (sluice.Consumer, error) {
 	row, err := s.q.GetConsumer(ctx, dbq.GetConsumerParams{TenantID: tenantID, Uid: uid})
 	if err != nil {
-		return sluice.Consumer{}, notFound(err)
+		return sluice.Consumer{}, NotFound(err)
 	}
 	return consumerFromRow(row.Consumer, row.EndpointCount), nil
 }
@@ -43,13 +43,6 @@ func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.
 		func(r dbq.ListConsumersRow) (sluice.Consumer, error) {
 			return consumerFromRow(r.Consumer, r.EndpointCount), nil
 		})
-}
-
-// DeleteConsumer removes a consumer with its endpoints, their subscriptions
-// and deliveries, and its portal sessions. Its events stay.
-func (s *Store) DeleteConsumer(ctx context.Context, tenantID uuid.UUID, uid string) error {
-	n, err := s.q.DeleteConsumer(ctx, dbq.DeleteConsumerParams{TenantID: tenantID, Uid: uid})
-	return rowChanged("delete consumer", n, err)
 }
 
 func consumerFromRow(r dbq.Consumer, endpoints int64) sluice.Consumer {

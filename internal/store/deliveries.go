@@ -14,7 +14,7 @@ import (
 func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice.Delivery, []sluice.Attempt, error) {
 	row, err := s.q.GetDelivery(ctx, dbq.GetDeliveryParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Delivery{}, nil, notFound(err)
+		return sluice.Delivery{}, nil, NotFound(err)
 	}
 	arows, err := s.q.AttemptsForDelivery(ctx, id)
 	if err != nil {

@@ -16,8 +16,7 @@ func (s *Store) SetEndpointTLSKey(ctx context.Context, tenantID, id uuid.UUID, k
 	if key != nil {
 		sealed = s.box.Seal(key)
 	}
-	n, err := s.q.SetEndpointTLSKey(ctx, dbq.SetEndpointTLSKeyParams{TenantID: tenantID, ID: id, TlsKeyEnc: sealed})
-	return rowChanged("set endpoint tls key", n, err)
+	return ExecRows(ctx, s, (*dbq.Queries).SetEndpointTLSKey, dbq.SetEndpointTLSKeyParams{TenantID: tenantID, ID: id, TlsKeyEnc: sealed})
 }
 
 // EndpointTLSKey is the client key of an endpoint's tls option, nil when
@@ -25,7 +24,7 @@ func (s *Store) SetEndpointTLSKey(ctx context.Context, tenantID, id uuid.UUID, k
 func (s *Store) EndpointTLSKey(ctx context.Context, tenantID, id uuid.UUID) ([]byte, error) {
 	sealed, err := s.q.EndpointTLSKey(ctx, dbq.EndpointTLSKeyParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("read endpoint tls key: %w", notFound(err))
+		return nil, fmt.Errorf("read endpoint tls key: %w", NotFound(err))
 	}
 	if sealed == nil {
 		return nil, nil

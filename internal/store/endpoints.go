@@ -16,7 +16,7 @@ import (
 // CreateEndpoint stores a new endpoint signing with secret, which it
 // seals. A consumer that is not the tenant's is sluice.ErrNotFound.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings, secret string) (sluice.Endpoint, error) {
-	p, err := settingsParams(tenantID, newID(), set)
+	p, err := settingsParams(tenantID, NewID(), set)
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
@@ -45,7 +45,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 			Options:                   p.Options,
 		})
 		if err != nil {
-			return fmt.Errorf("create endpoint: %w", notFound(err)) // the consumer's foreign key
+			return fmt.Errorf("create endpoint: %w", NotFound(err)) // the consumer's foreign key
 		}
 		if set.Delivery == sluice.DeliveryPoll {
 			if row, err = q.MakeEndpointPoll(ctx, row.ID); err != nil {
@@ -64,7 +64,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice.Endpoint, error) {
 	row, err := s.q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Endpoint{}, notFound(err)
+		return sluice.Endpoint{}, NotFound(err)
 	}
 	return endpointFromRow(endpointView(row))
 }
@@ -99,34 +99,16 @@ func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set 
 	p.Reverify = reverify
 	row, err := s.q.UpdateEndpoint(ctx, p)
 	if err != nil {
-		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", notFound(err))
+		return EndpointUpdate{}, fmt.Errorf("update endpoint: %w", NotFound(err))
 	}
 	return EndpointUpdate{WasDisabled: row.WasDisabled, ParkedJobID: row.ParkedJobID}, nil
-}
-
-// DeleteEndpoint removes an endpoint with its subscriptions.
-func (s *Store) DeleteEndpoint(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteEndpoint(ctx, dbq.DeleteEndpointParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete endpoint", n, err)
-}
-
-// rowChanged is the error of a statement (what) that was to change one
-// row and changed n: sluice.ErrNotFound for none.
-func rowChanged(what string, n int64, err error) error {
-	switch {
-	case err != nil:
-		return fmt.Errorf("%s: %w", what, err)
-	case n == 0:
-		return sluice.ErrNotFound
-	}
-	return nil
 }
 
 // EndpointSecret returns an endpoint's current signing secret.
 func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (string, error) {
 	row, err := s.q.GetEndpointSecrets(ctx, dbq.GetEndpointSecretsParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return "", fmt.Errorf("read endpoint secret: %w", notFound(err))
+		return "", fmt.Errorf("read endpoint secret: %w", NotFound(err))
 	}
 	secret, err := s.box.Open(row.SecretEnc)
 	if err != nil {
@@ -138,13 +120,16 @@ func (s *Store) EndpointSecret(ctx context.Context, tenantID, id uuid.UUID) (str
 // RotateEndpointSecret makes secret, which it seals, an endpoint's signing
 // secret; the current one keeps signing beside it until previousExpires.
 func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID, secret string, previousExpires time.Time) error {
-	n, err := s.q.RotateEndpointSecret(ctx, dbq.RotateEndpointSecretParams{
+	err := ExecRows(ctx, s, (*dbq.Queries).RotateEndpointSecret, dbq.RotateEndpointSecretParams{
 		TenantID:          tenantID,
 		ID:                id,
 		SecretEnc:         s.box.Seal([]byte(secret)),
 		PreviousExpiresAt: &previousExpires,
 	})
-	return rowChanged("rotate endpoint secret", n, err)
+	if err != nil {
+		return fmt.Errorf("rotate endpoint secret: %w", err)
+	}
+	return nil
 }
 
 // settingsParams are the columns of endpoint id's tenant-chosen settings
@@ -202,9 +187,9 @@ func BacklogAlertOf(queued, oldestSeconds *int32) *sluice.BacklogAlert {
 	return &sluice.BacklogAlert{Queued: int(deref(queued)), OldestSeconds: int(deref(oldestSeconds))}
 }
 
-// rateLimitOf is the rate limit on endpoint row e, with its Smart delivery
-// settings; nil when it has none.
-func rateLimitOf(e dbq.Endpoint) *sluice.RateLimit {
+// EndpointRateLimit is the rate limit on endpoint row e, with its Smart
+// delivery settings; nil when it has none.
+func EndpointRateLimit(e dbq.Endpoint) *sluice.RateLimit {
 	if e.RateLimitPerSecond == nil && e.RateLimitPerMinute == nil {
 		return nil
 	}
@@ -236,7 +221,7 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		URL:            r.Url,
 		Delivery:       r.Delivery,
 		Description:    r.Description,
-		RateLimit:      rateLimitOf(r),
+		RateLimit:      EndpointRateLimit(r),
 		MaxInFlight:    int(r.MaxInFlight),
 		Disabled:       r.Disabled,
 		DisabledReason: r.DisabledReason,
@@ -279,44 +264,4 @@ func orderingOf(set sluice.EndpointSettings) string {
 		return sluice.OrderingNone
 	}
 	return set.Ordering
-}
-
-// SetEndpointOrdering changes an endpoint's ordering, and reports whether
-// it changed. It locks the row FOR UPDATE first (LockEndpointOrdering),
-// against fan-out's delivery inserts, so that a caller that then puts the
-// queued deliveries in their lines (BackfillFIFO) leaves none out.
-func (s *Store) SetEndpointOrdering(ctx context.Context, tenantID, id uuid.UUID, ordering string) (bool, error) {
-	was, err := s.q.EndpointOrdering(ctx, dbq.EndpointOrderingParams{TenantID: tenantID, ID: id})
-	if err != nil {
-		return false, fmt.Errorf("read ordering: %w", notFound(err))
-	}
-	if was == ordering {
-		return false, nil
-	}
-	if err := s.q.LockEndpointOrdering(ctx, dbq.LockEndpointOrderingParams{TenantID: tenantID, ID: id}); err != nil {
-		return false, fmt.Errorf("lock endpoint: %w", err)
-	}
-	if err := s.q.SetEndpointOrdering(ctx, dbq.SetEndpointOrderingParams{TenantID: tenantID, ID: id, Ordering: ordering}); err != nil {
-		return false, fmt.Errorf("set ordering: %w", err)
-	}
-	return true, nil
-}
-
-// BackfillFIFO puts the deliveries an endpoint has queued in their FIFO
-// lines, in the transaction of the SetEndpointOrdering that locked it.
-func (s *Store) BackfillFIFO(ctx context.Context, id uuid.UUID) error {
-	if err := s.q.BackfillFIFO(ctx, id); err != nil {
-		return fmt.Errorf("put queued deliveries in line: %w", err)
-	}
-	return nil
-}
-
-// PollEndpoints returns which of ids are poll endpoints: alone on the
-// pool, or in the change ctx belongs to.
-func (s *Store) PollEndpoints(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
-	polls, err := s.q.PollEndpoints(ctx, ids)
-	if err != nil {
-		return nil, fmt.Errorf("poll endpoints: %w", err)
-	}
-	return polls, nil
 }

@@ -13,7 +13,7 @@ import (
 // InsertEvent stores one event in the transaction, as posted.
 func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEvent) (sluice.Event, error) {
 	row, err := t.Q.InsertEvent(ctx, dbq.InsertEventParams{
-		ID: newID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
+		ID: NewID(), TenantID: tenantID, Type: ev.Type, Payload: ev.Payload,
 		CoalesceKey: ev.CoalesceKey, IdempotencyKey: optText(ev.IdempotencyKey), Consumer: ev.Consumer, Broadcast: ev.Broadcast,
 		TraceContext: ev.TraceContext, OrderingKey: ev.OrderingKey,
 	})
@@ -27,7 +27,7 @@ func (t Tx) InsertEvent(ctx context.Context, tenantID uuid.UUID, ev sluice.NewEv
 func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Event, []sluice.Delivery, error) {
 	row, err := s.q.GetEvent(ctx, dbq.GetEventParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Event{}, nil, notFound(err)
+		return sluice.Event{}, nil, NotFound(err)
 	}
 	drows, err := s.q.DeliveriesForEvent(ctx, dbq.DeliveriesForEventParams{TenantID: tenantID, EventID: id})
 	if err != nil {
@@ -41,14 +41,9 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 }
 
 // ListEvents returns a page of a tenant's events, newest first, optionally
-// of one type.
-func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
-	return s.ListConsumerEvents(ctx, tenantID, nil, eventType, p)
-}
-
-// ListConsumerEvents is ListEvents as one consumer sees them when consumer
-// is not nil: the events addressed to it and the broadcasts.
-func (s *Store) ListConsumerEvents(ctx context.Context, tenantID uuid.UUID, consumer, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
+// of one type; as one consumer sees them when consumer is not nil: the
+// events addressed to it and the broadcasts.
+func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, consumer, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
 	rows, err := s.q.ListEvents(ctx, dbq.ListEventsParams{
 		TenantID: tenantID, Type: eventType, Consumer: consumer, After: p.After, MaxRows: limitRows(p),
 	})

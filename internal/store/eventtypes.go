@@ -15,7 +15,7 @@ import (
 // catalogue, and reports whether it created it.
 func (s *Store) UpsertEventType(ctx context.Context, tenantID uuid.UUID, et sluice.EventType) (sluice.EventType, bool, error) {
 	row, err := s.q.UpsertEventType(ctx, dbq.UpsertEventTypeParams{
-		ID: newID(), TenantID: tenantID, Name: et.Name, Description: et.Description,
+		ID: NewID(), TenantID: tenantID, Name: et.Name, Description: et.Description,
 		Example: nullableJSON(et.Example), Schema: nullableJSON(et.Schema), Deprecated: et.Deprecated,
 	})
 	if err != nil {
@@ -28,7 +28,7 @@ func (s *Store) UpsertEventType(ctx context.Context, tenantID uuid.UUID, et slui
 func (s *Store) GetEventType(ctx context.Context, tenantID uuid.UUID, name string) (sluice.EventType, error) {
 	row, err := s.q.GetEventType(ctx, dbq.GetEventTypeParams{TenantID: tenantID, Name: name})
 	if err != nil {
-		return sluice.EventType{}, notFound(err)
+		return sluice.EventType{}, NotFound(err)
 	}
 	return eventTypeFromRow(row), nil
 }
@@ -41,13 +41,6 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 	}
 	return page(rows, p, func(r dbq.EventType) uuid.UUID { return r.ID },
 		func(r dbq.EventType) (sluice.EventType, error) { return eventTypeFromRow(r), nil })
-}
-
-// DeleteEventType removes an entry of the tenant's catalogue. Subscriptions
-// and events of the type are not touched.
-func (s *Store) DeleteEventType(ctx context.Context, tenantID uuid.UUID, name string) error {
-	n, err := s.q.DeleteEventType(ctx, dbq.DeleteEventTypeParams{TenantID: tenantID, Name: name})
-	return rowChanged("delete event type", n, err)
 }
 
 // EventSchemas are the tenant's event types that have a schema, each with

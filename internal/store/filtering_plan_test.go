@@ -32,7 +32,7 @@ func TestOneStatementFindsFilteringTenantsByProbe(t *testing.T) {
 			URL: fmt.Sprintf("https://example.com/b/%d", i), MaxInFlight: 10,
 		}, storetest.Secret)
 		require.NoError(t, err)
-		_, err = f.Store.CreateFilteredSubscription(t.Context(), f.TenantB.ID, ep.ID, []string{"healthy.one"}, &store.Filter{JSON: []byte(gold.String()), JSONPath: gold.JSONPath()})
+		_, err = f.Store.CreateSubscription(t.Context(), f.TenantB.ID, ep.ID, []string{"healthy.one"}, &store.Filter{JSON: []byte(gold.String()), JSONPath: gold.JSONPath()})
 		require.NoError(t, err)
 	}
 	_, err = f.Store.Pool().Exec(t.Context(), `ANALYZE subscriptions, endpoints`)

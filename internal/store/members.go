@@ -22,13 +22,13 @@ var errEmailTaken = fmt.Errorf("%w: a member with this email already exists", sl
 // caller trims it), in role. An email any member has, in any case, is
 // sluice.ErrConflict.
 func (s *Store) AddMember(ctx context.Context, tenantID uuid.UUID, email string, role sluice.Role) (sluice.Member, error) {
-	row, err := s.q.InsertMember(ctx, dbq.InsertMemberParams{ID: newID(), TenantID: tenantID, Email: email, Role: string(role)})
+	row, err := s.q.InsertMember(ctx, dbq.InsertMemberParams{ID: NewID(), TenantID: tenantID, Email: email, Role: string(role)})
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return sluice.Member{}, errEmailTaken
 	}
 	if err != nil {
-		return sluice.Member{}, fmt.Errorf("insert member: %w", notFound(err))
+		return sluice.Member{}, fmt.Errorf("insert member: %w", NotFound(err))
 	}
 	return memberFromRow(row), nil
 }
@@ -48,7 +48,7 @@ func (s *Store) ListMembers(ctx context.Context, tenantID uuid.UUID, p sluice.Pa
 func (s *Store) GetMember(ctx context.Context, tenantID, id uuid.UUID) (sluice.Member, error) {
 	row, err := s.q.GetMember(ctx, dbq.GetMemberParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Member{}, notFound(err)
+		return sluice.Member{}, NotFound(err)
 	}
 	return memberFromRow(row), nil
 }
@@ -58,16 +58,9 @@ func (s *Store) GetMember(ctx context.Context, tenantID, id uuid.UUID) (sluice.M
 func (s *Store) SetMemberRole(ctx context.Context, tenantID, id uuid.UUID, role sluice.Role) (sluice.Member, error) {
 	row, err := s.q.UpdateMemberRole(ctx, dbq.UpdateMemberRoleParams{TenantID: tenantID, ID: id, Role: string(role)})
 	if err != nil {
-		return sluice.Member{}, notFound(err)
+		return sluice.Member{}, NotFound(err)
 	}
 	return memberFromRow(row), nil
-}
-
-// RemoveMember deletes one of a tenant's members, and with it its
-// dashboard sessions and unused links (foreign key cascades).
-func (s *Store) RemoveMember(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteMember(ctx, dbq.DeleteMemberParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete member", n, err)
 }
 
 // MemberCredential is a member found by its email, to sign in: with its
@@ -83,25 +76,13 @@ type MemberCredential struct {
 func (s *Store) MemberByEmail(ctx context.Context, email string) (MemberCredential, error) {
 	row, err := s.q.MemberByEmail(ctx, email)
 	if err != nil {
-		return MemberCredential{}, notFound(err)
+		return MemberCredential{}, NotFound(err)
 	}
 	return MemberCredential{
 		Member:       memberFromRow(row.Member),
 		PasswordHash: deref(row.Member.PasswordHash),
 		Tenant:       tenantFromRow(row.Tenant),
 	}, nil
-}
-
-// AddMemberToken records the hash of a link's token, working until
-// expires. A member removed since is sluice.ErrNotFound.
-func (s *Store) AddMemberToken(ctx context.Context, memberID uuid.UUID, tokenHash []byte, purpose string, expires time.Time) error {
-	err := s.q.InsertMemberToken(ctx, dbq.InsertMemberTokenParams{
-		TokenHash: tokenHash, MemberID: memberID, Purpose: purpose, ExpiresAt: expires,
-	})
-	if err != nil {
-		return fmt.Errorf("insert member token: %w", notFound(err))
-	}
-	return nil
 }
 
 // SetMemberPassword uses a link's token: unless it was used already or
@@ -116,7 +97,7 @@ func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwor
 		q := s.q.WithTx(tx)
 		tok, err := q.UseMemberToken(ctx, tokenHash)
 		if err != nil {
-			return notFound(err)
+			return NotFound(err)
 		}
 		if !tok.ExpiresAt.After(now) {
 			expired = true // commit the token's removal all the same
@@ -124,7 +105,7 @@ func (s *Store) SetMemberPassword(ctx context.Context, tokenHash []byte, passwor
 		}
 		row, err := q.SetMemberPassword(ctx, dbq.SetMemberPasswordParams{ID: tok.MemberID, PasswordHash: &passwordHash})
 		if err != nil {
-			return fmt.Errorf("set member password: %w", notFound(err))
+			return fmt.Errorf("set member password: %w", NotFound(err))
 		}
 		if err := q.DeleteMemberTokens(ctx, tok.MemberID); err != nil {
 			return fmt.Errorf("delete member tokens: %w", err)

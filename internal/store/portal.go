@@ -23,7 +23,7 @@ type PortalTarget struct {
 func (s *Store) PortalTarget(ctx context.Context, consumerID uuid.UUID) (PortalTarget, error) {
 	row, err := s.q.ConsumerForPortal(ctx, consumerID)
 	if err != nil {
-		return PortalTarget{}, notFound(err)
+		return PortalTarget{}, NotFound(err)
 	}
 	return PortalTarget{
 		Tenant:     tenantFromRow(row.Tenant),
@@ -41,7 +41,7 @@ func (s *Store) RevokePortal(ctx context.Context, tenantID uuid.UUID, uid string
 			TenantID: tenantID, Uid: uid, PortalGeneration: uuid.New(),
 		})
 		if err != nil {
-			return notFound(err)
+			return NotFound(err)
 		}
 		return q.DeletePortalSessions(ctx, &id)
 	})

@@ -53,7 +53,7 @@ func pastOtherSubscriptions(t *testing.T) storetest.Fixture {
 	subscribe := func(n int, typ string) {
 		for i := range n {
 			ep := storetest.NewEndpoint(t, f, fmt.Sprintf("%s/%d", typ, i))
-			_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ})
+			_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{typ}, nil)
 			require.NoError(t, err)
 		}
 	}

@@ -52,7 +52,7 @@ func (s *Store) CreateDashboardSession(ctx context.Context, p dbq.CreateDashboar
 	if err := s.q.DeleteExpiredDashboardSessions(ctx, p.TenantID); err != nil {
 		return fmt.Errorf("delete expired dashboard sessions: %w", err)
 	}
-	return notFound(s.q.CreateDashboardSession(ctx, p))
+	return NotFound(s.q.CreateDashboardSession(ctx, p))
 }
 
 // DashboardSession loads the live session of a token hash: one that has
@@ -61,7 +61,7 @@ func (s *Store) CreateDashboardSession(ctx context.Context, p dbq.CreateDashboar
 func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (DashboardSession, error) {
 	row, err := s.q.DashboardSession(ctx, tokenHash)
 	if err != nil {
-		return DashboardSession{}, notFound(err)
+		return DashboardSession{}, NotFound(err)
 	}
 	ds := DashboardSession{
 		Tenant:     tenantFromRow(row.Tenant),
@@ -77,14 +77,6 @@ func (s *Store) DashboardSession(ctx context.Context, tokenHash []byte) (Dashboa
 		ds.Consumer = &PortalConsumer{ID: *row.ConsumerID, UID: deref(row.ConsumerUid), Name: deref(row.ConsumerName)}
 	}
 	return ds, nil
-}
-
-// DeleteDashboardSession ends a session: sign-out.
-func (s *Store) DeleteDashboardSession(ctx context.Context, tokenHash []byte) error {
-	if err := s.q.DeleteDashboardSession(ctx, tokenHash); err != nil {
-		return fmt.Errorf("delete dashboard session: %w", err)
-	}
-	return nil
 }
 
 func deref[T any](p *T) T {

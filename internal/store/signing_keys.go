@@ -17,8 +17,7 @@ import (
 func (s *Store) SetEndpointSigningKey(ctx context.Context, tenantID, id uuid.UUID, key ed25519.PrivateKey) error {
 	p := dbq.SetEndpointSigningKeyParams{TenantID: tenantID, ID: id}
 	p.SignKeyEnc, p.SignPublicKey = s.sealKey(key)
-	n, err := s.q.SetEndpointSigningKey(ctx, p)
-	return rowChanged("set endpoint signing key", n, err)
+	return ExecRows(ctx, s, (*dbq.Queries).SetEndpointSigningKey, p)
 }
 
 // RotateEndpointSigningKey makes key, its private half sealed, an
@@ -28,8 +27,7 @@ func (s *Store) SetEndpointSigningKey(ctx context.Context, tenantID, id uuid.UUI
 func (s *Store) RotateEndpointSigningKey(ctx context.Context, tenantID, id uuid.UUID, key ed25519.PrivateKey) error {
 	p := dbq.RotateEndpointSigningKeyParams{TenantID: tenantID, ID: id}
 	p.SignKeyEnc, p.SignPublicKey = s.sealKey(key)
-	n, err := s.q.RotateEndpointSigningKey(ctx, p)
-	return rowChanged("rotate endpoint signing key", n, err)
+	return ExecRows(ctx, s, (*dbq.Queries).RotateEndpointSigningKey, p)
 }
 
 // EndpointPublicKey is an endpoint's current v1a public key; nil when it
@@ -37,7 +35,7 @@ func (s *Store) RotateEndpointSigningKey(ctx context.Context, tenantID, id uuid.
 func (s *Store) EndpointPublicKey(ctx context.Context, tenantID, id uuid.UUID) (ed25519.PublicKey, error) {
 	key, err := s.q.EndpointPublicKey(ctx, dbq.EndpointPublicKeyParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return nil, fmt.Errorf("read endpoint public key: %w", notFound(err))
+		return nil, fmt.Errorf("read endpoint public key: %w", NotFound(err))
 	}
 	return key, nil
 }

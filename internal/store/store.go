@@ -1,10 +1,10 @@
 // Package store is Sluice's shared SQL access: rows mapped to the domain
 // types of package sluice, and the ways into a transaction (tx.go). It
 // makes no decisions and imports no domain package (TestStoreImports):
-// the packages that decide (poll, notify, fanout, dispatch, replay,
-// maintenance) run the sqlc-generated statements of store/dbq in a Tx.
-// pgx.ErrNoRows becomes sluice.ErrNotFound here (NotFound) and nowhere
-// else.
+// the packages that decide (control, poll, notify, fanout, dispatch,
+// replay, maintenance) run the sqlc-generated statements of store/dbq in
+// a Tx, or one alone (Read, Exec, ExecRows). pgx.ErrNoRows becomes
+// sluice.ErrNotFound here (NotFound) and nowhere else.
 package store
 
 import (
@@ -60,13 +60,33 @@ func (s *Store) Ping(ctx context.Context) error {
 // sluice.ErrNotFound. It is for a read whose caller maps the row itself.
 func Read[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (R, error), arg A) (R, error) {
 	row, err := stmt(s.q, ctx, arg)
-	return row, notFound(err)
+	return row, NotFound(err)
 }
 
-// notFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
+// Exec is Read for a statement that writes and returns nothing (sqlc's
+// :exec), such as (*dbq.Queries).DeleteDashboardSession. It is for a write
+// whose caller needs no mapping.
+func Exec[A any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) error, arg A) error {
+	return NotFound(stmt(s.q, ctx, arg))
+}
+
+// ExecRows is Exec for a statement that is to change one row and returns
+// how many it changed (sqlc's :execrows), such as
+// (*dbq.Queries).DeleteConsumer: one that changed none is
+// sluice.ErrNotFound.
+func ExecRows[A any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (int64, error), arg A) error {
+	n, err := stmt(s.q, ctx, arg)
+	if err == nil && n == 0 {
+		return sluice.ErrNotFound
+	}
+	return NotFound(err)
+}
+
+// NotFound turns pgx.ErrNoRows into sluice.ErrNotFound, and so a foreign
 // key violation (SQLSTATE 23503): a row the statement refers to is gone,
-// deleted by a concurrent transaction after it was looked up.
-func notFound(err error) error {
+// deleted by a concurrent transaction after it was looked up. The code
+// that runs queries in a Tx calls it too.
+func NotFound(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.Is(err, pgx.ErrNoRows) || errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return sluice.ErrNotFound
@@ -74,9 +94,9 @@ func notFound(err error) error {
 	return err
 }
 
-// newID returns a time-ordered id, so that "newest first" is "highest id
-// first" and cursors are plain ids.
-func newID() uuid.UUID {
+// NewID returns a time-ordered id, as the store gives every row it makes,
+// so that "newest first" is "highest id first" and cursors are plain ids.
+func NewID() uuid.UUID {
 	return uuid.Must(uuid.NewV7())
 }
 

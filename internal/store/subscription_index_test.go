@@ -18,7 +18,7 @@ func TestNewSubscriptionsWaitInNoPendingList(t *testing.T) {
 	f := storetest.New(t)
 	for i := range 200 {
 		ep := storetest.NewEndpoint(t, f, fmt.Sprintf("s/%d", i))
-		_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{fmt.Sprintf("type.%d", i)})
+		_, err := f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep, []string{fmt.Sprintf("type.%d", i)}, nil)
 		require.NoError(t, err)
 	}
 	_, err := f.Store.Pool().Exec(t.Context(), `CREATE EXTENSION IF NOT EXISTS pgstattuple`)

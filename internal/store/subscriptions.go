@@ -20,23 +20,18 @@ type Filter struct {
 }
 
 // CreateSubscription subscribes one of a tenant's endpoints to event
-// types. An endpoint that is not the tenant's is sluice.ErrNotFound.
-func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string) (sluice.Subscription, error) {
-	return s.CreateFilteredSubscription(ctx, tenantID, endpointID, eventTypes, nil)
-}
-
-// CreateFilteredSubscription is CreateSubscription with payload filter f
-// (none when nil).
-func (s *Store) CreateFilteredSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
+// types, with payload filter f (none when nil). An endpoint that is not
+// the tenant's is sluice.ErrNotFound.
+func (s *Store) CreateSubscription(ctx context.Context, tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) (sluice.Subscription, error) {
 	row, err := s.q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, eventTypes, f))
 	if err != nil {
-		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", notFound(err))
+		return sluice.Subscription{}, fmt.Errorf("create subscription: %w", NotFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
 
 func subscriptionParams(tenantID, endpointID uuid.UUID, eventTypes []string, f *Filter) dbq.CreateSubscriptionParams {
-	p := dbq.CreateSubscriptionParams{ID: newID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: eventTypes}
+	p := dbq.CreateSubscriptionParams{ID: NewID(), TenantID: tenantID, EndpointID: endpointID, EventTypes: eventTypes}
 	if f != nil {
 		p.Filter, p.FilterPath = f.JSON, &f.JSONPath
 	}
@@ -47,7 +42,7 @@ func subscriptionParams(tenantID, endpointID uuid.UUID, eventTypes []string, f *
 func (s *Store) GetSubscription(ctx context.Context, tenantID, id uuid.UUID) (sluice.Subscription, error) {
 	row, err := s.q.GetSubscription(ctx, dbq.GetSubscriptionParams{TenantID: tenantID, ID: id})
 	if err != nil {
-		return sluice.Subscription{}, fmt.Errorf("read subscription: %w", notFound(err))
+		return sluice.Subscription{}, fmt.Errorf("read subscription: %w", NotFound(err))
 	}
 	return subscriptionFromRow(row), nil
 }
@@ -66,12 +61,6 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpo
 	}
 	return page(rows, p, func(r dbq.Subscription) uuid.UUID { return r.ID },
 		func(r dbq.Subscription) (sluice.Subscription, error) { return subscriptionFromRow(r), nil })
-}
-
-// DeleteSubscription removes one of a tenant's subscriptions.
-func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id uuid.UUID) error {
-	n, err := s.q.DeleteSubscription(ctx, dbq.DeleteSubscriptionParams{TenantID: tenantID, ID: id})
-	return rowChanged("delete subscription", n, err)
 }
 
 func subscriptionFromRow(r dbq.Subscription) sluice.Subscription {
@@ -93,7 +82,7 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 	return s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
 		if _, err := q.GetEndpoint(ctx, dbq.GetEndpointParams{TenantID: tenantID, ID: endpointID}); err != nil {
-			return fmt.Errorf("read endpoint: %w", notFound(err))
+			return fmt.Errorf("read endpoint: %w", NotFound(err))
 		}
 		if err := q.DeleteEndpointSubscriptions(ctx, dbq.DeleteEndpointSubscriptionsParams{TenantID: tenantID, EndpointID: endpointID}); err != nil {
 			return fmt.Errorf("delete endpoint subscriptions: %w", err)
@@ -102,7 +91,7 @@ func (s *Store) SetSubscriptions(ctx context.Context, tenantID, endpointID uuid.
 			return nil
 		}
 		if _, err := q.CreateSubscription(ctx, subscriptionParams(tenantID, endpointID, patterns, f)); err != nil {
-			return fmt.Errorf("create subscription: %w", notFound(err))
+			return fmt.Errorf("create subscription: %w", NotFound(err))
 		}
 		return nil
 	})

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -12,15 +13,18 @@ import (
 // apirate.Parse reads it ("50/s"); nil returns the tenant to the process's
 // SLUICE_API_RATE. It answers sluice.ErrNotFound for an unknown tenant.
 func (s *Store) SetTenantAPIRate(ctx context.Context, tenantID uuid.UUID, rate *string) error {
-	n, err := s.q.SetTenantAPIRate(ctx, dbq.SetTenantAPIRateParams{ID: tenantID, ApiRate: rate})
-	return rowChanged("set tenant api rate", n, err)
+	err := ExecRows(ctx, s, (*dbq.Queries).SetTenantAPIRate, dbq.SetTenantAPIRateParams{ID: tenantID, ApiRate: rate})
+	if err != nil {
+		return fmt.Errorf("set tenant api rate: %w", err)
+	}
+	return nil
 }
 
 // TenantAPIRate returns a tenant's own API rate, or nil when it has none.
 func (s *Store) TenantAPIRate(ctx context.Context, tenantID uuid.UUID) (*string, error) {
 	rate, err := s.q.TenantAPIRate(ctx, tenantID)
 	if err != nil {
-		return nil, notFound(err)
+		return nil, NotFound(err)
 	}
 	return rate, nil
 }

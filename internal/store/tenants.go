@@ -17,7 +17,7 @@ func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string, key s
 	var tenant sluice.Tenant
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		q := s.q.WithTx(tx)
-		row, err := q.CreateTenant(ctx, dbq.CreateTenantParams{ID: newID(), Name: name, AlertEmail: alertEmail})
+		row, err := q.CreateTenant(ctx, dbq.CreateTenantParams{ID: NewID(), Name: name, AlertEmail: alertEmail})
 		if err != nil {
 			return fmt.Errorf("create tenant: %w", err)
 		}
@@ -32,7 +32,7 @@ func (s *Store) CreateTenant(ctx context.Context, name, alertEmail string, key s
 func (s *Store) GetTenant(ctx context.Context, id uuid.UUID) (sluice.Tenant, error) {
 	row, err := s.q.GetTenant(ctx, id)
 	if err != nil {
-		return sluice.Tenant{}, notFound(err)
+		return sluice.Tenant{}, NotFound(err)
 	}
 	return tenantFromRow(row), nil
 }
@@ -58,7 +58,7 @@ func (s *Store) SetTenantDisabled(ctx context.Context, id uuid.UUID, disabled bo
 		q := s.q.WithTx(tx)
 		row, err := q.SetTenantDisabled(ctx, dbq.SetTenantDisabledParams{ID: id, Disabled: disabled})
 		if err != nil {
-			return notFound(err)
+			return NotFound(err)
 		}
 		tenant = tenantFromRow(row)
 		if !disabled {

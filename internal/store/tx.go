@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -108,18 +106,6 @@ func (s *Store) OpenSecret(sealed []byte) ([]byte, error) {
 	}
 	return secret, nil
 }
-
-// EndpointRateLimit is an endpoint row's rate limit; nil when it has none.
-func EndpointRateLimit(e dbq.Endpoint) *sluice.RateLimit {
-	return rateLimitOf(e)
-}
-
-// NotFound turns pgx.ErrNoRows (and a foreign key violation) into
-// sluice.ErrNotFound, for the code that runs queries in a Tx.
-func NotFound(err error) error { return notFound(err) }
-
-// NewID returns a time-ordered id, as the store gives every row it makes.
-func NewID() uuid.UUID { return newID() }
 
 // Routed runs one statement alone with routedSettings, made once: for a
 // small group of events stored, routed and fanned out in one statement

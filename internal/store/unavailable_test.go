@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 )
 
@@ -91,6 +90,6 @@ func TestUnavailable(t *testing.T) {
 		if tc.want {
 			require.Error(t, tc.err, name)
 		}
-		require.Equal(t, tc.want, store.Unavailable(tc.err), "%s: %v", name, tc.err)
+		require.Equal(t, tc.want, sluice.Unavailable(tc.err), "%s: %v", name, tc.err)
 	}
 }

@@ -303,6 +303,22 @@ func (q *Queries) NextQueuedDelivery(ctx context.Context, endpointID uuid.UUID) 
 	return i, err
 }
 
+const notify = `-- name: Notify :exec
+SELECT pg_notify($1::text, $2::text)
+`
+
+type NotifyParams struct {
+	Channel string
+	Payload string
+}
+
+// Sends payload on a Postgres notification channel (the wake channel of
+// package dispatch): at once, or when the transaction it runs in commits.
+func (q *Queries) Notify(ctx context.Context, arg NotifyParams) error {
+	_, err := q.db.Exec(ctx, notify, arg.Channel, arg.Payload)
+	return err
+}
+
 const queuedDeliveries = `-- name: QueuedDeliveries :one
 SELECT count(*) FROM deliveries WHERE endpoint_id = $1 AND status IN ('pending', 'failed')
 `
