@@ -337,7 +337,8 @@ func TestBadPasswordLinksDoNotLockOutAValidOne(t *testing.T) {
 	m, err := f.Store.AddMember(context.Background(), f.TenantA.ID, "ann@acme.test", sluice.RoleOwner)
 	require.NoError(t, err)
 	token := member.NewToken()
-	require.NoError(t, f.Store.AddMemberToken(context.Background(), m.ID, member.TokenHash(token), member.PurposeInvite, time.Now().Add(time.Hour)))
+	require.NoError(t, store.Exec(context.Background(), f.Store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+		MemberID: m.ID, TokenHash: member.TokenHash(token), Purpose: member.PurposeInvite, ExpiresAt: time.Now().Add(time.Hour)}))
 	const addr = "198.51.100.7:4000"
 	serve := func(req *http.Request) *httptest.ResponseRecorder {
 		req.RemoteAddr = addr

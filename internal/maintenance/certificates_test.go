@@ -60,7 +60,7 @@ func TestCertificateExpiring(t *testing.T) {
 // sluice.endpoint.certificate_expiring events.
 func (b *sweepBundle) certificateEvents() []sluice.OpPayload {
 	b.t.Helper()
-	page, err := b.f.Store.ListEvents(b.ctx, b.f.TenantA.ID, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	page, err := b.f.Store.ListEvents(b.ctx, b.f.TenantA.ID, nil, nil, sluice.PageParams{Limit: sluice.MaxPageLimit})
 	require.NoError(b.t, err)
 	var out []sluice.OpPayload
 	for _, ev := range page.Items {
