@@ -105,6 +105,9 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err := c.saveTLS(ctx, who.Tenant, ep.ID, in.Options, set.Options.TLS); err != nil {
 			return err
 		}
+		if err := c.saveAuth(ctx, ep.ID, in.Options, nil, set.Options.Auth); err != nil {
+			return err
+		}
 		if err := subs.set(ctx, c, who, ep.ID); err != nil {
 			return err
 		}
@@ -186,6 +189,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 			return err
 		}
 		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
+		if err := c.saveAuth(ctx, id, in.Options, before.Options.Auth, set.Options.Auth); err != nil {
 			return err
 		}
 		fifo, err := c.store.SetEndpointOrdering(ctx, who.Tenant, id, set.Ordering)
