@@ -78,6 +78,9 @@ type Target struct {
 	// TLS is the endpoint's client certificate (its tls option); nil
 	// without one.
 	TLS *send.ClientTLS
+	// Auth is the endpoint's auth option with the token read with it
+	// (oauth.go); nil without one.
+	Auth *authTarget
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -89,11 +92,11 @@ func (t *StepTx) LockEndpoint(ctx context.Context, endpointID uuid.UUID) (Target
 	if err != nil {
 		return Target{}, fmt.Errorf("lock endpoint for dispatch: %w", store.NotFound(err))
 	}
-	return t.target(row)
+	return t.target(ctx, row)
 }
 
 // target reads a locked endpoint row, opening its signing secrets.
-func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
+func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow) (Target, error) {
 	r := row.Endpoint
 	tg := Target{
 		ID:          r.ID,
@@ -119,6 +122,13 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		tg.Timeout, tg.Retry = o.Timeout(), o.RetrySchedule
 		if o.TLS != nil && r.TlsKeyEnc != nil {
 			tg.TLS = t.clientTLS(r, o.TLS)
+		}
+		if o.Auth != nil {
+			a, err := t.readAuth(ctx, r.ID, *o.Auth)
+			if err != nil {
+				return tg, err
+			}
+			tg.Auth = a
 		}
 	}
 	inGrace := r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt)
