@@ -39,6 +39,36 @@ func (e AuditEntryActorType) Valid() bool {
 	}
 }
 
+// Defines values for AuthInputType.
+const (
+	AuthInputTypeOauth2ClientCredentials AuthInputType = "oauth2_client_credentials"
+)
+
+// Valid indicates whether the value is a known member of the AuthInputType enum.
+func (e AuthInputType) Valid() bool {
+	switch e {
+	case AuthInputTypeOauth2ClientCredentials:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for AuthOptionType.
+const (
+	AuthOptionTypeOauth2ClientCredentials AuthOptionType = "oauth2_client_credentials"
+)
+
+// Valid indicates whether the value is a known member of the AuthOptionType enum.
+func (e AuthOptionType) Valid() bool {
+	switch e {
+	case AuthOptionTypeOauth2ClientCredentials:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CircuitState.
 const (
 	Closed   CircuitState = "closed"
@@ -471,6 +501,59 @@ type AuditEntryList struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
+// AuthInput A delivery option: OAuth2 client credentials (RFC 6749 §4.4).
+// Sluice asks `token_url` for an access token (`POST`,
+// `grant_type=client_credentials`, the client authenticated with
+// HTTP Basic, `scope` and `audience` as form fields when set) and
+// sends it as `Authorization: Bearer <token>` on every attempt. The
+// token is shared by every worker process until shortly before its
+// `expires_in` ends: one token request per token lifetime, however
+// many workers deliver. A `401` from the receiver gets one fresh
+// token and one resend inside the same attempt; a second `401` is an
+// ordinary failure. A failing token request is the attempt's
+// failure, its `error` naming the token endpoint and its answer, its
+// `response_body` the answer's first KiB. The option is replaced
+// whole; `422` names each bad field (`auth.token_url`, ...).
+type AuthInput struct {
+	// Audience Sent as the token request's `audience` when set.
+	Audience *string `json:"audience,omitempty"`
+	ClientID string  `json:"client_id"`
+
+	// ClientSecret Write-only and encrypted at rest. Left out, the stored secret is
+	// kept (`422` when there is none, as for a new endpoint).
+	ClientSecret *string `json:"client_secret,omitempty"`
+
+	// ClientSecretSet What a read shows; accepted and ignored, so a read can be sent back.
+	ClientSecretSet *bool `json:"client_secret_set,omitempty"`
+
+	// Scope Sent as the token request's `scope` when set.
+	Scope *string `json:"scope,omitempty"`
+
+	// TokenURL The token endpoint; it passes the same address checks as `url`.
+	//
+	// Example: https://auth.example.com/oauth/token
+	TokenURL string        `json:"token_url"`
+	Type     AuthInputType `json:"type"`
+}
+
+// AuthInputType defines model for AuthInput.Type.
+type AuthInputType string
+
+// AuthOption An endpoint's OAuth2 client credentials as reads show them; the secret is never shown.
+type AuthOption struct {
+	Audience *string `json:"audience,omitempty"`
+	ClientID string  `json:"client_id"`
+
+	// ClientSecretSet Whether a client secret is stored (always `true`).
+	ClientSecretSet bool           `json:"client_secret_set"`
+	Scope           *string        `json:"scope,omitempty"`
+	TokenURL        string         `json:"token_url"`
+	Type            AuthOptionType `json:"type"`
+}
+
+// AuthOptionType defines model for AuthOption.Type.
+type AuthOptionType string
+
 // BacklogAlert When the endpoint's owner (its consumer's alert address, else the
 // tenant's) gets one email and a `sluice.endpoint.backlog` event:
 // when its queued deliveries reach `queued`, or its oldest due
@@ -604,6 +687,9 @@ type DeliveryWithAttempts struct {
 
 // Endpoint defines model for Endpoint.
 type Endpoint struct {
+	// Auth The endpoint's OAuth2 client credentials (`AuthOption`); `null` without them.
+	Auth Endpoint_Auth `json:"auth"`
+
 	// BacklogAlert The backlog alert; `null` without one.
 	BacklogAlert Endpoint_BacklogAlert `json:"backlog_alert"`
 	Circuit      Circuit               `json:"circuit"`
@@ -736,6 +822,11 @@ type Endpoint struct {
 	VerifiedAt *time.Time `json:"verified_at"`
 }
 
+// Endpoint_Auth The endpoint's OAuth2 client credentials (`AuthOption`); `null` without them.
+type Endpoint_Auth struct {
+	union json.RawMessage
+}
+
 // Endpoint_BacklogAlert The backlog alert; `null` without one.
 type Endpoint_BacklogAlert struct {
 	union json.RawMessage
@@ -760,6 +851,9 @@ type Endpoint_TLS struct {
 
 // EndpointCreate `url` is required for a push endpoint and refused (422) for a poll endpoint.
 type EndpointCreate struct {
+	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+	Auth *EndpointCreate_Auth `json:"auth,omitempty"`
+
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointCreate_BacklogAlert `json:"backlog_alert,omitempty"`
 
@@ -875,6 +969,11 @@ type EndpointCreate struct {
 	Verification *Verification `json:"verification,omitempty"`
 }
 
+// EndpointCreate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+type EndpointCreate_Auth struct {
+	union json.RawMessage
+}
+
 // EndpointCreate_BacklogAlert The backlog alert; `null` removes it.
 type EndpointCreate_BacklogAlert struct {
 	union json.RawMessage
@@ -945,9 +1044,12 @@ type EndpointStatus string
 // EndpointUpdate Only the fields present change. `null` is refused (422 naming the
 // field) for every field but `rate_limit` and `backlog_alert`, where
 // it removes the limit or the alert, and the delivery options
-// (`timeout_seconds`, `retry_schedule`, `signature`, `tls`), where it
-// gives the option back to its default.
+// (`timeout_seconds`, `retry_schedule`, `auth`, `signature`, `tls`,
+// `verification`), where it gives the option back to its default.
 type EndpointUpdate struct {
+	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+	Auth *EndpointUpdate_Auth `json:"auth,omitempty"`
+
 	// BacklogAlert The backlog alert; `null` removes it.
 	BacklogAlert *EndpointUpdate_BacklogAlert `json:"backlog_alert,omitempty"`
 
@@ -1041,6 +1143,11 @@ type EndpointUpdate struct {
 	Verification *Verification `json:"verification,omitempty"`
 }
 
+// EndpointUpdate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+type EndpointUpdate_Auth struct {
+	union json.RawMessage
+}
+
 // EndpointUpdate_BacklogAlert The backlog alert; `null` removes it.
 type EndpointUpdate_BacklogAlert struct {
 	union json.RawMessage
@@ -1058,6 +1165,9 @@ type EndpointUpdate_TLS struct {
 
 // EndpointWithSecret An endpoint as returned on creation, with its signing secret.
 type EndpointWithSecret struct {
+	// Auth The endpoint's OAuth2 client credentials (`AuthOption`); `null` without them.
+	Auth EndpointWithSecret_Auth `json:"auth"`
+
 	// BacklogAlert The backlog alert; `null` without one.
 	BacklogAlert EndpointWithSecret_BacklogAlert `json:"backlog_alert"`
 	Circuit      Circuit                         `json:"circuit"`
@@ -1208,6 +1318,11 @@ type EndpointWithSecret struct {
 
 	// VerifiedAt When the receiver last answered a verification challenge (read-only); `null` before, and again after its URL changes or a new challenge is asked for.
 	VerifiedAt *time.Time `json:"verified_at"`
+}
+
+// EndpointWithSecret_Auth The endpoint's OAuth2 client credentials (`AuthOption`); `null` without them.
+type EndpointWithSecret_Auth struct {
+	union json.RawMessage
 }
 
 // EndpointWithSecret_BacklogAlert The backlog alert; `null` without one.
@@ -2052,6 +2167,68 @@ type UpdateMemberJSONRequestBody = MemberUpdate
 // CreateSubscriptionJSONRequestBody defines body for CreateSubscription for application/json ContentType.
 type CreateSubscriptionJSONRequestBody = SubscriptionCreate
 
+// AsAuthOption returns the union data inside the Endpoint_Auth as a AuthOption
+func (t Endpoint_Auth) AsAuthOption() (AuthOption, error) {
+	var body AuthOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuthOption overwrites any union data inside the Endpoint_Auth as the provided AuthOption
+func (t *Endpoint_Auth) FromAuthOption(v AuthOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuthOption performs a merge with any union data inside the Endpoint_Auth, using the provided AuthOption
+func (t *Endpoint_Auth) MergeAuthOption(v AuthOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the Endpoint_Auth as a NullValue
+func (t Endpoint_Auth) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the Endpoint_Auth as the provided NullValue
+func (t *Endpoint_Auth) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the Endpoint_Auth, using the provided NullValue
+func (t *Endpoint_Auth) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Endpoint_Auth) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Endpoint_Auth) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the Endpoint_BacklogAlert as a BacklogAlert
 func (t Endpoint_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -2234,6 +2411,68 @@ func (t Endpoint_TLS) MarshalJSON() ([]byte, error) {
 }
 
 func (t *Endpoint_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsAuthInput returns the union data inside the EndpointCreate_Auth as a AuthInput
+func (t EndpointCreate_Auth) AsAuthInput() (AuthInput, error) {
+	var body AuthInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuthInput overwrites any union data inside the EndpointCreate_Auth as the provided AuthInput
+func (t *EndpointCreate_Auth) FromAuthInput(v AuthInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuthInput performs a merge with any union data inside the EndpointCreate_Auth, using the provided AuthInput
+func (t *EndpointCreate_Auth) MergeAuthInput(v AuthInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointCreate_Auth as a NullValue
+func (t EndpointCreate_Auth) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointCreate_Auth as the provided NullValue
+func (t *EndpointCreate_Auth) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointCreate_Auth, using the provided NullValue
+func (t *EndpointCreate_Auth) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointCreate_Auth) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointCreate_Auth) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2424,6 +2663,68 @@ func (t *EndpointCreate_TLS) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsAuthInput returns the union data inside the EndpointUpdate_Auth as a AuthInput
+func (t EndpointUpdate_Auth) AsAuthInput() (AuthInput, error) {
+	var body AuthInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuthInput overwrites any union data inside the EndpointUpdate_Auth as the provided AuthInput
+func (t *EndpointUpdate_Auth) FromAuthInput(v AuthInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuthInput performs a merge with any union data inside the EndpointUpdate_Auth, using the provided AuthInput
+func (t *EndpointUpdate_Auth) MergeAuthInput(v AuthInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointUpdate_Auth as a NullValue
+func (t EndpointUpdate_Auth) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointUpdate_Auth as the provided NullValue
+func (t *EndpointUpdate_Auth) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointUpdate_Auth, using the provided NullValue
+func (t *EndpointUpdate_Auth) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointUpdate_Auth) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointUpdate_Auth) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsBacklogAlert returns the union data inside the EndpointUpdate_BacklogAlert as a BacklogAlert
 func (t EndpointUpdate_BacklogAlert) AsBacklogAlert() (BacklogAlert, error) {
 	var body BacklogAlert
@@ -2606,6 +2907,68 @@ func (t EndpointUpdate_TLS) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointUpdate_TLS) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsAuthOption returns the union data inside the EndpointWithSecret_Auth as a AuthOption
+func (t EndpointWithSecret_Auth) AsAuthOption() (AuthOption, error) {
+	var body AuthOption
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuthOption overwrites any union data inside the EndpointWithSecret_Auth as the provided AuthOption
+func (t *EndpointWithSecret_Auth) FromAuthOption(v AuthOption) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuthOption performs a merge with any union data inside the EndpointWithSecret_Auth, using the provided AuthOption
+func (t *EndpointWithSecret_Auth) MergeAuthOption(v AuthOption) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointWithSecret_Auth as a NullValue
+func (t EndpointWithSecret_Auth) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointWithSecret_Auth as the provided NullValue
+func (t *EndpointWithSecret_Auth) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointWithSecret_Auth, using the provided NullValue
+func (t *EndpointWithSecret_Auth) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointWithSecret_Auth) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointWithSecret_Auth) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }

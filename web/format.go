@@ -112,6 +112,20 @@ func clientCertificate(o *sluice.TLSOption) string {
 	return s
 }
 
+func oauth(o *sluice.AuthOption) string {
+	if o == nil {
+		return "none"
+	}
+	s := "client " + o.ClientID + " at " + o.TokenURL
+	if o.Scope != "" {
+		s += ", scope " + o.Scope
+	}
+	if o.Audience != "" {
+		s += ", audience " + o.Audience
+	}
+	return s + "; the secret is set"
+}
+
 func backlogAlert(a *sluice.BacklogAlert) string {
 	if a == nil {
 		return "none"

@@ -57,6 +57,7 @@ func scenarios() []Scenario {
 		backlogScenario,
 		backlogAlertsScenario,
 		filtersScenario,
+		optionsScenario,
 		pollIdleScenario,
 		schemaNeighbourScenario,
 	}

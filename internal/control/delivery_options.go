@@ -21,12 +21,17 @@ type OptionsInput map[string]json.RawMessage
 // json name; "" for the server's default), as the JSON the API takes, for
 // applyOptions to check under the API's rules: a timeout that is not a
 // whole number goes as text, to be refused, a schedule is split at
-// commas and spaces, and tls is made of its three fields (formTLS).
+// commas and spaces, tls is made of its three fields (formTLS) and
+// auth of its five (formAuth).
 func FormOptions(texts map[string]string) OptionsInput {
 	in := OptionsInput{}
 	for _, name := range sluice.DeliveryOptionNames {
-		if name == "tls" {
+		switch name {
+		case "tls":
 			in[name] = formTLS(texts)
+			continue
+		case "auth":
+			in[name] = formAuth(texts)
 			continue
 		}
 		text := strings.TrimSpace(texts[name])
@@ -89,6 +94,11 @@ func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.Valid
 			opts.Signature = nil
 			if !null {
 				opts.Signature = signature(raw, v)
+			}
+		case "auth":
+			opts.Auth = nil
+			if !null {
+				opts.Auth = authOption(raw, v)
 			}
 		case "tls":
 			opts.TLS = nil

@@ -75,6 +75,7 @@ func checkSettings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Val
 	if set.BacklogAlert != nil {
 		checkBacklogAlert(*set.BacklogAlert, v)
 	}
+	checkTokenURL(set.Options.Auth, allowPrivate, v)
 }
 
 // checkBacklogAlert checks a backlog alert's thresholds: at least one set, each

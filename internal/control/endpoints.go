@@ -105,6 +105,9 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err := c.saveTLS(ctx, who.Tenant, ep.ID, in.Options, set.Options.TLS); err != nil {
 			return err
 		}
+		if err := c.saveAuth(ctx, ep.ID, in.Options, nil, set.Options.Auth); err != nil {
+			return err
+		}
 		if err := subs.set(ctx, c, who, ep.ID); err != nil {
 			return err
 		}
@@ -197,6 +200,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 			return err
 		}
 		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
+		if err := c.saveAuth(ctx, id, in.Options, before.Options.Auth, set.Options.Auth); err != nil {
 			return err
 		}
 		if err := c.challenge(ctx, id, reverify); err != nil {
@@ -305,9 +311,9 @@ func (c *Control) RevealEndpointSecret(ctx context.Context, who Caller, id uuid.
 		e.ObjectID = object(id)
 		out = EndpointSecret{Endpoint: ep, Secret: secret, PollURL: c.PollURL(ep, secret)}
 		if ep.SignsV1a() {
-			public, err := c.store.EndpointPublicKey(ctx, who.Tenant, id)
+			public, err := store.Read(ctx, c.store, (*dbq.Queries).EndpointPublicKey, dbq.EndpointPublicKeyParams{TenantID: who.Tenant, ID: id})
 			if err != nil {
-				return err
+				return fmt.Errorf("read endpoint public key: %w", err)
 			}
 			out.PublicKey = send.PublicKeyText(public)
 		}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/send"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // TestSignatureForm: the endpoint form's signature select sets the option
@@ -44,7 +46,7 @@ func TestSignatureForm(t *testing.T) {
 	requireContains(t, br.get("/endpoints/"+id.String()), `<dd id="signature">v1,v1a</dd>`)
 	requireContains(t, br.get("/endpoints/"+id.String()+"/edit"), `<option value="v1,v1a" selected>`)
 
-	public, err := b.store.EndpointPublicKey(ctx, b.tenantA.ID, id)
+	public, err := store.Read(ctx, b.store, (*dbq.Queries).EndpointPublicKey, dbq.EndpointPublicKeyParams{TenantID: b.tenantA.ID, ID: id})
 	require.NoError(t, err)
 	requireContains(t, br.post("/endpoints/"+id.String()+"/secret", form()), `<code id="public-key">`+send.PublicKeyText(public)+`</code>`)
 

@@ -137,6 +137,7 @@ type Worker struct {
 	flow     flowPolicy
 	recorder *recorder
 	claimer  *claimer
+	tokens   *tokens         // the auth option's (oauth.go)
 	tracer   trace.Tracer    // nil when tracing is off
 	stopping context.Context // done once Stop is called
 	stop     context.CancelFunc
@@ -155,7 +156,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	db := NewDB(st)
 	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
-		stopping: stopping, stop: stop,
+		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock),
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
 	if cfg.Tracing.Enabled() {

@@ -32,7 +32,7 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 	for i, c := range claimed {
 		wg.Go(func() {
 			sendCtx, span := w.startAttempt(ctx, target, c)
-			res := w.cfg.Sender.Send(sendCtx, send.Message{
+			res := w.sendAuthed(sendCtx, target, send.Message{
 				URL:      target.URL,
 				ID:       c.EventID.String(),
 				Body:     Body(c),

@@ -81,6 +81,9 @@ type Target struct {
 	// TLS is the endpoint's client certificate (its tls option); nil
 	// without one.
 	TLS *send.ClientTLS
+	// Auth is the endpoint's auth option with the token read with it
+	// (oauth.go); nil without one.
+	Auth *authTarget
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -92,11 +95,11 @@ func (t *StepTx) LockEndpoint(ctx context.Context, endpointID uuid.UUID) (Target
 	if err != nil {
 		return Target{}, fmt.Errorf("lock endpoint for dispatch: %w", store.NotFound(err))
 	}
-	return t.target(row)
+	return t.target(ctx, row)
 }
 
 // target reads a locked endpoint row, opening its signing secrets.
-func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
+func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow) (Target, error) {
 	r := row.Endpoint
 	tg := Target{
 		ID:          r.ID,
@@ -124,6 +127,13 @@ func (t *StepTx) target(row dbq.LockEndpointForDispatchRow) (Target, error) {
 		tg.Disabled = tg.Disabled || tg.Unverified
 		if o.TLS != nil && r.TlsKeyEnc != nil {
 			tg.TLS = t.clientTLS(r, o.TLS)
+		}
+		if o.Auth != nil {
+			a, err := t.readAuth(ctx, r.ID, *o.Auth)
+			if err != nil {
+				return tg, err
+			}
+			tg.Auth = a
 		}
 	}
 	inGrace := r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt)
@@ -164,7 +174,7 @@ func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error
 		if s == nil {
 			return errors.New("endpoint signs v1a but has no key pair")
 		}
-		key, err := t.st.OpenSigningKey(s)
+		key, err := t.openSigningKey(s)
 		if err != nil {
 			return fmt.Errorf("open endpoint signing key: %w", err)
 		}
@@ -312,4 +322,16 @@ func (t *StepTx) SetRetryDue(ctx context.Context, endpointID uuid.UUID, at *time
 		return fmt.Errorf("set retry due: %w", err)
 	}
 	return nil
+}
+
+// openSigningKey opens a key pair the store sealed (its seed).
+func (t *StepTx) openSigningKey(sealed []byte) (ed25519.PrivateKey, error) {
+	seed, err := t.st.OpenSecret(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open signing key: %w", err)
+	}
+	if len(seed) != ed25519.SeedSize {
+		return nil, fmt.Errorf("open signing key: %d bytes, not a seed", len(seed))
+	}
+	return ed25519.NewKeyFromSeed(seed), nil
 }

@@ -155,6 +155,9 @@ type Message struct {
 	// after the v1 ones.
 	SigningKeys []ed25519.PrivateKey
 	TLS         *ClientTLS // the endpoint's client certificate, for an https URL; nil: none
+	// Bearer is the endpoint's OAuth2 access token, sent as
+	// "Authorization: Bearer"; "": none.
+	Bearer string
 }
 
 var errTimeout = errors.New("sender: request timeout")
@@ -227,6 +230,9 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
 	req.Header.Set("Webhook-Signature", Signatures(m.Keys, m.SigningKeys, m.ID, ts.Unix(), m.Body))
 	setSequence(req.Header, m.Sequence)
+	if m.Bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+m.Bearer)
+	}
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)
 	return req, nil

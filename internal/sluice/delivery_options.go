@@ -28,6 +28,9 @@ type DeliveryOptions struct {
 	// RetrySchedule is the waits between failed attempts: len+1 attempts
 	// in all. Nil: SLUICE_RETRY_SCHEDULE.
 	RetrySchedule Schedule `json:"retry_schedule"`
+	// Auth is how attempts authenticate to the receiver: an OAuth2 access
+	// token (client credentials); nil: none.
+	Auth *AuthOption `json:"auth"`
 	// Signature is how deliveries are signed: SignatureV1 (HMAC-SHA256),
 	// SignatureV1a (Ed25519, with the endpoint's key pair) or
 	// SignatureBoth. Nil: SignatureV1.
@@ -103,6 +106,10 @@ func (o DeliveryOptions) Texts() map[string]string {
 	if o.Signature != nil {
 		t["signature"] = *o.Signature
 	}
+	if o.Auth != nil { // the secret is write-only: its field stays empty
+		t["auth.token_url"], t["auth.client_id"] = o.Auth.TokenURL, o.Auth.ClientID
+		t["auth.scope"], t["auth.audience"] = o.Auth.Scope, o.Auth.Audience
+	}
 	if o.TLS != nil { // the key is write-only: its field stays empty
 		t["tls.client_certificate"], t["tls.ca_certificates"] = o.TLS.ClientCertificate, o.TLS.CACertificates
 	}
@@ -114,18 +121,27 @@ func (o DeliveryOptions) Texts() map[string]string {
 
 // DeliveryOptionFields are the names of the form fields of the delivery
 // options: their json names, but for tls, whose three fields are named
-// tls.client_certificate, tls.client_key and tls.ca_certificates.
+// tls.client_certificate, tls.client_key and tls.ca_certificates, and
+// auth, whose fields are AuthFormFields.
 var DeliveryOptionFields = func() []string {
 	var out []string
 	for _, name := range DeliveryOptionNames {
-		if name == "tls" {
+		switch name {
+		case "tls":
 			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
-			continue
+		case "auth":
+			out = append(out, AuthFormFields...)
+		default:
+			out = append(out, name)
 		}
-		out = append(out, name)
 	}
 	return out
 }()
+
+// AuthFormFields are the form fields of the auth option, the type being
+// implied: auth.token_url, auth.client_id, auth.client_secret, auth.scope
+// and auth.audience.
+var AuthFormFields = []string{"auth.token_url", "auth.client_id", "auth.client_secret", "auth.scope", "auth.audience"}
 
 // DeliveryOptionNames are the json names of the delivery options, in the
 // order DeliveryOptions declares them.

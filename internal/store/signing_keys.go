@@ -30,16 +30,6 @@ func (s *Store) RotateEndpointSigningKey(ctx context.Context, tenantID, id uuid.
 	return ExecRows(ctx, s, (*dbq.Queries).RotateEndpointSigningKey, p)
 }
 
-// EndpointPublicKey is an endpoint's current v1a public key; nil when it
-// has none.
-func (s *Store) EndpointPublicKey(ctx context.Context, tenantID, id uuid.UUID) (ed25519.PublicKey, error) {
-	key, err := s.q.EndpointPublicKey(ctx, dbq.EndpointPublicKeyParams{TenantID: tenantID, ID: id})
-	if err != nil {
-		return nil, fmt.Errorf("read endpoint public key: %w", NotFound(err))
-	}
-	return key, nil
-}
-
 // sealKey is the columns of key pair key: its sealed seed and its public
 // key; nil for none.
 func (s *Store) sealKey(key ed25519.PrivateKey) (sealed, public []byte) {
@@ -47,19 +37,6 @@ func (s *Store) sealKey(key ed25519.PrivateKey) (sealed, public []byte) {
 		return nil, nil
 	}
 	return s.box.Seal(key.Seed()), key.Public().(ed25519.PublicKey)
-}
-
-// OpenSigningKey opens a key pair sealed by SetEndpointSigningKey or
-// RotateEndpointSecret.
-func (s *Store) OpenSigningKey(sealed []byte) (ed25519.PrivateKey, error) {
-	seed, err := s.box.Open(sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open signing key: %w", err)
-	}
-	if len(seed) != ed25519.SeedSize {
-		return nil, fmt.Errorf("open signing key: %d bytes, not a seed", len(seed))
-	}
-	return ed25519.NewKeyFromSeed(seed), nil
 }
 
 // TenantPublicKey is a public key TenantPublicKeys found, with when it

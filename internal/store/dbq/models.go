@@ -211,6 +211,16 @@ type Endpoint struct {
 	VerificationError         *string
 }
 
+type EndpointAuth struct {
+	EndpointID      uuid.UUID
+	SecretEnc       []byte
+	TokenEnc        []byte
+	ExpiresAt       *time.Time
+	RefreshAt       *time.Time
+	RefreshingUntil *time.Time
+	Generation      int64
+}
+
 type Event struct {
 	ID             uuid.UUID
 	TenantID       uuid.UUID
