@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"regexp"
 	"testing"
 
@@ -16,16 +15,7 @@ import (
 // left empty, and clears the option when all are.
 func TestAuthForm(t *testing.T) {
 	b := setup(t)
-	br := b.browser()
-	br.login(b.keyA)
-	token := br.csrf("/endpoints/new")
-	form := func(kv ...string) url.Values {
-		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
-		for i := 0; i+1 < len(kv); i += 2 {
-			v.Set(kv[i], kv[i+1])
-		}
-		return v
-	}
+	br, form := b.endpointForms()
 	fields := []string{"auth.token_url", "https://auth.a.test/token", "auth.client_id", "dash-client", "auth.scope", "hooks"}
 
 	p := br.post("/endpoints", form(fields...))

@@ -15,20 +15,26 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
-// TestDeliveryOptionsForm: the endpoint form sets, shows back and clears
-// the delivery options, under the API's rules.
-func TestDeliveryOptionsForm(t *testing.T) {
-	b := setup(t)
+// endpointForms signs in with tenant A's key and returns the browser and
+// a maker of endpoint forms: a valid endpoint's fields, kv set over them.
+func (b *bundle) endpointForms() (*browser, func(kv ...string) url.Values) {
 	br := b.browser()
 	br.login(b.keyA)
 	token := br.csrf("/endpoints/new")
-	form := func(kv ...string) url.Values {
+	return br, func(kv ...string) url.Values {
 		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
 		for i := 0; i+1 < len(kv); i += 2 {
 			v.Set(kv[i], kv[i+1])
 		}
 		return v
 	}
+}
+
+// TestDeliveryOptionsForm: the endpoint form sets, shows back and clears
+// the delivery options, under the API's rules.
+func TestDeliveryOptionsForm(t *testing.T) {
+	b := setup(t)
+	br, form := b.endpointForms()
 
 	p := br.post("/endpoints", form("timeout_seconds", "soon", "retry_schedule", "5s, later"))
 	require.Equal(t, http.StatusUnprocessableEntity, p.Status)

@@ -3,7 +3,6 @@ package dashboard_test
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"regexp"
 	"testing"
 
@@ -20,16 +19,7 @@ import (
 // secret page shows the public key of an endpoint that signs v1a.
 func TestSignatureForm(t *testing.T) {
 	b := setup(t)
-	br := b.browser()
-	br.login(b.keyA)
-	token := br.csrf("/endpoints/new")
-	form := func(kv ...string) url.Values {
-		v := url.Values{"csrf_token": {token}, "url": {"https://a.test/x"}, "max_in_flight": {"5"}, "event_types": {"*"}}
-		for i := 0; i+1 < len(kv); i += 2 {
-			v.Set(kv[i], kv[i+1])
-		}
-		return v
-	}
+	br, form := b.endpointForms()
 	requireContains(t, br.get("/endpoints/new"), `<select id="signature" name="signature">`, `<option value="" selected>v1 (the default)</option>`)
 
 	p := br.post("/endpoints", form("signature", "v2"))
