@@ -341,7 +341,7 @@ func schemaNeighbour(ctx context.Context, env *Env) (Table, error) {
 		stop := env.measureCPU()
 		alone, err := snSteady(ctx, b, phase)
 		if err != nil {
-			return s, fmt.Errorf("B alone: %w", err)
+			return s, fmt.Errorf("tenant B alone: %w", err)
 		}
 		cpuAlone := stop()
 
@@ -353,10 +353,10 @@ func schemaNeighbour(ctx context.Context, env *Env) (Table, error) {
 		cpuBeside := stop()
 		cancel()
 		if werr := wait(); err == nil && werr != nil && !errors.Is(werr, context.Canceled) {
-			err = fmt.Errorf("A's senders: %w", werr)
+			err = fmt.Errorf("tenant A's senders: %w", werr)
 		}
 		if err != nil {
-			return s, fmt.Errorf("B beside A: %w", err)
+			return s, fmt.Errorf("tenant B beside tenant A: %w", err)
 		}
 
 		p50a, p99a := percentile(alone, 50), percentile(alone, 99)
