@@ -250,11 +250,11 @@ func newBenchPKI() (benchPKI, error) {
 			KeyUsage: x509.KeyUsageDigitalSignature, IPAddresses: ips}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &k.PublicKey, caKey)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("make a certificate: %w", err)
 		}
 		kDER, err := x509.MarshalPKCS8PrivateKey(k)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, fmt.Errorf("encode a key: %w", err)
 		}
 		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kDER}), nil
 	}

@@ -74,7 +74,7 @@ func admittedLength(schema string) (int, error) {
 		_, err := sch.Check([]byte(doc), eventschema.NewBudget(eventschema.MaxRequestCost))
 		var over *eventschema.OverBudgetError
 		if !errors.As(err, &over) {
-			return 0, fmt.Errorf("a string of %d bytes was not priced past the budget: %v", bytes, err)
+			return 0, fmt.Errorf("a string of %d bytes was not priced past the budget: %w", bytes, err)
 		}
 		return over.Cost, nil
 	}
@@ -121,14 +121,14 @@ func snTenant(ctx context.Context, env *Env, name, rate string) (*Client, error)
 func snPost(ctx context.Context, c *Client, body []byte) (status int, took, retry time.Duration, err error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/events", bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, fmt.Errorf("make the post: %w", err)
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, 0, 0, err
+		return 0, 0, 0, fmt.Errorf("post: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -277,7 +277,7 @@ func snCPUPerPost(ctx context.Context, env *Env, a *Client, body []byte, n, want
 			done++
 		case http.StatusTooManyRequests:
 			if !snWait(ctx, max(retry, 100*time.Millisecond)) {
-				return 0, ctx.Err()
+				return 0, fmt.Errorf("wait out a 429: %w", ctx.Err())
 			}
 		default:
 			return 0, fmt.Errorf("tenant A's post answered %d, want %d", status, want)

@@ -218,7 +218,7 @@ func (g *gate) compile(expr string) (jsonschema.Regexp, error) {
 	g.pass(len(expr) * 8)
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("compile pattern: %w", err)
 	}
 	return gatedRegexp{re: re, gate: g}, nil
 }
