@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -115,6 +116,19 @@ func authThrottled(res apirate.Result) *Problem {
 	return &Problem{Type: typeRateLimited, Title: "Too many requests", Status: http.StatusTooManyRequests,
 		Detail:     fmt.Sprintf("too many failed authentications from this address; retry in %d s", after),
 		RetryAfter: after}
+}
+
+// notFoundByURL answers an unauthenticated URL whose id names nothing (a
+// poll URL, a JWKS): a lookup past the address's failure limit (GateLookUp)
+// spends its lookup allowance and is throttled; otherwise it counts as a
+// failed authentication of the address and is 404 with detail.
+func (a *API) notFoundByURL(addr netip.Prefix, gate apirate.Gate, detail string) error {
+	if gate == apirate.GateLookUp {
+		a.limits.rate.FailLookup(addr)
+		return authThrottled(a.limits.rate.CheckAuth(addr))
+	}
+	a.limits.rate.FailAuth(addr)
+	return notFoundProblem(detail)
 }
 
 func bearer(header string) (string, bool) {

@@ -55,12 +55,7 @@ func (a *API) getJWKS(w http.ResponseWriter, r *http.Request) error {
 	}
 	keys, err := a.publicKeys(r, text)
 	if errors.Is(err, sluice.ErrNotFound) {
-		if gate == apirate.GateLookUp {
-			a.limits.rate.FailLookup(addr)
-			return authThrottled(a.limits.rate.CheckAuth(addr))
-		}
-		a.limits.rate.FailAuth(addr)
-		return notFoundProblem("no tenant has this id")
+		return a.notFoundByURL(addr, gate, "no tenant has this id")
 	}
 	if err != nil {
 		return err

@@ -76,12 +76,7 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	}
 	page, err := a.poll.Read(r.Context(), token, req, allow)
 	if errors.Is(err, sluice.ErrNotFound) {
-		if gate == apirate.GateLookUp {
-			a.limits.rate.FailLookup(addr)
-			return authThrottled(a.limits.rate.CheckAuth(addr))
-		}
-		a.limits.rate.FailAuth(addr)
-		return notFoundProblem("no poll endpoint has this URL: it is wrong, or its secret was rotated")
+		return a.notFoundByURL(addr, gate, "no poll endpoint has this URL: it is wrong, or its secret was rotated")
 	}
 	switch {
 	case err != nil && r.Context().Err() != nil:
