@@ -244,7 +244,9 @@ func withStore(ctx context.Context, fn func(context.Context, *store.Store) error
 		return err
 	}
 	defer pool.Close()
-	return fn(ctx, store.New(pool, nil))
+	st := store.New(pool, nil)
+	defer st.Close()
+	return fn(ctx, st)
 }
 
 // parseFlags parses a subcommand's flags; the error names the subcommand.

@@ -165,6 +165,9 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 // abandon releases what New had made when it fails.
 func (p *Process) abandon() {
 	_ = p.tracing.Shutdown(context.Background())
+	if p.Store != nil {
+		p.Store.Close()
+	}
 	p.Pool.Close()
 }
 
@@ -224,7 +227,7 @@ func (p *Process) Start(ctx context.Context) error {
 
 // Close stops the API's ingester (after its commits in flight) and the
 // workers, exports the spans they left (within tracing.ShutdownTimeout),
-// and closes the database pool. Call it after the HTTP server has
+// and closes the database pools. Call it after the HTTP server has
 // stopped.
 func (p *Process) Close() {
 	if p.ingest != nil {
@@ -251,6 +254,7 @@ func (p *Process) Close() {
 	if err := p.tracing.Shutdown(context.Background()); err != nil {
 		p.logger.Warn("traces not all exported", "err", err)
 	}
+	p.Store.Close()
 	p.Pool.Close()
 }
 

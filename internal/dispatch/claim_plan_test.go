@@ -21,11 +21,12 @@ func TestClaimPlanDoesNotDependOnTheBacklog(t *testing.T) {
 	f, ep := storetest.WithBacklog(t, 100000)
 
 	claim := claimSQL(t)
-	// Group claims run the generic plan (DB.groupClaim), made once per
-	// connection; the plan made for the values is what it would be without.
+	// Group claims run the generic plan held to index probes
+	// (DB.groupClaim), made once per connection; the plan made for the
+	// values is what it would be without.
 	plans := map[string]string{
 		"planned for its values": storetest.ExplainAnalyze(t, f.Store.Pool(), claim, []uuid.UUID{ep}, []int32{10}, []time.Time{{}}, []uuid.UUID{{}}),
-		"generic":                storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{})),
+		"generic":                storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}), storetest.IndexProbeSets()...),
 	}
 	for name, plan := range plans {
 		t.Logf("claim over a 100,000-delivery backlog, no statistics, %s:\n%s", name, plan)
@@ -58,9 +59,10 @@ func TestClaimAfterAPositionSkipsWhatWasDelivered(t *testing.T) {
 	claim := claimSQL(t)
 	// The first claim from the front marks the entries it steps over dead;
 	// the second is the one measured.
-	_ = storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}))
-	fromFront := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}))
-	afterLast := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, last))
+	probes := storetest.IndexProbeSets()
+	_ = storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}), probes...)
+	fromFront := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, dispatch.Position{}), probes...)
+	afterLast := storetest.ExplainGeneric(t, f.Store.Pool(), claim, claimArgs(ep, 10, last), probes...)
 	t.Logf("from the front:\n%s\nafter the last delivered:\n%s", fromFront, afterLast)
 	require.Contains(t, afterLast, "(ROW(next_attempt_at, id) > ROW(", "the position bounds the index scan")
 	front, after := storetest.SharedHits(t, fromFront), storetest.SharedHits(t, afterLast)

@@ -19,12 +19,11 @@ import (
 // which need none.
 type DB struct {
 	st *store.Store
-	// groupClaim runs the group claim alone with the generic plan: its
-	// plan is the same for any endpoints and limits (each week's claim
-	// index read in order, TestClaimPlanDoesNotDependOnTheBacklog), and
-	// planning it across the partitions on every call would cost more than
-	// running it. Other statements, whose plans depend on their values,
-	// are planned as usual.
+	// groupClaim runs the group claim alone with keyLookups: its plan is
+	// the same for any endpoints and limits (each week's claim index read
+	// in order, TestClaimPlanDoesNotDependOnTheBacklog), and planning it
+	// across the partitions on every call would cost more than running it.
+	// It shares the routed insert's connections (the same settings).
 	groupClaim *dbq.Queries
 	// unlockedRecord runs the unlocked record alone with recordSettings.
 	unlockedRecord *dbq.Queries
@@ -34,7 +33,7 @@ type DB struct {
 func NewDB(st *store.Store) *DB {
 	return &DB{
 		st:             st,
-		groupClaim:     st.OneShot([][2]string{store.GenericPlan}),
+		groupClaim:     st.OneShot(keyLookups),
 		unlockedRecord: st.OneShot(recordSettings),
 	}
 }
@@ -156,13 +155,13 @@ func (d *DB) BeginSync(ctx context.Context) (*StepTx, error) {
 	return beginStep(ctx, d.st, syncStepBegin)
 }
 
-// The steps' BEGIN and settings go as one simple-protocol query: one round
-// trip. A step that changes River's jobs keeps keyLookups too, since
-// River's job completion in it (JobSetStateIfRunningMany) would otherwise
-// be planned for its values on every call.
+// The steps' settings come with their connections (store.BeginStep). A
+// step that changes River's jobs keeps keyLookups too, since River's job
+// completion in it (JobSetStateIfRunningMany) would otherwise be planned
+// for its values on every call.
 var (
-	stepBegin     = store.NewStepSettings(recordSettings)
-	syncStepBegin = store.NewStepSettings(keyLookups)
+	stepBegin     = recordSettings
+	syncStepBegin = keyLookups
 )
 
 // claimDue runs ClaimDueDeliveries for claims, on a pool or in a

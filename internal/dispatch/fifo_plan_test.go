@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -29,11 +28,7 @@ func TestFIFOHeadsPlanReadsOneEntryPerLine(t *testing.T) {
 	require.NoError(t, err)
 
 	sql := storetest.QuerySQL(t, "fifo.sql", "FIFOHeads", "endpoint_id")
-	settings := []string{}
-	for _, s := range store.IndexProbes {
-		settings = append(settings, fmt.Sprintf("SET %s = %s", s[0], s[1]))
-	}
-	plan := storetest.ExplainGeneric(t, f.Store.Pool(), sql, fmt.Sprintf("'%s'", ep), settings...)
+	plan := storetest.ExplainGeneric(t, f.Store.Pool(), sql, fmt.Sprintf("'%s'", ep), storetest.IndexProbeSets()...)
 	t.Logf("line heads over a 60,000-delivery backlog in 3 lines, no statistics:\n%s", plan)
 	require.Contains(t, plan, "fifo_position_idx", "the heads are read from the FIFO index")
 	require.NotRegexp(t, `Seq Scan on deliveries`, plan, "no scan of the deliveries")

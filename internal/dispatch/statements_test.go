@@ -26,8 +26,8 @@ import (
 // of a tenant that uses no feature (no rate limit, FIFO, adaptive rate,
 // poll delivery or tracing) to the statements it takes: 100 due
 // deliveries, max_in_flight 10, nudged once, run by a real worker under
-// River, are ten claims and ten records (each a statement and its
-// settings), the locked first claim, the last claim that finds nothing,
+// River, are ten claims and ten records (each one statement, its settings
+// carried by its connection), the locked first claim, the last claim that finds nothing,
 // and the finish. River's own statements on its own pool (fetching the
 // job) are not counted; what it runs in the run's transactions is. A
 // feature that adds a statement per delivery, or per batch, fails here.
@@ -80,21 +80,22 @@ func TestPlainDispatchStatements(t *testing.T) {
 	t.Logf("%d deliveries, %d statements (%.2f a delivery):\n%s", deliveries, counts.Total(),
 		float64(counts.Total())/deliveries, counts)
 	require.Equal(t, deliveries, recv.Count(), "each sent once")
-	// 2 for the nudge (the live-job lookup, the job's insert in its own
-	// transaction: 3 more), 4 for the locked first claim (BEGIN with its
-	// settings, the endpoint's lock, the claim, COMMIT), 2 for each of the
-	// ten records and eleven plain claims, 5 for the finish (BEGIN, the
-	// endpoint's lock, the final check, the job's completion, COMMIT).
+	// 5 for the nudge (the live-job lookup, the job's insert in its own
+	// transaction: BEGIN with its setting, the insert, the notification,
+	// COMMIT), 5 for the locked first claim (BEGIN, the endpoint's lock, its
+	// poll stamp, the claim, COMMIT), 1 for each of the ten records and
+	// ten more claims, 5 for the finish (BEGIN, the endpoint's lock, the
+	// final check, the job's completion, COMMIT).
 	require.LessOrEqual(t, counts.Total(), plainDispatchStatements,
 		"statements for %d deliveries to a plain endpoint:\n%s", deliveries, counts)
 }
 
 // plainDispatchStatements is what TestPlainDispatchStatements's run takes
-// (55), with room for one reading of the endpoint under its lock (BEGIN
-// with its settings, the lock, COMMIT) that a run slower than
+// (35), with room for one reading of the endpoint under its lock (BEGIN,
+// the lock, COMMIT) that a run slower than
 // refreshTarget makes on a loaded machine. A statement added per delivery
 // adds a hundred.
-const plainDispatchStatements = 55 + 3
+const plainDispatchStatements = 35 + 3
 
 // dispatchDone reports whether the endpoint has no delivery queued and no
 // dispatch job live.

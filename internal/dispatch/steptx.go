@@ -29,7 +29,7 @@ type StepTx struct {
 
 // beginStep begins a step with settings (DB.Begin, DB.BeginSync; none
 // for a change by hand, rare enough to need no settings).
-func beginStep(ctx context.Context, st *store.Store, settings store.StepSettings) (*StepTx, error) {
+func beginStep(ctx context.Context, st *store.Store, settings [][2]string) (*StepTx, error) {
 	tx, err := st.BeginStep(ctx, settings)
 	if err != nil {
 		return nil, fmt.Errorf("begin step: %w", err)

@@ -2,15 +2,7 @@ package store
 
 import (
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
-
-// OneShot runs statements on pool alone, with settings (name, value)
-// changed for each (oneShot), for its tests.
-func OneShot(pool *pgxpool.Pool, settings ...[2]string) dbq.DBTX {
-	return newOneShot(pool, settings)
-}
 
 // IndexProbeSets are the planner settings of routing and dispatch
 // transactions, as session settings for EXPLAIN.
@@ -21,3 +13,9 @@ var IndexProbeSets = func() []string {
 	}
 	return sets
 }()
+
+// PoolWith is the pool OneShot(settings) runs on, for its tests.
+func (s *Store) PoolWith(settings [][2]string) *pgxpool.Pool { return s.poolWith(settings) }
+
+// RoutedPool is the pool Routed runs on.
+func (s *Store) RoutedPool() *pgxpool.Pool { return s.poolWith(routedSettings) }

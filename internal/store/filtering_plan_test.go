@@ -60,11 +60,12 @@ func TestOneStatementSettlesOnItsGenericPlan(t *testing.T) {
 	f := pastOtherSubscriptions(t)
 	ctx := t.Context()
 	cfg := f.Store.Pool().Config()
-	cfg.MaxConns = 1 // so that every post and the look at its plans share a session
+	cfg.MaxConns = 1
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	defer pool.Close()
 	st := store.New(pool, nil)
+	defer st.Close()
 	for range 8 {
 		id := uuid.Must(uuid.NewV7())
 		_, err := st.Routed().InsertRoutedEvents(ctx, dbq.InsertRoutedEventsParams{
@@ -75,7 +76,9 @@ func TestOneStatementSettlesOnItsGenericPlan(t *testing.T) {
 		require.NoError(t, err)
 	}
 	var generic, custom int64
-	require.NoError(t, pool.QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
+	// One post at a time: each takes the routed pool's one idle connection,
+	// where this look at its plans runs too.
+	require.NoError(t, st.RoutedPool().QueryRow(ctx, `SELECT generic_plans, custom_plans FROM pg_prepared_statements
 		WHERE statement LIKE '-- name: InsertRoutedEvents %'`).Scan(&generic, &custom))
 	t.Logf("8 posts: %d generic plans, %d custom", generic, custom)
 	require.Equal(t, [2]int64{8, 0}, [2]int64{generic, custom}, "generic plans, custom plans")

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -29,16 +30,16 @@ type Store struct {
 	q    *dbq.Queries
 	box  *secretbox.Box
 
+	settled settled // pools whose connections carry settings (OneShot)
 	// routed runs a statement alone with routedSettings (Routed).
-	routed *dbq.Queries
+	routed func() *dbq.Queries
 }
 
 // New returns a Store on pool that encrypts secrets with box.
 func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
-	return &Store{
-		pool: pool, q: dbq.New(ctxDB{pool}), box: box,
-		routed: dbq.New(newOneShot(pool, routedSettings)),
-	}
+	s := &Store{pool: pool, q: dbq.New(ctxDB{pool}), box: box}
+	s.routed = sync.OnceValue(func() *dbq.Queries { return s.OneShot(routedSettings) })
+	return s
 }
 
 // Pool is the connection pool the store uses: River's driver and the

@@ -17,8 +17,9 @@ import (
 //     flush, for the Nudger's dispatch jobs;
 //   - BeginStep: a transaction its caller commits, for a dispatch step
 //     that decides between its statements;
-//   - OneShot: statements each run alone with settings, in one round
-//     trip, for dispatch's claims and records and routed inserts;
+//   - OneShot: statements each run alone on connections that carry
+//     settings (settled.go), for dispatch's claims and records and routed
+//     inserts;
 //   - Change (change.go): the control layer's, one operation and its
 //     audit entry.
 
@@ -66,33 +67,16 @@ func (s *Store) InAsyncTx(ctx context.Context, fn func(Tx) error) error {
 	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: asyncCommit}, func(tx pgx.Tx) error { return fn(s.tx(tx)) })
 }
 
-// StepSettings are settings (name, value) for one transaction begun by
-// BeginStep, written once into its BEGIN.
-type StepSettings struct{ begin string }
-
-// NewStepSettings returns settings for BeginStep; its zero value sets
-// none.
-func NewStepSettings(settings [][2]string) StepSettings {
-	return StepSettings{begin: "BEGIN" + setLocal(settings)}
-}
-
-// BeginStep begins a transaction the caller commits or rolls back, with
-// settings for it alone, BEGIN and the settings in one round trip: for a
-// dispatch step, which decides between its statements and ends with a
-// commit or a rollback of its own choosing.
-func (s *Store) BeginStep(ctx context.Context, settings StepSettings) (Tx, error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{BeginQuery: settings.begin})
+// BeginStep begins a transaction the caller commits or rolls back, on a
+// pool whose connections carry settings (see settled): for a dispatch
+// step, which decides between its statements and ends with a commit or a
+// rollback of its own choosing.
+func (s *Store) BeginStep(ctx context.Context, settings [][2]string) (Tx, error) {
+	tx, err := s.poolWith(settings).Begin(ctx)
 	if err != nil {
 		return Tx{}, fmt.Errorf("begin: %w", err)
 	}
 	return s.tx(tx), nil
-}
-
-// OneShot returns the generated statements on the store's pool, each run
-// alone with settings (see oneShot): one round trip where BEGIN, the
-// settings, the statement and COMMIT would take three.
-func (s *Store) OneShot(settings [][2]string) *dbq.Queries {
-	return dbq.New(newOneShot(s.pool, settings))
 }
 
 func (s *Store) tx(tx pgx.Tx) Tx { return Tx{Tx: tx, Q: s.q.WithTx(tx)} }
@@ -110,4 +94,4 @@ func (s *Store) OpenSecret(sealed []byte) ([]byte, error) {
 // Routed runs one statement alone with routedSettings, made once: for a
 // small group of events stored, routed and fanned out in one statement
 // (InsertRoutedEvents), whose plan the settings hold.
-func (s *Store) Routed() *dbq.Queries { return s.routed }
+func (s *Store) Routed() *dbq.Queries { return s.routed() }

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/stretchr/testify/require"
 )
 
@@ -122,4 +123,13 @@ func NewEndpoint(t testing.TB, f Fixture, path string) uuid.UUID {
 	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: "https://example.com/" + path, MaxInFlight: 10}, Secret)
 	require.NoError(t, err)
 	return ep.ID
+}
+
+// IndexProbeSets are store.IndexProbes as statements for ExplainGeneric.
+func IndexProbeSets() []string {
+	sets := make([]string, len(store.IndexProbes))
+	for i, s := range store.IndexProbes {
+		sets[i] = fmt.Sprintf("SET %s = %s", s[0], s[1])
+	}
+	return sets
 }

@@ -50,6 +50,7 @@ func On(t testing.TB, pool, riverPool *pgxpool.Pool) Fixture {
 		t.Fatal(err)
 	}
 	f := Fixture{Store: store.New(pool, box)}
+	t.Cleanup(f.Store.Close)
 	rc, err := river.NewClient(riverpgxv5.New(riverPool), &river.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,9 @@ func Unreachable(t testing.TB) *store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return store.New(pool, box)
+	st := store.New(pool, box)
+	t.Cleanup(st.Close)
+	return st
 }
 
 // DeadBacklog gives the endpoint n events of tenantID, each with one dead
