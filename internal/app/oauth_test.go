@@ -234,11 +234,13 @@ func TestOAuthRefresherKilled(t *testing.T) {
 	const timeout = 6 * time.Second
 	// From the lease's end, the waiting process's timer fires, it takes
 	// the lease (one UPDATE on loopback Postgres), opens the client
-	// secret and connects to the loopback token server: milliseconds on
-	// an idle box. The margin is for a 2-core box shared with other test
-	// processes; a waiter still polling on a fixed period, or a lease
-	// longer than the timeout, would not fit it.
-	const takeover = 250 * time.Millisecond
+	// secret and connects to the loopback token server: the same path the
+	// killed worker's own request took from its lease, milliseconds on an
+	// idle box. The margin is for a 2-core box shared with other test
+	// processes, under -race; a lease longer than the timeout, or a
+	// process that only fetched on its next attempt, would miss it by
+	// seconds.
+	const takeover = 500 * time.Millisecond
 	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "6s", "SLUICE_SWEEP_INTERVAL": "100ms"}, app.Roles{API: true})
 	ts := newTokenServer(t, time.Hour)
 	ts.answer = func(n int) (int, string, bool) { return 0, "", n == 1 } // the first request never answered
