@@ -32,6 +32,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
 // Bounds of TestFuzzRoutes; SLUICE_FUZZ_SEED, SLUICE_FUZZ_REQUESTS and
@@ -56,7 +57,9 @@ type fuzzRoute struct{ method, pattern string }
 
 // TestFuzzRoutes sends thousands of hostile requests — random bytes,
 // invalid UTF-8, NUL, JSON nested 10,000 deep, numbers no type holds,
-// garbage cursors, limits, ids, content types and Idempotency-Keys — to
+// garbage cursors, limits, ids, content types and Idempotency-Keys, and
+// endpoints with every delivery option (durations, PEM, OAuth2
+// credentials, signature schemes, on push and poll endpoints) — to
 // every route of the API and of the signed-in dashboard, from a seeded
 // source (logged; SLUICE_FUZZ_SEED repeats a run). No answer may be a 5xx,
 // nothing may be logged as an error, and every 4xx of the API must be
@@ -75,11 +78,12 @@ func TestFuzzRoutes(t *testing.T) {
 
 	var logs lockedBuffer
 	target, ids := newFuzzTarget(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})))
-	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids}
+	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids, pem: newFuzzPEM(t)}
 	reqs := make([]fuzzRequest, count)
 	for i := range reqs {
 		reqs[i] = target.request(g)
 	}
+	requireOptionsCovered(t, reqs)
 
 	start := time.Now()
 	res := runFuzz(target.handler, reqs, budget)
@@ -143,6 +147,15 @@ func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	return target, ids
 }
 
+// newFuzzPEM issues the certificates the fuzz's tls options are made of.
+func newFuzzPEM(t *testing.T) fuzzPEM {
+	ca := testca.New(t, "fuzz")
+	cert := ca.Issue(t, testca.Options{CommonName: "fuzz-client", Client: true})
+	expired := ca.Issue(t, testca.Options{CommonName: "fuzz-expired", Client: true, NotAfter: time.Now().Add(-time.Minute)})
+	other := ca.Issue(t, testca.Options{CommonName: "fuzz-other", Client: true})
+	return fuzzPEM{cert: cert.PEM, key: cert.KeyPEM, ca: ca.PEM, expired: expired.PEM, otherKey: other.KeyPEM}
+}
+
 // walkRoutes lists every method and pattern of the router.
 func walkRoutes(t *testing.T, r chi.Routes) []fuzzRoute {
 	var out []fuzzRoute
@@ -189,6 +202,7 @@ func (ft *fuzzTarget) signIn(t *testing.T) {
 // made up front from the seed.
 type fuzzRequest struct {
 	method, path, query string
+	pattern             string // the route's
 	body                []byte
 	header              http.Header
 }
@@ -202,7 +216,7 @@ var routeParam = regexp.MustCompile(`\{[^}]+\}`)
 // request makes one hostile request to a random route.
 func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 	rt := pick(g, ft.routes...)
-	fr := fuzzRequest{method: rt.method, header: http.Header{}}
+	fr := fuzzRequest{method: rt.method, pattern: rt.pattern, header: http.Header{}}
 	if g.chance(8) {
 		fr.method = pick(g, "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 	}
@@ -220,7 +234,11 @@ func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 	}
 	if strings.HasPrefix(fr.path, "/v1") || g.chance(5) {
 		ft.apiHeaders(g, fr.header)
-		if fr.method != "GET" || g.chance(5) {
+		switch {
+		case endpointWrite(fr.method, rt.pattern) && g.chance(60):
+			fr.body = []byte(g.endpoint())
+			fr.header.Set("Content-Type", g.contentType("application/json"))
+		case fr.method != "GET" || g.chance(5):
 			fr.body = g.body()
 			fr.header.Set("Content-Type", g.contentType("application/json"))
 		}
@@ -232,6 +250,33 @@ func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 		}
 	}
 	return fr
+}
+
+// endpointWrite reports whether method and pattern create or update an
+// endpoint.
+func endpointWrite(method, pattern string) bool {
+	return method == http.MethodPost && pattern == "/v1/endpoints" || method == http.MethodPatch && pattern == "/v1/endpoints/{id}"
+}
+
+// requireOptionsCovered checks that reqs send every delivery option, by
+// its JSON name, to a route that creates or updates an endpoint many
+// times, so the fuzz reaches each option's rules.
+func requireOptionsCovered(t *testing.T, reqs []fuzzRequest) {
+	sent := map[string]int{}
+	for _, fr := range reqs {
+		if !endpointWrite(fr.method, fr.pattern) {
+			continue
+		}
+		for _, name := range sluice.DeliveryOptionNames {
+			if bytes.Contains(fr.body, []byte(`"`+name+`":`)) {
+				sent[name]++
+			}
+		}
+	}
+	t.Logf("fuzz: delivery options sent to endpoint writes: %v", sent)
+	for _, name := range sluice.DeliveryOptionNames {
+		require.GreaterOrEqual(t, sent[name], 20, "the fuzz sends %s to endpoint writes", name)
+	}
 }
 
 func (ft *fuzzTarget) apiHeaders(g *fuzzGen, h http.Header) {
