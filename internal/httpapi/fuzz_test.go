@@ -78,7 +78,9 @@ func TestFuzzRoutes(t *testing.T) {
 
 	var logs lockedBuffer
 	target, ids := newFuzzTarget(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})))
-	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids, pem: newFuzzPEM(t)}
+	// ids holds an endpoint, a subscription and an event of each tenant,
+	// tenant A's twice first.
+	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids, endpoints: []string{ids[0], ids[3]}, pem: newFuzzPEM(t)}
 	reqs := make([]fuzzRequest, count)
 	for i := range reqs {
 		reqs[i] = target.request(g)
@@ -89,6 +91,7 @@ func TestFuzzRoutes(t *testing.T) {
 	res := runFuzz(target.handler, reqs, budget)
 	elapsed := time.Since(start)
 	t.Logf("fuzz: %d of %d requests in %s; by status class: %v", res.sent.Load(), count, elapsed.Round(time.Millisecond), res.classes())
+	t.Logf("fuzz: endpoint writes accepted, by delivery option named: %v", res.stored)
 	if int(res.sent.Load()) < count {
 		t.Logf("fuzz: time budget %s ran out before every request was sent", budget)
 	}
@@ -234,8 +237,19 @@ func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 	}
 	if strings.HasPrefix(fr.path, "/v1") || g.chance(5) {
 		ft.apiHeaders(g, fr.header)
-		switch {
-		case endpointWrite(fr.method, rt.pattern) && g.chance(60):
+		switch write := endpointWrite(fr.method, rt.pattern); {
+		case write && g.chance(30):
+			// A well-formed write whose options pass, or all but one,
+			// so that they are stored and acted on, not only refused.
+			fr.query = ""
+			fr.header.Del("Idempotency-Key")
+			fr.header.Set("Authorization", "Bearer "+ft.keyA)
+			if fr.method == http.MethodPatch {
+				fr.path = "/v1/endpoints/" + pick(g, g.endpoints...)
+			}
+			fr.body = []byte(g.validEndpoint())
+			fr.header.Set("Content-Type", "application/json")
+		case write && g.chance(50):
 			fr.body = []byte(g.endpoint())
 			fr.header.Set("Content-Type", g.contentType("application/json"))
 		case fr.method != "GET" || g.chance(5):
@@ -324,6 +338,7 @@ type fuzzResults struct {
 	byClass [6]atomic.Int64
 	mu      sync.Mutex
 	fails   []string
+	stored  map[string]int // endpoint writes answered 2xx, by delivery option named
 }
 
 func (fr *fuzzResults) fail(msg string) {
@@ -351,7 +366,7 @@ func (fr *fuzzResults) classes() map[string]int64 {
 // runFuzz sends reqs from fuzzWorkers goroutines until done or budget runs
 // out, and checks each answer.
 func runFuzz(h http.Handler, reqs []fuzzRequest, budget time.Duration) *fuzzResults {
-	res := &fuzzResults{}
+	res := &fuzzResults{stored: map[string]int{}}
 	deadline := time.Now().Add(budget)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -377,6 +392,14 @@ func (fr *fuzzResults) check(req fuzzRequest, rec *httptest.ResponseRecorder) {
 		fr.fail(fmt.Sprintf("%d to %s: %.300s", rec.Code, req, rec.Body.String()))
 	case class == 4 && strings.HasPrefix(req.path, "/v1") && rec.Header().Get("Content-Type") != "application/problem+json":
 		fr.fail(fmt.Sprintf("%d to %s is %q, not problem+json: %.300s", rec.Code, req, rec.Header().Get("Content-Type"), rec.Body.String()))
+	case class == 2 && endpointWrite(req.method, req.pattern):
+		fr.mu.Lock()
+		for _, name := range sluice.DeliveryOptionNames {
+			if bytes.Contains(req.body, []byte(`"`+name+`":`)) {
+				fr.stored[name]++
+			}
+		}
+		fr.mu.Unlock()
 	}
 }
 

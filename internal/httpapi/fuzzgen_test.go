@@ -18,7 +18,9 @@ import (
 type fuzzGen struct {
 	r   *rand.Rand
 	ids []string // real ids of objects, of both tenants
-	pem fuzzPEM  // real certificates and keys, for the tls option
+	// endpoints are tenant A's endpoints' ids, for the well-formed writes.
+	endpoints []string
+	pem       fuzzPEM // real certificates and keys, for the tls option
 }
 
 // fuzzPEM is PEM the tls option's rules take apart: a client certificate
@@ -192,6 +194,52 @@ func (g *fuzzGen) endpoint() string {
 		"signature":       func() string { return pick(g, "null", `"v1"`, `"v1a"`, `"v1,v1a"`, `"v1a,v1"`, `"v2"`, g.value(0)) },
 		"verification":    func() string { return pick(g, "null", `"none"`, `"challenge"`, `"Challenge"`, g.value(0)) },
 	})
+}
+
+// validEndpoint is an endpoint's create or update body that passes every
+// rule, with one to three delivery options set (so the options are
+// stored, sealed and acted on, not only refused), or, half the time, all
+// but one field valid.
+func (g *fuzzGen) validEndpoint() string {
+	valid := map[string]func() string{
+		"timeout_seconds": func() string { return pick(g, "1", "60", "null") },
+		"retry_schedule":  func() string { return pick(g, `["1s", "5m"]`, "[]", "null") },
+		"auth": func() string {
+			return `{"type": "oauth2_client_credentials", "token_url": "http://127.0.0.1:9/token", "client_id": "sluice", "client_secret": "s3cret"` +
+				pick(g, "", `, "scope": "hooks"`, `, "audience": "https://api.example"`) + "}"
+		},
+		"tls": func() string {
+			ca := ""
+			if g.chance(50) {
+				ca = `, "ca_certificates": ` + g.jsonText(g.pem.ca)
+			}
+			return `{"client_certificate": ` + g.jsonText(g.pem.cert) + `, "client_key": ` + g.jsonText(g.pem.key) + ca + "}"
+		},
+		"signature":    func() string { return pick(g, `"v1"`, `"v1a"`, `"v1,v1a"`) },
+		"verification": func() string { return pick(g, `"none"`, `"challenge"`) },
+	}
+	hostile := map[string]func() string{
+		"timeout_seconds": g.number, "retry_schedule": g.retrySchedule, "auth": g.auth, "tls": g.tls,
+		"signature": func() string { return g.value(0) }, "verification": func() string { return g.value(0) },
+	}
+	gens := map[string]func() string{"url": func() string { return `"http://127.0.0.1:9/x"` }}
+	if g.chance(20) { // a poll endpoint: no url; auth, tls, v1a and a challenge are refused
+		gens = map[string]func() string{"delivery": func() string { return `"poll"` }}
+	}
+	names := slices.Sorted(maps.Keys(valid))
+	for range 1 + g.r.IntN(3) {
+		name := pick(g, names...)
+		gens[name] = valid[name]
+	}
+	if g.chance(50) {
+		name := pick(g, names...)
+		gens[name] = hostile[name]
+	}
+	parts := make([]string, 0, len(gens))
+	for _, name := range slices.Sorted(maps.Keys(gens)) {
+		parts = append(parts, `"`+name+`":`+gens[name]())
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }
 
 // retrySchedule is a retry_schedule option: a list of Go durations,
