@@ -650,7 +650,10 @@ type DeliveryList struct {
 // `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
 // circuit breaker do not apply to a poll endpoint; retention and
 // backlog alerts do (a poll endpoint's queue is what its consumer
-// has not read yet). Fixed at creation.
+// has not read yet). The delivery options that act on a request
+// Sluice sends are refused for a poll endpoint (`422` naming the
+// field): `auth`, `tls`, `signature` `v1a` or `v1,v1a`, and
+// `verification` `challenge`. Fixed at creation.
 type DeliveryMode string
 
 // DeliveryStatus `pending`: not yet attempted, or waiting for its endpoint (rate limit,
@@ -703,7 +706,10 @@ type Endpoint struct {
 	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
 	// circuit breaker do not apply to a poll endpoint; retention and
 	// backlog alerts do (a poll endpoint's queue is what its consumer
-	// has not read yet). Fixed at creation.
+	// has not read yet). The delivery options that act on a request
+	// Sluice sends are refused for a poll endpoint (`422` naming the
+	// field): `auth`, `tls`, `signature` `v1a` or `v1,v1a`, and
+	// `verification` `challenge`. Fixed at creation.
 	Delivery    DeliveryMode `json:"delivery"`
 	Description string       `json:"description"`
 	Disabled    bool         `json:"disabled"`
@@ -765,6 +771,9 @@ type Endpoint struct {
 	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
 	// when it stops. Rotating the secret rotates the key pair too, the
 	// previous one signing beside the new one for the same grace period.
+	// A poll endpoint takes only `v1` (`422` otherwise): its deliveries
+	// are read, not sent (`sluice listen` signs what it forwards with the
+	// `v1` secret).
 	//
 	//
 	// Example: v1a
@@ -851,7 +860,7 @@ type Endpoint_TLS struct {
 
 // EndpointCreate `url` is required for a push endpoint and refused (422) for a poll endpoint.
 type EndpointCreate struct {
-	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	Auth *EndpointCreate_Auth `json:"auth,omitempty"`
 
 	// BacklogAlert The backlog alert; `null` removes it.
@@ -868,7 +877,10 @@ type EndpointCreate struct {
 	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
 	// circuit breaker do not apply to a poll endpoint; retention and
 	// backlog alerts do (a poll endpoint's queue is what its consumer
-	// has not read yet). Fixed at creation.
+	// has not read yet). The delivery options that act on a request
+	// Sluice sends are refused for a poll endpoint (`422` naming the
+	// field): `auth`, `tls`, `signature` `v1a` or `v1,v1a`, and
+	// `verification` `challenge`. Fixed at creation.
 	Delivery    *DeliveryMode `json:"delivery,omitempty"`
 	Description *string       `json:"description,omitempty"`
 
@@ -920,6 +932,9 @@ type EndpointCreate struct {
 	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
 	// when it stops. Rotating the secret rotates the key pair too, the
 	// previous one signing beside the new one for the same grace period.
+	// A poll endpoint takes only `v1` (`422` otherwise): its deliveries
+	// are read, not sent (`sluice listen` signs what it forwards with the
+	// `v1` secret).
 	//
 	//
 	// Example: v1a
@@ -934,7 +949,7 @@ type EndpointCreate struct {
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
-	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	TLS *EndpointCreate_TLS `json:"tls,omitempty"`
 
 	// URL Where deliveries are POSTed (a push endpoint's only). `https`, or `http` when the server
@@ -969,7 +984,7 @@ type EndpointCreate struct {
 	Verification *Verification `json:"verification,omitempty"`
 }
 
-// EndpointCreate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+// EndpointCreate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 type EndpointCreate_Auth struct {
 	union json.RawMessage
 }
@@ -984,7 +999,7 @@ type EndpointCreate_RateLimit struct {
 	union json.RawMessage
 }
 
-// EndpointCreate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+// EndpointCreate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 type EndpointCreate_TLS struct {
 	union json.RawMessage
 }
@@ -1047,7 +1062,7 @@ type EndpointStatus string
 // (`timeout_seconds`, `retry_schedule`, `auth`, `signature`, `tls`,
 // `verification`), where it gives the option back to its default.
 type EndpointUpdate struct {
-	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	Auth *EndpointUpdate_Auth `json:"auth,omitempty"`
 
 	// BacklogAlert The backlog alert; `null` removes it.
@@ -1106,6 +1121,9 @@ type EndpointUpdate struct {
 	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
 	// when it stops. Rotating the secret rotates the key pair too, the
 	// previous one signing beside the new one for the same grace period.
+	// A poll endpoint takes only `v1` (`422` otherwise): its deliveries
+	// are read, not sent (`sluice listen` signs what it forwards with the
+	// `v1` secret).
 	//
 	//
 	// Example: v1a
@@ -1120,7 +1138,7 @@ type EndpointUpdate struct {
 	// Example: 30
 	TimeoutSeconds *TimeoutSeconds `json:"timeout_seconds,omitempty"`
 
-	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+	// TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	TLS *EndpointUpdate_TLS `json:"tls,omitempty"`
 
 	// URL A push endpoint's only (`422` for a poll endpoint).
@@ -1143,7 +1161,7 @@ type EndpointUpdate struct {
 	Verification *Verification `json:"verification,omitempty"`
 }
 
-// EndpointUpdate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it.
+// EndpointUpdate_Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 type EndpointUpdate_Auth struct {
 	union json.RawMessage
 }
@@ -1158,7 +1176,7 @@ type EndpointUpdate_RateLimit struct {
 	union json.RawMessage
 }
 
-// EndpointUpdate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it.
+// EndpointUpdate_TLS A delivery option, mutual TLS (`TLSInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 type EndpointUpdate_TLS struct {
 	union json.RawMessage
 }
@@ -1181,7 +1199,10 @@ type EndpointWithSecret struct {
 	// `poll_url` (`GET /poll/{token}`). Rate limits, throttle and the
 	// circuit breaker do not apply to a poll endpoint; retention and
 	// backlog alerts do (a poll endpoint's queue is what its consumer
-	// has not read yet). Fixed at creation.
+	// has not read yet). The delivery options that act on a request
+	// Sluice sends are refused for a poll endpoint (`422` naming the
+	// field): `auth`, `tls`, `signature` `v1a` or `v1,v1a`, and
+	// `verification` `challenge`. Fixed at creation.
 	Delivery    DeliveryMode `json:"delivery"`
 	Description string       `json:"description"`
 	Disabled    bool         `json:"disabled"`
@@ -1263,6 +1284,9 @@ type EndpointWithSecret struct {
 	// JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
 	// when it stops. Rotating the secret rotates the key pair too, the
 	// previous one signing beside the new one for the same grace period.
+	// A poll endpoint takes only `v1` (`422` otherwise): its deliveries
+	// are read, not sent (`sluice listen` signs what it forwards with the
+	// `v1` secret).
 	//
 	//
 	// Example: v1a
@@ -1799,6 +1823,9 @@ type Secret = string
 // JWKS, `GET /.well-known/sluice/{tenant_id}/jwks.json`) and loses it
 // when it stops. Rotating the secret rotates the key pair too, the
 // previous one signing beside the new one for the same grace period.
+// A poll endpoint takes only `v1` (`422` otherwise): its deliveries
+// are read, not sent (`sluice listen` signs what it forwards with the
+// `v1` secret).
 //
 // Example: v1a
 type SignatureScheme string

@@ -220,31 +220,70 @@ func TestOAuthTokenEndpointFailure(t *testing.T) {
 }
 
 // A worker process killed while it fetches a token leaves its lease to
-// expire: another process fetches the token once one attempt's timeout
-// (SLUICE_DELIVERY_TIMEOUT) has passed since the lease was taken, not
-// later, and not before.
+// expire, and the process that takes over the endpoint's dispatch run,
+// waiting on that lease, takes it over the moment it ends: the endpoint
+// is without a token for one attempt's timeout (SLUICE_DELIVERY_TIMEOUT),
+// not longer, and no other token request is made while the lease holds.
+//
+// The timeout is 6 s so that the order is production's (the default 10 s
+// lease outlasts the sweeper's replacement of a dead run: its 3 s grace
+// and a sweep, here every 100 ms): the replacement run asks for the
+// token while the lease holds, and the test checks that it did. A
+// shorter timeout would measure the sweeper, not the lease.
 func TestOAuthRefresherKilled(t *testing.T) {
-	const timeout = 2 * time.Second
-	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "2s"}, app.Roles{API: true})
+	const timeout = 6 * time.Second
+	// From the lease's end, the waiting process's timer fires, it takes
+	// the lease (one UPDATE on loopback Postgres), opens the client
+	// secret and connects to the loopback token server: the same path the
+	// killed worker's own request took from its lease, milliseconds on an
+	// idle box. The margin is for a 2-core box shared with other test
+	// processes, under -race; a lease longer than the timeout, or a
+	// process that only fetched on its next attempt, would miss it by
+	// seconds.
+	const takeover = 500 * time.Millisecond
+	h := startWith(t, map[string]string{"SLUICE_DELIVERY_TIMEOUT": "6s", "SLUICE_SWEEP_INTERVAL": "100ms"}, app.Roles{API: true})
 	ts := newTokenServer(t, time.Hour)
 	ts.answer = func(n int) (int, string, bool) { return 0, "", n == 1 } // the first request never answered
-	h.authEndpoint(ts, "oauth.*", nil)
+	id := h.authEndpoint(ts, "oauth.*", nil)
 	first := h.startChild()
 	h.post("oauth.sent", map[string]int{"n": 1})
-	require.Equal(t, 1, <-ts.arrived)
+	require.Equal(t, 1, ts.nextRequest(30*time.Second))
 	require.NoError(t, first.Process.Signal(syscall.SIGKILL))
 	_, _ = first.Process.Wait()
-	ts.mu.Lock()
-	leased := ts.asked[0]
-	ts.mu.Unlock()
+	pool := h.proc.Store.Pool()
+	var leaseEnd time.Time
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT refreshing_until FROM endpoint_auth WHERE endpoint_id = $1`, id).Scan(&leaseEnd))
 
 	h.startChild()
-	require.Equal(t, 2, <-ts.arrived)
+	require.Equal(t, 2, ts.nextRequest(timeout+30*time.Second))
 	eventually(t, 20*time.Second, func() bool { _, got, _ := ts.counts(); return got == 1 }, "delivered")
 	ts.mu.Lock()
-	after := ts.asked[1].Sub(leased)
+	leased, next := ts.asked[0], ts.asked[1]
 	ts.mu.Unlock()
-	t.Logf("the next token was asked for %s after the killed worker took the lease", after.Round(time.Millisecond))
-	require.GreaterOrEqual(t, after, timeout-200*time.Millisecond, "the lease holds while it lasts")
-	require.Less(t, after, timeout+5*time.Second, "and ends with one attempt's timeout")
+	var waiting time.Time // when the run that replaced the dead one started
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT min(attempted_at) FROM river_job
+		WHERE kind = 'dispatch' AND args ->> 'endpoint_id' = $1 AND state <> 'cancelled'`, id).Scan(&waiting))
+	t.Logf("lease ends %s after the killed worker's request; replacement run waiting %s before its end; next request %s after its end (%s after the killed worker's)",
+		leaseEnd.Sub(leased).Round(time.Millisecond), leaseEnd.Sub(waiting).Round(time.Millisecond),
+		next.Sub(leaseEnd).Round(time.Millisecond), next.Sub(leased).Round(time.Millisecond))
+	require.True(t, waiting.Before(leaseEnd), "the replacement run started while the lease held (else this measures the sweeper)")
+	require.LessOrEqual(t, leaseEnd.Sub(leased), timeout, "the lease is one attempt's timeout, from before the killed worker asked")
+	require.False(t, next.Before(leaseEnd), "nobody fetches while the lease holds")
+	require.LessOrEqual(t, next.Sub(leaseEnd), takeover, "the waiting process takes the lease over as it ends")
+	require.LessOrEqual(t, next.Sub(leased), timeout+takeover, "the endpoint is without a token for one attempt's timeout")
+	asked, _, _ := ts.counts()
+	require.Equal(t, 2, asked)
+}
+
+// nextRequest is the number of the next token request to arrive, within
+// limit.
+func (ts *tokenServer) nextRequest(limit time.Duration) int {
+	ts.t.Helper()
+	select {
+	case n := <-ts.arrived:
+		return n
+	case <-time.After(limit):
+		ts.t.Fatalf("no token request within %s", limit)
+		return 0
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
 // options is an OptionsInput of JSON texts.
@@ -86,4 +87,49 @@ func TestDeliveryOptionsRefused(t *testing.T) {
 	require.Equal(t, 5, *got.TimeoutSeconds, "a refused update changes nothing")
 	_, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options("timeout", "5")})
 	require.Equal(t, []string{"timeout"}, fields(t, err), "a name that is no option")
+}
+
+// A poll endpoint is read, never sent a request: the options that act on
+// a request Sluice sends (auth, tls, an Ed25519 signature, a challenge)
+// are refused, naming the field, on create and on update; the others are
+// kept.
+func TestPollEndpointOptionsRefused(t *testing.T) {
+	t.Parallel()
+	b := setupEndpoints(t)
+	ctx := context.Background()
+	ca := testca.New(t, "clients")
+	cert := ca.Issue(t, testca.Options{CommonName: "poll-reader", Client: true})
+	poll := control.EndpointInput{Delivery: new(sluice.DeliveryPoll)}
+	ep := b.create(t, b.owner, poll).Endpoint
+
+	for name, tc := range map[string]struct{ field, value string }{
+		"auth":           {"auth", authJSON(t, nil)},
+		"tls":            {"tls", tlsJSON(t, cert.PEM, cert.KeyPEM, "")},
+		"signature v1a":  {"signature", `"v1a"`},
+		"signature both": {"signature", `"v1,v1a"`},
+		"challenge":      {"verification", `"challenge"`},
+	} {
+		in := control.EndpointInput{Delivery: poll.Delivery, Options: options(tc.field, tc.value)}
+		_, err := b.ctl.CreateEndpoint(ctx, b.owner, in)
+		require.Equal(t, []string{tc.field}, fields(t, err), name)
+		_, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: in.Options})
+		require.Equal(t, []string{tc.field}, fields(t, err), name)
+	}
+	got, err := b.ctl.Endpoint(ctx, b.owner, ep.ID)
+	require.NoError(t, err)
+	require.True(t, got.DeliveryOptions.IsZero(), "a refused update changes nothing")
+
+	// Every refusal at once, each naming its field.
+	_, err = b.ctl.CreateEndpoint(ctx, b.owner, control.EndpointInput{Delivery: poll.Delivery, Options: options(
+		"auth", authJSON(t, nil), "tls", tlsJSON(t, cert.PEM, cert.KeyPEM, ""), "signature", `"v1a"`)})
+	require.ElementsMatch(t, []string{"auth", "tls", "signature"}, fields(t, err))
+
+	// What a poll endpoint may have: v1 (sluice listen signs with it) and
+	// the options that are null by default.
+	got, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options(
+		"signature", `"v1"`, "verification", `"none"`, "auth", "null", "tls", "null")})
+	require.NoError(t, err)
+	require.Equal(t, sluice.SignatureV1, *got.Signature)
+	pushed := b.create(t, b.owner, control.EndpointInput{Options: options("signature", `"v1a"`, "auth", authJSON(t, nil))}).Endpoint
+	require.True(t, pushed.SignsV1a(), "a push endpoint keeps them")
 }

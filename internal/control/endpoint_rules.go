@@ -45,7 +45,9 @@ const (
 
 // checkSettings checks an endpoint's settings once every field is set: its
 // delivery and URL (checkTargetURL; none for a poll endpoint), description,
-// max_in_flight, headers and ordering (FIFO only for a push endpoint). The
+// max_in_flight, headers, ordering (FIFO only for a push endpoint) and the
+// delivery options that need the endpoint's settings (checkPollOptions,
+// checkTokenURL). The
 // rate limit's fields are checked as they are read (checkRate).
 func checkSettings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.ValidationError) {
 	switch set.Delivery {
@@ -75,7 +77,33 @@ func checkSettings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Val
 	if set.BacklogAlert != nil {
 		checkBacklogAlert(*set.BacklogAlert, v)
 	}
+	if set.Delivery == sluice.DeliveryPoll {
+		checkPollOptions(set.Options, v)
+		return
+	}
 	checkTokenURL(set.Options.Auth, allowPrivate, v)
+}
+
+// checkPollOptions refuses the delivery options that act on a request
+// Sluice sends: a poll endpoint is read from its poll_url and never sent
+// one, so it has no token to carry (auth), no connection to present a
+// client certificate on (tls), no request to sign with Ed25519 (signature
+// "v1a" or "v1,v1a": sluice listen signs what it forwards with the v1
+// secret) and no URL to challenge (verification).
+func checkPollOptions(o sluice.DeliveryOptions, v *sluice.ValidationError) {
+	const why = "for a poll endpoint, which is read from its poll_url and never sent a request"
+	if o.Auth != nil {
+		v.Add("auth", "must be null %s that would carry a token", why)
+	}
+	if o.TLS != nil {
+		v.Add("tls", "must be null %s on which to present a client certificate", why)
+	}
+	if o.SignsV1a() {
+		v.Add("signature", "must be %q %s to sign (sluice listen signs what it forwards with the v1 secret)", sluice.SignatureV1, why)
+	}
+	if o.Challenged() {
+		v.Add("verification", "must be %q for a poll endpoint, which has no URL to challenge", sluice.VerifyNone)
+	}
 }
 
 // checkBacklogAlert checks a backlog alert's thresholds: at least one set, each

@@ -135,9 +135,6 @@ func (c *Control) settle(ctx context.Context, who Caller, in EndpointInput, set 
 		set.Consumer = who.Consumer
 	}
 	checkSettings(*set, c.cfg.AllowPrivateTargets, v)
-	if set.Delivery == sluice.DeliveryPoll && set.Options.Challenged() {
-		v.Add("verification", "must be %q for a poll endpoint, which has no URL to challenge", sluice.VerifyNone)
-	}
 	subs, err := c.subscriptionOf(ctx, who, in.Subscription, false, v)
 	if err != nil {
 		return nil, err

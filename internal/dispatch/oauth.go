@@ -24,12 +24,14 @@ import (
 // (only for an endpoint with the option). An attempt uses the token it
 // read until its refresh time, a margin before it expires
 // (sluice.TokenRefreshMargin); then one process takes the row's lease
-// (refreshing_until, one attempt's timeout long), fetches the next token
-// and saves it, while the others use the old token if it is still valid,
-// or wait for the new one, re-reading the row. The lease is data, not a
-// lock held by a session: a process that dies while fetching leaves it to
-// expire, and the next attempt after that fetches. A receiver's 401 gets
-// one fresh token and one resend inside the same attempt.
+// (refreshing_until, one attempt's timeout long, and the fetch ends within
+// it), fetches the next token and saves it, while the others use the old
+// token if it is still valid, or wait for the new one, re-reading the row.
+// The lease is data, not a lock held by a session: a process that dies
+// while fetching leaves it to expire, and a process waiting for it takes
+// it over the moment it ends, so the endpoint is without a token for at
+// most one attempt's timeout. A receiver's 401 gets one fresh token and
+// one resend inside the same attempt.
 
 // authTarget is an endpoint's auth option with the token read with it.
 type authTarget struct {
@@ -101,8 +103,20 @@ type tokenFlight struct {
 }
 
 // tokenPoll is how often a process waiting for another's fetch re-reads
-// the endpoint's row.
+// the endpoint's row for the token it saves. The wait before the lease's
+// end is cut short to end with it (leaseWait).
 const tokenPoll = 50 * time.Millisecond
+
+// leaseWait is how long a process that could not take the lease waits
+// before it reads the row and tries again, at now: tokenPoll, or less so
+// as to try the moment the lease read (until) ends. At least a
+// millisecond, so that a lease read as just ended is not a busy loop.
+func leaseWait(now time.Time, until *time.Time) time.Duration {
+	if until == nil {
+		return tokenPoll
+	}
+	return max(min(tokenPoll, until.Sub(now)), time.Millisecond)
+}
 
 func newTokens(st *store.Store, sender *send.Sender, clock Clock) *tokens {
 	return &tokens{q: st.OneShot(nil), st: st, sender: sender, clock: clock, flights: map[uuid.UUID]*tokenFlight{}}
@@ -179,7 +193,7 @@ func (ts *tokens) next(ctx context.Context, a *authTarget, rejected int64, timeo
 		}
 		// Another process is fetching the first token, or the one after
 		// a rejected or expired one: wait for it, or for its lease to end.
-		wait, stop := ts.clock.After(tokenPoll)
+		wait, stop := ts.clock.After(leaseWait(ts.clock.Now(), row.RefreshingUntil))
 		select {
 		case <-wait:
 			stop()
@@ -201,6 +215,9 @@ func (ts *tokens) fetch(ctx context.Context, a *authTarget, lease dbq.TakeTokenR
 	tok, err := ts.sender.FetchToken(ctx, send.TokenRequest{
 		URL: a.opt.TokenURL, ClientID: a.opt.ClientID, ClientSecret: secret,
 		Scope: a.opt.Scope, Audience: a.opt.Audience, Timeout: timeout,
+		// The lease's end on the sender's clock: a fetch outliving its
+		// lease would race the process that takes the lease over.
+		Deadline: time.Now().Add(until.Sub(asked)),
 	})
 	if err != nil {
 		// The lease is freed even when the run is cut short.

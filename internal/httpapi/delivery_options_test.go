@@ -88,3 +88,28 @@ func TestTLSOptionFields(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
 	require.Nil(t, r.JSON(t)["tls"])
 }
+
+// A poll endpoint refuses the options that act on a request Sluice sends
+// (auth, tls, an Ed25519 signature), with a 422 naming each field, on
+// create and on update; signature "v1" is its own.
+func TestPollEndpointOptionsRefused(t *testing.T) {
+	b := setup(t)
+	ca := testca.New(t, "clients")
+	cert := ca.Issue(t, testca.Options{CommonName: "poll-reader", Client: true})
+	auth := map[string]string{"type": "oauth2_client_credentials", "token_url": "https://example.com/token",
+		"client_id": "sluice", "client_secret": "s3cret"}
+	tls := map[string]string{"client_certificate": cert.PEM, "client_key": cert.KeyPEM}
+
+	r := b.do(b.keyA, http.MethodPost, "/v1/endpoints", map[string]any{"delivery": "poll", "auth": auth, "tls": tls, "signature": "v1,v1a"})
+	for _, field := range []string{"auth", "tls", "signature"} {
+		require.Contains(t, requireField(t, r, field), "poll endpoint")
+	}
+	ep := b.createEndpoint(b.keyA, map[string]any{"delivery": "poll", "signature": "v1"})
+	id := ep["id"].(string)
+	require.Equal(t, "v1", ep["signature"])
+	for field, value := range map[string]any{"auth": auth, "tls": tls, "signature": "v1a"} {
+		body, err := json.Marshal(map[string]any{field: value})
+		require.NoError(t, err)
+		requireField(t, b.do(b.keyA, http.MethodPatch, "/v1/endpoints/"+id, string(body)), field)
+	}
+}

@@ -32,6 +32,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+	"github.com/sluice-dev/sluice/internal/testkit/testca"
 )
 
 // Bounds of TestFuzzRoutes; SLUICE_FUZZ_SEED, SLUICE_FUZZ_REQUESTS and
@@ -56,7 +57,9 @@ type fuzzRoute struct{ method, pattern string }
 
 // TestFuzzRoutes sends thousands of hostile requests — random bytes,
 // invalid UTF-8, NUL, JSON nested 10,000 deep, numbers no type holds,
-// garbage cursors, limits, ids, content types and Idempotency-Keys — to
+// garbage cursors, limits, ids, content types and Idempotency-Keys, and
+// endpoints with every delivery option (durations, PEM, OAuth2
+// credentials, signature schemes, on push and poll endpoints) — to
 // every route of the API and of the signed-in dashboard, from a seeded
 // source (logged; SLUICE_FUZZ_SEED repeats a run). No answer may be a 5xx,
 // nothing may be logged as an error, and every 4xx of the API must be
@@ -75,16 +78,20 @@ func TestFuzzRoutes(t *testing.T) {
 
 	var logs lockedBuffer
 	target, ids := newFuzzTarget(t, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError})))
-	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids}
+	// ids holds an endpoint, a subscription and an event of each tenant,
+	// tenant A's twice first.
+	g := &fuzzGen{r: rand.New(rand.NewPCG(seed, seed^0x5eed)), ids: ids, endpoints: []string{ids[0], ids[3]}, pem: newFuzzPEM(t)}
 	reqs := make([]fuzzRequest, count)
 	for i := range reqs {
 		reqs[i] = target.request(g)
 	}
+	requireOptionsCovered(t, reqs)
 
 	start := time.Now()
 	res := runFuzz(target.handler, reqs, budget)
 	elapsed := time.Since(start)
 	t.Logf("fuzz: %d of %d requests in %s; by status class: %v", res.sent.Load(), count, elapsed.Round(time.Millisecond), res.classes())
+	t.Logf("fuzz: endpoint writes accepted, by delivery option named: %v", res.stored)
 	if int(res.sent.Load()) < count {
 		t.Logf("fuzz: time budget %s ran out before every request was sent", budget)
 	}
@@ -143,6 +150,15 @@ func newFuzzTarget(t *testing.T, logger *slog.Logger) (*fuzzTarget, []string) {
 	return target, ids
 }
 
+// newFuzzPEM issues the certificates the fuzz's tls options are made of.
+func newFuzzPEM(t *testing.T) fuzzPEM {
+	ca := testca.New(t, "fuzz")
+	cert := ca.Issue(t, testca.Options{CommonName: "fuzz-client", Client: true})
+	expired := ca.Issue(t, testca.Options{CommonName: "fuzz-expired", Client: true, NotAfter: time.Now().Add(-time.Minute)})
+	other := ca.Issue(t, testca.Options{CommonName: "fuzz-other", Client: true})
+	return fuzzPEM{cert: cert.PEM, key: cert.KeyPEM, ca: ca.PEM, expired: expired.PEM, otherKey: other.KeyPEM}
+}
+
 // walkRoutes lists every method and pattern of the router.
 func walkRoutes(t *testing.T, r chi.Routes) []fuzzRoute {
 	var out []fuzzRoute
@@ -189,6 +205,7 @@ func (ft *fuzzTarget) signIn(t *testing.T) {
 // made up front from the seed.
 type fuzzRequest struct {
 	method, path, query string
+	pattern             string // the route's
 	body                []byte
 	header              http.Header
 }
@@ -202,7 +219,7 @@ var routeParam = regexp.MustCompile(`\{[^}]+\}`)
 // request makes one hostile request to a random route.
 func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 	rt := pick(g, ft.routes...)
-	fr := fuzzRequest{method: rt.method, header: http.Header{}}
+	fr := fuzzRequest{method: rt.method, pattern: rt.pattern, header: http.Header{}}
 	if g.chance(8) {
 		fr.method = pick(g, "GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 	}
@@ -220,7 +237,22 @@ func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 	}
 	if strings.HasPrefix(fr.path, "/v1") || g.chance(5) {
 		ft.apiHeaders(g, fr.header)
-		if fr.method != "GET" || g.chance(5) {
+		switch write := endpointWrite(fr.method, rt.pattern); {
+		case write && g.chance(30):
+			// A well-formed write whose options pass, or all but one,
+			// so that they are stored and acted on, not only refused.
+			fr.query = ""
+			fr.header.Del("Idempotency-Key")
+			fr.header.Set("Authorization", "Bearer "+ft.keyA)
+			if fr.method == http.MethodPatch {
+				fr.path = "/v1/endpoints/" + pick(g, g.endpoints...)
+			}
+			fr.body = []byte(g.validEndpoint())
+			fr.header.Set("Content-Type", "application/json")
+		case write && g.chance(50):
+			fr.body = []byte(g.endpoint())
+			fr.header.Set("Content-Type", g.contentType("application/json"))
+		case fr.method != "GET" || g.chance(5):
 			fr.body = g.body()
 			fr.header.Set("Content-Type", g.contentType("application/json"))
 		}
@@ -232,6 +264,33 @@ func (ft *fuzzTarget) request(g *fuzzGen) fuzzRequest {
 		}
 	}
 	return fr
+}
+
+// endpointWrite reports whether method and pattern create or update an
+// endpoint.
+func endpointWrite(method, pattern string) bool {
+	return method == http.MethodPost && pattern == "/v1/endpoints" || method == http.MethodPatch && pattern == "/v1/endpoints/{id}"
+}
+
+// requireOptionsCovered checks that reqs send every delivery option, by
+// its JSON name, to a route that creates or updates an endpoint many
+// times, so the fuzz reaches each option's rules.
+func requireOptionsCovered(t *testing.T, reqs []fuzzRequest) {
+	sent := map[string]int{}
+	for _, fr := range reqs {
+		if !endpointWrite(fr.method, fr.pattern) {
+			continue
+		}
+		for _, name := range sluice.DeliveryOptionNames {
+			if bytes.Contains(fr.body, []byte(`"`+name+`":`)) {
+				sent[name]++
+			}
+		}
+	}
+	t.Logf("fuzz: delivery options sent to endpoint writes: %v", sent)
+	for _, name := range sluice.DeliveryOptionNames {
+		require.GreaterOrEqual(t, sent[name], 20, "the fuzz sends %s to endpoint writes", name)
+	}
 }
 
 func (ft *fuzzTarget) apiHeaders(g *fuzzGen, h http.Header) {
@@ -279,6 +338,7 @@ type fuzzResults struct {
 	byClass [6]atomic.Int64
 	mu      sync.Mutex
 	fails   []string
+	stored  map[string]int // endpoint writes answered 2xx, by delivery option named
 }
 
 func (fr *fuzzResults) fail(msg string) {
@@ -306,7 +366,7 @@ func (fr *fuzzResults) classes() map[string]int64 {
 // runFuzz sends reqs from fuzzWorkers goroutines until done or budget runs
 // out, and checks each answer.
 func runFuzz(h http.Handler, reqs []fuzzRequest, budget time.Duration) *fuzzResults {
-	res := &fuzzResults{}
+	res := &fuzzResults{stored: map[string]int{}}
 	deadline := time.Now().Add(budget)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -332,6 +392,14 @@ func (fr *fuzzResults) check(req fuzzRequest, rec *httptest.ResponseRecorder) {
 		fr.fail(fmt.Sprintf("%d to %s: %.300s", rec.Code, req, rec.Body.String()))
 	case class == 4 && strings.HasPrefix(req.path, "/v1") && rec.Header().Get("Content-Type") != "application/problem+json":
 		fr.fail(fmt.Sprintf("%d to %s is %q, not problem+json: %.300s", rec.Code, req, rec.Header().Get("Content-Type"), rec.Body.String()))
+	case class == 2 && endpointWrite(req.method, req.pattern):
+		fr.mu.Lock()
+		for _, name := range sluice.DeliveryOptionNames {
+			if bytes.Contains(req.body, []byte(`"`+name+`":`)) {
+				fr.stored[name]++
+			}
+		}
+		fr.mu.Unlock()
 	}
 }
 

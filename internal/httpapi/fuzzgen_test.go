@@ -2,11 +2,15 @@ package httpapi_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // fuzzGen makes hostile inputs from one seeded source, so a run can be
@@ -14,6 +18,16 @@ import (
 type fuzzGen struct {
 	r   *rand.Rand
 	ids []string // real ids of objects, of both tenants
+	// endpoints are tenant A's endpoints' ids, for the well-formed writes.
+	endpoints []string
+	pem       fuzzPEM // real certificates and keys, for the tls option
+}
+
+// fuzzPEM is PEM the tls option's rules take apart: a client certificate
+// and its key, a CA, an expired certificate and a key of another
+// certificate.
+type fuzzPEM struct {
+	cert, key, ca, expired, otherKey string
 }
 
 func (g *fuzzGen) chance(percent int) bool { return g.r.IntN(100) < percent }
@@ -146,15 +160,145 @@ func (g *fuzzGen) nested(n int) string {
 // an unknown one), each value made by its generator.
 func (g *fuzzGen) fields(gens map[string]func() string) string {
 	var parts []string
-	for _, name := range []string{"type", "payload", "coalesce_key", "url", "description", "rate_limit", "max_in_flight", "headers", "disabled", "endpoint_id", "event_types", "status", "since", "until", "events"} {
-		if f, ok := gens[name]; ok && g.chance(85) {
-			parts = append(parts, `"`+name+`":`+f())
+	for _, name := range slices.Sorted(maps.Keys(gens)) { // in one order, so a seed repeats a run
+		if g.chance(85) {
+			parts = append(parts, `"`+name+`":`+gens[name]())
 		}
 	}
 	if g.chance(5) {
 		parts = append(parts, g.jsonText(g.text())+":"+g.value(1))
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// endpoint is the body of an endpoint's create or update: its fields and
+// its delivery options, each sometimes valid.
+func (g *fuzzGen) endpoint() string {
+	return g.fields(map[string]func() string{
+		"url": func() string {
+			return g.jsonText(pick(g, "https://example.com/hook", "http://127.0.0.1:9/x", g.text()))
+		},
+		"description": func() string { return g.jsonText(g.text()) },
+		"rate_limit": func() string {
+			return pick(g, "null", `{"per_second":`+g.number()+`}`, `{"per_minute":`+g.number()+`,"burst":`+g.number()+`}`, g.value(1))
+		},
+		"max_in_flight": g.number,
+		"headers":       func() string { return "{" + g.jsonText(g.text()) + ":" + g.jsonText(g.text()) + "}" },
+		"disabled":      func() string { return pick(g, "true", "false", g.value(0)) },
+		"delivery":      func() string { return pick(g, `"push"`, `"poll"`, g.value(0)) },
+
+		"timeout_seconds": func() string { return pick(g, "null", g.number(), g.value(0)) },
+		"retry_schedule":  g.retrySchedule,
+		"auth":            g.auth,
+		"tls":             g.tls,
+		"signature":       func() string { return pick(g, "null", `"v1"`, `"v1a"`, `"v1,v1a"`, `"v1a,v1"`, `"v2"`, g.value(0)) },
+		"verification":    func() string { return pick(g, "null", `"none"`, `"challenge"`, `"Challenge"`, g.value(0)) },
+	})
+}
+
+// validEndpoint is an endpoint's create or update body that passes every
+// rule, with one to three delivery options set (so the options are
+// stored, sealed and acted on, not only refused), or, half the time, all
+// but one field valid.
+func (g *fuzzGen) validEndpoint() string {
+	valid := map[string]func() string{
+		"timeout_seconds": func() string { return pick(g, "1", "60", "null") },
+		"retry_schedule":  func() string { return pick(g, `["1s", "5m"]`, "[]", "null") },
+		"auth": func() string {
+			return `{"type": "oauth2_client_credentials", "token_url": "http://127.0.0.1:9/token", "client_id": "sluice", "client_secret": "s3cret"` +
+				pick(g, "", `, "scope": "hooks"`, `, "audience": "https://api.example"`) + "}"
+		},
+		"tls": func() string {
+			ca := ""
+			if g.chance(50) {
+				ca = `, "ca_certificates": ` + g.jsonText(g.pem.ca)
+			}
+			return `{"client_certificate": ` + g.jsonText(g.pem.cert) + `, "client_key": ` + g.jsonText(g.pem.key) + ca + "}"
+		},
+		"signature":    func() string { return pick(g, `"v1"`, `"v1a"`, `"v1,v1a"`) },
+		"verification": func() string { return pick(g, `"none"`, `"challenge"`) },
+	}
+	hostile := map[string]func() string{
+		"timeout_seconds": g.number, "retry_schedule": g.retrySchedule, "auth": g.auth, "tls": g.tls,
+		"signature": func() string { return g.value(0) }, "verification": func() string { return g.value(0) },
+	}
+	gens := map[string]func() string{"url": func() string { return `"http://127.0.0.1:9/x"` }}
+	if g.chance(20) { // a poll endpoint: no url; auth, tls, v1a and a challenge are refused
+		gens = map[string]func() string{"delivery": func() string { return `"poll"` }}
+	}
+	names := slices.Sorted(maps.Keys(valid))
+	for range 1 + g.r.IntN(3) {
+		name := pick(g, names...)
+		gens[name] = valid[name]
+	}
+	if g.chance(50) {
+		name := pick(g, names...)
+		gens[name] = hostile[name]
+	}
+	parts := make([]string, 0, len(gens))
+	for _, name := range slices.Sorted(maps.Keys(gens)) {
+		parts = append(parts, `"`+name+`":`+gens[name]())
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// retrySchedule is a retry_schedule option: a list of Go durations,
+// sometimes too long, too large in all, negative or not durations.
+func (g *fuzzGen) retrySchedule() string {
+	if g.chance(15) {
+		return pick(g, "null", "[]", `"5s"`, g.value(1))
+	}
+	steps := make([]string, g.r.IntN(25))
+	for i := range steps {
+		steps[i] = g.jsonText(pick(g, "30s", "5m", "1h30m", "0s", "-5s", "169h", "2562047h", "1.5h", "1e9h", "5", "", g.text()))
+	}
+	return "[" + strings.Join(steps, ",") + "]"
+}
+
+// auth is an auth option: OAuth2 client credentials with each field
+// sometimes missing, of the wrong type or hostile.
+func (g *fuzzGen) auth() string {
+	if g.chance(15) {
+		return pick(g, "null", `"oauth2"`, "[]", g.value(1))
+	}
+	return g.fields(map[string]func() string{
+		"type": func() string {
+			return pick(g, `"oauth2_client_credentials"`, `"oauth2_password"`, g.value(0))
+		},
+		"token_url": func() string {
+			return g.jsonText(pick(g, "http://127.0.0.1:9/token", "https://example.com/token", "http://169.254.169.254/token", "ftp://example.com/t", g.text()))
+		},
+		"client_id":     func() string { return pick(g, `"sluice"`, g.jsonText(g.text()), g.value(0)) },
+		"client_secret": func() string { return pick(g, `"s3cret"`, g.jsonText(g.text()), g.value(0)) },
+		"scope":         func() string { return g.jsonText(g.text()) },
+		"audience":      func() string { return g.jsonText(g.text()) },
+	})
+}
+
+// tls is a tls option: real certificates and keys, mismatched, expired,
+// cut short or not PEM at all.
+func (g *fuzzGen) tls() string {
+	if g.chance(15) {
+		return pick(g, "null", `"on"`, "[]", g.value(1))
+	}
+	pem := func(real ...string) func() string {
+		return func() string {
+			switch g.r.IntN(4) {
+			case 0:
+				return g.jsonText(g.text())
+			case 1:
+				s := pick(g, real...)
+				return g.jsonText(s[:g.r.IntN(len(s)+1)])
+			default:
+				return g.jsonText(pick(g, real...))
+			}
+		}
+	}
+	return g.fields(map[string]func() string{
+		"client_certificate": pem(g.pem.cert, g.pem.expired, g.pem.ca, g.pem.cert+g.pem.ca),
+		"client_key":         pem(g.pem.key, g.pem.otherKey, g.pem.cert),
+		"ca_certificates":    pem(g.pem.ca, g.pem.cert, g.pem.ca+g.pem.ca),
+	})
 }
 
 func (g *fuzzGen) event() string {
@@ -184,18 +328,7 @@ func (g *fuzzGen) body() []byte {
 		}
 		return []byte(`{"events":[` + strings.Join(evs, ",") + `]}`)
 	case 4, 5:
-		return []byte(g.fields(map[string]func() string{
-			"url": func() string {
-				return g.jsonText(pick(g, "https://example.com/hook", "http://127.0.0.1:9/x", g.text()))
-			},
-			"description": func() string { return g.jsonText(g.text()) },
-			"rate_limit": func() string {
-				return pick(g, "null", `{"per_second":`+g.number()+`}`, `{"per_minute":`+g.number()+`,"burst":`+g.number()+`}`, g.value(1))
-			},
-			"max_in_flight": g.number,
-			"headers":       func() string { return "{" + g.jsonText(g.text()) + ":" + g.jsonText(g.text()) + "}" },
-			"disabled":      func() string { return pick(g, "true", "false", g.value(0)) },
-		}))
+		return []byte(g.endpoint())
 	case 6:
 		return []byte(g.fields(map[string]func() string{
 			"endpoint_id": func() string { return g.jsonText(g.id()) },
@@ -253,6 +386,20 @@ func (g *fuzzGen) form(csrf string) []byte {
 	}
 	for range g.r.IntN(4) {
 		f.Set(pick(g, "status", "since", "until", "from", "api_key", "next", g.text()), g.text())
+	}
+	// The endpoint form's delivery options, each as typed.
+	for range g.r.IntN(3) {
+		name := pick(g, sluice.DeliveryOptionFields...)
+		switch name {
+		case "tls.client_certificate":
+			f.Set(name, pick(g, g.pem.cert, g.pem.expired, g.text()))
+		case "tls.client_key":
+			f.Set(name, pick(g, g.pem.key, g.pem.otherKey, g.text()))
+		case "tls.ca_certificates":
+			f.Set(name, pick(g, g.pem.ca, g.text()))
+		default:
+			f.Set(name, pick(g, "", "5", "61", "30s, 5m", "v1a", "v1,v1a", "challenge", "http://127.0.0.1:9/token", g.text()))
+		}
 	}
 	return []byte(f.Encode())
 }

@@ -24,6 +24,10 @@ type TokenRequest struct {
 	Scope        string
 	Audience     string
 	Timeout      time.Duration // bounds the request; 0: Config.Timeout
+	// Deadline, when set, ends the request then if Timeout has not
+	// already (the end of the lease it is asked under); either is
+	// reported as a timeout after Timeout.
+	Deadline time.Time
 }
 
 // Token is an access token and how long it lasts from when it was asked
@@ -56,6 +60,11 @@ func (s *Sender) FetchToken(ctx context.Context, r TokenRequest) (Token, error) 
 	fail := &TokenError{URL: r.URL}
 	ctx, cancel := context.WithTimeoutCause(ctx, cmp.Or(r.Timeout, s.timeout), errTimeout)
 	defer cancel()
+	if !r.Deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, r.Deadline, errTimeout)
+		defer stop()
+	}
 	form := url.Values{"grant_type": {"client_credentials"}}
 	if r.Scope != "" {
 		form.Set("scope", r.Scope)
