@@ -220,16 +220,18 @@ func (l *listener) run(ctx context.Context) error {
 		failures = 0
 		skip := l.acknowledged(state, items)
 		for i := skip; i < len(items); i++ {
-			if !l.forward(ctx, items[i]) {
-				return nil // ctx ended: a clean stop
-			}
-			state = cursorState{Cursor: state.Cursor, Acked: i + 1, LastID: items[i].ID}
+			acked := cursorState{Cursor: state.Cursor, Acked: i + 1, LastID: items[i].ID}
 			if i == len(items)-1 {
-				state = cursorState{Cursor: next}
+				acked = cursorState{Cursor: next}
 			}
-			if err := l.saveCursor(state); err != nil {
+			ok, err := l.forward(ctx, items[i], func() error { return l.saveCursor(acked) })
+			if err != nil {
 				return err
 			}
+			if !ok {
+				return nil // ctx ended: a clean stop
+			}
+			state = acked
 		}
 		if len(items) > 0 && skip == len(items) {
 			// All of it was acknowledged before a restart: move on.
@@ -338,17 +340,22 @@ func problemDetail(body []byte) string {
 }
 
 // forward posts one delivery to the local server until it answers 2xx,
-// waiting Backoff between tries, and prints its line; false when ctx
-// ended first.
-func (l *listener) forward(ctx context.Context, d delivery) bool {
+// waiting Backoff between tries, then runs ack (which keeps the place)
+// and prints its line; false when ctx ended first. ack runs as soon as
+// the 2xx status is read, before anything else, so that a kill in
+// between, which sends the delivery again, is as unlikely as can be.
+func (l *listener) forward(ctx context.Context, d delivery, ack func() error) (bool, error) {
 	for failures := 1; ; failures++ {
-		status, latency, err := l.post(ctx, d)
-		if ctx.Err() != nil {
-			return false
+		status, latency, err := l.post(ctx, d, ack)
+		if errors.Is(err, errAck) {
+			return false, err
 		}
 		if err == nil && status >= 200 && status < 300 {
 			_, _ = fmt.Fprintf(l.cfg.Out, "%s %s %d %s\n", d.Type, d.ID, status, latency.Round(100*time.Microsecond))
-			return true
+			return true, nil
+		}
+		if ctx.Err() != nil {
+			return false, nil
 		}
 		wait := l.cfg.Backoff(failures)
 		var op *net.OpError
@@ -367,9 +374,13 @@ func (l *listener) forward(ctx context.Context, d delivery) bool {
 	}
 }
 
+// errAck marks a failure of forward's ack: the place could not be kept.
+var errAck = errors.New("keep the place")
+
 // post makes one try: body and the webhook-* headers, signed now, as
-// Sluice's send stage makes them.
-func (l *listener) post(ctx context.Context, d delivery) (int, time.Duration, error) {
+// Sluice's send stage makes them. On a 2xx it runs ack before it reads
+// the answer's body.
+func (l *listener) post(ctx context.Context, d delivery, ack func() error) (int, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.cfg.ForwardTo, bytes.NewReader(d.Body))
 	if err != nil {
 		return 0, 0, fmt.Errorf("make the local request: %w", err)
@@ -387,8 +398,14 @@ func (l *listener) post(ctx context.Context, d delivery) (int, time.Duration, er
 		return 0, time.Since(start), fmt.Errorf("post to the local server: %w", transportErr(err))
 	}
 	defer res.Body.Close()
+	latency := time.Since(start)
+	if res.StatusCode >= 200 && res.StatusCode < 300 {
+		if err := ack(); err != nil {
+			return 0, latency, fmt.Errorf("%w: %w", errAck, err)
+		}
+	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
-	return res.StatusCode, time.Since(start), nil
+	return res.StatusCode, latency, nil
 }
 
 // transportErr is an http.Client's error without the URL it names,
@@ -431,8 +448,10 @@ func (l *listener) loadCursor() (cursorState, error) {
 	return s, nil
 }
 
-// saveCursor replaces the cursor file with s at once: a temporary file,
-// synced, renamed over it, so a crash leaves the old state or the new.
+// saveCursor replaces the cursor file with s at once: a temporary file
+// renamed over it, so a process killed at any point leaves the old state
+// or the new. It is synced to disk only after the rename, which keeps
+// the moment between the local server's 2xx and the new state short.
 func (l *listener) saveCursor(s cursorState) error {
 	dir := filepath.Dir(l.cfg.CursorFile)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -444,9 +463,6 @@ func (l *listener) saveCursor(s cursorState) error {
 	}
 	raw, _ := json.Marshal(s)
 	_, err = f.Write(append(raw, '\n'))
-	if err == nil {
-		err = f.Sync()
-	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -456,6 +472,13 @@ func (l *listener) saveCursor(s cursorState) error {
 	if err != nil {
 		_ = os.Remove(f.Name())
 		return fmt.Errorf("write the cursor file: %w", err)
+	}
+	if f, err = os.Open(l.cfg.CursorFile); err == nil {
+		err = f.Sync()
+		_ = f.Close()
+	}
+	if err != nil {
+		return fmt.Errorf("sync the cursor file: %w", err)
 	}
 	return nil
 }
