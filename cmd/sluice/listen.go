@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -126,8 +127,7 @@ func newListener(cfg listenConfig) (*listener, error) {
 		return nil, errors.New("--poll-url is required: the poll_url of an endpoint with delivery \"poll\"")
 	}
 	u, err := url.Parse(cfg.PollURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
-		!strings.HasPrefix(u.Path, "/poll/") || strings.Count(u.Path, "/") != 2 || len(u.Path) == len("/poll/") {
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || pollToken(u) == "" {
 		return nil, fmt.Errorf("--poll-url %q is not a poll URL: it looks like https://sluice.example/poll/<token>, "+
 			"as the endpoint's poll_url shows", cfg.PollURL)
 	}
@@ -139,7 +139,7 @@ func newListener(cfg listenConfig) (*listener, error) {
 	if err != nil || (f.Scheme != "http" && f.Scheme != "https") || f.Host == "" {
 		return nil, fmt.Errorf("--forward-to %q is not an http or https URL, such as http://localhost:8000/webhooks", cfg.ForwardTo)
 	}
-	l := &listener{pollURL: u, redacted: u.Scheme + "://" + u.Host + "/poll/…"}
+	l := &listener{pollURL: u, redacted: strings.TrimSuffix(u.String(), pollToken(u)) + "…"}
 	if cfg.Secret != "" {
 		key, err := send.Key(cfg.Secret)
 		if err != nil || !strings.HasPrefix(cfg.Secret, send.SecretPrefix) {
@@ -179,9 +179,19 @@ func listenCursorFile(u *url.URL) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find the user's config directory for the cursor file (or give --cursor-file): %w", err)
 	}
-	endpoint, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/poll/"), "_")
+	endpoint, _, _ := strings.Cut(pollToken(u), "_")
 	sum := sha256.Sum256([]byte(u.Host + "/" + endpoint))
 	return filepath.Join(dir, "sluice", "listen-"+hex.EncodeToString(sum[:8])+".cursor"), nil
+}
+
+// pollToken is the token of a poll URL (SLUICE_PUBLIC_URL, which may
+// have a path, then /poll/<token>); "" when u is none.
+func pollToken(u *url.URL) string {
+	dir, token := path.Split(u.Path)
+	if !strings.HasSuffix(dir, "/poll/") {
+		return ""
+	}
+	return token
 }
 
 // run forwards until ctx ends (nil) or the poll URL or cursor file is

@@ -359,6 +359,8 @@ func TestListenStopsOnAWrongPollURL(t *testing.T) {
 		require.NoError(t, err)
 		return p
 	}
+	_, err := newListener(listenConfig{PollURL: "https://example.com/sluice/poll/0123_mac", ForwardTo: "http://localhost:8000/"})
+	require.NoError(t, err, "SLUICE_PUBLIC_URL may have a path")
 	dir, err := os.UserConfigDir()
 	require.NoError(t, err)
 	require.Equal(t, filepath.Join(dir, "sluice"), filepath.Dir(path(good)))
@@ -390,6 +392,7 @@ func TestListenStopsOnAWrongPollURL(t *testing.T) {
 	require.ErrorContains(t, err, "answers 404")
 	require.ErrorContains(t, err, "rotated")
 	require.NotContains(t, err.Error(), token[33:], "the message keeps the token to itself")
+	require.ErrorContains(t, err, b.base+"/poll/…")
 
 	cursorFile := filepath.Join(t.TempDir(), "cursor")
 	require.NoError(t, os.WriteFile(cursorFile, []byte(`{"cursor":"`+poll.EncodeCursor(999)+`"}`), 0o600))
