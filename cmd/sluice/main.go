@@ -1,6 +1,7 @@
 // Command sluice is the Sluice server and its admin tool: serve, migrate,
 // tenant create, list, set-rate, disable and enable, and apikey create,
-// list and revoke.
+// list and revoke; and listen, which forwards a poll endpoint's deliveries
+// to a local URL.
 package main
 
 import (
@@ -39,6 +40,8 @@ const usage = `usage:
   sluice apikey create --tenant ID [--name N]     create another API key for a tenant
   sluice apikey list --tenant ID                  list a tenant's API keys (never the keys)
   sluice apikey revoke --id ID                    revoke an API key at once
+  sluice listen --poll-url U --forward-to L [--secret S] [--cursor-file F]
+                                                  post a poll endpoint's deliveries to a local URL, signed
 `
 
 func main() {
@@ -85,6 +88,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return apikeyList(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "revoke":
 		return apikeyRevoke(ctx, args[2:], stdout)
+	case cmd == "listen":
+		return listenCmd(ctx, args[1:], stdout, logger)
 	case cmd == "help" || cmd == "-h" || cmd == "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,26 +8,12 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
-
-// pollItem is one delivery of a poll page: the Standard Webhooks body a
-// push endpoint would have been sent.
-type pollItem struct {
-	ID        uuid.UUID       `json:"id"`
-	Type      string          `json:"type"`
-	Timestamp time.Time       `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
-}
-
-type pollBody struct {
-	Data       []pollItem `json:"data"`
-	NextCursor string     `json:"next_cursor"`
-}
 
 // readPoll serves GET /poll/{token}: the token is the credential. A token
 // that names no poll endpoint (or not under its current secret) answers
@@ -91,12 +76,29 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 	case err != nil:
 		return err
 	}
-	body := pollBody{Data: make([]pollItem, len(page.Items)), NextCursor: page.Next}
-	for i, it := range page.Items {
-		body.Data[i] = pollItem{ID: it.EventID, Type: it.Type, Timestamp: it.CreatedAt.UTC(), Data: it.Payload}
-	}
-	writeJSON(w, http.StatusOK, body)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(pollPageJSON(page))
 	return nil
+}
+
+// pollPageJSON is a poll page's answer, {"data": [...], "next_cursor"},
+// each item of data byte for byte the Standard Webhooks body a push
+// endpoint is sent (dispatch.Body), so a client can forward it as it is
+// (sluice listen). encoding/json would compact and escape the payload.
+func pollPageJSON(page poll.Page) []byte {
+	b := []byte(`{"data":[`)
+	for i, it := range page.Items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, dispatch.Body(dispatch.Claimed{
+			EventID: it.EventID, EventType: it.Type, EventCreatedAt: it.CreatedAt, Payload: it.Payload,
+		})...)
+	}
+	b = append(b, `],"next_cursor":`...)
+	b = strconv.AppendQuote(b, page.Next) // base64url: nothing to escape
+	return append(b, "}\n"...)
 }
 
 // pollRequest reads ?cursor=, ?limit= and ?wait= (whole seconds, at most

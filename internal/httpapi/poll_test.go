@@ -480,3 +480,32 @@ func TestPollReadsDrawFromTheirURLAndTheTenant(t *testing.T) {
 	p = requireProblem(t, r, http.StatusTooManyRequests)
 	require.Contains(t, p["detail"], "tenant")
 }
+
+// TestPollItemIsThePushBody: each item of a poll page is, byte for byte,
+// the body a push endpoint is sent (dispatch.Body): the payload exactly as
+// posted, its spaces and its <, > and & unescaped, so that a client
+// (sluice listen) can forward it as it is and its signature verifies.
+func TestPollItemIsThePushBody(t *testing.T) {
+	b := setupPoll(t)
+	_, path := b.pollEndpoint()
+	payload := `{ "n" : 1,  "html": "<a href=\"x\">&amp;</a>", "e": "é\u00e9", "list": [1, 2.50, null] }`
+	r := b.do(b.keyA, http.MethodPost, "/v1/events", `{"type": "order.created", "payload": `+payload+`}`)
+	require.Equal(t, http.StatusAccepted, r.Status, string(r.Body))
+	id := r.JSON(t)["id"].(string)
+
+	r = b.do("", http.MethodGet, path, nil)
+	require.Equal(t, http.StatusOK, r.Status, string(r.Body))
+	var page struct {
+		Data []json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &page))
+	require.Len(t, page.Data, 1)
+	var item struct {
+		Timestamp time.Time `json:"timestamp"`
+	}
+	require.NoError(t, json.Unmarshal(page.Data[0], &item))
+	want := dispatch.Body(dispatch.Claimed{
+		EventID: uuid.MustParse(id), EventType: "order.created", EventCreatedAt: item.Timestamp, Payload: []byte(payload),
+	})
+	require.Equal(t, string(want), string(page.Data[0]))
+}
