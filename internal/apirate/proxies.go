@@ -19,8 +19,10 @@ import (
 
 // TrustProxies returns next behind the resolution of the client's address.
 // A request whose peer (r.RemoteAddr) is in trusted has its forwarding
-// headers read: Forwarded (RFC 7239) when it has one, X-Forwarded-For and
-// X-Forwarded-Proto otherwise. The client is the right-most address of the
+// headers read: X-Forwarded-For with X-Forwarded-Proto, what nearly every
+// proxy sets, or Forwarded (RFC 7239) when there is no X-Forwarded-For (a
+// proxy passes on the one it does not set as the client wrote it: it must
+// remove it, docs/operations.md). The client is the right-most address of the
 // chain that is not itself in trusted (each proxy appends the address it
 // was reached from; entries left of an untrusted one may be anything the
 // client wrote), and r.RemoteAddr becomes it. The protocol is the one
@@ -84,10 +86,12 @@ func (p proxies) resolve(r *http.Request) (client netip.AddrPort, https bool, ok
 		return netip.AddrPort{}, false, false
 	}
 	var chain []hop
-	if fwd := r.Header.Values("Forwarded"); len(fwd) > 0 {
+	if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
+		chain = parseXForwarded(xff, r.Header.Values("X-Forwarded-Proto"))
+	} else if fwd := r.Header.Values("Forwarded"); len(fwd) > 0 {
 		chain = parseForwarded(fwd)
 	} else {
-		chain = parseXForwarded(r.Header.Values("X-Forwarded-For"), r.Header.Values("X-Forwarded-Proto"))
+		chain = parseXForwarded(nil, r.Header.Values("X-Forwarded-Proto"))
 	}
 	if len(chain) == 0 {
 		return netip.AddrPort{}, false, false
