@@ -149,10 +149,11 @@ func (l *Limits) FailAuth(addr netip.Prefix) Result {
 }
 
 // ClientPrefix is the client address a request's authentication failures
-// are counted against: the connection's peer (r.RemoteAddr), the whole
-// IPv4 address or the /64 of an IPv6 one (one host's usual allotment).
-// Forwarding headers are not believed, as any client can send them; behind
-// a proxy every client shares the proxy's address.
+// are counted against: r.RemoteAddr, the whole IPv4 address or the /64 of
+// an IPv6 one (one host's usual allotment). r.RemoteAddr is the
+// connection's peer, or the client behind a trusted proxy once
+// TrustProxies has read its forwarding headers; ClientPrefix reads none
+// itself, as any client can send them.
 func ClientPrefix(r *http.Request) netip.Prefix {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

@@ -91,6 +91,10 @@ type Process struct {
 	stop    context.CancelFunc
 	roles   Roles
 	logger  *slog.Logger
+
+	// gatherer is what the process's /metrics shows: with the API role,
+	// its gauges read from the database besides the default registry.
+	gatherer prometheus.Gatherer
 }
 
 // New opens the database and builds what the roles need; Start runs it.
@@ -99,7 +103,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Pool: pool, roles: roles, logger: logger}
+	p := &Process{Pool: pool, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer}
 	if p.Store, err = NewStore(pool, cfg); err != nil {
 		pool.Close()
 		return nil, err
@@ -135,13 +139,15 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		}
 		own := prometheus.NewRegistry()
 		own.MustRegister(metrics.NewQueueCollector(p.Store))
+		p.gatherer = prometheus.Gatherers{prometheus.DefaultGatherer, own}
 		p.api = httpapi.New(ctl, httpapi.Config{
-			Gatherer:  prometheus.Gatherers{prometheus.DefaultGatherer, own},
-			Limits:    limits,
-			Ingest:    p.ingest,
-			Logger:    logger,
-			DBTimeout: cfg.DBTimeout,
-			Tracing:   p.tracing,
+			Gatherer:         p.gatherer,
+			MetricsElsewhere: cfg.MetricsAddr != "",
+			Limits:           limits,
+			Ingest:           p.ingest,
+			Logger:           logger,
+			DBTimeout:        cfg.DBTimeout,
+			Tracing:          p.tracing,
 		})
 		p.api.Mount(router)
 	}
@@ -158,7 +164,8 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		}
 		p.ui.Mount(router)
 	}
-	p.Handler = router
+	// Every door sees the client behind a trusted proxy (SLUICE_TRUSTED_PROXIES).
+	p.Handler = apirate.TrustProxies(cfg.TrustedProxies, router)
 	return p, nil
 }
 
@@ -279,9 +286,16 @@ func Serve(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Log
 	}
 	var probes *probeListener
 	if !roles.API && cfg.HealthAddr != "" {
-		if probes, err = listenProbes(cfg.HealthAddr, p.Store, cfg.DBTimeout); err != nil {
+		if probes, err = listenProbes(cfg.HealthAddr, p.Store, cfg.DBTimeout, cfg.MetricsAddr == ""); err != nil {
 			return err
 		}
+	}
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on SLUICE_METRICS_ADDR: %w", err)
+		}
+		go func() { _ = serveOn(ctx, ln, metricsHandler(p.gatherer), logger.With("metrics", "/metrics"), nil) }()
 	}
 	if !roles.API && !roles.Dashboard {
 		logger.Info("ready: working jobs", "version", sluice.VersionString())

@@ -18,8 +18,9 @@ type probeListener struct {
 }
 
 // listenProbes binds addr now, so that a bad or busy address stops the
-// process at start.
-func listenProbes(addr string, st *store.Store, dbTimeout time.Duration) (*probeListener, error) {
+// process at start. withMetrics is false when /metrics has a listener of
+// its own (SLUICE_METRICS_ADDR).
+func listenProbes(addr string, st *store.Store, dbTimeout time.Duration, withMetrics bool) (*probeListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen: %w", err)
@@ -27,12 +28,17 @@ func listenProbes(addr string, st *store.Store, dbTimeout time.Duration) (*probe
 	// The default registry holds this process's own metrics (attempts,
 	// latency, job errors); the queue gauges, read from the database, are
 	// left to the API's /metrics.
-	return &probeListener{ln: ln, probes: newProbes(st.Ping, dbTimeout, nil)}, nil
+	pr := newProbes(st.Ping, dbTimeout, nil)
+	pr.noMetrics = !withMetrics
+	return &probeListener{ln: ln, probes: pr}, nil
 }
 
 // serve answers the probes until ctx ends; from then on /readyz answers
 // 503 until the listener closes.
 func (p *probeListener) serve(ctx context.Context, logger *slog.Logger) error {
-	logger = logger.With("probes", "/healthz /readyz /metrics")
-	return serveOn(ctx, p.ln, p.probes.Handler(), logger, p.probes.Drain)
+	paths := "/healthz /readyz /metrics"
+	if p.probes.noMetrics {
+		paths = "/healthz /readyz"
+	}
+	return serveOn(ctx, p.ln, p.probes.Handler(), logger.With("probes", paths), p.probes.Drain)
 }

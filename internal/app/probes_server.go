@@ -19,7 +19,10 @@ type probes struct {
 	ping     func(context.Context) error
 	timeout  time.Duration
 	gatherer prometheus.Gatherer
-	draining atomic.Bool
+	// noMetrics leaves /metrics out: it has a listener of its own
+	// (SLUICE_METRICS_ADDR).
+	noMetrics bool
+	draining  atomic.Bool
 }
 
 // newProbes returns the probes of a process: ping tells whether its database
@@ -41,14 +44,24 @@ func (s *probes) Drain() { s.draining.Store(true) }
 
 // Handler serves GET /healthz (the process is up: 200 with its version),
 // GET /readyz (200, or 503 while stopping or while the database does not
-// answer within the timeout) and GET /metrics; anything else is 404.
+// answer within the timeout) and GET /metrics (unless it has a listener of
+// its own); anything else is 404.
 func (s *probes) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeProbe(w, http.StatusOK, "application/json", map[string]string{"status": "ok", "version": sluice.VersionString()})
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	if !s.noMetrics {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}))
+	}
+	return mux
+}
+
+// metricsHandler serves GET /metrics alone, on SLUICE_METRICS_ADDR.
+func metricsHandler(g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux
 }
 

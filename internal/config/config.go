@@ -7,6 +7,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"strconv"
@@ -26,7 +27,15 @@ type Config struct {
 	DebugAddr   string
 	// HealthAddr is where a process without the API role serves /healthz,
 	// /readyz and /metrics (SLUICE_HEALTH_ADDR); empty means nowhere.
-	HealthAddr          string
+	HealthAddr string
+	// MetricsAddr is where every process serves /metrics, and then only
+	// there (SLUICE_METRICS_ADDR); empty means with the probes, as
+	// HealthAddr says.
+	MetricsAddr string
+	// TrustedProxies are the reverse proxies whose forwarding headers
+	// (Forwarded, X-Forwarded-For, X-Forwarded-Proto) are believed
+	// (SLUICE_TRUSTED_PROXIES); empty means nobody's.
+	TrustedProxies      []netip.Prefix
 	PublicURL           string
 	EncryptionKey       []byte
 	AllowPrivateTargets bool
@@ -111,6 +120,8 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
 		DebugAddr:           getenv("SLUICE_DEBUG_ADDR"),
 		HealthAddr:          getenv("SLUICE_HEALTH_ADDR"),
+		MetricsAddr:         getenv("SLUICE_METRICS_ADDR"),
+		TrustedProxies:      p.prefixes("SLUICE_TRUSTED_PROXIES"),
 		SMTPURL:             getenv("SLUICE_SMTP_URL"),
 		SMTPFrom:            p.str("SLUICE_SMTP_FROM", DefaultSMTPFrom),
 		AllowPrivateTargets: p.boolean("SLUICE_ALLOW_PRIVATE_TARGETS"),
@@ -194,6 +205,38 @@ func (p *parser) proxy(name string) *url.URL {
 	}
 	u.Path = ""
 	return u
+}
+
+// prefixes reads a comma-separated list of CIDRs (10.0.0.0/8, fd00::/8);
+// a bare address is its own /32 or /128.
+func (p *parser) prefixes(name string) []netip.Prefix {
+	v := p.getenv(name)
+	if strings.TrimSpace(v) == "" {
+		return nil
+	}
+	var out []netip.Prefix
+	for part := range strings.SplitSeq(v, ",") {
+		part = strings.TrimSpace(part)
+		pfx, err := netip.ParsePrefix(part)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(part)
+			if aerr != nil || addr.Zone() != "" {
+				p.errs = append(p.errs, fmt.Errorf("%s: %q is not a CIDR (e.g. 10.0.0.0/8, 192.0.2.7/32, fd00::/8)", name, part))
+				continue
+			}
+			pfx = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		if pfx.Addr().Is4In6() {
+			// ::ffff:10.0.0.0/104 is 10.0.0.0/8: peers are compared unmapped.
+			if pfx.Bits() < 96 {
+				p.errs = append(p.errs, fmt.Errorf("%s: %q is not a CIDR of IPv4-mapped addresses (/96 or longer)", name, part))
+				continue
+			}
+			pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+		}
+		out = append(out, pfx.Masked())
+	}
+	return out
 }
 
 // redact hides the password of a URL that has one, for an error message.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"net/netip"
 	"testing"
 	"time"
 
@@ -112,5 +113,32 @@ func TestEgressProxy(t *testing.T) {
 		_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_EGRESS_PROXY": v}), false)
 		require.ErrorContains(t, err, "SLUICE_EGRESS_PROXY", v)
 		require.NotContains(t, err.Error(), "hunter2", "the password is not shown")
+	}
+}
+
+func TestTrustedProxies(t *testing.T) {
+	t.Parallel()
+	c, err := Parse(env(map[string]string{"DATABASE_URL": "postgres://x"}), false)
+	require.NoError(t, err)
+	require.Empty(t, c.TrustedProxies, "unset: no forwarding header is believed")
+	require.Empty(t, c.MetricsAddr, "unset: /metrics beside the probes")
+
+	c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x",
+		"SLUICE_TRUSTED_PROXIES": " 10.0.0.0/8, 192.0.2.7,fd00::/8 ,10.1.2.3/16,::ffff:172.16.0.0/108",
+		"SLUICE_METRICS_ADDR":    "127.0.0.1:9090"}), false)
+	require.NoError(t, err)
+	require.Equal(t, []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("192.0.2.7/32"),
+		netip.MustParsePrefix("fd00::/8"),
+		netip.MustParsePrefix("10.1.0.0/16"),
+		netip.MustParsePrefix("172.16.0.0/12"),
+	}, c.TrustedProxies)
+	require.Equal(t, "127.0.0.1:9090", c.MetricsAddr)
+
+	for _, v := range []string{"10.0.0.0/33", "proxy.internal", "10.0.0.0/8,", "10.0.0.0/8;192.0.2.0/24", "fe80::1%eth0", "::ffff:10.0.0.0/64"} {
+		_, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_TRUSTED_PROXIES": v}), false)
+		require.ErrorContains(t, err, "SLUICE_TRUSTED_PROXIES", v)
+		require.ErrorContains(t, err, "is not a CIDR", v)
 	}
 }

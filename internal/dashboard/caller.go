@@ -20,7 +20,9 @@ func caller(r *http.Request) control.Caller {
 	return who
 }
 
-// clientIP is the address of the request's client, "" when unknown.
+// clientIP is the address of the request's client, "" when unknown: the
+// connection's peer, or the client behind a trusted proxy
+// (apirate.TrustProxies).
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {

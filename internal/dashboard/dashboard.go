@@ -33,7 +33,7 @@ type Config struct {
 	Key []byte
 	// SecureCookies marks the session cookie Secure on every answer; set it
 	// when SLUICE_PUBLIC_URL is https (a TLS proxy in front may not say
-	// X-Forwarded-Proto).
+	// X-Forwarded-Proto, or may not be among SLUICE_TRUSTED_PROXIES).
 	SecureCookies bool
 	// Logger records internal errors; nil means slog.Default().
 	Logger *slog.Logger

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"strings"
@@ -13,11 +14,13 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/dashboard"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -62,12 +65,32 @@ func TestLogin(t *testing.T) {
 	p = br.get("/login")
 	require.Equal(t, http.StatusSeeOther, p.Status)
 
-	// Behind a TLS-terminating proxy the cookie is Secure.
+	// X-Forwarded-Proto from a client that is no trusted proxy is not
+	// believed.
 	p = b.browser().post("/login", url.Values{"api_key": {b.keyA}}, "X-Forwarded-Proto", "https")
 	require.Equal(t, http.StatusSeeOther, p.Status)
 	cookies = (&http.Response{Header: p.Header}).Cookies()
 	require.Len(t, cookies, 1)
-	require.True(t, cookies[0].Secure)
+	require.False(t, cookies[0].Secure, "X-Forwarded-Proto from an untrusted peer")
+}
+
+// TestLoginBehindTrustedProxy: behind a TLS-terminating proxy that is
+// trusted (SLUICE_TRUSTED_PROXIES), the cookie is Secure when the proxy
+// says https, and not when it says http.
+func TestLoginBehindTrustedProxy(t *testing.T) {
+	b := setupWith(t, func(b *bundle) http.Handler {
+		d := dashboard.New(controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger, Now: b.now}),
+			dashboard.Config{Key: dashboardKey, Now: b.now, Limits: looseLimits(b.store)})
+		return apirate.TrustProxies([]netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}, d.Handler())
+	})
+	for proto, secure := range map[string]bool{"https": true, "http": false} {
+		p := b.browser().post("/login", url.Values{"api_key": {b.keyA}},
+			"X-Forwarded-For", "203.0.113.9", "X-Forwarded-Proto", proto)
+		require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+		cookies := (&http.Response{Header: p.Header}).Cookies()
+		require.Len(t, cookies, 1)
+		require.Equal(t, secure, cookies[0].Secure, proto)
+	}
 }
 
 func TestLoginRedirectsBackToPage(t *testing.T) {

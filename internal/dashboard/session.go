@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
@@ -251,10 +252,10 @@ func (d *Dashboard) requireSession(next http.Handler) http.Handler {
 
 // secure reports whether the session cookie must be Secure: always when
 // the dashboard's public URL is https (Config.SecureCookies), and whenever
-// the browser reached us over https, directly or through a proxy that says
-// so.
+// the browser reached us over https, directly or through a trusted proxy
+// that says so (apirate.TrustProxies); anyone else's say is not believed.
 func (d *Dashboard) secure(r *http.Request) bool {
-	return d.secureCookies || r.TLS != nil || strings.EqualFold(r.Header.Get("X-Forwarded-Proto"), "https")
+	return d.secureCookies || r.TLS != nil || apirate.ForwardedHTTPS(r)
 }
 
 func (d *Dashboard) setSessionCookie(w http.ResponseWriter, r *http.Request, value string, expires time.Time) {

@@ -33,6 +33,9 @@ type Config struct {
 	Ingest *ingest.Ingester
 	// Gatherer serves /metrics; nil means the Prometheus default registry.
 	Gatherer prometheus.Gatherer
+	// MetricsElsewhere leaves /metrics out of Mount: the process serves it
+	// on a listener of its own (SLUICE_METRICS_ADDR).
+	MetricsElsewhere bool
 	// Limits are the rate limits the API shares with the dashboard and
 	// the portal of the same process: the tenants' buckets and the failed
 	// authentications per client address. Nil means limits of the API's
@@ -88,11 +91,14 @@ func New(ctl *control.Control, cfg Config) *API {
 	}
 }
 
-// Mount adds the health, metrics and /v1 routes to r.
+// Mount adds the health, metrics (unless Config.MetricsElsewhere) and /v1
+// routes to r.
 func (a *API) Mount(r chi.Router) {
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
-	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
+	if !a.cfg.MetricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.cfg.Gatherer, promhttp.HandlerOpts{}))
+	}
 	// Pull delivery: outside /v1, with no API key; the token is the
 	// credential (readPoll).
 	r.With(observeRequests, middleware.Recoverer, dbwait.Bound(a.cfg.DBTimeout), a.checkText).

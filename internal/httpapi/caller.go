@@ -14,7 +14,9 @@ func caller(r *http.Request) control.Caller {
 	return control.Caller{Tenant: tenantFrom(ctx).ID, Actor: actorFrom(ctx), Role: roleFrom(ctx), SourceIP: clientIP(r)}
 }
 
-// clientIP is the address of the request's client, "" when unknown.
+// clientIP is the address of the request's client, "" when unknown: the
+// connection's peer, or the client behind a trusted proxy
+// (apirate.TrustProxies).
 func clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
