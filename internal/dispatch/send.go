@@ -2,12 +2,11 @@ package dispatch
 
 import (
 	"context"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/sluice-dev/sluice/internal/metrics"
 	"github.com/sluice-dev/sluice/internal/send"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // sentDelivery is one attempt: what was sent, what came back, and what it
@@ -76,19 +75,10 @@ func outcomes(sent []sentDelivery) []Outcome {
 	return out
 }
 
-// Body is the Standard Webhooks body of a delivery:
-// {"id","type","timestamp","data"}, with data the payload exactly as posted.
+// Body is the Standard Webhooks body of a claimed delivery
+// (sluice.WebhookBody).
 func Body(c Claimed) []byte {
-	b := make([]byte, 0, len(c.Payload)+160)
-	b = append(b, `{"id":"`...)
-	b = append(b, c.EventID.String()...)
-	b = append(b, `","type":`...)
-	b = strconv.AppendQuote(b, c.EventType)
-	b = append(b, `,"timestamp":"`...)
-	b = c.EventCreatedAt.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(b, `","data":`...)
-	b = append(b, c.Payload...)
-	return append(b, '}')
+	return sluice.WebhookBody(c.EventID, c.EventType, c.EventCreatedAt, c.Payload)
 }
 
 // observe counts an attempt in the Prometheus metrics.

@@ -10,7 +10,6 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/poll"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -84,7 +83,7 @@ func (a *API) readPoll(w http.ResponseWriter, r *http.Request) error {
 
 // pollPageJSON is a poll page's answer, {"data": [...], "next_cursor"},
 // each item of data byte for byte the Standard Webhooks body a push
-// endpoint is sent (dispatch.Body), so a client can forward it as it is
+// endpoint is sent (sluice.WebhookBody), so a client can forward it as it is
 // (sluice listen). encoding/json would compact and escape the payload.
 func pollPageJSON(page poll.Page) []byte {
 	b := []byte(`{"data":[`)
@@ -92,9 +91,7 @@ func pollPageJSON(page poll.Page) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, dispatch.Body(dispatch.Claimed{
-			EventID: it.EventID, EventType: it.Type, EventCreatedAt: it.CreatedAt, Payload: it.Payload,
-		})...)
+		b = append(b, sluice.WebhookBody(it.EventID, it.Type, it.CreatedAt, it.Payload)...)
 	}
 	b = append(b, `],"next_cursor":`...)
 	b = strconv.AppendQuote(b, page.Next) // base64url: nothing to escape

@@ -2,6 +2,7 @@ package sluice
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,4 +93,20 @@ type ReplayFilter struct {
 	Status string
 	Since  *time.Time
 	Until  *time.Time
+}
+
+// WebhookBody is the Standard Webhooks body a delivery of an event carries,
+// pushed or polled: {"id","type","timestamp","data"}, with data the
+// payload exactly as posted.
+func WebhookBody(eventID uuid.UUID, eventType string, createdAt time.Time, payload []byte) []byte {
+	b := make([]byte, 0, len(payload)+160)
+	b = append(b, `{"id":"`...)
+	b = append(b, eventID.String()...)
+	b = append(b, `","type":`...)
+	b = strconv.AppendQuote(b, eventType)
+	b = append(b, `,"timestamp":"`...)
+	b = createdAt.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","data":`...)
+	b = append(b, payload...)
+	return append(b, '}')
 }
