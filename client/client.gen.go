@@ -3825,7 +3825,12 @@ type ClientInterface interface {
 	// hours, where it chooses its password (at least 12 characters). Its
 	// `status` is `invited` until then, `active` after. An email names one
 	// member across every tenant, compared case-insensitively: one that
-	// any member has answers `409`.
+	// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+	// cannot send the invitation and answers `409` ("email is not
+	// configured"), inviting no one; in development mode
+	// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+	// member, writes the link to its log instead, and says so with the
+	// header `Sluice-Mail: logged`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3839,7 +3844,12 @@ type ClientInterface interface {
 	// hours, where it chooses its password (at least 12 characters). Its
 	// `status` is `invited` until then, `active` after. An email names one
 	// member across every tenant, compared case-insensitively: one that
-	// any member has answers `409`.
+	// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+	// cannot send the invitation and answers `409` ("email is not
+	// configured"), inviting no one; in development mode
+	// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+	// member, writes the link to its log instead, and says so with the
+	// header `Sluice-Mail: logged`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4959,7 +4969,12 @@ func (c *Client) ListMembers(ctx context.Context, params *ListMembersParams, req
 // hours, where it chooses its password (at least 12 characters). Its
 // `status` is `invited` until then, `active` after. An email names one
 // member across every tenant, compared case-insensitively: one that
-// any member has answers `409`.
+// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+// cannot send the invitation and answers `409` ("email is not
+// configured"), inviting no one; in development mode
+// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+// member, writes the link to its log instead, and says so with the
+// header `Sluice-Mail: logged`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4983,7 +4998,12 @@ func (c *Client) InviteMemberWithBody(ctx context.Context, contentType string, b
 // hours, where it chooses its password (at least 12 characters). Its
 // `status` is `invited` until then, `active` after. An email names one
 // member across every tenant, compared case-insensitively: one that
-// any member has answers `409`.
+// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+// cannot send the invitation and answers `409` ("email is not
+// configured"), inviting no one; in development mode
+// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+// member, writes the link to its log instead, and says so with the
+// header `Sluice-Mail: logged`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8003,7 +8023,12 @@ type ClientWithResponsesInterface interface {
 	// hours, where it chooses its password (at least 12 characters). Its
 	// `status` is `invited` until then, `active` after. An email names one
 	// member across every tenant, compared case-insensitively: one that
-	// any member has answers `409`.
+	// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+	// cannot send the invitation and answers `409` ("email is not
+	// configured"), inviting no one; in development mode
+	// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+	// member, writes the link to its log instead, and says so with the
+	// header `Sluice-Mail: logged`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8017,7 +8042,12 @@ type ClientWithResponsesInterface interface {
 	// hours, where it chooses its password (at least 12 characters). Its
 	// `status` is `invited` until then, `active` after. An email names one
 	// member across every tenant, compared case-insensitively: one that
-	// any member has answers `409`.
+	// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+	// cannot send the invitation and answers `409` ("email is not
+	// configured"), inviting no one; in development mode
+	// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+	// member, writes the link to its log instead, and says so with the
+	// header `Sluice-Mail: logged`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12161,6 +12191,11 @@ func (r ListMembersResponse) ContentType() string {
 	return ""
 }
 
+// InviteMemberResponse201Headers the declared response headers of an HTTP 201 response for InviteMember
+type InviteMemberResponse201Headers struct {
+	SluiceMail *string
+}
+
 // InviteMemberResponse403Headers the declared response headers of an HTTP 403 response for InviteMember
 type InviteMemberResponse403Headers struct {
 	RateLimitLimit     *int
@@ -12206,6 +12241,8 @@ type InviteMemberResponse struct {
 	ApplicationProblemJSON429 *TooManyRequests
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *Error
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *InviteMemberResponse201Headers
 	// Headers403 the parsed response headers for an HTTP 403 response
 	Headers403 *InviteMemberResponse403Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
@@ -13966,7 +14003,12 @@ func (c *ClientWithResponses) ListMembersWithResponse(ctx context.Context, param
 // hours, where it chooses its password (at least 12 characters). Its
 // `status` is `invited` until then, `active` after. An email names one
 // member across every tenant, compared case-insensitively: one that
-// any member has answers `409`.
+// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+// cannot send the invitation and answers `409` ("email is not
+// configured"), inviting no one; in development mode
+// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+// member, writes the link to its log instead, and says so with the
+// header `Sluice-Mail: logged`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13986,7 +14028,12 @@ func (c *ClientWithResponses) InviteMemberWithBodyWithResponse(ctx context.Conte
 // hours, where it chooses its password (at least 12 characters). Its
 // `status` is `invited` until then, `active` after. An email names one
 // member across every tenant, compared case-insensitively: one that
-// any member has answers `409`.
+// any member has answers `409`. A server without `SLUICE_SMTP_URL`
+// cannot send the invitation and answers `409` ("email is not
+// configured"), inviting no one; in development mode
+// (`SLUICE_DEV_MAIL_LOG=true`, which `make run` sets) it invites the
+// member, writes the link to its log instead, and says so with the
+// header `Sluice-Mail: logged`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -19257,6 +19304,16 @@ func ParseInviteMemberResponse(rsp *http.Response) (*InviteMemberResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 201:
+		var headers InviteMemberResponse201Headers
+		if values := rsp.Header.Values("Sluice-Mail"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Sluice-Mail", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.SluiceMail = &value
+		}
+		response.Headers201 = &headers
 	case rsp.StatusCode == 403:
 		var headers InviteMemberResponse403Headers
 		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {

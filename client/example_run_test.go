@@ -16,12 +16,14 @@ func TestExample(t *testing.T) {
 	t.Setenv("SLUICE_URL", url)
 	t.Setenv("SLUICE_API_KEY", key)
 
-	require.Equal(t, "signing secret starts with whsec_\n"+
-		"accepted order.created\n"+
-		"retry answered the same event: true\n"+
-		"422 Validation failed\n",
-		captureStdout(t, Example))
+	require.Equal(t, exampleOutput, captureStdout(t, Example))
 }
+
+// exampleOutput is what Example prints.
+const exampleOutput = "signing secret starts with whsec_\n" +
+	"accepted order.created\n" +
+	"retry answered the same event: true\n" +
+	"422 Validation failed\n"
 
 // captureStdout returns what fn writes to os.Stdout.
 func captureStdout(t *testing.T, fn func()) string {
@@ -39,4 +41,13 @@ func captureStdout(t *testing.T, fn func()) string {
 	fn()
 	require.NoError(t, w.Close())
 	return <-done
+}
+
+// TestExampleProblems runs Example_problems against a real Sluice.
+func TestExampleProblems(t *testing.T) {
+	url, key := sluiceServer(t)
+	t.Setenv("SLUICE_URL", url)
+	t.Setenv("SLUICE_API_KEY", key)
+	require.Equal(t, "type: must be at most 128 characters of letters, digits, '_' and '-' in dot-separated parts, such as \"order.created\"\n",
+		captureStdout(t, Example_problems))
 }

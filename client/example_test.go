@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 
 	"github.com/sluice-dev/sluice/client"
@@ -76,6 +77,39 @@ func Example() {
 		fmt.Println(p.Status, p.Title)
 	}
 	// Output is checked by TestExample.
+}
+
+// A problem decodes into the field of its status: a 422 names each field
+// at fault, a 429 says when to try again. The client does not retry by
+// itself.
+//
+// (TestExampleProblems runs this against a real server.)
+func Example_problems() {
+	ctx := context.Background()
+	c, err := client.NewClientWithResponses(os.Getenv("SLUICE_URL"), client.WithAPIKey(os.Getenv("SLUICE_API_KEY")))
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	ev, err := c.CreateEventWithResponse(ctx, nil, client.CreateEventJSONRequestBody{
+		Type:    "order created",
+		Payload: map[string]any{"order_id": 1042},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	switch {
+	case ev.JSON202 != nil:
+		fmt.Println("accepted", ev.JSON202.ID)
+	case ev.ApplicationProblemJSON422 != nil:
+		for _, f := range *ev.ApplicationProblemJSON422.Errors {
+			fmt.Printf("%s: %s\n", f.Field, f.Message)
+		}
+	case ev.StatusCode() == http.StatusTooManyRequests:
+		fmt.Println("try again in", ev.HTTPResponse.Header.Get("Retry-After"), "seconds")
+	default:
+		fmt.Println(ev.Status(), string(ev.Body))
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

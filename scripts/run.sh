@@ -64,6 +64,17 @@ if [[ -z "${SLUICE_ENCRYPTION_KEY:-}" ]]; then
 fi
 export SLUICE_ENCRYPTION_KEY
 export SLUICE_ALLOW_PRIVATE_TARGETS=${SLUICE_ALLOW_PRIVATE_TARGETS:-true}
+# Without SMTP, members' invitation and password-reset links are written
+# to the log below instead of emailed (a deployment without either refuses
+# to invite: docs/operations.md).
+export SLUICE_DEV_MAIL_LOG=${SLUICE_DEV_MAIL_LOG:-true}
+if [[ -n ${SLUICE_SMTP_URL:-} ]]; then
+  mail_note="sent over SLUICE_SMTP_URL"
+elif [[ ${SLUICE_DEV_MAIL_LOG,,} =~ ^(1|t|true)$ ]]; then
+  mail_note="not sent (no SLUICE_SMTP_URL): invitation and reset links are written to this log"
+else
+  mail_note="not sent (no SLUICE_SMTP_URL): members cannot be invited"
+fi
 
 # --- build, migrate, demo tenant -------------------------------------------
 bin="$data/bin/sluice"
@@ -94,6 +105,7 @@ cat <<EOF
   │ Tenant:     ${tenant_id:-?}
   │ API key:    $api_key
   │ $pg_note
+  │ Mail:       $mail_note
   │
   │ Try it:
   │   curl -s -X POST $base/v1/events \\

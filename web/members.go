@@ -49,8 +49,11 @@ type PasswordView struct {
 
 // ForgotView is the form that emails a reset link.
 type ForgotView struct {
-	Sent  bool
-	Error string
+	Sent bool
+	// Logged: the link was written to the server's log, not emailed
+	// (SLUICE_DEV_MAIL_LOG).
+	Logged bool
+	Error  string
 }
 
 // MinPasswordLength is what the password form asks for.

@@ -128,9 +128,15 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	limits := apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: p.Store, Buckets: buckets})
 	// One poll reader and one control layer for every door of the process.
 	reader := poll.New(poll.Config{Store: p.Store, Nudger: p.nudger})
+	switch mm := control.MemberMailOf(cfg.SMTPURL, cfg.DevMailLog); {
+	case mm == control.MemberMailNone && (roles.API || roles.Dashboard):
+		logger.Warn("SLUICE_SMTP_URL is not set: no email is sent, and inviting a member or resetting a password answers 409")
+	case mm == control.MemberMailLog:
+		logger.Warn("SLUICE_SMTP_URL is not set: members' invitation and password-reset links are written to this log (SLUICE_DEV_MAIL_LOG)")
+	}
 	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger,
-		PortalKey: cfg.EncryptionKey})
+		PortalKey: cfg.EncryptionKey, MemberMail: control.MemberMailOf(cfg.SMTPURL, cfg.DevMailLog)})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {

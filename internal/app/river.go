@@ -149,7 +149,8 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		return nil, nil, nil, err
 	}
 	river.AddWorker(ws, notify.NewAlertWorker(st, mailer, cfg.PublicURL))
-	river.AddWorker(ws, notify.NewMemberMailWorker(st, mailer, cfg.PublicURL, nil))
+	river.AddWorker(ws, notify.NewMemberMailWorker(notify.MemberMailConfig{Store: st, Mailer: mailer, PublicURL: cfg.PublicURL,
+		LogLinks: cfg.DevMailLog, Logger: logger}))
 	river.AddWorker(ws, fanout.NewWorker(st, w.nudger, w.leases, logger))
 	river.AddWorker(ws, w.dispatch)
 	river.AddWorker(ws, dispatch.NewVerifyWorker(w.dispatch))

@@ -77,6 +77,11 @@ type Config struct {
 	// database (SLUICE_DB_TIMEOUT); past it the answer is 503 with
 	// Retry-After (docs/database.md).
 	DBTimeout time.Duration
+	// DevMailLog writes members' invitation and password-reset links to
+	// the log when SMTPURL is unset (SLUICE_DEV_MAIL_LOG, which `make run`
+	// sets): for a developer's machine. Without either, inviting a member
+	// or asking for a reset is refused.
+	DevMailLog bool
 	// Tracing is whether and where Sluice exports traces: the OTEL_*
 	// variables it reads itself (tracing.ConfigFromEnv says which).
 	Tracing tracing.Config
@@ -140,6 +145,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		APIRate:             p.rate("SLUICE_API_RATE", apirate.DefaultRate),
 		OperatorToken:       getenv("SLUICE_OPERATOR_TOKEN"),
 		DBTimeout:           p.duration("SLUICE_DB_TIMEOUT", DefaultDBTimeout),
+		DevMailLog:          p.boolean("SLUICE_DEV_MAIL_LOG"),
 	}
 	if n := len(c.OperatorToken); n > 0 && n < MinOperatorTokenLen {
 		p.errs = append(p.errs, fmt.Errorf("SLUICE_OPERATOR_TOKEN: %d characters, at least %d needed (e.g. openssl rand -base64 32)", n, MinOperatorTokenLen))

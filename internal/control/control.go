@@ -52,6 +52,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// MemberMail is how members' links (invitations, password resets)
+	// reach them; the zero value, MemberMailSMTP, emails them.
+	MemberMail MemberMail
 	// PortalKey is SLUICE_ENCRYPTION_KEY, from which the key that signs
 	// portal links is derived (it is never used as is); the links are
 	// made under PublicURL. Nil means a random key, so that only this

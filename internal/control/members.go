@@ -23,6 +23,40 @@ import (
 // is checked and used here. Members are the tenant's own: a portal
 // caller sees none of them.
 
+// MemberMail is how the links that set a member's password reach it.
+type MemberMail int
+
+// The ways of MemberMail.
+const (
+	// MemberMailSMTP emails them over SLUICE_SMTP_URL.
+	MemberMailSMTP MemberMail = iota
+	// MemberMailLog writes them to the server's log instead
+	// (SLUICE_DEV_MAIL_LOG without SLUICE_SMTP_URL, as `make run` sets):
+	// a developer's machine, where whoever invites can read the log.
+	MemberMailLog
+	// MemberMailNone has no way to send them: inviting a member and
+	// asking for a reset are sluice.ErrMailNotConfigured.
+	MemberMailNone
+)
+
+// MemberMailOf is the MemberMail of a server with SLUICE_SMTP_URL
+// smtpURL and SLUICE_DEV_MAIL_LOG devLog.
+func MemberMailOf(smtpURL string, devLog bool) MemberMail {
+	switch {
+	case smtpURL != "":
+		return MemberMailSMTP
+	case devLog:
+		return MemberMailLog
+	default:
+		return MemberMailNone
+	}
+}
+
+// MemberLinksLogged reports whether members' links are written to the
+// server's log rather than emailed (MemberMailLog), for the doors to say
+// where the link went.
+func (c *Control) MemberLinksLogged() bool { return c.cfg.MemberMail == MemberMailLog }
+
 // MaxEmailLength bounds an email address, in bytes (RFC 5321's path).
 const MaxEmailLength = 254
 
@@ -67,7 +101,8 @@ func checkRole(v *sluice.ValidationError, role sluice.Role) {
 // InviteMember adds a member to the tenant and queues, in the same
 // transaction, the job that emails its invitation. An email any member
 // has, in any tenant and any case, is sluice.ErrConflict: one sign-in
-// form serves them all.
+// form serves them all. A server that cannot send the invitation
+// (MemberMailNone) invites no one: sluice.ErrMailNotConfigured.
 func (c *Control) InviteMember(ctx context.Context, who Caller, in MemberInput) (sluice.Member, error) {
 	in.Email = normalizeEmail(in.Email)
 	v := &sluice.ValidationError{}
@@ -80,6 +115,9 @@ func (c *Control) InviteMember(ctx context.Context, who Caller, in MemberInput) 
 	err := c.change(ctx, who, MemberInvited, func(ctx context.Context, e *sluice.AuditEntry) error {
 		if who.portal() {
 			return sluice.ErrNotFound
+		}
+		if c.cfg.MemberMail == MemberMailNone {
+			return sluice.ErrMailNotConfigured
 		}
 		var err error
 		if m, err = c.store.AddMember(ctx, who.Tenant, in.Email, in.Role); err != nil {
@@ -209,8 +247,13 @@ func (c *Control) SetPassword(ctx context.Context, token, password string) (slui
 
 // RequestPasswordReset queues the email of a reset link to the member
 // with email, if there is one; it reports nothing either way, as the form
-// that asks for it answers the same either way.
+// that asks for it answers the same either way. A server that cannot send
+// the link (MemberMailNone) says so for every email alike:
+// sluice.ErrMailNotConfigured.
 func (c *Control) RequestPasswordReset(ctx context.Context, email string) error {
+	if c.cfg.MemberMail == MemberMailNone {
+		return sluice.ErrMailNotConfigured
+	}
 	cred, err := c.store.MemberByEmail(ctx, normalizeEmail(email))
 	if err != nil && !errors.Is(err, sluice.ErrNotFound) {
 		return fmt.Errorf("request password reset: %w", err)

@@ -84,6 +84,47 @@ func TestInviteMember(t *testing.T) {
 	require.Empty(t, b.auditLog(t, b.other))
 }
 
+// TestMemberMailNotConfigured: a server that cannot send a member's link
+// invites no one and sends no reset, for any email alike, and says why
+// (a conflict naming SLUICE_SMTP_URL); a viewer is still refused for its
+// role first. In development mode the links are logged: the invitation
+// goes through as with SMTP, and the doors are told.
+func TestMemberMailNotConfigured(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	require.Equal(t, control.MemberMailSMTP, control.MemberMailOf("smtp://127.0.0.1:25", true), "SMTP wins over the log")
+	require.Equal(t, control.MemberMailLog, control.MemberMailOf("", true))
+	require.Equal(t, control.MemberMailNone, control.MemberMailOf("", false))
+
+	none := control.New(control.Config{Store: b.f.Store, Nudger: b.f.Jobs, MemberMail: control.MemberMailNone})
+	require.False(t, none.MemberLinksLogged())
+	in := control.MemberInput{Email: "ann@acme.test", Role: sluice.RoleViewer}
+	_, err := none.InviteMember(ctx, b.owner, in)
+	require.ErrorIs(t, err, sluice.ErrMailNotConfigured)
+	require.ErrorIs(t, err, sluice.ErrConflict, "answered 409")
+	require.Contains(t, err.Error(), "email is not configured")
+	require.Contains(t, err.Error(), "SLUICE_SMTP_URL")
+	_, err = none.InviteMember(ctx, b.viewer, in)
+	require.ErrorIs(t, err, sluice.ErrForbidden, "the role is checked first")
+	for _, email := range []string{"nobody@acme.test", "ann@acme.test"} {
+		require.ErrorIs(t, none.RequestPasswordReset(ctx, email), sluice.ErrMailNotConfigured, email)
+	}
+	page, err := none.Members(ctx, b.owner, sluice.PageParams{Limit: 10})
+	require.NoError(t, err)
+	require.Empty(t, page.Items, "no one invited")
+	require.Empty(t, b.mailJobs(t))
+	require.Empty(t, b.auditLog(t, b.owner))
+
+	logged := control.New(control.Config{Store: b.f.Store, Nudger: b.f.Jobs, MemberMail: control.MemberMailLog})
+	require.True(t, logged.MemberLinksLogged())
+	m, err := logged.InviteMember(ctx, b.owner, in)
+	require.NoError(t, err)
+	require.NoError(t, logged.RequestPasswordReset(ctx, "ann@acme.test"))
+	require.Equal(t, []string{member.PurposeInvite + " " + m.ID.String(), member.PurposeReset + " " + m.ID.String()}, b.mailJobs(t),
+		"the jobs are queued: the mail worker logs their links")
+}
+
 // TestMembers: reading members is an owner's; changing a role names the
 // field; removing ends the member's sessions; another tenant's member is
 // not found.

@@ -20,6 +20,8 @@ import (
 // memberFlashes are the outcomes of member actions (?done=).
 var memberFlashes = map[string]string{
 	"invited": "Invitation sent: the member chooses a password from the emailed link.",
+	"invited-logged": "Member invited, but not emailed: email is not configured on this server (development mode, SLUICE_DEV_MAIL_LOG), " +
+		"so the link that chooses the member's password is in the server's log. Pass it on yourself.",
 	"updated": "Role changed. It applies from the member's next request.",
 	"removed": "Member removed, and signed out.",
 }
@@ -55,6 +57,11 @@ func (d *Dashboard) inviteMember(w http.ResponseWriter, r *http.Request) error {
 		refill.Error = fieldErrors(err)
 		return d.renderMembers(w, r, http.StatusUnprocessableEntity, refill)
 	}
+	if errors.Is(err, sluice.ErrMailNotConfigured) {
+		refill.Error = "Email is not configured on this server (SLUICE_SMTP_URL is not set), so no invitation can be sent. " +
+			"Ask the server's operator to configure it."
+		return d.renderMembers(w, r, http.StatusConflict, refill)
+	}
 	if errors.Is(err, sluice.ErrConflict) {
 		refill.Error = "A member with this email exists already, in this account or another."
 		return d.renderMembers(w, r, http.StatusConflict, refill)
@@ -62,7 +69,11 @@ func (d *Dashboard) inviteMember(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: memberFlashes["invited"], Role: sluice.RoleViewer})
+	flash := memberFlashes["invited"]
+	if d.ctl.MemberLinksLogged() {
+		flash = memberFlashes["invited-logged"]
+	}
+	return d.renderMembers(w, r, http.StatusOK, web.MembersView{Flash: flash, Role: sluice.RoleViewer})
 }
 
 // pathMember is the member the path names.

@@ -378,3 +378,52 @@ func TestBadPasswordLinksDoNotLockOutAValidOne(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, sluice.MemberActive, got.Status)
 }
+
+// setupMemberMail is setup with members' links sent as mm says.
+func setupMemberMail(t *testing.T, mm control.MemberMail) *bundle {
+	t.Helper()
+	return setupWith(t, func(b *bundle) http.Handler {
+		ctl := controltest.New(b.store, controltest.Options{PortalKey: dashboardKey, Nudger: b.nudger, Now: b.now, MemberMail: mm})
+		return dashboard.New(ctl, dashboard.Config{Key: dashboardKey, Now: b.now, Limits: looseLimits(b.store)}).Handler()
+	})
+}
+
+// TestInviteAndResetWithoutMail: without SLUICE_SMTP_URL the invite form
+// and the reset form answer 409 saying that email is not configured, and
+// invite no one; the form keeps what was typed.
+func TestInviteAndResetWithoutMail(t *testing.T) {
+	b := setupMemberMail(t, control.MemberMailNone)
+	owner := b.browser()
+	owner.login(b.keyA)
+	p := owner.post("/members", url.Values{"csrf_token": {owner.csrf("/members")}, "email": {"ann@acme.test"}, "role": {"admin"}})
+	require.Equal(t, http.StatusConflict, p.Status, p.Body)
+	requireContains(t, p, "Email is not configured on this server", "SLUICE_SMTP_URL", `value="ann@acme.test"`)
+	require.NotContains(t, p.Body, "exists already")
+	require.NotContains(t, p.Body, "Invitation sent")
+	require.NotContains(t, p.Body, `aria-label="Role of ann@acme.test"`, "no one invited")
+
+	p = b.browser().post("/forgot", url.Values{"email": {"ann@acme.test"}})
+	require.Equal(t, http.StatusConflict, p.Status, p.Body)
+	requireContains(t, p, "Email is not configured on this server", "SLUICE_SMTP_URL")
+	require.NotContains(t, p.Body, "on its way")
+	require.Empty(t, jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool()))
+}
+
+// TestInviteAndResetLogged: in development mode (SLUICE_DEV_MAIL_LOG,
+// `make run`) the invitation and the reset go through, and the pages say
+// that the link is in the server's log, not in a mailbox.
+func TestInviteAndResetLogged(t *testing.T) {
+	b := setupMemberMail(t, control.MemberMailLog)
+	owner := b.browser()
+	owner.login(b.keyA)
+	p := owner.post("/members", url.Values{"csrf_token": {owner.csrf("/members")}, "email": {"ann@acme.test"}, "role": {"admin"}})
+	require.Equal(t, http.StatusOK, p.Status, p.Body)
+	requireContains(t, p, "not emailed", "in the server&#39;s log", `aria-label="Role of ann@acme.test"`)
+	require.NotContains(t, p.Body, "Invitation sent")
+
+	p = b.browser().post("/forgot", url.Values{"email": {"ann@acme.test"}})
+	require.Equal(t, http.StatusOK, p.Status, p.Body)
+	requireContains(t, p, "written to the server&#39;s log")
+	require.NotContains(t, p.Body, "on its way")
+	require.Len(t, jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool()), 2, "the invitation and the reset, whose links the worker logs")
+}

@@ -111,8 +111,15 @@ func (d *Dashboard) forgot(w http.ResponseWriter, r *http.Request) error {
 		return d.render(w, r, http.StatusUnprocessableEntity, web.ForgotPage(web.ForgotView{Error: "Enter your email."}))
 	}
 	d.failAuth(r)
-	if err := d.ctl.RequestPasswordReset(r.Context(), email); err != nil {
+	err := d.ctl.RequestPasswordReset(r.Context(), email)
+	if errors.Is(err, sluice.ErrMailNotConfigured) {
+		return d.render(w, r, http.StatusConflict, web.ForgotPage(web.ForgotView{
+			Error: "Email is not configured on this server (SLUICE_SMTP_URL is not set), so no reset link can be sent. " +
+				"Ask an owner of your account, or the server's operator, for help.",
+		}))
+	}
+	if err != nil {
 		return err
 	}
-	return d.render(w, r, http.StatusOK, web.ForgotPage(web.ForgotView{Sent: true}))
+	return d.render(w, r, http.StatusOK, web.ForgotPage(web.ForgotView{Sent: true, Logged: d.ctl.MemberLinksLogged()}))
 }

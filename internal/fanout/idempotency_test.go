@@ -64,3 +64,39 @@ func TestIdempotencyKeyUnderConcurrency(t *testing.T) {
 	require.True(t, isNew, "a key older than %s creates a new event", fanout.IdempotencyWindow)
 	require.NotContains(t, ids, again.ID)
 }
+
+// TestIdempotencyKeyComparesMeaning: a retry whose payload is the same
+// JSON value spelled otherwise (members reordered, whitespace, 4200.0 or
+// 4.2e3 for 4200) answers with the first event; another value is still a
+// conflict.
+func TestIdempotencyKeyComparesMeaning(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	post := func(payload string) (sluice.Event, bool, error) {
+		return fanout.InsertOne(ctx, f.Store, f.TenantA.ID,
+			sluice.NewEvent{Type: "order.paid", Payload: []byte(payload), IdempotencyKey: "order-1042"}, f.Jobs)
+	}
+	first, created, err := post(`{"order_id":1042,"total":4200,"lines":[{"sku":"a","qty":1}]}`)
+	require.NoError(t, err)
+	require.True(t, created)
+	for _, same := range []string{
+		`{"total":4200,"order_id":1042,"lines":[{"qty":1,"sku":"a"}]}`,
+		"{ \"order_id\": 1042,\n  \"total\": 4200,\n  \"lines\": [ { \"sku\": \"a\", \"qty\": 1 } ] }",
+		`{"order_id":1042,"total":4200.0,"lines":[{"sku":"a","qty":1.0}]}`,
+		`{"order_id":1.042e3,"total":4.2e3,"lines":[{"sku":"\u0061","qty":10e-1}]}`,
+	} {
+		got, created, err := post(same)
+		require.NoError(t, err, same)
+		require.False(t, created, same)
+		require.Equal(t, first.ID, got.ID, same)
+	}
+	for _, other := range []string{
+		`{"order_id":1042,"total":4201,"lines":[{"sku":"a","qty":1}]}`,
+		`{"order_id":1042,"total":"4200","lines":[{"sku":"a","qty":1}]}`,
+		`{"order_id":1042,"total":4200,"lines":[{"sku":"a","qty":1}],"note":null}`,
+	} {
+		_, _, err := post(other)
+		require.ErrorIs(t, err, fanout.ErrIdempotencyMismatch, other)
+	}
+}

@@ -1,7 +1,6 @@
 package fanout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,7 +19,8 @@ import (
 const IdempotencyWindow = 24 * time.Hour
 
 // ErrIdempotencyMismatch reports a reused Idempotency-Key with a different
-// request body.
+// event: another type, consumer, broadcast or ordering key, or a payload
+// that is not the same JSON value (jsonEqual).
 var ErrIdempotencyMismatch = fmt.Errorf("%w: this Idempotency-Key was used with a different event", sluice.ErrConflict)
 
 // InsertOne stores one event on its own, as an event that carries an
@@ -57,7 +57,7 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 	if err != nil {
 		return sluice.Event{}, false, fmt.Errorf("store event with idempotency key: %w", err)
 	}
-	if !created && (out.Type != ev.Type || !bytes.Equal(out.Payload, ev.Payload) ||
+	if !created && (out.Type != ev.Type || !jsonEqual(out.Payload, ev.Payload) ||
 		deref(out.Consumer) != deref(ev.Consumer) || out.Broadcast != ev.Broadcast ||
 		deref(out.OrderingKey) != deref(ev.OrderingKey)) {
 		return out, false, ErrIdempotencyMismatch

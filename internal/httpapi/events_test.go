@@ -124,3 +124,36 @@ func TestEventBadInput(t *testing.T) {
 	res.Body.Close()
 	require.Equal(t, http.StatusUnprocessableEntity, res.StatusCode)
 }
+
+// TestIdempotencyKeyReplaysTheSameJSON: the same Idempotency-Key with the
+// payload spelled otherwise (members reordered, whitespace, 4200.0 and
+// 4.2e3 for 4200) replays the first event; another payload is 409.
+func TestIdempotencyKeyReplaysTheSameJSON(t *testing.T) {
+	b := setup(t)
+	post := func(body string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/events", strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+b.keyA)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "order-1042")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, res.Body.Close())
+		return res
+	}
+	res := post(`{"type":"order.paid","payload":{"order_id":1042,"total":4200}}`)
+	require.Equal(t, http.StatusAccepted, res.StatusCode)
+	require.Empty(t, res.Header.Get("Idempotent-Replayed"))
+	for _, same := range []string{
+		`{"payload":{"total":4200,"order_id":1042},"type":"order.paid"}`,
+		"{\"type\": \"order.paid\",\n \"payload\": { \"order_id\" : 1042 , \"total\" : 4200 } }",
+		`{"type":"order.paid","payload":{"order_id":1042,"total":4200.0}}`,
+		`{"type":"order.paid","payload":{"order_id":1042,"total":4.2e3}}`,
+	} {
+		res := post(same)
+		require.Equal(t, http.StatusAccepted, res.StatusCode, same)
+		require.Equal(t, "true", res.Header.Get("Idempotent-Replayed"), same)
+	}
+	require.Equal(t, http.StatusConflict, post(`{"type":"order.paid","payload":{"order_id":1042,"total":4201}}`).StatusCode)
+	require.Len(t, b.do(b.keyA, http.MethodGet, "/v1/events", nil).JSON(t)["data"], 1, "the replays created nothing")
+}

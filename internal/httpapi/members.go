@@ -26,7 +26,9 @@ func strValue(s *string) string {
 }
 
 // createMember is POST /v1/members: invites a member, whose invitation is
-// emailed by a job queued with it (notify.MemberMailWorker).
+// emailed by a job queued with it (notify.MemberMailWorker), or written to
+// the server's log in development mode, which the header Sluice-Mail:
+// logged says.
 func (a *API) createMember(w http.ResponseWriter, r *http.Request) error {
 	var in memberInput
 	if err := decodeJSON(w, r, &in, maxBodyBytes); err != nil {
@@ -35,6 +37,9 @@ func (a *API) createMember(w http.ResponseWriter, r *http.Request) error {
 	m, err := a.ctl.InviteMember(r.Context(), caller(r), control.MemberInput{Email: strValue(in.Email), Role: sluice.Role(strValue(in.Role))})
 	if err != nil {
 		return err
+	}
+	if a.ctl.MemberLinksLogged() {
+		w.Header().Set("Sluice-Mail", "logged")
 	}
 	writeJSON(w, http.StatusCreated, m)
 	return nil

@@ -2,13 +2,18 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/control"
+	"github.com/sluice-dev/sluice/internal/httpapi"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
+	"github.com/sluice-dev/sluice/internal/testkit/controltest"
 )
 
 // TestMembers: invite, list, read, change and remove a member through the
@@ -108,4 +113,43 @@ func TestMembers(t *testing.T) {
 	// Its email is free again.
 	r = b.do(b.keyB, http.MethodPost, "/v1/members", map[string]any{"email": "ann@acme.test", "role": "owner"})
 	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+}
+
+// withMemberMail is b's tenants and store behind an API whose control
+// sends members' links as mm says.
+func (b *testBundle) withMemberMail(mm control.MemberMail) *testBundle {
+	c := *b
+	ctl := controltest.New(b.store, controltest.Options{AllowPrivateTargets: true, Nudger: b.nudger, MemberMail: mm})
+	api := httpapi.New(ctl, httpapi.Config{Ingest: httpapi.StartIngest(b.t, b.store, b.nudger),
+		Limits: apirate.New(apirate.Config{Tenant: testRate, Rates: b.store})})
+	c.handler = api.Handler()
+	c.srv = httptest.NewServer(c.handler)
+	b.t.Cleanup(c.srv.Close)
+	return &c
+}
+
+// TestInviteWithoutMail: a server without SLUICE_SMTP_URL answers an
+// invitation with 409 problem+json saying that email is not configured,
+// and invites no one; in development mode (SLUICE_DEV_MAIL_LOG) it
+// invites, with Sluice-Mail: logged saying where the link went. An
+// emailed invitation has no such header.
+func TestInviteWithoutMail(t *testing.T) {
+	b := setup(t)
+	none := b.withMemberMail(control.MemberMailNone)
+	r := none.do(b.keyA, http.MethodPost, "/v1/members", map[string]any{"email": "ann@acme.test", "role": "viewer"})
+	requireProblem(t, r, http.StatusConflict)
+	require.Contains(t, r.JSON(t)["detail"], "email is not configured")
+	require.Contains(t, r.JSON(t)["detail"], "SLUICE_SMTP_URL")
+	require.Empty(t, none.do(b.keyA, http.MethodGet, "/v1/members", nil).JSON(t)["data"], "no one invited")
+	require.Empty(t, jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool()))
+
+	logged := b.withMemberMail(control.MemberMailLog)
+	r = logged.do(b.keyA, http.MethodPost, "/v1/members", map[string]any{"email": "ann@acme.test", "role": "viewer"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	require.Equal(t, "logged", r.Header.Get("Sluice-Mail"))
+	require.Len(t, jobstest.ArgsOf[jobs.MemberMailArgs](t, b.store.Pool()), 1, "the job that logs the link")
+
+	r = b.do(b.keyA, http.MethodPost, "/v1/members", map[string]any{"email": "bob@acme.test", "role": "viewer"})
+	require.Equal(t, http.StatusCreated, r.Status, string(r.Body))
+	require.Empty(t, r.Header.Get("Sluice-Mail"), "emailed")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -66,27 +67,43 @@ func article(word string) string {
 // a new token; the one never sent is useless.
 type MemberMailWorker struct {
 	river.WorkerDefaults[jobs.MemberMailArgs]
-	store     *store.Store
-	mailer    *Mailer
-	publicURL string
-	now       func() time.Time
+	cfg MemberMailConfig
 }
 
-// NewMemberMailWorker returns the worker, sending with mailer links that
-// point under publicURL; now is its clock (nil: time.Now), from which
-// links expire after member.TokenTTL.
-func NewMemberMailWorker(st *store.Store, mailer *Mailer, publicURL string, now func() time.Time) *MemberMailWorker {
-	if now == nil {
-		now = time.Now
+// MemberMailConfig is what a MemberMailWorker needs.
+type MemberMailConfig struct {
+	Store *store.Store
+	// Mailer sends the emails; one not Enabled sends none.
+	Mailer *Mailer
+	// PublicURL is SLUICE_PUBLIC_URL, under which the links point.
+	PublicURL string
+	// LogLinks writes each link to Logger when Mailer is not Enabled,
+	// instead of dropping it (SLUICE_DEV_MAIL_LOG, set by `make run`).
+	LogLinks bool
+	// Logger is where LogLinks writes; nil means slog.Default().
+	Logger *slog.Logger
+	// Now is the clock from which links expire after member.TokenTTL; nil
+	// means time.Now.
+	Now func() time.Time
+}
+
+// NewMemberMailWorker returns the worker of cfg.
+func NewMemberMailWorker(cfg MemberMailConfig) *MemberMailWorker {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-	return &MemberMailWorker{store: st, mailer: mailer, publicURL: strings.TrimSuffix(publicURL, "/"), now: now}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.PublicURL = strings.TrimSuffix(cfg.PublicURL, "/")
+	return &MemberMailWorker{cfg: cfg}
 }
 
 // Work sends the member its link, unless the member is gone or, for an
 // invitation, has set its password already.
 func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberMailArgs]) error {
 	var mm dbq.MemberForMailRow
-	err := w.store.InTx(ctx, func(tx store.Tx) error {
+	err := w.cfg.Store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		mm, err = tx.Q.MemberForMail(ctx, job.Args.MemberID)
 		if err != nil {
@@ -103,12 +120,13 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	if job.Args.Purpose == member.PurposeInvite && mm.Active {
 		return nil
 	}
-	if !w.mailer.Enabled() {
+	mailing := w.cfg.Mailer.Enabled()
+	if !mailing && !w.cfg.LogLinks {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: member link not emailed")) //nolint:wrapcheck // River reads the cancel from the error it is given
 	}
 	token := member.NewToken()
-	expires := w.now().Add(member.TokenTTL)
-	err = store.Exec(ctx, w.store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
+	expires := w.cfg.Now().Add(member.TokenTTL)
+	err = store.Exec(ctx, w.cfg.Store, (*dbq.Queries).InsertMemberToken, dbq.InsertMemberTokenParams{
 		TokenHash: member.TokenHash(token), MemberID: mm.ID, Purpose: job.Args.Purpose, ExpiresAt: expires,
 	})
 	if errors.Is(err, sluice.ErrNotFound) {
@@ -117,9 +135,15 @@ func (w *MemberMailWorker) Work(ctx context.Context, job *river.Job[jobs.MemberM
 	if err != nil {
 		return fmt.Errorf("insert member token: %w", err)
 	}
+	link := member.PasswordLink(w.cfg.PublicURL, token)
+	if !mailing {
+		w.cfg.Logger.WarnContext(ctx, "member link not emailed (SLUICE_SMTP_URL is not set): written here, as SLUICE_DEV_MAIL_LOG asks",
+			"purpose", job.Args.Purpose, "email", mm.Email, "tenant", mm.TenantName, "link", link, "expires", expires)
+		return nil
+	}
 	msg := MemberLink{
 		Purpose: job.Args.Purpose, Email: mm.Email, Role: sluice.Role(mm.Role), TenantName: mm.TenantName,
-		Link: member.PasswordLink(w.publicURL, token), Expires: expires,
+		Link: link, Expires: expires,
 	}.Message(fmt.Sprintf("<member-%s-%d.%d@sluice>", job.Args.Purpose, job.ID, job.Attempt))
-	return w.mailer.Send(ctx, msg)
+	return w.cfg.Mailer.Send(ctx, msg)
 }

@@ -1,8 +1,10 @@
 package notify_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,7 +35,8 @@ func TestMemberMailWorker(t *testing.T) {
 	f := storetest.New(t)
 	sink := smtpsink.Start(t)
 	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
-	w := notify.NewMemberMailWorker(f.Store, newMailer(t, sink.URL()), "https://sluice.example/", func() time.Time { return now })
+	w := notify.NewMemberMailWorker(notify.MemberMailConfig{Store: f.Store, Mailer: newMailer(t, sink.URL()),
+		PublicURL: "https://sluice.example/", Now: func() time.Time { return now }})
 	job := func(id int64, memberID string, purpose string) *river.Job[jobs.MemberMailArgs] {
 		a := jobs.MemberMailArgs{Purpose: purpose}
 		require.NoError(t, a.MemberID.UnmarshalText([]byte(memberID)))
@@ -76,7 +79,7 @@ func TestMemberMailWorker(t *testing.T) {
 	require.NoError(t, err)
 	off, err := notify.NewMailer(notify.MailConfig{})
 	require.NoError(t, err)
-	err = notify.NewMemberMailWorker(f.Store, off, "https://sluice.example", nil).Work(ctx, job(5, bob.ID.String(), member.PurposeInvite))
+	err = notify.NewMemberMailWorker(notify.MemberMailConfig{Store: f.Store, Mailer: off, PublicURL: "https://sluice.example"}).Work(ctx, job(5, bob.ID.String(), member.PurposeInvite))
 	var cancel *river.JobCancelError
 	require.True(t, errors.As(err, &cancel), "%v", err)
 
@@ -84,4 +87,34 @@ func TestMemberMailWorker(t *testing.T) {
 	require.NoError(t, w.Work(ctx, job(6, bob.ID.String(), member.PurposeInvite)))
 	require.Len(t, sink.Wait(t, 3, 10*time.Second), 3)
 	require.Equal(t, []string{"bob@acme.test"}, sink.Messages()[2].To)
+}
+
+// TestMemberMailWorkerLogsLinks: without SMTP and with SLUICE_DEV_MAIL_LOG
+// the job writes the link to the log, and the link works as an emailed
+// one would; an invitation accepted since is not logged again.
+func TestMemberMailWorkerLogsLinks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := storetest.New(t)
+	var logs bytes.Buffer
+	now := time.Date(2026, 11, 27, 8, 0, 0, 0, time.UTC)
+	w := notify.NewMemberMailWorker(notify.MemberMailConfig{Store: f.Store, PublicURL: "http://127.0.0.1:8080",
+		LogLinks: true, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Now: func() time.Time { return now }})
+	ann, err := f.Store.AddMember(ctx, f.TenantA.ID, "ann@acme.test", sluice.RoleAdmin)
+	require.NoError(t, err)
+	args := jobs.MemberMailArgs{MemberID: ann.ID, Purpose: member.PurposeInvite}
+	require.NoError(t, w.Work(ctx, &river.Job[jobs.MemberMailArgs]{JobRow: &rivertype.JobRow{ID: 1, Attempt: 1}, Args: args}))
+
+	line := logs.String()
+	require.Contains(t, line, "member link not emailed")
+	require.Contains(t, line, "email=ann@acme.test")
+	require.Contains(t, line, "purpose=invite")
+	token := regexp.MustCompile(`link="?http://127\.0\.0\.1:8080/password\?token=([A-Za-z0-9_-]+)`).FindStringSubmatch(line)
+	require.NotNil(t, token, line)
+	_, err = f.Store.SetMemberPassword(ctx, member.TokenHash(token[1]), member.HashPassword("a long enough secret"), now)
+	require.NoError(t, err, "the logged link sets the password")
+
+	logs.Reset()
+	require.NoError(t, w.Work(ctx, &river.Job[jobs.MemberMailArgs]{JobRow: &rivertype.JobRow{ID: 2, Attempt: 1}, Args: args}))
+	require.Empty(t, logs.String(), "an accepted invitation is not logged again")
 }

@@ -13,6 +13,11 @@ var ErrNotFound = errors.New("not found")
 // ErrConflict reports that a request clashes with the current state.
 var ErrConflict = errors.New("conflict")
 
+// ErrMailNotConfigured reports an operation that emails a link (inviting
+// a member, a password reset) on a server that has no way to send it.
+var ErrMailNotConfigured = fmt.Errorf("%w: email is not configured on this server (SLUICE_SMTP_URL is not set), "+
+	"so invitation and password-reset links cannot be sent; ask its operator to set SLUICE_SMTP_URL", ErrConflict)
+
 // FieldError is one failing field of a validation error.
 type FieldError struct {
 	Field   string `json:"field"`

@@ -20,6 +20,7 @@ type Options struct {
 	PublicURL           string
 	PortalKey           []byte
 	Now                 func() time.Time
+	MemberMail          control.MemberMail
 }
 
 // New returns a Control on st with o.
@@ -27,5 +28,6 @@ func New(st *store.Store, o Options) *control.Control {
 	return control.New(control.Config{
 		Store: st, Nudger: o.Nudger, Poll: o.Poll,
 		AllowPrivateTargets: o.AllowPrivateTargets, PublicURL: o.PublicURL, PortalKey: o.PortalKey, Now: o.Now,
+		MemberMail: o.MemberMail,
 	})
 }
