@@ -98,6 +98,7 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	none(ep+"/secret/rotate", form())
 	step(ep+"/secret/rotate", form("confirm", "yes"), "endpoint.secret_rotated")
 	step(ep+"/circuit/close", form(), "endpoint.circuit_closed")
+	step(ep+"/throttle/lift", form(), "endpoint.throttle_lifted")
 	step(ep+"/edit", form("url", "https://b.test/y", "max_in_flight", "7", "event_types", "*", "verification", "challenge"),
 		"endpoint.updated", "disabled", "event_types", "verification") // the form enables it again
 	step(ep+"/verify", form(), "endpoint.verification_requested")
