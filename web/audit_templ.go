@@ -41,7 +41,7 @@ func AuditPage(c Chrome, v AuditView) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Audit log</h1><p class=\"muted\">Every change made through the API, the dashboard or a portal, newest first. Times are UTC.</p><form class=\"filters\" method=\"get\" action=\"/audit\"><label>Action <input type=\"text\" name=\"action\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Audit log</h1><p class=\"muted\">Every change made through the API, the dashboard or a portal, newest first.</p><form class=\"filters\" method=\"get\" action=\"/audit\"><label>Action <input type=\"text\" name=\"action\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
