@@ -161,12 +161,13 @@ func perSecond(r float64) string {
 func latency(ms int) string { return fmt.Sprintf("%d ms", ms) }
 
 // breakURL is a URL that may break across lines after its slashes and
-// nowhere else: a <wbr> after each run of them (urlParts), and no space
-// between the parts, which a templ template would put at its line breaks.
+// nowhere else: each part (urlParts) a span kept on one line (class seg:
+// no break at its hyphens), a <wbr> between them, and no space, which a
+// templ template would put at its line breaks.
 func breakURL(u string) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
 		for i, part := range urlParts(u) {
-			s := templ.EscapeString(part)
+			s := `<span class="seg">` + templ.EscapeString(part) + `</span>`
 			if i > 0 {
 				s = "<wbr>" + s
 			}

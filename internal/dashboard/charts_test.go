@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // attempt inserts one attempt of a delivery directly, as RecordOutcomes
@@ -316,4 +317,58 @@ func TestEffectiveRateChart(t *testing.T) {
 	points = strings.Fields(line[1])
 	require.InDelta(t, 56+572*5.0/6, x(points[0]), 1.0, "the curve starts at the endpoint's creation")
 	require.LessOrEqual(t, len(points), 21+2*3, "a point every 30 s since")
+}
+
+// TestPollEndpointPage: a poll endpoint's page shows no circuit, throttle
+// or rate limit (none applies to a read) and no latency charts, but still
+// charts its reads; a push endpoint's page shows them all.
+func TestPollEndpointPage(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	push := b.seed(b.tenantA, "https://hooks.acme.test/push", false)
+	poll, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{Description: "warehouse reader",
+		MaxInFlight: 10, Delivery: sluice.DeliveryPoll}, storetest.Secret)
+	require.NoError(t, err)
+	br := b.browser()
+	br.login(b.keyA)
+
+	p := br.get("/endpoints/" + push.endpoint.ID.String())
+	requireContains(t, p, "<dt>Circuit</dt>", "<dt>Throttle</dt>", "<dt>Rate limit</dt>", `id="chart-hour-latency"`, "p95 latency")
+	p = br.get("/endpoints/" + poll.ID.String())
+	require.Equal(t, http.StatusOK, p.Status)
+	requireContains(t, p, `id="poll-state"`, `id="chart-hour-counts"`, `id="chart-day-counts"`)
+	for _, absent := range []string{"<dt>Circuit</dt>", "<dt>Throttle</dt>", "<dt>Rate limit</dt>", `id="chart-hour-latency"`, `id="chart-day-latency"`, "p95 latency", `id="chart-rate"`} {
+		require.NotContains(t, p.Body, absent)
+	}
+}
+
+// TestEndpointNamedWithDescription: two endpoints with the same URL are
+// told apart by their descriptions wherever a page names one: a
+// delivery's page, an event's fan-out, the dead letters' filter, the
+// "Replay all" confirmation.
+func TestEndpointNamedWithDescription(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	const u = "https://hooks.acme.test/same"
+	s := b.seed(b.tenantA, u, true) // description "orders"
+	twin, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{URL: u, Description: "refunds", MaxInFlight: 10}, storetest.Secret)
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetSubscriptions(ctx, b.tenantA.ID, twin.ID, []string{"*"}, nil))
+	ev := b.event(b.tenantA, "order.created", `{}`)
+	b.kill(twin.ID, 500, "boom", "down")
+	br := b.browser()
+	br.login(b.keyA)
+
+	named := func(id uuid.UUID, desc string) string {
+		return `<a class="url" href="/endpoints/` + id.String() + `"><span class="seg">https://</span><wbr><span class="seg">hooks.acme.test/</span><wbr><span class="seg">same</span></a> <span class="endpoint-description">` + desc + `</span>`
+	}
+	p := br.get("/deliveries/" + s.delivery.ID.String())
+	require.Contains(t, p.Body, named(s.endpoint.ID, "orders"))
+	p = br.get("/events/" + ev.ID.String())
+	require.Contains(t, p.Body, named(s.endpoint.ID, "orders"))
+	require.Contains(t, p.Body, named(twin.ID, "refunds"))
+	p = br.get("/dead")
+	requireContains(t, p, u+" — orders</option>", u+" — refunds</option>")
+	p = br.get("/endpoints/" + twin.ID.String() + "/replay?status=dead&from=dead")
+	require.Contains(t, p.Body, named(twin.ID, "refunds"))
 }
