@@ -222,3 +222,16 @@ SELECT coalesce(sluice_drop_expired(), '')::text AS dropped;
 -- name: ExpireKept :one
 -- See sluice_expire_kept in 00014_time_partitions.sql.
 SELECT sluice_expire_kept(@delivered_before::timestamptz, @dead_before::timestamptz, @max_rows::integer)::integer AS deleted;
+
+-- name: FanOutCounts :many
+-- How many endpoints each of a page of events went to (its deliveries,
+-- replays left out), of one consumer's endpoints when consumer is set:
+-- one statement for the events list. The events' ids let Postgres read
+-- only their weeks' partitions.
+SELECT d.event_id, count(*)::bigint AS endpoints
+FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.event_id = ANY(@event_ids::uuid[]) AND d.replayed_from IS NULL
+  AND (sqlc.narg(consumer)::text IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = sqlc.narg(consumer)::text))
+GROUP BY d.event_id;

@@ -3,6 +3,8 @@ package web
 import (
 	"strings"
 
+	"github.com/google/uuid"
+
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -17,6 +19,9 @@ type AuditView struct {
 	Action, ObjectID, ActorID, Since, Until string
 	Error                                   string
 	Older                                   string
+	// ObjectLinks are the pages of the entries' objects, by entry id, for
+	// those that have one.
+	ObjectLinks map[uuid.UUID]string
 }
 
 // actorLabel is how an entry's actor reads: "API key ci", "portal cust_1".

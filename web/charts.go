@@ -130,34 +130,40 @@ func valueY(v, top float64) float64 {
 	return plotBottom - v/top*(plotBottom-plotTop)
 }
 
-// timeTicks labels the time axis every c.TickEvery buckets from its
-// start, up to c.Now: the range's last bucket holds now, so its end is in
-// the future and gets no tick.
+// timeTicks labels the time axis at the round times TickEvery buckets
+// apart (every 15 minutes: :00, :15, :30, :45; every 6 hours: 00:00,
+// 06:00 …) within the range, up to c.Now: the range's last bucket holds
+// now, so its end is in the future and gets no tick.
 func timeTicks(c AttemptChart) []tick {
-	n := len(c.Buckets)
-	every := max(c.TickEvery, 1)
+	step := time.Duration(max(c.TickEvery, 1)) * c.Bucket
+	since, until := c.Since(), c.Until()
 	var at []time.Time
-	for i := 0; i <= n; i += every {
-		t := c.Since().Add(time.Duration(i) * c.Bucket)
-		if t.After(c.Now) {
-			break
+	for t := since.Truncate(step); !t.After(until) && !t.After(c.Now); t = t.Add(step) {
+		if !t.Before(since) {
+			at = append(at, t)
 		}
-		at = append(at, t)
 	}
-	labels := tickLabels(at, c.Since(), c.Until())
+	labels := tickLabels(at, since, until)
+	span := until.Sub(since).Seconds()
 	out := make([]tick, len(at))
-	for k := range at {
-		i := k * every
-		x, _ := slotX(i, n)
-		out[k] = tick{Pos: x, Label: labels[k], Anchor: "middle"}
-		switch i {
-		case 0:
-			out[k].Anchor = "start"
-		case n:
-			out[k].Anchor = "end"
-		}
+	for k, t := range at {
+		x := plotLeft + t.Sub(since).Seconds()/span*(plotRight-plotLeft)
+		out[k] = tick{Pos: x, Label: labels[k], Anchor: edgeAnchor(x)}
 	}
 	return out
+}
+
+// edgeAnchor is the text-anchor of a time label at x: one near an end of
+// the axis is drawn inward, so it stays within the chart.
+func edgeAnchor(x float64) string {
+	const room = 35 // half the width of a dated label, in viewBox units
+	switch {
+	case x-plotLeft < room:
+		return "start"
+	case plotRight-x < room:
+		return "end"
+	}
+	return "middle"
 }
 
 // tickLabels are the labels of ticks at times on an axis from since to

@@ -110,9 +110,10 @@ func TestPlotTimeline(t *testing.T) {
 }
 
 // TestTimeTicks: the day chart drawn at 17:10 runs from 17:30 the day
-// before to 17:30 (its last bucket holds now): its ticks are never after
-// now, never read the same, and carry the date on the first and at the
-// change of day; a range within one day has times alone.
+// before to 17:30 (its last bucket holds now): its ticks fall on round
+// times (every six hours from midnight), are never after now, never read
+// the same, and carry the date on the first and at the change of day; a
+// range within one day has times alone.
 func TestTimeTicks(t *testing.T) {
 	now := time.Date(2026, 11, 27, 17, 10, 42, 0, time.UTC)
 	day := AttemptChart{Bucket: 30 * time.Minute, TickEvery: 12, Now: now, Buckets: make([]sluice.AttemptBucket, 48)}
@@ -120,12 +121,12 @@ func TestTimeTicks(t *testing.T) {
 	for i := range day.Buckets {
 		day.Buckets[i].Start = since.Add(time.Duration(i) * day.Bucket)
 	}
-	w := float64(plotRight-plotLeft) / 4
+	w := float64(plotRight-plotLeft) / 48 // a bucket
 	want := []tick{
-		{Pos: plotLeft, Label: "Nov 26 17:30", Anchor: "start"},
-		{Pos: plotLeft + w, Label: "23:30", Anchor: "middle"},
-		{Pos: plotLeft + 2*w, Label: "Nov 27 05:30", Anchor: "middle"},
-		{Pos: plotLeft + 3*w, Label: "11:30", Anchor: "middle"},
+		{Pos: plotLeft + w, Label: "Nov 26 18:00", Anchor: "start"},
+		{Pos: plotLeft + 13*w, Label: "Nov 27 00:00", Anchor: "middle"},
+		{Pos: plotLeft + 25*w, Label: "06:00", Anchor: "middle"},
+		{Pos: plotLeft + 37*w, Label: "12:00", Anchor: "middle"},
 	}
 	got := timeTicks(day)
 	require.Len(t, got, len(want))
@@ -144,6 +145,24 @@ func TestTimeTicks(t *testing.T) {
 		labels = append(labels, tk.Label)
 	}
 	require.Equal(t, []string{"12:00", "12:15", "12:30", "12:45"}, labels)
+
+	// The hour from 03:59 (drawn at 04:58:10) is labelled at quarter
+	// hours, not at 03:59, 04:14 …
+	odd := chartOf(60, nil)
+	for i := range odd.Buckets {
+		odd.Buckets[i].Start = time.Date(2031, 1, 1, 3, 59+i, 0, 0, time.UTC)
+	}
+	odd.TickEvery, odd.Now = 15, time.Date(2031, 1, 1, 4, 58, 10, 0, time.UTC)
+	oddTicks := timeTicks(odd)
+	labels = labels[:0]
+	for _, tk := range oddTicks {
+		labels = append(labels, tk.Label)
+	}
+	require.Equal(t, []string{"04:00", "04:15", "04:30", "04:45"}, labels)
+	bucket := float64(plotRight-plotLeft) / 60
+	require.InDelta(t, plotLeft+bucket, oddTicks[0].Pos, 1e-9, "04:00 is the start of the second bucket")
+	require.Equal(t, "start", oddTicks[0].Anchor)
+	require.InDelta(t, plotLeft+46*bucket, oddTicks[3].Pos, 1e-9)
 
 	// Drawn at the very end of its range, the end is a tick.
 	hour.Now = time.Date(2031, 1, 1, 13, 0, 0, 0, time.UTC)

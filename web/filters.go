@@ -126,7 +126,7 @@ func (f DeliveryFilters) timeLinks() []filterLink {
 func (f DeliveryFilters) endpointLinks() []filterLink {
 	out := []filterLink{{Label: "all endpoints", URL: f.link("endpoint_id", ""), Current: f.Endpoint == nil}}
 	for _, e := range f.Endpoints {
-		out = append(out, filterLink{Label: e.URL, URL: f.link("endpoint_id", e.ID.String()), Current: isFilter(f.Endpoint, e.ID)})
+		out = append(out, filterLink{Label: endpointOption(e), URL: f.link("endpoint_id", e.ID.String()), Current: isFilter(f.Endpoint, e.ID)})
 	}
 	return out
 }

@@ -93,9 +93,9 @@ func deliveryFilters(c Chrome, f DeliveryFilters) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var4 string
-					templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(endpointName(e))
+					templ_7745c5c3_Var4, templ_7745c5c3_Err = templ.JoinStringErrs(endpointOption(e))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/filters.templ`, Line: 13, Col: 96}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `web/filters.templ`, Line: 13, Col: 98}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var4))
 					if templ_7745c5c3_Err != nil {

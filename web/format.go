@@ -1,13 +1,16 @@
 package web
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"math"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/a-h/templ"
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -157,13 +160,53 @@ func perSecond(r float64) string {
 
 func latency(ms int) string { return fmt.Sprintf("%d ms", ms) }
 
-// endpointLabel is an endpoint's URL when known, its id otherwise (say,
-// when it was deleted).
-func endpointLabel(urls map[uuid.UUID]string, id uuid.UUID) string {
-	if u, ok := urls[id]; ok {
-		return u
+// breakURL is a URL that may break across lines after its slashes and
+// nowhere else: each part (urlParts) a span kept on one line (class seg:
+// no break at its hyphens), a <wbr> between them, and no space, which a
+// templ template would put at its line breaks.
+func breakURL(u string) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		for i, part := range urlParts(u) {
+			s := `<span class="seg">` + templ.EscapeString(part) + `</span>`
+			if i > 0 {
+				s = "<wbr>" + s
+			}
+			if _, err := io.WriteString(w, s); err != nil {
+				return fmt.Errorf("write url: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// urlParts cuts a URL after each run of slashes, so a page can offer a
+// line break there (<wbr>) and nowhere else: "https://a.test/x/y" is
+// "https://", "a.test/", "x/", "y".
+func urlParts(u string) []string {
+	var out []string
+	for len(u) > 0 {
+		i := strings.IndexByte(u, '/')
+		if i < 0 {
+			return append(out, u)
+		}
+		j := i
+		for j < len(u) && u[j] == '/' {
+			j++
+		}
+		out = append(out, u[:j])
+		u = u[j:]
 	}
-	return id.String()
+	return out
+}
+
+// endpointOption is how a list of choices names an endpoint: its name,
+// and its description beside a URL, so two endpoints with the same URL
+// can be told apart.
+func endpointOption(e sluice.Endpoint) string {
+	if e.URL != "" && e.Description != "" {
+		return e.URL + " — " + e.Description
+	}
+	return endpointName(e)
 }
 
 func isFilter(filter *uuid.UUID, id uuid.UUID) bool { return filter != nil && *filter == id }

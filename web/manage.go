@@ -102,6 +102,7 @@ func secretPath(id uuid.UUID) string          { return endpointPath(id) + "/secr
 func rotateSecretPath(id uuid.UUID) string    { return secretPath(id) + "/rotate" }
 func testEndpointPath(id uuid.UUID) string    { return endpointPath(id) + "/test" }
 func closeCircuitPath(id uuid.UUID) string    { return endpointPath(id) + "/circuit/close" }
+func liftThrottlePath(id uuid.UUID) string    { return endpointPath(id) + "/throttle/lift" }
 func verifyEndpointPath(id uuid.UUID) string  { return endpointPath(id) + "/verify" }
 func disableEndpointPath(id uuid.UUID) string { return endpointPath(id) + "/disable" }
 func formAction(v EndpointFormView) string {

@@ -8,9 +8,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 )
 
-// RateChart is an adaptive endpoint's effective rate over [Since, Until]:
-// the points of its curve (flow.RateCurve) and the configured rate it
-// grows back to, in deliveries a second.
+// RateChart is an adaptive endpoint's effective rate on an axis from
+// Since to Until: the points of its curve (flow.RateCurve), which start
+// later than Since for an endpoint created since, and the configured rate
+// it grows back to, in deliveries a second.
 type RateChart struct {
 	Since, Until time.Time
 	Configured   float64

@@ -122,9 +122,10 @@ func (m ReplayMark) Queued() bool {
 
 // DeliveryView is one delivery with its attempts.
 type DeliveryView struct {
-	Delivery    sluice.Delivery
-	Attempts    []sluice.Attempt
-	EndpointURL string
+	Delivery sluice.Delivery
+	Attempts []sluice.Attempt
+	// Endpoint is the endpoint it was sent to; nil when it is gone.
+	Endpoint *sluice.Endpoint
 	// Next is when it will really be attempted next; nil when it is done.
 	Next     *NextAttempt
 	Replayed bool // it was just created by the Replay button
@@ -134,10 +135,10 @@ type DeliveryView struct {
 // DeadView is the dead-letter list.
 type DeadView struct {
 	Deliveries []sluice.Delivery
-	// Endpoints fill the filter's choices; EndpointURLs names the
+	// Endpoints fill the filter's choices; EndpointsByID names the
 	// endpoints of the listed deliveries.
-	Endpoints    []sluice.Endpoint
-	EndpointURLs map[uuid.UUID]string
+	Endpoints     []sluice.Endpoint
+	EndpointsByID map[uuid.UUID]sluice.Endpoint
 	// Filter is the endpoint the list is filtered to, if any.
 	Filter *uuid.UUID
 	// Filters are the list's filters, the endpoint's included.
@@ -169,18 +170,20 @@ type ReplayConfirmView struct {
 // EventsView is the events list.
 type EventsView struct {
 	Events []sluice.Event
+	// FanOut is how many endpoints each event went to; none when absent.
+	FanOut map[uuid.UUID]int64
 	Type   string // the type filter, "" for all
 	Older  string
 }
 
 // EventView is one event with its payload and fan-out.
 type EventView struct {
-	Event        sluice.Event
-	Payload      string // pretty-printed JSON
-	Deliveries   []sluice.Delivery
-	EndpointURLs map[uuid.UUID]string
-	Replays      map[uuid.UUID]ReplayMark
-	Next         map[uuid.UUID]*NextAttempt // when each delivery will really be tried next
+	Event         sluice.Event
+	Payload       string // pretty-printed JSON
+	Deliveries    []sluice.Delivery
+	EndpointsByID map[uuid.UUID]sluice.Endpoint // the endpoints of the deliveries
+	Replays       map[uuid.UUID]ReplayMark
+	Next          map[uuid.UUID]*NextAttempt // when each delivery will really be tried next
 }
 
 // ErrorView is an error page.

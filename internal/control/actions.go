@@ -30,6 +30,7 @@ const (
 	EndpointTested         Action = "endpoint.tested"
 	EndpointReplayed       Action = "endpoint.replayed"
 	EndpointCircuitClosed  Action = "endpoint.circuit_closed"
+	EndpointThrottleLifted Action = "endpoint.throttle_lifted"
 	EndpointVerifyAsked    Action = "endpoint.verification_requested"
 
 	SubscriptionCreated Action = "subscription.created"
@@ -71,6 +72,7 @@ var Actions = []Action{
 	EndpointTested,
 	EndpointReplayed,
 	EndpointCircuitClosed,
+	EndpointThrottleLifted,
 	EndpointVerifyAsked,
 	SubscriptionCreated,
 	SubscriptionDeleted,

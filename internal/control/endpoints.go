@@ -420,6 +420,26 @@ func (c *Control) CloseCircuit(ctx context.Context, who Caller, id uuid.UUID) (s
 	return c.Endpoint(ctx, who, id)
 }
 
+// LiftThrottle ends the throttle window of an endpoint of the caller's
+// scope by hand (dispatch.LiftThrottle): its queued deliveries go at its
+// rate now, not when the window would have closed.
+func (c *Control) LiftThrottle(ctx context.Context, who Caller, id uuid.UUID) (sluice.Endpoint, error) {
+	err := c.change(ctx, who, EndpointThrottleLifted, func(ctx context.Context, e *sluice.AuditEntry) error {
+		if _, err := c.Endpoint(ctx, who, id); err != nil {
+			return err
+		}
+		if err := dispatch.LiftThrottle(ctx, c.store, c.nudger, who.Tenant, id); err != nil {
+			return fmt.Errorf("lift throttle: %w", err)
+		}
+		e.ObjectID = object(id)
+		return nil
+	})
+	if err != nil {
+		return sluice.Endpoint{}, err
+	}
+	return c.Endpoint(ctx, who, id)
+}
+
 // PollURL is the URL a poll endpoint is read from under secret, "" for a
 // push endpoint.
 func (c *Control) PollURL(ep sluice.Endpoint, secret string) string {

@@ -358,3 +358,41 @@ func TestCloseCircuit(t *testing.T) {
 	require.Equal(t, string(control.EndpointCircuitClosed), log[0].Action)
 	require.Equal(t, ep.ID.String(), *log[0].ObjectID)
 }
+
+func TestLiftThrottle(t *testing.T) {
+	t.Parallel()
+	b := setupEndpoints(t)
+	ctx := context.Background()
+	ep := b.create(t, b.owner, control.EndpointInput{}).Endpoint
+
+	_, err := b.ctl.LiftThrottle(ctx, b.viewer, ep.ID)
+	require.ErrorIs(t, err, sluice.ErrForbidden)
+	_, err = b.ctl.LiftThrottle(ctx, b.other, ep.ID)
+	require.ErrorIs(t, err, sluice.ErrNotFound)
+
+	// Not throttled: nothing to unpark.
+	got, err := b.ctl.LiftThrottle(ctx, b.owner, ep.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.ThrottledUntil)
+	require.Empty(t, b.nudges.unparked)
+
+	// Throttled for an hour: the window is gone, and its run unparked.
+	_, err = b.f.Store.Pool().Exec(ctx, `INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
+		VALUES ($1, now() + interval '1 hour', '429 Too Many Requests (3 in a row): backing off 1h', 3)`, ep.ID)
+	require.NoError(t, err)
+	before, err := b.ctl.Endpoint(ctx, b.owner, ep.ID)
+	require.NoError(t, err)
+	require.Equal(t, sluice.EndpointThrottled, before.Status)
+	got, err = b.ctl.LiftThrottle(ctx, b.owner, ep.ID)
+	require.NoError(t, err)
+	require.Nil(t, got.ThrottledUntil)
+	require.Nil(t, got.ThrottleReason)
+	require.Equal(t, sluice.EndpointActive, got.Status)
+	require.Equal(t, []uuid.UUID{ep.ID}, b.nudges.unparked)
+	var rows int
+	require.NoError(t, b.f.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM destination_throttle WHERE endpoint_id = $1`, ep.ID).Scan(&rows))
+	require.Zero(t, rows, "the count of consecutive 429s goes with the window")
+	log := b.auditLog(t, b.owner)
+	require.Equal(t, string(control.EndpointThrottleLifted), log[0].Action)
+	require.Equal(t, ep.ID.String(), *log[0].ObjectID)
+}

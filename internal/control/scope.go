@@ -3,10 +3,13 @@ package control
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
 // The reads every door shares, each within the caller's scope: a tenant's
@@ -100,6 +103,28 @@ func (c *Control) Event(ctx context.Context, who Caller, id uuid.UUID) (sluice.E
 // broadcasts.
 func (c *Control) Events(ctx context.Context, who Caller, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
 	return c.store.ListEvents(ctx, who.Tenant, who.Consumer, eventType, p)
+}
+
+// FanOut is how many endpoints of the caller's scope each of events went
+// to (replays left out), by event id; an event that went to none is not
+// in it. One query for a listed page of events.
+func (c *Control) FanOut(ctx context.Context, who Caller, events []sluice.Event) (map[uuid.UUID]int64, error) {
+	out := make(map[uuid.UUID]int64, len(events))
+	if len(events) == 0 {
+		return out, nil
+	}
+	p := dbq.FanOutCountsParams{TenantID: who.Tenant, EventIds: make([]uuid.UUID, len(events)), Consumer: who.Consumer}
+	for i, ev := range events {
+		p.EventIds[i] = ev.ID
+	}
+	rows, err := store.Read(ctx, c.store, (*dbq.Queries).FanOutCounts, p)
+	if err != nil {
+		return nil, fmt.Errorf("fan-out counts: %w", err)
+	}
+	for _, r := range rows {
+		out[r.EventID] = r.Endpoints
+	}
+	return out, nil
 }
 
 // EndpointsByID is the endpoints of the caller's scope with ids, taken

@@ -2,8 +2,12 @@ package dashboard
 
 import (
 	"net/http"
+	"net/url"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/control"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
@@ -57,6 +61,45 @@ func (d *Dashboard) showAuditLog(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		v.Entries, v.Older = page.Items, olderURL(r, page.Next)
+		v.ObjectLinks = objectLinks(page.Items)
 	}
 	return d.render(w, r, status, web.AuditPage(chrome(r, web.SectionAudit), v))
+}
+
+// objectPages are the pages of the objects the audit log's actions name,
+// by action: an endpoint's, a delivery's, a consumer's (its portal links
+// are on it), an event type's. Deletions, and objects without a page of
+// their own (API keys, members, subscriptions), have none.
+var objectPages = map[control.Action]func(id string) string{
+	control.EndpointCreated:        endpointPage,
+	control.EndpointUpdated:        endpointPage,
+	control.EndpointSecretRevealed: endpointPage,
+	control.EndpointSecretRotated:  endpointPage,
+	control.EndpointTested:         endpointPage,
+	control.EndpointReplayed:       endpointPage,
+	control.EndpointCircuitClosed:  endpointPage,
+	control.EndpointThrottleLifted: endpointPage,
+	control.EndpointVerifyAsked:    endpointPage,
+	control.DeliveryReplayed:       func(id string) string { return "/deliveries/" + url.PathEscape(id) },
+	control.DeliveryRetried:        func(id string) string { return "/deliveries/" + url.PathEscape(id) },
+	control.ConsumerCreated:        consumerPage,
+	control.ConsumerUpdated:        consumerPage,
+	control.PortalLinkCreated:      consumerPage,
+	control.PortalLinkRevoked:      consumerPage,
+	control.EventTypeCreated:       func(id string) string { return "/event-types/" + url.PathEscape(id) },
+	control.EventTypeUpdated:       func(id string) string { return "/event-types/" + url.PathEscape(id) },
+}
+
+func endpointPage(id string) string  { return "/endpoints/" + url.PathEscape(id) }
+func consumerPage(uid string) string { return "/consumers/" + url.PathEscape(uid) }
+
+// objectLinks are the pages of entries' objects (objectPages), by entry id.
+func objectLinks(entries []sluice.AuditEntry) map[uuid.UUID]string {
+	out := make(map[uuid.UUID]string, len(entries))
+	for _, e := range entries {
+		if page, ok := objectPages[control.Action(e.Action)]; ok && e.ObjectID != nil {
+			out[e.ID] = page(*e.ObjectID)
+		}
+	}
+	return out
 }

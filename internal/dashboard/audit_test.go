@@ -98,6 +98,7 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	none(ep+"/secret/rotate", form())
 	step(ep+"/secret/rotate", form("confirm", "yes"), "endpoint.secret_rotated")
 	step(ep+"/circuit/close", form(), "endpoint.circuit_closed")
+	step(ep+"/throttle/lift", form(), "endpoint.throttle_lifted")
 	step(ep+"/edit", form("url", "https://b.test/y", "max_in_flight", "7", "event_types", "*", "verification", "challenge"),
 		"endpoint.updated", "disabled", "event_types", "verification") // the form enables it again
 	step(ep+"/verify", form(), "endpoint.verification_requested")
@@ -138,8 +139,17 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	all := br.get("/audit")
 	require.Equal(t, http.StatusOK, all.Status)
 	requireContains(t, all, "endpoint.secret_rotated", "API key "+key.Name, "event_types, max_in_flight, url")
+	// Object ids link to the object's page when it has one.
+	requireContains(t, all,
+		`<a href="/endpoints/`+s.endpoint.ID.String()+`"><code>`+s.endpoint.ID.String()+`</code></a>`,
+		`<a href="/deliveries/`+s.delivery.ID.String()+`"><code>`+s.delivery.ID.String()+`</code></a>`,
+		`<a href="/consumers/c9"><code>c9</code></a>`,
+		`<a href="/event-types/order.shipped"><code>order.shipped</code></a>`)
+	require.NotContains(t, all.Body, `href="/api-keys/`, "an API key has no page")
+	require.NotContains(t, all.Body, `href="/members/`, "nor a member")
 	only := br.get("/audit?action=endpoint.deleted")
-	requireContains(t, only, "endpoint.deleted", id)
+	requireContains(t, only, "endpoint.deleted", "<code>"+id+"</code>")
+	require.NotContains(t, only.Body, `href="/endpoints/`+id+`"`, "a deleted endpoint has no page")
 	require.NotContains(t, only.Body, "endpoint.created")
 	require.Equal(t, http.StatusUnprocessableEntity, br.get("/audit?since=yesterday").Status)
 

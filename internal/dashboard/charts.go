@@ -70,19 +70,24 @@ func fillBuckets(since time.Time, bucket time.Duration, n int, rows []sluice.Att
 }
 
 // rateChart is an adaptive endpoint's effective rate over the hour up to
-// now (flow.RateCurve, in 30 s steps); nil for an endpoint whose rate
-// limit is not adaptive. ep is in who's scope.
+// now (flow.RateCurve, in 30 s steps), its curve drawn from the
+// endpoint's creation when that is within the hour; nil for an endpoint
+// whose rate limit is not adaptive. ep is in who's scope.
 func (d *Dashboard) rateChart(ctx context.Context, who control.Caller, ep sluice.Endpoint, now time.Time) (*web.RateChart, error) {
 	if ep.RateLimit == nil || !ep.RateLimit.Adaptive {
 		return nil, nil
 	}
 	until := now.UTC()
 	since := until.Add(-time.Hour)
-	slowdowns, err := d.ctl.EffectiveRateChanges(ctx, who, ep.ID, since)
+	from := since
+	if ep.CreatedAt.After(from) && ep.CreatedAt.Before(until) {
+		from = ep.CreatedAt.UTC()
+	}
+	slowdowns, err := d.ctl.EffectiveRateChanges(ctx, who, ep.ID, from)
 	if err != nil {
 		return nil, err
 	}
 	l := flow.LimitOf(*ep.RateLimit)
 	return &web.RateChart{Since: since, Until: until, Configured: l.Configured,
-		Points: flow.RateCurve(slowdowns, l, since, until, 30*time.Second)}, nil
+		Points: flow.RateCurve(slowdowns, l, from, until, 30*time.Second)}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/dispatchtest"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
 // attempt inserts one attempt of a delivery directly, as RecordOutcomes
@@ -100,10 +102,11 @@ func TestEndpointCharts(t *testing.T) {
 	require.Equal(t, 2, strings.Count(hour, `<g class="bar">`), "one bar per minute with attempts")
 	require.Contains(t, hour, `<title>2031-05-06 12:30–12:31 UTC: 2 delivered, 1 failed, 0 throttled</title>`)
 	require.Contains(t, hour, `<title>2031-05-06 12:31–12:32 UTC: 0 delivered, 1 failed, 1 throttled</title>`)
-	for _, label := range []string{">11:35</text>", ">11:50</text>", ">12:05</text>", ">12:20</text>", ">5</text>", ">0</text>"} {
+	for _, label := range []string{">11:45</text>", ">12:00</text>", ">12:15</text>", ">12:30</text>", ">5</text>", ">0</text>"} {
 		require.Contains(t, hour, label, "axis label")
 	}
 	require.NotContains(t, hour, ">12:35</text>", "no tick after now")
+	require.NotContains(t, hour, ">11:35</text>", "ticks on round minutes only")
 	require.Equal(t, 1, strings.Count(hour, `class="bar-throttled"`))
 	require.Equal(t, 2, strings.Count(hour, `class="bar-failed"`))
 
@@ -121,8 +124,9 @@ func TestEndpointCharts(t *testing.T) {
 	require.Contains(t, day, `<title>2031-05-06 11:30–12:00 UTC: 1 delivered, 0 failed, 0 throttled</title>`)
 	require.Contains(t, day, `<title>2031-05-06 11:00–11:30 UTC: 0 delivered, 1 failed, 0 throttled</title>`)
 	// The day crosses midnight: its first tick and the first of the new
-	// day carry the date; the range's end, in the future, has no tick.
-	for _, label := range []string{">May 5 13:00</text>", ">19:00</text>", ">May 6 01:00</text>", ">07:00</text>"} {
+	// day carry the date; the range's end, in the future, has no tick;
+	// ticks fall every six hours from midnight.
+	for _, label := range []string{">May 5 18:00</text>", ">May 6 00:00</text>", ">06:00</text>", ">12:00</text>"} {
 		require.Contains(t, day, label, "axis label")
 	}
 	require.NotContains(t, day, ">13:00</text>", "no tick after now, and no two ticks alike")
@@ -258,8 +262,8 @@ func TestDeliveryTablesShowTheRealNextAttempt(t *testing.T) {
 
 // TestEffectiveRateChart: an adaptive endpoint's page charts its effective
 // rate over the last hour from its slowdowns, recorded as a dispatch step
-// saves them; an endpoint whose rate limit is not adaptive has no such
-// chart.
+// saves them, from the endpoint's creation when that is within the hour;
+// an endpoint whose rate limit is not adaptive has no such chart.
 func TestEffectiveRateChart(t *testing.T) {
 	b := setup(t)
 	ctx := context.Background()
@@ -273,6 +277,12 @@ func TestEffectiveRateChart(t *testing.T) {
 	set.RateLimit = &sluice.RateLimit{PerSecond: 100, Burst: 100, Adaptive: true}
 	_, err := b.store.UpdateEndpoint(ctx, b.tenantA.ID, s.endpoint.ID, set, false)
 	require.NoError(t, err)
+	created := func(ago time.Duration) {
+		t.Helper()
+		_, err := b.store.Pool().Exec(ctx, `UPDATE endpoints SET created_at = now() - $2::interval WHERE id = $1`, s.endpoint.ID, ago)
+		require.NoError(t, err)
+	}
+	created(2 * time.Hour)
 	now := time.Now().UTC()
 	for _, sd := range []flow.Adaptive{{Rate: 40, At: now.Add(-20 * time.Minute)}, {Rate: 25, At: now.Add(-5 * time.Minute)}} {
 		dispatchtest.SetFlow(t, b.store, s.endpoint.ID, func(f *dispatch.Flow) { f.Adaptive = flow.Adaptive{Rate: sd.Rate, At: sd.At, HalvedAt: sd.At} })
@@ -291,4 +301,74 @@ func TestEffectiveRateChart(t *testing.T) {
 	require.Equal(t, "10.0", y(points[0]), "an hour ago: the configured rate (100/s of an axis to 100/s)")
 	require.Equal(t, "10.0", y(points[len(points)-1]), "now: recovered")
 	require.True(t, slices.ContainsFunc(points, func(p string) bool { return y(p) == "92.5" }), "the drop to 25/s")
+	x := func(p string) float64 {
+		v, _, _ := strings.Cut(p, ",")
+		f, err := strconv.ParseFloat(v, 64)
+		require.NoError(t, err)
+		return f
+	}
+	require.InDelta(t, 56.0, x(points[0]), 0.1, "the curve starts at the axis's start")
+
+	// Created ten minutes ago: the curve starts then, five sixths along
+	// the hour's axis (from x 56 to 628), not an hour ago.
+	created(10 * time.Minute)
+	line = regexp.MustCompile(`<polyline class="line-rate" points="([^"]+)"`).FindStringSubmatch(svgOf(t, br.get(path), "chart-rate-svg"))
+	require.NotNil(t, line)
+	points = strings.Fields(line[1])
+	require.InDelta(t, 56+572*5.0/6, x(points[0]), 1.0, "the curve starts at the endpoint's creation")
+	require.LessOrEqual(t, len(points), 21+2*3, "a point every 30 s since")
+}
+
+// TestPollEndpointPage: a poll endpoint's page shows no circuit, throttle
+// or rate limit (none applies to a read) and no latency charts, but still
+// charts its reads; a push endpoint's page shows them all.
+func TestPollEndpointPage(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	push := b.seed(b.tenantA, "https://hooks.acme.test/push", false)
+	poll, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{Description: "warehouse reader",
+		MaxInFlight: 10, Delivery: sluice.DeliveryPoll}, storetest.Secret)
+	require.NoError(t, err)
+	br := b.browser()
+	br.login(b.keyA)
+
+	p := br.get("/endpoints/" + push.endpoint.ID.String())
+	requireContains(t, p, "<dt>Circuit</dt>", "<dt>Throttle</dt>", "<dt>Rate limit</dt>", `id="chart-hour-latency"`, "p95 latency")
+	p = br.get("/endpoints/" + poll.ID.String())
+	require.Equal(t, http.StatusOK, p.Status)
+	requireContains(t, p, `id="poll-state"`, `id="chart-hour-counts"`, `id="chart-day-counts"`)
+	for _, absent := range []string{"<dt>Circuit</dt>", "<dt>Throttle</dt>", "<dt>Rate limit</dt>", `id="chart-hour-latency"`, `id="chart-day-latency"`, "p95 latency", `id="chart-rate"`} {
+		require.NotContains(t, p.Body, absent)
+	}
+}
+
+// TestEndpointNamedWithDescription: two endpoints with the same URL are
+// told apart by their descriptions wherever a page names one: a
+// delivery's page, an event's fan-out, the dead letters' filter, the
+// "Replay all" confirmation.
+func TestEndpointNamedWithDescription(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	const u = "https://hooks.acme.test/same"
+	s := b.seed(b.tenantA, u, true) // description "orders"
+	twin, err := b.store.CreateEndpoint(ctx, b.tenantA.ID, sluice.EndpointSettings{URL: u, Description: "refunds", MaxInFlight: 10}, storetest.Secret)
+	require.NoError(t, err)
+	require.NoError(t, b.store.SetSubscriptions(ctx, b.tenantA.ID, twin.ID, []string{"*"}, nil))
+	ev := b.event(b.tenantA, "order.created", `{}`)
+	b.kill(twin.ID, 500, "boom", "down")
+	br := b.browser()
+	br.login(b.keyA)
+
+	named := func(id uuid.UUID, desc string) string {
+		return `<a class="url" href="/endpoints/` + id.String() + `"><span class="seg">https://</span><wbr><span class="seg">hooks.acme.test/</span><wbr><span class="seg">same</span></a> <span class="endpoint-description">` + desc + `</span>`
+	}
+	p := br.get("/deliveries/" + s.delivery.ID.String())
+	require.Contains(t, p.Body, named(s.endpoint.ID, "orders"))
+	p = br.get("/events/" + ev.ID.String())
+	require.Contains(t, p.Body, named(s.endpoint.ID, "orders"))
+	require.Contains(t, p.Body, named(twin.ID, "refunds"))
+	p = br.get("/dead")
+	requireContains(t, p, u+" — orders</option>", u+" — refunds</option>")
+	p = br.get("/endpoints/" + twin.ID.String() + "/replay?status=dead&from=dead")
+	require.Contains(t, p.Body, named(twin.ID, "refunds"))
 }

@@ -157,6 +157,7 @@ func (d *Dashboard) writeRoutes(r chi.Router) {
 	r.Post("/endpoints/{id}/secret/rotate", d.handle(d.rotateSecret))
 	r.Post("/endpoints/{id}/test", d.handle(d.testEndpoint))
 	r.Post("/endpoints/{id}/circuit/close", d.handle(d.closeCircuit))
+	r.Post("/endpoints/{id}/throttle/lift", d.handle(d.liftThrottle))
 	r.Post("/endpoints/{id}/verify", d.handle(d.verifyEndpoint))
 }
 

@@ -24,12 +24,12 @@ func (d *Dashboard) showDelivery(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v := web.DeliveryView{Delivery: del, Attempts: attempts, EndpointURL: del.EndpointID.String(),
+	v := web.DeliveryView{Delivery: del, Attempts: attempts,
 		Replayed: r.URL.Query().Get("replayed") == "1", Retried: r.URL.Query().Get("retried") == "1"}
 	ep, err := d.ctl.Endpoint(ctx, who, del.EndpointID)
 	switch {
 	case err == nil:
-		v.EndpointURL = ep.URL
+		v.Endpoint = &ep
 		v.Next = nextAttempt(del, &ep, d.now())
 	case errors.Is(err, sluice.ErrNotFound):
 		v.Next = nextAttempt(del, nil, d.now())
@@ -139,7 +139,7 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.EndpointURLs = urls(eps)
+	v.EndpointsByID = eps
 	v.Replayable = map[uuid.UUID]int64{}
 	for _, id := range v.ReplayTargets {
 		n, err := d.ctl.CountReplayable(ctx, who, id, sluice.ReplayFilter{Status: sluice.DeliveryDead})

@@ -26,6 +26,9 @@ func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	v.Events, v.Older = page.Items, olderURL(r, page.Next)
+	if v.FanOut, err = d.ctl.FanOut(r.Context(), caller(r), page.Items); err != nil {
+		return err
+	}
 	return d.render(w, r, http.StatusOK, web.EventsPage(chrome(r, web.SectionEvents), v))
 }
 
@@ -45,7 +48,7 @@ func (d *Dashboard) showEvent(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	v.EndpointURLs, v.Next = urls(eps), nextAttempts(deliveries, eps, d.now())
+	v.EndpointsByID, v.Next = eps, nextAttempts(deliveries, eps, d.now())
 	if v.Replays, err = d.replayMarks(ctx, who, deliveries); err != nil {
 		return err
 	}

@@ -32,5 +32,6 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/secret/rotate":  control.EndpointSecretRotated,
 	"POST /endpoints/{id}/test":           control.EndpointTested,
 	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
+	"POST /endpoints/{id}/throttle/lift":  control.EndpointThrottleLifted,
 	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
 }

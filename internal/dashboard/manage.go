@@ -15,7 +15,7 @@ import (
 
 // Endpoint management: create, edit (with the subscription), disable and
 // enable, delete, reveal and rotate the secret, send a test event, close
-// the circuit. Every action is the control layer's, in the session's
+// the circuit, lift the throttle. Every action is the control layer's, in the session's
 // scope, and the destructive ones (delete, rotate) go through a
 // confirmation page first.
 
@@ -28,6 +28,7 @@ var flashes = map[string]string{
 	"disabled": "Endpoint disabled: nothing is sent to it until it is enabled.",
 	"enabled":  "Endpoint enabled.",
 	"closed":   "Circuit closed: its queued deliveries are sent at its rate limit.",
+	"lifted":   "Throttle lifted: its queued deliveries are sent at its rate limit.",
 	"verify":   "Challenge sent: the endpoint is verified once its receiver answers it.",
 }
 
@@ -277,6 +278,18 @@ func (d *Dashboard) closeCircuit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return redirect(w, r, endpointDone(id, "closed"))
+}
+
+// liftThrottle is POST /endpoints/{id}/throttle/lift.
+func (d *Dashboard) liftThrottle(w http.ResponseWriter, r *http.Request) error {
+	id, err := pathID(r)
+	if err != nil {
+		return err
+	}
+	if _, err := d.ctl.LiftThrottle(r.Context(), caller(r), id); err != nil {
+		return err
+	}
+	return redirect(w, r, endpointDone(id, "lifted"))
 }
 
 // verifyEndpoint is POST /endpoints/{id}/verify: a new challenge.

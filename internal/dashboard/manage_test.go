@@ -380,3 +380,29 @@ func TestManagePollEndpoint(t *testing.T) {
 	shown := br.post("/endpoints/"+id.String()+"/secret", url.Values{"csrf_token": {token}})
 	requireContains(t, shown, `id="poll-url"`, poll.Token(id, secret))
 }
+
+// TestLiftThrottleForm: a throttled endpoint's page offers "Lift throttle",
+// which ends the window; an endpoint that is not throttled offers none.
+func TestLiftThrottleForm(t *testing.T) {
+	b := setup(t)
+	ctx := context.Background()
+	s := b.seed(b.tenantA, "https://a.test/x", false)
+	br := b.browser()
+	br.login(b.keyA)
+	path := "/endpoints/" + s.endpoint.ID.String()
+	lift := `action="` + path + `/throttle/lift"`
+	require.NotContains(t, br.get(path).Body, lift, "not throttled: nothing to lift")
+
+	_, err := b.store.Pool().Exec(ctx, `INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
+		VALUES ($1, now() + interval '1 hour', '429 Too Many Requests (2 in a row): backing off 1h', 2)`, s.endpoint.ID)
+	require.NoError(t, err)
+	p := br.get(path)
+	requireContains(t, p, lift, "backing off 1h")
+	p = br.post(path+"/throttle/lift", url.Values{"csrf_token": {br.csrf(path)}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, path+"?done=lifted", p.Location())
+	p = br.get(p.Location())
+	requireContains(t, p, "Throttle lifted")
+	require.NotContains(t, p.Body, "backing off 1h")
+	require.NotContains(t, p.Body, lift)
+}

@@ -146,12 +146,3 @@ func endpointIDs(ds []sluice.Delivery) []uuid.UUID {
 	}
 	return out
 }
-
-// urls names endpoints by their URLs.
-func urls(endpoints map[uuid.UUID]sluice.Endpoint) map[uuid.UUID]string {
-	out := make(map[uuid.UUID]string, len(endpoints))
-	for id, e := range endpoints {
-		out[id] = e.URL
-	}
-	return out
-}

@@ -297,6 +297,7 @@ func scopedPosts(s seeded) map[string]url.Values {
 		"/endpoints/" + ep + "/secret/rotate": {"confirm": {"yes"}},
 		"/endpoints/" + ep + "/test":          {},
 		"/endpoints/" + ep + "/circuit/close": {},
+		"/endpoints/" + ep + "/throttle/lift": {},
 		"/endpoints/" + ep + "/delete":        {"confirm": {"yes"}},
 	}
 }

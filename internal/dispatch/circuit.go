@@ -49,3 +49,34 @@ func CloseCircuit(ctx context.Context, st *store.Store, nudger TxNudger, tenantI
 		return nil
 	})
 }
+
+// LiftThrottle ends an endpoint's throttle window by hand, as a success
+// would: the window and its count of consecutive 429s are dropped, and the
+// endpoint's parked job is unparked through nudger, so its queued
+// deliveries go at its rate. An endpoint that is not throttled is left as
+// it is. It runs in one transaction, or in the change its context belongs
+// to (store.Change). An endpoint of another tenant is sluice.ErrNotFound.
+func LiftThrottle(ctx context.Context, st *store.Store, nudger TxNudger, tenantID, endpointID uuid.UUID) error {
+	return st.InTx(ctx, func(stx store.Tx) error {
+		tx := &StepTx{st: st, tx: stx}
+		locked, err := tx.LockFlow(ctx, endpointID)
+		switch {
+		case errors.Is(err, sluice.ErrNotFound) || err == nil && locked.TenantID != tenantID:
+			return sluice.ErrNotFound
+		case err != nil:
+			return fmt.Errorf("lock endpoint: %w", err)
+		}
+		before, after := locked.Flow, locked.Flow
+		if before.Throttle == (flow.Throttle{}) {
+			return nil
+		}
+		after.Throttle = flow.Throttle{}
+		if err := tx.SaveFlow(ctx, endpointID, before, after); err != nil {
+			return fmt.Errorf("save flow: %w", err)
+		}
+		if err := nudger.Unpark(ctx, tx.Tx(), endpointID, locked.ParkedJobID); err != nil {
+			return fmt.Errorf("unpark: %w", err)
+		}
+		return nil
+	})
+}

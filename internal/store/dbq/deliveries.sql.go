@@ -236,6 +236,51 @@ func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, 
 	return deleted, err
 }
 
+const fanOutCounts = `-- name: FanOutCounts :many
+SELECT d.event_id, count(*)::bigint AS endpoints
+FROM deliveries d
+WHERE d.tenant_id = $1 AND d.event_id = ANY($2::uuid[]) AND d.replayed_from IS NULL
+  AND ($3::text IS NULL OR d.endpoint_id IN (
+       SELECT e.id FROM endpoints e
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = $3::text))
+GROUP BY d.event_id
+`
+
+type FanOutCountsParams struct {
+	TenantID uuid.UUID
+	EventIds []uuid.UUID
+	Consumer *string
+}
+
+type FanOutCountsRow struct {
+	EventID   uuid.UUID
+	Endpoints int64
+}
+
+// How many endpoints each of a page of events went to (its deliveries,
+// replays left out), of one consumer's endpoints when consumer is set:
+// one statement for the events list. The events' ids let Postgres read
+// only their weeks' partitions.
+func (q *Queries) FanOutCounts(ctx context.Context, arg FanOutCountsParams) ([]FanOutCountsRow, error) {
+	rows, err := q.db.Query(ctx, fanOutCounts, arg.TenantID, arg.EventIds, arg.Consumer)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []FanOutCountsRow{}
+	for rows.Next() {
+		var i FanOutCountsRow
+		if err := rows.Scan(&i.EventID, &i.Endpoints); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND id = $2
 `
