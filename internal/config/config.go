@@ -29,8 +29,8 @@ type Config struct {
 	// may point at a pooler in transaction mode (docs/operations.md);
 	// empty means everything uses DatabaseURL.
 	DatabaseSessionURL string
-	Addr        string
-	DebugAddr   string
+	Addr               string
+	DebugAddr          string
 	// HealthAddr is where a process without the API role serves /healthz,
 	// /readyz and /metrics (SLUICE_HEALTH_ADDR); empty means nowhere.
 	HealthAddr string
