@@ -123,7 +123,7 @@ func migrateCmd(ctx context.Context, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	pool, err := app.OpenPool(ctx, cfg)
+	pool, err := app.OpenSessionPool(ctx, cfg)
 	if err != nil {
 		return err
 	}

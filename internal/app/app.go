@@ -52,6 +52,7 @@ func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	}
 	store.ConfigurePool(pcfg)
 	configurePool(pcfg, cfg) // pool.go
+	behindPooler(pcfg, cfg)  // session.go
 	if pcfg.MaxConns < 40 {
 		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
@@ -66,13 +67,28 @@ func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// NewStore opens the store with the configured encryption key.
+// OpenSessionPool is OpenPool on SLUICE_DATABASE_SESSION_URL when it is
+// set: for migrate, whose lock is held by a session.
+func OpenSessionPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	if cfg.DatabaseSessionURL != "" {
+		cfg.DatabaseURL, cfg.DatabaseSessionURL = cfg.DatabaseSessionURL, ""
+	}
+	return OpenPool(ctx, cfg)
+}
+
+// NewStore opens the store with the configured encryption key; with
+// SLUICE_DATABASE_SESSION_URL set, pool is taken to be behind a pooler in
+// transaction mode.
 func NewStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, error) {
 	box, err := secretbox.New(cfg.EncryptionKey)
 	if err != nil {
 		return nil, err
 	}
-	return store.New(pool, box), nil
+	st := store.New(pool, box)
+	if cfg.DatabaseSessionURL != "" {
+		st.BehindPooler()
+	}
+	return st, nil
 }
 
 // Process is the parts of one Sluice process, wired.
@@ -81,6 +97,7 @@ type Process struct {
 	Store   *store.Store
 	River   *river.Client[pgx.Tx]
 	Handler http.Handler // API and/or dashboard routes, as the roles say
+	session *sessions    // what needs a session of its own connects there
 	api     *httpapi.API
 	ingest  *ingest.Ingester // nil without the API role
 	nudger  *dispatch.Nudger // starts and nudges dispatch runs, and queues every job
@@ -112,7 +129,11 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 		pool.Close()
 		return nil, err
 	}
-	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.Store, cfg, roles.Worker, p.tracing, logger); err != nil {
+	if p.session, err = openSessions(ctx, cfg, pool); err != nil {
+		p.abandon()
+		return nil, err
+	}
+	if p.River, p.nudger, p.workers, err = NewRiver(pool, p.session, p.Store, cfg, roles.Worker, p.tracing, logger); err != nil {
 		p.abandon()
 		return nil, err
 	}
@@ -181,6 +202,7 @@ func (p *Process) abandon() {
 	if p.Store != nil {
 		p.Store.Close()
 	}
+	p.session.close()
 	p.Pool.Close()
 }
 
@@ -268,6 +290,7 @@ func (p *Process) Close() {
 		p.logger.Warn("traces not all exported", "err", err)
 	}
 	p.Store.Close()
+	p.session.close()
 	p.Pool.Close()
 }
 

@@ -16,7 +16,8 @@ import (
 // How a connection to Postgres that died is noticed (docs/database.md).
 // Every connection Sluice opens is made with these: the pool's, River's
 // (it uses the pool), the dispatch leases' and the wake-up listener's
-// (they copy its ConnConfig).
+// (they copy its ConnConfig, or the session pool's, set up alike:
+// session.go).
 const (
 	// DefaultConnectTimeout bounds opening one connection, TLS and
 	// authentication included, to each host DATABASE_URL lists, unless its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
@@ -50,4 +51,32 @@ func TestPoolDropsReadOnlyConnections(t *testing.T) {
 	var ro string
 	require.NoError(t, c.QueryRow(ctx, "SHOW transaction_read_only").Scan(&ro))
 	require.Equal(t, "off", ro)
+}
+
+// TestPoolBehindPoolerPreparesNothing: with a session URL set, the pool
+// on DATABASE_URL (a pooler) caches statement descriptions instead of
+// named prepared statements, unless its URL chose a mode itself; the
+// session pool, straight to Postgres, keeps pgx's default.
+func TestPoolBehindPoolerPreparesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := pgtest.NewDatabase(t)
+	for _, c := range []struct {
+		name, url, session string
+		want               pgx.QueryExecMode
+	}{
+		{"no session URL", url, "", pgx.QueryExecModeCacheStatement},
+		{"a session URL", url, url, pgx.QueryExecModeCacheDescribe},
+		{"a mode of its own", url + "&default_query_exec_mode=exec", url, pgx.QueryExecModeExec},
+	} {
+		cfg := config.Config{DatabaseURL: c.url, DatabaseSessionURL: c.session, DBTimeout: config.DefaultDBTimeout}
+		pool, err := app.OpenPool(ctx, cfg)
+		require.NoError(t, err, c.name)
+		require.Equal(t, c.want, pool.Config().ConnConfig.DefaultQueryExecMode, c.name)
+		pool.Close()
+		session, err := app.OpenSessionPool(ctx, cfg)
+		require.NoError(t, err, c.name)
+		require.Equal(t, pgx.QueryExecModeCacheStatement, session.Config().ConnConfig.DefaultQueryExecMode, c.name+": the session pool")
+		session.Close()
+	}
 }

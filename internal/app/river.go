@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 
 	"github.com/sluice-dev/sluice/internal/config"
 	"github.com/sluice-dev/sluice/internal/dispatch"
@@ -60,7 +59,10 @@ func (w *workers) close() {
 // whose run died is replaced by the sweeper as soon as its lease is free.
 // River's own rescuer remains the backstop for the other kinds, after
 // longer than any of those timeouts.
-func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorkers bool, tp *tracing.Provider, logger *slog.Logger) (*river.Client[pgx.Tx], *dispatch.Nudger, *workers, error) {
+//
+// River runs on pool but listens over session's connection; the leases and
+// the Nudger's listener connect there too.
+func NewRiver(pool *pgxpool.Pool, session *sessions, st *store.Store, cfg config.Config, withWorkers bool, tp *tracing.Provider, logger *slog.Logger) (*river.Client[pgx.Tx], *dispatch.Nudger, *workers, error) {
 	rc := &river.Config{
 		Logger: riverLogger(logger),
 		// Dispatch jobs are many and short-lived: keep the table small.
@@ -74,13 +76,13 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 		FetchCooldown: 2 * time.Millisecond,
 	}
 	if !withWorkers {
-		client, err := river.NewClient(riverpgxv5.New(pool), rc)
+		client, err := river.NewClient(session.driver(pool), rc)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("make river client: %w", err)
 		}
-		return client, newNudger(pool, st, client, 0, logger), nil, nil
+		return client, newNudger(session, st, client, 0, logger), nil, nil
 	}
-	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: pool.Config().ConnConfig, Logger: logger})
+	leases, err := jobs.NewLeaseHolder(jobs.LeaseConfig{ConnConfig: session.conn, Logger: logger})
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -139,11 +141,11 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 			func() (river.JobArgs, *river.InsertOpts) { return jobs.RetentionArgs{}, nil },
 			&river.PeriodicJobOpts{RunOnStart: true}),
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	client, err := river.NewClient(session.driver(pool), rc)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("make river client: %w", err)
 	}
-	w.nudger = newNudger(pool, st, client, lingerMax, logger)
+	w.nudger = newNudger(session, st, client, lingerMax, logger)
 	dcfg.Nudger = w.nudger
 	if w.dispatch, err = dispatch.NewWorker(st, dcfg); err != nil {
 		return nil, nil, nil, err
@@ -172,8 +174,8 @@ func NewRiver(pool *pgxpool.Pool, st *store.Store, cfg config.Config, withWorker
 // the runs of a worker process and the poll requests waiting in an API
 // process; maxLinger is how many runs may linger (0 in a process without
 // runs).
-func newNudger(pool *pgxpool.Pool, st *store.Store, client *river.Client[pgx.Tx], maxLinger int, logger *slog.Logger) *dispatch.Nudger {
+func newNudger(session *sessions, st *store.Store, client *river.Client[pgx.Tx], maxLinger int, logger *slog.Logger) *dispatch.Nudger {
 	return dispatch.NewNudger(st, jobs.NewQueue(client), dispatch.NudgerConfig{
-		MaxLinger: maxLinger, ConnConfig: pool.Config().ConnConfig, Logger: logger,
+		MaxLinger: maxLinger, ConnConfig: session.conn, Logger: logger,
 	})
 }

@@ -23,8 +23,14 @@ import (
 // Config is every setting of a Sluice process.
 type Config struct {
 	DatabaseURL string
-	Addr        string
-	DebugAddr   string
+	// DatabaseSessionURL is where what needs a session of its own goes
+	// straight to Postgres (SLUICE_DATABASE_SESSION_URL): LISTEN, the
+	// dispatch leases' advisory locks, migrations' lock. Set, DatabaseURL
+	// may point at a pooler in transaction mode (docs/operations.md);
+	// empty means everything uses DatabaseURL.
+	DatabaseSessionURL string
+	Addr               string
+	DebugAddr          string
 	// HealthAddr is where a process without the API role serves /healthz,
 	// /readyz and /metrics (SLUICE_HEALTH_ADDR); empty means nowhere.
 	HealthAddr string
@@ -122,6 +128,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 	p := parser{getenv: getenv}
 	c := Config{
 		DatabaseURL:         getenv("DATABASE_URL"),
+		DatabaseSessionURL:  getenv("SLUICE_DATABASE_SESSION_URL"),
 		Addr:                p.str("SLUICE_ADDR", DefaultAddr),
 		DebugAddr:           getenv("SLUICE_DEBUG_ADDR"),
 		HealthAddr:          getenv("SLUICE_HEALTH_ADDR"),

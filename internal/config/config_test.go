@@ -26,6 +26,11 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 5*time.Second, c.DBTimeout)
 	require.Equal(t, 120*time.Hour, c.DisableAfter)
 	require.False(t, c.AllowPrivateTargets)
+	require.Empty(t, c.DatabaseSessionURL, "everything on DATABASE_URL")
+
+	c, err = Parse(env(map[string]string{"DATABASE_URL": "postgres://pooler", "SLUICE_DATABASE_SESSION_URL": "postgres://db"}), false)
+	require.NoError(t, err)
+	require.Equal(t, "postgres://db", c.DatabaseSessionURL)
 }
 
 func TestDisableAfter(t *testing.T) {

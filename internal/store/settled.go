@@ -78,9 +78,17 @@ func settingsKey(settings [][2]string) string {
 // store's pool.
 func (s *Store) OneShot(settings [][2]string) *dbq.Queries { return dbq.New(s.poolWith(settings)) }
 
-// poolWith is the settled pool for settings, or with none the store's.
+// BehindPooler says the store's pool reaches Postgres through a pooler in
+// transaction mode, which passes no settings in a connection's startup
+// message: then there are no settled pools, a step sets its settings for
+// its transaction (BeginStep), and a statement run alone (OneShot) runs
+// without them. Call it before the store is used.
+func (s *Store) BehindPooler() { s.pooled = true }
+
+// poolWith is the settled pool for settings, or with none (or behind a
+// pooler) the store's.
 func (s *Store) poolWith(settings [][2]string) *pgxpool.Pool {
-	if len(settings) == 0 {
+	if len(settings) == 0 || s.pooled {
 		return s.pool
 	}
 	return s.settled.pool(s.pool, settings)

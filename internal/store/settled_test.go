@@ -4,8 +4,10 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -39,4 +41,40 @@ func TestOneShotRunsWithItsSettingsAlone(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	require.NoError(t, tx.QueryRow(ctx, read).Scan(&got))
 	require.Equal(t, "off off 2", got, "a step on the same settings")
+}
+
+// TestBehindPoolerStepsSetTheirSettingsPerTransaction: behind a pooler no
+// connection carries settings: OneShot runs on the store's pool, and a
+// step sets its settings for its own transaction alone, leaving the
+// connection (which a pooler hands to others next) as it found it.
+func TestBehindPoolerStepsSetTheirSettingsPerTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	f := storetest.New(t)
+	cfg := f.Store.Pool().Config()
+	cfg.MaxConns = 1 // one connection: what a step leaves behind, the next statement sees
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	st := store.New(pool, nil)
+	st.BehindPooler()
+	settings := [][2]string{{"synchronous_commit", "off"}, {"enable_seqscan", "off"}}
+	require.Same(t, pool, st.PoolWith(settings), "no settled pool behind a pooler")
+
+	const read = `SELECT current_setting('synchronous_commit') || ' ' || current_setting('enable_seqscan')`
+	var got string
+	for range 2 {
+		tx, err := st.BeginStep(ctx, settings)
+		require.NoError(t, err)
+		require.NoError(t, tx.QueryRow(ctx, read).Scan(&got))
+		require.Equal(t, "off off", got, "the step's transaction has its settings")
+		require.NoError(t, tx.Commit(ctx))
+		require.NoError(t, pool.QueryRow(ctx, read).Scan(&got))
+		require.Equal(t, "on on", got, "the connection is left with the defaults")
+	}
+	tx, err := st.BeginStep(ctx, nil)
+	require.NoError(t, err)
+	require.NoError(t, tx.QueryRow(ctx, read).Scan(&got))
+	require.Equal(t, "on on", got, "a step without settings sets none")
+	require.NoError(t, tx.Rollback(ctx))
 }

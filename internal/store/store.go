@@ -31,6 +31,7 @@ type Store struct {
 	box  *secretbox.Box
 
 	settled settled // pools whose connections carry settings (OneShot)
+	pooled  bool    // behind a transaction pooler (BehindPooler)
 	// routed runs a statement alone with routedSettings (Routed).
 	routed func() *dbq.Queries
 }

@@ -70,9 +70,14 @@ func (s *Store) InAsyncTx(ctx context.Context, fn func(Tx) error) error {
 // BeginStep begins a transaction the caller commits or rolls back, on a
 // pool whose connections carry settings (see settled): for a dispatch
 // step, which decides between its statements and ends with a commit or a
-// rollback of its own choosing.
+// rollback of its own choosing. Behind a pooler the settings are set for
+// the transaction instead, in BEGIN's round trip.
 func (s *Store) BeginStep(ctx context.Context, settings [][2]string) (Tx, error) {
-	tx, err := s.poolWith(settings).Begin(ctx)
+	var opts pgx.TxOptions
+	if s.pooled && len(settings) > 0 {
+		opts.BeginQuery = "BEGIN" + setLocal(settings)
+	}
+	tx, err := s.poolWith(settings).BeginTx(ctx, opts)
 	if err != nil {
 		return Tx{}, fmt.Errorf("begin: %w", err)
 	}
