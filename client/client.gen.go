@@ -1989,6 +1989,12 @@ type IdempotencyKey = string
 // Limit defines model for Limit.
 type Limit = int
 
+// Since defines model for Since.
+type Since = time.Time
+
+// Until defines model for Until.
+type Until = time.Time
+
 // BadRequest An RFC 9457 problem document.
 type BadRequest = Problem
 
@@ -2095,6 +2101,23 @@ type ListDeliveriesParams struct {
 
 	// Status Only deliveries in this status (`dead` lists the dead-letter backlog).
 	Status *DeliveryStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Since Only what was created at or after this time (RFC 3339).
+	Since *Since `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only what was created before this time (RFC 3339); after `since` when both are given.
+	Until *Until `form:"until,omitempty" json:"until,omitempty"`
+
+	// StatusCode Only deliveries whose last attempt was answered with this status
+	// code (`404`) or one in this range, both ends included (`500-599`).
+	// A delivery not attempted yet has no status code.
+	StatusCode *string `form:"status_code,omitempty" json:"status_code,omitempty"`
+
+	// EventType Only deliveries of events of this type, or of every type that starts with a prefix (`invoice.*`).
+	EventType *string `form:"event_type,omitempty" json:"event_type,omitempty"`
+
+	// Consumer Only deliveries to this consumer's endpoints (a portal caller sees only its own).
+	Consumer *string `form:"consumer,omitempty" json:"consumer,omitempty"`
 }
 
 // ListEndpointsParams defines parameters for ListEndpoints.
@@ -2126,8 +2149,19 @@ type ListEventsParams struct {
 	// Cursor Opaque cursor from the `next_cursor` of the previous page.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 
-	// Type Only events of exactly this type.
-	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+	// Type Only events of this type, or of every type that starts with a prefix (`invoice.*`).
+	Type *string `form:"type,omitempty" json:"type,omitempty"`
+
+	// Since Only what was created at or after this time (RFC 3339).
+	Since *Since `form:"since,omitempty" json:"since,omitempty"`
+
+	// Until Only what was created before this time (RFC 3339); after `since` when both are given.
+	Until *Until `form:"until,omitempty" json:"until,omitempty"`
+
+	// Filter Only events whose payload matches this filter, in the language of
+	// subscription filters, as URL-encoded JSON
+	// (`{"customer.id": "cus_1"}`).
+	Filter *string `form:"filter,omitempty" json:"filter,omitempty"`
 }
 
 // CreateEventParams defines parameters for CreateEvent.
@@ -5993,6 +6027,66 @@ func NewListDeliveriesRequest(server string, params *ListDeliveriesParams) (*htt
 
 		}
 
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StatusCode != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status_code", *params.StatusCode, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.EventType != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "event_type", *params.EventType, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Consumer != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "consumer", *params.Consumer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -6795,6 +6889,42 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		if params.Type != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type", *params.Type, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Since != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "since", *params.Since, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Until != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "until", *params.Until, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Filter != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "filter", *params.Filter, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {

@@ -49,19 +49,36 @@ SELECT EXISTS (
 SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: ListDeliveries :many
+-- A page of a tenant's deliveries matching the filters given (NULL for
+-- none), newest first: by created_at, then id (00041_search.sql). The time
+-- range and the page's cursor (the last id of the page before, whose
+-- created_at is looked up, or read from the id when the delivery is gone)
+-- are the bounds of one scan of deliveries_tenant_created_idx in each
+-- week's partition, never a filter over the tenant's rows. status_min and
+-- status_max bound the status code of a delivery's last attempt, found by
+-- one probe of its attempts' index in its own week.
 SELECT d.* FROM deliveries d
 WHERE d.tenant_id = @tenant_id
+  AND d.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
+  AND d.created_at < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
+  AND (d.created_at, d.id) < (
+      coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+               to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
+      coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
   AND (sqlc.narg(endpoint_id)::uuid IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::uuid)
   AND (sqlc.narg(event_id)::uuid IS NULL OR d.event_id = sqlc.narg(event_id)::uuid)
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status)::text)
   AND (sqlc.narg(event_type)::text IS NULL OR d.event_type = sqlc.narg(event_type)::text)
-  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
-  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
+  AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(d.event_type, sqlc.narg(type_prefix)::text))
   AND (sqlc.narg(consumer)::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
        WHERE e.tenant_id = d.tenant_id AND e.consumer = sqlc.narg(consumer)::text))
-  AND (sqlc.narg(after)::uuid IS NULL OR d.id < sqlc.narg(after)::uuid)
-ORDER BY d.id DESC
+  AND (sqlc.narg(status_min)::integer IS NULL OR (
+       SELECT a.status_code FROM delivery_attempts a
+       WHERE a.delivery_id = d.id AND a.event_id = d.event_id
+       ORDER BY a.id DESC
+       LIMIT 1) BETWEEN sqlc.narg(status_min)::integer AND sqlc.narg(status_max)::integer)
+ORDER BY d.created_at DESC, d.id DESC
 LIMIT @max_rows;
 
 -- name: DeliveriesForEvent :many

@@ -25,12 +25,26 @@ LIMIT 1;
 SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id;
 
 -- name: ListEvents :many
-SELECT * FROM events
-WHERE tenant_id = @tenant_id
-  AND (sqlc.narg(type)::text IS NULL OR type = sqlc.narg(type)::text)
-  AND (sqlc.narg(consumer)::text IS NULL OR consumer = sqlc.narg(consumer)::text OR broadcast)
-  AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)
-ORDER BY id DESC
+-- A page of a tenant's events matching the filters given (NULL for none),
+-- newest first: by created_at, then id, bounded as ListDeliveries is
+-- (00041_search.sql); as one consumer sees them when consumer is given:
+-- the events addressed to it and the broadcasts. filter_path is a payload
+-- filter compiled to jsonpath (filter.Filter.JSONPath), matched against
+-- the payloads of the rows the other conditions leave.
+SELECT ev.* FROM events ev
+WHERE ev.tenant_id = @tenant_id
+  AND ev.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
+  AND ev.created_at < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
+  AND (ev.created_at, ev.id) < (
+      coalesce((SELECT c.created_at FROM events c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+               to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
+      coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND (sqlc.narg(type)::text IS NULL OR ev.type = sqlc.narg(type)::text)
+  AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(ev.type, sqlc.narg(type_prefix)::text))
+  AND (sqlc.narg(consumer)::text IS NULL OR ev.consumer = sqlc.narg(consumer)::text OR ev.broadcast)
+  AND (sqlc.narg(filter_path)::jsonpath IS NULL
+       OR jsonb_path_match(ev.payload::jsonb, sqlc.narg(filter_path)::jsonpath, '{}', true))
+ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @max_rows;
 
 -- name: EventsByID :many

@@ -18,9 +18,10 @@ const DateTimeLocal = "2006-01-02T15:04"
 type DeliveryFilters struct {
 	// Path is the list's page.
 	Path string
-	// Type, Status, Since and Until are the filters applied, as in the
-	// query ("" for none); Since and Until are DateTimeLocal values.
-	Type, Status, Since, Until string
+	// Type, Status, StatusCode, Since and Until are the filters applied,
+	// as in the query ("" for none); Since and Until are DateTimeLocal
+	// values.
+	Type, Status, StatusCode, Since, Until string
 	// Statuses says the status can be chosen (not on the dead letters).
 	Statuses bool
 	// Types are the event types offered: the tenant's catalogue.
@@ -35,7 +36,7 @@ type DeliveryFilters struct {
 
 // Set reports whether any filter but the endpoint is applied.
 func (f DeliveryFilters) Set() bool {
-	return f.Type != "" || f.Status != "" || f.Since != "" || f.Until != ""
+	return f.Type != "" || f.Status != "" || f.StatusCode != "" || f.Since != "" || f.Until != ""
 }
 
 // query is the filters as query parameters.
@@ -51,6 +52,7 @@ func (f DeliveryFilters) query() url.Values {
 	}
 	set("type", f.Type)
 	set("status", f.Status)
+	set("status_code", f.StatusCode)
 	set("since", f.Since)
 	set("until", f.Until)
 	return q
@@ -75,7 +77,7 @@ func (f DeliveryFilters) link(pairs ...string) string {
 
 // cleared is the list without type, status and time filters.
 func (f DeliveryFilters) cleared() string {
-	return f.link("type", "", "status", "", "since", "", "until", "")
+	return f.link("type", "", "status", "", "status_code", "", "since", "", "until", "")
 }
 
 // filterLink is one choice of a read-only session's filters.
@@ -89,6 +91,16 @@ func (f DeliveryFilters) statusLinks() []filterLink {
 	out := []filterLink{{Label: "any status", URL: f.link("status", ""), Current: f.Status == ""}}
 	for _, s := range deliveryStatuses {
 		out = append(out, filterLink{Label: statusLabel(s), URL: f.link("status", s), Current: f.Status == s})
+	}
+	return out
+}
+
+// codeLinks are the choices of the last attempt's status code: any, or a
+// class of them.
+func (f DeliveryFilters) codeLinks() []filterLink {
+	out := []filterLink{{Label: "any answer", URL: f.link("status_code", ""), Current: f.StatusCode == ""}}
+	for _, c := range []string{"200-299", "400-499", "500-599"} {
+		out = append(out, filterLink{Label: c[:1] + "xx", URL: f.link("status_code", c), Current: f.StatusCode == c})
 	}
 	return out
 }

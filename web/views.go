@@ -173,7 +173,15 @@ type EventsView struct {
 	// FanOut is how many endpoints each event went to; none when absent.
 	FanOut map[uuid.UUID]int64
 	Type   string // the type filter, "" for all
-	Older  string
+	// Filter is the payload filter (JSON), "" for none; Since and Until
+	// are DateTimeLocal values, "" for none.
+	Filter, Since, Until string
+	Older                string
+}
+
+// Set reports whether any filter is applied.
+func (v EventsView) Set() bool {
+	return v.Type != "" || v.Filter != "" || v.Since != "" || v.Until != ""
 }
 
 // EventView is one event with its payload and fan-out.

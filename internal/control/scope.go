@@ -60,23 +60,6 @@ func (c *Control) Delivery(ctx context.Context, who Caller, id uuid.UUID) (sluic
 	return del, attempts, nil
 }
 
-// Deliveries is a page of the caller's deliveries matching f; an endpoint
-// filter outside the scope is sluice.ErrNotFound.
-func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
-	if err := validStatus(f.Status); err != nil {
-		return sluice.Page[sluice.Delivery]{}, err
-	}
-	if f.EndpointID != nil && who.portal() {
-		if _, err := c.Endpoint(ctx, who, *f.EndpointID); err != nil {
-			return sluice.Page[sluice.Delivery]{}, err
-		}
-	}
-	if who.portal() {
-		f.Consumer = who.Consumer
-	}
-	return c.store.ListDeliveries(ctx, who.Tenant, f, p)
-}
-
 // Event is one event of the caller's scope with its fan-out: for a portal
 // caller, only the deliveries to its consumer's endpoints (a broadcast
 // reaches other consumers too).
@@ -96,13 +79,6 @@ func (c *Control) Event(ctx context.Context, who Caller, id uuid.UUID) (sluice.E
 		deliveries = page.Items
 	}
 	return ev, deliveries, nil
-}
-
-// Events is a page of the caller's events, newest first, optionally of one
-// type: a portal caller's are those addressed to its consumer and the
-// broadcasts.
-func (c *Control) Events(ctx context.Context, who Caller, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
-	return c.store.ListEvents(ctx, who.Tenant, who.Consumer, eventType, p)
 }
 
 // FanOut is how many endpoints of the caller's scope each of events went

@@ -6,22 +6,33 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/web"
 )
 
-// listEvents is GET /events: the scope's events, newest first, optionally
-// of one type (?type=).
+// listEvents is GET /events: the scope's events, newest first, filtered
+// by type (one, or "prefix.*"), creation time and a payload filter.
 func (d *Dashboard) listEvents(w http.ResponseWriter, r *http.Request) error {
 	p, err := pageParams(r)
 	if err != nil {
 		return err
 	}
-	v := web.EventsView{Type: strings.TrimSpace(r.URL.Query().Get("type"))}
-	var eventType *string
+	q := r.URL.Query()
+	v := web.EventsView{Type: strings.TrimSpace(q.Get("type")), Filter: strings.TrimSpace(q.Get("filter"))}
+	var f sluice.EventFilter
 	if v.Type != "" {
-		eventType = &v.Type
+		f.Type = &v.Type
 	}
-	page, err := d.ctl.Events(r.Context(), caller(r), eventType, p)
+	if v.Filter != "" {
+		f.Filter = &v.Filter
+	}
+	if f.Since, v.Since, err = filterTime(q.Get("since")); err != nil {
+		return err
+	}
+	if f.Until, v.Until, err = filterTime(q.Get("until")); err != nil {
+		return err
+	}
+	page, err := d.ctl.Events(r.Context(), caller(r), f, p)
 	if err != nil {
 		return err
 	}

@@ -85,7 +85,8 @@ func TestDeliveryFilters(t *testing.T) {
 		"":                                     {"d0", "d1", "d2", "d3"},
 		"?type=order.created":                  {"d0", "d2", "d3"},
 		"?type=invoice.paid":                   {"d1"},
-		"?type=order":                          nil, // exact types only
+		"?type=order":                          nil, // a type, or a prefix with .*
+		"?type=order.*":                        {"d0", "d2", "d3"},
 		"?status=delivered":                    {"d1", "d3"},
 		"?type=order.created&status=delivered": {"d3"},
 		"?since=2030-01-01T10:30&until=2030-01-01T12:00":            {"d1"},             // until is exclusive

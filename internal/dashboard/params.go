@@ -95,6 +95,9 @@ func deliveryFilters(r *http.Request, statuses bool, f *sluice.DeliveryFilter, v
 			f.Status, v.Status = status, *status
 		}
 	}
+	if c := strings.TrimSpace(q.Get("status_code")); c != "" {
+		f.StatusCode, v.StatusCode = &c, c
+	}
 	var err error
 	if f.Since, v.Since, err = filterTime(q.Get("since")); err != nil {
 		return err

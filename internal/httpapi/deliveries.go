@@ -17,9 +17,12 @@ type deliveryWithAttempts struct {
 func (a *API) listDeliveries(w http.ResponseWriter, r *http.Request) error {
 	v := &sluice.ValidationError{}
 	p := pageParams(r, v)
-	f := sluice.DeliveryFilter{EndpointID: queryID(r, "endpoint_id", v), EventID: queryID(r, "event_id", v)}
-	if s := r.URL.Query().Get("status"); s != "" {
-		f.Status = &s
+	q := r.URL.Query()
+	f := sluice.DeliveryFilter{
+		EndpointID: queryID(r, "endpoint_id", v), EventID: queryID(r, "event_id", v),
+		Status: queryValue(q, "status"), EventType: queryValue(q, "event_type"), Consumer: queryValue(q, "consumer"),
+		StatusCode: queryValue(q, "status_code"),
+		Since:      queryTime(q, "since", v), Until: queryTime(q, "until", v),
 	}
 	if err := v.Err(); err != nil {
 		return err

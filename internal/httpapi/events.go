@@ -110,14 +110,15 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 func (a *API) listEvents(w http.ResponseWriter, r *http.Request) error {
 	v := &sluice.ValidationError{}
 	p := pageParams(r, v)
-	var eventType *string
-	if t := r.URL.Query().Get("type"); t != "" {
-		eventType = &t
+	q := r.URL.Query()
+	f := sluice.EventFilter{
+		Type: queryValue(q, "type"), Filter: queryValue(q, "filter"),
+		Since: queryTime(q, "since", v), Until: queryTime(q, "until", v),
 	}
 	if err := v.Err(); err != nil {
 		return err
 	}
-	page, err := a.ctl.Events(r.Context(), caller(r), eventType, p)
+	page, err := a.ctl.Events(r.Context(), caller(r), f, p)
 	if err != nil {
 		return err
 	}

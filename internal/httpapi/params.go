@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
@@ -35,6 +37,21 @@ func queryID(r *http.Request, name string, v *sluice.ValidationError) *uuid.UUID
 		return nil
 	}
 	return &id
+}
+
+// queryTime reads an RFC 3339 time from the query parameter name, or
+// records in v why it cannot; nil when the parameter is absent.
+func queryTime(q url.Values, name string, v *sluice.ValidationError) *time.Time {
+	raw := q.Get(name)
+	if raw == "" {
+		return nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, raw)
+	if err != nil {
+		v.Add(name, "%q is not an RFC 3339 time such as 2030-01-31T14:05:00Z", raw)
+		return nil
+	}
+	return &t
 }
 
 // pageParams reads ?limit= and ?cursor= into v's failures or a PageParams.

@@ -81,11 +81,27 @@ type DeliveryFilter struct {
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
-	EventType  *string
+	// EventType is one type, or "prefix.*" for every type that starts
+	// with "prefix.".
+	EventType *string
 	// Since and Until keep the deliveries created in [Since, Until).
 	Since, Until *time.Time
 	// Consumer keeps only the deliveries to that consumer's endpoints.
 	Consumer *string
+	// StatusCode keeps the deliveries whose last attempt was answered with
+	// one status code ("404") or one in a range ("500-599").
+	StatusCode *string
+}
+
+// EventFilter selects events in a list; nil fields do not filter.
+type EventFilter struct {
+	// Type is one type, or "prefix.*" as in DeliveryFilter.
+	Type *string
+	// Since and Until keep the events created in [Since, Until).
+	Since, Until *time.Time
+	// Filter is a payload filter in the subscriptions' language
+	// (internal/filter), as JSON.
+	Filter *string
 }
 
 // ReplayFilter selects an endpoint's deliveries to replay in bulk.

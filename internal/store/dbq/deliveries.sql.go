@@ -385,44 +385,67 @@ func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64,
 const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence, d.poll_position FROM deliveries d
 WHERE d.tenant_id = $1
-  AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
-  AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
-  AND ($4::text IS NULL OR d.status = $4::text)
-  AND ($5::text IS NULL OR d.event_type = $5::text)
-  AND ($6::timestamptz IS NULL OR d.created_at >= $6::timestamptz)
-  AND ($7::timestamptz IS NULL OR d.created_at < $7::timestamptz)
-  AND ($8::text IS NULL OR d.endpoint_id IN (
+  AND d.created_at >= coalesce($2::timestamptz, '-infinity')
+  AND d.created_at < coalesce($3::timestamptz, 'infinity')
+  AND (d.created_at, d.id) < (
+      coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+               to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
+      coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND ($5::uuid IS NULL OR d.endpoint_id = $5::uuid)
+  AND ($6::uuid IS NULL OR d.event_id = $6::uuid)
+  AND ($7::text IS NULL OR d.status = $7::text)
+  AND ($8::text IS NULL OR d.event_type = $8::text)
+  AND ($9::text IS NULL OR starts_with(d.event_type, $9::text))
+  AND ($10::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
-       WHERE e.tenant_id = d.tenant_id AND e.consumer = $8::text))
-  AND ($9::uuid IS NULL OR d.id < $9::uuid)
-ORDER BY d.id DESC
-LIMIT $10
+       WHERE e.tenant_id = d.tenant_id AND e.consumer = $10::text))
+  AND ($11::integer IS NULL OR (
+       SELECT a.status_code FROM delivery_attempts a
+       WHERE a.delivery_id = d.id AND a.event_id = d.event_id
+       ORDER BY a.id DESC
+       LIMIT 1) BETWEEN $11::integer AND $12::integer)
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT $13
 `
 
 type ListDeliveriesParams struct {
 	TenantID   uuid.UUID
+	Since      *time.Time
+	Until      *time.Time
+	After      *uuid.UUID
 	EndpointID *uuid.UUID
 	EventID    *uuid.UUID
 	Status     *string
 	EventType  *string
-	Since      *time.Time
-	Until      *time.Time
+	TypePrefix *string
 	Consumer   *string
-	After      *uuid.UUID
+	StatusMin  *int32
+	StatusMax  *int32
 	MaxRows    int32
 }
 
+// A page of a tenant's deliveries matching the filters given (NULL for
+// none), newest first: by created_at, then id (00041_search.sql). The time
+// range and the page's cursor (the last id of the page before, whose
+// created_at is looked up, or read from the id when the delivery is gone)
+// are the bounds of one scan of deliveries_tenant_created_idx in each
+// week's partition, never a filter over the tenant's rows. status_min and
+// status_max bound the status code of a delivery's last attempt, found by
+// one probe of its attempts' index in its own week.
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, listDeliveries,
 		arg.TenantID,
+		arg.Since,
+		arg.Until,
+		arg.After,
 		arg.EndpointID,
 		arg.EventID,
 		arg.Status,
 		arg.EventType,
-		arg.Since,
-		arg.Until,
+		arg.TypePrefix,
 		arg.Consumer,
-		arg.After,
+		arg.StatusMin,
+		arg.StatusMax,
 		arg.MaxRows,
 	)
 	if err != nil {

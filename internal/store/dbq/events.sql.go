@@ -309,29 +309,51 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events
-WHERE tenant_id = $1
-  AND ($2::text IS NULL OR type = $2::text)
-  AND ($3::text IS NULL OR consumer = $3::text OR broadcast)
-  AND ($4::uuid IS NULL OR id < $4::uuid)
-ORDER BY id DESC
-LIMIT $5
+SELECT ev.id, ev.tenant_id, ev.type, ev.payload, ev.coalesce_key, ev.idempotency_key, ev.created_at, ev.consumer, ev.broadcast, ev.trace_context, ev.ordering_key FROM events ev
+WHERE ev.tenant_id = $1
+  AND ev.created_at >= coalesce($2::timestamptz, '-infinity')
+  AND ev.created_at < coalesce($3::timestamptz, 'infinity')
+  AND (ev.created_at, ev.id) < (
+      coalesce((SELECT c.created_at FROM events c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+               to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
+      coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND ($5::text IS NULL OR ev.type = $5::text)
+  AND ($6::text IS NULL OR starts_with(ev.type, $6::text))
+  AND ($7::text IS NULL OR ev.consumer = $7::text OR ev.broadcast)
+  AND ($8::jsonpath IS NULL
+       OR jsonb_path_match(ev.payload::jsonb, $8::jsonpath, '{}', true))
+ORDER BY ev.created_at DESC, ev.id DESC
+LIMIT $9
 `
 
 type ListEventsParams struct {
-	TenantID uuid.UUID
-	Type     *string
-	Consumer *string
-	After    *uuid.UUID
-	MaxRows  int32
+	TenantID   uuid.UUID
+	Since      *time.Time
+	Until      *time.Time
+	After      *uuid.UUID
+	Type       *string
+	TypePrefix *string
+	Consumer   *string
+	FilterPath *string
+	MaxRows    int32
 }
 
+// A page of a tenant's events matching the filters given (NULL for none),
+// newest first: by created_at, then id, bounded as ListDeliveries is
+// (00041_search.sql); as one consumer sees them when consumer is given:
+// the events addressed to it and the broadcasts. filter_path is a payload
+// filter compiled to jsonpath (filter.Filter.JSONPath), matched against
+// the payloads of the rows the other conditions leave.
 func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event, error) {
 	rows, err := q.db.Query(ctx, listEvents,
 		arg.TenantID,
-		arg.Type,
-		arg.Consumer,
+		arg.Since,
+		arg.Until,
 		arg.After,
+		arg.Type,
+		arg.TypePrefix,
+		arg.Consumer,
+		arg.FilterPath,
 		arg.MaxRows,
 	)
 	if err != nil {

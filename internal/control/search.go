@@ -1,0 +1,146 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
+)
+
+// Search: the lists of deliveries and events, newest first, with their
+// filters. Each filter is read and checked here, whichever door it came
+// through, and a refused one is a sluice.ValidationError naming the query
+// parameter; the lists are one statement each (ListDeliveries, ListEvents
+// in queries/), whose time range and cursor bound an index scan of each
+// week's partition (00041_search.sql).
+
+// Deliveries is a page of the caller's deliveries matching f; an endpoint
+// filter outside the scope is sluice.ErrNotFound. A portal caller's are
+// those to its consumer's endpoints, whatever f.Consumer says.
+func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryFilter, p sluice.PageParams) (sluice.Page[sluice.Delivery], error) {
+	v := &sluice.ValidationError{}
+	if err := validStatus(f.Status); err != nil {
+		return sluice.Page[sluice.Delivery]{}, err
+	}
+	arg := dbq.ListDeliveriesParams{
+		TenantID: who.Tenant, EndpointID: f.EndpointID, EventID: f.EventID, Status: f.Status,
+		Since: f.Since, Until: f.Until, Consumer: f.Consumer, After: p.After, MaxRows: int32(p.Limit) + 1,
+	}
+	arg.EventType, arg.TypePrefix = typeMatch("event_type", f.EventType, v)
+	arg.StatusMin, arg.StatusMax = statusCodes(f.StatusCode, v)
+	timeRange(f.Since, f.Until, v)
+	if err := v.Err(); err != nil {
+		return sluice.Page[sluice.Delivery]{}, err
+	}
+	if who.portal() {
+		if f.EndpointID != nil {
+			if _, err := c.Endpoint(ctx, who, *f.EndpointID); err != nil {
+				return sluice.Page[sluice.Delivery]{}, err
+			}
+		}
+		arg.Consumer = who.Consumer
+	}
+	rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListDeliveries, arg)
+	if err != nil {
+		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
+	}
+	return pageOf(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID }, store.DeliveryFromRow), nil
+}
+
+// Events is a page of the caller's events matching f: a portal caller's
+// are those addressed to its consumer and the broadcasts.
+func (c *Control) Events(ctx context.Context, who Caller, f sluice.EventFilter, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
+	v := &sluice.ValidationError{}
+	arg := dbq.ListEventsParams{
+		TenantID: who.Tenant, Since: f.Since, Until: f.Until, Consumer: who.Consumer,
+		After: p.After, MaxRows: int32(p.Limit) + 1,
+	}
+	arg.Type, arg.TypePrefix = typeMatch("type", f.Type, v)
+	timeRange(f.Since, f.Until, v)
+	if f.Filter != nil {
+		if compiled := compileFilter(json.RawMessage(*f.Filter), v); compiled != nil {
+			arg.FilterPath = &compiled.JSONPath
+		}
+	}
+	if err := v.Err(); err != nil {
+		return sluice.Page[sluice.Event]{}, err
+	}
+	rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListEvents, arg)
+	if err != nil {
+		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
+	}
+	return pageOf(rows, p, func(r dbq.Event) uuid.UUID { return r.ID }, store.EventFromRow), nil
+}
+
+// typeMatch reads an event-type filter: one type (exact), or "prefix.*",
+// every type that starts with "prefix." (as a subscription's pattern).
+func typeMatch(field string, raw *string, v *sluice.ValidationError) (exact, prefix *string) {
+	if raw == nil {
+		return nil, nil
+	}
+	t := *raw
+	if p, ok := strings.CutSuffix(t, "*"); ok && strings.HasSuffix(p, ".") && len(p) > 1 && !strings.Contains(p, "*") {
+		return nil, &p
+	}
+	if t == "" || strings.Contains(t, "*") {
+		v.Add(field, `must be an event type, or a prefix such as "invoice.*"`)
+		return nil, nil
+	}
+	return &t, nil
+}
+
+// Status codes a status_code filter may name.
+const minStatusCode, maxStatusCode = 100, 599
+
+// statusCodes reads a status-code filter: one code ("404") or a range
+// ("500-599"), both ends included.
+func statusCodes(raw *string, v *sluice.ValidationError) (lo, hi *int32) {
+	if raw == nil {
+		return nil, nil
+	}
+	code := func(s string) (int32, bool) {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		return int32(n), err == nil && n >= minStatusCode && n <= maxStatusCode
+	}
+	first, last, isRange := strings.Cut(*raw, "-")
+	if !isRange {
+		last = first
+	}
+	l, okL := code(first)
+	h, okH := code(last)
+	if !okL || !okH || l > h {
+		v.Add("status_code", `must be a status code from %d to %d, or a range of them such as "500-599"`, minStatusCode, maxStatusCode)
+		return nil, nil
+	}
+	return &l, &h
+}
+
+// timeRange checks that a [since, until) range is not empty.
+func timeRange(since, until *time.Time, v *sluice.ValidationError) {
+	if since != nil && until != nil && !since.Before(*until) {
+		v.Add("until", "must be after since")
+	}
+}
+
+// pageOf cuts rows, fetched one past the page's limit, into a page: the
+// extra row, when there is one, says that a next page exists.
+func pageOf[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv func(R) T) sluice.Page[T] {
+	out := sluice.Page[T]{Items: make([]T, 0, min(len(rows), p.Limit))}
+	for i, r := range rows {
+		if i == p.Limit {
+			next := id(rows[i-1])
+			out.Next = &next
+			break
+		}
+		out.Items = append(out.Items, conv(r))
+	}
+	return out
+}

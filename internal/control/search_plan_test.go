@@ -1,0 +1,86 @@
+package control_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+)
+
+// searchSQL is the query named name in queries/file with its parameters
+// numbered for EXPLAIN: @tenant_id $1, @max_rows $2, and the optional ones
+// (sqlc.narg) $3, $4, … in the order given.
+func searchSQL(t *testing.T, file, name string, nargs ...string) string {
+	q := storetest.QuerySQL(t, file, name, "tenant_id", "max_rows")
+	for i, n := range nargs {
+		q = strings.ReplaceAll(q, "sqlc.narg("+n+")", fmt.Sprintf("$%d", i+3))
+	}
+	require.NotContains(t, q, "sqlc.narg(", "every optional parameter is numbered")
+	return q
+}
+
+// TestSearchPlansReadTheTenantsTimeRange: over 60,000 deliveries and
+// events of tenant A spread over ten days, beside as many of tenant B's,
+// each search reads the (tenant_id, created_at, id) index of each week's
+// partition backwards between the range's bounds, in the order of the
+// page (nothing sorted), and stops at the page: the generic plan, made
+// without the values, as a statement prepared by the pool runs.
+func TestSearchPlansReadTheTenantsTimeRange(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := context.Background()
+	epA, epB := storetest.NewEndpoint(t, f, "a"), storetest.NewEndpoint(t, f, "b")
+	_, err := f.Store.Pool().Exec(ctx, `UPDATE endpoints SET tenant_id = $1 WHERE id = $2`, f.TenantB.ID, epB)
+	require.NoError(t, err)
+	for _, s := range []struct{ tenant, ep any }{{f.TenantA.ID, epA}, {f.TenantB.ID, epB}} {
+		_, err := f.Store.Pool().Exec(ctx, `
+			WITH ev AS (
+				INSERT INTO events (id, tenant_id, type, payload, created_at)
+				SELECT sluice_uuidv7(), $1, 'order.' || (n % 5), json_build_object('amount', n % 1000),
+				       now() - (n % 14400) * interval '1 minute'
+				FROM generate_series(1, 60000) n
+				RETURNING id, tenant_id, type, created_at),
+			d AS (
+				INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status, created_at)
+				SELECT sluice_uuidv7(), tenant_id, id, $2, type, 'failed', created_at FROM ev
+				RETURNING id, event_id, created_at)
+			INSERT INTO delivery_attempts (delivery_id, at, status_code, latency_ms, endpoint_id, event_id)
+			SELECT id, created_at, 200 + (hashtext(id::text) & 3) * 100, 1, $2, event_id FROM d`, s.tenant, s.ep)
+		require.NoError(t, err)
+	}
+	_, err = f.Store.Pool().Exec(ctx, "ANALYZE events, deliveries, delivery_attempts")
+	require.NoError(t, err)
+
+	deliveries := searchSQL(t, "deliveries.sql", "ListDeliveries", "since", "until", "after", "endpoint_id", "event_id",
+		"status", "event_type", "type_prefix", "consumer", "status_min", "status_max")
+	events := searchSQL(t, "events.sql", "ListEvents", "since", "until", "after", "type", "type_prefix", "consumer", "filter_path")
+	ts := func(ago time.Duration) string { return "'" + time.Now().Add(-ago).UTC().Format(time.RFC3339) + "'" }
+	null := "NULL"
+	args := func(vals ...string) string { return strings.Join(vals, ", ") }
+	a := "'" + f.TenantA.ID.String() + "'"
+	cases := []struct {
+		name, sql, args string
+	}{
+		{"deliveries of a day", deliveries, args(a, "51", ts(5*24*time.Hour), ts(4*24*time.Hour), null, null, null, null, null, null, null, null, null)},
+		{"deliveries of a day answered 5xx", deliveries, args(a, "51", ts(5*24*time.Hour), ts(4*24*time.Hour), null, null, null, null, null, null, null, "500", "599")},
+		{"deliveries of a type prefix since a day", deliveries, args(a, "51", ts(24*time.Hour), null, null, null, null, null, null, "'order.'", null, null, null)},
+		{"events of a day", events, args(a, "51", ts(5*24*time.Hour), ts(4*24*time.Hour), null, null, null, null, null)},
+		{"events of a day matching a payload filter", events, args(a, "51", ts(5*24*time.Hour), ts(4*24*time.Hour), null, null, null, null, `'strict $.amount < 500'`)},
+	}
+	for _, c := range cases {
+		plan := storetest.ExplainGeneric(t, f.Store.Pool(), c.sql, c.args)
+		t.Logf("%s:\n%s", c.name, plan)
+		table := strings.Fields(c.name)[0]
+		require.Regexp(t, `Index Scan Backward using `+table+`_\w+_tenant_id_created_at_id_idx`, plan, "%s: the search reads the tenant's time index", c.name)
+		require.Regexp(t, `Index Cond: \(\(tenant_id = \$1\) AND \(created_at >= COALESCE\(\$3`, plan, "%s: bounded by the tenant and the time", c.name)
+		require.NotRegexp(t, `Seq Scan on `+table+`_\w+ (d|ev)_\d+ `, plan, "%s: no partition is read whole", c.name)
+		require.NotRegexp(t, `Sort  \(cost=[^\n]*\n\s+Sort Key: \w+\.created_at`, plan, "%s: the index gives the order", c.name)
+		require.Regexp(t, `Limit  \(cost=.*\(actual .* rows=51 `, plan, "%s: a full page", c.name)
+		require.Less(t, storetest.SharedHits(t, plan), 3000, "%s: a page's worth of buffers, not the tenant's rows", c.name)
+	}
+}
