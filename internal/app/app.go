@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,12 +47,17 @@ type Roles struct {
 
 // OpenPool connects to cfg.DatabaseURL with a pool sized for the roles.
 func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	return openPool(ctx, cfg, strandedByReplication)
+}
+
+// openPool is OpenPool with the check that tells a primary left behind.
+func openPool(ctx context.Context, cfg config.Config, stranded strandedFunc) (*pgxpool.Pool, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	store.ConfigurePool(pcfg)
-	configurePool(pcfg, cfg) // pool.go
+	configurePool(pcfg, cfg, stranded) // pool.go
 	if pcfg.MaxConns < 40 {
 		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
@@ -89,6 +95,11 @@ type Process struct {
 	tracing *tracing.Provider
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
+	// stopWatch ends the leader watch (leader.go), when one runs; watched
+	// is closed once it has.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+	dbTimeout time.Duration
 	roles   Roles
 	logger  *slog.Logger
 
@@ -103,7 +114,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Pool: pool, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer}
+	p := &Process{Pool: pool, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer, dbTimeout: cfg.DBTimeout}
 	if p.Store, err = NewStore(pool, cfg); err != nil {
 		pool.Close()
 		return nil, err
@@ -181,6 +192,16 @@ func (p *Process) abandon() {
 // Start starts the API's ingester and the workers, when this process has
 // them, and the operator UI's background services.
 func (p *Process) Start(ctx context.Context) error {
+	if severalHosts(&p.Pool.Config().ConnConfig.Config) {
+		watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		p.stopWatch, p.watched = stop, make(chan struct{})
+		w := leaderWatch{pool: p.Pool, stranded: strandedByReplication, interval: LeaderCheckInterval,
+			timeout: cmp.Or(p.dbTimeout, config.DefaultDBTimeout), logger: p.logger}
+		go func() {
+			defer close(p.watched)
+			w.run(watchCtx)
+		}()
+	}
 	if p.ingest != nil {
 		// Not ctx itself: requests still arrive while the server drains
 		// after SIGTERM; Close stops the ingester once they are done.
@@ -260,6 +281,10 @@ func (p *Process) Close() {
 	p.workers.close()
 	if err := p.tracing.Shutdown(context.Background()); err != nil {
 		p.logger.Warn("traces not all exported", "err", err)
+	}
+	if p.stopWatch != nil {
+		p.stopWatch()
+		<-p.watched
 	}
 	p.Store.Close()
 	p.Pool.Close()

@@ -40,8 +40,9 @@ const (
 )
 
 // configurePool sets the pool's bounds on a database that stops answering
-// and its hold on a primary that moves.
-func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
+// and its hold on a primary that moves; stranded tells a primary left
+// behind (leader.go).
+func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFunc) {
 	cc := pcfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = DefaultConnectTimeout
@@ -78,6 +79,11 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
 			return false
 		}
 		return release == nil || release(c)
+	}
+	// With several hosts, a primary left behind by its HA manager is
+	// refused (leader.go); the lease and listener connections copy this.
+	if severalHosts(&cc.Config) {
+		refuseLeftBehind(&cc.Config, stranded)
 	}
 	// Requests bounded by dbwait learn whether a commit was sent for them.
 	if cc.Tracer == nil {
