@@ -47,29 +47,32 @@ type Roles struct {
 
 // OpenPool connects to cfg.DatabaseURL with a pool sized for the roles.
 func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
-	return openPool(ctx, cfg, strandedByReplication)
+	pool, _, err := openPool(ctx, cfg, strandedByReplication)
+	return pool, err
 }
 
-// openPool is OpenPool with the check that tells a primary left behind.
-func openPool(ctx context.Context, cfg config.Config, stranded strandedFunc) (*pgxpool.Pool, error) {
+// openPool is OpenPool with the check that tells a primary left behind;
+// it also returns the pool's connections, tracked when it has several
+// hosts (nil otherwise).
+func openPool(ctx context.Context, cfg config.Config, stranded strandedFunc) (*pgxpool.Pool, *connSet, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	store.ConfigurePool(pcfg)
-	configurePool(pcfg, cfg, stranded) // pool.go
+	conns := configurePool(pcfg, cfg, stranded) // pool.go
 	if pcfg.MaxConns < 40 {
 		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
+		return nil, nil, fmt.Errorf("open pool: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return pool, nil
+	return pool, conns, nil
 }
 
 // NewStore opens the store with the configured encryption key.
@@ -100,6 +103,7 @@ type Process struct {
 	stopWatch context.CancelFunc
 	watched   chan struct{}
 	dbTimeout time.Duration
+	conns     *connSet // the pool's connections, with several hosts
 	roles   Roles
 	logger  *slog.Logger
 
@@ -110,11 +114,11 @@ type Process struct {
 
 // New opens the database and builds what the roles need; Start runs it.
 func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) (*Process, error) {
-	pool, err := OpenPool(ctx, cfg)
+	pool, conns, err := openPool(ctx, cfg, strandedByReplication)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Pool: pool, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer, dbTimeout: cfg.DBTimeout}
+	p := &Process{Pool: pool, conns: conns, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer, dbTimeout: cfg.DBTimeout}
 	if p.Store, err = NewStore(pool, cfg); err != nil {
 		pool.Close()
 		return nil, err
@@ -192,11 +196,11 @@ func (p *Process) abandon() {
 // Start starts the API's ingester and the workers, when this process has
 // them, and the operator UI's background services.
 func (p *Process) Start(ctx context.Context) error {
-	if severalHosts(&p.Pool.Config().ConnConfig.Config) {
+	if p.conns != nil {
 		watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		p.stopWatch, p.watched = stop, make(chan struct{})
 		w := leaderWatch{pool: p.Pool, stranded: strandedByReplication, interval: LeaderCheckInterval,
-			timeout: cmp.Or(p.dbTimeout, config.DefaultDBTimeout), logger: p.logger}
+			timeout: cmp.Or(p.dbTimeout, config.DefaultDBTimeout), conns: p.conns, logger: p.logger}
 		go func() {
 			defer close(p.watched)
 			w.run(watchCtx)

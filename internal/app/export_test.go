@@ -23,14 +23,14 @@ var NewProbes = newProbes
 func WatchLeader(t *testing.T, cfg config.Config, stranded func(context.Context, *pgconn.PgConn) (bool, error),
 	interval time.Duration) (*pgxpool.Pool, <-chan struct{}) {
 	t.Helper()
-	pool, err := openPool(context.Background(), cfg, stranded)
+	pool, conns, err := openPool(context.Background(), cfg, stranded)
 	require.NoError(t, err)
 	resets := make(chan struct{}, 100)
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		leaderWatch{pool: pool, stranded: stranded, interval: interval, timeout: cfg.DBTimeout,
+		leaderWatch{pool: pool, stranded: stranded, interval: interval, timeout: cfg.DBTimeout, conns: conns,
 			logger: slog.New(slog.DiscardHandler), reset: func() { resets <- struct{}{} }}.run(ctx)
 	}()
 	t.Cleanup(func() {

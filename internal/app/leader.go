@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -23,10 +25,61 @@ import (
 // connected (no WAL sender). When DATABASE_URL names more than one host,
 // a new connection to such a server is refused (the next host is tried),
 // and the pool checks, every LeaderCheckInterval, the server its
-// connections go to, dropping them all (pgxpool.Pool.Reset) when it is
-// left behind: new ones go to the host that takes writes now. With one
+// connections go to, dropping them all when it is left behind (the idle
+// ones with pgxpool.Pool.Reset, and the sockets of those in use, which wait
+// on commits that never end, closed): new ones go to the host that takes
+// writes now. With one
 // host there is nowhere else to go and nothing is checked.
 // docs/operations.md has the watchdog that keeps this from happening.
+
+// connSet is the pool's open connections, so that those held by callers
+// (a commit waiting on the server left behind, which pgxpool.Pool.Reset
+// only closes once released, and it never is) can be cut.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[*pgx.Conn]struct{}
+}
+
+// track makes pcfg add every connection it opens to s, until closed.
+func (s *connSet) track(pcfg *pgxpool.Config) {
+	s.conns = map[*pgx.Conn]struct{}{}
+	after := pcfg.AfterConnect
+	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if after != nil {
+			if err := after(ctx, c); err != nil {
+				return err
+			}
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		return nil
+	}
+	before := pcfg.BeforeClose
+	pcfg.BeforeClose = func(c *pgx.Conn) {
+		s.mu.Lock()
+		delete(s.conns, c)
+		s.mu.Unlock()
+		if before != nil {
+			before(c)
+		}
+	}
+}
+
+// cut closes the socket of every connection to server: whatever waits on
+// one fails at once (its outcome unknown, as dbwait reports it).
+func (s *connSet) cut(server string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for c := range s.conns {
+		if nc := c.PgConn().Conn(); nc != nil && nc.RemoteAddr().String() == server {
+			_ = nc.Close()
+			n++
+		}
+	}
+	return n
+}
 
 // LeaderCheckInterval is how often a pool given several hosts checks
 // whether its server was left behind: one statement a second, on one
@@ -95,6 +148,7 @@ type leaderWatch struct {
 	stranded strandedFunc
 	interval time.Duration
 	timeout  time.Duration // of one check (the database bound)
+	conns    *connSet // the pool's; nil: only idle connections are dropped
 	logger   *slog.Logger
 	reset    func() // called after each reset (tests); nil: none
 }
@@ -115,9 +169,13 @@ func (w leaderWatch) run(ctx context.Context) {
 			// the requests' bounds' to deal with.
 			continue
 		}
-		w.logger.Warn("database: the server this process is connected to is no longer the leader (it waits for a synchronous standby and none is connected); reconnecting to the host that takes writes now",
-			"server", server)
 		w.pool.Reset()
+		cut := 0
+		if w.conns != nil {
+			cut = w.conns.cut(server)
+		}
+		w.logger.Warn("database: the server this process is connected to is no longer the leader (it waits for a synchronous standby and none is connected); reconnecting to the host that takes writes now",
+			"server", server, "connections_cut", cut)
 		if w.reset != nil {
 			w.reset()
 		}

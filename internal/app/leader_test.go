@@ -56,8 +56,8 @@ func remote(t *testing.T, ctx context.Context, acquire func(context.Context) (*p
 // primary the pool's connections go there and its checks leave them be;
 // once it is left behind (here: said so for connections through the
 // proxy, on top of the real check, which the database passes), the watch
-// drops the pool's connections, a connection held meanwhile is not reused,
-// and new ones go to the other host.
+// drops the pool's connections, cuts one in use meanwhile, and new ones go
+// to the other host.
 func TestPoolLeavesAPrimaryLeftBehind(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -92,6 +92,8 @@ func TestPoolLeavesAPrimaryLeftBehind(t *testing.T) {
 
 	left.Store(true)
 	waitFor(t, resets)
+	_, err = held.Exec(ctx, "SELECT 1")
+	require.Error(t, err, "a connection in use meanwhile is cut")
 	held.Release()
 	c, err := pool.Acquire(ctx)
 	require.NoError(t, err)

@@ -41,8 +41,9 @@ const (
 
 // configurePool sets the pool's bounds on a database that stops answering
 // and its hold on a primary that moves; stranded tells a primary left
-// behind (leader.go).
-func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFunc) {
+// behind (leader.go). With several hosts it returns the set the pool's
+// connections are tracked in (nil with one).
+func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFunc) *connSet {
 	cc := pcfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = DefaultConnectTimeout
@@ -82,8 +83,11 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 	}
 	// With several hosts, a primary left behind by its HA manager is
 	// refused (leader.go); the lease and listener connections copy this.
+	var conns *connSet
 	if severalHosts(&cc.Config) {
 		refuseLeftBehind(&cc.Config, stranded)
+		conns = new(connSet)
+		conns.track(pcfg)
 	}
 	// Requests bounded by dbwait learn whether a commit was sent for them.
 	if cc.Tracer == nil {
@@ -91,6 +95,7 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 	} else {
 		cc.Tracer = multitracer.New(cc.Tracer, dbwait.Tracer{})
 	}
+	return conns
 }
 
 // writable reports whether c's server last said it takes writes.
