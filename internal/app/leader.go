@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -26,59 +26,69 @@ import (
 // a new connection to such a server is refused (the next host is tried),
 // and the pool checks, every LeaderCheckInterval, the server its
 // connections go to, dropping them all when it is left behind (the idle
-// ones with pgxpool.Pool.Reset, and the sockets of those in use, which wait
-// on commits that never end, closed): new ones go to the host that takes
-// writes now. With one
+// ones with pgxpool.Pool.Reset, and every other socket to it closed: those
+// in use wait on commits that never end): new ones go to the host that
+// takes writes now. With one
 // host there is nowhere else to go and nothing is checked.
 // docs/operations.md has the watchdog that keeps this from happening.
 
-// connSet is the pool's open connections, so that those held by callers
-// (a commit waiting on the server left behind, which pgxpool.Pool.Reset
-// only closes once released, and it never is) can be cut.
+// connSet is every socket the process opened to the database from the
+// pool's configuration: the pool's connections and the ones that copy it
+// (River's listener, the dispatch leases, the wake-up listener), so that
+// those in use (a commit waiting on the server left behind, which
+// pgxpool.Pool.Reset only closes once released, and it never is; a lease
+// or a LISTEN there) can be cut.
 type connSet struct {
 	mu    sync.Mutex
-	conns map[*pgx.Conn]struct{}
+	conns map[*trackedConn]struct{}
 }
 
-// track makes pcfg add every connection it opens to s, until closed.
-func (s *connSet) track(pcfg *pgxpool.Config) {
-	s.conns = map[*pgx.Conn]struct{}{}
-	after := pcfg.AfterConnect
-	pcfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
-		if after != nil {
-			if err := after(ctx, c); err != nil {
-				return err
-			}
+type trackedConn struct {
+	net.Conn
+	set  *connSet
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() {
+		c.set.mu.Lock()
+		delete(c.set.conns, c)
+		c.set.mu.Unlock()
+	})
+	return c.Conn.Close() //nolint:wrapcheck // a net.Conn's own error, as net.Conn.Close returns it
+}
+
+// dial wraps dial so that every socket it opens is in s until closed.
+func (s *connSet) dial(dial pgconn.DialFunc) pgconn.DialFunc {
+	s.conns = map[*trackedConn]struct{}{}
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
 		}
+		tc := &trackedConn{Conn: c, set: s}
 		s.mu.Lock()
-		s.conns[c] = struct{}{}
+		s.conns[tc] = struct{}{}
 		s.mu.Unlock()
-		return nil
-	}
-	before := pcfg.BeforeClose
-	pcfg.BeforeClose = func(c *pgx.Conn) {
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-		if before != nil {
-			before(c)
-		}
+		return tc, nil
 	}
 }
 
-// cut closes the socket of every connection to server: whatever waits on
-// one fails at once (its outcome unknown, as dbwait reports it).
+// cut closes every socket to server: whatever waits on one fails at once
+// (a request's commit with its outcome unknown, as dbwait reports it).
 func (s *connSet) cut(server string) int {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
+	var to []*trackedConn
 	for c := range s.conns {
-		if nc := c.PgConn().Conn(); nc != nil && nc.RemoteAddr().String() == server {
-			_ = nc.Close()
-			n++
+		if c.RemoteAddr().String() == server {
+			to = append(to, c)
 		}
 	}
-	return n
+	s.mu.Unlock()
+	for _, c := range to {
+		_ = c.Close()
+	}
+	return len(to)
 }
 
 // LeaderCheckInterval is how often a pool given several hosts checks

@@ -41,8 +41,8 @@ const (
 
 // configurePool sets the pool's bounds on a database that stops answering
 // and its hold on a primary that moves; stranded tells a primary left
-// behind (leader.go). With several hosts it returns the set the pool's
-// connections are tracked in (nil with one).
+// behind (leader.go). With several hosts it returns the set the sockets
+// are tracked in (nil with one).
 func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFunc) *connSet {
 	cc := pcfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
@@ -56,6 +56,15 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 		Control: setUserTimeout(TCPUserTimeout),
 	}
 	cc.DialFunc = d.DialContext
+	// With several hosts, a primary left behind by its HA manager is
+	// refused (leader.go), and every socket is tracked so that those to
+	// it can be cut; the lease and listener connections copy this.
+	var conns *connSet
+	if severalHosts(&cc.Config) {
+		refuseLeftBehind(&cc.Config, stranded)
+		conns = new(connSet)
+		cc.DialFunc = conns.dial(cc.DialFunc)
+	}
 	// A connection idle for over a second is pinged before use; a ping
 	// the server does not answer within the bound drops it, whatever the
 	// acquiring context (a bounded API request stops waiting sooner).
@@ -80,14 +89,6 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 			return false
 		}
 		return release == nil || release(c)
-	}
-	// With several hosts, a primary left behind by its HA manager is
-	// refused (leader.go); the lease and listener connections copy this.
-	var conns *connSet
-	if severalHosts(&cc.Config) {
-		refuseLeftBehind(&cc.Config, stranded)
-		conns = new(connSet)
-		conns.track(pcfg)
 	}
 	// Requests bounded by dbwait learn whether a commit was sent for them.
 	if cc.Tracer == nil {
