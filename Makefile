@@ -35,7 +35,7 @@ REDOCLY_VERSION_NODE18 ?= 1.34.5
 # govulncheck's database; VULNDB=file:///path for an offline copy.
 VULNDB    ?= https://vuln.go.dev
 
-.PHONY: help run test test-packages proxy-drill check lint staticcheck vulncheck check-generate lint-openapi bench bench-compare faults generate vet build db-stop db-status clean distclean
+.PHONY: help run ha ha-stop test test-packages proxy-drill check lint staticcheck vulncheck check-generate lint-openapi bench bench-compare faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -65,6 +65,12 @@ bench-compare: ## BASE=<commit>: its build beside this tree's, alternating (cmd/
 	@[ -n "$(BASE)" ] || { echo "usage: make bench-compare BASE=<commit> [BENCHFLAGS='-runs 5 -scenarios single-1']" >&2; exit 2; }
 	SLUICE_PG_EXTRA_CONF="shared_preload_libraries = 'pg_stat_statements'" DATABASE_URL= \
 		bash scripts/withpg.sh $(GO) run ./cmd/sluice-bench -compare $(BASE) $(BENCHFLAGS)
+
+ha: ## Sluice (API + 2 workers) on a 3-node Patroni cluster of Postgres 15 with one etcd, on loopback (scripts/ha.sh; HA_PORT moves its ports)
+	bash scripts/ha.sh start
+
+ha-stop: ## stop what `make ha` started
+	bash scripts/ha.sh stop
 
 faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
 	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)

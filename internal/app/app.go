@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -46,25 +47,33 @@ type Roles struct {
 
 // OpenPool connects to cfg.DatabaseURL with a pool sized for the roles.
 func OpenPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, error) {
+	pool, _, err := openPool(ctx, cfg, strandedByReplication)
+	return pool, err
+}
+
+// openPool is OpenPool with the check that tells a primary left behind;
+// it also returns the pool's connections, tracked when it has several
+// hosts (nil otherwise).
+func openPool(ctx context.Context, cfg config.Config, stranded strandedFunc) (*pgxpool.Pool, *connSet, error) {
 	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
 	if err != nil {
-		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+		return nil, nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	store.ConfigurePool(pcfg)
-	configurePool(pcfg, cfg) // pool.go
-	behindPooler(pcfg, cfg)  // session.go
+	conns := configurePool(pcfg, cfg, stranded) // pool.go
+	behindPooler(pcfg, cfg)                     // session.go
 	if pcfg.MaxConns < 40 {
 		pcfg.MaxConns = 40 // dispatch runs hold a connection only per step
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("open pool: %w", err)
+		return nil, nil, fmt.Errorf("open pool: %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("connect to database: %w", err)
+		return nil, nil, fmt.Errorf("connect to database: %w", err)
 	}
-	return pool, nil
+	return pool, conns, nil
 }
 
 // OpenSessionPool is OpenPool on SLUICE_DATABASE_SESSION_URL when it is
@@ -106,8 +115,14 @@ type Process struct {
 	tracing *tracing.Provider
 	stopUI  context.CancelFunc
 	stop    context.CancelFunc
-	roles   Roles
-	logger  *slog.Logger
+	// stopWatch ends the leader watch (leader.go), when one runs; watched
+	// is closed once it has.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+	dbTimeout time.Duration
+	conns     *connSet // the pool's connections, with several hosts
+	roles     Roles
+	logger    *slog.Logger
 
 	// gatherer is what the process's /metrics shows: with the API role,
 	// its gauges read from the database besides the default registry.
@@ -116,11 +131,11 @@ type Process struct {
 
 // New opens the database and builds what the roles need; Start runs it.
 func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logger) (*Process, error) {
-	pool, err := OpenPool(ctx, cfg)
+	pool, conns, err := openPool(ctx, cfg, strandedByReplication)
 	if err != nil {
 		return nil, err
 	}
-	p := &Process{Pool: pool, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer}
+	p := &Process{Pool: pool, conns: conns, roles: roles, logger: logger, gatherer: prometheus.DefaultGatherer, dbTimeout: cfg.DBTimeout}
 	if p.Store, err = NewStore(pool, cfg); err != nil {
 		pool.Close()
 		return nil, err
@@ -209,6 +224,16 @@ func (p *Process) abandon() {
 // Start starts the API's ingester and the workers, when this process has
 // them, and the operator UI's background services.
 func (p *Process) Start(ctx context.Context) error {
+	if p.conns != nil {
+		watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		p.stopWatch, p.watched = stop, make(chan struct{})
+		w := leaderWatch{pool: p.Pool, stranded: strandedByReplication, interval: LeaderCheckInterval,
+			timeout: cmp.Or(p.dbTimeout, config.DefaultDBTimeout), conns: p.conns, logger: p.logger}
+		go func() {
+			defer close(p.watched)
+			w.run(watchCtx)
+		}()
+	}
 	if p.ingest != nil {
 		// Not ctx itself: requests still arrive while the server drains
 		// after SIGTERM; Close stops the ingester once they are done.
@@ -288,6 +313,10 @@ func (p *Process) Close() {
 	p.workers.close()
 	if err := p.tracing.Shutdown(context.Background()); err != nil {
 		p.logger.Warn("traces not all exported", "err", err)
+	}
+	if p.stopWatch != nil {
+		p.stopWatch()
+		<-p.watched
 	}
 	p.Store.Close()
 	p.session.close()

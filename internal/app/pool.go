@@ -41,8 +41,10 @@ const (
 )
 
 // configurePool sets the pool's bounds on a database that stops answering
-// and its hold on a primary that moves.
-func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
+// and its hold on a primary that moves; stranded tells a primary left
+// behind (leader.go). With several hosts it returns the set the sockets
+// are tracked in (nil with one).
+func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFunc) *connSet {
 	cc := pcfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = DefaultConnectTimeout
@@ -55,6 +57,15 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
 		Control: setUserTimeout(TCPUserTimeout),
 	}
 	cc.DialFunc = d.DialContext
+	// With several hosts, a primary left behind by its HA manager is
+	// refused (leader.go), and every socket is tracked so that those to
+	// it can be cut; the lease and listener connections copy this.
+	var conns *connSet
+	if severalHosts(&cc.Config) {
+		refuseLeftBehind(&cc.Config, stranded)
+		conns = new(connSet)
+		cc.DialFunc = conns.dial(cc.DialFunc)
+	}
 	// A connection idle for over a second is pinged before use; a ping
 	// the server does not answer within the bound drops it, whatever the
 	// acquiring context (a bounded API request stops waiting sooner).
@@ -86,6 +97,7 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config) {
 	} else {
 		cc.Tracer = multitracer.New(cc.Tracer, dbwait.Tracer{})
 	}
+	return conns
 }
 
 // writable reports whether c's server last said it takes writes.

@@ -38,7 +38,7 @@ func openSessions(ctx context.Context, cfg config.Config, pool *pgxpool.Pool) (*
 		return nil, fmt.Errorf("SLUICE_DATABASE_SESSION_URL: %w", err)
 	}
 	store.ConfigurePool(pcfg)
-	configurePool(pcfg, cfg)
+	configurePool(pcfg, cfg, strandedByReplication) // its sockets are not cut: the listener reconnects on its own
 	// River's listener holds one connection, and gives it back (closed)
 	// before it connects again.
 	pcfg.MaxConns, pcfg.MinConns = 1, 0

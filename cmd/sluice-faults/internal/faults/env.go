@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
@@ -50,6 +51,9 @@ type Env struct {
 	// Primary and Standby, with DBStandby, are the scenario's own pair of
 	// clusters, the standby synchronous; sluice is given both hosts.
 	Primary, Standby *Cluster
+	// Patroni, with DBPatroni, is the scenario's own Patroni cluster;
+	// sluice is given its three hosts.
+	Patroni *Patroni
 	API              *Proc
 	Workers          []*Proc
 	Receiver         *Receiver
@@ -97,6 +101,10 @@ const (
 	// scenario's own, both hosts in DATABASE_URL with
 	// target_session_attrs=read-write.
 	DBStandby
+	// DBPatroni: a Patroni cluster of the scenario's own (scripts/ha.sh:
+	// one etcd, three nodes, synchronous mode), its three hosts in
+	// DATABASE_URL with target_session_attrs=read-write.
+	DBPatroni
 )
 
 // newEnv sets up a scenario. On error, the caller still calls close.
@@ -142,11 +150,19 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		e.Keys = append(e.Keys, t.APIKey)
 	}
 	checkURL := s.cluster.URL(db)
-	if cfg.db == DBStandby {
+	switch cfg.db {
+	case DBStandby:
 		checkURL = dbURL // whichever host is primary
+	case DBPatroni:
+		// Whichever host leads, and never one left behind.
+		if e.DB, err = leaderPool(ctx, dbURL); err != nil {
+			return err
+		}
 	}
-	if e.DB, err = pgxpool.New(ctx, checkURL); err != nil {
-		return fmt.Errorf("open check pool: %w", err)
+	if e.DB == nil {
+		if e.DB, err = pgxpool.New(ctx, checkURL); err != nil {
+			return fmt.Errorf("open check pool: %w", err)
+		}
 	}
 
 	modes := map[string]Mode{}
@@ -202,6 +218,23 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 // sluice processes are given.
 func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) (string, error) {
 	switch cfg.db {
+	case DBPatroni:
+		var err error
+		// Ports above the standby pair's, in a range of their own.
+		e.Patroni, err = StartPatroni(ctx, s.cfg.Root, filepath.Join(e.Dir, "patroni"), s.cfg.BasePort+300)
+		if err != nil {
+			return "", err
+		}
+		conn, err := pgx.Connect(ctx, e.Patroni.URL("postgres"))
+		if err != nil {
+			return "", fmt.Errorf("connect to the patroni leader: %w", err)
+		}
+		defer conn.Close(context.WithoutCancel(ctx))
+		if _, err := conn.Exec(ctx, "CREATE DATABASE "+db); err != nil {
+			return "", fmt.Errorf("create database: %w", err)
+		}
+		s.logf("  patroni cluster: %s", e.Patroni.URL(db))
+		return e.Patroni.URL(db), nil
 	case DBStandby:
 		var err error
 		// Ports above the suite's cluster's, in their own ranges.
@@ -263,6 +296,9 @@ func (e *Env) close() {
 	}
 	if e.Proxy != nil {
 		e.Proxy.Close()
+	}
+	if e.Patroni != nil {
+		e.Patroni.Destroy()
 	}
 	for name, c := range map[string]*Cluster{"primary": e.Primary, "standby": e.Standby} {
 		if c != nil {

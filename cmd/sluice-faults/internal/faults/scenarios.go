@@ -210,6 +210,12 @@ func Scenarios(short bool) []Scenario {
 				return e.Failover(ctx, 2*time.Second)
 			},
 		},
+		patroniScenario("patroni-kill", "the Patroni leader node killed whole (kill -9 its patroni and its postgres)", moved,
+			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, true) }),
+		patroniScenario("patroni-agent", "only the Patroni leader's agent killed (kill -9; its postgres lives on, no watchdog)", moved,
+			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, false) }),
+		patroniScenario("patroni-switchover", "a planned patronictl switchover to the synchronous standby", moved,
+			func(ctx context.Context, e *Env) error { return e.SwitchoverPatroni(ctx) }),
 		{
 			Name: "badreceivers", Title: fmt.Sprintf("endpoints that hang, reset, stream 50 MB beside 4 healthy ones (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bad: []Mode{ModeHang, ModeReset, ModeStream},
@@ -221,6 +227,28 @@ func Scenarios(short bool) []Scenario {
 			Name: "poison", Title: fmt.Sprintf("a tenant posting invalid UTF-8 and NULs beside a victim tenant (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Poison: mid.events / 5,
 			Bounds: Bounds{Stall: 5 * time.Second},
+		},
+	}
+}
+
+// patroniScenario is a fault on a Patroni cluster (DBPatroni) a quarter
+// into a burst that outlasts the time without a leader (up to
+// ttl, 10 s, and the election): the first delivery within 5 s of the new
+// leader, every post answered within the database bound.
+func patroniScenario(name, what string, b Bounds, inject func(context.Context, *Env) error) Scenario {
+	const events = 4000 // 40 s at 100/s
+	b.PGBack = 5 * time.Second
+	// A synchronous standby is promoted: no commit acknowledged is lost,
+	// but dispatch records its attempts asynchronously.
+	b.AsyncLoss = true
+	return Scenario{
+		Name: name, Title: fmt.Sprintf("%s, during a %d-event burst", what, events),
+		Events: events, Rate: 100, Clients: 12, Healthy: 4, Bounds: b, DB: DBPatroni,
+		Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+			if err := e.waitFault(ctx, time.Now(), burst/4); err != nil {
+				return err
+			}
+			return inject(ctx, e)
 		},
 	}
 }
