@@ -160,17 +160,24 @@ func (ts *tokens) bearer(ctx context.Context, a *authTarget, rejected int64, tim
 	return f.tok, f.gen, f.err
 }
 
+// tokenLease is how long a token fetch holds its endpoint's lease: three
+// quarters of an attempt's timeout, so that when its process dies holding
+// it, the process waiting on it takes it over (leaseWait) and asks again
+// within one attempt's timeout of the first request.
+func tokenLease(timeout time.Duration) time.Duration { return timeout * 3 / 4 }
+
 // next is a's endpoint's next token: fetched under the lease, or the one
 // another process holds it for (its still-valid old token meanwhile).
 func (ts *tokens) next(ctx context.Context, a *authTarget, rejected int64, timeout time.Duration) (string, int64, error) {
 	for {
 		now := ts.clock.Now()
+		until := now.Add(tokenLease(timeout))
 		lease, err := ts.q.TakeTokenRefresh(ctx, dbq.TakeTokenRefreshParams{
-			Until: now.Add(timeout), EndpointID: a.endpoint, Now: now, Rejected: rejected,
+			Until: until, EndpointID: a.endpoint, Now: now, Rejected: rejected,
 		})
 		switch {
 		case err == nil:
-			return ts.fetch(ctx, a, lease, now.Add(timeout), timeout)
+			return ts.fetch(ctx, a, lease, until, timeout)
 		case !errors.Is(err, pgx.ErrNoRows):
 			return "", 0, fmt.Errorf("take token refresh: %w", err)
 		}
