@@ -22,11 +22,13 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: GetEvent :one
-SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id;
+SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id
+  AND (id >= (SELECT sluice_delivered_from(@tenant_id)) OR sluice_kept_event(@tenant_id, id));
 
 -- name: ListEvents :many
 SELECT * FROM events
 WHERE tenant_id = @tenant_id
+  AND (id >= (SELECT sluice_delivered_from(@tenant_id)) OR sluice_kept_event(@tenant_id, id))
   AND (sqlc.narg(type)::text IS NULL OR type = sqlc.narg(type)::text)
   AND (sqlc.narg(consumer)::text IS NULL OR consumer = sqlc.narg(consumer)::text OR broadcast)
   AND (sqlc.narg(after)::uuid IS NULL OR id < sqlc.narg(after)::uuid)

@@ -105,6 +105,7 @@ func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryPara
 const countReplayable = `-- name: CountReplayable :one
 SELECT count(*) FROM deliveries d
 WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
   AND NOT EXISTS (
@@ -147,7 +148,9 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
+ORDER BY id
 `
 
 type DeliveriesForEventParams struct {
@@ -238,6 +241,7 @@ func (q *Queries) ExpireKept(ctx context.Context, arg ExpireKeptParams) (int32, 
 
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND id = $2
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
 `
 
 type GetDeliveryParams struct {
@@ -340,6 +344,7 @@ func (q *Queries) KeepRetired(ctx context.Context, deadBefore time.Time) (int64,
 const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence, d.poll_position FROM deliveries d
 WHERE d.tenant_id = $1
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($2::uuid IS NULL OR d.endpoint_id = $2::uuid)
   AND ($3::uuid IS NULL OR d.event_id = $3::uuid)
   AND ($4::text IS NULL OR d.status = $4::text)
@@ -582,6 +587,7 @@ FROM deliveries d
 JOIN endpoints ep ON ep.id = d.endpoint_id
 JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2)), (SELECT sluice_dead_from($2)))
 FOR KEY SHARE OF ep
 RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position
 `
@@ -712,6 +718,7 @@ SELECT $1::uuid, $2::uuid, $3::uuid, $4::text,
        $5::timestamptz, $6::timestamptz, array_agg(d.id), count(*)
 FROM deliveries d
 WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::text
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
   AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (

@@ -50,6 +50,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 
 const getEvent = `-- name: GetEvent :one
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events WHERE tenant_id = $1 AND id = $2
+  AND (id >= (SELECT sluice_delivered_from($1)) OR sluice_kept_event($1, id))
 `
 
 type GetEventParams struct {
@@ -311,6 +312,7 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 const listEvents = `-- name: ListEvents :many
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events
 WHERE tenant_id = $1
+  AND (id >= (SELECT sluice_delivered_from($1)) OR sluice_kept_event($1, id))
   AND ($2::text IS NULL OR type = $2::text)
   AND ($3::text IS NULL OR consumer = $3::text OR broadcast)
   AND ($4::uuid IS NULL OR id < $4::uuid)
