@@ -130,7 +130,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	reader := poll.New(poll.Config{Store: p.Store, Nudger: p.nudger})
 	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger,
-		PortalKey: cfg.EncryptionKey})
+		PortalKey: cfg.EncryptionKey, Retention: cfg.Retention, DeadRetention: cfg.DeadRetention})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {

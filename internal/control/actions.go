@@ -41,6 +41,8 @@ const (
 	MemberInvited Action = "member.invited"
 	MemberUpdated Action = "member.updated"
 	MemberRemoved Action = "member.removed"
+
+	TenantRetentionUpdated Action = "tenant.retention_updated"
 )
 
 // The guarded reads: what not every role may see. They are never
@@ -78,6 +80,7 @@ var Actions = []Action{
 	DeliveryRetried,
 	MemberInvited,
 	MemberUpdated,
+	TenantRetentionUpdated,
 	MemberRemoved,
 	ReadAuditLog,
 	ReadMembers,
