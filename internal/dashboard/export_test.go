@@ -33,4 +33,5 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/test":           control.EndpointTested,
 	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
 	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
+	"POST /settings":                      control.TenantRetentionUpdated,
 }
