@@ -46,7 +46,8 @@ SELECT EXISTS (
 );
 
 -- name: GetDelivery :one
-SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id;
+SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)));
 
 -- name: ListDeliveries :many
 -- A page of a tenant's deliveries matching the filters given (NULL for
@@ -65,6 +66,7 @@ WHERE d.tenant_id = @tenant_id
       coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
                to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
       coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
   AND (sqlc.narg(endpoint_id)::uuid IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::uuid)
   AND (sqlc.narg(event_id)::uuid IS NULL OR d.event_id = sqlc.narg(event_id)::uuid)
   AND (sqlc.narg(status)::text IS NULL OR d.status = sqlc.narg(status)::text)
@@ -82,7 +84,9 @@ ORDER BY d.created_at DESC, d.id DESC
 LIMIT @max_rows;
 
 -- name: DeliveriesForEvent :many
-SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND event_id = @event_id ORDER BY id;
+SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND event_id = @event_id
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
+ORDER BY id;
 
 -- name: AttemptsForDelivery :many
 SELECT * FROM delivery_attempts WHERE delivery_id = @delivery_id ORDER BY id;
@@ -122,6 +126,7 @@ FROM deliveries d
 JOIN endpoints ep ON ep.id = d.endpoint_id
 JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = @tenant_id AND d.id = @source_id AND d.status IN ('delivered', 'dead')
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
 FOR KEY SHARE OF ep
 RETURNING *;
 
@@ -151,6 +156,7 @@ SELECT @id::uuid, @tenant_id::uuid, @endpoint_id::uuid, @status::text,
        sqlc.narg(since)::timestamptz, sqlc.narg(until)::timestamptz, array_agg(d.id), count(*)
 FROM deliveries d
 WHERE d.tenant_id = @tenant_id::uuid AND d.endpoint_id = @endpoint_id::uuid AND d.status = @status::text
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id::uuid)), (SELECT sluice_dead_from(@tenant_id::uuid)))
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
@@ -166,6 +172,7 @@ RETURNING queued;
 -- How many deliveries StageReplay would choose now.
 SELECT count(*) FROM deliveries d
 WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (

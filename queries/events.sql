@@ -22,7 +22,8 @@ ORDER BY id DESC
 LIMIT 1;
 
 -- name: GetEvent :one
-SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id;
+SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id
+  AND (id >= (SELECT sluice_delivered_from(@tenant_id)) OR sluice_kept_event(@tenant_id, id));
 
 -- name: ListEvents :many
 -- A page of a tenant's events matching the filters given (NULL for none),
@@ -39,6 +40,7 @@ WHERE ev.tenant_id = @tenant_id
       coalesce((SELECT c.created_at FROM events c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
                to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
       coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND (ev.id >= (SELECT sluice_delivered_from(@tenant_id)) OR sluice_kept_event(@tenant_id, ev.id))
   AND (sqlc.narg(type)::text IS NULL OR ev.type = sqlc.narg(type)::text)
   AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(ev.type, sqlc.narg(type_prefix)::text))
   AND (sqlc.narg(consumer)::text IS NULL OR ev.consumer = sqlc.narg(consumer)::text OR ev.broadcast)

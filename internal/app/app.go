@@ -172,7 +172,8 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 	}
 	ctl := control.New(control.Config{Store: p.Store, Nudger: p.nudger, Poll: reader,
 		AllowPrivateTargets: cfg.AllowPrivateTargets, PublicURL: cfg.PublicURL, Logger: logger,
-		PortalKey: cfg.EncryptionKey, MemberMail: control.MemberMailOf(cfg.SMTPURL, cfg.DevMailLog)})
+		PortalKey: cfg.EncryptionKey, MemberMail: control.MemberMailOf(cfg.SMTPURL, cfg.DevMailLog),
+		Retention: cfg.Retention, DeadRetention: cfg.DeadRetention})
 	if roles.API {
 		p.ingest, err = ingest.New(p.Store, ingest.Config{Nudger: p.nudger, Logger: logger, Tracing: p.tracing})
 		if err != nil {

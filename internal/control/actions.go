@@ -42,6 +42,8 @@ const (
 	MemberInvited Action = "member.invited"
 	MemberUpdated Action = "member.updated"
 	MemberRemoved Action = "member.removed"
+
+	TenantRetentionUpdated Action = "tenant.retention_updated"
 )
 
 // The guarded reads: what not every role may see. They are never
@@ -80,6 +82,7 @@ var Actions = []Action{
 	DeliveryRetried,
 	MemberInvited,
 	MemberUpdated,
+	TenantRetentionUpdated,
 	MemberRemoved,
 	ReadAuditLog,
 	ReadMembers,

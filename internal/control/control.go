@@ -18,6 +18,7 @@
 package control
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -55,6 +56,10 @@ type Config struct {
 	// MemberMail is how members' links (invitations, password resets)
 	// reach them; the zero value, MemberMailSMTP, emails them.
 	MemberMail MemberMail
+	// Retention and DeadRetention are SLUICE_RETENTION and
+	// SLUICE_DEAD_RETENTION: a tenant's own retention is at most these;
+	// zero means their defaults (DefaultRetention, DefaultDeadRetention).
+	Retention, DeadRetention time.Duration
 	// PortalKey is SLUICE_ENCRYPTION_KEY, from which the key that signs
 	// portal links is derived (it is never used as is); the links are
 	// made under PublicURL. Nil means a random key, so that only this
@@ -87,6 +92,8 @@ func New(cfg Config) *Control {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	cfg.Retention = cmp.Or(cfg.Retention, DefaultRetention)
+	cfg.DeadRetention = cmp.Or(cfg.DeadRetention, DefaultDeadRetention)
 	reader := cfg.Poll
 	if reader == nil {
 		waiters, _ := cfg.Nudger.(poll.Waiters)

@@ -135,6 +135,9 @@ func TestAuditEveryDashboardForm(t *testing.T) {
 	none(mp+"/remove", form())
 	step(mp+"/remove", form("confirm", "yes"), "member.removed")
 
+	none("/settings", form("retention", "30m", "dead_retention", "")) // 422
+	step("/settings", form("retention", "24h", "dead_retention", ""), "tenant.retention_updated", "retention")
+
 	// The page shows the log, filtered, and refuses a bad time.
 	all := br.get("/audit")
 	require.Equal(t, http.StatusOK, all.Status)

@@ -172,6 +172,7 @@ func (d *Dashboard) tenantRoutes(r chi.Router) {
 	r.Get("/event-types/{name}", d.handle(d.showEventType))
 	r.Get("/audit", d.handle(d.showAuditLog))
 	r.Get("/members", d.handle(d.listMembers))
+	r.Get("/settings", d.handle(d.showSettings))
 	r.Group(func(r chi.Router) {
 		r.Use(d.writersOnly)
 		r.Post("/api-keys", d.handle(d.createAPIKey))
@@ -194,6 +195,7 @@ func (d *Dashboard) tenantRoutes(r chi.Router) {
 		r.Post("/members/{id}/edit", d.handle(d.updateMember))
 		r.Get("/members/{id}/remove", d.handle(d.confirmRemoveMember))
 		r.Post("/members/{id}/remove", d.handle(d.removeMember))
+		r.Post("/settings", d.handle(d.setRetention))
 	})
 }
 

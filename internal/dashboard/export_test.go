@@ -34,4 +34,5 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/circuit/close":  control.EndpointCircuitClosed,
 	"POST /endpoints/{id}/throttle/lift":  control.EndpointThrottleLifted,
 	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
+	"POST /settings":                      control.TenantRetentionUpdated,
 }

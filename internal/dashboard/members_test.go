@@ -205,6 +205,7 @@ func TestRolesInTheDashboard(t *testing.T) {
 		{"/consumers", 200, 200, 200, ""},
 		{"/api-keys", 200, 200, 200, ""},
 		{"/event-types", 200, 200, 200, ""},
+		{"/settings", 200, 200, 200, ""},
 		{"/audit", 200, 200, 403, "viewer"},
 		{"/members", 200, 403, 403, "viewer"},
 		{mp + "/remove", 200, 403, 403, "viewer"},
@@ -219,7 +220,7 @@ func TestRolesInTheDashboard(t *testing.T) {
 			require.Equal(t, want, p.Status, "GET %s", g.path)
 		}
 	}
-	for _, path := range []string{"/", ep, "/consumers", "/api-keys", "/event-types", "/dead"} {
+	for _, path := range []string{"/", ep, "/consumers", "/api-keys", "/event-types", "/dead", "/settings"} {
 		p := viewer.get(path)
 		require.NotContains(t, p.Body, `method="post"`+" action=\"/endpoints", path)
 		require.Equal(t, 1, strings.Count(p.Body, "<form"), "%s: only the sign-out form", path)
@@ -234,6 +235,7 @@ func TestRolesInTheDashboard(t *testing.T) {
 		{ep + "/test", nil, 303},
 		{"/members", url.Values{"email": {"x@acme.test"}, "role": {"viewer"}}, 403},
 		{mp + "/edit", url.Values{"role": {"admin"}}, 403},
+		{"/settings", url.Values{"retention": {"24h"}}, 303},
 	}
 	for _, ps := range posts {
 		for br, want := range map[*browser]int{admin: ps.admin, viewer: 403} {

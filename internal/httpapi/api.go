@@ -158,6 +158,9 @@ func (a *API) Mount(r chi.Router) {
 
 		r.Get("/audit-log", a.handle(a.listAuditLog))
 
+		r.Get("/tenant", a.handle(a.getTenant))
+		r.Patch("/tenant", a.handle(a.updateTenant))
+
 		r.Post("/members", a.handle(a.createMember))
 		r.Get("/members", a.handle(a.listMembers))
 		r.Get("/members/{id}", a.handle(a.getMember))

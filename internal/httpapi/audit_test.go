@@ -162,6 +162,10 @@ func TestAuditEveryChange(t *testing.T) {
 	step(http.MethodPatch, "/v1/members/"+idOf(m), map[string]any{"role": "admin"}, http.StatusOK, "member.updated", is(idOf(m)), "role")
 	step(http.MethodDelete, "/v1/members/"+idOf(m), nil, http.StatusNoContent, "member.removed", is(idOf(m)))
 
+	tenantID := b.do(key.Key, http.MethodGet, "/v1/tenant", nil).JSON(t)["id"].(string)
+	fails(http.MethodPatch, "/v1/tenant", map[string]any{"retention": "30m"}, http.StatusUnprocessableEntity)
+	step(http.MethodPatch, "/v1/tenant", map[string]any{"retention": "24h"}, http.StatusOK, "tenant.retention_updated", is(tenantID), "retention")
+
 	// The key revokes itself last; its entry is still its own.
 	step(http.MethodDelete, "/v1/api-keys/"+key.ID, nil, http.StatusNoContent, "api_key.revoked", is(key.ID))
 

@@ -53,6 +53,7 @@ var AuditActions = map[string]control.Action{
 	"POST /endpoints/{id}/verify":         control.EndpointVerifyAsked,
 	"POST /subscriptions":                 control.SubscriptionCreated,
 	"DELETE /subscriptions/{id}":          control.SubscriptionDeleted,
+	"PATCH /tenant":                       control.TenantRetentionUpdated,
 }
 
 // PollWaiting is how many poll reads of a are waiting.

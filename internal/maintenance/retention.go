@@ -88,6 +88,9 @@ type RetentionReport struct {
 	Removed int
 	// Expired is the number of kept deliveries it deleted.
 	Expired int
+	// TenantDeliveries and TenantEvents are the deliveries and events of
+	// tenants with a retention of their own that it deleted past it.
+	TenantDeliveries, TenantEvents int
 	// AuditCreated and AuditDropped are the months of the audit log whose
 	// partitions it created and dropped.
 	AuditCreated, AuditDropped int
@@ -126,8 +129,9 @@ func (w *RetentionWorker) Work(ctx context.Context, job *river.Job[jobs.Retentio
 
 // Run keeps the partitions as of now: it creates this week's, and the
 // next's when it starts within Ahead, drops every week that ended before
-// now - Delivered, and expires the kept deliveries; and it does the same
-// for the audit log's months (auditMonths).
+// now - Delivered, and expires the kept deliveries; it does the same
+// for the audit log's months (auditMonths); and it deletes what of the
+// tenants with a retention of their own is past it (expireTenants).
 func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionReport, error) {
 	var r RetentionReport
 	if err := w.auditMonths(ctx, now, &r); err != nil {
@@ -177,10 +181,15 @@ func (w *RetentionWorker) Run(ctx context.Context, now time.Time) (RetentionRepo
 	for {
 		n, err := expireKept(ctx, w.store, deliveredBefore, deadBefore, chunk)
 		r.Expired += n
-		if err != nil || n < chunk {
+		if err != nil {
 			return r, err
 		}
+		if n < chunk {
+			break
+		}
 	}
+	r.TenantDeliveries, r.TenantEvents, err = w.expireTenants(ctx, now)
+	return r, err
 }
 
 // auditMonths creates the audit log's partition of this month, and of the

@@ -105,6 +105,7 @@ func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryPara
 const countReplayable = `-- name: CountReplayable :one
 SELECT count(*) FROM deliveries d
 WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
   AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
   AND NOT EXISTS (
@@ -147,7 +148,9 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 }
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
-SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2 ORDER BY id
+SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
+ORDER BY id
 `
 
 type DeliveriesForEventParams struct {
@@ -283,6 +286,7 @@ func (q *Queries) FanOutCounts(ctx context.Context, arg FanOutCountsParams) ([]F
 
 const getDelivery = `-- name: GetDelivery :one
 SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND id = $2
+  AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
 `
 
 type GetDeliveryParams struct {
@@ -391,6 +395,7 @@ WHERE d.tenant_id = $1
       coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
                to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
       coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($5::uuid IS NULL OR d.endpoint_id = $5::uuid)
   AND ($6::uuid IS NULL OR d.event_id = $6::uuid)
   AND ($7::text IS NULL OR d.status = $7::text)
@@ -650,6 +655,7 @@ FROM deliveries d
 JOIN endpoints ep ON ep.id = d.endpoint_id
 JOIN events ev ON ev.id = d.event_id
 WHERE d.tenant_id = $2 AND d.id = $3 AND d.status IN ('delivered', 'dead')
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2)), (SELECT sluice_dead_from($2)))
 FOR KEY SHARE OF ep
 RETURNING id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position
 `
@@ -780,6 +786,7 @@ SELECT $1::uuid, $2::uuid, $3::uuid, $4::text,
        $5::timestamptz, $6::timestamptz, array_agg(d.id), count(*)
 FROM deliveries d
 WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::text
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
   AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (

@@ -50,6 +50,7 @@ func (q *Queries) EventsByID(ctx context.Context, ids []uuid.UUID) ([]Event, err
 
 const getEvent = `-- name: GetEvent :one
 SELECT id, tenant_id, type, payload, coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key FROM events WHERE tenant_id = $1 AND id = $2
+  AND (id >= (SELECT sluice_delivered_from($1)) OR sluice_kept_event($1, id))
 `
 
 type GetEventParams struct {
@@ -317,6 +318,7 @@ WHERE ev.tenant_id = $1
       coalesce((SELECT c.created_at FROM events c WHERE c.id = $4::uuid AND c.tenant_id = $1),
                to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
       coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND (ev.id >= (SELECT sluice_delivered_from($1)) OR sluice_kept_event($1, ev.id))
   AND ($5::text IS NULL OR ev.type = $5::text)
   AND ($6::text IS NULL OR starts_with(ev.type, $6::text))
   AND ($7::text IS NULL OR ev.consumer = $7::text OR ev.broadcast)

@@ -327,6 +327,12 @@ type Tenant struct {
 	DisabledAt *time.Time
 }
 
+type TenantRetention struct {
+	TenantID             uuid.UUID
+	RetentionSeconds     *int64
+	DeadRetentionSeconds *int64
+}
+
 type UnroutedEvent struct {
 	TenantID uuid.UUID
 	EventID  uuid.UUID
