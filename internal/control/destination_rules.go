@@ -135,6 +135,9 @@ func destinationURL(kind string, raw *string, v *sluice.ValidationError) (public
 	if _, password = u.User.Password(); password {
 		full = []byte(text)
 		u.User = url.User(u.User.Username())
+		if u.User.Username() == "" {
+			u.User = nil
+		}
 	}
 	return u.String(), full, password
 }

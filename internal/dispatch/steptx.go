@@ -136,7 +136,9 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 			if err != nil {
 				return tg, fmt.Errorf("open endpoint destination url: %w", err)
 			}
-			tg.Destination, tg.Destination.FullURL = o.Destination, full
+			d := *o.Destination
+			d.FullURL = full
+			tg.Destination = &d
 		}
 		if o.Auth != nil {
 			a, err := t.readAuth(ctx, r.ID, *o.Auth)
