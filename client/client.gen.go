@@ -756,7 +756,9 @@ type DestinationType string
 // (`MAXLEN ~`). `nats`: a NATS JetStream publish to `subject` with
 // the `webhook-*` headers, delivered when the stream acknowledges it.
 // `amqp`: an AMQP 0-9-1 publish to `exchange` with `routing_key`,
-// confirmed by the broker, mandatory (unroutable is a failure). The
+// confirmed by the broker, mandatory (unroutable is a failure); a
+// server that does not deliver a kind yet refuses it (`422` on
+// `destination.type`: `amqp` for now). The
 // URL's host passes the address checks of an endpoint's `url`.
 // Back-pressure from the broker (out of memory, a full stream)
 // throttles the endpoint like a `429`. `auth`, `tls` and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -57,6 +58,10 @@ func destinationOption(raw json.RawMessage, prev *sluice.Destination, v *sluice.
 	}
 	if in.Type == nil || !slices.Contains(sluice.DestinationKinds, *in.Type) {
 		v.Add("destination.type", `must be "redis", "nats" or "amqp"`)
+		return nil
+	}
+	if !send.Delivers(*in.Type) {
+		v.Add("destination.type", "%q is not delivered by this server yet", *in.Type)
 		return nil
 	}
 	before := len(v.Fields)

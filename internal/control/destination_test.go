@@ -63,10 +63,10 @@ func TestDestinationOption(t *testing.T) {
 	require.Nil(t, got.Destination)
 	require.Empty(t, sealedURL(got))
 	got, err = b.ctl.UpdateEndpoint(ctx, b.owner, ep.ID, control.EndpointInput{Options: options("destination",
-		`{"type": "amqp", "url": "amqps://u:p@127.0.0.1/vhost", "exchange": "", "routing_key": "orders"}`)})
+		`{"type": "redis", "url": "rediss://u:p@127.0.0.1/1", "stream": "s"}`)})
 	require.NoError(t, err)
 	require.Empty(t, got.URL)
-	require.Equal(t, "amqps://u@127.0.0.1/vhost", got.Destination.URL)
+	require.Equal(t, "rediss://u@127.0.0.1/1", got.Destination.URL)
 
 	for name, tc := range map[string]struct {
 		in    control.EndpointInput
@@ -75,6 +75,7 @@ func TestDestinationOption(t *testing.T) {
 		"both url and destination": {control.EndpointInput{URL: new("http://127.0.0.1:9/hook"),
 			Options: options("destination", `{"type": "redis", "url": "redis://127.0.0.1", "stream": "s"}`)}, "url"},
 		"unknown type":     {control.EndpointInput{Options: options("destination", `{"type": "kafka", "url": "kafka://x"}`)}, "destination.type"},
+		"amqp, not yet":    {control.EndpointInput{Options: options("destination", `{"type": "amqp", "url": "amqp://127.0.0.1", "exchange": "x"}`)}, "destination.type"},
 		"unknown field":    {control.EndpointInput{Options: options("destination", `{"type": "redis", "topic": "x"}`)}, "destination"},
 		"no url":           {control.EndpointInput{Options: options("destination", `{"type": "redis", "stream": "s"}`)}, "destination.url"},
 		"scheme of a kind": {control.EndpointInput{Options: options("destination", `{"type": "nats", "url": "redis://127.0.0.1", "subject": "s"}`)}, "destination.url"},

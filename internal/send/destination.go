@@ -35,6 +35,13 @@ var kinds = map[string]opener{
 	sluice.DestinationNATS:  openNATS,
 }
 
+// Delivers reports whether the send stage delivers to destinations of
+// kind (a sluice.Destination.Type).
+func Delivers(kind string) bool {
+	_, ok := kinds[kind]
+	return ok
+}
+
 // errBackpressure marks a broker's refusal for now (out of memory, a full
 // stream, a blocked connection): the attempt is throttled like a 429 and
 // spends nothing.
