@@ -132,6 +132,48 @@ func (e DeliveryStatus) Valid() bool {
 	}
 }
 
+// Defines values for DestinationType.
+const (
+	DestinationTypeAMQP  DestinationType = "amqp"
+	DestinationTypeNats  DestinationType = "nats"
+	DestinationTypeRedis DestinationType = "redis"
+)
+
+// Valid indicates whether the value is a known member of the DestinationType enum.
+func (e DestinationType) Valid() bool {
+	switch e {
+	case DestinationTypeAMQP:
+		return true
+	case DestinationTypeNats:
+		return true
+	case DestinationTypeRedis:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DestinationInputType.
+const (
+	DestinationInputTypeAMQP  DestinationInputType = "amqp"
+	DestinationInputTypeNats  DestinationInputType = "nats"
+	DestinationInputTypeRedis DestinationInputType = "redis"
+)
+
+// Valid indicates whether the value is a known member of the DestinationInputType enum.
+func (e DestinationInputType) Valid() bool {
+	switch e {
+	case DestinationInputTypeAMQP:
+		return true
+	case DestinationInputTypeNats:
+		return true
+	case DestinationInputTypeRedis:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for EndpointDisabledReason.
 const (
 	EndpointDisabledReasonFailing EndpointDisabledReason = "failing"
@@ -688,6 +730,72 @@ type DeliveryWithAttempts struct {
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
+// Destination An endpoint's message broker as reads show it; the URL's password is never shown.
+type Destination struct {
+	Exchange *string `json:"exchange,omitempty"`
+	MaxLen   *int64  `json:"max_len,omitempty"`
+
+	// PasswordSet Whether the stored URL carries a password.
+	PasswordSet *bool           `json:"password_set,omitempty"`
+	RoutingKey  *string         `json:"routing_key,omitempty"`
+	Stream      *string         `json:"stream,omitempty"`
+	Subject     *string         `json:"subject,omitempty"`
+	Type        DestinationType `json:"type"`
+
+	// URL The broker's URL without its password.
+	URL string `json:"url"`
+}
+
+// DestinationType defines model for Destination.Type.
+type DestinationType string
+
+// DestinationInput A delivery option: a message broker the endpoint delivers to
+// instead of a URL (docs/destinations.md). `redis`: Redis Streams
+// `XADD` to `stream`, the entry's fields `body` and each `webhook-*`
+// header; `max_len` trims the stream to about that many entries
+// (`MAXLEN ~`). `nats`: a NATS JetStream publish to `subject` with
+// the `webhook-*` headers, delivered when the stream acknowledges it.
+// `amqp`: an AMQP 0-9-1 publish to `exchange` with `routing_key`,
+// confirmed by the broker, mandatory (unroutable is a failure); a
+// server that does not deliver a kind yet refuses it (`422` on
+// `destination.type`: `amqp` for now). The
+// URL's host passes the address checks of an endpoint's `url`.
+// Back-pressure from the broker (out of memory, a full stream)
+// throttles the endpoint like a `429`. `auth`, `tls` and
+// `verification` `challenge` are refused (`422`) with a destination.
+type DestinationInput struct {
+	// Exchange `amqp`: the exchange; absent or empty for the default exchange.
+	Exchange *string `json:"exchange,omitempty"`
+
+	// MaxLen `redis`: trim the stream to about this many entries; absent or 0 for no trimming.
+	MaxLen *int64 `json:"max_len,omitempty"`
+
+	// PasswordSet What a read shows; accepted and ignored, so a read can be sent back.
+	PasswordSet *bool `json:"password_set,omitempty"`
+
+	// RoutingKey `amqp`: the routing key.
+	RoutingKey *string `json:"routing_key,omitempty"`
+
+	// Stream `redis`: the stream (key) to add to; required.
+	Stream *string `json:"stream,omitempty"`
+
+	// Subject `nats`: the subject to publish to, without wildcards; required. A JetStream stream must take it.
+	Subject *string              `json:"subject,omitempty"`
+	Type    DestinationInputType `json:"type"`
+
+	// URL The broker: `redis://` or `rediss://`, `nats://` or `tls://`,
+	// `amqp://` or `amqps://`, one host, no query. Its password is
+	// write-only and encrypted at rest; a read shows the URL without
+	// it, and sending that URL back keeps the stored password.
+	//
+	//
+	// Example: redis://app:secret@redis.example.com:6379/0
+	URL string `json:"url"`
+}
+
+// DestinationInputType defines model for DestinationInput.Type.
+type DestinationInputType string
+
 // Endpoint defines model for Endpoint.
 type Endpoint struct {
 	// Auth The endpoint's OAuth2 client credentials (`AuthOption`); `null` without them.
@@ -712,7 +820,10 @@ type Endpoint struct {
 	// `verification` `challenge`. Fixed at creation.
 	Delivery    DeliveryMode `json:"delivery"`
 	Description string       `json:"description"`
-	Disabled    bool         `json:"disabled"`
+
+	// Destination The message broker the endpoint delivers to (`Destination`); `null` for one that delivers to its `url`.
+	Destination Endpoint_Destination `json:"destination"`
+	Disabled    bool                 `json:"disabled"`
 
 	// DisabledReason Why the endpoint is disabled: `manual` (by `PATCH
 	// {"disabled": true}` or created disabled), `gone` (its receiver
@@ -841,6 +952,11 @@ type Endpoint_BacklogAlert struct {
 	union json.RawMessage
 }
 
+// Endpoint_Destination The message broker the endpoint delivers to (`Destination`); `null` for one that delivers to its `url`.
+type Endpoint_Destination struct {
+	union json.RawMessage
+}
+
 // EndpointDisabledReason Why the endpoint is disabled: `manual` (by `PATCH
 // {"disabled": true}` or created disabled), `gone` (its receiver
 // answered `410 Gone`) or `failing` (every attempt failed for
@@ -858,7 +974,7 @@ type Endpoint_TLS struct {
 	union json.RawMessage
 }
 
-// EndpointCreate `url` is required for a push endpoint and refused (422) for a poll endpoint.
+// EndpointCreate `url` is required for a push endpoint without `destination`, and refused (422) for a poll endpoint.
 type EndpointCreate struct {
 	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	Auth *EndpointCreate_Auth `json:"auth,omitempty"`
@@ -883,6 +999,12 @@ type EndpointCreate struct {
 	// `verification` `challenge`. Fixed at creation.
 	Delivery    *DeliveryMode `json:"delivery,omitempty"`
 	Description *string       `json:"description,omitempty"`
+
+	// Destination A message broker the endpoint delivers to instead of `url`
+	// (`DestinationInput`); exclusive with `url`: setting one without
+	// the other makes the endpoint that kind. `null` removes it.
+	// Refused (`422`) for a poll endpoint.
+	Destination *EndpointCreate_Destination `json:"destination,omitempty"`
 
 	// Disabled A disabled endpoint receives nothing; its deliveries wait.
 	Disabled *bool `json:"disabled,omitempty"`
@@ -994,6 +1116,14 @@ type EndpointCreate_BacklogAlert struct {
 	union json.RawMessage
 }
 
+// EndpointCreate_Destination A message broker the endpoint delivers to instead of `url`
+// (`DestinationInput`); exclusive with `url`: setting one without
+// the other makes the endpoint that kind. `null` removes it.
+// Refused (`422`) for a poll endpoint.
+type EndpointCreate_Destination struct {
+	union json.RawMessage
+}
+
 // EndpointCreate_RateLimit The delivery rate limit; `null` or absent means unlimited.
 type EndpointCreate_RateLimit struct {
 	union json.RawMessage
@@ -1060,7 +1190,7 @@ type EndpointStatus string
 // field) for every field but `rate_limit` and `backlog_alert`, where
 // it removes the limit or the alert, and the delivery options
 // (`timeout_seconds`, `retry_schedule`, `auth`, `signature`, `tls`,
-// `verification`), where it gives the option back to its default.
+// `verification`, `destination`), where it gives the option back to its default.
 type EndpointUpdate struct {
 	// Auth A delivery option, OAuth2 client credentials (`AuthInput`); `null` removes it. Refused (`422`) for a poll endpoint.
 	Auth *EndpointUpdate_Auth `json:"auth,omitempty"`
@@ -1074,7 +1204,13 @@ type EndpointUpdate struct {
 	// Delivery Fixed at creation; only the endpoint's own is accepted here (else `422`).
 	Delivery    *DeliveryMode `json:"delivery,omitempty"`
 	Description *string       `json:"description,omitempty"`
-	Disabled    *bool         `json:"disabled,omitempty"`
+
+	// Destination A message broker the endpoint delivers to instead of `url`
+	// (`DestinationInput`); exclusive with `url`: setting one without
+	// the other makes the endpoint that kind. `null` removes it.
+	// Refused (`422`) for a poll endpoint.
+	Destination *EndpointUpdate_Destination `json:"destination,omitempty"`
+	Disabled    *bool                       `json:"disabled,omitempty"`
 
 	// Headers Replaces the whole set of extra static headers; the rules are
 	// those of `EndpointCreate.headers`.
@@ -1171,6 +1307,14 @@ type EndpointUpdate_BacklogAlert struct {
 	union json.RawMessage
 }
 
+// EndpointUpdate_Destination A message broker the endpoint delivers to instead of `url`
+// (`DestinationInput`); exclusive with `url`: setting one without
+// the other makes the endpoint that kind. `null` removes it.
+// Refused (`422`) for a poll endpoint.
+type EndpointUpdate_Destination struct {
+	union json.RawMessage
+}
+
 // EndpointUpdate_RateLimit The new rate limit; `null` removes the limit.
 type EndpointUpdate_RateLimit struct {
 	union json.RawMessage
@@ -1205,7 +1349,10 @@ type EndpointWithSecret struct {
 	// `verification` `challenge`. Fixed at creation.
 	Delivery    DeliveryMode `json:"delivery"`
 	Description string       `json:"description"`
-	Disabled    bool         `json:"disabled"`
+
+	// Destination The message broker the endpoint delivers to (`Destination`); `null` for one that delivers to its `url`.
+	Destination EndpointWithSecret_Destination `json:"destination"`
+	Disabled    bool                           `json:"disabled"`
 
 	// DisabledReason Why the endpoint is disabled: `manual` (by `PATCH
 	// {"disabled": true}` or created disabled), `gone` (its receiver
@@ -1351,6 +1498,11 @@ type EndpointWithSecret_Auth struct {
 
 // EndpointWithSecret_BacklogAlert The backlog alert; `null` without one.
 type EndpointWithSecret_BacklogAlert struct {
+	union json.RawMessage
+}
+
+// EndpointWithSecret_Destination The message broker the endpoint delivers to (`Destination`); `null` for one that delivers to its `url`.
+type EndpointWithSecret_Destination struct {
 	union json.RawMessage
 }
 
@@ -2396,6 +2548,68 @@ func (t *Endpoint_BacklogAlert) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsDestination returns the union data inside the Endpoint_Destination as a Destination
+func (t Endpoint_Destination) AsDestination() (Destination, error) {
+	var body Destination
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDestination overwrites any union data inside the Endpoint_Destination as the provided Destination
+func (t *Endpoint_Destination) FromDestination(v Destination) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDestination performs a merge with any union data inside the Endpoint_Destination, using the provided Destination
+func (t *Endpoint_Destination) MergeDestination(v Destination) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the Endpoint_Destination as a NullValue
+func (t Endpoint_Destination) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the Endpoint_Destination as the provided NullValue
+func (t *Endpoint_Destination) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the Endpoint_Destination, using the provided NullValue
+func (t *Endpoint_Destination) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Endpoint_Destination) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Endpoint_Destination) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsRateLimit returns the union data inside the Endpoint_RateLimit as a RateLimit
 func (t Endpoint_RateLimit) AsRateLimit() (RateLimit, error) {
 	var body RateLimit
@@ -2640,6 +2854,68 @@ func (t EndpointCreate_BacklogAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointCreate_BacklogAlert) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsDestinationInput returns the union data inside the EndpointCreate_Destination as a DestinationInput
+func (t EndpointCreate_Destination) AsDestinationInput() (DestinationInput, error) {
+	var body DestinationInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDestinationInput overwrites any union data inside the EndpointCreate_Destination as the provided DestinationInput
+func (t *EndpointCreate_Destination) FromDestinationInput(v DestinationInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDestinationInput performs a merge with any union data inside the EndpointCreate_Destination, using the provided DestinationInput
+func (t *EndpointCreate_Destination) MergeDestinationInput(v DestinationInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointCreate_Destination as a NullValue
+func (t EndpointCreate_Destination) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointCreate_Destination as the provided NullValue
+func (t *EndpointCreate_Destination) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointCreate_Destination, using the provided NullValue
+func (t *EndpointCreate_Destination) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointCreate_Destination) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointCreate_Destination) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -2892,6 +3168,68 @@ func (t *EndpointUpdate_BacklogAlert) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsDestinationInput returns the union data inside the EndpointUpdate_Destination as a DestinationInput
+func (t EndpointUpdate_Destination) AsDestinationInput() (DestinationInput, error) {
+	var body DestinationInput
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDestinationInput overwrites any union data inside the EndpointUpdate_Destination as the provided DestinationInput
+func (t *EndpointUpdate_Destination) FromDestinationInput(v DestinationInput) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDestinationInput performs a merge with any union data inside the EndpointUpdate_Destination, using the provided DestinationInput
+func (t *EndpointUpdate_Destination) MergeDestinationInput(v DestinationInput) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointUpdate_Destination as a NullValue
+func (t EndpointUpdate_Destination) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointUpdate_Destination as the provided NullValue
+func (t *EndpointUpdate_Destination) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointUpdate_Destination, using the provided NullValue
+func (t *EndpointUpdate_Destination) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointUpdate_Destination) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointUpdate_Destination) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsRateLimitInput returns the union data inside the EndpointUpdate_RateLimit as a RateLimitInput
 func (t EndpointUpdate_RateLimit) AsRateLimitInput() (RateLimitInput, error) {
 	var body RateLimitInput
@@ -3136,6 +3474,68 @@ func (t EndpointWithSecret_BacklogAlert) MarshalJSON() ([]byte, error) {
 }
 
 func (t *EndpointWithSecret_BacklogAlert) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsDestination returns the union data inside the EndpointWithSecret_Destination as a Destination
+func (t EndpointWithSecret_Destination) AsDestination() (Destination, error) {
+	var body Destination
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromDestination overwrites any union data inside the EndpointWithSecret_Destination as the provided Destination
+func (t *EndpointWithSecret_Destination) FromDestination(v Destination) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeDestination performs a merge with any union data inside the EndpointWithSecret_Destination, using the provided Destination
+func (t *EndpointWithSecret_Destination) MergeDestination(v Destination) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsNullValue returns the union data inside the EndpointWithSecret_Destination as a NullValue
+func (t EndpointWithSecret_Destination) AsNullValue() (NullValue, error) {
+	var body NullValue
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromNullValue overwrites any union data inside the EndpointWithSecret_Destination as the provided NullValue
+func (t *EndpointWithSecret_Destination) FromNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeNullValue performs a merge with any union data inside the EndpointWithSecret_Destination, using the provided NullValue
+func (t *EndpointWithSecret_Destination) MergeNullValue(v NullValue) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t EndpointWithSecret_Destination) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *EndpointWithSecret_Destination) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }

@@ -104,6 +104,27 @@ func retrySchedule(s sluice.Schedule) string {
 
 // clientCertificate names an endpoint's tls option: the subject and
 // expiry of its client certificate, and whether it brings its own CAs.
+// destination describes an endpoint's broker: kind, URL (never with its
+// password) and where in the broker its messages go.
+func destination(d *sluice.Destination) string {
+	s := d.Type + " " + d.URL
+	switch d.Type {
+	case sluice.DestinationRedis:
+		s += ", stream " + d.Stream
+		if d.MaxLen > 0 {
+			s += fmt.Sprintf(" (trimmed to about %d entries)", d.MaxLen)
+		}
+	case sluice.DestinationNATS:
+		s += ", subject " + d.Subject
+	case sluice.DestinationAMQP:
+		s += ", exchange " + strconv.Quote(d.Exchange) + ", routing key " + strconv.Quote(d.RoutingKey)
+	}
+	if d.PasswordSet {
+		s += "; password set"
+	}
+	return s
+}
+
 func clientCertificate(o *sluice.TLSOption) string {
 	if o == nil {
 		return "none"

@@ -105,6 +105,12 @@ func applyOptions(opts *sluice.DeliveryOptions, in OptionsInput, v *sluice.Valid
 			if !null {
 				opts.TLS = tlsOption(raw, v)
 			}
+		case "destination":
+			prev := opts.Destination
+			opts.Destination = nil
+			if !null {
+				opts.Destination = destinationOption(raw, prev, v)
+			}
 		default:
 			v.Add(name, "is not a delivery option")
 		}

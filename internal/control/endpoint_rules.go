@@ -44,7 +44,8 @@ const (
 )
 
 // checkSettings checks an endpoint's settings once every field is set: its
-// delivery and URL (checkTargetURL; none for a poll endpoint), description,
+// delivery and URL (checkTargetURL; none for a poll endpoint) or broker
+// destination (checkDestination), description,
 // max_in_flight, headers, ordering (FIFO only for a push endpoint) and the
 // delivery options that need the endpoint's settings (checkPollOptions,
 // checkTokenURL). The
@@ -55,8 +56,15 @@ func checkSettings(set sluice.EndpointSettings, allowPrivate bool, v *sluice.Val
 		if set.URL != "" {
 			v.Add("url", "must be left out: a poll endpoint is read from its poll_url, not sent to")
 		}
+		if set.Options.Destination != nil {
+			v.Add("destination", "must be null for a poll endpoint, which is read from its poll_url")
+		}
 	case "", sluice.DeliveryPush:
-		checkTargetURL(set.URL, allowPrivate, v)
+		if set.Options.Destination != nil {
+			checkDestination(set, allowPrivate, v)
+		} else {
+			checkTargetURL(set.URL, allowPrivate, v)
+		}
 	default:
 		v.Add("delivery", "must be \"push\" or \"poll\"")
 	}

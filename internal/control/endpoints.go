@@ -1,6 +1,7 @@
 package control
 
 import (
+	"bytes"
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
@@ -105,6 +106,9 @@ func (c *Control) CreateEndpoint(ctx context.Context, who Caller, in EndpointInp
 		if err := c.saveTLS(ctx, who.Tenant, ep.ID, in.Options, set.Options.TLS); err != nil {
 			return err
 		}
+		if err := c.saveDestination(ctx, who.Tenant, ep.ID, nil, set.Options.Destination); err != nil {
+			return err
+		}
 		if err := c.saveAuth(ctx, ep.ID, in.Options, nil, set.Options.Auth); err != nil {
 			return err
 		}
@@ -197,6 +201,9 @@ func (c *Control) UpdateEndpoint(ctx context.Context, who Caller, id uuid.UUID, 
 			return err
 		}
 		if err := c.saveTLS(ctx, who.Tenant, id, in.Options, set.Options.TLS); err != nil {
+			return err
+		}
+		if err := c.saveDestination(ctx, who.Tenant, id, before.Options.Destination, set.Options.Destination); err != nil {
 			return err
 		}
 		if err := c.saveAuth(ctx, id, in.Options, before.Options.Auth, set.Options.Auth); err != nil {
@@ -509,6 +516,13 @@ func (in EndpointInput) apply(set *sluice.EndpointSettings, creating bool, v *sl
 		set.Ordering = sluice.OrderingNone
 	}
 	applyOptions(&set.Options, in.Options, v)
+	// url and destination are exclusive: a request that sets one and
+	// leaves the other out turns the endpoint into that kind.
+	if raw, named := in.Options["destination"]; named && !bytes.Equal(bytes.TrimSpace(raw), []byte("null")) && in.URL == nil {
+		set.URL = ""
+	} else if !named && set.URL != "" {
+		set.Options.Destination = nil
+	}
 }
 
 // rateLimit checks in and returns the rate limit it asks for; nil when

@@ -42,8 +42,9 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 
 				SigningKeys: target.SigningKeys,
 				TLS:         target.TLS,
+				Destination: target.Destination,
 			})
-			if res.StatusCode == 0 && ctx.Err() != nil {
+			if res.StatusCode == 0 && !res.Confirmed && ctx.Err() != nil {
 				cut[i] = true
 				endAttempt(span, res, Outcome{}, true)
 				return

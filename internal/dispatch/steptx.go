@@ -84,6 +84,9 @@ type Target struct {
 	// Auth is the endpoint's auth option with the token read with it
 	// (oauth.go); nil without one.
 	Auth *authTarget
+	// Destination is the broker it delivers to instead of URL, its
+	// sealed URL opened (FullURL); nil without one.
+	Destination *sluice.Destination
 }
 
 // LockEndpoint locks the endpoint row for the step (FOR NO KEY UPDATE,
@@ -127,6 +130,15 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 		tg.Disabled = tg.Disabled || tg.Unverified
 		if o.TLS != nil && r.TlsKeyEnc != nil {
 			tg.TLS = t.clientTLS(r, o.TLS)
+		}
+		if o.Destination != nil {
+			full, err := t.st.OpenSecret(r.DestinationUrlEnc)
+			if err != nil {
+				return tg, fmt.Errorf("open endpoint destination url: %w", err)
+			}
+			d := *o.Destination
+			d.FullURL = full
+			tg.Destination = &d
 		}
 		if o.Auth != nil {
 			a, err := t.readAuth(ctx, r.ID, *o.Auth)

@@ -193,6 +193,7 @@ func (g *fuzzGen) endpoint() string {
 		"tls":             g.tls,
 		"signature":       func() string { return pick(g, "null", `"v1"`, `"v1a"`, `"v1,v1a"`, `"v1a,v1"`, `"v2"`, g.value(0)) },
 		"verification":    func() string { return pick(g, "null", `"none"`, `"challenge"`, `"Challenge"`, g.value(0)) },
+		"destination":     g.destination,
 	})
 }
 
@@ -217,10 +218,12 @@ func (g *fuzzGen) validEndpoint() string {
 		},
 		"signature":    func() string { return pick(g, `"v1"`, `"v1a"`, `"v1,v1a"`) },
 		"verification": func() string { return pick(g, `"none"`, `"challenge"`) },
+		"destination":  func() string { return "null" }, // a destination excludes url: TestDestinationFields
 	}
 	hostile := map[string]func() string{
 		"timeout_seconds": g.number, "retry_schedule": g.retrySchedule, "auth": g.auth, "tls": g.tls,
 		"signature": func() string { return g.value(0) }, "verification": func() string { return g.value(0) },
+		"destination": g.destination,
 	}
 	gens := map[string]func() string{"url": func() string { return `"http://127.0.0.1:9/x"` }}
 	if g.chance(20) { // a poll endpoint: no url; auth, tls, v1a and a challenge are refused
@@ -277,6 +280,15 @@ func (g *fuzzGen) auth() string {
 
 // tls is a tls option: real certificates and keys, mismatched, expired,
 // cut short or not PEM at all.
+// destination is a destination option, valid or not.
+func (g *fuzzGen) destination() string {
+	return pick(g, "null", `"redis"`, g.value(1),
+		`{"type": "redis", "url": "redis://:pw@127.0.0.1:6379/0", "stream": `+g.jsonText(g.text())+`}`,
+		`{"type": "nats", "url": `+g.jsonText(g.text())+`, "subject": "a.b"}`,
+		`{"type": "amqp", "url": "amqp://127.0.0.1", "exchange": "x"}`,
+		`{"type": "redis", "url": "redis://127.0.0.1", "max_len": `+g.number()+`, "stream": "s"}`)
+}
+
 func (g *fuzzGen) tls() string {
 	if g.chance(15) {
 		return pick(g, "null", `"on"`, "[]", g.value(1))

@@ -28,13 +28,19 @@ type Result struct {
 	Latency    time.Duration // from start until the response head and logged body were read, or the error
 	Body       string        // first 1 KiB of the response body as valid UTF-8 without NULs, "" if none
 	RetryAfter time.Duration // parsed Retry-After of any response, relative to its arrival; 0 if absent, invalid or past
+	// Confirmed: a broker destination took the message (its confirm or
+	// ack). Backpressure: it refused it for now (out of memory, a full
+	// stream, a blocked connection). StatusCode stays 0 for a broker.
+	Confirmed, Backpressure bool
 }
 
-// Delivered reports whether the endpoint answered 2xx.
-func (r Result) Delivered() bool { return r.StatusCode >= 200 && r.StatusCode < 300 }
+// Delivered reports whether the endpoint answered 2xx, or its broker
+// confirmed the message.
+func (r Result) Delivered() bool { return r.Confirmed || r.StatusCode >= 200 && r.StatusCode < 300 }
 
-// Throttled reports whether the endpoint answered 429 Too Many Requests.
-func (r Result) Throttled() bool { return r.StatusCode == http.StatusTooManyRequests }
+// Throttled reports whether the endpoint answered 429 Too Many Requests,
+// or its broker pushed back.
+func (r Result) Throttled() bool { return r.StatusCode == http.StatusTooManyRequests || r.Backpressure }
 
 // TimedOut reports whether no response arrived in time (describeErr's
 // "timeout" and "deadline exceeded").

@@ -33,6 +33,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
@@ -71,6 +72,9 @@ type Sender struct {
 	// client (tlsClients) clones with its certificate.
 	https *http.Transport
 	tls   tlsClients
+	// brokers are the broker destinations (Message.Destination), each
+	// with its pooled connections, dialled through the same guard.
+	brokers *brokers
 }
 
 // privateV4 and privateV6 are the ranges AllowPrivate opens. Cloud
@@ -127,8 +131,12 @@ func New(cfg Config) *Sender {
 		userAgent: cfg.UserAgent,
 		https:     transport,
 		tls:       tlsClients{m: map[uuid.UUID]*tlsClient{}},
+		brokers:   &brokers{dial: dialer.DialContext, m: map[brokerKey]destination{}},
 	}
 }
+
+// Close closes the connections the Sender holds to brokers.
+func (s *Sender) Close() { s.brokers.close() }
 
 // newClient is an HTTP client on rt that follows no redirect.
 func newClient(rt http.RoundTripper) *http.Client {
@@ -158,21 +166,32 @@ type Message struct {
 	// Bearer is the endpoint's OAuth2 access token, sent as
 	// "Authorization: Bearer"; "": none.
 	Bearer string
+	// Destination is the broker the message goes to instead of URL,
+	// with its FullURL opened; nil: URL.
+	Destination *sluice.Destination
 }
 
 var errTimeout = errors.New("sender: request timeout")
 
-// Send makes one attempt to deliver m and reports the outcome. It never
-// returns an error: failures are described in Result.Err. If ctx is
-// cancelled (for example at shutdown) the attempt fails with Err "canceled";
-// callers can tell that apart by checking ctx.Err(). When ctx holds a span
-// (a traced attempt), the request carries its W3C traceparent and
-// tracestate.
+// Send makes one attempt to deliver m, to its URL or its Destination, and
+// reports the outcome. It never returns an error: failures are described
+// in Result.Err. If ctx is cancelled (for example at shutdown) the
+// attempt fails with Err "canceled"; callers can tell that apart by
+// checking ctx.Err(). When ctx holds a span (a traced attempt), an HTTP
+// request carries its W3C traceparent and tracestate.
 func (s *Sender) Send(ctx context.Context, m Message) Result {
-	start := time.Now()
-	res := Result{At: start}
 	ctx, cancel := context.WithTimeoutCause(ctx, cmp.Or(m.Timeout, s.timeout), errTimeout)
 	defer cancel()
+	if m.Destination != nil {
+		return s.brokers.deliver(ctx, m)
+	}
+	return s.post(ctx, m)
+}
+
+// post is the HTTP destination: one signed POST to m.URL.
+func (s *Sender) post(ctx context.Context, m Message) Result {
+	start := time.Now()
+	res := Result{At: start}
 
 	req, err := s.newRequest(ctx, m, start)
 	if err != nil {

@@ -41,6 +41,9 @@ type DeliveryOptions struct {
 	TLS *TLSOption `json:"tls"`
 	// Verification is VerifyNone or VerifyChallenge; nil: VerifyNone.
 	Verification *string `json:"verification"`
+	// Destination is the message broker the endpoint delivers to instead
+	// of a URL; nil: its url.
+	Destination *Destination `json:"destination"`
 }
 
 // The values of DeliveryOptions.Signature: Standard Webhooks' symmetric
@@ -131,6 +134,7 @@ var DeliveryOptionFields = func() []string {
 			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
 		case "auth":
 			out = append(out, AuthFormFields...)
+		case "destination": // set through the API; the form leaves it as it is
 		default:
 			out = append(out, name)
 		}

@@ -180,7 +180,7 @@ func (q *Queries) EndpointVerified(ctx context.Context, arg EndpointVerifiedPara
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
-SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, e.destination_url_enc, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
 FROM endpoints e
 LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = $1
@@ -247,6 +247,7 @@ func (q *Queries) LockEndpointForDispatch(ctx context.Context, id uuid.UUID) (Lo
 		&i.Endpoint.TlsExpiryNoticed,
 		&i.Endpoint.VerifiedAt,
 		&i.Endpoint.VerificationError,
+		&i.Endpoint.DestinationUrlEnc,
 		&i.ThrottledUntil,
 		&i.ThrottleReason,
 		&i.Consecutive429s,

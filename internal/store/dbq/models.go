@@ -209,6 +209,7 @@ type Endpoint struct {
 	TlsExpiryNoticed          *time.Time
 	VerifiedAt                *time.Time
 	VerificationError         *string
+	DestinationUrlEnc         []byte
 }
 
 type EndpointAuth struct {

@@ -39,7 +39,7 @@ WITH cursor_row AS (
 )
 UPDATE endpoints SET delivery = 'poll', url = ''
 WHERE id = $1
-RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery, options, sign_key_enc, sign_public_key, sign_key_version, previous_sign_key_enc, previous_sign_public_key, tls_key_enc, tls_expiry_noticed, verified_at, verification_error
+RETURNING id, tenant_id, url, description, rate_limit_per_second, rate_limit_per_minute, rate_limit_burst, max_in_flight, headers, disabled, secret_enc, previous_secret_enc, previous_secret_expires_at, created_at, updated_at, bucket_tokens, bucket_at, circuit_state, consecutive_failures, circuit_opened_at, circuit_next_probe_at, circuit_probe_ms, last_error, parked_job_id, consumer, retry_due_at, disabled_reason, rate_limit_adaptive, rate_limit_min, adaptive_rate, adaptive_rate_at, adaptive_halved_at, backlog_alert_queued, backlog_alert_oldest_seconds, backlog_alerted_at, ordering, delivery, options, sign_key_enc, sign_public_key, sign_key_version, previous_sign_key_enc, previous_sign_public_key, tls_key_enc, tls_expiry_noticed, verified_at, verification_error, destination_url_enc
 `
 
 // Pull delivery (internal/poll, 00031_poll_delivery.sql).
@@ -96,6 +96,7 @@ func (q *Queries) MakeEndpointPoll(ctx context.Context, id uuid.UUID) (Endpoint,
 		&i.TlsExpiryNoticed,
 		&i.VerifiedAt,
 		&i.VerificationError,
+		&i.DestinationUrlEnc,
 	)
 	return i, err
 }
