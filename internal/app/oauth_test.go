@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
 )
 
 // tokenServer is an OAuth2 token endpoint (client credentials) that
@@ -262,8 +263,12 @@ func TestOAuthRefresherKilled(t *testing.T) {
 	leased, next := ts.asked[0], ts.asked[1]
 	ts.mu.Unlock()
 	var waiting time.Time // when the run that replaced the dead one started
-	require.NoError(t, pool.QueryRow(t.Context(), `SELECT min(attempted_at) FROM river_job
-		WHERE kind = 'dispatch' AND args ->> 'endpoint_id' = $1 AND state <> 'cancelled'`, id).Scan(&waiting))
+	for _, j := range jobstest.Dispatch(t, pool, id) {
+		if j.State != "cancelled" && j.AttemptedAt != nil && (waiting.IsZero() || j.AttemptedAt.Before(waiting)) {
+			waiting = *j.AttemptedAt
+		}
+	}
+	require.False(t, waiting.IsZero(), "a dispatch run of the endpoint started")
 	t.Logf("lease ends %s after the killed worker's request; replacement run waiting %s before its end; next request %s after its end (%s after the killed worker's)",
 		leaseEnd.Sub(leased).Round(time.Millisecond), leaseEnd.Sub(waiting).Round(time.Millisecond),
 		next.Sub(leaseEnd).Round(time.Millisecond), next.Sub(leased).Round(time.Millisecond))

@@ -28,6 +28,8 @@ type Job struct {
 	State  string
 	Args   string // JSON
 	Errors string // JSON array of its failed attempts' errors, "" when none
+	// AttemptedAt is when its last attempt started; nil before the first.
+	AttemptedAt *time.Time
 }
 
 // Live reports whether River will still run j: it is available, pending,
@@ -35,7 +37,7 @@ type Job struct {
 func (j Job) Live() bool { return slices.Contains(jobs.LiveStates, rivertype.JobState(j.State)) }
 
 // selectJobs reads jobs as Job; callers add a WHERE and the order.
-const selectJobs = `SELECT id, kind, state::text, args::text, coalesce(errors::text, '') FROM river_job `
+const selectJobs = `SELECT id, kind, state::text, args::text, coalesce(errors::text, ''), attempted_at FROM river_job `
 
 // All returns every job, oldest first.
 func All(t testing.TB, db jobs.DBTX) []Job {
