@@ -3764,7 +3764,7 @@ type ClientInterface interface {
 
 	// GetMetrics Prometheus metrics
 	//
-	// Metrics in the Prometheus text exposition format.
+	// Metrics in the Prometheus text exposition format, served without authentication: keep it private. When `SLUICE_METRICS_ADDR` is set, `/metrics` is served only on that listener and this path answers 404.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4475,7 +4475,7 @@ func (c *Client) GetHealthz(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetMetrics Prometheus metrics
 //
-// Metrics in the Prometheus text exposition format.
+// Metrics in the Prometheus text exposition format, served without authentication: keep it private. When `SLUICE_METRICS_ADDR` is set, `/metrics` is served only on that listener and this path answers 404.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8153,7 +8153,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
-	// Metrics in the Prometheus text exposition format.
+	// Metrics in the Prometheus text exposition format, served without authentication: keep it private. When `SLUICE_METRICS_ADDR` is set, `/metrics` is served only on that listener and this path answers 404.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14099,7 +14099,7 @@ func (c *ClientWithResponses) GetHealthzWithResponse(ctx context.Context, reqEdi
 
 // GetMetricsWithResponse Prometheus metrics
 //
-// Metrics in the Prometheus text exposition format.
+// Metrics in the Prometheus text exposition format, served without authentication: keep it private. When `SLUICE_METRICS_ADDR` is set, `/metrics` is served only on that listener and this path answers 404.
 //
 // Returns a wrapper object for the known response body format(s).
 //
