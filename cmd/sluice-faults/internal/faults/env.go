@@ -53,18 +53,18 @@ type Env struct {
 	Primary, Standby *Cluster
 	// Patroni, with DBPatroni, is the scenario's own Patroni cluster;
 	// sluice is given its three hosts.
-	Patroni *Patroni
-	API              *Proc
-	Workers          []*Proc
-	Receiver         *Receiver
-	BaseURL          string
-	Keys             []string // API keys: [0] the main tenant, [1] a second one if asked for
-	DB               *pgxpool.Pool
-	Healthy          []string // healthy endpoint names at the receiver
-	URLs             map[string]string
-	EndpointIDs      map[string]string // endpoint name → id
-	Logf             func(format string, args ...any)
-	warmUpID         string
+	Patroni     *Patroni
+	API         *Proc
+	Workers     []*Proc
+	Receiver    *Receiver
+	BaseURL     string
+	Keys        []string // API keys: [0] the main tenant, [1] a second one if asked for
+	DB          *pgxpool.Pool
+	Healthy     []string // healthy endpoint names at the receiver
+	URLs        map[string]string
+	EndpointIDs map[string]string // endpoint name → id
+	Logf        func(format string, args ...any)
+	warmUpID    string
 
 	mu     sync.Mutex
 	faults []Fault
