@@ -52,7 +52,8 @@ func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryF
 	if err != nil {
 		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
-	return pageOf(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID }, store.DeliveryFromRow), nil
+	return store.Page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
+		func(r dbq.Delivery) (sluice.Delivery, error) { return store.DeliveryFromRow(r), nil })
 }
 
 // Events is a page of the caller's events matching f: a portal caller's
@@ -77,7 +78,8 @@ func (c *Control) Events(ctx context.Context, who Caller, f sluice.EventFilter, 
 	if err != nil {
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
-	return pageOf(rows, p, func(r dbq.Event) uuid.UUID { return r.ID }, store.EventFromRow), nil
+	return store.Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
+		func(r dbq.Event) (sluice.Event, error) { return store.EventFromRow(r), nil })
 }
 
 // typeMatch reads an event-type filter: one type (exact), or "prefix.*",
@@ -128,19 +130,4 @@ func timeRange(since, until *time.Time, v *sluice.ValidationError) {
 	if since != nil && until != nil && !since.Before(*until) {
 		v.Add("until", "must be after since")
 	}
-}
-
-// pageOf cuts rows, fetched one past the page's limit, into a page: the
-// extra row, when there is one, says that a next page exists.
-func pageOf[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv func(R) T) sluice.Page[T] {
-	out := sluice.Page[T]{Items: make([]T, 0, min(len(rows), p.Limit))}
-	for i, r := range rows {
-		if i == p.Limit {
-			next := id(rows[i-1])
-			out.Next = &next
-			break
-		}
-		out.Items = append(out.Items, conv(r))
-	}
-	return out
 }

@@ -22,12 +22,9 @@ import (
 func CloseCircuit(ctx context.Context, st *store.Store, nudger TxNudger, tenantID, endpointID uuid.UUID) error {
 	return st.InTx(ctx, func(stx store.Tx) error {
 		tx := &StepTx{st: st, tx: stx}
-		locked, err := tx.LockFlow(ctx, endpointID)
-		switch {
-		case errors.Is(err, sluice.ErrNotFound) || err == nil && locked.TenantID != tenantID:
-			return sluice.ErrNotFound
-		case err != nil:
-			return fmt.Errorf("lock endpoint: %w", err)
+		locked, err := lockTenantFlow(ctx, tx, tenantID, endpointID)
+		if err != nil {
+			return err
 		}
 		before, after := locked.Flow, locked.Flow
 		var tr flow.Transition
@@ -59,12 +56,9 @@ func CloseCircuit(ctx context.Context, st *store.Store, nudger TxNudger, tenantI
 func LiftThrottle(ctx context.Context, st *store.Store, nudger TxNudger, tenantID, endpointID uuid.UUID) error {
 	return st.InTx(ctx, func(stx store.Tx) error {
 		tx := &StepTx{st: st, tx: stx}
-		locked, err := tx.LockFlow(ctx, endpointID)
-		switch {
-		case errors.Is(err, sluice.ErrNotFound) || err == nil && locked.TenantID != tenantID:
-			return sluice.ErrNotFound
-		case err != nil:
-			return fmt.Errorf("lock endpoint: %w", err)
+		locked, err := lockTenantFlow(ctx, tx, tenantID, endpointID)
+		if err != nil {
+			return err
 		}
 		before, after := locked.Flow, locked.Flow
 		if before.Throttle == (flow.Throttle{}) {
@@ -79,4 +73,17 @@ func LiftThrottle(ctx context.Context, st *store.Store, nudger TxNudger, tenantI
 		}
 		return nil
 	})
+}
+
+// lockTenantFlow locks the endpoint's flow state for a change by hand; an
+// endpoint of another tenant is sluice.ErrNotFound.
+func lockTenantFlow(ctx context.Context, tx *StepTx, tenantID, endpointID uuid.UUID) (LockedFlow, error) {
+	locked, err := tx.LockFlow(ctx, endpointID)
+	switch {
+	case errors.Is(err, sluice.ErrNotFound) || err == nil && locked.TenantID != tenantID:
+		return locked, sluice.ErrNotFound
+	case err != nil:
+		return locked, fmt.Errorf("lock endpoint: %w", err)
+	}
+	return locked, nil
 }

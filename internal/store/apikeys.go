@@ -39,7 +39,7 @@ func (s *Store) ListAPIKeys(ctx context.Context, tenantID uuid.UUID, p sluice.Pa
 	if err != nil {
 		return sluice.Page[sluice.APIKey]{}, fmt.Errorf("list api keys: %w", err)
 	}
-	return page(rows, p, func(r dbq.ApiKey) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.ApiKey) uuid.UUID { return r.ID },
 		func(r dbq.ApiKey) (sluice.APIKey, error) { return apiKeyFromRow(r), nil })
 }
 

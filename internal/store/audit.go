@@ -21,7 +21,7 @@ func (s *Store) AuditLog(ctx context.Context, tenant uuid.UUID, f sluice.AuditFi
 	if err != nil {
 		return sluice.Page[sluice.AuditEntry]{}, fmt.Errorf("list audit entries: %w", err)
 	}
-	return page(rows, p, func(r dbq.ListAuditEntriesRow) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.ListAuditEntriesRow) uuid.UUID { return r.ID },
 		func(r dbq.ListAuditEntriesRow) (sluice.AuditEntry, error) {
 			return sluice.AuditEntry{
 				ID: r.ID, At: r.At, Action: r.Action, ObjectID: r.ObjectID, SourceIP: r.SourceIp, Changed: r.Changed,

@@ -39,7 +39,7 @@ func (s *Store) ListConsumers(ctx context.Context, tenantID uuid.UUID, p sluice.
 	if err != nil {
 		return sluice.Page[sluice.Consumer]{}, fmt.Errorf("list consumers: %w", err)
 	}
-	return page(rows, p, func(r dbq.ListConsumersRow) uuid.UUID { return r.Consumer.ID },
+	return Page(rows, p, func(r dbq.ListConsumersRow) uuid.UUID { return r.Consumer.ID },
 		func(r dbq.ListConsumersRow) (sluice.Consumer, error) {
 			return consumerFromRow(r.Consumer, r.EndpointCount), nil
 		})

@@ -37,7 +37,7 @@ func (s *Store) ListDeliveries(ctx context.Context, tenantID uuid.UUID, f sluice
 	if err != nil {
 		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
-	return page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
 		func(r dbq.Delivery) (sluice.Delivery, error) { return DeliveryFromRow(r), nil })
 }
 

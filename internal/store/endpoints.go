@@ -76,7 +76,7 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 	if err != nil {
 		return sluice.Page[sluice.Endpoint]{}, fmt.Errorf("list endpoints: %w", err)
 	}
-	return page(rows, p, func(r dbq.ListEndpointsRow) uuid.UUID { return r.Endpoint.ID },
+	return Page(rows, p, func(r dbq.ListEndpointsRow) uuid.UUID { return r.Endpoint.ID },
 		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
 }
 

@@ -50,7 +50,7 @@ func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, consumer, ev
 	if err != nil {
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
-	return page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
 		func(r dbq.Event) (sluice.Event, error) { return EventFromRow(r), nil })
 }
 

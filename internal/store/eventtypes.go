@@ -39,7 +39,7 @@ func (s *Store) ListEventTypes(ctx context.Context, tenantID uuid.UUID, p sluice
 	if err != nil {
 		return sluice.Page[sluice.EventType]{}, fmt.Errorf("list event types: %w", err)
 	}
-	return page(rows, p, func(r dbq.EventType) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.EventType) uuid.UUID { return r.ID },
 		func(r dbq.EventType) (sluice.EventType, error) { return eventTypeFromRow(r), nil })
 }
 

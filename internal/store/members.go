@@ -39,7 +39,7 @@ func (s *Store) ListMembers(ctx context.Context, tenantID uuid.UUID, p sluice.Pa
 	if err != nil {
 		return sluice.Page[sluice.Member]{}, fmt.Errorf("list members: %w", err)
 	}
-	return page(rows, p, func(r dbq.Member) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.Member) uuid.UUID { return r.ID },
 		func(r dbq.Member) (sluice.Member, error) { return memberFromRow(r), nil })
 }
 

@@ -108,8 +108,9 @@ func limitRows(p sluice.PageParams) int32 {
 	return int32(p.Limit) + 1
 }
 
-// page cuts rows fetched with limitRows into a Page.
-func page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv func(R) (T, error)) (sluice.Page[T], error) {
+// Page cuts rows fetched one past the page's limit (limitRows) into a
+// page: the extra row, when there is one, says that a next page exists.
+func Page[R, T any](rows []R, p sluice.PageParams, id func(R) uuid.UUID, conv func(R) (T, error)) (sluice.Page[T], error) {
 	out := sluice.Page[T]{Items: make([]T, 0, min(len(rows), p.Limit))}
 	for i, r := range rows {
 		if i == p.Limit {

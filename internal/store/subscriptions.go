@@ -59,7 +59,7 @@ func (s *Store) ListSubscriptions(ctx context.Context, tenantID uuid.UUID, endpo
 	if err != nil {
 		return sluice.Page[sluice.Subscription]{}, fmt.Errorf("list subscriptions: %w", err)
 	}
-	return page(rows, p, func(r dbq.Subscription) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.Subscription) uuid.UUID { return r.ID },
 		func(r dbq.Subscription) (sluice.Subscription, error) { return subscriptionFromRow(r), nil })
 }
 

@@ -43,7 +43,7 @@ func (s *Store) ListTenants(ctx context.Context, p sluice.PageParams) (sluice.Pa
 	if err != nil {
 		return sluice.Page[sluice.Tenant]{}, fmt.Errorf("list tenants: %w", err)
 	}
-	return page(rows, p, func(r dbq.Tenant) uuid.UUID { return r.ID },
+	return Page(rows, p, func(r dbq.Tenant) uuid.UUID { return r.ID },
 		func(r dbq.Tenant) (sluice.Tenant, error) { return tenantFromRow(r), nil })
 }
 
