@@ -80,9 +80,19 @@ func TestBacklogAlertOnceUntilItDrains(t *testing.T) {
 	h.backlogChecked()
 	require.Len(t, backlogEvents(t, ops, id), 1, "one alert until the backlog falls below half")
 
-	h.call(http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": nil}, http.StatusOK, nil)
+	// Drain at a fast rate, not with none: a rate-limited endpoint's every
+	// claim reads its row, so the slow rate restored below holds from the
+	// next claim (without one a run may go on unlocked for a second).
+	h.call(http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": map[string]any{"per_second": 100}}, http.StatusOK, nil)
 	eventually(t, 10*time.Second, func() bool { return slow.Count() == 10 }, "the backlog drains")
-	h.backlogChecked()
+	// The receiver has every request before each is recorded delivered:
+	// wait for the check that saw the drained backlog to rearm the alert.
+	eventually(t, 10*time.Second, func() bool {
+		var rearmed bool
+		require.NoError(t, h.proc.Pool.QueryRow(context.Background(),
+			`SELECT backlog_alerted_at IS NULL FROM endpoints WHERE id = $1`, id).Scan(&rearmed))
+		return rearmed
+	}, "the drained backlog rearms the alert")
 	h.call(http.MethodPatch, "/v1/endpoints/"+id, map[string]any{"rate_limit": slowRate}, http.StatusOK, nil)
 	h.postBatch("order.created", 7)
 	eventually(t, 10*time.Second, func() bool { return len(backlogEvents(t, ops, id)) == 2 }, "drained below half, it alerts again")
