@@ -76,13 +76,23 @@ var costMetrics = []Metric{
 	{Name: "Postgres CPU per delivery", Unit: "ms"},
 	{Name: "statements per delivery", Unit: ""},
 	{Name: "Postgres execution per delivery", Unit: "ms"},
+	{Name: "buffer pages per delivery", Unit: ""}, // shared buffers hit or read
+	{Name: "WAL records per delivery", Unit: ""},
+	{Name: "WAL bytes per delivery", Unit: "B"},
 	{Name: "duplicates", Unit: ""},
 }
 
 // statementCount is what pg_stat_statements counted over a window: nil
 // when Postgres does not have it.
 // The top statements per delivery go to the log.
-type statementCount func(ctx context.Context, deliveries float64) (ms float64, calls int64, ok bool)
+type statementCount func(ctx context.Context, deliveries float64) (statementTotals, bool)
+
+// statementTotals is what the statements of a window cost Postgres, summed.
+type statementTotals struct {
+	ms    float64 // execution time
+	calls int64
+	work  statementWork
+}
 
 // statements resets pg_stat_statements, when on and Postgres has it, and
 // returns how to read what it counted since.
@@ -96,12 +106,18 @@ func (e *Env) statements(ctx context.Context, on bool) statementCount {
 	if _, err := e.DB.Exec(ctx, `/* bench-drain */ SELECT pg_stat_statements_reset()`); err != nil {
 		return nil
 	}
-	return func(ctx context.Context, per float64) (float64, int64, bool) {
+	return func(ctx context.Context, per float64) (statementTotals, bool) {
+		var t statementTotals
 		ms, calls, top, err := statementTime(ctx, e.DB, per, "delivery")
-		if err == nil {
-			logf("  statements: %s", top)
+		if err != nil {
+			return t, false
 		}
-		return ms, calls, err == nil
+		logf("  statements: %s", top)
+		t.ms, t.calls = ms, calls
+		if t.work, err = readStatementWork(ctx, e.DB, per); err != nil {
+			logf("  statement work: %v", err)
+		}
+		return t, true
 	}
 }
 
@@ -115,9 +131,12 @@ func costValues(ctx context.Context, s *Sample, arr Arrival, statements statemen
 	if statements == nil {
 		return
 	}
-	if ms, calls, ok := statements(ctx, float64(n)); ok {
-		s.Values["statements per delivery"] = float64(calls) / float64(n)
-		s.Values["Postgres execution per delivery"] = ms / float64(n)
+	if t, ok := statements(ctx, float64(n)); ok {
+		s.Values["statements per delivery"] = float64(t.calls) / float64(n)
+		s.Values["Postgres execution per delivery"] = t.ms / float64(n)
+		s.Values["buffer pages per delivery"] = float64(t.work.blocks) / float64(n)
+		s.Values["WAL records per delivery"] = float64(t.work.walRecords) / float64(n)
+		s.Values["WAL bytes per delivery"] = float64(t.work.walBytes) / float64(n)
 	}
 }
 
