@@ -35,7 +35,7 @@ REDOCLY_VERSION_NODE18 ?= 1.34.5
 # govulncheck's database; VULNDB=file:///path for an offline copy.
 VULNDB    ?= https://vuln.go.dev
 
-.PHONY: help run ha ha-stop test test-packages proxy-drill check lint staticcheck vulncheck check-generate lint-openapi bench bench-compare faults generate vet build db-stop db-status clean distclean
+.PHONY: help run ha ha-stop test test-packages proxy-drill restore-drill check lint staticcheck vulncheck check-generate lint-openapi bench bench-compare faults generate vet build db-stop db-status clean distclean
 
 help: ## list targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-14s %s\n", $$1, $$2}'
@@ -45,13 +45,17 @@ run: ## build and serve API + dashboard + workers against ./.data (or DATABASE_U
 
 # Without DATABASE_URL, tests get a throwaway cluster (scripts/withpg.sh) that
 # is stopped and deleted afterwards. Extra flags: make test TESTFLAGS='-run X -v'
-test: ## go vet + every test (-race) against a private throwaway Postgres, then the proxy drill
+test: ## go vet + every test (-race) against a private throwaway Postgres, then the proxy and restore drills
 	$(GO) vet ./...
 	if [ -n "$$DATABASE_URL" ]; then $(MAKE) --no-print-directory test-packages; else bash scripts/withpg.sh $(MAKE) --no-print-directory test-packages; fi
 	bash scripts/proxy-drill.sh
+	bash scripts/restore-drill.sh
 
-proxy-drill: ## Sluice behind nginx with TLS on loopback, as docs/operations.md sets it up: sign in through it, check the audit log's client address
+proxy-drill: ## Sluice behind nginx with TLS on loopback, as docs/reverse-proxy.md sets it up: sign in through it, check the audit log's client address
 	bash scripts/proxy-drill.sh
+
+restore-drill: ## back up and restore on private clusters, as docs/backup.md says: events, deliveries and new posts checked after the restore
+	bash scripts/restore-drill.sh
 
 test-packages: # every package's tests on DATABASE_URL: internal/app last, alone
 	$(GOTEST) $$($(GO) list ./... | grep -vx '$(TIMED)')

@@ -20,7 +20,7 @@
 # what the demo and the fault scenarios exercise is Patroni and Sluice, not
 # etcd's own failover. Production runs three (or five) etcd members on
 # separate machines, so that the loss of one keeps a quorum
-# (docs/operations.md).
+# (docs/patroni.md).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # proxy-drill.sh — Sluice behind nginx with TLS on loopback, as
-# docs/operations.md ("Behind a reverse proxy") sets it up, checked end to end.
+# docs/reverse-proxy.md sets it up, checked end to end.
 #
 #   bash scripts/proxy-drill.sh
 #
@@ -8,7 +8,7 @@
 # when it cannot. Makes a self-signed certificate for 127.0.0.1, starts a
 # throwaway Postgres (scripts/withpg.sh), Sluice with
 # SLUICE_TRUSTED_PROXIES=127.0.0.1/32 and SLUICE_METRICS_ADDR, and nginx with
-# the server block of docs/operations.md. Then, as a client connecting from
+# the server block of docs/reverse-proxy.md. Then, as a client connecting from
 # 127.0.0.2, it signs in to the dashboard through the proxy and checks the
 # audit log shows the client's address, not the proxy's. Everything it
 # starts is stopped when it ends. Exit status 0: the drill passed (or was
@@ -110,7 +110,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=127.0.0.1" \
   -addext "subjectAltName=IP:127.0.0.1,DNS:localhost" \
   -keyout "$tmp/tls/privkey.pem" -out "$tmp/tls/fullchain.pem" 2>/dev/null || fail "openssl could not make a certificate"
 
-# --- nginx, with docs/operations.md's server block -----------------------------
+# --- nginx, with docs/reverse-proxy.md's server block -----------------------------
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 port=""
 for ((p = ${PROXY_DRILL_PORT:-18443}; p < ${PROXY_DRILL_PORT:-18443} + 200; p++)); do
@@ -121,10 +121,10 @@ done
 block=$(awk '/<!-- proxy-drill:/ { marked = 1; next }
   marked && /^```nginx/ { inside = 1; next }
   inside && /^```/ { exit }
-  inside { print }' docs/operations.md)
-[[ -n $block ]] || fail "no nginx server block marked for the drill in docs/operations.md"
+  inside { print }' docs/reverse-proxy.md)
+[[ -n $block ]] || fail "no nginx server block marked for the drill in docs/reverse-proxy.md"
 for want in 'listen 443 ssl;' '/etc/ssl/sluice/' 'proxy_pass http://127.0.0.1:8080;'; do
-  grep -qF "$want" <<<"$block" || fail "docs/operations.md's server block no longer has '$want' for the drill to replace"
+  grep -qF "$want" <<<"$block" || fail "docs/reverse-proxy.md's server block no longer has '$want' for the drill to replace"
 done
 block=${block//listen 443 ssl;/listen 127.0.0.1:$port ssl;}
 block=${block//\/etc\/ssl\/sluice\//$tmp/tls/}

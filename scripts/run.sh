@@ -66,7 +66,7 @@ export SLUICE_ENCRYPTION_KEY
 export SLUICE_ALLOW_PRIVATE_TARGETS=${SLUICE_ALLOW_PRIVATE_TARGETS:-true}
 # Without SMTP, members' invitation and password-reset links are written
 # to the log below instead of emailed (a deployment without either refuses
-# to invite: docs/operations.md).
+# to invite: docs/email.md).
 export SLUICE_DEV_MAIL_LOG=${SLUICE_DEV_MAIL_LOG:-true}
 if [[ -n ${SLUICE_SMTP_URL:-} ]]; then
   mail_note="sent over SLUICE_SMTP_URL"

@@ -239,6 +239,26 @@ func plural(n int64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// circuitFailures is a circuit's consecutive failures. An open circuit's
+// go on counting (circuitCountWhy), so the count can pass the threshold
+// that opened it; it says so.
+func circuitFailures(cb sluice.Circuit) string {
+	s := plural(int64(cb.ConsecutiveFailures), "consecutive failure", "consecutive failures")
+	if circuitCounting(cb) {
+		s += ", probes included"
+	}
+	return s
+}
+
+// circuitCounting reports whether cb is open or probing, when failures
+// go on counting past the threshold.
+func circuitCounting(cb sluice.Circuit) bool {
+	return cb.State == sluice.CircuitOpen || cb.State == sluice.CircuitHalfOpen
+}
+
+// circuitCountWhy is why an open circuit's count passes its threshold.
+const circuitCountWhy = "While the circuit is open, its failures go on counting: each failed probe, and each request already in flight when it opened, adds one."
+
 // deliveryStatuses are the timeline's filter choices.
 var deliveryStatuses = []string{sluice.DeliveryPending, sluice.DeliveryFailed, sluice.DeliveryDelivered, sluice.DeliveryDead}
 

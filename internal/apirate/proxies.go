@@ -22,7 +22,7 @@ import (
 // headers read: X-Forwarded-For with X-Forwarded-Proto, what nearly every
 // proxy sets, or Forwarded (RFC 7239) when there is no X-Forwarded-For (a
 // proxy passes on the one it does not set as the client wrote it: it must
-// remove it, docs/operations.md). The client is the right-most address of the
+// remove it, docs/reverse-proxy.md). The client is the right-most address of the
 // chain that is not itself in trusted (each proxy appends the address it
 // was reached from; entries left of an untrusted one may be anything the
 // client wrote), and r.RemoteAddr becomes it. The protocol is the one

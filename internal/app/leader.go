@@ -30,7 +30,7 @@ import (
 // in use wait on commits that never end): new ones go to the host that
 // takes writes now. With one
 // host there is nowhere else to go and nothing is checked.
-// docs/operations.md has the watchdog that keeps this from happening.
+// docs/patroni.md has the watchdog that keeps this from happening.
 
 // connSet is every socket the process opened to the database from the
 // pool's configuration: the pool's connections and the ones that copy it

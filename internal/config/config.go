@@ -26,7 +26,7 @@ type Config struct {
 	// DatabaseSessionURL is where what needs a session of its own goes
 	// straight to Postgres (SLUICE_DATABASE_SESSION_URL): LISTEN, the
 	// dispatch leases' advisory locks, migrations' lock. Set, DatabaseURL
-	// may point at a pooler in transaction mode (docs/operations.md);
+	// may point at a pooler in transaction mode (docs/pgbouncer.md);
 	// empty means everything uses DatabaseURL.
 	DatabaseSessionURL string
 	Addr               string

@@ -497,12 +497,21 @@ func TestEndpointsShowFlowState(t *testing.T) {
 	p := br.get("/")
 	require.Equal(t, http.StatusOK, p.Status)
 	requireContains(t, p,
-		`badge badge-circuit_open" title="circuit_open">Circuit open`, `badge badge-open" title="open">Open`, "7 consecutive failures",
+		`badge badge-circuit_open" title="circuit_open">Circuit open`, `badge badge-open" title="open">Open`, "7 consecutive failures, probes included",
 		"next probe <time datetime=\"2030-01-02T03:05:05Z\">2030-01-02 03:05:05 UTC</time>",
 		`badge badge-throttled" title="throttled">Throttled`, "until <time datetime=\""+until.Format(time.RFC3339)+"\">", "429 with Retry-After: 3600",
 		`badge badge-disabled" title="disabled">Disabled — by hand`, disabled.URL, "unlimited",
 	)
 
+	require.Equal(t, 1, strings.Count(p.Body, "probes included"), "only the open circuit says its count goes on")
+
+	// An open circuit's count goes on past the threshold that opened it
+	// (failed probes, requests in flight when it opened): its page says why.
 	p = br.get("/endpoints/" + open.endpoint.ID.String())
-	requireContains(t, p, "opened <time datetime=\"2030-01-02T03:04:05Z\">", "7 consecutive failures")
+	requireContains(t, p, "opened <time datetime=\"2030-01-02T03:04:05Z\">", "7 consecutive failures, probes included",
+		`id="circuit-count">While the circuit is open, its failures go on counting: each failed probe, and each request already in flight when it opened, adds one.`)
+	p = br.get("/endpoints/" + throttled.endpoint.ID.String())
+	requireContains(t, p, "0 consecutive failures")
+	require.NotContains(t, p.Body, "probes included")
+	require.NotContains(t, p.Body, `id="circuit-count"`)
 }

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestOperationsListsEveryMetric: the metrics table of docs/operations.md
+// TestOperationsListsEveryMetric: the metrics table of docs/monitoring.md
 // names every metric Sluice registers and no other, and every metric named
 // anywhere in that section or in the Grafana dashboard is registered.
 func TestOperationsListsEveryMetric(t *testing.T) {
 	t.Parallel()
 	have := registeredNames(t)
 
-	doc, err := os.ReadFile("../../docs/operations.md")
+	doc, err := os.ReadFile("../../docs/monitoring.md")
 	require.NoError(t, err)
 	section := metricsSection(t, string(doc))
 	var table []string
@@ -29,11 +29,11 @@ func TestOperationsListsEveryMetric(t *testing.T) {
 		}
 	}
 	slices.Sort(table)
-	assert.Empty(t, missing(have, table), "registered, but not in the table of docs/operations.md's Metrics")
-	assert.Empty(t, missing(table, have), "in the table of docs/operations.md's Metrics, but not registered")
+	assert.Empty(t, missing(have, table), "registered, but not in the table of docs/monitoring.md's Metrics")
+	assert.Empty(t, missing(table, have), "in the table of docs/monitoring.md's Metrics, but not registered")
 	assert.Len(t, table, len(slices.Compact(slices.Clone(table))), "each metric once in the table")
 
-	assert.Empty(t, missing(named(section, have), have), "named in docs/operations.md's Metrics, but not registered")
+	assert.Empty(t, missing(named(section, have), have), "named in docs/monitoring.md's Metrics, but not registered")
 	dashboard, err := os.ReadFile("../../deploy/grafana/sluice.json")
 	require.NoError(t, err)
 	assert.Empty(t, missing(named(string(dashboard), have), have), "queried by deploy/grafana/sluice.json, but not registered")
@@ -76,7 +76,7 @@ func registeredNames(t *testing.T) []string {
 func metricsSection(t *testing.T, doc string) string {
 	t.Helper()
 	_, section, ok := strings.Cut(doc, "\n## Metrics\n")
-	require.True(t, ok, "docs/operations.md has a Metrics section")
+	require.True(t, ok, "docs/monitoring.md has a Metrics section")
 	section, _, _ = strings.Cut(section, "\n## ")
 	return section
 }

@@ -8,7 +8,7 @@ import (
 )
 
 // registered is every collector this package registers, in order: what
-// its test compares with the metrics docs/operations.md lists.
+// its test compares with the metrics docs/monitoring.md lists.
 var registered []prometheus.Collector
 
 // recorder registers on the default registry, which GET /metrics serves,
