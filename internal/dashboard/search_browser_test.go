@@ -58,9 +58,10 @@ func (b *bundle) storeSearchRows(rows []searchRow) map[uuid.UUID]string {
 // headless Chromium, in the dashboard and in a consumer's portal: the time
 // range is picked in the page's own datetime-local inputs by typing into
 // their fields (no script on the page), the status code range and the
-// event type prefix are typed, the form is submitted with its button, and
-// the listed rows are exactly those that match every filter; the portal
-// lists only its consumer's. The form keeps what was chosen.
+// event type prefix are typed, the consumer chosen in its select, the form
+// is submitted with its button, and the listed rows are exactly those that
+// match every filter; the portal, which has no consumer filter, lists only
+// its consumer's. The form keeps what was chosen.
 func TestSearchFiltersBrowser(t *testing.T) {
 	b := setup(t)
 	bctx := chromium(t, 90*time.Second)
@@ -126,8 +127,11 @@ func TestSearchFiltersBrowser(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, tm.Format("2006-01-02T15:04"), v, "the %s input holds the time picked", id)
 	}
-	search := func(typ, codes string, since, until time.Time) {
+	search := func(consumer, typ, codes string, since, until time.Time) {
 		t.Helper()
+		if consumer != "-" { // "-": the page has no consumer filter (the portal)
+			require.NoError(t, chromedp.Do(bctx, chromedp.SetValue(chromedp.ID("consumer"), consumer)))
+		}
 		require.NoError(t, chromedp.Do(bctx,
 			chromedp.Clear(chromedp.ID("type")),
 			chromedp.SendKeys(chromedp.ID("type"), typ),
@@ -142,7 +146,7 @@ func TestSearchFiltersBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(bctx,
 			chromedp.Click(chromedp.CSS(`#delivery-filters button[type="submit"]`)),
 			chromedp.WaitNotPresent(chromedp.CSS(`body[data-left]`)),
-			chromedp.WaitVisible(chromedp.CSS(`#delivery-filters a[href="/dead"]`)), // "clear": the filters are set
+			chromedp.WaitVisible(chromedp.CSS(`#delivery-filters a[href^="/dead"]`)), // "clear": the filters are set
 		))
 	}
 
@@ -157,7 +161,7 @@ func TestSearchFiltersBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("delivery-filters")),
 	))
 	require.Equal(t, []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}, shown())
-	search("invoice.*", "500-599", at(9, 0), at(12, 0))
+	search("", "invoice.*", "500-599", at(9, 0), at(12, 0))
 	require.Equal(t, []string{"a", "b", "c", "i"}, shown(), "every filter holds, each end of the range as documented")
 	q := query()
 	require.Equal(t, "invoice.*", q.Get("type"))
@@ -169,8 +173,16 @@ func TestSearchFiltersBrowser(t *testing.T) {
 	require.Contains(t, page, `name="since" type="datetime-local" value="2030-01-01T09:00"`, "and the range")
 	screenshot(t, bctx, "search-dashboard")
 
-	search("invoice.paid", "400-499", at(10, 0), at(14, 0))
+	search("", "invoice.paid", "400-499", at(10, 0), at(14, 0))
 	require.Equal(t, []string{"d", "h"}, shown(), "an exact type, a 4xx range")
+
+	// The consumer filter: a consumer's endpoints' rows, with the others.
+	search("c1", "invoice.*", "500-599", at(9, 0), at(12, 0))
+	require.Equal(t, []string{"b", "i"}, shown(), "c1's rows that match")
+	require.Equal(t, "c1", query().Get("consumer"))
+	require.Contains(t, html(), `<option value="c1" selected="">`, "the form keeps the consumer")
+	search("c2", "invoice.*", "500-599", at(9, 0), at(12, 0))
+	require.Equal(t, []string{"c"}, shown(), "c2's")
 
 	// The portal of consumer c1: the same search lists only its rows.
 	link := portalLink(t, b.store, dashboardKey, b.srv.URL, b.tenantA.ID, "c1", time.Hour, false)
@@ -181,7 +193,8 @@ func TestSearchFiltersBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("delivery-filters")),
 	))
 	require.Equal(t, []string{"b", "d", "e", "f", "g", "h", "i"}, shown(), "the consumer's dead deliveries only")
-	search("invoice.*", "500-599", at(9, 0), at(12, 0))
+	require.NotContains(t, html(), `id="consumer"`, "the portal offers no consumer filter")
+	search("-", "invoice.*", "500-599", at(9, 0), at(12, 0))
 	require.Equal(t, []string{"b", "i"}, shown(), "the consumer's rows that match")
 	require.False(t, strings.Contains(html(), c2.String()), "nothing of another consumer's endpoint")
 	screenshot(t, bctx, "search-portal")
