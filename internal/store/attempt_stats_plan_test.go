@@ -105,6 +105,7 @@ func requireIndexPlan(t *testing.T, st *store.Store, tenant, ep uuid.UUID, since
 	t.Logf("day chart of 1 endpoint among %d, 1,000,000 attempts, %s:\n%s", planEndpoints, when, plan)
 	// (A day's empty partition may be "scanned": it has no pages.)
 	require.NotRegexp(t, `Seq Scan on [^\n]*\(actual time=\S+ rows=[1-9]`, plan, "nothing is read sequentially")
+	require.NotContains(t, plan, "hashed SubPlan", "a delivery is looked up by its key, never by hashing the tenant's")
 	for _, line := range strings.Split(plan, "\n") {
 		if strings.Contains(line, " on deliveries") || strings.Contains(line, "using deliveries") {
 			require.Contains(t, line, "(never executed)", "no delivery is looked up: %s", line)
