@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -28,18 +29,21 @@ type searchRow struct {
 	codes    []int
 }
 
-// storeSearchRows stores each row by SQL: an event of its type and a dead
-// delivery of it to its endpoint, created then, with one attempt per code.
-func (b *bundle) storeSearchRows(rows []searchRow) map[uuid.UUID]string {
+// storeSearchRows stores each row by SQL: an event of its type (addressed
+// to the endpoint's consumer, if it has one) and a dead delivery of it to
+// its endpoint, created then, with one attempt per code. It returns the
+// rows' names by delivery id and by event id.
+func (b *bundle) storeSearchRows(rows []searchRow) (map[uuid.UUID]string, map[uuid.UUID]string) {
 	t := b.t
 	t.Helper()
 	ctx := context.Background()
 	pool := b.store.Pool()
-	names := map[uuid.UUID]string{}
+	names, events := map[uuid.UUID]string{}, map[uuid.UUID]string{}
 	for _, r := range rows {
 		var ev, del uuid.UUID
-		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO events (id, tenant_id, type, payload, created_at)
-			VALUES (sluice_uuidv7(), $1, $2, '{}', $3) RETURNING id`, b.tenantA.ID, r.typ, r.created).Scan(&ev))
+		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO events (id, tenant_id, type, payload, created_at, consumer)
+			VALUES (sluice_uuidv7(), $1, $2, '{}', $3, (SELECT consumer FROM endpoints WHERE id = $4)) RETURNING id`,
+			b.tenantA.ID, r.typ, r.created, r.endpoint).Scan(&ev))
 		require.NoError(t, pool.QueryRow(ctx, `INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status,
 				attempt_count, failure_count, created_at, updated_at)
 			VALUES (sluice_uuidv7(), $1, $2, $3, $4, 'dead', $5, $5, $6, now()) RETURNING id`,
@@ -49,9 +53,9 @@ func (b *bundle) storeSearchRows(rows []searchRow) map[uuid.UUID]string {
 				VALUES ($1, $2, $3, 12, $4, $5)`, del, r.created.Add(time.Duration(i)*time.Minute), code, r.endpoint, ev)
 			require.NoError(t, err)
 		}
-		names[del] = r.name
+		names[del], events[ev] = r.name, r.name
 	}
-	return names
+	return names, events
 }
 
 // TestSearchFiltersBrowser drives the dead-letter list's search filters in
@@ -81,7 +85,7 @@ func TestSearchFiltersBrowser(t *testing.T) {
 	}
 	own, c1, c2 := endpoint("", "https://own.acme.test/hooks"), endpoint("c1", "https://c1.test/hooks"), endpoint("c2", "https://c2.test/hooks")
 	at := func(h, m int) time.Time { return time.Date(2030, 1, 1, h, m, 0, 0, time.UTC) }
-	names := b.storeSearchRows([]searchRow{
+	names, events := b.storeSearchRows([]searchRow{
 		{"a", own, "invoice.paid", at(10, 0), []int{503}},
 		{"b", c1, "invoice.failed", at(10, 30), []int{500}},
 		{"c", c2, "invoice.paid", at(11, 0), []int{502}},
@@ -150,6 +154,32 @@ func TestSearchFiltersBrowser(t *testing.T) {
 		))
 	}
 
+	shownEvents := func() []string {
+		t.Helper()
+		var out []string
+		for _, m := range eventLinkRe.FindAllStringSubmatch(html(), -1) {
+			name, ok := events[uuid.MustParse(m[1])]
+			require.True(t, ok, "an unexpected event %s is listed", m[1])
+			out = append(out, name)
+		}
+		sort.Strings(out)
+		return out
+	}
+	// searchEvents fills the events page's form: a type and a time range.
+	searchEvents := func(typ string, since, until time.Time) {
+		t.Helper()
+		require.NoError(t, chromedp.Do(bctx, chromedp.Clear(chromedp.ID("type")), chromedp.SendKeys(chromedp.ID("type"), typ)))
+		pick("since", since)
+		pick("until", until)
+		_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.body.dataset.left = "yes"; true`))
+		require.NoError(t, err)
+		require.NoError(t, chromedp.Do(bctx,
+			chromedp.Click(chromedp.CSS(`#event-filters button[type="submit"]`)),
+			chromedp.WaitNotPresent(chromedp.CSS(`body[data-left]`)),
+			chromedp.WaitVisible(chromedp.CSS(`#event-filters a[href="/events"]`)),
+		))
+	}
+
 	// The dashboard, signed in with the tenant's key.
 	require.NoError(t, chromedp.Do(bctx,
 		chromedp.Navigate(b.srv.URL+"/login"),
@@ -184,6 +214,11 @@ func TestSearchFiltersBrowser(t *testing.T) {
 	search("c2", "invoice.*", "500-599", at(9, 0), at(12, 0))
 	require.Equal(t, []string{"c"}, shown(), "c2's")
 
+	// The events page: a type prefix and a time range.
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(b.srv.URL+"/events"), chromedp.WaitVisible(chromedp.ID("event-filters"))))
+	searchEvents("invoice.*", at(9, 0), at(12, 0))
+	require.Equal(t, []string{"a", "b", "c", "d", "h", "i"}, shownEvents())
+
 	// The portal of consumer c1: the same search lists only its rows.
 	link := portalLink(t, b.store, dashboardKey, b.srv.URL, b.tenantA.ID, "c1", time.Hour, false)
 	require.NoError(t, chromedp.Do(bctx,
@@ -197,5 +232,8 @@ func TestSearchFiltersBrowser(t *testing.T) {
 	search("-", "invoice.*", "500-599", at(9, 0), at(12, 0))
 	require.Equal(t, []string{"b", "i"}, shown(), "the consumer's rows that match")
 	require.False(t, strings.Contains(html(), c2.String()), "nothing of another consumer's endpoint")
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(b.srv.URL+"/events"), chromedp.WaitVisible(chromedp.ID("event-filters"))))
+	searchEvents("invoice.*", at(9, 0), at(12, 0))
+	require.Equal(t, []string{"b", "d", "h", "i"}, shownEvents(), "the events addressed to the consumer that match")
 	screenshot(t, bctx, "search-portal")
 }
