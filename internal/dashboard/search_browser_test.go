@@ -65,7 +65,9 @@ func (b *bundle) storeSearchRows(rows []searchRow) (map[uuid.UUID]string, map[uu
 // event type prefix are typed, the consumer chosen in its select, the form
 // is submitted with its button, and the listed rows are exactly those that
 // match every filter; the portal, which has no consumer filter, lists only
-// its consumer's. The form keeps what was chosen.
+// its consumer's. The form keeps what was chosen. The events page's type
+// prefix and time range likewise list every matching event for the
+// tenant, and only those addressed to the consumer in its portal.
 func TestSearchFiltersBrowser(t *testing.T) {
 	b := setup(t)
 	bctx := chromium(t, 90*time.Second)
