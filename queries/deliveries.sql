@@ -251,10 +251,13 @@ SELECT sluice_expire_kept(@delivered_before::timestamptz, @dead_before::timestam
 -- How many endpoints each of a page of events went to (its deliveries,
 -- replays left out), of one consumer's endpoints when consumer is set:
 -- one statement for the events list. The events' ids let Postgres read
--- only their weeks' partitions.
+-- only their weeks' partitions. A delivery past the tenant's own
+-- retention is not counted, as no read shows it (an old event is listed
+-- while one of its deliveries is kept: 00042_tenant_retention.sql).
 SELECT d.event_id, count(*)::bigint AS endpoints
 FROM deliveries d
 WHERE d.tenant_id = @tenant_id AND d.event_id = ANY(@event_ids::uuid[]) AND d.replayed_from IS NULL
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
   AND (sqlc.narg(consumer)::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
        WHERE e.tenant_id = d.tenant_id AND e.consumer = sqlc.narg(consumer)::text))

@@ -30,11 +30,17 @@ type DeliveryFilters struct {
 	// Endpoint is the one chosen, if any.
 	Endpoints []sluice.Endpoint
 	Endpoint  *uuid.UUID
+	// Consumers, on the tenant's dead letters when it has consumers, are
+	// the consumers to choose from; Consumer is the uid chosen ("" for
+	// none). Like the endpoint, it picks whose deliveries are listed.
+	Consumers []sluice.Consumer
+	Consumer  string
 	// Now is when the page is made, for the "last hour" links.
 	Now time.Time
 }
 
-// Set reports whether any filter but the endpoint is applied.
+// Set reports whether any filter but the endpoint and the consumer is
+// applied.
 func (f DeliveryFilters) Set() bool {
 	return f.Type != "" || f.Status != "" || f.StatusCode != "" || f.Since != "" || f.Until != ""
 }
@@ -50,6 +56,7 @@ func (f DeliveryFilters) query() url.Values {
 	if f.Endpoint != nil {
 		set("endpoint_id", f.Endpoint.String())
 	}
+	set("consumer", f.Consumer)
 	set("type", f.Type)
 	set("status", f.Status)
 	set("status_code", f.StatusCode)
@@ -91,6 +98,15 @@ func (f DeliveryFilters) statusLinks() []filterLink {
 	out := []filterLink{{Label: "any status", URL: f.link("status", ""), Current: f.Status == ""}}
 	for _, s := range deliveryStatuses {
 		out = append(out, filterLink{Label: statusLabel(s), URL: f.link("status", s), Current: f.Status == s})
+	}
+	return out
+}
+
+// consumerLinks are the consumer choices: any, or one of them.
+func (f DeliveryFilters) consumerLinks() []filterLink {
+	out := []filterLink{{Label: "any consumer", URL: f.link("consumer", ""), Current: f.Consumer == ""}}
+	for _, c := range f.Consumers {
+		out = append(out, filterLink{Label: c.Name + " (" + c.UID + ")", URL: f.link("consumer", c.UID), Current: f.Consumer == c.UID})
 	}
 	return out
 }

@@ -34,6 +34,11 @@
 //	-sluice BIN      run this sluice binary instead of building ./cmd/sluice
 //	-idle-wait D     the longest a run waits for the machine to go idle
 //	                 (default 1m; the run starts anyway, and says so)
+//	-search-deliveries N  deliveries the search scenario seeds, a third of
+//	                 them the benchmark tenant's (default 30,000,000;
+//	                 300,000 with -quick)
+//	-search-requests N  requests of each search per run (default 40; 20
+//	                 with -quick)
 //	-compare COMMIT  build COMMIT's cmd/sluice beside this tree's and run
 //	                 the comparison scenarios (compare.go) with each,
 //	                 alternating, one fresh database per run; prints
@@ -68,6 +73,8 @@ type options struct {
 	sluice      string
 	compare     string
 	idleWait    time.Duration
+
+	searchDeliveries, searchRequests int
 }
 
 func main() {
@@ -90,6 +97,8 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of sluice per scenario to DIR/<scenario>.pprof")
 	flag.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each -profile profile, from the scenario's start")
 	flag.DurationVar(&o.idleWait, "idle-wait", time.Minute, "the longest a run waits for the machine to go idle before it starts")
+	flag.IntVar(&o.searchDeliveries, "search-deliveries", 0, "deliveries the search scenario seeds, a third the benchmark tenant's (0: 30,000,000; 300,000 with -quick)")
+	flag.IntVar(&o.searchRequests, "search-requests", 0, "requests of each search per run in the search scenario (0: 40; 20 with -quick)")
 	flag.StringVar(&o.sluice, "sluice", "", "run this sluice binary instead of building ./cmd/sluice")
 	flag.StringVar(&o.compare, "compare", "", "compare this commit's build with this tree's (compare.go); -scenarios picks among "+
 		strings.Join(compareNames(), ",")+" (default all three)")
@@ -206,6 +215,9 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		WaitDB:   srv.waitDB,
 		Procs:    Procs{Sluice: srv.pids(), Postmaster: findPostmaster(ctx, srv.db)},
 		IdleWait: o.idleWait,
+
+		SearchDeliveries: o.searchDeliveries,
+		SearchRequests:   o.searchRequests,
 	}
 }
 

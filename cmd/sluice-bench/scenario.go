@@ -60,6 +60,7 @@ func scenarios() []Scenario {
 		optionsScenario,
 		pollIdleScenario,
 		schemaNeighbourScenario,
+		searchScenario,
 	}
 }
 
@@ -114,6 +115,10 @@ type Env struct {
 	Procs    Procs         // for CPU accounting
 	NoWaits  bool          // do not sample pg_stat_activity during runs (Scenario.NoWaitSampling)
 	IdleWait time.Duration // the longest a run waits for the machine to go idle (-idle-wait)
+
+	// SearchDeliveries and SearchRequests are -search-deliveries and
+	// -search-requests; 0 means the search scenario's defaults.
+	SearchDeliveries, SearchRequests int
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64

@@ -27,7 +27,7 @@ func (c *Control) AttemptStats(ctx context.Context, who Caller, endpointID uuid.
 	err := c.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
 		rows, err = tx.Q.AttemptStats(ctx, dbq.AttemptStatsParams{
-			EndpointID: endpointID, Since: since, Until: until, BucketSeconds: int32(bucket / time.Second),
+			TenantID: who.Tenant, EndpointID: endpointID, Since: since, Until: until, BucketSeconds: int32(bucket / time.Second),
 		})
 		if err != nil {
 			return fmt.Errorf("attempt stats: %w", err)

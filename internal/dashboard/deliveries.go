@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,6 +122,11 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 	}
 	v.Endpoints = endpoints.Items
 	v.Filters.Endpoints, v.Filters.Endpoint = endpoints.Items, v.Filter
+	if who.Consumer == nil { // a portal session's list is its consumer's
+		if err := d.consumerFilter(ctx, r, who, &f, &v.Filters); err != nil {
+			return err
+		}
+	}
 	if v.Filters.Types, err = d.catalogueNames(ctx, who); err != nil {
 		return err
 	}
@@ -157,6 +163,22 @@ func (d *Dashboard) listDead(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return d.render(w, r, http.StatusOK, web.DeadPage(chrome(r, web.SectionDead), v))
+}
+
+// consumerFilter reads the dead letters' consumer filter (?consumer=, a
+// uid) and offers the tenant's consumers, when it has any.
+func (d *Dashboard) consumerFilter(ctx context.Context, r *http.Request, who control.Caller, f *sluice.DeliveryFilter, v *web.DeliveryFilters) error {
+	consumers, err := d.ctl.Consumers(ctx, who, sluice.PageParams{Limit: sluice.MaxPageLimit})
+	if err != nil {
+		return err
+	}
+	if len(consumers.Items) > 0 {
+		v.Consumers = consumers.Items
+	}
+	if uid := strings.TrimSpace(r.URL.Query().Get("consumer")); uid != "" {
+		f.Consumer, v.Consumer = &uid, uid
+	}
+	return nil
 }
 
 // catalogueNames are the names of the event types who's endpoints

@@ -21,6 +21,12 @@ SELECT date_bin(make_interval(secs => $1::int), a.at, $2::timestamptz)::timestam
        percentile_cont(0.95) WITHIN GROUP (ORDER BY a.latency_ms)::float8 AS p95_ms
 FROM delivery_attempts a
 WHERE a.endpoint_id = $3 AND a.at >= $2::timestamptz AND a.at < $4::timestamptz
+  AND ((a.delivery_id >= (SELECT sluice_delivered_from($5))
+        AND to_timestamp(sluice_uuid_ms(a.delivery_id) / 1000.0) >= (SELECT sluice_dead_from($5)))
+       OR coalesce((SELECT sluice_kept_delivery(d.status, d.id, d.updated_at,
+                                                (SELECT sluice_delivered_from($5)), (SELECT sluice_dead_from($5)))
+                    FROM deliveries d
+                    WHERE d.id = a.delivery_id AND d.event_id = a.event_id AND d.tenant_id = $5), false))
 GROUP BY 1
 ORDER BY 1
 `
@@ -30,6 +36,7 @@ type AttemptStatsParams struct {
 	Since         time.Time
 	EndpointID    uuid.UUID
 	Until         time.Time
+	TenantID      uuid.UUID
 }
 
 type AttemptStatsRow struct {
@@ -47,12 +54,21 @@ type AttemptStatsRow struct {
 // percentile latency. Buckets without attempts are not returned. It reads
 // only delivery_attempts_endpoint_at_idx (00012_attempt_stats_index.sql),
 // whatever the size of the table: TestAttemptStatsPlan.
+// The attempts of deliveries past the tenant's own retention
+// (00042_tenant_retention.sql) are not counted, as no read shows those
+// deliveries. An attempt's delivery_id is a UUIDv7 of the delivery's
+// creation, so one created since both of the tenant's cutoffs is kept
+// whatever its status, with two comparisons; only an older one is looked
+// up in deliveries, by its key (a scalar subquery, which the planner
+// cannot turn into a hash of all the tenant's deliveries). A tenant without a retention of its own has no cutoff
+// (the nil UUID, -infinity) and no look-up is made.
 func (q *Queries) AttemptStats(ctx context.Context, arg AttemptStatsParams) ([]AttemptStatsRow, error) {
 	rows, err := q.db.Query(ctx, attemptStats,
 		arg.BucketSeconds,
 		arg.Since,
 		arg.EndpointID,
 		arg.Until,
+		arg.TenantID,
 	)
 	if err != nil {
 		return nil, err

@@ -243,6 +243,7 @@ const fanOutCounts = `-- name: FanOutCounts :many
 SELECT d.event_id, count(*)::bigint AS endpoints
 FROM deliveries d
 WHERE d.tenant_id = $1 AND d.event_id = ANY($2::uuid[]) AND d.replayed_from IS NULL
+  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($3::text IS NULL OR d.endpoint_id IN (
        SELECT e.id FROM endpoints e
        WHERE e.tenant_id = d.tenant_id AND e.consumer = $3::text))
@@ -263,7 +264,9 @@ type FanOutCountsRow struct {
 // How many endpoints each of a page of events went to (its deliveries,
 // replays left out), of one consumer's endpoints when consumer is set:
 // one statement for the events list. The events' ids let Postgres read
-// only their weeks' partitions.
+// only their weeks' partitions. A delivery past the tenant's own
+// retention is not counted, as no read shows it (an old event is listed
+// while one of its deliveries is kept: 00042_tenant_retention.sql).
 func (q *Queries) FanOutCounts(ctx context.Context, arg FanOutCountsParams) ([]FanOutCountsRow, error) {
 	rows, err := q.db.Query(ctx, fanOutCounts, arg.TenantID, arg.EventIds, arg.Consumer)
 	if err != nil {
