@@ -33,6 +33,7 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 var kinds = map[string]opener{
 	sluice.DestinationRedis: openRedis,
 	sluice.DestinationNATS:  openNATS,
+	sluice.DestinationAMQP:  openAMQP,
 }
 
 // Delivers reports whether the send stage delivers to destinations of
