@@ -47,13 +47,15 @@ func Redis(t testing.TB, args ...string) *Broker {
 
 // NATS starts nats-server with JetStream on a free loopback port, its
 // store in a directory of the test's own, and returns it with URL
-// nats://127.0.0.1:PORT.
-func NATS(t testing.TB) *Broker {
+// nats://127.0.0.1:PORT. args are extra nats-server arguments ("-m",
+// "8222" for its monitoring port).
+func NATS(t testing.TB, args ...string) *Broker {
 	t.Helper()
 	bin := lookPath(t, "nats-server", "nats-server")
 	dir := t.TempDir()
 	return start(t, "nats", func(port int) *exec.Cmd {
-		return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir, "-m", "0")
+		a := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir, "-m", "0"}, args...)
+		return exec.Command(bin, a...)
 	}, "Server is ready", "nats://127.0.0.1:%d", startTimeout)
 }
 
