@@ -68,8 +68,10 @@ func redisKind(t *testing.T) brokerKind {
 			}
 			return out
 		},
-		breakName: func(t *testing.T, name string) { require.NoError(t, rdb.Set(t.Context(), name, "not a stream", 0).Err()) },
-		fix:       func(t *testing.T, name string) { require.NoError(t, rdb.Del(t.Context(), name).Err()) },
+		breakName: func(t *testing.T, name string) {
+			require.NoError(t, rdb.Set(t.Context(), name, "not a stream", 0).Err())
+		},
+		fix: func(t *testing.T, name string) { require.NoError(t, rdb.Del(t.Context(), name).Err()) },
 		open: func(t *testing.T) int {
 			clients, err := rdb.ClientList(t.Context()).Result()
 			require.NoError(t, err)
