@@ -45,6 +45,9 @@ type brokerKind struct {
 	// while it works (a pool's bound).
 	open    func(t *testing.T) int
 	maxOpen int
+	// alarm, when the kind has one, turns the broker's back-pressure on
+	// or off (RabbitMQ's memory alarm).
+	alarm func(t *testing.T, on bool)
 }
 
 func redisKind(t *testing.T) brokerKind {
@@ -172,6 +175,9 @@ func amqpKind(t *testing.T) brokerKind {
 			return strings.Count(b.Ctl(t, "-q", "list_connections", "client_properties"), `"sluice"`)
 		},
 		maxOpen: 1, // its publishes share it, a channel each
+		alarm: func(t *testing.T, on bool) {
+			b.Ctl(t, "set_vm_memory_high_watermark", map[bool]string{true: "0.0000001", false: "0.4"}[on])
+		},
 	}
 }
 
@@ -265,6 +271,34 @@ func TestBrokerKinds(t *testing.T) {
 			require.NoError(t, wh.Verify(got[0].body, got[0].headers))
 		})
 	}
+
+	// RabbitMQ's memory alarm blocks the connection: the endpoint is
+	// throttled, no attempt spent, and delivers once the alarm clears.
+	t.Run("amqp blocked", func(t *testing.T) {
+		k := kinds["amqp"]
+		k.fix(t, "amqp.blocked")
+		var ep struct{ ID string }
+		h.call(http.MethodPost, "/v1/endpoints", map[string]any{"destination": k.dest("amqp.blocked")}, http.StatusCreated, &ep)
+		h.call(http.MethodPost, "/v1/subscriptions", map[string]any{"endpoint_id": ep.ID, "event_types": []string{"amqp.blocked"}}, http.StatusCreated, nil)
+		k.alarm(t, true)
+		h.post("amqp.blocked", map[string]int{"n": 1})
+		var status struct{ Status string }
+		eventually(t, 30*time.Second, func() bool {
+			h.call(http.MethodGet, "/v1/endpoints/"+ep.ID, nil, http.StatusOK, &status)
+			return status.Status == "throttled"
+		}, "throttled")
+		ds := h.deliveries("endpoint_id=" + ep.ID)
+		require.Len(t, ds, 1)
+		require.Equal(t, "pending", ds[0].Status, "no retry spent: not failed")
+		var d delivery
+		h.call(http.MethodGet, "/v1/deliveries/"+ds[0].ID, nil, http.StatusOK, &d)
+		require.NotEmpty(t, d.Attempts)
+		require.Nil(t, d.Attempts[0].StatusCode)
+		require.Contains(t, *d.Attempts[0].Error, "connection blocked")
+		k.alarm(t, false)
+		eventually(t, 30*time.Second, func() bool { return len(h.deliveries("status=delivered&endpoint_id="+ep.ID)) == 1 }, "delivered once the alarm clears")
+		require.NotEmpty(t, k.read(t, "amqp.blocked"))
+	})
 
 	for name, k := range kinds {
 		n := k.open(t)
