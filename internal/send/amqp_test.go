@@ -128,7 +128,21 @@ func TestAMQPDestination(t *testing.T) {
 		require.Contains(t, res.Err, "not allowed")
 	})
 
-	// Last: the memory alarm blocks every publishing connection of the node.
+	t.Run("a nack is a failure", func(t *testing.T) {
+		ch, err := conn.Channel()
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = ch.Close() })
+		_, err = ch.QueueDeclare("tiny", true, false, false, false, amqp.Table{"x-max-length": int32(1), "x-overflow": "reject-publish"})
+		require.NoError(t, err)
+		s := setupBroker(t, sluice.Destination{Type: sluice.DestinationAMQP, RoutingKey: "tiny", FullURL: []byte(b.URL)})
+		require.True(t, s.sender.Send(ctx, s.msg).Delivered())
+		res := s.sender.Send(ctx, s.msg) // the queue is full and rejects it
+		require.False(t, res.Delivered())
+		require.False(t, res.Throttled())
+		require.Contains(t, res.Err, "basic.nack")
+	})
+
+	// Then: the memory alarm blocks every publishing connection of the node.
 	t.Run("a blocked connection throttles, then delivers", func(t *testing.T) {
 		ch := amqpQueue(t, conn, "alarmed")
 		s := setupBroker(t, sluice.Destination{Type: sluice.DestinationAMQP, Exchange: "alarmed", RoutingKey: "key", FullURL: []byte(b.URL)})
@@ -144,5 +158,20 @@ func TestAMQPDestination(t *testing.T) {
 		q, err := ch.QueueDeclarePassive("alarmed", true, false, false, false, nil)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, q.Messages, 2)
+	})
+
+	// Last: the broker goes away. Attempts fail, not throttled: the one
+	// that finds the connection gone, and the next, whose dial is refused.
+	t.Run("broker down", func(t *testing.T) {
+		s := setupBroker(t, sluice.Destination{Type: sluice.DestinationAMQP, RoutingKey: "direct-q", FullURL: []byte(b.URL)})
+		require.True(t, s.sender.Send(ctx, s.msg).Delivered())
+		b.Kill()
+		res := s.sender.Send(ctx, s.msg)
+		require.False(t, res.Delivered())
+		require.False(t, res.Throttled())
+		require.NotEmpty(t, res.Err)
+		res = s.sender.Send(ctx, s.msg)
+		require.False(t, res.Delivered())
+		require.Contains(t, res.Err, "connection refused")
 	})
 }
