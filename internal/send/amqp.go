@@ -195,7 +195,7 @@ func (a *amqpDest) connect(ctx context.Context) error {
 			// Bounds the TLS and AMQP handshakes; cleared once open.
 			if err := c.SetDeadline(time.Now().Add(amqpDialTimeout)); err != nil {
 				_ = c.Close()
-				return nil, err
+				return nil, fmt.Errorf("amqp: handshake deadline: %w", err)
 			}
 			return c, nil
 		},
