@@ -755,13 +755,14 @@ type DestinationType string
 // header; `max_len` trims the stream to about that many entries
 // (`MAXLEN ~`). `nats`: a NATS JetStream publish to `subject` with
 // the `webhook-*` headers, delivered when the stream acknowledges it.
-// `amqp`: an AMQP 0-9-1 publish to `exchange` with `routing_key`,
-// confirmed by the broker, mandatory (unroutable is a failure); a
-// server that does not deliver a kind yet refuses it (`422` on
-// `destination.type`: `amqp` for now). The
+// `amqp`: an AMQP 0-9-1 (RabbitMQ) persistent publish to `exchange`
+// with `routing_key` and the `webhook-*` headers in its header
+// table, delivered when the broker confirms it; a nack or an
+// unroutable return (the publish is mandatory) is a failure. The
 // URL's host passes the address checks of an endpoint's `url`.
-// Back-pressure from the broker (out of memory, a full stream)
-// throttles the endpoint like a `429`. `auth`, `tls` and
+// Back-pressure from the broker (out of memory, a full stream,
+// RabbitMQ's `connection.blocked`) throttles the endpoint like a
+// `429`. `auth`, `tls` and
 // `verification` `challenge` are refused (`422`) with a destination.
 type DestinationInput struct {
 	// Exchange `amqp`: the exchange; absent or empty for the default exchange.

@@ -37,6 +37,7 @@ type workers struct {
 	sweeper  *maintenance.Sweeper
 	dispatch *dispatch.Worker
 	nudger   *dispatch.Nudger
+	sender   *send.Sender // its broker connections close with the workers
 }
 
 // close releases the workers' resources; call it after River has stopped.
@@ -45,6 +46,7 @@ func (w *workers) close() {
 		return
 	}
 	w.dispatch.Close()
+	w.sender.Close()
 	w.leases.Stop()
 }
 
@@ -91,9 +93,10 @@ func NewRiver(pool *pgxpool.Pool, session *sessions, st *store.Store, cfg config
 	if err != nil {
 		return nil, nil, nil, err
 	}
+	w.sender = send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets, EgressProxy: cfg.EgressProxy})
 	dcfg := dispatch.Config{
 		Leases:           w.leases,
-		Sender:           send.New(send.Config{Timeout: cfg.DeliveryTimeout, AllowPrivate: cfg.AllowPrivateTargets, EgressProxy: cfg.EgressProxy}),
+		Sender:           w.sender,
 		DeliveryTimeout:  cfg.DeliveryTimeout,
 		Retry:            dispatch.Retry{Schedule: cfg.RetrySchedule},
 		ThrottleSchedule: cfg.ThrottleSchedule,

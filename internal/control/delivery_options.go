@@ -33,6 +33,9 @@ func FormOptions(texts map[string]string) OptionsInput {
 		case "auth":
 			in[name] = formAuth(texts)
 			continue
+		case "destination":
+			in[name] = formDestination(texts)
+			continue
 		}
 		text := strings.TrimSpace(texts[name])
 		if text == "" {
@@ -51,6 +54,35 @@ func FormOptions(texts map[string]string) OptionsInput {
 		in[name], _ = json.Marshal(v) // a string, a number or a list of strings
 	}
 	return in
+}
+
+// formDestination is the destination option of a form's fields: null
+// without a type; otherwise the type, the URL (as shown, it keeps the
+// stored password) and the names of that kind. A max_len that is not a
+// whole number is sent as -1, refused as out of range.
+func formDestination(texts map[string]string) json.RawMessage {
+	text := func(f string) string { return strings.TrimSpace(texts["destination."+f]) }
+	kind := text("type")
+	if kind == "" {
+		return json.RawMessage("null")
+	}
+	obj := map[string]any{"type": kind, "url": text("url")}
+	switch kind {
+	case sluice.DestinationRedis:
+		obj["stream"] = text("stream")
+		if n := text("max_len"); n != "" {
+			obj["max_len"] = int64(-1)
+			if v, err := strconv.ParseInt(n, 10, 64); err == nil {
+				obj["max_len"] = v
+			}
+		}
+	case sluice.DestinationNATS:
+		obj["subject"] = text("subject")
+	case sluice.DestinationAMQP:
+		obj["exchange"], obj["routing_key"] = text("exchange"), text("routing_key")
+	}
+	raw, _ := json.Marshal(obj) // strings and a number
+	return raw
 }
 
 // formTLS is the tls option of a form's three fields: null when all are

@@ -68,6 +68,13 @@ func TestDestinationOption(t *testing.T) {
 	require.Empty(t, got.URL)
 	require.Equal(t, "rediss://u@127.0.0.1/1", got.Destination.URL)
 
+	// AMQP: an exchange and a routing key, either of them empty (the
+	// default exchange routes by queue name); its password write-only too.
+	amqpOut, err := create(`{"type": "amqp", "url": "amqp://app:pw2@127.0.0.1:5672/orders", "routing_key": "hooks"}`)
+	require.NoError(t, err)
+	require.Equal(t, &sluice.Destination{Type: "amqp", URL: "amqp://app@127.0.0.1:5672/orders", PasswordSet: true, RoutingKey: "hooks"}, amqpOut.Endpoint.Destination)
+	require.Equal(t, "amqp://app:pw2@127.0.0.1:5672/orders", sealedURL(amqpOut.Endpoint))
+
 	for name, tc := range map[string]struct {
 		in    control.EndpointInput
 		field string
@@ -75,7 +82,8 @@ func TestDestinationOption(t *testing.T) {
 		"both url and destination": {control.EndpointInput{URL: new("http://127.0.0.1:9/hook"),
 			Options: options("destination", `{"type": "redis", "url": "redis://127.0.0.1", "stream": "s"}`)}, "url"},
 		"unknown type":     {control.EndpointInput{Options: options("destination", `{"type": "kafka", "url": "kafka://x"}`)}, "destination.type"},
-		"amqp, not yet":    {control.EndpointInput{Options: options("destination", `{"type": "amqp", "url": "amqp://127.0.0.1", "exchange": "x"}`)}, "destination.type"},
+		"amqp scheme":      {control.EndpointInput{Options: options("destination", `{"type": "amqp", "url": "nats://127.0.0.1", "exchange": "x"}`)}, "destination.url"},
+		"amqp with stream": {control.EndpointInput{Options: options("destination", `{"type": "amqp", "url": "amqp://127.0.0.1", "stream": "x"}`)}, "destination.stream"},
 		"unknown field":    {control.EndpointInput{Options: options("destination", `{"type": "redis", "topic": "x"}`)}, "destination"},
 		"no url":           {control.EndpointInput{Options: options("destination", `{"type": "redis", "stream": "s"}`)}, "destination.url"},
 		"scheme of a kind": {control.EndpointInput{Options: options("destination", `{"type": "nats", "url": "redis://127.0.0.1", "subject": "s"}`)}, "destination.url"},

@@ -33,6 +33,7 @@ type dialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
 var kinds = map[string]opener{
 	sluice.DestinationRedis: openRedis,
 	sluice.DestinationNATS:  openNATS,
+	sluice.DestinationAMQP:  openAMQP,
 }
 
 // Delivers reports whether the send stage delivers to destinations of
@@ -50,9 +51,10 @@ var errBackpressure = errors.New("back-pressure")
 // brokers holds one destination per broker URL, shared by every delivery
 // to it: its connections are pooled and reused, never one per attempt.
 type brokers struct {
-	dial dialFunc
-	mu   sync.Mutex
-	m    map[brokerKey]destination
+	dial   dialFunc
+	mu     sync.Mutex
+	m      map[brokerKey]destination
+	closed bool // by close: no broker is opened again
 }
 
 type brokerKey struct{ kind, url string }
@@ -74,6 +76,9 @@ func (b *brokers) get(kind, rawURL string) (destination, error) {
 	if d, ok := b.m[key]; ok {
 		return d, nil
 	}
+	if b.closed {
+		return nil, errors.New("sender closed")
+	}
 	open, ok := kinds[kind]
 	if !ok {
 		return nil, errors.New("unknown destination type " + strconv.Quote(kind))
@@ -86,10 +91,11 @@ func (b *brokers) get(kind, rawURL string) (destination, error) {
 	return d, nil
 }
 
-// close closes every broker connection.
+// close closes every broker connection, for good.
 func (b *brokers) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.closed = true
 	for k, d := range b.m {
 		if c, ok := d.(interface{ close() }); ok {
 			c.close()

@@ -119,6 +119,14 @@ func (o DeliveryOptions) Texts() map[string]string {
 	if o.Verification != nil {
 		t["verification"] = *o.Verification
 	}
+	if d := o.Destination; d != nil { // the password is write-only: the URL is shown without it
+		t["destination.type"], t["destination.url"] = d.Type, d.URL
+		t["destination.stream"], t["destination.subject"] = d.Stream, d.Subject
+		t["destination.exchange"], t["destination.routing_key"] = d.Exchange, d.RoutingKey
+		if d.MaxLen > 0 {
+			t["destination.max_len"] = strconv.FormatInt(d.MaxLen, 10)
+		}
+	}
 	return t
 }
 
@@ -134,13 +142,20 @@ var DeliveryOptionFields = func() []string {
 			out = append(out, "tls.client_certificate", "tls.client_key", "tls.ca_certificates")
 		case "auth":
 			out = append(out, AuthFormFields...)
-		case "destination": // set through the API; the form leaves it as it is
+		case "destination":
+			out = append(out, DestinationFormFields...)
 		default:
 			out = append(out, name)
 		}
 	}
 	return out
 }()
+
+// DestinationFormFields are the form fields of the destination option:
+// destination.type (empty for none), destination.url (shown without its
+// password) and the names of each kind.
+var DestinationFormFields = []string{"destination.type", "destination.url", "destination.stream", "destination.max_len",
+	"destination.subject", "destination.exchange", "destination.routing_key"}
 
 // AuthFormFields are the form fields of the auth option, the type being
 // implied: auth.token_url, auth.client_id, auth.client_secret, auth.scope

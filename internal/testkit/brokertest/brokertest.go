@@ -1,8 +1,8 @@
 // Package brokertest starts real message brokers for tests, each on a
 // free loopback port in a directory of the test's own, stopped when the
-// test ends: redis-server (Redis Streams) and nats-server with JetStream.
-// A broker whose server is not installed skips the test, saying which
-// Debian package to install.
+// test ends: redis-server (Redis Streams), nats-server with JetStream and
+// rabbitmq-server (AMQP 0-9-1). A broker whose server is not installed
+// skips the test, saying which Debian package to install.
 package brokertest
 
 import (
@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -25,6 +26,9 @@ type Broker struct {
 	URL  string
 	Port int
 	cmd  *exec.Cmd
+	// env is the environment its command-line tools need (RabbitMQ's
+	// rabbitmqctl: the node name, its epmd port and cookie).
+	env []string
 }
 
 // Redis starts redis-server on a free loopback port, without persistence,
@@ -38,19 +42,21 @@ func Redis(t testing.TB, args ...string) *Broker {
 		a := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--loglevel", "notice"}, args...)
 		return exec.Command(bin, a...)
-	}, "Ready to accept connections", "redis://127.0.0.1:%d")
+	}, "Ready to accept connections", "redis://127.0.0.1:%d", startTimeout)
 }
 
 // NATS starts nats-server with JetStream on a free loopback port, its
 // store in a directory of the test's own, and returns it with URL
-// nats://127.0.0.1:PORT.
-func NATS(t testing.TB) *Broker {
+// nats://127.0.0.1:PORT. args are extra nats-server arguments ("-m",
+// "8222" for its monitoring port).
+func NATS(t testing.TB, args ...string) *Broker {
 	t.Helper()
 	bin := lookPath(t, "nats-server", "nats-server")
 	dir := t.TempDir()
 	return start(t, "nats", func(port int) *exec.Cmd {
-		return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir, "-m", "0")
-	}, "Server is ready", "nats://127.0.0.1:%d")
+		a := append([]string{"-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir, "-m", "0"}, args...)
+		return exec.Command(bin, a...)
+	}, "Server is ready", "nats://127.0.0.1:%d", startTimeout)
 }
 
 func lookPath(t testing.TB, bin, pkg string) string {
@@ -67,7 +73,10 @@ func lookPath(t testing.TB, bin, pkg string) string {
 
 // start runs cmd on a free port until its output says ready, trying
 // another port when the first is taken meanwhile.
-func start(t testing.TB, name string, cmd func(port int) *exec.Cmd, ready, urlFormat string) *Broker {
+// The broker runs in a process group of its own, which Kill and the
+// test's end stop whole (rabbitmq-server is a script whose Erlang VM and
+// helpers are its children).
+func start(t testing.TB, name string, cmd func(port int) *exec.Cmd, ready, urlFormat string, timeout time.Duration) *Broker {
 	t.Helper()
 	var lastErr error
 	for range 5 {
@@ -78,14 +87,16 @@ func start(t testing.TB, name string, cmd func(port int) *exec.Cmd, ready, urlFo
 			t.Fatalf("%s: %v", name, err)
 		}
 		c.Stderr = c.Stdout
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := c.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}
-		if lastErr = waitReady(out, ready); lastErr == nil {
-			t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
-			return &Broker{URL: fmt.Sprintf(urlFormat, port), Port: port, cmd: c}
+		b := &Broker{URL: fmt.Sprintf(urlFormat, port), Port: port, cmd: c}
+		if lastErr = waitReady(out, ready, timeout); lastErr == nil {
+			t.Cleanup(func() { b.Kill(); _ = c.Wait() })
+			return b
 		}
-		_ = c.Process.Kill()
+		b.Kill()
 		_ = c.Wait()
 	}
 	t.Fatalf("%s did not start: %v", name, lastErr)
@@ -94,7 +105,7 @@ func start(t testing.TB, name string, cmd func(port int) *exec.Cmd, ready, urlFo
 
 // waitReady reads the broker's output until a line holding ready, then
 // drains the rest in the background so the broker never blocks on it.
-func waitReady(out io.Reader, ready string) error {
+func waitReady(out io.Reader, ready string, timeout time.Duration) error {
 	found := make(chan error, 1)
 	var seen []string
 	go func() {
@@ -116,13 +127,14 @@ func waitReady(out io.Reader, ready string) error {
 	select {
 	case err := <-found:
 		return err
-	case <-time.After(startTimeout):
-		return fmt.Errorf("not ready after %s", startTimeout)
+	case <-time.After(timeout):
+		return fmt.Errorf("not ready after %s", timeout)
 	}
 }
 
-// Kill stops the broker at once (SIGKILL).
-func (b *Broker) Kill() { _ = b.cmd.Process.Kill() }
+// Kill stops the broker and every process it started at once (SIGKILL
+// to its process group).
+func (b *Broker) Kill() { _ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL) }
 
 func freePort(t testing.TB) int {
 	t.Helper()
