@@ -53,7 +53,12 @@ type Env struct {
 	Primary, Standby *Cluster
 	// Patroni, with DBPatroni, is the scenario's own Patroni cluster;
 	// sluice is given its three hosts.
-	Patroni     *Patroni
+	Patroni *Patroni
+	// Bouncer, with DBBouncer, is the PgBouncer the sluice processes'
+	// DATABASE_URL goes through; sessionURL, straight to Postgres, is
+	// their SLUICE_DATABASE_SESSION_URL.
+	Bouncer     *Bouncer
+	sessionURL  string
 	API         *Proc
 	Workers     []*Proc
 	Receiver    *Receiver
@@ -105,6 +110,10 @@ const (
 	// one etcd, three nodes, synchronous mode), its three hosts in
 	// DATABASE_URL with target_session_attrs=read-write.
 	DBPatroni
+	// DBBouncer: the suite's cluster through a PgBouncer of the
+	// scenario's own in transaction pooling mode (DATABASE_URL), and
+	// directly for what needs a session (SLUICE_DATABASE_SESSION_URL).
+	DBBouncer
 )
 
 // newEnv sets up a scenario. On error, the caller still calls close.
@@ -132,6 +141,9 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		"SLUICE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"SLUICE_ADDR=" + addr,
 	}, Settings...)...)
+	if e.sessionURL != "" {
+		env = append(env, "SLUICE_DATABASE_SESSION_URL="+e.sessionURL)
+	}
 	env = append(env, cfg.settings...) // the last of a name wins (exec.Cmd.Env)
 	if _, err := runOnce(ctx, env, s.bin, "migrate"); err != nil {
 		return err
@@ -257,6 +269,17 @@ func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) 
 		s.logf("  primary on 127.0.0.1:%d, synchronous standby on 127.0.0.1:%d", e.Primary.Port, e.Standby.Port)
 		return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/%s?sslmode=disable&target_session_attrs=read-write",
 			e.Primary.Port, e.Standby.Port, db), nil
+	case DBBouncer:
+		if err := s.cluster.CreateDatabase(ctx, db); err != nil {
+			return "", err
+		}
+		var err error
+		if e.Bouncer, err = StartBouncer(filepath.Join(e.Dir, "pgbouncer"), s.cluster.Port); err != nil {
+			return "", err
+		}
+		e.sessionURL = s.cluster.URL(db)
+		s.logf("  pgbouncer (transaction pooling) on 127.0.0.1:%d in front of 127.0.0.1:%d", e.Bouncer.Port, s.cluster.Port)
+		return e.Bouncer.URL(db), nil
 	case DBProxy:
 		if err := s.cluster.CreateDatabase(ctx, db); err != nil {
 			return "", err
@@ -299,6 +322,9 @@ func (e *Env) close() {
 	}
 	if e.Patroni != nil {
 		e.Patroni.Destroy()
+	}
+	if e.Bouncer != nil {
+		e.Bouncer.Kill()
 	}
 	for name, c := range map[string]*Cluster{"primary": e.Primary, "standby": e.Standby} {
 		if c != nil {

@@ -217,6 +217,22 @@ func Scenarios(short bool) []Scenario {
 		patroniScenario("patroni-switchover", "a planned patronictl switchover to the synchronous standby", moved,
 			func(ctx context.Context, e *Env) error { return e.SwitchoverPatroni(ctx) }),
 		{
+			Name: "pgbouncer", Title: "PgBouncer (transaction pooling, sessions straight to postgres) killed -9 and restarted after 1s, twice, during a 4000-event burst",
+			Events: 4000, Rate: 100, Clients: 12, Healthy: 4, Bounds: held, DB: DBBouncer,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				for _, at := range []time.Duration{burst / 4, burst / 2} {
+					if err := e.waitFault(ctx, start, at); err != nil {
+						return err
+					}
+					if err := e.KillBouncer(ctx, time.Second); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
 			Name: "badreceivers", Title: fmt.Sprintf("endpoints that hang, reset, stream 50 MB beside 4 healthy ones (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bad: []Mode{ModeHang, ModeReset, ModeStream},
 			Bounds: Bounds{Stall: 5 * time.Second},
