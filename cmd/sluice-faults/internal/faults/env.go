@@ -57,9 +57,17 @@ type Env struct {
 	// Bouncer, with DBBouncer, is the PgBouncer the sluice processes'
 	// DATABASE_URL goes through; sessionURL, straight to Postgres, is
 	// their SLUICE_DATABASE_SESSION_URL.
-	Bouncer     *Bouncer
-	sessionURL  string
-	API         *Proc
+	Bouncer    *Bouncer
+	sessionURL string
+	API        *Proc
+	// MoreAPIs are the API processes beside API, with envConfig.apis > 1,
+	// behind Balancer (BaseURL is the balancer's then); apiURLs are each
+	// API process's own base URL, API's first.
+	MoreAPIs    []*Proc
+	Balancer    *Balancer
+	apiURLs     []string
+	env         []string // every sluice process's environment
+	newBin      string   // with an upgrade: the binary to upgrade to
 	Workers     []*Proc
 	Receiver    *Receiver
 	BaseURL     string
@@ -90,6 +98,11 @@ type envConfig struct {
 	// settings are more SLUICE_* settings of every sluice process, after
 	// (and so over) Settings.
 	settings []string
+	// apis is how many API processes run (default 1); more than one are
+	// behind a Balancer.
+	apis int
+	// bin is the sluice binary the processes run (default the suite's).
+	bin string
 }
 
 // DBSetup is how a scenario's sluice processes reach Postgres.
@@ -145,11 +158,16 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		env = append(env, "SLUICE_DATABASE_SESSION_URL="+e.sessionURL)
 	}
 	env = append(env, cfg.settings...) // the last of a name wins (exec.Cmd.Env)
-	if _, err := runOnce(ctx, env, s.bin, "migrate"); err != nil {
+	e.env = env
+	bin := s.bin
+	if cfg.bin != "" {
+		bin = cfg.bin
+	}
+	if _, err := runOnce(ctx, env, bin, "migrate"); err != nil {
 		return err
 	}
 	for i := range cfg.tenants {
-		out, err := runOnce(ctx, env, s.bin, "tenant", "create", "--name", fmt.Sprintf("faults-%d", i), "--alert-email", "faults@example.com")
+		out, err := runOnce(ctx, env, bin, "tenant", "create", "--name", fmt.Sprintf("faults-%d", i), "--alert-email", "faults@example.com")
 		if err != nil {
 			return err
 		}
@@ -194,12 +212,31 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		return err
 	}
 
-	e.API = NewProc("api", s.bin, filepath.Join(e.Dir, "api.log"), env, "serve", "--api")
-	if err := e.API.Start(); err != nil {
-		return err
+	e.API = NewProc("api", bin, filepath.Join(e.Dir, "api.log"), env, "serve", "--api")
+	e.apiURLs = []string{e.BaseURL}
+	for i := 2; i <= cfg.apis; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		a := fmt.Sprintf("127.0.0.1:%d", port)
+		e.MoreAPIs = append(e.MoreAPIs, NewProc(fmt.Sprintf("api%d", i), bin, filepath.Join(e.Dir, fmt.Sprintf("api%d.log", i)),
+			append(append([]string(nil), env...), "SLUICE_ADDR="+a), "serve", "--api"))
+		e.apiURLs = append(e.apiURLs, "http://"+a)
 	}
-	if err := e.waitReady(ctx, 30*time.Second); err != nil {
-		return err
+	for i, p := range e.apis() {
+		if err := p.Start(); err != nil {
+			return err
+		}
+		if err := e.waitReadyAt(ctx, e.apiURLs[i], 30*time.Second); err != nil {
+			return err
+		}
+	}
+	if len(e.MoreAPIs) > 0 {
+		if e.Balancer, err = StartBalancer(e.apiURLs); err != nil {
+			return err
+		}
+		e.BaseURL = e.Balancer.URL()
 	}
 	e.URLs, e.EndpointIDs = map[string]string{}, map[string]string{}
 	for name := range modes {
@@ -216,7 +253,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		}
 	}
 	for i := range Workers {
-		w := NewProc(fmt.Sprintf("worker%d", i+1), s.bin, filepath.Join(e.Dir, fmt.Sprintf("worker%d.log", i+1)), env, "serve", "--worker")
+		w := NewProc(fmt.Sprintf("worker%d", i+1), bin, filepath.Join(e.Dir, fmt.Sprintf("worker%d.log", i+1)), env, "serve", "--worker")
 		e.Workers = append(e.Workers, w)
 		if err := w.Start(); err != nil {
 			return err
@@ -304,8 +341,11 @@ func (e *Env) close() {
 		}
 	}
 	e.wg.Wait()
+	if e.Balancer != nil {
+		e.Balancer.Close()
+	}
 	var wg sync.WaitGroup
-	for _, p := range append([]*Proc{e.API}, e.Workers...) {
+	for _, p := range append(e.apis(), e.Workers...) {
 		if p != nil {
 			wg.Go(func() { p.Stop(10 * time.Second) })
 		}
@@ -453,10 +493,15 @@ func (e *Env) maxWorkerRSS() int64 {
 }
 
 func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
+	return e.waitReadyAt(ctx, e.BaseURL, limit)
+}
+
+// waitReadyAt waits until the API at base answers /readyz with 200.
+func (e *Env) waitReadyAt(ctx context.Context, base string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for time.Now().Before(deadline) {
-		if resp, err := client.Get(e.BaseURL + "/readyz"); err == nil {
+		if resp, err := client.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil

@@ -86,7 +86,11 @@ func (sc Scenario) check(r Result) []Check {
 	if b.AcceptBack > 0 {
 		add(fmt.Sprintf("a post accepted after postgres back ≤ %s", b.AcceptBack), f.AcceptAfterPG <= b.AcceptBack, "%s", secs(f.AcceptAfterPG))
 	}
-	add("no 5xx but 503", other5xx == 0, "%d", other5xx)
+	if b.No503 {
+		add("no 5xx", other5xx+f.Statuses["503"] == 0, "%d", other5xx+f.Statuses["503"])
+	} else {
+		add("no 5xx but 503", other5xx == 0, "%d", other5xx)
+	}
 	if !b.ConnErrors {
 		add("every post answered", f.Statuses["err"] == 0, "%d unanswered", f.Statuses["err"])
 	}

@@ -36,6 +36,12 @@ type Scenario struct {
 	// FIFO: the scenario's load, endpoints and checks are the FIFO
 	// scenario's own (fifo.go); Inject and Settings apply.
 	FIFO bool
+	// APIs is how many API processes run, behind the suite's balancer
+	// when more than one (default 1).
+	APIs int
+	// Upgrade: the processes start on the previous binary
+	// (Config.UpgradeFrom) and Inject upgrades them (Env.RollingUpgrade).
+	Upgrade bool
 }
 
 // EndpointSpec is one of a scenario's own endpoints.
@@ -66,6 +72,8 @@ type Bounds struct {
 	// AcceptBack, when set: after a Postgres outage, a post is accepted
 	// within it.
 	AcceptBack time.Duration
+	// No503: not even a 503 is allowed (a planned change).
+	No503 bool
 }
 
 // dbBound is sluice's default bound on a request's wait for the database
@@ -230,6 +238,17 @@ func Scenarios(short bool) []Scenario {
 					}
 				}
 				return nil
+			},
+		},
+		{
+			Name: "rolling-upgrade", Title: "two API processes behind a balancer and two workers on the previous binary, then migrate and each replaced in turn by the new binary (SIGTERM), during a 4000-event burst",
+			Events: 4000, Rate: 100, Clients: 12, Healthy: 4, APIs: 2, Upgrade: true,
+			Bounds: Bounds{Stall: 10 * time.Second, No503: true},
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				if err := e.waitFault(ctx, time.Now(), burst/5); err != nil {
+					return err
+				}
+				return e.RollingUpgrade(ctx, e.newBin, 3*time.Second)
 			},
 		},
 		{
