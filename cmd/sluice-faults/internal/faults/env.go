@@ -123,6 +123,9 @@ const (
 	// one etcd, three nodes, synchronous mode), its three hosts in
 	// DATABASE_URL with target_session_attrs=read-write.
 	DBPatroni
+	// DBPatroniProxied: DBPatroni, with each node's links to etcd and
+	// from its replicas through the suite's proxies (Patroni.Partition).
+	DBPatroniProxied
 	// DBBouncer: the suite's cluster through a PgBouncer of the
 	// scenario's own in transaction pooling mode (DATABASE_URL), and
 	// directly for what needs a session (SLUICE_DATABASE_SESSION_URL).
@@ -183,7 +186,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	switch cfg.db {
 	case DBStandby:
 		checkURL = dbURL // whichever host is primary
-	case DBPatroni:
+	case DBPatroni, DBPatroniProxied:
 		// Whichever host leads, and never one left behind.
 		if e.DB, err = leaderPool(ctx, dbURL); err != nil {
 			return err
@@ -267,10 +270,10 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 // sluice processes are given.
 func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) (string, error) {
 	switch cfg.db {
-	case DBPatroni:
+	case DBPatroni, DBPatroniProxied:
 		var err error
 		// Ports above the standby pair's, in a range of their own.
-		e.Patroni, err = StartPatroni(ctx, s.cfg.Root, filepath.Join(e.Dir, "patroni"), s.cfg.BasePort+300)
+		e.Patroni, err = StartPatroni(ctx, s.cfg.Root, filepath.Join(e.Dir, "patroni"), s.cfg.BasePort+300, cfg.db == DBPatroniProxied)
 		if err != nil {
 			return "", err
 		}

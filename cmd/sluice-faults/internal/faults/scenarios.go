@@ -222,6 +222,7 @@ func Scenarios(short bool) []Scenario {
 			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, true) }),
 		patroniScenario("patroni-agent", "only the Patroni leader's agent killed (kill -9; its postgres lives on, no watchdog)", moved,
 			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, false) }),
+		patroniPartition(moved),
 		patroniScenario("patroni-switchover", "a planned patronictl switchover to the synchronous standby", moved,
 			func(ctx context.Context, e *Env) error { return e.SwitchoverPatroni(ctx) }),
 		{
@@ -286,6 +287,16 @@ func patroniScenario(name, what string, b Bounds, inject func(context.Context, *
 			return inject(ctx, e)
 		},
 	}
+}
+
+// patroniPartition cuts the leader off from etcd and its replicas while
+// sluice still reaches it: its Patroni, out of touch with etcd, demotes it
+// and a standby takes over once the leader key expires.
+func patroniPartition(b Bounds) Scenario {
+	sc := patroniScenario("patroni-partition", "the Patroni leader cut off from etcd and its replicas (held at proxies), sluice still reaching it", b,
+		func(ctx context.Context, e *Env) error { return e.PartitionPatroni(ctx) })
+	sc.DB = DBPatroniProxied
+	return sc
 }
 
 // faultGap is the least time between the end of one fault and the next
