@@ -34,7 +34,7 @@ if [[ -x /usr/local/go/bin/go ]]; then PATH="/usr/local/go/bin:$PATH"; fi
 
 log() { echo "ha.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 base=${HA_PORT:-55400}
 etcd_port=$((base + 0)); etcd_peer=$((base + 1))
