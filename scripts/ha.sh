@@ -80,6 +80,13 @@ node_via() {
   echo "${!v:-$3}"
 }
 
+# etcd_via N: with a proxy in front of etcd for node N, Patroni must keep
+# to it rather than reach the members it lists directly.
+etcd_via() {
+  local v="HA_NODE$1_ETCD"
+  if [[ -n ${!v:-} ]]; then echo "  use_proxies: true"; fi
+}
+
 # node_config DIR N: Patroni's configuration of node N.
 node_config() {
   local dir=$1 n=$2
@@ -93,6 +100,7 @@ restapi:
   connect_address: 127.0.0.1:$(rest_port "$n")
 etcd3:
   hosts: $(node_via "$n" ETCD "127.0.0.1:$etcd_port")
+$(etcd_via "$n")
 bootstrap:
   dcs:
     # The leader key lives ttl seconds unless renewed: a leader that stops

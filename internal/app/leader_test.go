@@ -174,16 +174,17 @@ func TestNewConnectionCutsAPrimaryLeftBehind(t *testing.T) {
 	pool, resets := app.WatchLeader(t, s.cfg, strandedProxy(s, &left, &proxyChecks), time.Hour)
 	held, err := pool.Acquire(ctx)
 	require.NoError(t, err)
+	defer held.Release() // on failure too: the pool closes only once it is back
 	require.Equal(t, s.proxy, held.Conn().PgConn().Conn().RemoteAddr().String())
 
 	left.Store(true)
-	c, err := pool.Acquire(ctx) // none idle: a new connection
+	pool.Reset() // no idle connection left: the next is a new one (held is not closed)
+	c, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	defer c.Release()
 	require.Equal(t, s.direct, c.Conn().PgConn().Conn().RemoteAddr().String(), "the new connection goes to the other host")
 	_, err = held.Exec(ctx, "SELECT 1")
 	require.Error(t, err, "the connection in use on the server left behind is cut")
-	held.Release()
 	waitFor(t, resets)
 }
 
