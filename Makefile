@@ -76,8 +76,8 @@ ha: ## Sluice (API + 2 workers) on a 3-node Patroni cluster of Postgres 15 with 
 ha-stop: ## stop what `make ha` started
 	bash scripts/ha.sh stop
 
-faults: ## fault suite (cmd/sluice-faults): kill -9, Postgres crash/pause, bad receivers; FAULTSFLAGS=-run=pgcrash
-	$(GO) run ./cmd/sluice-faults $(FAULTSFLAGS)
+faults: ## fault suite (cmd/sluice-faults), installing patroni, etcd-server, pgbouncer when missing; FAULTSFLAGS=-run=pgcrash
+	GO=$(GO) bash scripts/faults.sh $(FAULTSFLAGS)
 
 check: vet staticcheck lint vulncheck check-generate lint-openapi ## static checks: vet, staticcheck, golangci-lint, govulncheck, generated code current, OpenAPI lint
 

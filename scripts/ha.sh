@@ -13,6 +13,10 @@
 #
 # Ports, from HA_PORT (default 55400): etcd client +0 and peer +1; node N
 # (1..3) Postgres +10+N and Patroni REST API +20+N; Sluice's API +30.
+# HA_NODEn_ETCD and HA_NODEn_CONNECT (host:port), when set, are where node
+# n's Patroni reaches etcd and where the other nodes reach node n's
+# Postgres (its connect_address: replication): the fault suite puts a
+# proxy of its own there to cut one node off (patroni-partition).
 # Installs the Debian packages patroni and etcd-server when missing.
 #
 # One etcd member: on one box, three members would share its fate and
@@ -30,7 +34,7 @@ if [[ -x /usr/local/go/bin/go ]]; then PATH="/usr/local/go/bin:$PATH"; fi
 
 log() { echo "ha.sh: $*" >&2; }
 die() { log "$*"; exit 1; }
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 base=${HA_PORT:-55400}
 etcd_port=$((base + 0)); etcd_peer=$((base + 1))
@@ -70,6 +74,19 @@ pg_bindir() {
 
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# node_via N WHAT DEFAULT: HA_NODE<N>_<WHAT> if set, else DEFAULT.
+node_via() {
+  local v="HA_NODE$1_$2"
+  echo "${!v:-$3}"
+}
+
+# etcd_via N: with a proxy in front of etcd for node N, Patroni must keep
+# to it rather than reach the members it lists directly.
+etcd_via() {
+  local v="HA_NODE$1_ETCD"
+  if [[ -n ${!v:-} ]]; then echo "  use_proxies: true"; fi
+}
+
 # node_config DIR N: Patroni's configuration of node N.
 node_config() {
   local dir=$1 n=$2
@@ -82,7 +99,8 @@ restapi:
   listen: 127.0.0.1:$(rest_port "$n")
   connect_address: 127.0.0.1:$(rest_port "$n")
 etcd3:
-  hosts: 127.0.0.1:$etcd_port
+  hosts: $(node_via "$n" ETCD "127.0.0.1:$etcd_port")
+$(etcd_via "$n")
 bootstrap:
   dcs:
     # The leader key lives ttl seconds unless renewed: a leader that stops
@@ -115,7 +133,7 @@ bootstrap:
     - host replication all 127.0.0.1/32 trust
 postgresql:
   listen: 127.0.0.1:$(pg_port "$n")
-  connect_address: 127.0.0.1:$(pg_port "$n")
+  connect_address: $(node_via "$n" CONNECT "127.0.0.1:$(pg_port "$n")")
   data_dir: $dir/node$n/data
   bin_dir: $(pg_bindir)
   pgpass: $dir/node$n/pgpass

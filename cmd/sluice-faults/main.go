@@ -24,6 +24,7 @@ func main() {
 	keep := flag.Bool("keep", false, "keep the logs even when every scenario passes")
 	list := flag.Bool("list", false, "list the scenarios and exit")
 	src := flag.String("src", "", "build sluice from this tree instead of the repository (e.g. a git archive of a commit)")
+	upgradeFrom := flag.String("upgrade-from", "", "rolling-upgrade: start on sluice built from this tree (e.g. a git archive of the previous release; default: the same tree, built twice)")
 	settle := flag.Duration("settle", 120*time.Second, "how long to wait after the last fault for every accepted event")
 	flag.Parse()
 
@@ -41,7 +42,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	os.Exit(runSuite(ctx, faults.Config{Src: *src, SettleLimit: *settle}, scenarios, *keep))
+	os.Exit(runSuite(ctx, faults.Config{Src: *src, UpgradeFrom: *upgradeFrom, SettleLimit: *settle}, scenarios, *keep))
 }
 
 func runSuite(ctx context.Context, cfg faults.Config, scenarios []faults.Scenario, keep bool) int {

@@ -1,11 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +32,14 @@ import (
 // in use wait on commits that never end): new ones go to the host that
 // takes writes now. With one
 // host there is nowhere else to go and nothing is checked.
+//
+// Each new connection tries the hosts in an order the pool keeps
+// (hostOrder): the host a connection was last made to first, the hosts
+// that refused one (a standby, a server left behind) last. When a primary
+// is left, every process opens its whole pool again at once; tried in the
+// URL's order, each connection would first start a backend on the server
+// left behind and on a standby, only to be refused there, and on a busy
+// machine the new leader then answers the first of them seconds late.
 // docs/patroni.md has the watchdog that keeps this from happening.
 
 // connSet is every socket the process opened to the database from the
@@ -41,11 +51,20 @@ import (
 type connSet struct {
 	mu    sync.Mutex
 	conns map[*trackedConn]struct{}
+	order *hostOrder // the order the pool's new connections try the hosts in
+	// left carries what new connections found left behind to the watch.
+	left chan leftBehind
+}
+
+// newConnSet is an empty connSet, with its host order.
+func newConnSet() *connSet {
+	return &connSet{order: new(hostOrder), left: make(chan leftBehind, 1)}
 }
 
 type trackedConn struct {
 	net.Conn
 	set  *connSet
+	addr string // as dialled: host:port from the configuration
 	once sync.Once
 }
 
@@ -66,7 +85,7 @@ func (s *connSet) dial(dial pgconn.DialFunc) pgconn.DialFunc {
 		if err != nil {
 			return nil, err
 		}
-		tc := &trackedConn{Conn: c, set: s}
+		tc := &trackedConn{Conn: c, set: s, addr: addr}
 		s.mu.Lock()
 		s.conns[tc] = struct{}{}
 		s.mu.Unlock()
@@ -76,11 +95,14 @@ func (s *connSet) dial(dial pgconn.DialFunc) pgconn.DialFunc {
 
 // cut closes every socket to server: whatever waits on one fails at once
 // (a request's commit with its outcome unknown, as dbwait reports it).
-func (s *connSet) cut(server string) int {
+func (s *connSet) cut(server string) int { return s.cutBut(server, nil) }
+
+// cutBut is cut sparing the socket but (nil: none).
+func (s *connSet) cutBut(server string, but net.Conn) int {
 	s.mu.Lock()
 	var to []*trackedConn
 	for c := range s.conns {
-		if c.RemoteAddr().String() == server {
+		if c.RemoteAddr().String() == server && net.Conn(c) != but {
 			to = append(to, c)
 		}
 	}
@@ -89,6 +111,44 @@ func (s *connSet) cut(server string) int {
 		_ = c.Close()
 	}
 	return len(to)
+}
+
+// leftBehind is what a new connection learnt: server (a remote address)
+// was left behind, and cut sockets to it were cut.
+type leftBehind struct {
+	server string
+	cut    int
+}
+
+// found reports a server a new connection found left behind: every other
+// socket to it is cut at once, and the watch, if it had any, resets the
+// pool. The periodic check looks at one connection; this is every new
+// connection's check, so that those in use on a server left behind are
+// cut even when the one the watch took went to the new leader.
+func (s *connSet) found(server string, conn net.Conn) {
+	n := s.cutBut(server, trackedOf(conn))
+	if n == 0 || s.left == nil {
+		return
+	}
+	select {
+	case s.left <- leftBehind{server: server, cut: n}:
+	default: // a reset is on its way already
+	}
+}
+
+// trackedOf is the connSet's socket under c (TLS wraps it), or c.
+func trackedOf(c net.Conn) net.Conn {
+	for nc := c; nc != nil; {
+		if tc, ok := nc.(*trackedConn); ok {
+			return tc
+		}
+		u, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		nc = u.NetConn()
+	}
+	return c
 }
 
 // LeaderCheckInterval is how often a pool given several hosts checks
@@ -131,12 +191,17 @@ func severalHosts(cc *pgconn.Config) bool {
 }
 
 // refuseLeftBehind makes cc refuse, after its own checks
-// (target_session_attrs), a server that stranded says was left behind.
-func refuseLeftBehind(cc *pgconn.Config, stranded strandedFunc) {
+// (target_session_attrs), a server that stranded says was left behind,
+// and cut every other socket of conns to it; conns' order learns which
+// host took the connection and which refused it.
+func refuseLeftBehind(cc *pgconn.Config, stranded strandedFunc, conns *connSet) {
+	order := conns.order
 	validate := cc.ValidateConnect
 	cc.ValidateConnect = func(ctx context.Context, c *pgconn.PgConn) error {
+		addr := dialedAddr(c.Conn())
 		if validate != nil {
 			if err := validate(ctx, c); err != nil {
+				order.refused(addr)
 				return err
 			}
 		}
@@ -145,10 +210,128 @@ func refuseLeftBehind(cc *pgconn.Config, stranded strandedFunc) {
 			return err
 		}
 		if left {
+			order.refused(addr)
+			conns.found(c.Conn().RemoteAddr().String(), c.Conn())
 			return errLeftBehind
 		}
+		order.took(addr)
 		return nil
 	}
+}
+
+// dialedAddr is the address c was dialled at (host:port as configured),
+// or its remote address if it was not dialled through a connSet.
+func dialedAddr(c net.Conn) string {
+	if tc, ok := trackedOf(c).(*trackedConn); ok {
+		return tc.addr
+	}
+	return c.RemoteAddr().String()
+}
+
+// hostOrder is the order in which a pool's new connections try the hosts
+// of a multi-host URL: the host the last connection was made to, then the
+// others in the URL's order, then those that last refused a connection
+// (not writable, or left behind), least recently refused first. A host
+// that takes a connection again is simply first again.
+// Hosts are known as the URL names them (host:port): a name's addresses
+// are mapped back to it as they are looked up.
+type hostOrder struct {
+	mu      sync.Mutex
+	leader  string
+	refusal map[string]uint64 // host → when it last refused (a counter)
+	n       uint64
+	names   map[string]string // an address looked up → the host name
+}
+
+// lookup wraps a pgconn.LookupFunc so that the addresses it returns are
+// known by their host's name.
+func (o *hostOrder) lookup(lookup pgconn.LookupFunc) pgconn.LookupFunc {
+	return func(ctx context.Context, host string) ([]string, error) {
+		addrs, err := lookup(ctx, host)
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.names == nil {
+			o.names = map[string]string{}
+		}
+		for _, a := range addrs {
+			if ip, _, err := net.SplitHostPort(a); err == nil {
+				a = ip
+			}
+			if a != host {
+				o.names[a] = host
+			}
+		}
+		return addrs, err //nolint:wrapcheck // pgconn's own lookup, passed through
+	}
+}
+
+// key is the host:port a dialled address stands for. o.mu is held.
+func (o *hostOrder) key(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr // a Unix socket
+	}
+	if name, ok := o.names[host]; ok {
+		return net.JoinHostPort(name, port)
+	}
+	return addr
+}
+
+func (o *hostOrder) took(addr string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	addr = o.key(addr)
+	o.leader = addr
+	delete(o.refusal, addr)
+}
+
+func (o *hostOrder) refused(addr string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	addr = o.key(addr)
+	if o.leader == addr {
+		o.leader = ""
+	}
+	if o.refusal == nil {
+		o.refusal = map[string]uint64{}
+	}
+	o.n++
+	o.refusal[addr] = o.n
+}
+
+// rank orders addr: the leader first (0), hosts never refused next (1),
+// then the refused ones by when they refused.
+func (o *hostOrder) rank(addr string) uint64 {
+	if addr == o.leader {
+		return 0
+	}
+	if at, ok := o.refusal[addr]; ok {
+		return 1 + at
+	}
+	return 1
+}
+
+// sort puts cc's hosts (the first and its fallbacks) in the order, keeping
+// the URL's order among equals and each host's own attempts (TLS, then
+// plain text) together.
+func (o *hostOrder) sort(cc *pgconn.Config) {
+	hosts := append([]*pgconn.FallbackConfig{{Host: cc.Host, Port: cc.Port, TLSConfig: cc.TLSConfig}}, cc.Fallbacks...)
+	o.mu.Lock()
+	rank := make(map[*pgconn.FallbackConfig]uint64, len(hosts))
+	for _, h := range hosts {
+		rank[h] = o.rank(hostAddr(h))
+	}
+	o.mu.Unlock()
+	slices.SortStableFunc(hosts, func(a, b *pgconn.FallbackConfig) int { return cmp.Compare(rank[a], rank[b]) })
+	cc.Host, cc.Port, cc.TLSConfig = hosts[0].Host, hosts[0].Port, hosts[0].TLSConfig
+	cc.Fallbacks = hosts[1:]
+}
+
+// hostAddr is the address pgconn dials for h (pgconn.NetworkAddress): a
+// Unix socket's path, or host:port.
+func hostAddr(h *pgconn.FallbackConfig) string {
+	_, addr := pgconn.NetworkAddress(h.Host, h.Port)
+	return addr
 }
 
 // leaderWatch drops a pool's connections once their server was left
@@ -167,23 +350,32 @@ type leaderWatch struct {
 func (w leaderWatch) run(ctx context.Context) {
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
+	var found <-chan leftBehind
+	if w.conns != nil {
+		found = w.conns.left
+	}
 	for {
+		var server string
+		cut := 0
 		select {
 		case <-ctx.Done():
 			return
+		case l := <-found: // a new connection found it; its sockets are cut
+			server, cut = l.server, l.cut
 		case <-t.C:
-		}
-		server, left, err := w.check(ctx)
-		if err != nil || !left {
-			// A server that does not answer is the pool's keepalives' and
-			// the requests' bounds' to deal with.
-			continue
+			s, dialed, left, err := w.check(ctx)
+			if err != nil || !left {
+				// A server that does not answer is the pool's keepalives'
+				// and the requests' bounds' to deal with.
+				continue
+			}
+			server = s
+			if w.conns != nil {
+				w.conns.order.refused(dialed) // tried last from now on
+				cut = w.conns.cut(server)
+			}
 		}
 		w.pool.Reset()
-		cut := 0
-		if w.conns != nil {
-			cut = w.conns.cut(server)
-		}
 		w.logger.Warn("database: the server this process is connected to is no longer the leader (it waits for a synchronous standby and none is connected); reconnecting to the host that takes writes now",
 			"server", server, "connections_cut", cut)
 		if w.reset != nil {
@@ -192,17 +384,18 @@ func (w leaderWatch) run(ctx context.Context) {
 	}
 }
 
-// check runs stranded on one of the pool's connections.
-func (w leaderWatch) check(ctx context.Context) (server string, left bool, err error) {
+// check runs stranded on one of the pool's connections; server is its
+// remote address, dialed the address it was dialled at.
+func (w leaderWatch) check(ctx context.Context) (server, dialed string, left bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
 	c, err := w.pool.Acquire(ctx)
 	if err != nil {
-		return "", false, fmt.Errorf("acquire: %w", err)
+		return "", "", false, fmt.Errorf("acquire: %w", err)
 	}
 	defer c.Release()
 	pc := c.Conn().PgConn()
-	server = pc.Conn().RemoteAddr().String()
+	server, dialed = pc.Conn().RemoteAddr().String(), dialedAddr(pc.Conn())
 	left, err = w.stranded(ctx, pc)
-	return server, left, err
+	return server, dialed, left, err
 }

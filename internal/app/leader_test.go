@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/app"
@@ -102,6 +104,88 @@ func TestPoolLeavesAPrimaryLeftBehind(t *testing.T) {
 	require.NotEqual(t, heldPID, c.Conn().PgConn().PID())
 	var one int
 	require.NoError(t, c.QueryRow(ctx, "SELECT 1").Scan(&one))
+}
+
+// strandedProxy is a check that says, once left is set, that the
+// server behind the proxy was left behind, and counts the checks made on
+// connections to it.
+func strandedProxy(s leaderSetup, left *atomic.Bool, proxyChecks *atomic.Int64) func(context.Context, *pgconn.PgConn) (bool, error) {
+	return func(ctx context.Context, c *pgconn.PgConn) (bool, error) {
+		real, err := app.StrandedByReplication(ctx, c)
+		onProxy := c.Conn().RemoteAddr().String() == s.proxy
+		if onProxy {
+			proxyChecks.Add(1)
+		}
+		return real || left.Load() && onProxy, err
+	}
+}
+
+// TestPoolTriesTheLeaderFirst: once the first host is left behind, the
+// pool's new connections, opened many at once as after a failover, go
+// straight to the host that took the last one instead of each first
+// starting a backend on the server left behind to be refused there.
+func TestPoolTriesTheLeaderFirst(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupLeader(t)
+	var left atomic.Bool
+	var proxyChecks atomic.Int64
+	pool, resets := app.WatchLeader(t, s.cfg, strandedProxy(s, &left, &proxyChecks), 10*time.Millisecond)
+	c, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	require.Equal(t, s.proxy, c.Conn().PgConn().Conn().RemoteAddr().String(), "the first host, while it is a good primary")
+	c.Release()
+
+	left.Store(true)
+	waitFor(t, resets)
+	before := proxyChecks.Load()
+	const n = 10
+	held := make([]*pgxpool.Conn, 0, n)
+	got := make(chan *pgxpool.Conn, n)
+	for range n {
+		go func() {
+			c, err := pool.Acquire(ctx)
+			assert.NoError(t, err)
+			got <- c
+		}()
+	}
+	for range n {
+		held = append(held, <-got)
+	}
+	for _, c := range held {
+		require.NotNil(t, c)
+		require.Equal(t, s.direct, c.Conn().PgConn().Conn().RemoteAddr().String())
+		c.Release()
+	}
+	require.Equal(t, before, proxyChecks.Load(), "no new connection tried the server left behind")
+}
+
+// TestNewConnectionCutsAPrimaryLeftBehind: the watch's own check is not
+// due (an hour away), and a connection is in use on the first host when
+// it is left behind. The next connection the pool opens is refused there;
+// that alone cuts the one in use at once and resets the pool, and the new
+// connection goes to the other host.
+func TestNewConnectionCutsAPrimaryLeftBehind(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := setupLeader(t)
+	var left atomic.Bool
+	var proxyChecks atomic.Int64
+	pool, resets := app.WatchLeader(t, s.cfg, strandedProxy(s, &left, &proxyChecks), time.Hour)
+	held, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer held.Release() // on failure too: the pool closes only once it is back
+	require.Equal(t, s.proxy, held.Conn().PgConn().Conn().RemoteAddr().String())
+
+	left.Store(true)
+	pool.Reset() // no idle connection left: the next is a new one (held is not closed)
+	c, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	defer c.Release()
+	require.Equal(t, s.direct, c.Conn().PgConn().Conn().RemoteAddr().String(), "the new connection goes to the other host")
+	_, err = held.Exec(ctx, "SELECT 1")
+	require.Error(t, err, "the connection in use on the server left behind is cut")
+	waitFor(t, resets)
 }
 
 // TestPoolWithOneHostIsNotChecked: with a single host there is nowhere

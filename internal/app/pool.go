@@ -62,9 +62,21 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 	// it can be cut; the lease and listener connections copy this.
 	var conns *connSet
 	if severalHosts(&cc.Config) {
-		refuseLeftBehind(&cc.Config, stranded)
-		conns = new(connSet)
+		conns = newConnSet()
+		refuseLeftBehind(&cc.Config, stranded, conns)
 		cc.DialFunc = conns.dial(cc.DialFunc)
+		cc.LookupFunc = conns.order.lookup(cc.LookupFunc)
+		// The pool's new connections try the host that took the last one
+		// first (leader.go); the lease and listener connections, a few
+		// per process, go in the URL's order.
+		before := pcfg.BeforeConnect
+		pcfg.BeforeConnect = func(ctx context.Context, c *pgx.ConnConfig) error {
+			conns.order.sort(&c.Config)
+			if before != nil {
+				return before(ctx, c)
+			}
+			return nil
+		}
 	}
 	// A connection idle for over a second is pinged before use; a ping
 	// the server does not answer within the bound drops it, whatever the

@@ -53,8 +53,21 @@ type Env struct {
 	Primary, Standby *Cluster
 	// Patroni, with DBPatroni, is the scenario's own Patroni cluster;
 	// sluice is given its three hosts.
-	Patroni     *Patroni
-	API         *Proc
+	Patroni *Patroni
+	// Bouncer, with DBBouncer, is the PgBouncer the sluice processes'
+	// DATABASE_URL goes through; sessionURL, straight to Postgres, is
+	// their SLUICE_DATABASE_SESSION_URL.
+	Bouncer    *Bouncer
+	sessionURL string
+	API        *Proc
+	// MoreAPIs are the API processes beside API, with envConfig.apis > 1,
+	// behind Balancer (BaseURL is the balancer's then); apiURLs are each
+	// API process's own base URL, API's first.
+	MoreAPIs    []*Proc
+	Balancer    *Balancer
+	apiURLs     []string
+	env         []string // every sluice process's environment
+	newBin      string   // with an upgrade: the binary to upgrade to
 	Workers     []*Proc
 	Receiver    *Receiver
 	BaseURL     string
@@ -85,6 +98,11 @@ type envConfig struct {
 	// settings are more SLUICE_* settings of every sluice process, after
 	// (and so over) Settings.
 	settings []string
+	// apis is how many API processes run (default 1); more than one are
+	// behind a Balancer.
+	apis int
+	// bin is the sluice binary the processes run (default the suite's).
+	bin string
 }
 
 // DBSetup is how a scenario's sluice processes reach Postgres.
@@ -105,6 +123,13 @@ const (
 	// one etcd, three nodes, synchronous mode), its three hosts in
 	// DATABASE_URL with target_session_attrs=read-write.
 	DBPatroni
+	// DBPatroniProxied: DBPatroni, with each node's links to etcd and
+	// from its replicas through the suite's proxies (Patroni.Partition).
+	DBPatroniProxied
+	// DBBouncer: the suite's cluster through a PgBouncer of the
+	// scenario's own in transaction pooling mode (DATABASE_URL), and
+	// directly for what needs a session (SLUICE_DATABASE_SESSION_URL).
+	DBBouncer
 )
 
 // newEnv sets up a scenario. On error, the caller still calls close.
@@ -132,12 +157,20 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		"SLUICE_ENCRYPTION_KEY=" + base64.StdEncoding.EncodeToString(key),
 		"SLUICE_ADDR=" + addr,
 	}, Settings...)...)
+	if e.sessionURL != "" {
+		env = append(env, "SLUICE_DATABASE_SESSION_URL="+e.sessionURL)
+	}
 	env = append(env, cfg.settings...) // the last of a name wins (exec.Cmd.Env)
-	if _, err := runOnce(ctx, env, s.bin, "migrate"); err != nil {
+	e.env = env
+	bin := s.bin
+	if cfg.bin != "" {
+		bin = cfg.bin
+	}
+	if _, err := runOnce(ctx, env, bin, "migrate"); err != nil {
 		return err
 	}
 	for i := range cfg.tenants {
-		out, err := runOnce(ctx, env, s.bin, "tenant", "create", "--name", fmt.Sprintf("faults-%d", i), "--alert-email", "faults@example.com")
+		out, err := runOnce(ctx, env, bin, "tenant", "create", "--name", fmt.Sprintf("faults-%d", i), "--alert-email", "faults@example.com")
 		if err != nil {
 			return err
 		}
@@ -153,7 +186,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 	switch cfg.db {
 	case DBStandby:
 		checkURL = dbURL // whichever host is primary
-	case DBPatroni:
+	case DBPatroni, DBPatroniProxied:
 		// Whichever host leads, and never one left behind.
 		if e.DB, err = leaderPool(ctx, dbURL); err != nil {
 			return err
@@ -182,12 +215,31 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		return err
 	}
 
-	e.API = NewProc("api", s.bin, filepath.Join(e.Dir, "api.log"), env, "serve", "--api")
-	if err := e.API.Start(); err != nil {
-		return err
+	e.API = NewProc("api", bin, filepath.Join(e.Dir, "api.log"), env, "serve", "--api")
+	e.apiURLs = []string{e.BaseURL}
+	for i := 2; i <= cfg.apis; i++ {
+		port, err := freePort()
+		if err != nil {
+			return err
+		}
+		a := fmt.Sprintf("127.0.0.1:%d", port)
+		e.MoreAPIs = append(e.MoreAPIs, NewProc(fmt.Sprintf("api%d", i), bin, filepath.Join(e.Dir, fmt.Sprintf("api%d.log", i)),
+			append(append([]string(nil), env...), "SLUICE_ADDR="+a), "serve", "--api"))
+		e.apiURLs = append(e.apiURLs, "http://"+a)
 	}
-	if err := e.waitReady(ctx, 30*time.Second); err != nil {
-		return err
+	for i, p := range e.apis() {
+		if err := p.Start(); err != nil {
+			return err
+		}
+		if err := e.waitReadyAt(ctx, e.apiURLs[i], 30*time.Second); err != nil {
+			return err
+		}
+	}
+	if len(e.MoreAPIs) > 0 {
+		if e.Balancer, err = StartBalancer(e.apiURLs); err != nil {
+			return err
+		}
+		e.BaseURL = e.Balancer.URL()
 	}
 	e.URLs, e.EndpointIDs = map[string]string{}, map[string]string{}
 	for name := range modes {
@@ -204,7 +256,7 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 		}
 	}
 	for i := range Workers {
-		w := NewProc(fmt.Sprintf("worker%d", i+1), s.bin, filepath.Join(e.Dir, fmt.Sprintf("worker%d.log", i+1)), env, "serve", "--worker")
+		w := NewProc(fmt.Sprintf("worker%d", i+1), bin, filepath.Join(e.Dir, fmt.Sprintf("worker%d.log", i+1)), env, "serve", "--worker")
 		e.Workers = append(e.Workers, w)
 		if err := w.Start(); err != nil {
 			return err
@@ -218,10 +270,10 @@ func (s *Suite) newEnv(ctx context.Context, cfg envConfig, e *Env) error {
 // sluice processes are given.
 func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) (string, error) {
 	switch cfg.db {
-	case DBPatroni:
+	case DBPatroni, DBPatroniProxied:
 		var err error
 		// Ports above the standby pair's, in a range of their own.
-		e.Patroni, err = StartPatroni(ctx, s.cfg.Root, filepath.Join(e.Dir, "patroni"), s.cfg.BasePort+300)
+		e.Patroni, err = StartPatroni(ctx, s.cfg.Root, filepath.Join(e.Dir, "patroni"), s.cfg.BasePort+300, cfg.db == DBPatroniProxied)
 		if err != nil {
 			return "", err
 		}
@@ -257,6 +309,17 @@ func (s *Suite) database(ctx context.Context, cfg envConfig, db string, e *Env) 
 		s.logf("  primary on 127.0.0.1:%d, synchronous standby on 127.0.0.1:%d", e.Primary.Port, e.Standby.Port)
 		return fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/%s?sslmode=disable&target_session_attrs=read-write",
 			e.Primary.Port, e.Standby.Port, db), nil
+	case DBBouncer:
+		if err := s.cluster.CreateDatabase(ctx, db); err != nil {
+			return "", err
+		}
+		var err error
+		if e.Bouncer, err = StartBouncer(filepath.Join(e.Dir, "pgbouncer"), s.cluster.Port); err != nil {
+			return "", err
+		}
+		e.sessionURL = s.cluster.URL(db)
+		s.logf("  pgbouncer (transaction pooling) on 127.0.0.1:%d in front of 127.0.0.1:%d", e.Bouncer.Port, s.cluster.Port)
+		return e.Bouncer.URL(db), nil
 	case DBProxy:
 		if err := s.cluster.CreateDatabase(ctx, db); err != nil {
 			return "", err
@@ -281,8 +344,11 @@ func (e *Env) close() {
 		}
 	}
 	e.wg.Wait()
+	if e.Balancer != nil {
+		e.Balancer.Close()
+	}
 	var wg sync.WaitGroup
-	for _, p := range append([]*Proc{e.API}, e.Workers...) {
+	for _, p := range append(e.apis(), e.Workers...) {
 		if p != nil {
 			wg.Go(func() { p.Stop(10 * time.Second) })
 		}
@@ -299,6 +365,9 @@ func (e *Env) close() {
 	}
 	if e.Patroni != nil {
 		e.Patroni.Destroy()
+	}
+	if e.Bouncer != nil {
+		e.Bouncer.Kill()
 	}
 	for name, c := range map[string]*Cluster{"primary": e.Primary, "standby": e.Standby} {
 		if c != nil {
@@ -427,10 +496,15 @@ func (e *Env) maxWorkerRSS() int64 {
 }
 
 func (e *Env) waitReady(ctx context.Context, limit time.Duration) error {
+	return e.waitReadyAt(ctx, e.BaseURL, limit)
+}
+
+// waitReadyAt waits until the API at base answers /readyz with 200.
+func (e *Env) waitReadyAt(ctx context.Context, base string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for time.Now().Before(deadline) {
-		if resp, err := client.Get(e.BaseURL + "/readyz"); err == nil {
+		if resp, err := client.Get(base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil

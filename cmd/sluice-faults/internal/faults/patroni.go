@@ -17,6 +17,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sluice-dev/sluice/internal/testkit/tcpproxy"
 )
 
 // Patroni is a scenario's own Patroni cluster, made by scripts/ha.sh
@@ -25,20 +27,42 @@ type Patroni struct {
 	Dir  string // ha.sh's DIR: nodeN.yml, nodeN.pid, nodeN/data, logs
 	Base int    // HA_PORT
 	hash string // path of scripts/ha.sh
+	// With proxies, node n's Patroni reaches etcd through etcdVia[n-1],
+	// and the other nodes reach its Postgres (replication) through
+	// pgVia[n-1]; sluice goes to every node directly.
+	etcdVia, pgVia []*tcpproxy.Proxy
 }
 
 // patroniNodes is how many nodes ha.sh starts.
 const patroniNodes = 3
 
 // StartPatroni runs `ha.sh cluster dir` on ports from base and returns
-// once a leader and a synchronous standby are up.
-func StartPatroni(ctx context.Context, root, dir string, base int) (*Patroni, error) {
+// once a leader and a synchronous standby are up. With proxied, each
+// node's links to etcd and from its replicas go through proxies of the
+// suite's (Partition).
+func StartPatroni(ctx context.Context, root, dir string, base int, proxied bool) (*Patroni, error) {
 	p := &Patroni{Dir: dir, Base: base, hash: filepath.Join(root, "scripts", "ha.sh")}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make patroni directory: %w", err)
 	}
+	env := append(os.Environ(), "HA_PORT="+strconv.Itoa(base))
+	if proxied {
+		for n := 1; n <= patroniNodes; n++ {
+			etcd, err := tcpproxy.Start(fmt.Sprintf("127.0.0.1:%d", base))
+			if err != nil {
+				return p, fmt.Errorf("etcd proxy: %w", err)
+			}
+			p.etcdVia = append(p.etcdVia, etcd)
+			pg, err := tcpproxy.Start(fmt.Sprintf("127.0.0.1:%d", p.pgPort(n)))
+			if err != nil {
+				return p, fmt.Errorf("replication proxy: %w", err)
+			}
+			p.pgVia = append(p.pgVia, pg)
+			env = append(env, fmt.Sprintf("HA_NODE%d_ETCD=%s", n, etcd.Addr()), fmt.Sprintf("HA_NODE%d_CONNECT=%s", n, pg.Addr()))
+		}
+	}
 	cmd := exec.CommandContext(ctx, "bash", p.hash, "cluster", dir)
-	cmd.Env = append(os.Environ(), "HA_PORT="+strconv.Itoa(base))
+	cmd.Env = env
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return p, fmt.Errorf("ha.sh cluster: %w\n%s", err, out)
 	}
@@ -161,9 +185,33 @@ func (p *Patroni) Switchover(ctx context.Context) (old, n int, err error) {
 	return old, n, err
 }
 
+// Partition holds every byte between node n's Patroni and etcd, and
+// between its Postgres and the replicas streaming from it; sluice still
+// reaches it.
+func (p *Patroni) Partition(n int) error {
+	if len(p.etcdVia) < n {
+		return errors.New("partition: the cluster was started without proxies")
+	}
+	p.etcdVia[n-1].Hold()
+	p.pgVia[n-1].Hold()
+	return nil
+}
+
+// Heal resets the held connections of node n's proxies and lets new ones
+// pass.
+func (p *Patroni) Heal(n int) {
+	p.etcdVia[n-1].Reset()
+	p.pgVia[n-1].Reset()
+}
+
 // Destroy stops everything (ha.sh stop) and deletes the data, keeping the
 // logs.
 func (p *Patroni) Destroy() {
+	defer func() {
+		for _, x := range append(p.etcdVia, p.pgVia...) {
+			x.Close()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", p.hash, "stop", p.Dir)
@@ -234,6 +282,26 @@ func (e *Env) KillPatroni(ctx context.Context, whole bool) error {
 	}
 	e.record(Fault{Kind: kind, At: at, End: time.Now(), Outage: true})
 	e.DB.Reset() // the suite's reads follow the leader too
+	return err
+}
+
+// PartitionPatroni cuts the leader off from etcd and from its replicas
+// (sluice still reaches it) until another node leads and takes writes,
+// then heals the partition.
+func (e *Env) PartitionPatroni(ctx context.Context) error {
+	at := time.Now()
+	old := e.Patroni.Leader(ctx, 0)
+	if old == 0 {
+		return errors.New("no leader to cut off")
+	}
+	if err := e.Patroni.Partition(old); err != nil {
+		return err
+	}
+	n, err := e.Patroni.AwaitNewLeader(context.WithoutCancel(ctx), old, 90*time.Second)
+	e.record(Fault{Kind: fmt.Sprintf("node%d (leader) cut off from etcd and its replicas, sluice still reaching it; node%d leads", old, n),
+		At: at, End: time.Now(), Outage: true})
+	e.Patroni.Heal(old)
+	e.DB.Reset()
 	return err
 }
 

@@ -115,6 +115,13 @@ func (p *Proc) Start() error {
 	return nil
 }
 
+// SetBin makes the next Start run bin (an upgrade).
+func (p *Proc) SetBin(bin string) {
+	p.mu.Lock()
+	p.bin = bin
+	p.mu.Unlock()
+}
+
 // Pid is the running process's id, or 0.
 func (p *Proc) Pid() int {
 	p.mu.Lock()

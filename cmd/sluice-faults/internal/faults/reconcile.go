@@ -56,6 +56,12 @@ type Figures struct {
 	// AcceptAfterPG is, over Postgres recoveries, the longest wait from
 	// Postgres back to a post answered 2xx.
 	AcceptAfterPG time.Duration
+	// NoDelivery is the longest time no healthy endpoint received
+	// anything, between the first receipt and the last, outages counted:
+	// under a steady load, the time a fault left Sluice without
+	// deliveries. NoDeliveryAt is when it began.
+	NoDelivery   time.Duration
+	NoDeliveryAt time.Time
 }
 
 type pair struct{ endpoint, id string }
@@ -90,10 +96,15 @@ func Reconcile(posts []Post, receipts []Receipt, healthy []string, faults []Faul
 	slices.SortFunc(receipts, func(a, b Receipt) int { return a.At.Compare(b.At) })
 	first := map[pair]time.Time{}
 	unacked := map[string]bool{}
+	var prev time.Time
 	for _, r := range receipts {
 		if !isHealthy[r.Endpoint] {
 			continue
 		}
+		if !prev.IsZero() && r.At.Sub(prev) > f.NoDelivery {
+			f.NoDelivery, f.NoDeliveryAt = r.At.Sub(prev), prev
+		}
+		prev = r.At
 		k := pair{r.Endpoint, r.ID}
 		if _, seen := first[k]; seen {
 			f.Duplicates++

@@ -86,7 +86,11 @@ func (sc Scenario) check(r Result) []Check {
 	if b.AcceptBack > 0 {
 		add(fmt.Sprintf("a post accepted after postgres back ≤ %s", b.AcceptBack), f.AcceptAfterPG <= b.AcceptBack, "%s", secs(f.AcceptAfterPG))
 	}
-	add("no 5xx but 503", other5xx == 0, "%d", other5xx)
+	if b.No503 {
+		add("no 5xx", other5xx+f.Statuses["503"] == 0, "%d", other5xx+f.Statuses["503"])
+	} else {
+		add("no 5xx but 503", other5xx == 0, "%d", other5xx)
+	}
 	if !b.ConnErrors {
 		add("every post answered", f.Statuses["err"] == 0, "%d unanswered", f.Statuses["err"])
 	}
@@ -144,6 +148,9 @@ func (r Result) WriteDetail(w io.Writer) {
 		f.Expected, f.Delivered, f.Lost, f.Duplicates, f.Unacked)
 	fmt.Fprintf(w, "  settle %s, longest endpoint stall %s (%s), latency p50 %s p99 %s, max worker RSS %.0f MB\n",
 		settle(f.Settle), secs(f.MaxStall), f.StallAt, secs(f.LatencyP50), secs(f.LatencyP99), float64(r.MaxRSS)/(1<<20))
+	if !f.NoDeliveryAt.IsZero() {
+		fmt.Fprintf(w, "  longest time without any delivery %s (from %s)\n", secs(f.NoDelivery), f.NoDeliveryAt.Format("15:04:05.000"))
+	}
 	if f.Recoveries > 0 {
 		fmt.Fprintf(w, "  postgres recoveries %d: first delivery after %s, every endpoint served after %s, a post accepted after %s\n",
 			f.Recoveries, secs(f.FirstAfterPG), secs(f.ServeAllAfterPG), secs(f.AcceptAfterPG))

@@ -36,6 +36,12 @@ type Scenario struct {
 	// FIFO: the scenario's load, endpoints and checks are the FIFO
 	// scenario's own (fifo.go); Inject and Settings apply.
 	FIFO bool
+	// APIs is how many API processes run, behind the suite's balancer
+	// when more than one (default 1).
+	APIs int
+	// Upgrade: the processes start on the previous binary
+	// (Config.UpgradeFrom) and Inject upgrades them (Env.RollingUpgrade).
+	Upgrade bool
 }
 
 // EndpointSpec is one of a scenario's own endpoints.
@@ -66,6 +72,8 @@ type Bounds struct {
 	// AcceptBack, when set: after a Postgres outage, a post is accepted
 	// within it.
 	AcceptBack time.Duration
+	// No503: not even a 503 is allowed (a planned change).
+	No503 bool
 }
 
 // dbBound is sluice's default bound on a request's wait for the database
@@ -214,8 +222,36 @@ func Scenarios(short bool) []Scenario {
 			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, true) }),
 		patroniScenario("patroni-agent", "only the Patroni leader's agent killed (kill -9; its postgres lives on, no watchdog)", moved,
 			func(ctx context.Context, e *Env) error { return e.KillPatroni(ctx, false) }),
+		patroniPartition(moved),
 		patroniScenario("patroni-switchover", "a planned patronictl switchover to the synchronous standby", moved,
 			func(ctx context.Context, e *Env) error { return e.SwitchoverPatroni(ctx) }),
+		{
+			Name: "pgbouncer", Title: "PgBouncer (transaction pooling, sessions straight to postgres) killed -9 and restarted after 1s, twice, during a 4000-event burst",
+			Events: 4000, Rate: 100, Clients: 12, Healthy: 4, Bounds: held, DB: DBBouncer,
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				start := time.Now()
+				for _, at := range []time.Duration{burst / 4, burst / 2} {
+					if err := e.waitFault(ctx, start, at); err != nil {
+						return err
+					}
+					if err := e.KillBouncer(ctx, time.Second); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
+		},
+		{
+			Name: "rolling-upgrade", Title: "two API processes behind a balancer and two workers on the previous binary, then migrate and each replaced in turn by the new binary (SIGTERM), during a 4000-event burst",
+			Events: 4000, Rate: 100, Clients: 12, Healthy: 4, APIs: 2, Upgrade: true,
+			Bounds: Bounds{Stall: 10 * time.Second, No503: true},
+			Inject: func(ctx context.Context, e *Env, burst time.Duration) error {
+				if err := e.waitFault(ctx, time.Now(), burst/5); err != nil {
+					return err
+				}
+				return e.RollingUpgrade(ctx, e.newBin, 3*time.Second)
+			},
+		},
 		{
 			Name: "badreceivers", Title: fmt.Sprintf("endpoints that hang, reset, stream 50 MB beside 4 healthy ones (%d events)", mid.events),
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Bad: []Mode{ModeHang, ModeReset, ModeStream},
@@ -251,6 +287,16 @@ func patroniScenario(name, what string, b Bounds, inject func(context.Context, *
 			return inject(ctx, e)
 		},
 	}
+}
+
+// patroniPartition cuts the leader off from etcd and its replicas while
+// sluice still reaches it: its Patroni, out of touch with etcd, demotes it
+// and a standby takes over once the leader key expires.
+func patroniPartition(b Bounds) Scenario {
+	sc := patroniScenario("patroni-partition", "the Patroni leader cut off from etcd and its replicas (held at proxies), sluice still reaching it", b,
+		func(ctx context.Context, e *Env) error { return e.PartitionPatroni(ctx) })
+	sc.DB = DBPatroniProxied
+	return sc
 }
 
 // faultGap is the least time between the end of one fault and the next

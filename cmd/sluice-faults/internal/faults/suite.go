@@ -21,8 +21,12 @@ type Config struct {
 	Root string // repository root (default: found from the working directory)
 	// Src is the tree whose ./cmd/sluice is built (default Root), e.g. a
 	// `git archive` of a commit.
-	Src      string
-	BasePort int // first port tried for the cluster (default 57432)
+	Src string
+	// UpgradeFrom is the tree whose ./cmd/sluice the rolling-upgrade
+	// scenario starts on before upgrading to Src's (default Src: the same
+	// commit built twice), e.g. a `git archive` of the previous release.
+	UpgradeFrom string
+	BasePort    int // first port tried for the cluster (default 57432)
 	// SettleLimit is how long to wait, after the load and the last fault,
 	// for every accepted event to arrive (default 120s).
 	SettleLimit time.Duration
@@ -35,6 +39,7 @@ type Suite struct {
 	cfg     Config
 	dir     string
 	bin     string
+	oldBin  string // the rolling upgrade's previous binary, once built
 	cluster *Cluster
 	logf    func(format string, args ...any)
 }
@@ -86,6 +91,29 @@ func NewSuite(ctx context.Context, cfg Config) (s *Suite, err error) {
 	return s, nil
 }
 
+// previousBinary builds ./cmd/sluice of cfg.UpgradeFrom (default Src)
+// into its own directory, once.
+func (s *Suite) previousBinary(ctx context.Context) (string, error) {
+	if s.oldBin != "" {
+		return s.oldBin, nil
+	}
+	from := s.cfg.UpgradeFrom
+	if from == "" {
+		from = s.cfg.Src
+	}
+	dir := filepath.Join(s.dir, "previous")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("make previous binary's directory: %w", err)
+	}
+	s.logf("building the previous binary, ./cmd/sluice in %s", from)
+	bin, err := BuildSluice(ctx, from, dir)
+	if err != nil {
+		return "", fmt.Errorf("previous binary: %w", err)
+	}
+	s.oldBin = bin
+	return bin, nil
+}
+
 // Dir is the suite's directory: each scenario's logs are in Dir/<name>.
 func (s *Suite) Dir() string { return s.dir }
 
@@ -121,8 +149,15 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	if sc.Poison > 0 {
 		tenants = 2
 	}
-	if err := s.newEnv(ctx, envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants, db: sc.DB,
-		endpoints: sc.Endpoints, settings: sc.Settings}, e); err != nil {
+	ecfg := envConfig{name: sc.Name, healthy: sc.Healthy, bad: sc.Bad, tenants: tenants, db: sc.DB,
+		endpoints: sc.Endpoints, settings: sc.Settings, apis: sc.APIs}
+	if sc.Upgrade {
+		if ecfg.bin, err = s.previousBinary(ctx); err != nil {
+			return res, fmt.Errorf("%s: %w", sc.Name, err)
+		}
+		e.newBin = s.bin
+	}
+	if err := s.newEnv(ctx, ecfg, e); err != nil {
 		return res, fmt.Errorf("%s: setup: %w", sc.Name, err)
 	}
 	if err := warmUp(ctx, e); err != nil {
@@ -233,7 +268,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 			res.PoisonByKind[kind][p.StatusKey()]++
 		}
 	}
-	for _, p := range append([]*Proc{e.API}, e.Workers...) {
+	for _, p := range append(e.apis(), e.Workers...) {
 		res.Notes = append(res.Notes, p.UnexpectedExits()...)
 		res.exits += len(p.UnexpectedExits())
 	}
