@@ -227,7 +227,7 @@ func portalSession(ctx context.Context, env *Env, uid string) (*portalClient, er
 func (p *portalClient) get(ctx context.Context, path string) (time.Duration, error) {
 	select {
 	case <-ctx.Done():
-		return 0, ctx.Err()
+		return 0, fmt.Errorf("wait for the portal's rate: %w", ctx.Err())
 	case <-time.After(time.Until(p.next)):
 	}
 	p.next = time.Now().Add(portalPace)

@@ -112,7 +112,7 @@ func seedSearch(ctx context.Context, env *Env, total int) (searchSeed, error) {
 func seedSearchChunk(ctx context.Context, db *pgx.Conn, tenant string, eps []string, w searchWindow, n, first, last int) error {
 	// The deliveries' foreign keys (tenant, endpoint) hold by construction;
 	// with session_replication_role = replica their checks are skipped.
-	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
 			return fmt.Errorf("set session_replication_role: %w", err)
 		}
@@ -151,4 +151,8 @@ func seedSearchChunk(ctx context.Context, db *pgx.Conn, tenant string, eps []str
 		}
 		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("seed a chunk: %w", err)
+	}
+	return nil
 }

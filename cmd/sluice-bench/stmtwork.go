@@ -38,8 +38,10 @@ func readStatementWork(ctx context.Context, db *pgx.Conn, per float64) (statemen
 	}
 	stmts, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (stmt, error) {
 		var s stmt
-		err := r.Scan(&s.query, &s.work.blocks, &s.work.walRecords, &s.work.walBytes)
-		return s, err
+		if err := r.Scan(&s.query, &s.work.blocks, &s.work.walRecords, &s.work.walBytes); err != nil {
+			return s, fmt.Errorf("scan a statement: %w", err)
+		}
+		return s, nil
 	})
 	if err != nil {
 		return statementWork{}, fmt.Errorf("read pg_stat_statements: %w", err)
