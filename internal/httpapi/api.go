@@ -50,7 +50,7 @@ type Config struct {
 	// MaxPayload is the largest event payload taken, in bytes
 	// (SLUICE_MAX_PAYLOAD); zero means sluice.DefaultMaxPayload.
 	MaxPayload int
-	Logger          *slog.Logger
+	Logger     *slog.Logger
 	// DBTimeout bounds how long a /v1 request, and /readyz, wait on the
 	// database (dbwait); zero means dbwait.DefaultTimeout.
 	DBTimeout time.Duration
