@@ -60,6 +60,7 @@ func scenarios() []Scenario {
 		optionsScenario,
 		pollIdleScenario,
 		schemaNeighbourScenario,
+		largeScenario,
 	}
 }
 

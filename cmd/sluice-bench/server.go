@@ -111,6 +111,7 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 		"SLUICE_API_RATE=1000000/s", // the load is one tenant's; the API's limit is not under test
 		"SLUICE_ADDR="+addr,
 		"SLUICE_DEBUG_ADDR="+debugAddr,
+		"SLUICE_MAX_PAYLOAD=10MiB", // the ceiling, for the large scenario; the others post small payloads
 	)
 	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
 		return s, fmt.Errorf("sluice migrate: %w\n%s", err, out)
