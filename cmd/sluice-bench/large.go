@@ -31,7 +31,7 @@ var largeScenario = Scenario{
 	Name:    "large",
 	Title:   "Large payloads, 10 MiB to many endpoints",
 	Workers: 1,
-	What: "Events of 10 MiB (SLUICE_MAX_PAYLOAD at its ceiling), posted one per request by 2 clients, each to every one of " +
+	What: "Events of 10 MiB (SLUICE_MAX_PAYLOAD at its ceiling), posted one per request with an Idempotency-Key by 2 clients (a 503 retried),  each to every one of " +
 		"the endpoints (max_in_flight 2), served by one worker process; loopback receivers discard each body as it " +
 		"streams in, keeping the SHA-256 of its data. Intact = deliveries whose data hashes to the payload posted; " +
 		"worker peak RSS = VmHWM of the worker process (reset before the run); stored ÷ one copy = the events' " +
@@ -89,7 +89,7 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 
 		want := make([][sha256.Size]byte, events)
 		start := time.Now()
-		var next atomic.Int64
+		var next, retries atomic.Int64
 		var wg sync.WaitGroup
 		var postErr error
 		var postMu sync.Mutex
@@ -102,7 +102,9 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 					h.Write([]byte{'}'})
 					want[i] = [sha256.Size]byte(h.Sum(nil))
 					body := append(append([]byte(`{"type":"`+typ+`","payload":`), p...), '}')
-					if err := env.API.PostEvent(ctx, body); err != nil {
+					retried, err := postKeyed(ctx, env.API, body, fmt.Sprintf("large-%d-%d", run, i))
+					retries.Add(int64(retried))
+					if err != nil {
 						postMu.Lock()
 						postErr = errors.Join(postErr, fmt.Errorf("event %d: %w", i, err))
 						postMu.Unlock()
@@ -114,6 +116,9 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 		wg.Wait()
 		if postErr != nil {
 			return s, postErr
+		}
+		if n := retries.Load(); n > 0 {
+			s.Note = joinNotes(s.Note, fmt.Sprintf("%d posts answered 503 and retried with their Idempotency-Key", n))
 		}
 		last, complete := awaitHashes(ctx, receivers, events)
 		elapsed := last.Sub(start)
@@ -135,7 +140,7 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 			intact += len(seen)
 			bodyBytes += r.bytes.Load()
 		}
-		s = Sample{Values: map[string]float64{
+		s = Sample{Note: s.Note, Values: map[string]float64{
 			"intact deliveries": 100 * float64(intact) / float64(events*endpoints),
 			"delivered":         float64(bodyBytes) / 1e6 / elapsed.Seconds(),
 		}, TimedOut: !complete}
@@ -167,6 +172,38 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 	t.Notes = append(t.Notes, fmt.Sprintf("%d events of %d MiB per run to %d endpoints each (max_in_flight %d): %d MiB stored once, %d MiB delivered",
 		events, largeSize>>20, endpoints, largeMaxInFlight, events*largeSize>>20, events*endpoints*largeSize>>20))
 	return t, err
+}
+
+// postKeyed posts one event with an Idempotency-Key (so that it commits
+// in a transaction of its own, and may be posted again), again after each
+// 503 up to four times, a second apart; it returns how many it retried.
+func postKeyed(ctx context.Context, c *Client, body []byte, key string) (int, error) {
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/events", bytes.NewReader(body))
+		if err != nil {
+			return attempt, err
+		}
+		req.Header.Set("Authorization", c.auth)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		res, err := c.http.Do(req)
+		if err != nil {
+			return attempt, fmt.Errorf("POST /v1/events: %w", err)
+		}
+		msg, _ := io.ReadAll(io.LimitReader(res.Body, 2<<10))
+		res.Body.Close()
+		switch {
+		case res.StatusCode == http.StatusAccepted:
+			return attempt, nil
+		case res.StatusCode != http.StatusServiceUnavailable || attempt == 4:
+			return attempt, fmt.Errorf("POST /v1/events: status %d: %s", res.StatusCode, msg)
+		}
+		select {
+		case <-ctx.Done():
+			return attempt, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // largePayload is event i's payload of run: largeSize bytes of
