@@ -31,7 +31,7 @@ var largeScenario = Scenario{
 	Name:    "large",
 	Title:   "Large payloads, 10 MiB to many endpoints",
 	Workers: 1,
-	What: "Events of 10 MiB (SLUICE_MAX_PAYLOAD at its ceiling), posted one per request with an Idempotency-Key by 2 clients (a 503 retried),  each to every one of " +
+	What: "Events of 10 MiB (SLUICE_MAX_PAYLOAD at its ceiling), posted one per request with an Idempotency-Key by one client (a 503 retried),  each to every one of " +
 		"the endpoints (max_in_flight 2), served by one worker process; loopback receivers discard each body as it " +
 		"streams in, keeping the SHA-256 of its data. Intact = deliveries whose data hashes to the payload posted; " +
 		"worker peak RSS = VmHWM of the worker process (reset before the run); stored ÷ one copy = the events' " +
@@ -93,7 +93,7 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 		var wg sync.WaitGroup
 		var postErr error
 		var postMu sync.Mutex
-		for range 2 {
+		for range 1 {
 			wg.Go(func() {
 				for i := int(next.Add(1) - 1); i < events && ctx.Err() == nil; i = int(next.Add(1) - 1) {
 					p := largePayload(run, i)
