@@ -43,6 +43,9 @@ type server struct {
 	keepBinary bool     // leave the binary for perf's symbols (-keep)
 	bin        string   // the sluice binary
 	env        []string // sluice's environment
+	// settings are the SLUICE_* settings of the scenario running (its
+	// Settings), after env.
+	settings []string
 	// workers are the `serve --worker` processes beside cmd (-workers, or
 	// a scenario's Workers); with none, cmd serves every role.
 	workers  []*exec.Cmd
@@ -111,7 +114,6 @@ func startServer(ctx context.Context, keepBinary bool, workers int, prebuilt str
 		"SLUICE_API_RATE=1000000/s", // the load is one tenant's; the API's limit is not under test
 		"SLUICE_ADDR="+addr,
 		"SLUICE_DEBUG_ADDR="+debugAddr,
-		"SLUICE_MAX_PAYLOAD=10MiB", // the ceiling, for the large scenario; the others post small payloads
 	)
 	if out, err := runCmd(ctx, env, bin, "migrate"); err != nil {
 		return s, fmt.Errorf("sluice migrate: %w\n%s", err, out)
