@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +21,9 @@ import (
 )
 
 // setupLarge is setup with SLUICE_MAX_PAYLOAD at maxPayload and one turn
-// for large bodies.
+// for large bodies. Its bound on waiting for the database is a minute: a
+// 10 MiB commit on a loaded machine (or under -race) can take longer than
+// the default 5 s, and these tests are about sizes, not that bound.
 func setupLarge(t *testing.T, maxPayload int) *testBundle {
 	t.Helper()
 	t.Parallel()
@@ -29,7 +32,7 @@ func setupLarge(t *testing.T, maxPayload int) *testBundle {
 	b := &testBundle{t: t, store: st, jobs: f.Jobs, nudger: dispatchtest.Nudger(f.Store, f.Jobs), tenantA: f.TenantA, keyA: f.KeyA, tenantB: f.TenantB, keyB: f.KeyB}
 	api := httpapi.New(controltest.New(st, controltest.Options{AllowPrivateTargets: true, Nudger: b.nudger}), httpapi.Config{
 		Ingest: httpapi.StartIngest(t, st, b.nudger), Limits: apirate.New(apirate.Config{Tenant: testRate, Rates: st}),
-		MaxPayload: maxPayload, MaxLargeBatches: 1,
+		MaxPayload: maxPayload, MaxLargeBatches: 1, DBTimeout: time.Minute,
 	})
 	b.handler = api.Handler()
 	b.srv = httptest.NewServer(b.handler)
