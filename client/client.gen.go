@@ -1577,8 +1577,9 @@ type EventCreate struct {
 	// one). 1 to 128 characters (else `422`).
 	OrderingKey *string `json:"ordering_key,omitempty"`
 
-	// Payload A JSON object (anything else answers `422`), at most 256 KiB and
-	// nested at most 64 deep. Delivered as `data`. Its text must be
+	// Payload A JSON object (anything else answers `422`), at most the
+	// server's `SLUICE_MAX_PAYLOAD` (256 KiB unless set, at most
+	// 10 MiB) and nested at most 64 deep. Delivered as `data`. Its text must be
 	// UTF-8 without unpaired `\u` surrogate escapes (else `400`), and
 	// without `\u0000` (NUL, else `422` naming `payload`).
 	// When the type's catalogue entry has a `schema`, the payload
@@ -4220,9 +4221,14 @@ type ClientInterface interface {
 	// Stores the event, together with the job that fans it out to one
 	// delivery per subscribed endpoint, in one transaction before answering
 	// `202`. The payload is frozen at that moment; it must be a JSON object
-	// (anything else answers `422`) of at most 256 KiB (larger answers
-	// `413`). Types beginning with `sluice.` are Sluice's own (its
-	// operational events and `sluice.test`) and answer `422`.
+	// (anything else answers `422`) of at most the server's
+	// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+	// answers `413`). It is stored once however many endpoints it goes
+	// to. A body over 1 MiB (or of unknown length, when the limit allows
+	// one over 1 MiB) takes one of the turns large batches take, and is
+	// answered `503` before it is read when none is free. Types beginning
+	// with `sluice.` are Sluice's own (its operational events and
+	// `sluice.test`) and answer `422`.
 	//
 	// With an `Idempotency-Key`, a repeat of the same key within 24 hours
 	// answers `202` with the first event and creates nothing.
@@ -4241,9 +4247,14 @@ type ClientInterface interface {
 	// Stores the event, together with the job that fans it out to one
 	// delivery per subscribed endpoint, in one transaction before answering
 	// `202`. The payload is frozen at that moment; it must be a JSON object
-	// (anything else answers `422`) of at most 256 KiB (larger answers
-	// `413`). Types beginning with `sluice.` are Sluice's own (its
-	// operational events and `sluice.test`) and answer `422`.
+	// (anything else answers `422`) of at most the server's
+	// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+	// answers `413`). It is stored once however many endpoints it goes
+	// to. A body over 1 MiB (or of unknown length, when the limit allows
+	// one over 1 MiB) takes one of the turns large batches take, and is
+	// answered `503` before it is read when none is free. Types beginning
+	// with `sluice.` are Sluice's own (its operational events and
+	// `sluice.test`) and answer `422`.
 	//
 	// With an `Idempotency-Key`, a repeat of the same key within 24 hours
 	// answers `202` with the first event and creates nothing.
@@ -4262,7 +4273,12 @@ type ClientInterface interface {
 	// Stores all the events in one transaction and answers them in the
 	// order given. Each event follows the rules of `POST /v1/events`;
 	// schema checks stop at the first failing event, and all the events
-	// together may cost at most 500,000 units of validation. An
+	// together may cost at most 500,000 units of validation. The body is
+	// at most 32 MiB in all (larger answers `413`), whatever
+	// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+	// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+	// of a few turns per process (`503` before it is read when none is
+	// free), so batches hold bounded memory however many arrive. An
 	// `Idempotency-Key` header is refused (`400`): a repeated batch would
 	// not be recognised.
 	//
@@ -4276,7 +4292,12 @@ type ClientInterface interface {
 	// Stores all the events in one transaction and answers them in the
 	// order given. Each event follows the rules of `POST /v1/events`;
 	// schema checks stop at the first failing event, and all the events
-	// together may cost at most 500,000 units of validation. An
+	// together may cost at most 500,000 units of validation. The body is
+	// at most 32 MiB in all (larger answers `413`), whatever
+	// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+	// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+	// of a few turns per process (`503` before it is read when none is
+	// free), so batches hold bounded memory however many arrive. An
 	// `Idempotency-Key` header is refused (`400`): a repeated batch would
 	// not be recognised.
 	//
@@ -5331,9 +5352,14 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 // Stores the event, together with the job that fans it out to one
 // delivery per subscribed endpoint, in one transaction before answering
 // `202`. The payload is frozen at that moment; it must be a JSON object
-// (anything else answers `422`) of at most 256 KiB (larger answers
-// `413`). Types beginning with `sluice.` are Sluice's own (its
-// operational events and `sluice.test`) and answer `422`.
+// (anything else answers `422`) of at most the server's
+// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+// answers `413`). It is stored once however many endpoints it goes
+// to. A body over 1 MiB (or of unknown length, when the limit allows
+// one over 1 MiB) takes one of the turns large batches take, and is
+// answered `503` before it is read when none is free. Types beginning
+// with `sluice.` are Sluice's own (its operational events and
+// `sluice.test`) and answer `422`.
 //
 // With an `Idempotency-Key`, a repeat of the same key within 24 hours
 // answers `202` with the first event and creates nothing.
@@ -5362,9 +5388,14 @@ func (c *Client) CreateEventWithBody(ctx context.Context, params *CreateEventPar
 // Stores the event, together with the job that fans it out to one
 // delivery per subscribed endpoint, in one transaction before answering
 // `202`. The payload is frozen at that moment; it must be a JSON object
-// (anything else answers `422`) of at most 256 KiB (larger answers
-// `413`). Types beginning with `sluice.` are Sluice's own (its
-// operational events and `sluice.test`) and answer `422`.
+// (anything else answers `422`) of at most the server's
+// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+// answers `413`). It is stored once however many endpoints it goes
+// to. A body over 1 MiB (or of unknown length, when the limit allows
+// one over 1 MiB) takes one of the turns large batches take, and is
+// answered `503` before it is read when none is free. Types beginning
+// with `sluice.` are Sluice's own (its operational events and
+// `sluice.test`) and answer `422`.
 //
 // With an `Idempotency-Key`, a repeat of the same key within 24 hours
 // answers `202` with the first event and creates nothing.
@@ -5393,7 +5424,12 @@ func (c *Client) CreateEvent(ctx context.Context, params *CreateEventParams, bod
 // Stores all the events in one transaction and answers them in the
 // order given. Each event follows the rules of `POST /v1/events`;
 // schema checks stop at the first failing event, and all the events
-// together may cost at most 500,000 units of validation. An
+// together may cost at most 500,000 units of validation. The body is
+// at most 32 MiB in all (larger answers `413`), whatever
+// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+// of a few turns per process (`503` before it is read when none is
+// free), so batches hold bounded memory however many arrive. An
 // `Idempotency-Key` header is refused (`400`): a repeated batch would
 // not be recognised.
 //
@@ -5417,7 +5453,12 @@ func (c *Client) CreateEventBatchWithBody(ctx context.Context, contentType strin
 // Stores all the events in one transaction and answers them in the
 // order given. Each event follows the rules of `POST /v1/events`;
 // schema checks stop at the first failing event, and all the events
-// together may cost at most 500,000 units of validation. An
+// together may cost at most 500,000 units of validation. The body is
+// at most 32 MiB in all (larger answers `413`), whatever
+// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+// of a few turns per process (`503` before it is read when none is
+// free), so batches hold bounded memory however many arrive. An
 // `Idempotency-Key` header is refused (`400`): a repeated batch would
 // not be recognised.
 //
@@ -8661,9 +8702,14 @@ type ClientWithResponsesInterface interface {
 	// Stores the event, together with the job that fans it out to one
 	// delivery per subscribed endpoint, in one transaction before answering
 	// `202`. The payload is frozen at that moment; it must be a JSON object
-	// (anything else answers `422`) of at most 256 KiB (larger answers
-	// `413`). Types beginning with `sluice.` are Sluice's own (its
-	// operational events and `sluice.test`) and answer `422`.
+	// (anything else answers `422`) of at most the server's
+	// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+	// answers `413`). It is stored once however many endpoints it goes
+	// to. A body over 1 MiB (or of unknown length, when the limit allows
+	// one over 1 MiB) takes one of the turns large batches take, and is
+	// answered `503` before it is read when none is free. Types beginning
+	// with `sluice.` are Sluice's own (its operational events and
+	// `sluice.test`) and answer `422`.
 	//
 	// With an `Idempotency-Key`, a repeat of the same key within 24 hours
 	// answers `202` with the first event and creates nothing.
@@ -8682,9 +8728,14 @@ type ClientWithResponsesInterface interface {
 	// Stores the event, together with the job that fans it out to one
 	// delivery per subscribed endpoint, in one transaction before answering
 	// `202`. The payload is frozen at that moment; it must be a JSON object
-	// (anything else answers `422`) of at most 256 KiB (larger answers
-	// `413`). Types beginning with `sluice.` are Sluice's own (its
-	// operational events and `sluice.test`) and answer `422`.
+	// (anything else answers `422`) of at most the server's
+	// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+	// answers `413`). It is stored once however many endpoints it goes
+	// to. A body over 1 MiB (or of unknown length, when the limit allows
+	// one over 1 MiB) takes one of the turns large batches take, and is
+	// answered `503` before it is read when none is free. Types beginning
+	// with `sluice.` are Sluice's own (its operational events and
+	// `sluice.test`) and answer `422`.
 	//
 	// With an `Idempotency-Key`, a repeat of the same key within 24 hours
 	// answers `202` with the first event and creates nothing.
@@ -8703,7 +8754,12 @@ type ClientWithResponsesInterface interface {
 	// Stores all the events in one transaction and answers them in the
 	// order given. Each event follows the rules of `POST /v1/events`;
 	// schema checks stop at the first failing event, and all the events
-	// together may cost at most 500,000 units of validation. An
+	// together may cost at most 500,000 units of validation. The body is
+	// at most 32 MiB in all (larger answers `413`), whatever
+	// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+	// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+	// of a few turns per process (`503` before it is read when none is
+	// free), so batches hold bounded memory however many arrive. An
 	// `Idempotency-Key` header is refused (`400`): a repeated batch would
 	// not be recognised.
 	//
@@ -8717,7 +8773,12 @@ type ClientWithResponsesInterface interface {
 	// Stores all the events in one transaction and answers them in the
 	// order given. Each event follows the rules of `POST /v1/events`;
 	// schema checks stop at the first failing event, and all the events
-	// together may cost at most 500,000 units of validation. An
+	// together may cost at most 500,000 units of validation. The body is
+	// at most 32 MiB in all (larger answers `413`), whatever
+	// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+	// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+	// of a few turns per process (`503` before it is read when none is
+	// free), so batches hold bounded memory however many arrive. An
 	// `Idempotency-Key` header is refused (`400`): a repeated batch would
 	// not be recognised.
 	//
@@ -12493,6 +12554,11 @@ type CreateEventResponse429Headers struct {
 	RetryAfter         int
 }
 
+// CreateEventResponse503Headers the declared response headers of an HTTP 503 response for CreateEvent
+type CreateEventResponse503Headers struct {
+	RetryAfter *int
+}
+
 type CreateEventResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -12514,6 +12580,8 @@ type CreateEventResponse struct {
 	ApplicationProblemJSON422 *ValidationFailed
 	// ApplicationProblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationProblemJSON429 *TooManyRequests
+	// ApplicationProblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationProblemJSON503 *BatchesBusy
 	// ApplicationProblemJSONDefault the response for an HTTP default `application/problem+json` response
 	ApplicationProblemJSONDefault *Error
 	// Headers403 the parsed response headers for an HTTP 403 response
@@ -12522,6 +12590,8 @@ type CreateEventResponse struct {
 	Headers415 *CreateEventResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateEventResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateEventResponse503Headers
 }
 
 // GetJSON202 returns the response for an HTTP 202 `application/json` response
@@ -12567,6 +12637,11 @@ func (r CreateEventResponse) GetApplicationProblemJSON422() *ValidationFailed {
 // GetApplicationProblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
 func (r CreateEventResponse) GetApplicationProblemJSON429() *TooManyRequests {
 	return r.ApplicationProblemJSON429
+}
+
+// GetApplicationProblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateEventResponse) GetApplicationProblemJSON503() *BatchesBusy {
+	return r.ApplicationProblemJSON503
 }
 
 // GetApplicationProblemJSONDefault returns the response for an HTTP default `application/problem+json` response
@@ -14847,9 +14922,14 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 // Stores the event, together with the job that fans it out to one
 // delivery per subscribed endpoint, in one transaction before answering
 // `202`. The payload is frozen at that moment; it must be a JSON object
-// (anything else answers `422`) of at most 256 KiB (larger answers
-// `413`). Types beginning with `sluice.` are Sluice's own (its
-// operational events and `sluice.test`) and answer `422`.
+// (anything else answers `422`) of at most the server's
+// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+// answers `413`). It is stored once however many endpoints it goes
+// to. A body over 1 MiB (or of unknown length, when the limit allows
+// one over 1 MiB) takes one of the turns large batches take, and is
+// answered `503` before it is read when none is free. Types beginning
+// with `sluice.` are Sluice's own (its operational events and
+// `sluice.test`) and answer `422`.
 //
 // With an `Idempotency-Key`, a repeat of the same key within 24 hours
 // answers `202` with the first event and creates nothing.
@@ -14874,9 +14954,14 @@ func (c *ClientWithResponses) CreateEventWithBodyWithResponse(ctx context.Contex
 // Stores the event, together with the job that fans it out to one
 // delivery per subscribed endpoint, in one transaction before answering
 // `202`. The payload is frozen at that moment; it must be a JSON object
-// (anything else answers `422`) of at most 256 KiB (larger answers
-// `413`). Types beginning with `sluice.` are Sluice's own (its
-// operational events and `sluice.test`) and answer `422`.
+// (anything else answers `422`) of at most the server's
+// `SLUICE_MAX_PAYLOAD`: 256 KiB unless set, at most 10 MiB (larger
+// answers `413`). It is stored once however many endpoints it goes
+// to. A body over 1 MiB (or of unknown length, when the limit allows
+// one over 1 MiB) takes one of the turns large batches take, and is
+// answered `503` before it is read when none is free. Types beginning
+// with `sluice.` are Sluice's own (its operational events and
+// `sluice.test`) and answer `422`.
 //
 // With an `Idempotency-Key`, a repeat of the same key within 24 hours
 // answers `202` with the first event and creates nothing.
@@ -14901,7 +14986,12 @@ func (c *ClientWithResponses) CreateEventWithResponse(ctx context.Context, param
 // Stores all the events in one transaction and answers them in the
 // order given. Each event follows the rules of `POST /v1/events`;
 // schema checks stop at the first failing event, and all the events
-// together may cost at most 500,000 units of validation. An
+// together may cost at most 500,000 units of validation. The body is
+// at most 32 MiB in all (larger answers `413`), whatever
+// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+// of a few turns per process (`503` before it is read when none is
+// free), so batches hold bounded memory however many arrive. An
 // `Idempotency-Key` header is refused (`400`): a repeated batch would
 // not be recognised.
 //
@@ -14921,7 +15011,12 @@ func (c *ClientWithResponses) CreateEventBatchWithBodyWithResponse(ctx context.C
 // Stores all the events in one transaction and answers them in the
 // order given. Each event follows the rules of `POST /v1/events`;
 // schema checks stop at the first failing event, and all the events
-// together may cost at most 500,000 units of validation. An
+// together may cost at most 500,000 units of validation. The body is
+// at most 32 MiB in all (larger answers `413`), whatever
+// `SLUICE_MAX_PAYLOAD` allows each payload: with 10 MiB payloads, three
+// fit in a batch. A body over 1 MiB, or of unknown length, takes one
+// of a few turns per process (`503` before it is read when none is
+// free), so batches hold bounded memory however many arrive. An
 // `Idempotency-Key` header is refused (`400`): a repeated batch would
 // not be recognised.
 //
@@ -19705,6 +19800,13 @@ func ParseCreateEventResponse(rsp *http.Response) (*CreateEventResponse, error) 
 		}
 		response.ApplicationProblemJSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest BatchesBusy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationProblemJSON503 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
 		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19794,6 +19896,16 @@ func ParseCreateEventResponse(rsp *http.Response) (*CreateEventResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateEventResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil

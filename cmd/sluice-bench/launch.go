@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -13,10 +14,11 @@ import (
 // --dashboard` and that many `serve --worker`; and waits until the API is
 // ready.
 func (s *server) launch(ctx context.Context, workers int) error {
+	env := append(slices.Clip(s.env), s.settings...)
 	if workers == 0 {
-		s.cmd = s.command(s.bin, s.env, "serve")
+		s.cmd = s.command(s.bin, env, "serve")
 	} else {
-		s.cmd = s.command(s.bin, s.env, "serve", "--api", "--dashboard")
+		s.cmd = s.command(s.bin, env, "serve", "--api", "--dashboard")
 	}
 	s.done = make(chan struct{})
 	if err := s.cmd.Start(); err != nil {
@@ -26,7 +28,7 @@ func (s *server) launch(ctx context.Context, workers int) error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	s.workers = nil
 	for range workers {
-		w := s.command(s.bin, withoutDebugAddr(s.env), "serve", "--worker")
+		w := s.command(s.bin, withoutDebugAddr(env), "serve", "--worker")
 		if err := w.Start(); err != nil {
 			return fmt.Errorf("start sluice serve --worker: %w", err)
 		}

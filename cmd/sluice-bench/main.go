@@ -53,6 +53,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -152,7 +153,7 @@ func run(ctx context.Context, o options) error {
 		}
 		logf("scenario %s: %s", sc.Name, sc.Title)
 		t0, logFrom := time.Now(), srv.logSize()
-		if err := useWorkers(ctx, srv, env, cmp.Or(sc.Workers, o.workers)); err != nil {
+		if err := useWorkers(ctx, srv, env, cmp.Or(sc.Workers, o.workers), sc.Settings); err != nil {
 			report.Sections = append(report.Sections, Section{Scenario: sc, Table: Table{Err: err.Error(), Elapsed: time.Since(t0)}})
 			logf("scenario %s: %v\n--- tail of %s ---\n%s", sc.Name, err, srv.logPath, srv.logTail(40))
 			break
@@ -223,11 +224,12 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 
 // useWorkers restarts sluice with workers worker processes unless that
 // many run already, and points the CPU accounting at the new processes.
-func useWorkers(ctx context.Context, srv *server, env *Env, workers int) error {
-	if srv.workerCount() == workers {
+func useWorkers(ctx context.Context, srv *server, env *Env, workers int, settings []string) error {
+	if srv.workerCount() == workers && slices.Equal(srv.settings, settings) {
 		return nil
 	}
-	logf("restarting sluice with %d worker process(es)", workers)
+	srv.settings = settings
+	logf("restarting sluice with %d worker process(es) %v", workers, settings)
 	stopped, err := srv.relaunch(ctx, workers)
 	if err != nil {
 		return fmt.Errorf("restart sluice with %d workers (the old processes: %s): %w", workers, stopped, err)

@@ -30,6 +30,10 @@ type Scenario struct {
 	// from what runs, sluice is restarted for it, against the same
 	// database, and back to -workers for the scenarios after it.
 	Workers int
+	// Settings are SLUICE_* settings (NAME=value) the scenario runs with,
+	// besides the benchmark's own; sluice is restarted with them, and
+	// without them for the scenarios after it.
+	Settings []string
 }
 
 // scenarios lists every scenario, in the order they run.
@@ -61,6 +65,7 @@ func scenarios() []Scenario {
 		pollIdleScenario,
 		schemaNeighbourScenario,
 		searchScenario,
+		largeScenario,
 	}
 }
 

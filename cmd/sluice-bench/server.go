@@ -43,6 +43,9 @@ type server struct {
 	keepBinary bool     // leave the binary for perf's symbols (-keep)
 	bin        string   // the sluice binary
 	env        []string // sluice's environment
+	// settings are the SLUICE_* settings of the scenario running (its
+	// Settings), after env.
+	settings []string
 	// workers are the `serve --worker` processes beside cmd (-workers, or
 	// a scenario's Workers); with none, cmd serves every role.
 	workers  []*exec.Cmd

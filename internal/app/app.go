@@ -191,6 +191,7 @@ func New(ctx context.Context, cfg config.Config, roles Roles, logger *slog.Logge
 			Logger:           logger,
 			DBTimeout:        cfg.DBTimeout,
 			Tracing:          p.tracing,
+			MaxPayload:       cfg.MaxPayload,
 		})
 		p.api.Mount(router)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apirate"
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/secretbox"
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
@@ -88,6 +89,9 @@ type Config struct {
 	// sets): for a developer's machine. Without either, inviting a member
 	// or asking for a reset is refused.
 	DevMailLog bool
+	// MaxPayload is the largest event payload the API takes, in bytes
+	// (SLUICE_MAX_PAYLOAD, at most sluice.MaxPayloadCeiling).
+	MaxPayload int
 	// Tracing is whether and where Sluice exports traces: the OTEL_*
 	// variables it reads itself (tracing.ConfigFromEnv says which).
 	Tracing tracing.Config
@@ -113,6 +117,9 @@ const (
 	DefaultDrainDelay       = 2 * time.Second
 	DefaultDBTimeout        = dbwait.DefaultTimeout
 	DefaultSMTPFrom         = "Sluice <alerts@sluice.localhost>"
+	// minMaxPayload is the lowest SLUICE_MAX_PAYLOAD: a limit below a
+	// KiB would refuse the payloads Sluice's own examples show.
+	minMaxPayload = 1 << 10
 )
 
 // FromEnv reads the configuration from the environment. When needKey is
@@ -153,6 +160,7 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		OperatorToken:       getenv("SLUICE_OPERATOR_TOKEN"),
 		DBTimeout:           p.duration("SLUICE_DB_TIMEOUT", DefaultDBTimeout),
 		DevMailLog:          p.boolean("SLUICE_DEV_MAIL_LOG"),
+		MaxPayload:          p.size("SLUICE_MAX_PAYLOAD", sluice.DefaultMaxPayload, minMaxPayload, sluice.MaxPayloadCeiling),
 	}
 	if n := len(c.OperatorToken); n > 0 && n < MinOperatorTokenLen {
 		p.errs = append(p.errs, fmt.Errorf("SLUICE_OPERATOR_TOKEN: %d characters, at least %d needed (e.g. openssl rand -base64 32)", n, MinOperatorTokenLen))
@@ -315,4 +323,46 @@ func (p *parser) schedule(name, def string) []time.Duration {
 		out = append(out, d)
 	}
 	return out
+}
+
+// sizeUnits are the suffixes a size may carry, longest first.
+var sizeUnits = []struct {
+	suffix string
+	bytes  int64
+}{{"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+// size reads a byte count, bare ("262144") or with a binary unit ("256KiB",
+// "10MiB"), within [lo, hi].
+func (p *parser) size(name string, def, lo, hi int) int {
+	v := strings.TrimSpace(p.getenv(name))
+	if v == "" {
+		return def
+	}
+	num, unit := v, int64(1)
+	for _, u := range sizeUnits {
+		if s, ok := strings.CutSuffix(v, u.suffix); ok {
+			num, unit = strings.TrimSpace(s), u.bytes
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	switch {
+	case err != nil || n < 0:
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is not a size: a number of bytes, or of KiB or MiB (e.g. 10MiB)", name, v))
+		return def
+	case n > int64(hi)/unit || n*unit < int64(lo) || n*unit > int64(hi):
+		p.errs = append(p.errs, fmt.Errorf("%s: %q is outside %s to %s", name, v, sizeText(lo), sizeText(hi)))
+		return def
+	}
+	return int(n * unit)
+}
+
+// sizeText writes a byte count in the largest unit that divides it.
+func sizeText(n int) string {
+	for _, u := range sizeUnits {
+		if int64(n)%u.bytes == 0 {
+			return strconv.FormatInt(int64(n)/u.bytes, 10) + u.suffix
+		}
+	}
+	return strconv.Itoa(n) + "B"
 }

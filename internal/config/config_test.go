@@ -147,3 +147,24 @@ func TestTrustedProxies(t *testing.T) {
 		require.ErrorContains(t, err, "is not a CIDR", v)
 	}
 }
+
+func TestMaxPayload(t *testing.T) {
+	t.Parallel()
+	parse := func(v string) (Config, error) {
+		return Parse(env(map[string]string{"DATABASE_URL": "postgres://x", "SLUICE_MAX_PAYLOAD": v}), false)
+	}
+	c, err := parse("")
+	require.NoError(t, err)
+	require.Equal(t, 256<<10, c.MaxPayload, "default: 256 KiB")
+	for v, want := range map[string]int{"10MiB": 10 << 20, "1048576": 1 << 20, "512KiB": 512 << 10, "2048B": 2048, " 3 MiB ": 3 << 20} {
+		c, err := parse(v)
+		require.NoError(t, err, v)
+		require.Equal(t, want, c.MaxPayload, v)
+	}
+	for _, v := range []string{"11MiB", "10485761", "1023", "0", "-1", "10MB", "ten", "1.5MiB", "99999999999999999999MiB"} {
+		_, err := parse(v)
+		require.ErrorContains(t, err, "SLUICE_MAX_PAYLOAD", v)
+	}
+	_, err = parse("20MiB")
+	require.ErrorContains(t, err, `SLUICE_MAX_PAYLOAD: "20MiB" is outside 1KiB to 10MiB`)
+}

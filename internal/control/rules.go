@@ -53,9 +53,11 @@ const (
 
 // Limits on events and event types.
 const (
-	MaxEventTypeName        = 128       // bytes
-	MaxEventTypeDescription = 4096      // characters
-	MaxPayloadBytes         = 256 << 10 // an event's payload, or an event type's example
+	MaxEventTypeName        = 128  // bytes
+	MaxEventTypeDescription = 4096 // characters
+	// MaxPayloadBytes bounds an event type's example; an event's payload
+	// has the server's limit (SLUICE_MAX_PAYLOAD), by default the same.
+	MaxPayloadBytes = sluice.DefaultMaxPayload
 	// MaxPayloadDepth bounds the nesting of arrays and objects in a
 	// payload, far below what a parser's stack would notice.
 	MaxPayloadDepth = eventschema.MaxDepth

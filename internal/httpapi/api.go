@@ -44,10 +44,13 @@ type Config struct {
 	// APIRate is the rate of tenants without their own, when Limits is
 	// nil; zero means apirate.DefaultRate.
 	APIRate apirate.Rate
-	// MaxLargeBatches is how many batches over 1 MiB are read at once;
-	// zero means DefaultMaxLargeBatches.
+	// MaxLargeBatches is how many large bodies (batches, or single events,
+	// over 1 MiB) are read at once; zero means DefaultMaxLargeBatches.
 	MaxLargeBatches int
-	Logger          *slog.Logger
+	// MaxPayload is the largest event payload taken, in bytes
+	// (SLUICE_MAX_PAYLOAD); zero means sluice.DefaultMaxPayload.
+	MaxPayload int
+	Logger     *slog.Logger
 	// DBTimeout bounds how long a /v1 request, and /readyz, wait on the
 	// database (dbwait); zero means dbwait.DefaultTimeout.
 	DBTimeout time.Duration
@@ -80,6 +83,7 @@ func New(ctl *control.Control, cfg Config) *API {
 		cfg.Limits = apirate.New(apirate.Config{Tenant: cfg.APIRate, Rates: ctl})
 	}
 	cfg.MaxLargeBatches = cmp.Or(cfg.MaxLargeBatches, DefaultMaxLargeBatches)
+	cfg.MaxPayload = min(cmp.Or(cfg.MaxPayload, sluice.DefaultMaxPayload), sluice.MaxPayloadCeiling)
 	cfg.DBTimeout = cmp.Or(cfg.DBTimeout, dbwait.DefaultTimeout)
 	return &API{
 		ctl: ctl, cfg: cfg, logger: cfg.Logger,

@@ -9,9 +9,10 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// Bounds on the memory that batches take.
+// Bounds on the memory that large bodies take: batches, and single events
+// when SLUICE_MAX_PAYLOAD lets them be large.
 const (
-	// largeBatchBytes is the body size above which a batch is large: it
+	// largeBatchBytes is the body size above which a body is large: it
 	// waits for none, but at most maxLargeBatches are read at once.
 	largeBatchBytes = 1 << 20
 	// DefaultMaxLargeBatches is Config.MaxLargeBatches' default.
@@ -22,11 +23,13 @@ const (
 	batchWriteTimeout = 30 * time.Second
 )
 
-// admitBatch lets a batch's body be read, or answers 503 (and false) before
-// a byte of it is read when maxLargeBatches large ones (by Content-Length,
-// or of unknown length) are being handled already. release ends its turn.
-func (a *API) admitBatch(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
-	if r.ContentLength >= 0 && r.ContentLength <= largeBatchBytes {
+// admitLarge lets a body of at most limit bytes be read, or answers 503
+// (and false) before a byte of it is read when maxLargeBatches large ones
+// (by Content-Length, or of unknown length where limit allows a large one)
+// are being handled already; what names the requests in the answer.
+// Batches and large single events share the turns. release ends a turn.
+func (a *API) admitLarge(w http.ResponseWriter, r *http.Request, limit int64, what string) (release func(), ok bool) {
+	if (r.ContentLength >= 0 && r.ContentLength <= largeBatchBytes) || limit <= largeBatchBytes {
 		return func() {}, true
 	}
 	select {
@@ -34,7 +37,7 @@ func (a *API) admitBatch(w http.ResponseWriter, r *http.Request) (release func()
 		return func() { <-a.limits.batches }, true
 	default:
 		refuseBody(w, r, &Problem{Type: typeUnavailable, Title: "Service unavailable", Status: http.StatusServiceUnavailable,
-			Detail: "too many large batches are being handled right now; retry shortly", RetryAfter: 1})
+			Detail: "too many large " + what + " are being handled right now; retry shortly", RetryAfter: 1})
 		return nil, false
 	}
 }

@@ -19,12 +19,18 @@ type eventWithDeliveries struct {
 }
 
 func (a *API) createEvent(w http.ResponseWriter, r *http.Request) error {
+	limit := int64(a.cfg.MaxPayload + eventBodyRoom)
+	release, ok := a.admitLarge(w, r, limit, "events")
+	if !ok {
+		return nil
+	}
+	defer release()
 	var in eventInput
-	if err := decodeJSON(w, r, &in, maxEventBody); err != nil {
+	if err := decodeJSON(w, r, &in, limit); err != nil {
 		return err
 	}
 	v := &sluice.ValidationError{}
-	ev, err := in.toNewEvent("", v)
+	ev, err := in.toNewEvent("", a.cfg.MaxPayload, v)
 	if err != nil {
 		return err
 	}
@@ -62,7 +68,7 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 		return badRequest("Idempotency-Key is not accepted on a batch: a repeated batch would not be recognised; " +
 			"post events that must be idempotent one at a time to POST /v1/events with a key each")
 	}
-	release, ok := a.admitBatch(w, r)
+	release, ok := a.admitLarge(w, r, maxBatchBody, "batches")
 	if !ok {
 		return nil
 	}
@@ -82,7 +88,7 @@ func (a *API) createEventBatch(w http.ResponseWriter, r *http.Request) error {
 	evs := make([]sluice.NewEvent, len(in.Events))
 	for i, e := range in.Events {
 		var err error
-		if evs[i], err = e.toNewEvent(fmt.Sprintf("events[%d].", i), v); err != nil {
+		if evs[i], err = e.toNewEvent(fmt.Sprintf("events[%d].", i), a.cfg.MaxPayload, v); err != nil {
 			return err
 		}
 	}

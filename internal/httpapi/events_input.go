@@ -10,15 +10,17 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// Limits on events.
+// Limits on events. A payload's own limit is Config.MaxPayload.
 const (
-	maxPayloadBytes      = control.MaxPayloadBytes
 	maxCoalesceKeyLength = 255
 	maxOrderingKeyLength = 128 // characters
 	maxIdempotencyKey    = 255
 	maxBatchEvents       = 1000
-	// maxEventBody leaves room around the payload for the other fields.
-	maxEventBody = maxPayloadBytes + 4<<10
+	// eventBodyRoom is the room a single event's body leaves around the
+	// payload for the other fields.
+	eventBodyRoom = 4 << 10
+	// maxBatchBody bounds a batch's body whatever its payloads: above
+	// sluice.MaxPayloadCeiling, so that any payload fits in a batch.
 	maxBatchBody = 32 << 20
 )
 
@@ -36,9 +38,9 @@ type batchInput struct {
 	Events []eventInput `json:"events"`
 }
 
-// toNewEvent validates in, naming fields under prefix. An oversize payload
-// is a 413, not a validation failure.
-func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluice.NewEvent, error) {
+// toNewEvent validates in, naming fields under prefix. A payload over
+// maxPayload bytes is a 413, not a validation failure.
+func (in eventInput) toNewEvent(prefix string, maxPayload int, v *sluice.ValidationError) (sluice.NewEvent, error) {
 	ev := sluice.NewEvent{Payload: in.Payload, CoalesceKey: in.CoalesceKey, Consumer: in.Consumer, OrderingKey: in.OrderingKey}
 	if in.Broadcast != nil {
 		ev.Broadcast = *in.Broadcast
@@ -53,8 +55,8 @@ func (in eventInput) toNewEvent(prefix string, v *sluice.ValidationError) (sluic
 	default:
 		ev.Type = *in.Type
 	}
-	if len(in.Payload) > maxPayloadBytes {
-		return ev, payloadTooLarge()
+	if len(in.Payload) > maxPayload {
+		return ev, payloadTooLarge(maxPayload)
 	}
 	validatePayload(in.Payload, prefix+"payload", v)
 	if k := in.CoalesceKey; k != nil && (*k == "" || len(*k) > maxCoalesceKeyLength) {
@@ -79,7 +81,7 @@ func validatePayload(p json.RawMessage, field string, v *sluice.ValidationError)
 	control.CheckPayload(p, field, v)
 }
 
-func payloadTooLarge() *Problem {
+func payloadTooLarge(maxPayload int) *Problem {
 	return &Problem{Type: typeTooLarge, Title: "Payload too large", Status: http.StatusRequestEntityTooLarge,
-		Detail: fmt.Sprintf("an event payload may be at most %d bytes", maxPayloadBytes)}
+		Detail: fmt.Sprintf("an event payload may be at most %d bytes (SLUICE_MAX_PAYLOAD)", maxPayload)}
 }

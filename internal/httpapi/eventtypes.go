@@ -13,9 +13,8 @@ import (
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
-// maxEventTypeBody leaves room for an example as large as a payload and
-// the largest schema.
-const maxEventTypeBody = maxPayloadBytes + eventschema.MaxSchemaBytes + 8<<10
+// maxEventTypeBody leaves room for the largest example and schema.
+const maxEventTypeBody = control.MaxPayloadBytes + eventschema.MaxSchemaBytes + 8<<10
 
 // eventTypeInput is the body of PUT /v1/event-types/{name}: the whole entry.
 type eventTypeInput struct {

@@ -13,7 +13,7 @@ const eventsPerRequest = 100
 
 // limits are the API's bounds on its own use: the rate limits it shares
 // with the dashboard and the portal (a token bucket per tenant, and the
-// failed authentications per client address), and the large batches read
+// failed authentications per client address), and the large bodies read
 // at once.
 type limits struct {
 	rate    *apirate.Limits

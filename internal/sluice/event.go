@@ -32,6 +32,13 @@ type Event struct {
 	TraceContext []byte `json:"-"`
 }
 
+// Bounds on an event's payload as posted (SLUICE_MAX_PAYLOAD): the
+// default limit, and the highest a server may be given.
+const (
+	DefaultMaxPayload = 256 << 10
+	MaxPayloadCeiling = 10 << 20
+)
+
 // NewEvent is an event as posted, before it is stored.
 type NewEvent struct {
 	Type           string

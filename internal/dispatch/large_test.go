@@ -1,0 +1,224 @@
+package dispatch_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/jobs"
+	"github.com/sluice-dev/sluice/internal/send"
+	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/storetest"
+)
+
+// largePayload is event i's payload of size bytes, made again from i alone
+// so that nobody need keep it: {"blob":"<hex of a seeded stream>"}.
+func largePayload(i, size int) []byte {
+	rng := rand.NewChaCha8([32]byte{byte(i), byte(i >> 8)})
+	raw := make([]byte, (size-len(`{"blob":""}`))/2)
+	_, _ = rng.Read(raw)
+	b := make([]byte, 0, size)
+	b = append(b, `{"blob":"`...)
+	b = fmt.Appendf(b, "%x", raw)
+	return append(b, `"}`...)
+}
+
+// dataHashes is a loopback receiver that discards bodies as they stream
+// in, keeping the SHA-256 of each one's "data" (the payload, and the
+// envelope's closing brace) by webhook-id, and the bytes it read.
+type dataHashes struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	hashes map[string][sha256.Size]byte
+	bytes  atomic.Int64
+	got    chan struct{}
+	// arrived, when set, is called as each request arrives, before its
+	// body is read.
+	arrived func()
+}
+
+func newDataHashes(t *testing.T, arrived func()) *dataHashes {
+	d := &dataHashes{hashes: map[string][sha256.Size]byte{}, got: make(chan struct{}, 1), arrived: arrived}
+	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
+	t.Cleanup(d.srv.Close)
+	return d
+}
+
+func (d *dataHashes) serve(w http.ResponseWriter, r *http.Request) {
+	if d.arrived != nil {
+		d.arrived()
+	}
+	br := bufio.NewReaderSize(r.Body, 4<<10)
+	head, _ := br.Peek(512)
+	at := bytes.Index(head, []byte(`,"data":`))
+	if at < 0 {
+		http.Error(w, "no data", http.StatusBadRequest)
+		return
+	}
+	_, _ = br.Discard(at + len(`,"data":`))
+	h := sha256.New()
+	n, err := io.Copy(h, br)
+	if err != nil {
+		return
+	}
+	d.bytes.Add(n + int64(at+len(`,"data":`)))
+	d.mu.Lock()
+	d.hashes[r.Header.Get("Webhook-Id")] = [sha256.Size]byte(h.Sum(nil))
+	d.mu.Unlock()
+	select {
+	case d.got <- struct{}{}:
+	default:
+	}
+}
+
+func (d *dataHashes) count() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.hashes)
+}
+
+// heapSampler keeps the highest heap in use it was shown: live objects
+// and garbage not yet swept alike, as the process holds them.
+type heapSampler struct {
+	mu   sync.Mutex
+	peak uint64
+	s    []metrics.Sample
+}
+
+func newHeapSampler() *heapSampler {
+	return &heapSampler{s: []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}}
+}
+
+func (h *heapSampler) sample() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	metrics.Read(h.s)
+	h.peak = max(h.peak, h.s[0].Value.Uint64())
+}
+
+// TestLargePayloadsMemoryBounded delivers twelve events of 8 MiB to four
+// endpoints of max_in_flight 1 through a real worker under River, and
+// checks that every delivery arrives intact (the SHA-256 of its data) and
+// that the heap stays within a bound of what is in flight (4 × 8 MiB), far
+// below the backlog (48 × 8 MiB, all due at once), which a worker that
+// read payloads ahead of sending them would exceed. The bound is what a
+// delivery costs: its body while in flight, the payload scanned from the
+// claim's row until its body is built, pgx's buffer for that row (a power
+// of two), each once more as garbage before a collection; plus 64 MiB.
+// The heap is read as each request arrives, when the worker holds the
+// bodies in flight, and every few milliseconds besides.
+//
+// Not parallel: it measures the test process's heap, which other tests
+// would share.
+func TestLargePayloadsMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("moves 384 MiB through Postgres and loopback")
+	}
+	const (
+		size        = 8 << 20
+		events      = 12
+		endpoints   = 4
+		maxInFlight = 1
+	)
+	ctx := context.Background()
+	f := storetest.New(t)
+	heap := newHeapSampler()
+	var receivers []*dataHashes
+	for i := range endpoints {
+		d := newDataHashes(t, heap.sample)
+		receivers = append(receivers, d)
+		ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: d.srv.URL, MaxInFlight: maxInFlight}, storetest.Secret)
+		require.NoError(t, err, "endpoint %d", i)
+		_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"big.one"}, nil)
+		require.NoError(t, err)
+	}
+	want := map[string][sha256.Size]byte{}
+	for i := range events {
+		p := largePayload(i, size)
+		evs, _, err := fanout.Insert(ctx, f.Store, []fanout.TenantEvent{{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "big.one", Payload: p}}}, f.Jobs)
+		require.NoError(t, err)
+		want[evs[0].ID.String()] = sha256.Sum256(append(p, '}'))
+	}
+	runtime.GC()
+	heap.mu.Lock()
+	heap.peak = 0
+	heap.mu.Unlock()
+	heap.sample()
+	base := heap.peak
+
+	workers := river.NewWorkers()
+	client, err := river.NewClient(riverpgxv5.New(f.Store.Pool()), &river.Config{
+		Workers: workers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond,
+		Queues: map[string]river.QueueConfig{jobs.QueueDispatch: {MaxWorkers: endpoints}},
+	})
+	require.NoError(t, err)
+	nudger := dispatch.NewNudger(f.Store, jobs.NewQueue(client), dispatch.NudgerConfig{})
+	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
+		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: 30 * time.Second, Nudger: nudger,
+		Retry: dispatch.Retry{Schedule: []time.Duration{time.Minute}},
+	})
+	require.NoError(t, err)
+	river.AddWorker(workers, w)
+	require.NoError(t, client.Start(ctx))
+	t.Cleanup(func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = client.Stop(stopCtx)
+		w.Close()
+	})
+
+	var eps []uuid.UUID
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT array_agg(id) FROM endpoints WHERE tenant_id = $1`, f.TenantA.ID).Scan(&eps))
+	start := time.Now()
+	require.NoError(t, nudger.Nudge(ctx, eps))
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for done := false; !done; {
+		select {
+		case <-tick.C:
+			heap.sample()
+			done = true
+			for _, d := range receivers {
+				done = done && d.count() == events
+			}
+		case <-deadline:
+			t.Fatalf("not all delivered in 2 minutes")
+		}
+	}
+	took := time.Since(start)
+
+	var delivered int64
+	for i, d := range receivers {
+		d.mu.Lock()
+		require.Equal(t, want, d.hashes, "receiver %d got every payload intact", i)
+		d.mu.Unlock()
+		delivered += d.bytes.Load()
+	}
+	inFlight := endpoints * maxInFlight * size
+	bound := uint64(inFlight*2*(1+1+2) + 64<<20)
+	require.Less(t, bound, uint64(endpoints*events*size), "the bound is below the backlog")
+	t.Logf("%d events of %d MiB to %d endpoints (max_in_flight %d): %.0f MiB in %s, %.0f MB/s; in flight %d MiB; heap %d MiB before, peak %d MiB (bound %d MiB)",
+		events, size>>20, endpoints, maxInFlight, float64(delivered)/(1<<20), took.Round(time.Millisecond),
+		float64(delivered)/1e6/took.Seconds(), inFlight>>20, base>>20, heap.peak>>20, bound>>20)
+	require.LessOrEqual(t, heap.peak, bound, "the heap is bounded by what is in flight")
+}
