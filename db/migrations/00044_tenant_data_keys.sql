@@ -15,5 +15,20 @@ CREATE TABLE tenant_data_keys (
     PRIMARY KEY (tenant_id, version)
 );
 
+-- sluice_sealed_payload fails a statement, with SQLSTATE SL002, that would
+-- match a subscription's filter against a sealed payload (a JSON string,
+-- where a clear one is an object): Postgres cannot read it, so the caller
+-- routes those events again where the filter is matched in Go
+-- (fanout.insertRouted).
+-- +goose StatementBegin
+CREATE FUNCTION sluice_sealed_payload() RETURNS boolean
+    LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    RAISE EXCEPTION 'a filter met a sealed payload' USING ERRCODE = 'SL002';
+END
+$$;
+-- +goose StatementEnd
+
 -- +goose Down
+DROP FUNCTION sluice_sealed_payload();
 DROP TABLE tenant_data_keys;
