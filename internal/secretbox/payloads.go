@@ -134,6 +134,20 @@ func (p *Payloads) OpenText(ctx context.Context, tenantID uuid.UUID, stored stri
 	return string(b), err
 }
 
+// OpenBody returns a stored response body as it was received: a clear one
+// as it is, and one that does not open (its key lost, or a receiver's
+// answer that merely looks sealed) as it is too, since it is only shown.
+func (p *Payloads) OpenBody(ctx context.Context, tenantID uuid.UUID, stored *string) *string {
+	if stored == nil || !IsSealedText(*stored) {
+		return stored
+	}
+	body, err := p.OpenText(ctx, tenantID, *stored)
+	if err != nil {
+		return stored
+	}
+	return &body
+}
+
 func (p *Payloads) sealString(ctx context.Context, tenantID uuid.UUID, plain []byte) (string, error) {
 	version, aead, err := p.current(ctx, tenantID)
 	if err != nil {
