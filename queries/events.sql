@@ -31,7 +31,8 @@ SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id
 -- (00041_search.sql); as one consumer sees them when consumer is given:
 -- the events addressed to it and the broadcasts. filter_path is a payload
 -- filter compiled to jsonpath (filter.Filter.JSONPath), matched against
--- the payloads of the rows the other conditions leave.
+-- the payloads of the rows the other conditions leave; a sealed payload (a
+-- JSON string, secretbox.Payloads) passes, for the caller to match in Go.
 SELECT ev.* FROM events ev
 WHERE ev.tenant_id = @tenant_id
   AND ev.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
@@ -44,7 +45,7 @@ WHERE ev.tenant_id = @tenant_id
   AND (sqlc.narg(type)::text IS NULL OR ev.type = sqlc.narg(type)::text)
   AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(ev.type, sqlc.narg(type_prefix)::text))
   AND (sqlc.narg(consumer)::text IS NULL OR ev.consumer = sqlc.narg(consumer)::text OR ev.broadcast)
-  AND (sqlc.narg(filter_path)::jsonpath IS NULL
+  AND (sqlc.narg(filter_path)::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
        OR jsonb_path_match(ev.payload::jsonb, sqlc.narg(filter_path)::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @max_rows;

@@ -326,7 +326,7 @@ WHERE ev.tenant_id = $1
   AND ($5::text IS NULL OR ev.type = $5::text)
   AND ($6::text IS NULL OR starts_with(ev.type, $6::text))
   AND ($7::text IS NULL OR ev.consumer = $7::text OR ev.broadcast)
-  AND ($8::jsonpath IS NULL
+  AND ($8::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
        OR jsonb_path_match(ev.payload::jsonb, $8::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT $9
@@ -349,7 +349,8 @@ type ListEventsParams struct {
 // (00041_search.sql); as one consumer sees them when consumer is given:
 // the events addressed to it and the broadcasts. filter_path is a payload
 // filter compiled to jsonpath (filter.Filter.JSONPath), matched against
-// the payloads of the rows the other conditions leave.
+// the payloads of the rows the other conditions leave; a sealed payload (a
+// JSON string, secretbox.Payloads) passes, for the caller to match in Go.
 func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event, error) {
 	rows, err := q.db.Query(ctx, listEvents,
 		arg.TenantID,
