@@ -105,6 +105,15 @@ func (p *Payloads) SealJSON(ctx context.Context, tenantID uuid.UUID, doc []byte)
 	return []byte(`"` + s + `"`), nil
 }
 
+// Stored returns doc as it is to be stored: sealed (SealJSON) when p is
+// sealing, else as it is.
+func (p *Payloads) Stored(ctx context.Context, tenantID uuid.UUID, doc []byte) ([]byte, error) {
+	if !p.Sealing() {
+		return doc, nil
+	}
+	return p.SealJSON(ctx, tenantID, doc)
+}
+
 // OpenJSON returns a stored JSON value as it was before SealJSON; a clear
 // one (stored before sealing was turned on) is returned as it is.
 func (p *Payloads) OpenJSON(ctx context.Context, tenantID uuid.UUID, stored []byte) ([]byte, error) {
