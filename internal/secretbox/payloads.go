@@ -256,12 +256,28 @@ func (p *Payloads) put(k cacheKey, v dataKey) {
 	p.cache[k] = v
 }
 
-// Rewrap returns a wrapped data key of the tenant wrapped again by to,
-// having opened it with from (or any previous key of from).
-func Rewrap(from, to *Box, tenantID uuid.UUID, wrapped []byte) ([]byte, error) {
-	key, err := from.open(wrapped, tenantID[:])
-	if err != nil {
-		return nil, fmt.Errorf("unwrap data key of tenant %s: %w", tenantID, err)
+// Rewrap returns a tenant's wrapped data key wrapped by to, having opened
+// it with from (or a previous key of from); done when to's key wraps it
+// already, and nothing is to change.
+func Rewrap(from, to *Box, tenantID uuid.UUID, wrapped []byte) (out []byte, done bool, err error) {
+	return reseal(from, to, wrapped, tenantID[:])
+}
+
+// Reseal is Rewrap for a secret sealed by Box.Seal; a nil one stays nil.
+func Reseal(from, to *Box, sealed []byte) (out []byte, done bool, err error) {
+	if sealed == nil {
+		return nil, true, nil
 	}
-	return seal(to.aead, key, tenantID[:]), nil
+	return reseal(from, to, sealed, nil)
+}
+
+func reseal(from, to *Box, sealed, aad []byte) ([]byte, bool, error) {
+	if _, err := open(to.aead, sealed, aad); err == nil {
+		return sealed, true, nil
+	}
+	plain, err := from.open(sealed, aad)
+	if err != nil {
+		return nil, false, err
+	}
+	return seal(to.aead, plain, aad), false, nil
 }

@@ -113,8 +113,14 @@ func TestPayloads(t *testing.T) {
 		newKey := bytes.Repeat([]byte{4}, KeySize)
 		during, err := New(newKey, bytes.Repeat([]byte{3}, KeySize))
 		require.NoError(t, err)
-		rewrapped, err := Rewrap(during, during, tenant, b.keys.keys[tenant])
+		to, err := New(newKey)
 		require.NoError(t, err)
+		rewrapped, done, err := Rewrap(during, to, tenant, b.keys.keys[tenant])
+		require.NoError(t, err)
+		require.False(t, done)
+		_, done, err = Rewrap(during, to, tenant, rewrapped)
+		require.NoError(t, err)
+		require.True(t, done, "a key wrapped by the new master key is left as it is")
 		b.keys.keys[tenant] = rewrapped
 
 		after, err := New(newKey)
