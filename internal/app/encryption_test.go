@@ -2,17 +2,22 @@ package app_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -27,18 +32,19 @@ func (h *harness) dump() string {
 	return string(out)
 }
 
-// offProcess starts an API process on the harness's database with payload
-// encryption off, as Sluice ran before it was turned on, and returns its
-// server.
-func (h *harness) offProcess() *httptest.Server {
+// processWith starts another process on the harness's database with the
+// harness's settings but for set ("" unsets one), and returns its server.
+func (h *harness) processWith(set map[string]string, roles app.Roles) *httptest.Server {
 	h.t.Helper()
 	env := h.env
 	h.env = map[string]string{}
 	for k, v := range env {
 		h.env[k] = v
 	}
-	h.env["SLUICE_PAYLOAD_ENCRYPTION"] = "off"
-	p := h.process(app.Roles{API: true})
+	for k, v := range set {
+		h.env[k] = v
+	}
+	p := h.process(roles)
 	h.env = env
 	srv := httptest.NewServer(p.Handler)
 	h.t.Cleanup(srv.Close)
@@ -82,7 +88,7 @@ func TestPayloadEncryptionAtRest(t *testing.T) {
 
 	// A row stored before encryption was on: clear, and still read.
 	on := h.srv
-	h.srv = h.offProcess()
+	h.srv = h.processWith(map[string]string{"SLUICE_PAYLOAD_ENCRYPTION": "off"}, app.Roles{API: true})
 	legacyID := h.post("order.legacy", map[string]any{"note": clearText, "region": "eu"})
 	h.srv = on
 
@@ -154,4 +160,115 @@ func TestPayloadEncryptionAtRest(t *testing.T) {
 		require.NotContains(t, dump, s)
 	}
 	require.Equal(t, 1, strings.Count(dump, "COPY public.tenant_data_keys"))
+}
+
+// newTestKey is the master key TestKeysRotateUnderLoad rotates to.
+const newTestKey = "CQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQkJCQk="
+
+func TestKeysRotateUnderLoad(t *testing.T) {
+	const posts = 200
+	ctx := t.Context()
+	// 1. Every process opens with the new key too, and seals with the old.
+	h := start(t, map[string]string{"SLUICE_PAYLOAD_ENCRYPTION": "on", "SLUICE_PREVIOUS_ENCRYPTION_KEY": newTestKey})
+	rcv := receiver.New(t)
+	epID, secret := h.endpoint(rcv, []string{"load.*"}, map[string]any{"headers": map[string]string{"X-Team": "rotation"}})
+	beforeID := h.post("load.before", map[string]any{"note": "before"})
+	for i := range 20 { // other tenants, with data keys wrapped by the old key
+		tenant, err := h.proc.Store.CreateTenant(ctx, fmt.Sprintf("T%d", i), "ops@t.test", apikey.Digest(apikey.New()))
+		require.NoError(t, err)
+		_, err = h.proc.Store.Payloads().SealJSON(ctx, tenant.ID, []byte(`{}`))
+		require.NoError(t, err)
+	}
+	// 2. A process that seals with the new key and opens with both.
+	both := h.processWith(map[string]string{"SLUICE_ENCRYPTION_KEY": newTestKey, "SLUICE_PREVIOUS_ENCRYPTION_KEY": testKey},
+		app.Roles{API: true, Worker: true})
+
+	// 3. Rotation under a bounded load on both processes.
+	var (
+		statuses = make([]int, posts)
+		ids      = make([]string, posts)
+		started  = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < posts; i += 4 {
+				if i == posts/4 {
+					close(started)
+				}
+				srv := h.srv
+				if i%2 == 1 {
+					srv = both
+				}
+				statuses[i], ids[i] = postTo(t, srv.URL, h.key, fmt.Sprintf(`{"type":"load.created","payload":{"i":%d}}`, i))
+			}
+		})
+	}
+	<-started
+	from, err := secretbox.New(mustKey(t, newTestKey), mustKey(t, testKey))
+	require.NoError(t, err)
+	to, err := secretbox.New(mustKey(t, newTestKey))
+	require.NoError(t, err)
+	rotated, err := app.RotateKeys(ctx, h.proc.Store, from, to)
+	require.NoError(t, err)
+	require.Equal(t, 21, rotated.DataKeys, "every tenant's data key re-wrapped")
+	require.Equal(t, 1, rotated.Endpoints)
+	wg.Wait()
+	for i, s := range statuses {
+		require.Equal(t, http.StatusAccepted, s, "post %d", i)
+	}
+	require.True(t, rcv.Await(60*time.Second, func(reqs []receiver.Request) bool {
+		seen := map[string]bool{}
+		for _, r := range reqs {
+			seen[r.ID] = r.Verified
+		}
+		for _, id := range ids {
+			if !seen[id] {
+				return false
+			}
+		}
+		return seen[beforeID]
+	}), "every event posted during the rotation arrives, signed")
+
+	// 4. The old key removed: a process with the new key alone reads
+	// everything, and nothing is left for the old key to open.
+	h.srv = h.processWith(map[string]string{"SLUICE_ENCRYPTION_KEY": newTestKey, "SLUICE_PREVIOUS_ENCRYPTION_KEY": ""}, app.Roles{API: true})
+	var ev struct{ Payload map[string]any }
+	h.call(http.MethodGet, "/v1/events/"+beforeID, nil, http.StatusOK, &ev)
+	require.Equal(t, "before", ev.Payload["note"])
+	var first struct{ Payload json.RawMessage }
+	h.call(http.MethodGet, "/v1/events/"+ids[0], nil, http.StatusOK, &first)
+	require.JSONEq(t, `{"i":0}`, string(first.Payload))
+	var ep struct{ Headers map[string]string }
+	h.call(http.MethodGet, "/v1/endpoints/"+epID, nil, http.StatusOK, &ep)
+	require.Equal(t, "rotation", ep.Headers["X-Team"])
+	var sec struct{ Secret string }
+	h.call(http.MethodGet, "/v1/endpoints/"+epID+"/secret", nil, http.StatusOK, &sec)
+	require.Equal(t, secret, sec.Secret)
+	again, err := app.RotateKeys(ctx, h.proc.Store, to, to)
+	require.NoError(t, err, "the new key alone opens every sealed row")
+	require.Equal(t, app.Rotated{}, again, "a second rotation finds nothing to do")
+}
+
+// postTo posts one event to a server and returns the status and event id.
+func postTo(t *testing.T, base, key, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/events", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	client := &http.Client{Timeout: 10 * time.Second}
+	res, err := client.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	var ev struct{ ID string }
+	_ = json.NewDecoder(res.Body).Decode(&ev)
+	return res.StatusCode, ev.ID
+}
+
+func mustKey(t *testing.T, s string) []byte {
+	t.Helper()
+	k, err := secretbox.ParseKey(s)
+	require.NoError(t, err)
+	return k
 }
