@@ -104,10 +104,17 @@ func TestPayloadEncryptionAtRest(t *testing.T) {
 	h.call(http.MethodPost, "/v1/events", map[string]any{"type": "order.checked", "payload": map[string]any{"note": payloadText}},
 		http.StatusUnprocessableEntity, nil)
 	h.post("order.checked", map[string]any{"note": payloadText + "-s", "amount": 3, "region": "us"})
+	idem := map[string]any{"type": "order.created", "payload": map[string]any{"note": payloadText + "-i", "region": "us"}}
+	var first, second struct{ ID string }
+	h.call(http.MethodPost, "/v1/events", idem, http.StatusAccepted, &first, "Idempotency-Key", "k-1")
+	h.call(http.MethodPost, "/v1/events", idem, http.StatusAccepted, &second, "Idempotency-Key", "k-1")
+	require.Equal(t, first.ID, second.ID, "the same event, compared with its sealed first")
+	idem["payload"] = map[string]any{"note": "other"}
+	h.call(http.MethodPost, "/v1/events", idem, http.StatusConflict, nil, "Idempotency-Key", "k-1")
 	h.settle()
 
 	require.Equal(t, []string{
-		clearText + "/eu", payloadText + "-b/eu", payloadText + "-b/us", payloadText + "-k/eu",
+		clearText + "/eu", payloadText + "-b/eu", payloadText + "-b/us", payloadText + "-i/us", payloadText + "-k/eu",
 		payloadText + "-s/us", payloadText + "/eu", payloadText + "/us",
 	}, notes(t, all.Requests()), "every event arrives intact and signed")
 	for _, r := range all.Requests() {
