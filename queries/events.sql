@@ -31,7 +31,8 @@ SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id
 -- (00041_search.sql); as one consumer sees them when consumer is given:
 -- the events addressed to it and the broadcasts. filter_path is a payload
 -- filter compiled to jsonpath (filter.Filter.JSONPath), matched against
--- the payloads of the rows the other conditions leave.
+-- the payloads of the rows the other conditions leave; a sealed payload (a
+-- JSON string, secretbox.Payloads) passes, for the caller to match in Go.
 SELECT ev.* FROM events ev
 WHERE ev.tenant_id = @tenant_id
   AND ev.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
@@ -44,7 +45,7 @@ WHERE ev.tenant_id = @tenant_id
   AND (sqlc.narg(type)::text IS NULL OR ev.type = sqlc.narg(type)::text)
   AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(ev.type, sqlc.narg(type_prefix)::text))
   AND (sqlc.narg(consumer)::text IS NULL OR ev.consumer = sqlc.narg(consumer)::text OR ev.broadcast)
-  AND (sqlc.narg(filter_path)::jsonpath IS NULL
+  AND (sqlc.narg(filter_path)::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
        OR jsonb_path_match(ev.payload::jsonb, sqlc.narg(filter_path)::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @max_rows;
@@ -111,7 +112,10 @@ FROM (
 -- subscription with a filter (filtering: one index scan of
 -- subscriptions_filtered_idx, which holds only filtered subscriptions, once
 -- per statement) is read as jsonb once, as the event is inserted, and no other payload is: a tenant
--- without filters pays nothing for them. filtering reads the
+-- without filters pays nothing for them. A sealed payload (a JSON string,
+-- secretbox.Payloads) that meets a filter fails the statement with
+-- SQLSTATE SL002 (sluice_sealed_payload): Postgres cannot read it, and
+-- the caller stores the group where Go matches it. filtering reads the
 -- subscriptions in the statement's snapshot, as the routing does, so a
 -- filter added meanwhile is seen by both or neither. It locks those
 -- endpoints FOR KEY SHARE, as
@@ -151,7 +155,8 @@ WITH filtering AS (
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
     WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
-      AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
+      AND (s.filter_path IS NULL OR CASE WHEN jsonb_typeof(ev.doc) = 'string' THEN sluice_sealed_payload()
+                                         ELSE jsonb_path_match(ev.doc, s.filter_path, '{}', true) END)
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id, ordering_key FROM target

@@ -47,3 +47,8 @@ WITH doc AS MATERIALIZED (
 SELECT p.event_idx::int AS event_idx, p.subscription_idx::int AS subscription_idx
 FROM (SELECT unnest(@pair_events::int[]) AS event_idx, unnest(@pair_subscriptions::int[]) AS subscription_idx) p, doc, sub
 WHERE jsonb_path_match(doc.docs[p.event_idx], sub.paths[p.subscription_idx], '{}', true);
+
+-- name: SubscriptionFilters :many
+-- The filters of subscriptions, as written, for matching sealed payloads
+-- in Go (fanout.routes.applyFilters): Postgres cannot read those.
+SELECT id, filter FROM subscriptions WHERE id = ANY(@ids::uuid[]) AND filter IS NOT NULL;

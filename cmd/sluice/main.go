@@ -40,6 +40,7 @@ const usage = `usage:
   sluice apikey create --tenant ID [--name N]     create another API key for a tenant
   sluice apikey list --tenant ID                  list a tenant's API keys (never the keys)
   sluice apikey revoke --id ID                    revoke an API key at once
+  sluice keys rotate --new-key K                  seal every data key and secret again under a new master key
   sluice listen --poll-url U --forward-to L [--secret S] [--cursor-file F]
                                                   post a poll endpoint's deliveries to a local URL, signed
 `
@@ -88,6 +89,8 @@ func run(ctx context.Context, args []string, stdout io.Writer, logger *slog.Logg
 		return apikeyList(ctx, args[2:], stdout)
 	case cmd == "apikey" && len(args) > 1 && args[1] == "revoke":
 		return apikeyRevoke(ctx, args[2:], stdout)
+	case cmd == "keys" && len(args) > 1 && args[1] == "rotate":
+		return keysRotate(ctx, args[2:], stdout)
 	case cmd == "listen":
 		return listenCmd(ctx, args[1:], stdout, logger)
 	case cmd == "help" || cmd == "-h" || cmd == "--help":

@@ -89,11 +89,12 @@ func OpenSessionPool(ctx context.Context, cfg config.Config) (*pgxpool.Pool, err
 // SLUICE_DATABASE_SESSION_URL set, pool is taken to be behind a pooler in
 // transaction mode.
 func NewStore(pool *pgxpool.Pool, cfg config.Config) (*store.Store, error) {
-	box, err := secretbox.New(cfg.EncryptionKey)
+	box, err := secretbox.New(cfg.EncryptionKey, cfg.PreviousEncryptionKey)
 	if err != nil {
 		return nil, err
 	}
 	st := store.New(pool, box)
+	st.SealPayloads(secretbox.NewPayloads(box, DataKeys(st), secretbox.PayloadsConfig{Seal: cfg.PayloadEncryption}))
 	if cfg.DatabaseSessionURL != "" {
 		st.BehindPooler()
 	}

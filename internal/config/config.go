@@ -42,9 +42,17 @@ type Config struct {
 	// TrustedProxies are the reverse proxies whose forwarding headers
 	// (Forwarded, X-Forwarded-For, X-Forwarded-Proto) are believed
 	// (SLUICE_TRUSTED_PROXIES); empty means nobody's.
-	TrustedProxies      []netip.Prefix
-	PublicURL           string
-	EncryptionKey       []byte
+	TrustedProxies []netip.Prefix
+	PublicURL      string
+	EncryptionKey  []byte
+	// PreviousEncryptionKey is also accepted to open what is sealed, while
+	// sluice keys rotate moves everything to EncryptionKey
+	// (SLUICE_PREVIOUS_ENCRYPTION_KEY); nil: none.
+	PreviousEncryptionKey []byte
+	// PayloadEncryption seals new event payloads, stored response bodies
+	// and endpoint headers under a data key per tenant
+	// (SLUICE_PAYLOAD_ENCRYPTION=on).
+	PayloadEncryption   bool
 	AllowPrivateTargets bool
 	// EgressProxy is the HTTP proxy every delivery attempt leaves through
 	// (SLUICE_EGRESS_PROXY, http://host:port); nil: none.
@@ -181,6 +189,20 @@ func Parse(getenv func(string) string, needKey bool) (Config, error) {
 		c.EncryptionKey = key
 	} else if needKey {
 		p.errs = append(p.errs, errors.New("SLUICE_ENCRYPTION_KEY is required (32 bytes, base64 or hex)"))
+	}
+	if raw := getenv("SLUICE_PREVIOUS_ENCRYPTION_KEY"); raw != "" {
+		key, err := secretbox.ParseKey(raw)
+		if err != nil {
+			p.errs = append(p.errs, fmt.Errorf("SLUICE_PREVIOUS_ENCRYPTION_KEY: %w", err))
+		}
+		c.PreviousEncryptionKey = key
+	}
+	switch v := strings.ToLower(strings.TrimSpace(getenv("SLUICE_PAYLOAD_ENCRYPTION"))); v {
+	case "", "off", "false", "0":
+	case "on", "true", "1":
+		c.PayloadEncryption = true
+	default:
+		p.errs = append(p.errs, fmt.Errorf("SLUICE_PAYLOAD_ENCRYPTION: %q is neither on nor off", v))
 	}
 	return c, errors.Join(p.errs...)
 }

@@ -155,6 +155,7 @@ func (c *Control) LastAttempts(ctx context.Context, who Caller, ds []sluice.Deli
 		return nil, fmt.Errorf("last attempts: %w", err)
 	}
 	for _, r := range rows {
+		r.ResponseBody = c.store.Payloads().OpenBody(ctx, who.Tenant, r.ResponseBody)
 		out[r.DeliveryID] = store.AttemptFromRow(r)
 	}
 	return out, nil

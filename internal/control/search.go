@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/filter"
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -66,20 +68,74 @@ func (c *Control) Events(ctx context.Context, who Caller, f sluice.EventFilter, 
 	}
 	arg.Type, arg.TypePrefix = typeMatch("type", f.Type, v)
 	timeRange(f.Since, f.Until, v)
+	var match *filter.Filter
 	if f.Filter != nil {
 		if compiled := compileFilter(json.RawMessage(*f.Filter), v); compiled != nil {
 			arg.FilterPath = &compiled.JSONPath
+			match, _ = filter.Parse(compiled.JSON) // parsed once already: no error
 		}
 	}
 	if err := v.Err(); err != nil {
 		return sluice.Page[sluice.Event]{}, err
 	}
-	rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListEvents, arg)
+	rows, next, err := c.eventRows(ctx, who, arg, match, p.Limit)
 	if err != nil {
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
-	return store.Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
+	page, err := store.Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
 		func(r dbq.Event) (sluice.Event, error) { return store.EventFromRow(r), nil })
+	if page.Next == nil {
+		page.Next = next
+	}
+	return page, err
+}
+
+// maxSealedReads bounds the statements one page of events filtered by
+// payload reads when its tenant's payloads are sealed.
+const maxSealedReads = 10
+
+// eventRows reads the rows of a page of events (limit+1 when there are
+// more), their payloads opened. Postgres matches match (the filter, if
+// any) against clear payloads and lets sealed ones through
+// (ListEvents): those are matched here, in Go, reading on past the rows
+// they leave out, at most maxSealedReads times; a page cut short there
+// comes with next, the cursor after the last row read.
+func (c *Control) eventRows(ctx context.Context, who Caller, arg dbq.ListEventsParams, match *filter.Filter, limit int) ([]dbq.Event, *uuid.UUID, error) {
+	pl := c.store.Payloads()
+	var kept []dbq.Event
+	for reads := 1; ; reads++ {
+		rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListEvents, arg)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range rows {
+			if !secretbox.IsSealedJSON(r.Payload) {
+				kept = append(kept, r)
+				continue
+			}
+			if r.Payload, err = pl.OpenJSON(ctx, who.Tenant, r.Payload); err != nil {
+				return nil, nil, fmt.Errorf("open payload of event %s: %w", r.ID, err)
+			}
+			if match != nil {
+				doc, err := filter.DecodePayload(r.Payload)
+				if err != nil {
+					return nil, nil, fmt.Errorf("payload of event %s: %w", r.ID, err)
+				}
+				if !match.MatchDoc(doc) {
+					continue
+				}
+			}
+			kept = append(kept, r)
+		}
+		if len(kept) > limit || len(rows) < int(arg.MaxRows) {
+			return kept, nil, nil
+		}
+		last := rows[len(rows)-1].ID
+		if reads == maxSealedReads {
+			return kept, &last, nil
+		}
+		arg.After = &last
+	}
 }
 
 // typeMatch reads an event-type filter: one type (exact), or "prefix.*",

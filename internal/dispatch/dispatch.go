@@ -56,6 +56,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/flow"
 	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/metrics"
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
@@ -137,9 +138,10 @@ type Worker struct {
 	flow     flowPolicy
 	recorder *recorder
 	claimer  *claimer
-	tokens   *tokens         // the auth option's (oauth.go)
-	tracer   trace.Tracer    // nil when tracing is off
-	stopping context.Context // done once Stop is called
+	tokens   *tokens             // the auth option's (oauth.go)
+	payloads *secretbox.Payloads // opens sealed payloads, seals response bodies when sealing
+	tracer   trace.Tracer        // nil when tracing is off
+	stopping context.Context     // done once Stop is called
 	stop     context.CancelFunc
 }
 
@@ -156,7 +158,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	db := NewDB(st)
 	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
-		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock),
+		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock), payloads: st.Payloads(),
 		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
 	if cfg.Tracing.Enabled() {

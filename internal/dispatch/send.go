@@ -38,6 +38,14 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 		claimed[i].Payload, c.Payload = nil, nil
 		wg.Go(func() {
 			sendCtx, span := w.startAttempt(ctx, target, c)
+			payload, err := w.payloads.OpenJSON(ctx, target.TenantID, c.Payload)
+			if err != nil { // nothing to send: a failed attempt, no request made
+				res := send.Result{At: w.cfg.Clock.Now(), Err: "open sealed payload: " + err.Error()}
+				sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, res.At), eventType: c.EventType, attempts: c.AttemptCount + 1}
+				endAttempt(span, res, sent[i].outcome, false)
+				return
+			}
+			c.Payload = payload
 			res := w.sendAuthed(sendCtx, target, send.Message{
 				URL:      target.URL,
 				ID:       c.EventID.String(),
@@ -58,6 +66,11 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 			}
 			sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, w.cfg.Clock.Now()),
 				eventType: c.EventType, attempts: c.AttemptCount + 1}
+			if w.payloads.Sealing() && res.Body != "" {
+				if sent[i].outcome.ResponseBody, err = w.payloads.SealText(ctx, target.TenantID, res.Body); err != nil {
+					sent[i].outcome.ResponseBody = "" // kept sealed or not at all
+				}
+			}
 			endAttempt(span, res, sent[i].outcome, false)
 			observe(sent[i])
 			if c.AttemptCount == 0 && !c.Replayed {

@@ -117,7 +117,11 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 		FIFO:     r.Ordering == sluice.OrderingFIFO,
 		Flow:     flowFromRow(row),
 	}
-	if err := json.Unmarshal(r.Headers, &tg.Headers); err != nil {
+	headers, err := t.st.Payloads().OpenJSON(ctx, r.TenantID, r.Headers)
+	if err != nil {
+		return tg, fmt.Errorf("open endpoint headers: %w", err)
+	}
+	if err := json.Unmarshal(headers, &tg.Headers); err != nil {
 		return tg, fmt.Errorf("read endpoint headers: %w", err)
 	}
 	var o sluice.DeliveryOptions

@@ -32,7 +32,15 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 	var (
 		out     sluice.Event
 		created bool
+		clear   = ev.Payload
 	)
+	if pl := st.Payloads(); pl.Sealing() {
+		sealed, err := pl.SealJSON(ctx, tenantID, ev.Payload)
+		if err != nil {
+			return sluice.Event{}, false, fmt.Errorf("store event with idempotency key: seal payload: %w", err)
+		}
+		ev.Payload = sealed
+	}
 	err := st.InTx(ctx, func(tx store.Tx) error {
 		if ev.IdempotencyKey != "" {
 			first, found, err := recentEventByKey(ctx, tx.Q, tenantID, ev.IdempotencyKey)
@@ -57,7 +65,10 @@ func InsertOne(ctx context.Context, st *store.Store, tenantID uuid.UUID, ev slui
 	if err != nil {
 		return sluice.Event{}, false, fmt.Errorf("store event with idempotency key: %w", err)
 	}
-	if !created && (out.Type != ev.Type || !jsonEqual(out.Payload, ev.Payload) ||
+	if out.Payload, err = st.Payloads().OpenJSON(ctx, tenantID, out.Payload); err != nil {
+		return sluice.Event{}, false, fmt.Errorf("store event with idempotency key: open payload: %w", err)
+	}
+	if !created && (out.Type != ev.Type || !jsonEqual(out.Payload, clear) ||
 		deref(out.Consumer) != deref(ev.Consumer) || out.Broadcast != ev.Broadcast ||
 		deref(out.OrderingKey) != deref(ev.OrderingKey)) {
 		return out, false, ErrIdempotencyMismatch

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sluice-dev/sluice/internal/dispatch"
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -48,24 +49,28 @@ const MaxInlineDeliveries = 1000
 // not looked at: events that carry one go through InsertOne.
 func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, nudger dispatch.TxNudger) ([]sluice.Event, []uuid.UUID, error) {
 	out := newEvents(evs)
-	if oneStatement(out) {
-		touched, err := insertRouted(ctx, st, out)
+	stored, err := sealEvents(ctx, st.Payloads(), out)
+	if err != nil {
+		return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
+	}
+	if oneStatement(stored) {
+		touched, err := insertRouted(ctx, st, stored)
 		if err == nil {
 			return out, touched, nil
 		}
-		if !errors.Is(err, errOverInline) {
+		if !errors.Is(err, errOverInline) && !errors.Is(err, errSealedFilter) {
 			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 		}
 	}
 	var touched []uuid.UUID
-	err := st.InRoutingTx(ctx, func(tx store.Tx) error {
-		if err := insertEvents(ctx, tx, out); err != nil {
+	err = st.InRoutingTx(ctx, func(tx store.Tx) error {
+		if err := insertEvents(ctx, tx, stored); err != nil {
 			return fmt.Errorf("insert events: %w", err)
 		}
-		inline, keyed := splitKeyed(out)
-		plan, err := planFanOut(ctx, tx.Q, inline, MaxInlineDeliveries)
+		inline, keyed := splitKeyed(stored)
+		plan, err := planFanOut(ctx, tx.Q, st.Payloads(), inline, MaxInlineDeliveries)
 		if errors.Is(err, errOverLimit) {
-			return queueFanOut(ctx, tx, nudger, out)
+			return queueFanOut(ctx, tx, nudger, stored)
 		}
 		if err != nil {
 			return err
@@ -140,6 +145,9 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 	if errors.As(err, &pgErr) && pgErr.Code == overInlineCode {
 		return nil, errOverInline
 	}
+	if errors.As(err, &pgErr) && pgErr.Code == sealedFilterCode {
+		return nil, errSealedFilter
+	}
 	if err != nil {
 		return nil, fmt.Errorf("insert routed events: %w", err)
 	}
@@ -149,6 +157,33 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 // overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
 // (00017_routed_insert.sql).
 const overInlineCode = "SL001"
+
+// errSealedFilter is insertRouted's answer for a group where a filter met a
+// sealed payload, which Postgres cannot read: it stored nothing, and the
+// transaction's routing matches it in Go (routes.applyFilters).
+var errSealedFilter = errors.New("a filter met a sealed payload")
+
+// sealedFilterCode is the SQLSTATE of sluice_sealed_payload's error
+// (00044_tenant_data_keys.sql).
+const sealedFilterCode = "SL002"
+
+// sealEvents returns evs as they are stored: the same events when
+// payloads are not sealed, else copies with their payloads sealed under
+// their tenants' data keys.
+func sealEvents(ctx context.Context, pl *secretbox.Payloads, evs []sluice.Event) ([]sluice.Event, error) {
+	if !pl.Sealing() {
+		return evs, nil
+	}
+	stored := slices.Clone(evs)
+	for i := range stored {
+		sealed, err := pl.SealJSON(ctx, stored[i].TenantID, stored[i].Payload)
+		if err != nil {
+			return nil, fmt.Errorf("seal payload: %w", err)
+		}
+		stored[i].Payload = sealed
+	}
+	return stored, nil
+}
 
 // oneStatement reports whether evs are a group insertRouted takes: small,
 // and none with a coalesce key or a consumer.
@@ -259,7 +294,7 @@ func splitKeyed(evs []sluice.Event) ([]dbq.Event, []sluice.Event) {
 		}
 		plain = append(plain, dbq.Event{
 			ID: ev.ID, TenantID: ev.TenantID, Type: ev.Type, Consumer: ev.Consumer, Broadcast: ev.Broadcast,
-			OrderingKey: ev.OrderingKey,
+			OrderingKey: ev.OrderingKey, Payload: ev.Payload,
 		})
 	}
 	return plain, keyed

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -35,7 +36,7 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done fun
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
 		}
-		plan, err := planFanOut(ctx, tx.Q, events, 0)
+		plan, err := planFanOut(ctx, tx.Q, st.Payloads(), events, 0)
 		if err != nil {
 			return err
 		}
@@ -66,8 +67,8 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done fun
 // deliveries were their filters to let everything through are not planned
 // (errOverLimit): the caller leaves them to a fan-out job rather than have
 // Postgres evaluate their filters twice.
-func planFanOut(ctx context.Context, q *dbq.Queries, events []dbq.Event, limit int) (*fanoutPlan, error) {
-	plan := &fanoutPlan{q: q, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
+func planFanOut(ctx context.Context, q *dbq.Queries, pl *secretbox.Payloads, events []dbq.Event, limit int) (*fanoutPlan, error) {
+	plan := &fanoutPlan{q: q, pl: pl, touched: map[uuid.UUID]bool{}, batches: map[uuid.UUID]*deliveryBatch{}}
 	for tenantID, evs := range byTenant(events) {
 		if err := plan.addTenant(ctx, tenantID, evs, limit); err != nil {
 			return nil, fmt.Errorf("plan tenant %s: %w", tenantID, err)
@@ -103,6 +104,7 @@ func (p *fanoutPlan) insert(ctx context.Context) ([]uuid.UUID, int, error) {
 // fanoutPlan collects the deliveries of a set of events, per tenant.
 type fanoutPlan struct {
 	q       *dbq.Queries
+	pl      *secretbox.Payloads // opens sealed payloads for their filters
 	batches map[uuid.UUID]*deliveryBatch
 	touched map[uuid.UUID]bool // endpoints whose queue changed
 }
@@ -119,7 +121,7 @@ func byTenant(events []dbq.Event) map[uuid.UUID][]dbq.Event {
 // addTenant plans the deliveries of one tenant's events with one query for
 // the subscriptions they can reach (loadRoutes).
 func (p *fanoutPlan) addTenant(ctx context.Context, tenantID uuid.UUID, evs []dbq.Event, limit int) error {
-	routes, err := loadRoutes(ctx, p.q, tenantID, evs, limit)
+	routes, err := loadRoutes(ctx, p.q, p.pl, tenantID, evs, limit)
 	if err != nil {
 		return err
 	}

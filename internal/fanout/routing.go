@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/filter"
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -36,7 +38,7 @@ type eventSubscription struct{ event, subscription uuid.UUID }
 // make more than limit deliveries, counted before filtering, so that
 // neither the filters nor the plan are worked out for events that will go
 // to a fan-out job.
-func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []dbq.Event, limit int) (routes, error) {
+func loadRoutes(ctx context.Context, q *dbq.Queries, pl *secretbox.Payloads, tenantID uuid.UUID, evs []dbq.Event, limit int) (routes, error) {
 	params := dbq.SubscriptionsForEventsParams{TenantID: tenantID, Consumers: []string{}}
 	seen, seenType := map[string]bool{}, map[string]bool{}
 	for _, ev := range evs {
@@ -77,7 +79,7 @@ func loadRoutes(ctx context.Context, q *dbq.Queries, tenantID uuid.UUID, evs []d
 		return routes{}, errOverLimit
 	}
 	if filtered {
-		if err := r.applyFilters(ctx, q, evs); err != nil {
+		if err := r.applyFilters(ctx, q, pl, evs); err != nil {
 			return routes{}, err
 		}
 	}
@@ -107,14 +109,27 @@ func (r routes) unfilteredDeliveries(evs []dbq.Event) int {
 }
 
 // applyFilters asks Postgres which filters pass, of the subscriptions with
-// one that each event may reach by its type, and keeps the answer.
-func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, evs []dbq.Event) error {
-	var p dbq.MatchFiltersParams
+// one that each event may reach by its type, and keeps the answer. The
+// filters of a sealed payload (secretbox.Payloads), which Postgres cannot
+// read, are matched here in Go (matchSealed).
+func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, pl *secretbox.Payloads, evs []dbq.Event) error {
+	var (
+		p      dbq.MatchFiltersParams
+		sealed map[int][]uuid.UUID // event index: the subscriptions to match it with
+	)
 	subIndex := map[uuid.UUID]int32{}
 	for i, ev := range evs {
+		isSealed := secretbox.IsSealedJSON(ev.Payload)
 		for _, subs := range r.reachable(ev) {
 			for _, sub := range subs {
 				if !sub.Filtered || !matchesType(sub, ev.Type) {
+					continue
+				}
+				if isSealed {
+					if sealed == nil {
+						sealed = map[int][]uuid.UUID{}
+					}
+					sealed[i] = append(sealed[i], sub.ID)
 					continue
 				}
 				j, ok := subIndex[sub.ID]
@@ -126,6 +141,11 @@ func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, evs []dbq.Even
 				p.PairEvents = append(p.PairEvents, int32(i+1))
 				p.PairSubscriptions = append(p.PairSubscriptions, j)
 			}
+		}
+	}
+	if sealed != nil {
+		if err := r.matchSealed(ctx, q, pl, evs, sealed); err != nil {
+			return err
 		}
 	}
 	if len(p.PairEvents) == 0 {
@@ -141,6 +161,51 @@ func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, evs []dbq.Even
 	}
 	for _, row := range rows {
 		r.passed[eventSubscription{evs[row.EventIdx-1].ID, p.SubscriptionIds[row.SubscriptionIdx-1]}] = true
+	}
+	return nil
+}
+
+// matchSealed matches sealed payloads with the filters of the
+// subscriptions pairs gives each (by event index), in Go: each payload
+// opened and decoded once, each filter read and parsed once.
+func (r routes) matchSealed(ctx context.Context, q *dbq.Queries, pl *secretbox.Payloads, evs []dbq.Event, pairs map[int][]uuid.UUID) error {
+	var ids []uuid.UUID
+	seen := map[uuid.UUID]bool{}
+	for _, subs := range pairs {
+		for _, id := range subs {
+			if !seen[id] {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+	}
+	rows, err := q.SubscriptionFilters(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("read filters: %w", err)
+	}
+	filters := make(map[uuid.UUID]*filter.Filter, len(rows))
+	for _, row := range rows {
+		f, err := filter.Parse(row.Filter)
+		if err != nil {
+			return fmt.Errorf("parse filter of subscription %s: %w", row.ID, err)
+		}
+		filters[row.ID] = f
+	}
+	for i, subs := range pairs {
+		ev := evs[i]
+		clear, err := pl.OpenJSON(ctx, ev.TenantID, ev.Payload)
+		if err != nil {
+			return fmt.Errorf("open payload of event %s: %w", ev.ID, err)
+		}
+		doc, err := filter.DecodePayload(clear)
+		if err != nil {
+			return fmt.Errorf("payload of event %s: %w", ev.ID, err)
+		}
+		for _, id := range subs {
+			if f := filters[id]; f != nil && f.MatchDoc(doc) {
+				r.passed[eventSubscription{ev.ID, id}] = true
+			}
+		}
 	}
 	return nil
 }

@@ -279,6 +279,9 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 			metrics.PollDelivered.Add(float64(marked))
 			r.Forget(id) // its positions moved
 		}
+		if err == nil {
+			err = openItems(ctx, r.cfg.Store.Payloads(), t.TenantID, items)
+		}
 		if errors.Is(err, errCursorAhead) {
 			return Page{}, ErrBadCursor
 		}

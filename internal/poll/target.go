@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -65,4 +66,17 @@ func pollItems(rows []dbq.PollPageRow) []Item {
 		out[i] = Item{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt}
 	}
 	return out
+}
+
+// openItems opens the sealed payloads of a tenant's items in place (a
+// clear one is left as it is).
+func openItems(ctx context.Context, pl *secretbox.Payloads, tenantID uuid.UUID, items []Item) error {
+	for i := range items {
+		payload, err := pl.OpenJSON(ctx, tenantID, items[i].Payload)
+		if err != nil {
+			return fmt.Errorf("open payload of event %s: %w", items[i].EventID, err)
+		}
+		items[i].Payload = payload
+	}
+	return nil
 }

@@ -16,9 +16,12 @@ import (
 // KeySize is the length in bytes of an encryption key.
 const KeySize = 32
 
-// Box seals and opens secrets with one key.
+// Box seals secrets with one key and opens them with that key or any
+// previous one given to New, so that what was sealed before a change of
+// key still opens while it is being sealed again (sluice keys rotate).
 type Box struct {
-	aead cipher.AEAD
+	aead     cipher.AEAD
+	previous []cipher.AEAD
 }
 
 // ParseKey decodes a 32-byte key written as standard base64, URL-safe
@@ -39,8 +42,28 @@ func ParseKey(s string) ([]byte, error) {
 	return nil, fmt.Errorf("encryption key must be %d bytes in base64 or hex", KeySize)
 }
 
-// New returns a Box for a 32-byte key.
-func New(key []byte) (*Box, error) {
+// New returns a Box that seals with a 32-byte key and opens with it or
+// any of previous (nil ones are skipped).
+func New(key []byte, previous ...[]byte) (*Box, error) {
+	aead, err := newAEAD(key)
+	if err != nil {
+		return nil, err
+	}
+	b := &Box{aead: aead}
+	for _, k := range previous {
+		if k == nil {
+			continue
+		}
+		prev, err := newAEAD(k)
+		if err != nil {
+			return nil, fmt.Errorf("previous key: %w", err)
+		}
+		b.previous = append(b.previous, prev)
+	}
+	return b, nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
 	if len(key) != KeySize {
 		return nil, fmt.Errorf("encryption key must be %d bytes, got %d", KeySize, len(key))
 	}
@@ -52,25 +75,42 @@ func New(key []byte) (*Box, error) {
 	if err != nil {
 		return nil, fmt.Errorf("make GCM: %w", err)
 	}
-	return &Box{aead: aead}, nil
+	return aead, nil
 }
 
 // Seal encrypts plaintext; the random nonce is prepended to the result.
-func (b *Box) Seal(plaintext []byte) []byte {
-	nonce := make([]byte, b.aead.NonceSize(), b.aead.NonceSize()+len(plaintext)+b.aead.Overhead())
+func (b *Box) Seal(plaintext []byte) []byte { return seal(b.aead, plaintext, nil) }
+
+// Open decrypts what Seal produced, with the key or a previous one.
+func (b *Box) Open(sealed []byte) ([]byte, error) { return b.open(sealed, nil) }
+
+func (b *Box) open(sealed, aad []byte) ([]byte, error) {
+	plaintext, err := open(b.aead, sealed, aad)
+	for _, prev := range b.previous {
+		if err == nil {
+			break
+		}
+		plaintext, err = open(prev, sealed, aad)
+	}
+	return plaintext, err
+}
+
+// seal encrypts plaintext bound to aad; the random nonce is prepended to
+// the result.
+func seal(aead cipher.AEAD, plaintext, aad []byte) []byte {
+	nonce := make([]byte, aead.NonceSize(), aead.NonceSize()+len(plaintext)+aead.Overhead())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return b.aead.Seal(nonce, nonce, plaintext, nil)
+	return aead.Seal(nonce, nonce, plaintext, aad)
 }
 
-// Open decrypts what Seal produced.
-func (b *Box) Open(sealed []byte) ([]byte, error) {
-	n := b.aead.NonceSize()
+func open(aead cipher.AEAD, sealed, aad []byte) ([]byte, error) {
+	n := aead.NonceSize()
 	if len(sealed) < n {
 		return nil, errors.New("secretbox: ciphertext too short")
 	}
-	plaintext, err := b.aead.Open(nil, sealed[:n], sealed[n:], nil)
+	plaintext, err := aead.Open(nil, sealed[:n], sealed[n:], aad)
 	if err != nil {
 		return nil, fmt.Errorf("secretbox: decrypt: %w", err)
 	}

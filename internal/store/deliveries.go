@@ -22,6 +22,7 @@ func (s *Store) GetDelivery(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	}
 	attempts := make([]sluice.Attempt, len(arows))
 	for i, a := range arows {
+		a.ResponseBody = s.payloads.OpenBody(ctx, tenantID, a.ResponseBody)
 		attempts[i] = AttemptFromRow(a)
 	}
 	return DeliveryFromRow(row), attempts, nil

@@ -16,7 +16,7 @@ import (
 // CreateEndpoint stores a new endpoint signing with secret, which it
 // seals. A consumer that is not the tenant's is sluice.ErrNotFound.
 func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set sluice.EndpointSettings, secret string) (sluice.Endpoint, error) {
-	p, err := settingsParams(tenantID, NewID(), set)
+	p, err := s.settingsParams(ctx, tenantID, NewID(), set)
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
@@ -57,7 +57,7 @@ func (s *Store) CreateEndpoint(ctx context.Context, tenantID uuid.UUID, set slui
 	if err != nil {
 		return sluice.Endpoint{}, err
 	}
-	return endpointFromRow(endpointView{Endpoint: row})
+	return s.endpointFromRow(ctx, endpointView{Endpoint: row})
 }
 
 // GetEndpoint returns one of a tenant's endpoints.
@@ -66,7 +66,7 @@ func (s *Store) GetEndpoint(ctx context.Context, tenantID, id uuid.UUID) (sluice
 	if err != nil {
 		return sluice.Endpoint{}, NotFound(err)
 	}
-	return endpointFromRow(endpointView(row))
+	return s.endpointFromRow(ctx, endpointView(row))
 }
 
 // ListEndpoints returns a page of a tenant's endpoints, newest first: those
@@ -77,7 +77,7 @@ func (s *Store) ListEndpoints(ctx context.Context, tenantID uuid.UUID, consumer 
 		return sluice.Page[sluice.Endpoint]{}, fmt.Errorf("list endpoints: %w", err)
 	}
 	return Page(rows, p, func(r dbq.ListEndpointsRow) uuid.UUID { return r.Endpoint.ID },
-		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return endpointFromRow(endpointView(r)) })
+		func(r dbq.ListEndpointsRow) (sluice.Endpoint, error) { return s.endpointFromRow(ctx, endpointView(r)) })
 }
 
 // EndpointUpdate is what an endpoint was when UpdateEndpoint changed it.
@@ -92,7 +92,7 @@ type EndpointUpdate struct {
 // ordering (SetEndpointOrdering), with the row locked, and reports what
 // the endpoint was. With reverify, it is unverified again.
 func (s *Store) UpdateEndpoint(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings, reverify bool) (EndpointUpdate, error) {
-	p, err := settingsParams(tenantID, id, set)
+	p, err := s.settingsParams(ctx, tenantID, id, set)
 	if err != nil {
 		return EndpointUpdate{}, err
 	}
@@ -134,10 +134,13 @@ func (s *Store) RotateEndpointSecret(ctx context.Context, tenantID, id uuid.UUID
 
 // settingsParams are the columns of endpoint id's tenant-chosen settings
 // set, as UpdateEndpoint writes them and CreateEndpoint inserts them.
-func settingsParams(tenantID, id uuid.UUID, set sluice.EndpointSettings) (dbq.UpdateEndpointParams, error) {
+func (s *Store) settingsParams(ctx context.Context, tenantID, id uuid.UUID, set sluice.EndpointSettings) (dbq.UpdateEndpointParams, error) {
 	headers, err := json.Marshal(set.Headers)
 	if err != nil {
 		return dbq.UpdateEndpointParams{}, fmt.Errorf("encode json: %w", err)
+	}
+	if headers, err = s.payloads.Stored(ctx, tenantID, headers); err != nil {
+		return dbq.UpdateEndpointParams{}, fmt.Errorf("seal headers: %w", err)
 	}
 	p := dbq.UpdateEndpointParams{
 		TenantID:    tenantID,
@@ -213,7 +216,7 @@ type endpointView struct {
 	QueuedDeliveries int64
 }
 
-func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
+func (s *Store) endpointFromRow(ctx context.Context, v endpointView) (sluice.Endpoint, error) {
 	r := v.Endpoint
 	ep := sluice.Endpoint{
 		ID:             r.ID,
@@ -244,7 +247,11 @@ func endpointFromRow(v endpointView) (sluice.Endpoint, error) {
 		ep.Slowdown.HalvedAt = *r.AdaptiveHalvedAt
 	}
 	ep.ThrottledUntil, ep.ThrottleReason = v.ThrottledUntil, v.ThrottleReason
-	if err := json.Unmarshal(r.Headers, &ep.Headers); err != nil {
+	headers, err := s.payloads.OpenJSON(ctx, r.TenantID, r.Headers)
+	if err != nil {
+		return ep, fmt.Errorf("open headers: %w", err)
+	}
+	if err := json.Unmarshal(headers, &ep.Headers); err != nil {
 		return ep, fmt.Errorf("decode json: %w", err)
 	}
 	if ep.Headers == nil {

@@ -37,7 +37,11 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 	for i, d := range drows {
 		deliveries[i] = DeliveryFromRow(d)
 	}
-	return EventFromRow(row), deliveries, nil
+	ev := EventFromRow(row)
+	if ev.Payload, err = s.payloads.OpenJSON(ctx, tenantID, ev.Payload); err != nil {
+		return sluice.Event{}, nil, fmt.Errorf("open payload: %w", err)
+	}
+	return ev, deliveries, nil
 }
 
 // ListEvents returns a page of a tenant's events, newest first, optionally

@@ -29,6 +29,9 @@ type Store struct {
 	pool *pgxpool.Pool
 	q    *dbq.Queries
 	box  *secretbox.Box
+	// payloads seals and opens what tenants send and receive
+	// (SealPayloads); nil: nothing is sealed, and a sealed value is an error.
+	payloads *secretbox.Payloads
 
 	settled settled // pools whose connections carry settings (OneShot)
 	pooled  bool    // behind a transaction pooler (BehindPooler)
@@ -42,6 +45,13 @@ func New(pool *pgxpool.Pool, box *secretbox.Box) *Store {
 	s.routed = sync.OnceValue(func() *dbq.Queries { return s.OneShot(routedSettings) })
 	return s
 }
+
+// SealPayloads has the store open (and, when p is sealing, seal) event
+// payloads, response bodies and endpoint headers with p.
+func (s *Store) SealPayloads(p *secretbox.Payloads) { s.payloads = p }
+
+// Payloads is what SealPayloads gave, or nil.
+func (s *Store) Payloads() *secretbox.Payloads { return s.payloads }
 
 // Pool is the connection pool the store uses: River's driver and the
 // statements package jobs runs on River's own tables take it. The store's

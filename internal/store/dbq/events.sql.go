@@ -206,7 +206,8 @@ WITH filtering AS (
     JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
     JOIN endpoints e ON e.id = s.endpoint_id
     WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
-      AND (s.filter_path IS NULL OR jsonb_path_match(ev.doc, s.filter_path, '{}', true))
+      AND (s.filter_path IS NULL OR CASE WHEN jsonb_typeof(ev.doc) = 'string' THEN sluice_sealed_payload()
+                                         ELSE jsonb_path_match(ev.doc, s.filter_path, '{}', true) END)
     FOR KEY SHARE OF e
 ), pair AS (
     SELECT DISTINCT event_id, tenant_id, type, endpoint_id, ordering_key FROM target
@@ -259,7 +260,10 @@ type InsertRoutedEventsRow struct {
 // subscription with a filter (filtering: one index scan of
 // subscriptions_filtered_idx, which holds only filtered subscriptions, once
 // per statement) is read as jsonb once, as the event is inserted, and no other payload is: a tenant
-// without filters pays nothing for them. filtering reads the
+// without filters pays nothing for them. A sealed payload (a JSON string,
+// secretbox.Payloads) that meets a filter fails the statement with
+// SQLSTATE SL002 (sluice_sealed_payload): Postgres cannot read it, and
+// the caller stores the group where Go matches it. filtering reads the
 // subscriptions in the statement's snapshot, as the routing does, so a
 // filter added meanwhile is seen by both or neither. It locks those
 // endpoints FOR KEY SHARE, as
@@ -322,7 +326,7 @@ WHERE ev.tenant_id = $1
   AND ($5::text IS NULL OR ev.type = $5::text)
   AND ($6::text IS NULL OR starts_with(ev.type, $6::text))
   AND ($7::text IS NULL OR ev.consumer = $7::text OR ev.broadcast)
-  AND ($8::jsonpath IS NULL
+  AND ($8::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
        OR jsonb_path_match(ev.payload::jsonb, $8::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT $9
@@ -345,7 +349,8 @@ type ListEventsParams struct {
 // (00041_search.sql); as one consumer sees them when consumer is given:
 // the events addressed to it and the broadcasts. filter_path is a payload
 // filter compiled to jsonpath (filter.Filter.JSONPath), matched against
-// the payloads of the rows the other conditions leave.
+// the payloads of the rows the other conditions leave; a sealed payload (a
+// JSON string, secretbox.Payloads) passes, for the caller to match in Go.
 func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event, error) {
 	rows, err := q.db.Query(ctx, listEvents,
 		arg.TenantID,

@@ -328,6 +328,14 @@ type Tenant struct {
 	DisabledAt *time.Time
 }
 
+type TenantDataKey struct {
+	TenantID    uuid.UUID
+	Version     int32
+	Wrapped     []byte
+	CreatedAt   time.Time
+	RewrappedAt *time.Time
+}
+
 type TenantRetention struct {
 	TenantID             uuid.UUID
 	RetentionSeconds     *int64

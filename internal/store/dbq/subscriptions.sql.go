@@ -217,3 +217,34 @@ func (q *Queries) MatchFilters(ctx context.Context, arg MatchFiltersParams) ([]M
 	}
 	return items, nil
 }
+
+const subscriptionFilters = `-- name: SubscriptionFilters :many
+SELECT id, filter FROM subscriptions WHERE id = ANY($1::uuid[]) AND filter IS NOT NULL
+`
+
+type SubscriptionFiltersRow struct {
+	ID     uuid.UUID
+	Filter []byte
+}
+
+// The filters of subscriptions, as written, for matching sealed payloads
+// in Go (fanout.routes.applyFilters): Postgres cannot read those.
+func (q *Queries) SubscriptionFilters(ctx context.Context, ids []uuid.UUID) ([]SubscriptionFiltersRow, error) {
+	rows, err := q.db.Query(ctx, subscriptionFilters, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []SubscriptionFiltersRow{}
+	for rows.Next() {
+		var i SubscriptionFiltersRow
+		if err := rows.Scan(&i.ID, &i.Filter); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
