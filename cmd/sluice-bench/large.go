@@ -183,7 +183,7 @@ func postKeyed(ctx context.Context, c *Client, body []byte, key string) (int, er
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/events", bytes.NewReader(body))
 		if err != nil {
-			return attempt, err
+			return attempt, fmt.Errorf("make the POST: %w", err)
 		}
 		req.Header.Set("Authorization", c.auth)
 		req.Header.Set("Content-Type", "application/json")
@@ -202,7 +202,7 @@ func postKeyed(ctx context.Context, c *Client, body []byte, key string) (int, er
 		}
 		select {
 		case <-ctx.Done():
-			return attempt, ctx.Err()
+			return attempt, fmt.Errorf("wait to post again: %w", ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -292,12 +292,15 @@ func largeFloor(ctx context.Context, rs []*hashReceiver, run, events int, typ st
 func peakRSS(pid int) (int64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("read the worker's status: %w", err)
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
+			if err != nil {
+				return 0, fmt.Errorf("read VmHWM: %w", err)
+			}
+			return kb << 10, nil
 		}
 	}
 	return 0, errors.New("no VmHWM")
