@@ -18,14 +18,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
-	"github.com/sluice-dev/sluice/internal/jobs"
-	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
@@ -165,26 +160,7 @@ func TestLargePayloadsMemoryBounded(t *testing.T) {
 	heap.sample()
 	base := heap.peak
 
-	workers := river.NewWorkers()
-	client, err := river.NewClient(riverpgxv5.New(f.Store.Pool()), &river.Config{
-		Workers: workers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond,
-		Queues: map[string]river.QueueConfig{jobs.QueueDispatch: {MaxWorkers: endpoints}},
-	})
-	require.NoError(t, err)
-	nudger := dispatch.NewNudger(f.Store, jobs.NewQueue(client), dispatch.NudgerConfig{})
-	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
-		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: 30 * time.Second, Nudger: nudger,
-		Retry: dispatch.Retry{Schedule: []time.Duration{time.Minute}},
-	})
-	require.NoError(t, err)
-	river.AddWorker(workers, w)
-	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-		w.Close()
-	})
+	nudger := startWorker(t, f.Store, f.Store.Pool(), endpoints, 30*time.Second)
 
 	var eps []uuid.UUID
 	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT array_agg(id) FROM endpoints WHERE tenant_id = $1`, f.TenantA.ID).Scan(&eps))

@@ -7,15 +7,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
-	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/jobs/jobstest"
-	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/testkit/stmtcount"
@@ -50,26 +45,7 @@ func TestPlainDispatchStatements(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	workers := river.NewWorkers()
-	client, err := river.NewClient(riverpgxv5.New(f.RiverPool), &river.Config{
-		Workers: workers, FetchCooldown: 2 * time.Millisecond, FetchPollInterval: 50 * time.Millisecond,
-		Queues: map[string]river.QueueConfig{jobs.QueueDispatch: {MaxWorkers: 2}},
-	})
-	require.NoError(t, err)
-	nudger := dispatch.NewNudger(f.Store, jobs.NewQueue(client), dispatch.NudgerConfig{})
-	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
-		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: 10 * time.Second, Nudger: nudger,
-		Retry: dispatch.Retry{Schedule: []time.Duration{time.Minute}},
-	})
-	require.NoError(t, err)
-	river.AddWorker(workers, w)
-	require.NoError(t, client.Start(ctx))
-	t.Cleanup(func() {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = client.Stop(stopCtx)
-		w.Close()
-	})
+	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
 
 	f.Counter.Start()
 	require.NoError(t, nudger.Nudge(ctx, []uuid.UUID{ep.ID}))
