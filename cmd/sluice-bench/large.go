@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/sha256"
@@ -17,6 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
 // The large scenario: events of SLUICE_MAX_PAYLOAD's ceiling (10 MiB) to
@@ -338,22 +339,14 @@ func (r *hashReceiver) serve(w http.ResponseWriter, req *http.Request) {
 		_, _ = io.Copy(io.Discard, req.Body)
 		return
 	}
-	br := bufio.NewReaderSize(req.Body, 4<<10)
-	head, _ := br.Peek(512)
-	at := bytes.Index(head, []byte(`,"data":`))
-	if at < 0 {
-		http.Error(w, "no data", http.StatusBadRequest)
-		return
-	}
-	_, _ = br.Discard(at + len(`,"data":`))
-	h := sha256.New()
-	n, err := io.Copy(h, br)
+	n, sum, err := receiver.HashData(req.Body)
 	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	r.bytes.Add(n + int64(at+len(`,"data":`)))
+	r.bytes.Add(n)
 	r.mu.Lock()
-	r.hashes[req.Header.Get("Webhook-Id")] = [sha256.Size]byte(h.Sum(nil))
+	r.hashes[req.Header.Get("Webhook-Id")] = sum
 	r.last = time.Now()
 	r.mu.Unlock()
 }

@@ -1,12 +1,9 @@
 package dispatch_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -62,22 +60,14 @@ func (d *dataHashes) serve(w http.ResponseWriter, r *http.Request) {
 	if d.arrived != nil {
 		d.arrived()
 	}
-	br := bufio.NewReaderSize(r.Body, 4<<10)
-	head, _ := br.Peek(512)
-	at := bytes.Index(head, []byte(`,"data":`))
-	if at < 0 {
-		http.Error(w, "no data", http.StatusBadRequest)
-		return
-	}
-	_, _ = br.Discard(at + len(`,"data":`))
-	h := sha256.New()
-	n, err := io.Copy(h, br)
+	n, sum, err := receiver.HashData(r.Body)
 	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	d.bytes.Add(n + int64(at+len(`,"data":`)))
+	d.bytes.Add(n)
 	d.mu.Lock()
-	d.hashes[r.Header.Get("Webhook-Id")] = [sha256.Size]byte(h.Sum(nil))
+	d.hashes[r.Header.Get("Webhook-Id")] = sum
 	d.mu.Unlock()
 	select {
 	case d.got <- struct{}{}:
