@@ -32,26 +32,19 @@ func keysRotate(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--new-key: %w", err)
 	}
-	cfg, err := config.FromEnv(true)
-	if err != nil {
+	var rotated app.Rotated
+	err = withConfigStore(ctx, true, func(ctx context.Context, cfg config.Config, st *store.Store) error {
+		from, err := secretbox.New(key, cfg.EncryptionKey, cfg.PreviousEncryptionKey)
+		if err != nil {
+			return err
+		}
+		to, err := secretbox.New(key)
+		if err != nil {
+			return err
+		}
+		rotated, err = app.RotateKeys(ctx, st, from, to)
 		return err
-	}
-	from, err := secretbox.New(key, cfg.EncryptionKey, cfg.PreviousEncryptionKey)
-	if err != nil {
-		return err
-	}
-	to, err := secretbox.New(key)
-	if err != nil {
-		return err
-	}
-	pool, err := app.OpenPool(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-	st := store.New(pool, nil)
-	defer st.Close()
-	rotated, err := app.RotateKeys(ctx, st, from, to)
+	})
 	if err != nil {
 		return err
 	}

@@ -243,7 +243,15 @@ func apikeyRevoke(ctx context.Context, args []string, stdout io.Writer) error {
 // withStore opens the database for one admin command. Tenant and key
 // commands touch no secrets, so the encryption key may be absent.
 func withStore(ctx context.Context, fn func(context.Context, *store.Store) error) error {
-	cfg, err := config.FromEnv(false)
+	return withConfigStore(ctx, false, func(ctx context.Context, _ config.Config, st *store.Store) error {
+		return fn(ctx, st)
+	})
+}
+
+// withConfigStore reads the configuration (the encryption key required
+// when needKey) and opens the database for one admin command.
+func withConfigStore(ctx context.Context, needKey bool, fn func(context.Context, config.Config, *store.Store) error) error {
+	cfg, err := config.FromEnv(needKey)
 	if err != nil {
 		return err
 	}
@@ -254,7 +262,7 @@ func withStore(ctx context.Context, fn func(context.Context, *store.Store) error
 	defer pool.Close()
 	st := store.New(pool, nil)
 	defer st.Close()
-	return fn(ctx, st)
+	return fn(ctx, cfg, st)
 }
 
 // parseFlags parses a subcommand's flags; the error names the subcommand.
