@@ -24,18 +24,17 @@ type sentDelivery struct {
 // delivery no retry budget and no circuit failure, and the delivery stays
 // due for the next run.
 //
-// Each delivery's payload is let go of (in claimed too) once its body is
-// built, so that a delivery in flight holds one copy of its event's
-// payload, in its body: a worker's memory is what it has in flight, once
-// (SLUICE_MAX_PAYLOAD allows 10 MiB a payload).
+// Each delivery's payload is let go of (in claimed at once, in its send
+// once it is opened and its body built), so that a delivery in flight
+// holds one copy of its event's payload, in its body: a worker's memory is
+// what it has in flight, once (SLUICE_MAX_PAYLOAD allows 10 MiB a payload).
 func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed) []sentDelivery {
 	sent := make([]sentDelivery, len(claimed))
 	retry := w.cfg.Retry.For(target)
 	cut := make([]bool, len(claimed))
 	var wg sync.WaitGroup
 	for i, c := range claimed {
-		body := Body(c)
-		claimed[i].Payload, c.Payload = nil, nil
+		claimed[i].Payload = nil
 		wg.Go(func() {
 			sendCtx, span := w.startAttempt(ctx, target, c)
 			payload, err := w.payloads.OpenJSON(ctx, target.TenantID, c.Payload)
@@ -46,6 +45,8 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				return
 			}
 			c.Payload = payload
+			body := Body(c)
+			c.Payload = nil
 			res := w.sendAuthed(sendCtx, target, send.Message{
 				URL:      target.URL,
 				ID:       c.EventID.String(),
