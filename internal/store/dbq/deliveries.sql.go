@@ -103,35 +103,49 @@ func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryPara
 }
 
 const countReplayable = `-- name: CountReplayable :one
-SELECT count(*) FROM deliveries d
-WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
-  AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
-  AND NOT EXISTS (
-      SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
-        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  )
-  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
+SELECT count(*) FROM (
+    SELECT 1 FROM (
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE $1::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = $2 AND d.tenant_id = $3
+        UNION ALL
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE $1::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = $2 AND d.tenant_id = $3
+    ) d
+    WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($3)), (SELECT sluice_dead_from($3)))
+      AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
+      AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+      AND NOT EXISTS (
+          SELECT 1 FROM deliveries o
+          WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+            AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+      )
+      AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
+    LIMIT $6
+) replayable
 `
 
 type CountReplayableParams struct {
-	TenantID   uuid.UUID
-	EndpointID uuid.UUID
 	Status     string
+	EndpointID uuid.UUID
+	TenantID   uuid.UUID
 	Since      *time.Time
 	Until      *time.Time
+	Most       int32
 }
 
-// How many deliveries StageReplay would choose now.
+// How many deliveries StageReplay would choose now, counted up to @most:
+// run in store.InLimitTx, it reads no more than @most of them. Each status
+// has its own branch, its status a literal, so that a plan made without
+// knowing @status still reads dead ones from deliveries_endpoint_dead_idx
+// alone (the endpoint's only), and runs only the branch of @status.
 func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countReplayable,
-		arg.TenantID,
-		arg.EndpointID,
 		arg.Status,
+		arg.EndpointID,
+		arg.TenantID,
 		arg.Since,
 		arg.Until,
+		arg.Most,
 	)
 	var count int64
 	err := row.Scan(&count)
