@@ -134,10 +134,11 @@ type CountReplayableParams struct {
 }
 
 // How many deliveries StageReplay would choose now, counted up to @most:
-// run in store.InLimitTx, it reads no more than @most of them. Each status
-// has its own branch, its status a literal, so that a plan made without
-// knowing @status still reads dead ones from deliveries_endpoint_dead_idx
-// alone (the endpoint's only), and runs only the branch of @status.
+// run with replay.CountSettings, it reads no more than @most of them. Each
+// status has its own branch, its status a literal, so that a plan made
+// without knowing @status still reads dead ones from
+// deliveries_endpoint_dead_idx alone (the endpoint's only), and runs only
+// the branch of @status.
 func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countReplayable,
 		arg.Status,
