@@ -802,9 +802,14 @@ const stageReplay = `-- name: StageReplay :one
 INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
 SELECT $1::uuid, $2::uuid, $3::uuid, $4::text,
        $5::timestamptz, $6::timestamptz, array_agg(d.id), count(*)
-FROM deliveries d
-WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::text
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
+FROM (
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE $4::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = $3::uuid AND d.tenant_id = $2::uuid
+    UNION ALL
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE $4::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = $3::uuid AND d.tenant_id = $2::uuid
+) d
+WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
   AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (
@@ -834,6 +839,10 @@ type StageReplayParams struct {
 // one's replays wait). Records their ids as a replay request, in one
 // statement whatever their number, and returns how many; no row (and no
 // request) when none matches. ReplayStaged then replays them.
+//
+// The deliveries are read as CountReplayable reads them: a branch per
+// status, its status a literal, so dead ones come from
+// deliveries_endpoint_dead_idx alone, whatever the plan.
 //
 // The other deliveries of an event are looked up by event_id alone: "IS
 // NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
