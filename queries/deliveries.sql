@@ -146,6 +146,10 @@ RETURNING *;
 -- statement whatever their number, and returns how many; no row (and no
 -- request) when none matches. ReplayStaged then replays them.
 --
+-- The deliveries are read as CountReplayable reads them: a branch per
+-- status, its status a literal, so dead ones come from
+-- deliveries_endpoint_dead_idx alone, whatever the plan.
+--
 -- The other deliveries of an event are looked up by event_id alone: "IS
 -- NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
 -- planner from also scanning the endpoint's whole index for each row, the
@@ -154,9 +158,14 @@ RETURNING *;
 INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
 SELECT @id::uuid, @tenant_id::uuid, @endpoint_id::uuid, @status::text,
        sqlc.narg(since)::timestamptz, sqlc.narg(until)::timestamptz, array_agg(d.id), count(*)
-FROM deliveries d
-WHERE d.tenant_id = @tenant_id::uuid AND d.endpoint_id = @endpoint_id::uuid AND d.status = @status::text
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id::uuid)), (SELECT sluice_dead_from(@tenant_id::uuid)))
+FROM (
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE @status::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = @endpoint_id::uuid AND d.tenant_id = @tenant_id::uuid
+    UNION ALL
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE @status::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = @endpoint_id::uuid AND d.tenant_id = @tenant_id::uuid
+) d
+WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id::uuid)), (SELECT sluice_dead_from(@tenant_id::uuid)))
   AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
@@ -169,18 +178,31 @@ HAVING count(*) > 0
 RETURNING queued;
 
 -- name: CountReplayable :one
--- How many deliveries StageReplay would choose now.
-SELECT count(*) FROM deliveries d
-WHERE d.tenant_id = @tenant_id AND d.endpoint_id = @endpoint_id AND d.status = @status
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
-  AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
-  AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
-  AND NOT EXISTS (
-      SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
-        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  )
-  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id);
+-- How many deliveries StageReplay would choose now, counted up to @most:
+-- run with replay.CountSettings, it reads no more than @most of them. Each
+-- status has its own branch, its status a literal, so that a plan made
+-- without knowing @status still reads dead ones from
+-- deliveries_endpoint_dead_idx alone (the endpoint's only), and runs only
+-- the branch of @status.
+SELECT count(*) FROM (
+    SELECT 1 FROM (
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE @status::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = @endpoint_id AND d.tenant_id = @tenant_id
+        UNION ALL
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE @status::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = @endpoint_id AND d.tenant_id = @tenant_id
+    ) d
+    WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
+      AND (sqlc.narg(since)::timestamptz IS NULL OR d.created_at >= sqlc.narg(since)::timestamptz)
+      AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
+      AND NOT EXISTS (
+          SELECT 1 FROM deliveries o
+          WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+            AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+      )
+      AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id)
+    LIMIT @most
+) replayable;
 
 -- name: LockReplayRequest :one
 -- A replay request's progress, locked until the transaction ends, so two

@@ -239,6 +239,21 @@ func plural(n int64, one, many string) string {
 	return fmt.Sprintf("%d %s", n, many)
 }
 
+// replayCount is a count of the deliveries a bulk replay would queue, as
+// CountReplayable gives it: exact up to sluice.ReplayCountCap, then "1,000+"
+// (the count stops there; the replay queues them all).
+func replayCount(n int64, one, many string) string {
+	if n > sluice.ReplayCountCap {
+		return replayCap() + "+ " + many
+	}
+	return plural(n, one, many)
+}
+
+// replayCap is sluice.ReplayCountCap written with a thousands separator.
+func replayCap() string {
+	return fmt.Sprintf("%d,%03d", sluice.ReplayCountCap/1000, sluice.ReplayCountCap%1000)
+}
+
 // circuitFailures is a circuit's consecutive failures. An open circuit's
 // go on counting (circuitCountWhy), so the count can pass the threshold
 // that opened it; it says so.

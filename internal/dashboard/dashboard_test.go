@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -514,4 +515,30 @@ func TestEndpointsShowFlowState(t *testing.T) {
 	requireContains(t, p, "0 consecutive failures")
 	require.NotContains(t, p.Body, "probes included")
 	require.NotContains(t, p.Body, `id="circuit-count"`)
+}
+
+// TestReplayAllPastTheCap: an endpoint with more replayable dead
+// deliveries than the count tells (sluice.ReplayCountCap) is offered
+// "Replay all 1,000+", on the dead-letter page, the endpoint page and the
+// confirmation, which says the count stops there; confirming queues every
+// one.
+func TestReplayAllPastTheCap(t *testing.T) {
+	b := setup(t)
+	s := b.seed(b.tenantA, "https://hooks.acme.test/many", true)
+	const n = sluice.ReplayCountCap + 5
+	storetest.DeadBacklog(t, b.store, b.tenantA.ID, s.endpoint.ID, n-1) // and the seeded one
+
+	br := b.browser()
+	br.login(b.keyA)
+	requireContains(t, br.get("/dead"), "Replay all 1,000+ dead deliveries")
+	requireContains(t, br.get("/endpoints/"+s.endpoint.ID.String()), "Replay all 1,000+ dead deliveries")
+	p := br.get("/endpoints/" + s.endpoint.ID.String() + "/replay?status=dead&from=dead")
+	require.Equal(t, http.StatusOK, p.Status, p.Body)
+	requireContains(t, p, "This queues 1,000+ new deliveries", "The count stops past 1,000; every one of them is queued.", "Queue 1,000+ replays")
+	require.NotContains(t, p.Body, "1001 ", "the capped count is never shown as a number")
+
+	token := br.csrf("/dead")
+	p = br.post("/endpoints/"+s.endpoint.ID.String()+"/replay", url.Values{"csrf_token": {token}, "status": {"dead"}, "from": {"dead"}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusSeeOther, p.Status, p.Body)
+	require.Equal(t, "/dead?endpoint_id="+s.endpoint.ID.String()+"&queued="+strconv.Itoa(n), p.Location())
 }

@@ -115,13 +115,24 @@ func chunk(ctx context.Context, tx store.Tx, requestID, endpointID uuid.UUID, li
 	return finished, nudger.Dispatch(ctx, tx.Tx, []uuid.UUID{endpointID})
 }
 
-// CountReplayable is how many deliveries Endpoint with f would queue now.
+// CountSettings hold CountReplayable's plan to plain index scans (IndexProbes
+// without bitmap scans, which read a whole index range before the first
+// row), their pages costed alike in any order (an index in table order
+// looks cheaper otherwise, and is read further): so the count reads its
+// endpoint's dead entries alone (deliveries_endpoint_dead_idx), and stops
+// at its limit.
+var CountSettings = append([][2]string{{"enable_bitmapscan", "off"}, {"random_page_cost", "1.1"}}, store.IndexProbes...)
+
+// CountReplayable is how many deliveries Endpoint with f would queue now,
+// counted up to sluice.ReplayCountCap+1: a count above the cap says only
+// that there are more, and reads no further.
 func CountReplayable(ctx context.Context, st *store.Store, tenantID, endpointID uuid.UUID, f sluice.ReplayFilter) (int64, error) {
 	var n int64
-	err := st.InTx(ctx, func(tx store.Tx) error {
+	err := st.InTxWith(ctx, CountSettings, func(tx store.Tx) error {
 		var err error
 		n, err = tx.Q.CountReplayable(ctx, dbq.CountReplayableParams{
 			TenantID: tenantID, EndpointID: endpointID, Status: f.Status, Since: f.Since, Until: f.Until,
+			Most: sluice.ReplayCountCap + 1,
 		})
 		if err != nil {
 			return fmt.Errorf("count replayable: %w", err)

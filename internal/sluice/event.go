@@ -111,6 +111,12 @@ type EventFilter struct {
 	Filter *string
 }
 
+// ReplayCountCap is the most deliveries a count of those a bulk replay
+// would queue tells exactly: past it the count is ReplayCountCap+1, "more
+// than ReplayCountCap", so that counting stays cheap however many there
+// are. The replay itself queues all of them.
+const ReplayCountCap = 1000
+
 // ReplayFilter selects an endpoint's deliveries to replay in bulk.
 type ReplayFilter struct {
 	Status string

@@ -52,6 +52,11 @@ func (s *Store) InRoutingTx(ctx context.Context, fn func(Tx) error) error {
 	})
 }
 
+// InTxWith is InTx with settings for the transaction alone (SET LOCAL).
+func (s *Store) InTxWith(ctx context.Context, settings [][2]string, fn func(Tx) error) error {
+	return s.inTxWith(ctx, pgx.TxOptions{BeginQuery: "BEGIN" + setLocal(settings)}, func(tx pgx.Tx) error { return fn(s.tx(tx)) })
+}
+
 // asyncCommit begins a transaction whose commit does not wait for the WAL
 // flush, BEGIN and the setting in one round trip.
 const asyncCommit = "BEGIN; SET LOCAL synchronous_commit = off"

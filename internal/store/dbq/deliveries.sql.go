@@ -103,35 +103,50 @@ func (q *Queries) CoalesceDelivery(ctx context.Context, arg CoalesceDeliveryPara
 }
 
 const countReplayable = `-- name: CountReplayable :one
-SELECT count(*) FROM deliveries d
-WHERE d.tenant_id = $1 AND d.endpoint_id = $2 AND d.status = $3
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
-  AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
-  AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
-  AND NOT EXISTS (
-      SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
-        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
-  )
-  AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
+SELECT count(*) FROM (
+    SELECT 1 FROM (
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE $1::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = $2 AND d.tenant_id = $3
+        UNION ALL
+        SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+        WHERE $1::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = $2 AND d.tenant_id = $3
+    ) d
+    WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($3)), (SELECT sluice_dead_from($3)))
+      AND ($4::timestamptz IS NULL OR d.created_at >= $4::timestamptz)
+      AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
+      AND NOT EXISTS (
+          SELECT 1 FROM deliveries o
+          WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+            AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+      )
+      AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
+    LIMIT $6
+) replayable
 `
 
 type CountReplayableParams struct {
-	TenantID   uuid.UUID
-	EndpointID uuid.UUID
 	Status     string
+	EndpointID uuid.UUID
+	TenantID   uuid.UUID
 	Since      *time.Time
 	Until      *time.Time
+	Most       int32
 }
 
-// How many deliveries StageReplay would choose now.
+// How many deliveries StageReplay would choose now, counted up to @most:
+// run with replay.CountSettings, it reads no more than @most of them. Each
+// status has its own branch, its status a literal, so that a plan made
+// without knowing @status still reads dead ones from
+// deliveries_endpoint_dead_idx alone (the endpoint's only), and runs only
+// the branch of @status.
 func (q *Queries) CountReplayable(ctx context.Context, arg CountReplayableParams) (int64, error) {
 	row := q.db.QueryRow(ctx, countReplayable,
-		arg.TenantID,
-		arg.EndpointID,
 		arg.Status,
+		arg.EndpointID,
+		arg.TenantID,
 		arg.Since,
 		arg.Until,
+		arg.Most,
 	)
 	var count int64
 	err := row.Scan(&count)
@@ -787,9 +802,14 @@ const stageReplay = `-- name: StageReplay :one
 INSERT INTO replay_requests (id, tenant_id, endpoint_id, status, since, until, delivery_ids, queued)
 SELECT $1::uuid, $2::uuid, $3::uuid, $4::text,
        $5::timestamptz, $6::timestamptz, array_agg(d.id), count(*)
-FROM deliveries d
-WHERE d.tenant_id = $2::uuid AND d.endpoint_id = $3::uuid AND d.status = $4::text
-  AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
+FROM (
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE $4::text = 'dead' AND d.status = 'dead' AND d.endpoint_id = $3::uuid AND d.tenant_id = $2::uuid
+    UNION ALL
+    SELECT d.id, d.event_id, d.endpoint_id, d.status, d.updated_at, d.created_at FROM deliveries d
+    WHERE $4::text = 'delivered' AND d.status = 'delivered' AND d.endpoint_id = $3::uuid AND d.tenant_id = $2::uuid
+) d
+WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($2::uuid)), (SELECT sluice_dead_from($2::uuid)))
   AND ($5::timestamptz IS NULL OR d.created_at >= $5::timestamptz)
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (
@@ -819,6 +839,10 @@ type StageReplayParams struct {
 // one's replays wait). Records their ids as a replay request, in one
 // statement whatever their number, and returns how many; no row (and no
 // request) when none matches. ReplayStaged then replays them.
+//
+// The deliveries are read as CountReplayable reads them: a branch per
+// status, its status a literal, so dead ones come from
+// deliveries_endpoint_dead_idx alone, whatever the plan.
 //
 // The other deliveries of an event are looked up by event_id alone: "IS
 // NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
