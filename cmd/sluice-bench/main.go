@@ -32,6 +32,9 @@
 //	                 of its own (Scenario.Workers, e.g. ratelimit-2w)
 //	                 restarts sluice with it
 //	-sluice BIN      run this sluice binary instead of building ./cmd/sluice
+//	-set NAME=value  a SLUICE_* setting every scenario's sluice runs with,
+//	                 before the scenario's own (repeatable), e.g.
+//	                 -set SLUICE_PAYLOAD_ENCRYPTION=on
 //	-idle-wait D     the longest a run waits for the machine to go idle
 //	                 (default 1m; the run starts anyway, and says so)
 //	-search-deliveries N  deliveries the search scenario seeds, a third of
@@ -74,6 +77,7 @@ type options struct {
 	sluice      string
 	compare     string
 	idleWait    time.Duration
+	settings    []string // -set
 
 	searchDeliveries, searchRequests int
 }
@@ -97,6 +101,13 @@ func main() {
 	flag.BoolVar(&o.keep, "keep", false, "keep the sluice binary in its temp dir after the run (for perf symbols)")
 	flag.StringVar(&o.profile, "profile", "", "write a CPU profile of sluice per scenario to DIR/<scenario>.pprof")
 	flag.DurationVar(&o.profileFor, "profile-for", 10*time.Second, "length of each -profile profile, from the scenario's start")
+	flag.Func("set", "a SLUICE_* setting (NAME=value) every scenario's sluice runs with (repeatable)", func(v string) error {
+		if name, _, ok := strings.Cut(v, "="); !ok || !strings.HasPrefix(name, "SLUICE_") {
+			return fmt.Errorf("%q is not SLUICE_NAME=value", v)
+		}
+		o.settings = append(o.settings, v)
+		return nil
+	})
 	flag.DurationVar(&o.idleWait, "idle-wait", time.Minute, "the longest a run waits for the machine to go idle before it starts")
 	flag.IntVar(&o.searchDeliveries, "search-deliveries", 0, "deliveries the search scenario seeds, a third the benchmark tenant's (0: 30,000,000; 300,000 with -quick)")
 	flag.IntVar(&o.searchRequests, "search-requests", 0, "requests of each search per run in the search scenario (0: 40; 20 with -quick)")
@@ -153,7 +164,7 @@ func run(ctx context.Context, o options) error {
 		}
 		logf("scenario %s: %s", sc.Name, sc.Title)
 		t0, logFrom := time.Now(), srv.logSize()
-		if err := useWorkers(ctx, srv, env, cmp.Or(sc.Workers, o.workers), sc.Settings); err != nil {
+		if err := useWorkers(ctx, srv, env, cmp.Or(sc.Workers, o.workers), append(slices.Clip(o.settings), sc.Settings...)); err != nil {
 			report.Sections = append(report.Sections, Section{Scenario: sc, Table: Table{Err: err.Error(), Elapsed: time.Since(t0)}})
 			logf("scenario %s: %v\n--- tail of %s ---\n%s", sc.Name, err, srv.logPath, srv.logTail(40))
 			break
