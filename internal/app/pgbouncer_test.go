@@ -24,6 +24,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/app"
 	"github.com/sluice-dev/sluice/internal/config"
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 )
 
@@ -184,23 +185,7 @@ func startPgBouncer(t *testing.T, bin, dir string, pgPort int) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o755))
 	port := freePort(t)
-	ini := fmt.Sprintf(`[databases]
-* = host=127.0.0.1 port=%d
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-max_client_conn = 1000
-default_pool_size = %d
-max_db_connections = %d
-server_lifetime = 3600
-`, pgPort, port, filepath.Join(dir, "userlist.txt"), bouncerPoolSize, bouncerPoolSize)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte(`"postgres" ""`+"\n"), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644))
+	require.NoError(t, pgtest.WritePgBouncerConfig(dir, pgPort, port, bouncerPoolSize))
 	logf, err := os.Create(filepath.Join(dir, "pgbouncer.log"))
 	require.NoError(t, err)
 	args := []string{filepath.Join(dir, "pgbouncer.ini")}

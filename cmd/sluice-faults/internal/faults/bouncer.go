@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sluice-dev/sluice/internal/testkit/pgtest"
 )
 
 // Bouncer is a PgBouncer in transaction pooling mode in front of the
@@ -48,26 +50,8 @@ func StartBouncer(dir string, pgPort int) (*Bouncer, error) {
 		return nil, err
 	}
 	b := &Bouncer{Dir: dir, Port: port}
-	ini := fmt.Sprintf(`[databases]
-* = host=127.0.0.1 port=%d
-
-[pgbouncer]
-listen_addr = 127.0.0.1
-listen_port = %d
-unix_socket_dir =
-auth_type = trust
-auth_file = %s
-pool_mode = transaction
-max_client_conn = 1000
-default_pool_size = %d
-max_db_connections = %d
-server_lifetime = 3600
-`, pgPort, port, filepath.Join(dir, "userlist.txt"), bouncerPoolSize, bouncerPoolSize)
-	if err := os.WriteFile(filepath.Join(dir, "userlist.txt"), []byte(`"postgres" ""`+"\n"), 0o644); err != nil {
-		return nil, fmt.Errorf("write pgbouncer userlist: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "pgbouncer.ini"), []byte(ini), 0o644); err != nil {
-		return nil, fmt.Errorf("write pgbouncer.ini: %w", err)
+	if err := pgtest.WritePgBouncerConfig(dir, pgPort, port, bouncerPoolSize); err != nil {
+		return nil, err
 	}
 	return b, b.Start()
 }
