@@ -165,15 +165,15 @@ func TestAMQPDestination(t *testing.T) {
 	t.Run("broker down", func(t *testing.T) {
 		s := setupBroker(t, sluice.Destination{Type: sluice.DestinationAMQP, RoutingKey: "direct-q", FullURL: []byte(b.URL)})
 		require.True(t, s.sender.Send(ctx, s.msg).Delivered())
-		b.Kill()
+		b.KillAndWait(t)
 		res := s.sender.Send(ctx, s.msg)
 		require.False(t, res.Delivered())
 		require.False(t, res.Throttled())
 		require.NotEmpty(t, res.Err)
 		// The killed connection may answer one more send with a reset before
-		// its close is seen; within a few sends the dial is refused.
+		// its close is seen; within a send or two the dial is refused.
 		refused := false
-		for range 5 {
+		for range 3 {
 			res = s.sender.Send(ctx, s.msg)
 			require.False(t, res.Delivered())
 			require.False(t, res.Throttled())

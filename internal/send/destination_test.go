@@ -195,7 +195,7 @@ func TestBrokerDownIsAFailure(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	require.True(t, s.sender.Send(ctx, s.msg).Delivered())
-	b.Kill()
+	b.KillAndWait(t)
 	res := s.sender.Send(ctx, s.msg)
 	require.False(t, res.Delivered())
 	require.NotEmpty(t, res.Err)

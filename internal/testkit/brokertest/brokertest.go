@@ -136,6 +136,28 @@ func waitReady(out io.Reader, ready string, timeout time.Duration) error {
 // to its process group).
 func (b *Broker) Kill() { _ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL) }
 
+// KillAndWait kills the broker and waits until its port refuses
+// connections. A killed process's listening socket lingers while the
+// kernel tears it down (for an Erlang VM, many milliseconds): a dial
+// meanwhile completes its handshake and is then reset.
+func (b *Broker) KillAndWait(t testing.TB) {
+	t.Helper()
+	b.Kill()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(b.Port))
+	deadline := time.Now().Add(startTimeout)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return
+		}
+		_ = c.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("broker on %s still accepts connections %s after SIGKILL", addr, startTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
