@@ -124,7 +124,7 @@ FROM (
 -- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
 -- and stores nothing. It returns each delivery made, with its endpoint and
 -- when it came due: with the event, all a dispatch run claims of it, so
--- ingest can hand it to a run lingering in this process (dispatch.Waker).
+-- ingest can hand it to a run lingering in this process (dispatch.Nudger.Hand).
 -- trace_contexts and ordering_keys are as InsertEvents has them. A
 -- delivery to a FIFO endpoint gets its line and place (00030_fifo.sql)
 -- from the endpoint row it locked.

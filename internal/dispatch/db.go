@@ -87,6 +87,9 @@ type Claim struct {
 	// NextDue is, when none was due, when the endpoint's earliest queued
 	// delivery is; nil when it has none queued.
 	NextDue *time.Time
+	// Handed is true when the deliveries were handed over (Nudger.Hand),
+	// not claimed.
+	Handed bool
 }
 
 // ClaimRequest asks for up to N of an endpoint's due deliveries after a

@@ -2,8 +2,8 @@
 // every way a dispatch run is started or nudged: the Nudger.
 //
 // Its words (dispatch job, live, run, step, claim, record, unlocked path,
-// blocked, park, yield, finish, successor, linger, queue, wake, nudge,
-// unpark, alarm, announce, lease, line, head) each mean one thing, defined
+// blocked, park, yield, finish, successor, linger, hand-off, queue, wake,
+// nudge, unpark, alarm, announce, lease, line, head) each mean one thing, defined
 // in the glossary of docs/architecture.md. Where each lives here:
 //
 //   - A run is Worker.Work: it claims, sends and records batches until
@@ -33,7 +33,9 @@
 //     that announces a parked job when its park ends. Fan-out, ingest and
 //     the sweeper call Nudger.Nudge. A poll endpoint (package poll) has no
 //     run: a nudge wakes the reads waiting for it (Nudger.JoinPoll), moves
-//     its poll stamp (pollstamp.go), and queues nothing.
+//     its poll stamp (pollstamp.go), and queues nothing. Ingest hands a
+//     lingering run the deliveries it made instead (Nudger.Hand,
+//     handoff.go), which the run sends without claiming (Worker.next).
 //   - CloseCircuit (circuit.go), like a change to the endpoint, unparks
 //     its parked job (jobs.Queue.Unpark).
 //   - A run holds a lease (Config.Leases) while it works, so that the
@@ -224,15 +226,16 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	clock, nudger := w.cfg.Clock, w.cfg.Nudger
 	queue := nudger
 	deadline := w.deadline()
-	wakes := nudger.join(endpointID)
-	defer func() { nudger.leave(endpointID, wakes) }()
+	reg := nudger.join(endpointID)
+	defer func() { nudger.leave(endpointID, reg) }()
 	var known knownTarget
 	// Waits end early when the worker is stopping; requests and database
 	// calls keep the job's own ctx.
 	waitCtx, cancelWait := context.WithCancel(ctx)
 	defer cancelWait()
 	defer context.AfterFunc(w.stopping, cancelWait)()
-	drained := false // the last claim took every due delivery, and they are recorded
+	drained := false  // the last claim took every due delivery, and they are recorded
+	lingered := false // and the run lingered since, and was woken: it may take a hand-off
 	// Where the next claim starts: after the last full claim's deliveries,
 	// all recorded (their index entries stay until vacuum; see
 	// ClaimDueDeliveries). A claim that comes up short, and every new run,
@@ -247,14 +250,21 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		// Every delivery made since that claim came with a wake (Nudger),
 		// so linger for one instead of claiming again; the final check
 		// covers a wake lost.
-		if drained && !nudger.linger(waitCtx, clock, wakes, deadline) {
-			finished, err := w.end(ctx, job, &wakes)
-			if err != nil || finished {
-				return err
+		if drained {
+			lingered = nudger.linger(waitCtx, clock, reg, deadline)
+			if !lingered {
+				finished, err := w.end(ctx, job, &reg)
+				if err != nil || finished {
+					return err
+				}
 			}
 		}
-		drained = false
-		target, plan, claimed, err := w.claim(ctx, endpointID, after, clock.Now(), &known)
+		var handed []Claimed
+		if lingered {
+			handed = nudger.take(reg)
+		}
+		drained, lingered = false, false
+		target, plan, claimed, err := w.next(ctx, endpointID, after, clock.Now(), &known, reg, handed)
 		after = Position{}
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
@@ -267,13 +277,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (control.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
-			metrics.DispatchBatches.Inc()
+			batchCounter(claimed.Handed).Inc()
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
 			flowChanged, err := w.record(ctx, target, sent, queue)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)
 			}
-			if n := len(claimed.Deliveries); n == plan.n && len(sent) == n {
+			if n := len(claimed.Deliveries); n == plan.n && len(sent) == n && !claimed.Handed {
 				after = claimed.Deliveries[n-1].Position()
 			}
 			if flowChanged {
@@ -281,7 +291,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			}
 			// A FIFO line's next delivery is due once its head is
 			// recorded, with no wake: claim again.
-			drained = wakes != nil && !flowChanged && !fifo && len(claimed.Deliveries) < plan.n
+			drained = reg != nil && !flowChanged && !fifo && len(claimed.Deliveries) < plan.n
 		case plan.blocked():
 			// A wait under a second is slept through; a longer one (a
 			// throttle, an open circuit, a slow rate limit) parks the
@@ -298,10 +308,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 				return nil
 			}
 		default:
-			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) || nudger.linger(waitCtx, clock, wakes, deadline) {
+			if waitForSoonDue(waitCtx, clock, claimed.NextDue, deadline) {
 				continue
 			}
-			finished, err := w.end(ctx, job, &wakes)
+			if lingered = nudger.linger(waitCtx, clock, reg, deadline); lingered {
+				continue
+			}
+			finished, err := w.end(ctx, job, &reg)
 			if err != nil || finished {
 				return err
 			}
@@ -312,7 +325,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// can be fetched) at once, where a snooze would wait for River's
 	// completer. Leave the Nudger first: once the job ends, a wake must
 	// not be taken by this run any more.
-	nudger.leave(endpointID, wakes)
+	nudger.leave(endpointID, reg)
 	if err := w.yield(ctx, job, queue, fifo); err != nil {
 		return fmt.Errorf("yield: %w", err)
 	}
@@ -321,16 +334,17 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 
 // end ends the run if nothing is due (finish), having left the Nudger
 // first (see Nudger). If something became due while it looked, it joins
-// the Nudger again, with *wakes its new channel, and reports false: go on.
-func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], wakes *chan struct{}) (bool, error) {
+// the Nudger again, with *reg its new registration, and reports false: go
+// on.
+func (w *Worker) end(ctx context.Context, job *river.Job[jobs.DispatchArgs], reg **registration) (bool, error) {
 	endpointID := job.Args.EndpointID
-	w.cfg.Nudger.leave(endpointID, *wakes)
+	w.cfg.Nudger.leave(endpointID, *reg)
 	finished, err := w.finish(ctx, job)
 	if err != nil {
 		return false, fmt.Errorf("finish: %w", err)
 	}
 	if !finished {
-		*wakes = w.cfg.Nudger.join(endpointID)
+		*reg = w.cfg.Nudger.join(endpointID)
 	}
 	return finished, nil
 }

@@ -42,10 +42,10 @@ func TestWakeCrossesProcesses(t *testing.T) {
 
 	here := NewNudger(f.Store, f.Jobs, NudgerConfig{Logger: logger})                     // this process: no runs
 	nudge := func(id uuid.UUID) { require.NoError(t, here.Nudge(ctx, []uuid.UUID{id})) } // what fan-out does after its commit
-	awaitWake := func(wakes chan struct{}, what string) {
+	awaitWake := func(r *registration, what string) {
 		t.Helper()
 		select {
-		case <-wakes:
+		case <-r.wakes:
 		case <-time.After(10 * time.Second):
 			t.Fatal(what)
 		}
@@ -55,7 +55,7 @@ func TestWakeCrossesProcesses(t *testing.T) {
 	nudge(marker.ID) // likewise
 	nudge(marker.ID) // the marker's job is live: its run is woken, after anything sent before
 	awaitWake(markerWakes, "no wake crossed to the other process")
-	require.Empty(t, wakes, "a nudge that queued a new job woke a run")
+	require.Empty(t, wakes.wakes, "a nudge that queued a new job woke a run")
 
 	nudge(ep.ID) // the job is live: its run, wherever it is, is woken
 	awaitWake(wakes, "no wake crossed to the other process")

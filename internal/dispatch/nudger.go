@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -43,8 +44,11 @@ type Nudger struct {
 	cfg   NudgerConfig
 	alarm *alarm
 
+	// seq counts the claims completed by registered runs (registration).
+	seq atomic.Uint64
+
 	mu        sync.Mutex
-	runs      map[uuid.UUID]chan struct{} // each holds a wake not yet taken
+	runs      map[uuid.UUID]*registration
 	lingering int
 	stopping  <-chan struct{} // closed when the service stops; nil before Start
 
@@ -123,7 +127,7 @@ func NewNudger(st *store.Store, queue *jobs.Queue, cfg NudgerConfig) *Nudger {
 	return &Nudger{
 		store: st, queue: queue, cfg: cfg,
 		alarm:    newAlarm(cfg.Clock, cfg.Logger),
-		runs:     map[uuid.UUID]chan struct{}{},
+		runs:     map[uuid.UUID]*registration{},
 		polls:    map[uuid.UUID]map[chan struct{}]struct{}{},
 		pollKind: map[uuid.UUID]bool{},
 		stamps:   pollStamps{watched: map[uuid.UUID]uint64{}},
@@ -302,25 +306,35 @@ func (n *Nudger) signal(endpointIDs []uuid.UUID) []uuid.UUID {
 	var rest []uuid.UUID
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.stampLocked(endpointIDs)
 	for _, id := range endpointIDs {
+		n.stampLocked(id)
 		for wakes := range n.polls[id] {
 			select {
 			case wakes <- struct{}{}:
 			default:
 			}
 		}
-		wakes, ok := n.runs[id]
-		if !ok {
+		if !n.wakeLocked(id, 0, nil) {
 			rest = append(rest, id)
-			continue
-		}
-		select {
-		case wakes <- struct{}{}:
-		default: // already woken
 		}
 	}
 	return rest
+}
+
+// wakeLocked wakes the endpoint's run registered here, handing it the
+// deliveries made after seq (nil: not known), and reports whether there
+// is one. Under mu.
+func (n *Nudger) wakeLocked(endpointID uuid.UUID, seq uint64, made []Claimed) bool {
+	r, ok := n.runs[endpointID]
+	if !ok {
+		return false
+	}
+	r.hand(seq, made)
+	select {
+	case r.wakes <- struct{}{}:
+	default: // already woken
+	}
+	return true
 }
 
 // wakeChannel is the Postgres notification channel that names, as
@@ -362,10 +376,10 @@ func notifyIDs(endpointIDs []uuid.UUID, send func(payload string) error) error {
 	return nil
 }
 
-// join registers a run of the endpoint and returns the channel its wakes
-// arrive on, or nil when lingering is off or another run of the endpoint
-// is registered.
-func (n *Nudger) join(endpointID uuid.UUID) chan struct{} {
+// join registers a run of the endpoint and returns its registration, on
+// which its wakes and hand-offs arrive, or nil when lingering is off or
+// another run of the endpoint is registered. A new run must claim first.
+func (n *Nudger) join(endpointID uuid.UUID) *registration {
 	if n.cfg.MaxLinger <= 0 {
 		return nil
 	}
@@ -374,20 +388,19 @@ func (n *Nudger) join(endpointID uuid.UUID) chan struct{} {
 	if _, taken := n.runs[endpointID]; taken {
 		return nil
 	}
-	wakes := make(chan struct{}, 1)
-	n.runs[endpointID] = wakes
-	return wakes
+	r := &registration{wakes: make(chan struct{}, 1), claimed: n.seq.Load(), unknown: true}
+	n.runs[endpointID] = r
+	return r
 }
 
-// leave unregisters the run that joined with wakes; it may be called
-// again.
-func (n *Nudger) leave(endpointID uuid.UUID, wakes chan struct{}) {
-	if wakes == nil {
+// leave unregisters the run registered as r; it may be called again.
+func (n *Nudger) leave(endpointID uuid.UUID, r *registration) {
+	if r == nil {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.runs[endpointID] == wakes {
+	if n.runs[endpointID] == r {
 		delete(n.runs, endpointID)
 	}
 }
@@ -395,14 +408,15 @@ func (n *Nudger) leave(endpointID uuid.UUID, wakes chan struct{}) {
 // lingerFor is how long a run with nothing due lingers.
 const lingerFor = time.Second
 
-// linger waits up to lingerFor (within deadline) for a wake on wakes, and
-// reports whether one came. It gives up when ctx ends, when the Nudger
+// linger waits up to lingerFor (within deadline) for a wake of r's run,
+// and reports whether one came. It gives up when ctx ends, when the Nudger
 // stops, and at once when MaxLinger runs linger already.
-func (n *Nudger) linger(ctx context.Context, clock Clock, wakes chan struct{}, deadline time.Time) bool {
+func (n *Nudger) linger(ctx context.Context, clock Clock, r *registration, deadline time.Time) bool {
 	wait := min(lingerFor, deadline.Sub(clock.Now()))
-	if wakes == nil || wait <= 0 {
+	if r == nil || wait <= 0 {
 		return false
 	}
+	wakes := r.wakes
 	select {
 	case <-wakes: // woken while the run was busy
 		return true

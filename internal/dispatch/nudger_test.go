@@ -25,9 +25,9 @@ func TestUnitNudgerSignalsRegisteredRuns(t *testing.T) {
 	require.NotNil(t, wakes)
 	require.Nil(t, n.join(a), "one registered run per endpoint")
 	require.Equal(t, []uuid.UUID{b}, n.signal([]uuid.UUID{a, b}), "a's run takes the wake, b needs a job")
-	require.Len(t, wakes, 1)
+	require.Len(t, wakes.wakes, 1)
 	require.Equal(t, []uuid.UUID{b}, n.signal([]uuid.UUID{a, b}), "woken twice: one wake held")
-	require.Len(t, wakes, 1)
+	require.Len(t, wakes.wakes, 1)
 
 	n.leave(a, wakes)
 	n.leave(a, wakes)

@@ -73,13 +73,11 @@ func (n *Nudger) gapLocked() {
 	n.stamps.gap = n.stamps.seq
 }
 
-// stampLocked records a change of each of these endpoints that is watched.
-func (n *Nudger) stampLocked(endpointIDs []uuid.UUID) {
-	for _, id := range endpointIDs {
-		if _, ok := n.stamps.watched[id]; ok {
-			n.stamps.seq++
-			n.stamps.watched[id] = n.stamps.seq
-		}
+// stampLocked records a change of the endpoint, if it is watched.
+func (n *Nudger) stampLocked(endpointID uuid.UUID) {
+	if _, ok := n.stamps.watched[endpointID]; ok {
+		n.stamps.seq++
+		n.stamps.watched[endpointID] = n.stamps.seq
 	}
 }
 

@@ -36,6 +36,24 @@ func (k knownTarget) unlocked(now time.Time) bool {
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
 
+// next is the batch a run sends next: the deliveries handed to it (see
+// registration), when it may send them without asking the database, or
+// else what it claims. It may when it knows the endpoint needs nothing
+// decided under its lock (knownTarget.unlocked, which also means its last
+// locked read is under refreshTarget old, so a retry that came due
+// meanwhile waits at most that long) and they fit in one batch. The run
+// passes handed only when it lingered on a queue with nothing else due:
+// every delivery made since came with a wake.
+func (w *Worker) next(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget, reg *registration, handed []Claimed) (Target, claimPlan, Claim, error) {
+	if n := known.target.MaxInFlight; len(handed) > 0 && len(handed) <= n && known.unlocked(now) {
+		return known.target, claimPlan{n: n}, Claim{Deliveries: handed, Handed: true}, nil
+	}
+	w.cfg.Nudger.claiming(reg)
+	target, plan, claimed, err := w.claim(ctx, endpointID, after, now, known)
+	w.cfg.Nudger.claimed(reg)
+	return target, plan, claimed, err
+}
+
 // claim claims the endpoint's due deliveries after the position at now: on
 // the unlocked path with a single read, otherwise with claimLocked, which
 // decides under the endpoint's lock. The plan says why nothing was claimed;

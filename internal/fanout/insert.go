@@ -33,9 +33,9 @@ const MaxInlineDeliveries = 1000
 // Insert stores events of any tenants (a group of single posts, or one
 // tenant's batch) and makes their deliveries in the same transaction, so
 // that a post costs no fan-out job: no job row written, fetched and
-// completed. It returns the events in input order and the endpoints whose
-// queues changed, which the caller nudges after the commit
-// (dispatch.Nudger.Nudge).
+// completed. It returns the events in input order and the deliveries made,
+// by endpoint, which the caller hands over or nudges after the commit
+// (dispatch.Nudger.Hand).
 //
 // A group of up to maxInsertEvents events with neither coalesce keys nor
 // consumers is one statement (insertRouted). Others go through a
@@ -47,22 +47,22 @@ const MaxInlineDeliveries = 1000
 // on, and can deadlock with, the dispatchers recording those rows: a
 // fan-out job retries that, but a POST would fail. Idempotency keys are
 // not looked at: events that carry one go through InsertOne.
-func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, nudger dispatch.TxNudger) ([]sluice.Event, []uuid.UUID, error) {
+func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, nudger dispatch.TxNudger) ([]sluice.Event, dispatch.Made, error) {
 	out := newEvents(evs)
 	stored, err := sealEvents(ctx, st.Payloads(), out)
 	if err != nil {
 		return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 	}
 	if oneStatement(stored) {
-		touched, err := insertRouted(ctx, st, stored)
+		made, err := insertRouted(ctx, st, stored)
 		if err == nil {
-			return out, touched, nil
+			return out, made, nil
 		}
 		if !errors.Is(err, errOverInline) && !errors.Is(err, errSealedFilter) {
 			return out, nil, fmt.Errorf("store %d events: %w", len(out), err)
 		}
 	}
-	var touched []uuid.UUID
+	var touched dispatch.Made
 	err = st.InRoutingTx(ctx, func(tx store.Tx) error {
 		if err := insertEvents(ctx, tx, stored); err != nil {
 			return fmt.Errorf("insert events: %w", err)
@@ -79,7 +79,10 @@ func Insert(ctx context.Context, st *store.Store, evs []TenantEvent, nudger disp
 		if err != nil {
 			return err
 		}
-		touched = endpoints
+		touched = make(dispatch.Made, len(endpoints))
+		for _, id := range endpoints {
+			touched[id] = nil // made, not known
+		}
 		if len(keyed) == 0 {
 			return nil
 		}
@@ -126,8 +129,8 @@ var errOverInline = errors.New("more deliveries than are made inline")
 // insertRouted stores evs, none with a coalesce key or a consumer, and
 // their deliveries with one statement in one round trip
 // (InsertRoutedEvents: events, routing and deliveries, where a transaction
-// takes five round trips) and returns the endpoints it made deliveries for.
-func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]uuid.UUID, error) {
+// takes five round trips) and returns the deliveries it made.
+func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) (dispatch.Made, error) {
 	e := eventsParams(evs)
 	p := dbq.InsertRoutedEventsParams{
 		Ids: e.Ids, TenantIds: e.TenantIds, Types: e.Types, Payloads: e.Payloads,
@@ -151,7 +154,7 @@ func insertRouted(ctx context.Context, st *store.Store, evs []sluice.Event) ([]u
 	if err != nil {
 		return nil, fmt.Errorf("insert routed events: %w", err)
 	}
-	return endpointsOf(rows), nil
+	return made(evs, rows), nil
 }
 
 // overInlineCode is the SQLSTATE of sluice_within_inline_limit's error
@@ -308,16 +311,27 @@ func eventIDs(evs []sluice.Event) []uuid.UUID {
 	return ids
 }
 
-// endpointsOf lists, once each, the endpoints InsertRoutedEvents made
-// deliveries for.
-func endpointsOf(rows []dbq.InsertRoutedEventsRow) []uuid.UUID {
-	seen := make(map[uuid.UUID]bool, len(rows))
-	var ids []uuid.UUID
-	for _, r := range rows {
-		if !seen[r.EndpointID] {
-			seen[r.EndpointID] = true
-			ids = append(ids, r.EndpointID)
-		}
+// made is the deliveries InsertRoutedEvents made of evs, as stored, by
+// endpoint, each as a claim would return it.
+func made(evs []sluice.Event, rows []dbq.InsertRoutedEventsRow) dispatch.Made {
+	if len(rows) == 0 {
+		return nil
 	}
-	return ids
+	byID := make(map[uuid.UUID]*sluice.Event, len(evs))
+	for i := range evs {
+		byID[evs[i].ID] = &evs[i]
+	}
+	m := make(dispatch.Made)
+	for _, r := range rows {
+		ev := byID[r.EventID]
+		var due time.Time // now(), never NULL for a new delivery
+		if r.NextAttemptAt != nil {
+			due = *r.NextAttemptAt
+		}
+		m[r.EndpointID] = append(m[r.EndpointID], dispatch.Claimed{
+			ID: r.ID, EventID: r.EventID, NextAttemptAt: due, EventType: ev.Type,
+			Payload: ev.Payload, EventCreatedAt: ev.CreatedAt, TraceContext: ev.TraceContext,
+		})
+	}
+	return m
 }

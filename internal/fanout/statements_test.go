@@ -74,7 +74,7 @@ func TestOneStatementFiltersOnlyFilteringTenants(t *testing.T) {
 		post(f.TenantB.ID, `{"tier": "gold"}`), post(f.TenantB.ID, `{"tier": "tin"}`), post(f.TenantB.ID, `[1, 2]`),
 	}, f.Jobs)
 	require.NoError(t, err)
-	require.ElementsMatch(t, []uuid.UUID{epA, epB.ID}, touched)
+	require.ElementsMatch(t, []uuid.UUID{epA, epB.ID}, touched.Endpoints())
 	var got []bool
 	for _, ev := range evs {
 		var n int

@@ -153,16 +153,19 @@ func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([
 	return i.commit(ctx, evs, len(evs))
 }
 
-// commit stores the events of one or more requests in one transaction
-// and passes their endpoints to the nudging loop.
+// commit stores the events of one or more requests in one transaction,
+// hands the deliveries it made to the runs of their endpoints registered
+// in this process, and passes the other endpoints to the nudging loop.
+// The hand-off's sequence is read before the insert (dispatch.Nudger.Seq).
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
 	spans := i.startCommit(ctx, evs, requests)
-	out, touched, err := fanout.Insert(ctx, i.st, evs, i.cfg.Nudger)
+	seq := i.cfg.Nudger.Seq()
+	out, made, err := fanout.Insert(ctx, i.st, evs, i.cfg.Nudger)
 	endCommit(spans, err)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", err)
 	}
-	i.nudges.add(touched)
+	i.nudges.add(i.cfg.Nudger.Hand(seq, made))
 	return out, nil
 }
 

@@ -76,11 +76,13 @@ var (
 		Name: "sluice_jobs_replaced_total",
 		Help: "Fan-out, dispatch and bulk replay jobs replaced because their run died.",
 	})
-	// DispatchBatches counts the batches dispatch runs claimed and sent.
-	DispatchBatches = auto.NewCounter(prometheus.CounterOpts{
+	// DispatchBatches counts the batches dispatch runs sent, by where they
+	// came from: "claimed" from the database, or "handed" over by a post in
+	// the same process.
+	DispatchBatches = auto.NewCounterVec(prometheus.CounterOpts{
 		Name: "sluice_dispatch_batches_total",
-		Help: "Batches of deliveries claimed and sent by dispatch runs.",
-	})
+		Help: "Batches of deliveries sent by dispatch runs, by source: claimed, or handed over by a post in the same process.",
+	}, []string{"source"})
 	// FirstAttemptLag is the time from an event's acceptance to the first
 	// attempt of each of its deliveries (replays excluded).
 	FirstAttemptLag = auto.NewHistogram(prometheus.HistogramOpts{
