@@ -50,7 +50,7 @@ func TestMadeIsWhatAClaimReturns(t *testing.T) {
 			got.Payload, want.Payload, got.TraceContext, want.TraceContext = nil, nil, nil, nil
 			require.True(t, got.NextAttemptAt.Equal(want.NextAttemptAt))
 			require.True(t, got.EventCreatedAt.Equal(want.EventCreatedAt))
-			got.NextAttemptAt, want.NextAttemptAt, got.EventCreatedAt, want.EventCreatedAt = want.NextAttemptAt, want.NextAttemptAt, want.EventCreatedAt, want.EventCreatedAt
+			got.NextAttemptAt, got.EventCreatedAt = want.NextAttemptAt, want.EventCreatedAt // equal, in other locations
 			require.Equal(t, want, got)
 		}
 	}
