@@ -42,9 +42,10 @@ func newHTTPClient() *http.Client {
 
 // EventIn is one event as posted.
 type EventIn struct {
-	Type     string          `json:"type"`
-	Payload  json.RawMessage `json:"payload"`
-	Consumer string          `json:"consumer,omitempty"`
+	Type        string          `json:"type"`
+	Payload     json.RawMessage `json:"payload"`
+	Consumer    string          `json:"consumer,omitempty"`
+	OrderingKey string          `json:"ordering_key,omitempty"`
 }
 
 // do sends body (raw JSON bytes, or a value to marshal, or nil) and expects
@@ -99,12 +100,21 @@ func (c *Client) CreateEndpoint(ctx context.Context, url string, maxInFlight int
 // CreateConsumerEndpoint is CreateEndpoint for an endpoint of a consumer
 // (none when consumer is empty).
 func (c *Client) CreateConsumerEndpoint(ctx context.Context, url string, maxInFlight int, consumer string) (string, error) {
+	return c.CreateEndpointWith(ctx, url, maxInFlight, consumer, nil)
+}
+
+// CreateEndpointWith is CreateConsumerEndpoint with more of the endpoint's
+// fields (ordering, rate_limit, ...), none when extra is nil.
+func (c *Client) CreateEndpointWith(ctx context.Context, url string, maxInFlight int, consumer string, extra map[string]any) (string, error) {
 	var ep struct {
 		ID string `json:"id"`
 	}
 	body := map[string]any{"url": url, "max_in_flight": maxInFlight}
 	if consumer != "" {
 		body["consumer"] = consumer
+	}
+	for k, v := range extra {
+		body[k] = v
 	}
 	err := c.do(ctx, http.MethodPost, "/v1/endpoints", body, http.StatusCreated, &ep)
 	return ep.ID, err

@@ -65,6 +65,10 @@ type e2eLoad struct {
 	clients    int     // concurrent senders
 	floor      bool    // post the same to the floor too (floor.go)
 	cost       bool    // CPU, statements and duplicates per delivery (costMetrics)
+	// features are what every endpoint uses beyond a plain one (costs.go).
+	features sinkFeatures
+	// lines, when not 0, gives event k the ordering_key "line-(k mod lines)".
+	lines int
 }
 
 // e2e posts events in batches of 1000 (4 clients) spread over endpoints
@@ -98,9 +102,9 @@ func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
 	receivers := newReceivers(load.endpoints)
 	defer receivers.Close()
 	t, err := env.Repeat(ctx, e2eMetrics(load), func(ctx context.Context, run int) (s Sample, err error) {
-		sinks, err := newSinks(ctx, env.API, receivers, maxInFlight, func(i int) string {
+		sinks, err := newSinksUsing(ctx, env.API, receivers, maxInFlight, func(i int) string {
 			return fmt.Sprintf("bench.%s.r%d.%d", load.label, run, i)
-		})
+		}, load.features)
 		if err != nil {
 			return s, fmt.Errorf("set up endpoints: %w", err)
 		}
@@ -113,6 +117,9 @@ func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
 			for j := range evs {
 				k := first + j
 				evs[j] = EventIn{Type: sinks.Types[k%load.endpoints], Payload: payload(0, k)}
+				if load.lines > 0 {
+					evs[j].OrderingKey = fmt.Sprintf("line-%d", k%load.lines)
+				}
 			}
 			if load.perRequest == 1 {
 				bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent

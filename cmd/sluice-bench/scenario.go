@@ -38,7 +38,7 @@ type Scenario struct {
 
 // scenarios lists every scenario, in the order they run.
 func scenarios() []Scenario {
-	return []Scenario{
+	return append([]Scenario{
 		ingestBatchScenario,
 		ingestSingleScenario,
 		e2eOneScenario,
@@ -66,7 +66,7 @@ func scenarios() []Scenario {
 		schemaNeighbourScenario,
 		searchScenario,
 		largeScenario,
-	}
+	}, costScenarios()...)
 }
 
 func scenarioNames() []string {
@@ -127,6 +127,9 @@ type Env struct {
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
+	// PlainCost is cost-plain's medians by metric, once measured
+	// (costs.go).
+	PlainCost map[string]float64
 
 	// Blocked are endpoints a scenario left throttled or disabled with a
 	// backlog on purpose; quiesce ignores their queued deliveries and jobs.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -55,11 +56,43 @@ func newSinks(ctx context.Context, api *Client, rs Receivers, maxInFlight int, t
 	return newConsumerSinks(ctx, api, rs, len(rs), maxInFlight, typeOf, func(int) string { return "" })
 }
 
+// sinkFeatures are what newSinksUsing gives every endpoint beside the
+// plain ones: more endpoint fields (ordering, rate_limit, ...) and a
+// payload filter on its subscription.
+type sinkFeatures struct {
+	endpoint map[string]any
+	filter   json.RawMessage
+}
+
+// newSinksUsing is newSinks with features.
+func newSinksUsing(ctx context.Context, api *Client, rs Receivers, maxInFlight int, typeOf func(i int) string, f sinkFeatures) (*Sinks, error) {
+	return makeSinks(ctx, api, rs, len(rs), typeOf, func(i int, url string) (string, error) {
+		id, err := api.CreateEndpointWith(ctx, url, maxInFlight, "", f.endpoint)
+		if err != nil {
+			return "", err
+		}
+		return api.SubscribeFiltered(ctx, id, f.filter, typeOf(i))
+	})
+}
+
 // newConsumerSinks makes n endpoints spread over the receivers (endpoint i
 // on receiver i mod len(rs), at a path of its own when n > len(rs)),
 // endpoint i subscribed to typeOf(i) and belonging to the consumer
 // consumerOf(i) (none when ""), which must exist.
 func newConsumerSinks(ctx context.Context, api *Client, rs Receivers, n, maxInFlight int, typeOf, consumerOf func(i int) string) (*Sinks, error) {
+	return makeSinks(ctx, api, rs, n, typeOf, func(i int, url string) (string, error) {
+		id, err := api.CreateConsumerEndpoint(ctx, url, maxInFlight, consumerOf(i))
+		if err != nil {
+			return "", err
+		}
+		return api.Subscribe(ctx, id, typeOf(i))
+	})
+}
+
+// makeSinks makes n endpoints spread over the receivers with create,
+// which makes endpoint i at url, subscribed, and returns its
+// subscription's id; on a failure it deletes what it made through api.
+func makeSinks(ctx context.Context, api *Client, rs Receivers, n int, typeOf func(i int) string, create func(i int, url string) (string, error)) (*Sinks, error) {
 	s := &Sinks{Types: make([]string, n), receivers: rs, base: make([]int, len(rs)), subscriptions: make([]string, n)}
 	for i, r := range rs {
 		s.base[i] = r.Count()
@@ -72,11 +105,8 @@ func newConsumerSinks(ctx context.Context, api *Client, rs Receivers, n, maxInFl
 		if n > len(rs) {
 			url += fmt.Sprintf("/e%d", i)
 		}
-		id, err := api.CreateConsumerEndpoint(ctx, url, maxInFlight, consumerOf(i))
-		if err != nil {
-			return err
-		}
-		s.subscriptions[i], err = api.Subscribe(ctx, id, s.Types[i])
+		var err error
+		s.subscriptions[i], err = create(i, url)
 		return err
 	})
 	if err != nil {
