@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,16 +23,37 @@ import (
 // Helpers for tests of `sluice listen` as its users run it: this
 // package built into a binary, run as a process of its own.
 
-// sluiceBinary builds this package into a temporary folder and returns
-// the binary's path.
+// built is this package built into a binary, once for the tests that
+// run it; TestMain deletes it.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+	out      []byte
+}
+
+// sluiceBinary builds this package (once) and returns the binary's path.
 func sluiceBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "sluice")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "sluice-listen-test-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "sluice")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		built.out, built.err = exec.CommandContext(ctx, "go", "build", "-o", built.bin, ".").CombinedOutput()
+	})
+	require.NoError(t, built.err, "go build: %s", built.out)
+	return built.bin
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+	os.Exit(code)
 }
 
 // listenProc is a running `sluice listen` process: the lines it printed
