@@ -230,6 +230,8 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 
 		SearchDeliveries: o.searchDeliveries,
 		SearchRequests:   o.searchRequests,
+
+		SluiceBin: srv.bin,
 	}
 }
 

@@ -63,6 +63,7 @@ func scenarios() []Scenario {
 		filtersScenario,
 		optionsScenario,
 		pollIdleScenario,
+		listenScenario,
 		schemaNeighbourScenario,
 		searchScenario,
 		largeScenario,
@@ -124,6 +125,10 @@ type Env struct {
 	// SearchDeliveries and SearchRequests are -search-deliveries and
 	// -search-requests; 0 means the search scenario's defaults.
 	SearchDeliveries, SearchRequests int
+
+	// SluiceBin is the sluice binary, for a scenario that runs a command
+	// of its own beside the server (listen).
+	SluiceBin string
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
