@@ -66,6 +66,7 @@ func scenarios() []Scenario {
 		schemaNeighbourScenario,
 		searchScenario,
 		largeScenario,
+		brokersScenario,
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -78,6 +79,9 @@ func StartRedis(dir string, args ...string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mkdir(dir); err != nil {
+		return nil, err
+	}
 	return start("redis", func(port int) (*exec.Cmd, error) {
 		a := append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 			"--dir", dir, "--loglevel", "notice"}, args...)
@@ -89,6 +93,9 @@ func StartRedis(dir string, args ...string) (*Broker, error) {
 func StartNATS(dir string, args ...string) (*Broker, error) {
 	bin, err := lookPath("nats-server", "nats-server")
 	if err != nil {
+		return nil, err
+	}
+	if err := mkdir(dir); err != nil {
 		return nil, err
 	}
 	return start("nats", func(port int) (*exec.Cmd, error) {
@@ -120,6 +127,15 @@ func lookPath(bin, pkg string) (string, error) {
 		}
 	}
 	return path, nil
+}
+
+// mkdir makes the broker's directory, as the Start* functions take one
+// that may not exist yet.
+func mkdir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("make the broker's directory: %w", err)
+	}
+	return nil
 }
 
 // start runs command on a free port until its output says ready, trying

@@ -41,6 +41,9 @@ func StartRabbitMQ(dir string, conf ...string) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := mkdir(dir); err != nil {
+		return nil, err
+	}
 	epmd, err := start("epmd", func(port int) (*exec.Cmd, error) {
 		return exec.Command(epmdBin, "-d", "-port", strconv.Itoa(port)), nil
 	}, dir, "epmd running", "%d", startTimeout)
