@@ -30,7 +30,8 @@ import (
 // messages with publisher confirms). A reader per broker takes every
 // message out as it arrives, across restarts, so that the checks are: no
 // accepted event missing from any broker, duplicates (at-least-once)
-// counted, deliveries resumed within brokerResume of the broker's return,
+// counted, an attempt started after the broker's return confirmed within
+// brokerResume of it (delivery_attempts),
 // and the HTTP endpoint's delivery latency during the faults beside
 // before.
 
@@ -80,21 +81,17 @@ type brokerEndpoint struct {
 	id   string // the endpoint's
 
 	mu sync.Mutex
-	// got counts each webhook-id read; at are the messages' times (the
-	// broker's own where it stamps one: Redis entry IDs, JetStream;
-	// RabbitMQ's the reader's, a little later).
+	// got counts each webhook-id read.
 	got map[string]int
-	at  []time.Time
 	// Where the reader goes on from after a reconnect: the last Redis
 	// entry ID read, the next JetStream sequence number.
 	redisLast string
 	natsNext  uint64
 }
 
-func (be *brokerEndpoint) add(id string, at time.Time) {
+func (be *brokerEndpoint) add(id string) {
 	be.mu.Lock()
 	be.got[id]++
-	be.at = append(be.at, at)
 	be.mu.Unlock()
 }
 
@@ -110,17 +107,16 @@ func (be *brokerEndpoint) missing(ids []string) int {
 	return n
 }
 
-// firstAfter is the first message's time after t, or the zero time.
-func (be *brokerEndpoint) firstAfter(t time.Time) time.Time {
-	be.mu.Lock()
-	defer be.mu.Unlock()
-	var first time.Time
-	for _, at := range be.at {
-		if at.After(t) && (first.IsZero() || at.Before(first)) {
-			first = at
-		}
+// firstConfirmedAfter is when the first attempt to be's endpoint that
+// started after t was confirmed by its broker (delivery_attempts: no
+// error), or the zero time.
+func (e *Env) firstConfirmedAfter(ctx context.Context, be *brokerEndpoint, t time.Time) (time.Time, error) {
+	var at *time.Time
+	err := e.DB.QueryRow(ctx, `SELECT min(at) FROM delivery_attempts WHERE endpoint_id = $1 AND at > $2 AND error IS NULL`, be.id, t).Scan(&at)
+	if err != nil || at == nil {
+		return time.Time{}, err //nolint:wrapcheck // named by the caller
 	}
-	return first
+	return *at, nil
 }
 
 // startBroker starts the broker kind name in dir, ready for durable
@@ -200,7 +196,7 @@ func (be *brokerEndpoint) read(ctx context.Context) {
 // readRedis reads the stream from its start, then after the last entry
 // read, until an error.
 func (be *brokerEndpoint) readRedis(ctx context.Context) error {
-	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(be.b.Port), Protocol: 2, DisableIdentity: true, MaxRetries: -1})
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(be.b.Port), Protocol: 2, DisableIdentity: true, MaxRetries: -1, DialerRetries: 1})
 	defer rdb.Close()
 	for ctx.Err() == nil {
 		last := be.redisLast
@@ -215,9 +211,8 @@ func (be *brokerEndpoint) readRedis(ctx context.Context) error {
 			entries = entries[1:]
 		}
 		for _, e := range entries {
-			ms, _ := strconv.ParseInt(strings.SplitN(e.ID, "-", 2)[0], 10, 64)
 			id, _ := e.Values["webhook-id"].(string)
-			be.add(id, time.UnixMilli(ms))
+			be.add(id)
 			be.redisLast = e.ID
 		}
 		if len(entries) == 0 {
@@ -261,7 +256,7 @@ func (be *brokerEndpoint) readNATS(ctx context.Context) error {
 			if err != nil {
 				return fmt.Errorf("get %d: %w", *next, err)
 			}
-			be.add(m.Header.Get("webhook-id"), m.Time)
+			be.add(m.Header.Get("webhook-id"))
 		}
 	}
 	return nil
@@ -293,7 +288,7 @@ func (be *brokerEndpoint) readRabbit(ctx context.Context) error {
 		seen := be.got[id] > 0
 		be.mu.Unlock()
 		if !d.Redelivered || !seen {
-			be.add(id, time.Now())
+			be.add(id)
 		}
 		_ = d.Ack(false)
 	}
@@ -433,7 +428,10 @@ func (s *Suite) runBrokers(ctx context.Context, sc Scenario, kinds []string, ala
 			if !strings.HasSuffix(f.Kind, " "+be.name) {
 				continue
 			}
-			first := be.firstAfter(f.End)
+			first, err := e.firstConfirmedAfter(ctx, be, f.End)
+			if err != nil {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s: read its attempts: %v", be.name, err))
+			}
 			resumed := first.Sub(f.End)
 			add(fmt.Sprintf("%s: delivered again ≤ %s after %q", be.name, brokerResume, f.Kind),
 				!first.IsZero() && resumed <= brokerResume, "%s", secsOrNever(first, resumed))
