@@ -334,8 +334,12 @@ func brokersFloor(ctx context.Context, kind string, b *brokertest.Broker, sink *
 	if err := <-errs; err != nil {
 		return 0, err
 	}
-	if n, err := sink.count(ctx); err != nil || n < events {
-		return 0, fmt.Errorf("the broker holds %d of the %d messages confirmed (%v)", n, events, err)
+	n, err := sink.count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count the floor's messages: %w", err)
+	}
+	if n < events {
+		return 0, fmt.Errorf("the broker holds %d of the %d messages confirmed", n, events)
 	}
 	return float64(events) / end.Sub(start).Seconds(), nil
 }
