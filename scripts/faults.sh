@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # faults.sh — make faults: install what the fault scenarios run when it is
-# missing (PostgreSQL's server, and for the Patroni and PgBouncer scenarios
-# patroni, etcd-server, pgbouncer, curl), as .ci/run does for make test,
+# missing (PostgreSQL's server, for the Patroni and PgBouncer scenarios
+# patroni, etcd-server, pgbouncer, curl, and for the broker scenarios
+# redis-server, nats-server, rabbitmq-server), as .ci/run does for make test,
 # then run cmd/sluice-faults with the arguments given (FAULTSFLAGS).
 set -euo pipefail
 
@@ -17,6 +18,9 @@ command -v patroni >/dev/null 2>&1 || need+=(patroni)
 command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v pgbouncer >/dev/null 2>&1 || need+=(pgbouncer)
 command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v nats-server >/dev/null 2>&1 || need+=(nats-server)
+[[ -x /usr/lib/rabbitmq/bin/rabbitmq-server ]] || need+=(rabbitmq-server)
 if [[ ${#need[@]} -gt 0 ]]; then
   command -v apt-get >/dev/null 2>&1 || { log "missing ${need[*]} and no apt-get to install them"; exit 1; }
   SUDO=""

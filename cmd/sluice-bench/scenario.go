@@ -67,6 +67,7 @@ func scenarios() []Scenario {
 		schemaNeighbourScenario,
 		searchScenario,
 		largeScenario,
+		brokersScenario,
 	}, costScenarios()...)
 }
 

@@ -136,7 +136,12 @@ func (pol flowPolicy) apply(f Flow, rl *sluice.RateLimit, sent []sentDelivery, n
 		case res.Throttled() && adaptive && res.RetryAfter == 0:
 			continue // the lowered rate is the answer: no throttle window
 		case res.Throttled():
-			f.Throttle = flow.NextThrottle(f.Throttle, res.RetryAfter, pol.throttle, now)
+			// An attempt started before the end of a window it finds open
+			// was in flight when that window opened (nothing is sent
+			// during one): the same 429, not one more in a row.
+			if !f.Throttle.Active(res.At) {
+				f.Throttle = flow.NextThrottle(f.Throttle, res.RetryAfter, pol.throttle, now)
+			}
 			throttledNow = true
 			continue
 		case res.Delivered():

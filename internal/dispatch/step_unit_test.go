@@ -165,13 +165,25 @@ func TestUnitFlowApply(t *testing.T) {
 		require.Equal(t, now.Add(7*time.Second), after.Throttle.Until, "Retry-After")
 		require.Equal(t, 1, after.Throttle.Count)
 
-		after, _ = testPolicy.apply(after, nil, sent(429), now)
-		require.Equal(t, now.Add(5*time.Minute), after.Throttle.Until, "second in a row: the schedule's second step")
+		// Started once the window had ended: the second 429 in a row.
+		later := after.Throttle.Until.Add(time.Millisecond)
+		second := sent(429)
+		second[0].result.At = later
+		after, _ = testPolicy.apply(after, nil, second, later)
+		require.Equal(t, later.Add(5*time.Minute), after.Throttle.Until, "second in a row: the schedule's second step")
 		require.Equal(t, 2, after.Throttle.Count)
 		require.Zero(t, after.Breaker.Failures, "a 429 is no failure")
 
-		kept, _ := testPolicy.apply(after, nil, sent(429, 200), now)
-		require.Equal(t, 3, kept.Throttle.Count, "a success in the batch that was throttled keeps the throttle")
+		kept, _ := testPolicy.apply(after, nil, sent(429, 200), later)
+		require.Equal(t, after.Throttle, kept.Throttle, "a success in the batch that was throttled keeps the throttle")
+	})
+	t.Run("429s in flight together are one in a row", func(t *testing.T) {
+		after, _ := testPolicy.apply(Flow{}, nil, sent(429, 429, 429, 429), now)
+		require.Equal(t, 1, after.Throttle.Count, "four attempts in flight at once met the same refusal")
+		require.Equal(t, now.Add(time.Minute), after.Throttle.Until, "the schedule's first step")
+		// One more started before the window opened, answered after.
+		again, _ := testPolicy.apply(after, nil, sent(429), now.Add(time.Second))
+		require.Equal(t, after.Throttle, again.Throttle)
 		lifted, _ := testPolicy.apply(after, nil, sent(200), now)
 		require.Equal(t, flow.Throttle{}, lifted.Throttle, "a success lifts it")
 	})

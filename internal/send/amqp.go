@@ -50,7 +50,7 @@ type amqpChannel struct {
 
 const (
 	amqpFirstBackoff = 250 * time.Millisecond
-	amqpMaxBackoff   = 5 * time.Second
+	amqpMaxBackoff   = 2 * time.Second
 	amqpDialTimeout  = 5 * time.Second
 	amqpMaxIdle      = 64 // idle channels kept per broker; more are closed
 )

@@ -15,7 +15,7 @@ import (
 // natsDest publishes to NATS JetStream: a message to the destination's
 // subject with the webhook-* headers, delivered once its stream acks it.
 // One connection per server URL, which nats.go reconnects with backoff
-// (forever) when it drops.
+// (forever) when it drops; while it is down, publishes fail at once.
 type natsDest struct {
 	conn *nats.Conn
 	js   jetstream.JetStream
@@ -49,6 +49,10 @@ func openNATS(rawURL string, dial dialFunc) (destination, error) {
 		nats.MaxReconnects(-1),
 		nats.ReconnectWait(250*time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
+		// No buffer while reconnecting: a publish then fails at once, an
+		// attempt that failed, instead of waiting out the attempt's timeout
+		// and reaching the stream later unconfirmed (a duplicate).
+		nats.ReconnectBufSize(-1),
 		nats.NoCallbacksAfterClientClose(),
 	)
 	if err != nil {
@@ -94,6 +98,8 @@ func natsErr(err error) error {
 	switch {
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
 		return errors.New("nats: no stream takes this subject")
+	case errors.Is(err, nats.ErrReconnectBufExceeded), errors.Is(err, nats.ErrConnectionClosed):
+		return errors.New("nats: not connected to the server (reconnecting)")
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return err
 	}

@@ -25,6 +25,7 @@ func openRedis(rawURL string, dial dialFunc) (destination, error) {
 	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) { return dial(ctx, network, addr) }
 	opts.MaxRetries = 1
 	opts.MinRetryBackoff, opts.MaxRetryBackoff = 100*time.Millisecond, 2*time.Second
+	opts.DialerRetries = 1            // a refused dial fails the attempt; the retry schedule tries again
 	opts.ContextTimeoutEnabled = true // the attempt's timeout bounds each command
 	opts.DisableIdentity = true       // no CLIENT SETINFO: nothing a plain server may refuse
 	opts.Protocol = 2

@@ -1,6 +1,8 @@
 package brokertest
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,33 +27,59 @@ const rabbitBin = "/usr/lib/rabbitmq/bin"
 // extra rabbitmq.conf lines ("vm_memory_high_watermark.absolute = 1").
 func RabbitMQ(t testing.TB, conf ...string) *Broker {
 	t.Helper()
+	b, err := StartRabbitMQ(t.TempDir(), conf...)
+	return must(t, b, err)
+}
+
+// StartRabbitMQ is RabbitMQ in dir, for a program; Stop stops it.
+func StartRabbitMQ(dir string, conf ...string) (*Broker, error) {
 	server := filepath.Join(rabbitBin, "rabbitmq-server")
 	if _, err := os.Stat(server); err != nil {
-		t.Skipf("rabbitmq-server is not installed (apt-get install -y rabbitmq-server): %v", err)
+		return nil, fmt.Errorf("%w: rabbitmq-server (apt-get install -y rabbitmq-server): %w", ErrNotInstalled, err)
 	}
-	epmdBin := lookPath(t, "epmd", "erlang-base")
-	dir := t.TempDir()
-	epmd := start(t, "epmd", func(port int) *exec.Cmd {
-		return exec.Command(epmdBin, "-d", "-port", strconv.Itoa(port))
-	}, "epmd running", "%d", startTimeout)
+	epmdBin, err := lookPath("epmd", "erlang-base")
+	if err != nil {
+		return nil, err
+	}
+	if err := mkdir(dir); err != nil {
+		return nil, err
+	}
+	epmd, err := start("epmd", func(port int) (*exec.Cmd, error) {
+		return exec.Command(epmdBin, "-d", "-port", strconv.Itoa(port)), nil
+	}, dir, "epmd running", "%d", startTimeout)
+	if err != nil {
+		return nil, err
+	}
 	config := filepath.Join(dir, "rabbitmq.conf")
-	write(t, config, strings.Join(conf, "\n")+"\n")
 	plugins := filepath.Join(dir, "enabled_plugins")
-	write(t, plugins, "[].\n")
-	var env []string
-	b := start(t, "rabbitmq", func(port int) *exec.Cmd {
-		node := "sluice" + strconv.Itoa(port) + "@localhost"
-		env = []string{
+	if err := write(config, strings.Join(conf, "\n")+"\n"); err != nil {
+		epmd.Stop()
+		return nil, err
+	}
+	if err := write(plugins, "[].\n"); err != nil {
+		epmd.Stop()
+		return nil, err
+	}
+	// The node's name follows its port, so a restart on the same port is
+	// the same node, with the same database and cookie.
+	env := func(port int) []string {
+		return []string{
 			"PATH=/usr/bin:/bin", "HOME=" + dir, "LANG=C.UTF-8",
 			"ERL_EPMD_PORT=" + strconv.Itoa(epmd.Port),
-			"RABBITMQ_NODENAME=" + node,
+			"RABBITMQ_NODENAME=sluice" + strconv.Itoa(port) + "@localhost",
 			"RABBITMQ_CONF_ENV_FILE=" + filepath.Join(dir, "rabbitmq-env.conf"), // absent: not /etc's
 		}
+	}
+	b, err := start("rabbitmq", func(port int) (*exec.Cmd, error) {
+		dist, err := freePort()
+		if err != nil {
+			return nil, err
+		}
 		c := exec.Command(server)
-		c.Env = append(env,
+		c.Env = append(env(port),
 			"RABBITMQ_NODE_IP_ADDRESS=127.0.0.1",
 			"RABBITMQ_NODE_PORT="+strconv.Itoa(port),
-			"RABBITMQ_DIST_PORT="+strconv.Itoa(freePort(t)),
+			"RABBITMQ_DIST_PORT="+strconv.Itoa(dist),
 			"RABBITMQ_MNESIA_BASE="+filepath.Join(dir, "mnesia"),
 			"RABBITMQ_LOG_BASE="+filepath.Join(dir, "log"),
 			"RABBITMQ_LOGS=-",
@@ -63,10 +91,14 @@ func RabbitMQ(t testing.TB, conf ...string) *Broker {
 			"RABBITMQ_SCHEDULER_BUSY_WAIT_THRESHOLD=none",
 			"RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS=+S 1:1",
 		)
-		return c
-	}, "Server startup complete", "amqp://guest:guest@127.0.0.1:%d/", rabbitStartTimeout)
-	b.env = env
-	return b
+		return c, nil
+	}, dir, "Server startup complete", "amqp://guest:guest@127.0.0.1:%d/", rabbitStartTimeout)
+	if err != nil {
+		epmd.Stop()
+		return nil, err
+	}
+	b.env, b.epmd = env(b.Port), epmd
+	return b, nil
 }
 
 // Ctl runs rabbitmqctl against the broker (RabbitMQ's only) and returns
@@ -74,21 +106,30 @@ func RabbitMQ(t testing.TB, conf ...string) *Broker {
 // b.Ctl(t, "set_vm_memory_high_watermark", "0.0000001").
 func (b *Broker) Ctl(t testing.TB, args ...string) string {
 	t.Helper()
-	if b.env == nil {
-		t.Fatalf("Ctl is for RabbitMQ")
+	out, err := b.RunCtl(t.Context(), args...)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c := exec.CommandContext(t.Context(), filepath.Join(rabbitBin, "rabbitmqctl"), args...)
+	return out
+}
+
+// RunCtl is Ctl for a program.
+func (b *Broker) RunCtl(ctx context.Context, args ...string) (string, error) {
+	if b.env == nil {
+		return "", fmt.Errorf("rabbitmqctl is for RabbitMQ, not %s", b.name)
+	}
+	c := exec.CommandContext(ctx, filepath.Join(rabbitBin, "rabbitmqctl"), args...)
 	c.Env = b.env
 	out, err := c.CombinedOutput()
 	if err != nil {
-		t.Fatalf("rabbitmqctl %s: %v\n%s", strings.Join(args, " "), err, out)
+		return string(out), fmt.Errorf("rabbitmqctl %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
-	return string(out)
+	return string(out), nil
 }
 
-func write(t testing.TB, path, text string) {
-	t.Helper()
+func write(path, text string) error {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-		t.Fatalf("write %s: %v", path, err)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
+	return nil
 }

@@ -42,6 +42,9 @@ type Scenario struct {
 	// Upgrade: the processes start on the previous binary
 	// (Config.UpgradeFrom) and Inject upgrades them (Env.RollingUpgrade).
 	Upgrade bool
+	// Own, when set, runs the scenario instead of Suite.Run: its own
+	// endpoints, load and checks (brokers.go).
+	Own func(ctx context.Context, s *Suite, sc Scenario) (Result, error)
 }
 
 // EndpointSpec is one of a scenario's own endpoints.
@@ -111,7 +114,7 @@ func Scenarios(short bool) []Scenario {
 	pg := Bounds{Stall: 10 * time.Second, PGBack: 5 * time.Second, PGServeAll: 10 * time.Second}
 	crash := pg
 	crash.AsyncLoss = true
-	return []Scenario{
+	return append([]Scenario{
 		{
 			Name: "workerkill", Title: fmt.Sprintf("kill -9 a worker %d times during a %d-event burst", big.kills, big.events),
 			Events: big.events, Rate: big.rate, Clients: 12, Healthy: 4, Bounds: stall,
@@ -264,7 +267,7 @@ func Scenarios(short bool) []Scenario {
 			Events: mid.events, Rate: mid.rate, Clients: 12, Healthy: 4, Poison: mid.events / 5,
 			Bounds: Bounds{Stall: 5 * time.Second},
 		},
-	}
+	}, brokerScenarios(short)...)
 }
 
 // patroniScenario is a fault on a Patroni cluster (DBPatroni) a quarter

@@ -140,6 +140,9 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	if sc.FIFO {
 		return s.runFIFO(ctx, sc)
 	}
+	if sc.Own != nil {
+		return sc.Own(ctx, s, sc)
+	}
 	start := time.Now()
 	s.logf("scenario %s: %s", sc.Name, sc.Title)
 	res = Result{Name: sc.Name, Title: sc.Title, Dir: filepath.Join(s.dir, sc.Name)}

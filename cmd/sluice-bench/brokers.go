@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-dev/sluice/internal/testkit/brokertest"
+)
+
+// The brokers scenario: deliveries/s to one destination of each broker
+// kind against a floor that only publishes the same messages with the
+// same confirms, and Sluice's CPU per delivery beside an HTTP endpoint's.
+
+const brokersMaxInFlight = 100 // the API maximum, as e2e-1's
+
+var brokersScenario = Scenario{
+	Name:  "brokers",
+	Title: "End to end, 1 endpoint of each broker kind (Redis Streams, NATS JetStream, RabbitMQ) and 1 HTTP endpoint",
+	What: "A redis-server, a nats-server (JetStream, file storage) and a rabbitmq-server started by the benchmark on " +
+		"loopback (internal/testkit/brokertest). For each kind in turn, and for one loopback HTTP receiver: one " +
+		"endpoint (max_in_flight 100), events posted through /v1/events/batch (1000 per request, 4 clients), all " +
+		"matching it; deliveries/s = events ÷ (first post sent → the broker holding all of them: XLEN, the stream's " +
+		"message count, the durable queue's message count, polled every 5 ms; for HTTP, the last request received). " +
+		"Sluice CPU per delivery = Sluice's processes' CPU over that time ÷ events. The floor, once Postgres is " +
+		"idle again: the benchmark itself publishes as many messages of the same size with the same headers and the " +
+		"same confirms (Redis XADD's reply, JetStream's publish ack, a RabbitMQ publisher confirm of a persistent " +
+		"mandatory message on a channel of its own, one in flight per channel) from 100 goroutines, the same " +
+		"clients Sluice uses; its deliveries/s = messages ÷ (first publish → last confirm). Target: ≥ 0.8× the floor.",
+	MinTimeout: 6 * time.Minute,
+	Run:        runBrokers,
+}
+
+var brokerKinds = []string{"redis", "nats", "amqp"}
+
+func brokersMetrics() []Metric {
+	var ms []Metric
+	for _, k := range brokerKinds {
+		ms = append(ms,
+			Metric{Name: k + ": throughput", Unit: "deliveries/s"},
+			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
+			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
+			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"})
+	}
+	return append(ms,
+		Metric{Name: "http: throughput", Unit: "deliveries/s"},
+		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"})
+}
+
+// benchBrokers are the running brokers, by kind, in dir.
+type benchBrokers struct {
+	dir string
+	m   map[string]*brokertest.Broker
+}
+
+func startBenchBrokers() (*benchBrokers, error) {
+	dir, err := os.MkdirTemp("", "sluice-bench-brokers-")
+	if err != nil {
+		return nil, fmt.Errorf("make the brokers' directory: %w", err)
+	}
+	bs := &benchBrokers{dir: dir, m: map[string]*brokertest.Broker{}}
+	starts := map[string]func(string) (*brokertest.Broker, error){
+		"redis": func(d string) (*brokertest.Broker, error) { return brokertest.StartRedis(d) },
+		"nats":  func(d string) (*brokertest.Broker, error) { return brokertest.StartNATS(d) },
+		"amqp":  func(d string) (*brokertest.Broker, error) { return brokertest.StartRabbitMQ(d) },
+	}
+	for _, k := range brokerKinds {
+		d := dir + "/" + k
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			bs.stop()
+			return nil, fmt.Errorf("make %s: %w", d, err)
+		}
+		b, err := starts[k](d)
+		if err != nil {
+			bs.stop()
+			return nil, fmt.Errorf("start %s: %w", k, err)
+		}
+		bs.m[k] = b
+	}
+	return bs, nil
+}
+
+func (bs *benchBrokers) stop() {
+	for _, b := range bs.m {
+		b.Stop()
+	}
+	_ = os.RemoveAll(bs.dir)
+}
+
+func runBrokers(ctx context.Context, env *Env) (Table, error) {
+	events := env.size(10000, 2000)
+	bs, err := startBenchBrokers()
+	if err != nil {
+		return Table{}, err
+	}
+	defer bs.stop()
+	receivers := newReceivers(1)
+	defer receivers.Close()
+	t, err := env.Repeat(ctx, brokersMetrics(), func(ctx context.Context, run int) (s Sample, err error) {
+		s.Values = map[string]float64{}
+		for _, k := range brokerKinds {
+			name := fmt.Sprintf("bench_%s_r%d", k, run)
+			sink, err := newBrokerSink(ctx, k, bs.m[k], name)
+			if err != nil {
+				return s, err
+			}
+			rate, cpu, err := brokersSluice(ctx, env, k, bs.m[k], sink, name, events)
+			if err != nil {
+				sink.close()
+				return s, fmt.Errorf("%s: %w", k, err)
+			}
+			s.Values[k+": throughput"] = rate
+			s.Values[k+": Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+			if note := env.waitIdle(ctx, 30*time.Second); note != "" {
+				s.Note = joinNotes(s.Note, "before the "+k+" floor: "+note)
+			}
+			floorSink, err := newBrokerSink(ctx, k, bs.m[k], name+"_floor")
+			if err != nil {
+				sink.close()
+				return s, err
+			}
+			floor, err := brokersFloor(ctx, k, bs.m[k], floorSink, name+"_floor", events)
+			sink.close()
+			floorSink.close()
+			if err != nil {
+				return s, fmt.Errorf("%s floor: %w", k, err)
+			}
+			s.Values[k+": the floor"] = floor
+			s.Values[k+": throughput ÷ the floor's"] = rate / floor
+		}
+		sinks, err := newSinks(ctx, env.API, receivers, brokersMaxInFlight, func(int) string { return fmt.Sprintf("bench.brokers.http.r%d", run) })
+		if err != nil {
+			return s, fmt.Errorf("http endpoint: %w", err)
+		}
+		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
+		bodies := brokersBodies(fmt.Sprintf("bench.brokers.http.r%d", run), events)
+		cpu := env.measureCPU()
+		res := postAll(ctx, bodies, 4, env.API.PostBatch)
+		if res.failed > 0 {
+			return s, fmt.Errorf("posting events: %s", res.note())
+		}
+		arr := sinks.Await(ctx, events)
+		use := cpu()
+		if arr.Unique < events {
+			return s, fmt.Errorf("http: %d of %d delivered", arr.Unique, events)
+		}
+		s.Values["http: throughput"] = float64(events) / arr.Last.Sub(res.start).Seconds()
+		s.Values["http: Sluice CPU per delivery"] = perEvent(use.sluice, events)
+		return s, nil
+	})
+	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run and kind, max_in_flight %d, 1000 per request from 4 clients; the floor from 100 goroutines",
+		events, brokersMaxInFlight))
+	return t, err
+}
+
+// brokersBodies are events batch bodies of 1000 events of type typ.
+func brokersBodies(typ string, events int) [][]byte {
+	var bodies [][]byte
+	for first := 0; first < events; first += 1000 {
+		evs := make([]EventIn, min(1000, events-first))
+		for j := range evs {
+			evs[j] = EventIn{Type: typ, Payload: payload(0, first+j)}
+		}
+		bodies = append(bodies, batchBody(evs))
+	}
+	return bodies
+}
+
+// brokersSluice delivers events to sink's name through an endpoint of
+// kind and returns deliveries/s and Sluice's CPU meanwhile.
+func brokersSluice(ctx context.Context, env *Env, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, cpuUse, error) {
+	dest := map[string]any{"type": kind, "url": b.URL}
+	switch kind {
+	case "redis":
+		dest["stream"] = name
+	case "nats":
+		dest["subject"] = name
+	case "amqp":
+		dest["routing_key"] = name
+	}
+	var ep struct {
+		ID string `json:"id"`
+	}
+	if err := env.API.do(ctx, http.MethodPost, "/v1/endpoints", map[string]any{"destination": dest, "max_in_flight": brokersMaxInFlight},
+		http.StatusCreated, &ep); err != nil {
+		return 0, cpuUse{}, err
+	}
+	typ := "bench.brokers." + name
+	sub, err := env.API.Subscribe(ctx, ep.ID, typ)
+	if err != nil {
+		return 0, cpuUse{}, err
+	}
+	defer func() { _ = env.API.DeleteSubscription(context.WithoutCancel(ctx), sub) }()
+	bodies := brokersBodies(typ, events)
+	cpu := env.measureCPU()
+	res := postAll(ctx, bodies, 4, env.API.PostBatch)
+	if res.failed > 0 {
+		return 0, cpuUse{}, fmt.Errorf("posting events: %s", res.note())
+	}
+	last, err := sink.await(ctx, events, 3*time.Minute)
+	use := cpu()
+	if err != nil {
+		return 0, use, err
+	}
+	return float64(events) / last.Sub(res.start).Seconds(), use, nil
+}
+
+// brokerSink is a destination in a broker (a stream, a subject's
+// stream, a durable queue) and how many messages it holds.
+type brokerSink struct {
+	count func(ctx context.Context) (int, error)
+	close func()
+}
+
+func newBrokerSink(ctx context.Context, kind string, b *brokertest.Broker, name string) (*brokerSink, error) {
+	switch kind {
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(b.Port), Protocol: 2, DisableIdentity: true})
+		return &brokerSink{
+			count: func(ctx context.Context) (int, error) {
+				n, err := rdb.XLen(ctx, name).Result()
+				return int(n), err //nolint:wrapcheck // the bench's own reading
+			},
+			close: func() { _ = rdb.Close() },
+		}, nil
+	case "nats":
+		nc, err := nats.Connect(b.URL)
+		if err != nil {
+			return nil, fmt.Errorf("connect to nats: %w", err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("jetstream: %w", err)
+		}
+		st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: strings.ToUpper(name), Subjects: []string{name}, Storage: jetstream.FileStorage})
+		if err != nil {
+			nc.Close()
+			return nil, fmt.Errorf("create stream %s: %w", name, err)
+		}
+		return &brokerSink{
+			count: func(ctx context.Context) (int, error) {
+				info, err := st.Info(ctx)
+				if err != nil {
+					return 0, fmt.Errorf("stream info: %w", err)
+				}
+				return int(info.State.Msgs), nil
+			},
+			close: func() { _ = js.DeleteStream(context.Background(), strings.ToUpper(name)); nc.Close() },
+		}, nil
+	case "amqp":
+		conn, err := amqp.Dial(b.URL)
+		if err != nil {
+			return nil, fmt.Errorf("connect to rabbitmq: %w", err)
+		}
+		ch, err := conn.Channel()
+		if err == nil {
+			_, err = ch.QueueDeclare(name, true, false, false, false, nil)
+		}
+		if err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("declare queue %s: %w", name, err)
+		}
+		return &brokerSink{
+			count: func(context.Context) (int, error) {
+				q, err := ch.QueueDeclarePassive(name, true, false, false, false, nil)
+				return q.Messages, err //nolint:wrapcheck // the bench's own reading
+			},
+			close: func() { _, _ = ch.QueueDelete(name, false, false, false); _ = conn.Close() },
+		}, nil
+	}
+	return nil, fmt.Errorf("no broker kind %q", kind)
+}
+
+// await polls the sink until it holds n messages, for at most limit, and
+// returns when it first saw them all.
+func (s *brokerSink) await(ctx context.Context, n int, limit time.Duration) (time.Time, error) {
+	got := 0
+	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
+		var err error
+		if got, err = s.count(ctx); err != nil {
+			return time.Time{}, err
+		}
+		if got >= n {
+			return time.Now(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%d of %d messages in the broker after %s", got, n, limit)
+}
+
+// brokersFloor publishes events messages to name from 100 goroutines,
+// each waiting for its confirm, and returns messages/s.
+func brokersFloor(ctx context.Context, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, error) {
+	publish, closeFn, err := floorPublisher(ctx, kind, b, name)
+	if err != nil {
+		return 0, err
+	}
+	defer closeFn()
+	body := []byte(fmt.Sprintf(`{"type":"bench.brokers.%s","timestamp":"2026-01-01T00:00:00Z","data":%s}`, name, payload(0, 0)))
+	headers := [][2]string{
+		{"webhook-id", "msg_2Yh5oRJgNNp1JcQVX8ZyYbYc3Lh"},
+		{"webhook-timestamp", strconv.FormatInt(time.Now().Unix(), 10)},
+		{"webhook-signature", "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="},
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, brokersMaxInFlight)
+	start := time.Now()
+	for range brokersMaxInFlight {
+		wg.Go(func() {
+			for next.Add(1) <= int64(events) {
+				if err := publish(ctx, body, headers); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	end := time.Now()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	n, err := sink.count(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("count the floor's messages: %w", err)
+	}
+	if n < events {
+		return 0, fmt.Errorf("the broker holds %d of the %d messages confirmed", n, events)
+	}
+	return float64(events) / end.Sub(start).Seconds(), nil
+}
+
+// floorPublisher is a publish to name that returns once the broker
+// confirmed it, as Sluice's does.
+func floorPublisher(ctx context.Context, kind string, b *brokertest.Broker, name string) (func(context.Context, []byte, [][2]string) error, func(), error) {
+	switch kind {
+	case "redis":
+		rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(b.Port), Protocol: 2, DisableIdentity: true, PoolSize: brokersMaxInFlight})
+		return func(ctx context.Context, body []byte, hs [][2]string) error {
+			values := []any{"body", body}
+			for _, h := range hs {
+				values = append(values, h[0], h[1])
+			}
+			return rdb.XAdd(ctx, &redis.XAddArgs{Stream: name, Values: values}).Err() //nolint:wrapcheck // the bench's own
+		}, func() { _ = rdb.Close() }, nil
+	case "nats":
+		nc, err := nats.Connect(b.URL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to nats: %w", err)
+		}
+		js, err := jetstream.New(nc)
+		if err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("jetstream: %w", err)
+		}
+		return func(ctx context.Context, body []byte, hs [][2]string) error {
+			msg := &nats.Msg{Subject: name, Data: body, Header: nats.Header{}}
+			for _, h := range hs {
+				msg.Header[h[0]] = []string{h[1]}
+			}
+			msg.Header["content-type"] = []string{"application/json"}
+			_, err := js.PublishMsg(ctx, msg)
+			return err //nolint:wrapcheck // the bench's own
+		}, nc.Close, nil
+	case "amqp":
+		conn, err := amqp.Dial(b.URL)
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to rabbitmq: %w", err)
+		}
+		// A channel in confirm mode per goroutine, one publish in flight on
+		// each, as Sluice's pool does.
+		pool := make(chan *amqp.Channel, brokersMaxInFlight)
+		for range brokersMaxInFlight {
+			ch, err := conn.Channel()
+			if err == nil {
+				err = ch.Confirm(false)
+			}
+			if err != nil {
+				_ = conn.Close()
+				return nil, nil, fmt.Errorf("confirm-mode channel: %w", err)
+			}
+			pool <- ch
+		}
+		return func(ctx context.Context, body []byte, hs [][2]string) error {
+			ch := <-pool
+			defer func() { pool <- ch }()
+			headers := amqp.Table{}
+			for _, h := range hs {
+				headers[h[0]] = h[1]
+			}
+			c, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", name, true, false, amqp.Publishing{
+				Headers: headers, ContentType: "application/json", DeliveryMode: amqp.Persistent,
+				MessageId: hs[0][1], Timestamp: time.Now(), Body: body,
+			})
+			if err != nil {
+				return fmt.Errorf("publish: %w", err)
+			}
+			ok, err := c.WaitContext(ctx)
+			if err != nil {
+				return fmt.Errorf("confirm: %w", err)
+			}
+			if !ok {
+				return errors.New("nacked")
+			}
+			return nil
+		}, func() { _ = conn.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("no broker kind %q", kind)
+}
