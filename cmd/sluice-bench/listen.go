@@ -111,22 +111,6 @@ func unverified(reqs []receiver.Request) int {
 	return n
 }
 
-// arrival tallies reqs (in the order received) as Sinks.Arrival does.
-func arrival(reqs []receiver.Request) Arrival {
-	seen := make(map[string]bool, len(reqs))
-	var a Arrival
-	for _, r := range reqs {
-		if seen[r.ID] {
-			a.Duplicates++
-			continue
-		}
-		seen[r.ID] = true
-		a.Unique++
-		a.Last = r.At
-		a.First = append(a.First, r)
-	}
-	return a
-}
 
 // createListenEndpoint makes a poll endpoint subscribed to typ and returns
 // its poll URL, on the benchmark's address, and its secret.

@@ -147,6 +147,11 @@ type Arrival struct {
 func (s *Sinks) Arrival() Arrival {
 	reqs := s.Requests()
 	slices.SortFunc(reqs, func(a, b receiver.Request) int { return a.At.Compare(b.At) })
+	return arrival(reqs)
+}
+
+// arrival tallies reqs, in the order received.
+func arrival(reqs []receiver.Request) Arrival {
 	seen := make(map[string]bool, len(reqs))
 	var a Arrival
 	for _, r := range reqs {

@@ -375,16 +375,7 @@ func (s *Suite) runBrokers(ctx context.Context, sc Scenario, kinds []string, ala
 	}
 	s.logf("  load done in %s; waiting for every accepted event to arrive", loadDone.Sub(loadStart).Round(time.Millisecond))
 
-	var ids []string
-	for _, p := range posts {
-		if p.Accepted() && p.EventID != "" {
-			ids = append(ids, p.EventID)
-		}
-	}
-	from := loadDone
-	for _, f := range e.Faults() {
-		from = maxTime(from, f.End)
-	}
+	ids, from := settling(e, posts, loadDone)
 	missing := func() int {
 		n := e.Receiver.Missing(e.Healthy, ids)
 		for _, be := range eps {

@@ -210,16 +210,7 @@ func (s *Suite) Run(ctx context.Context, sc Scenario) (res Result, err error) {
 	s.logf("  load done in %s; waiting for every accepted event to arrive", loadDone.Sub(loadStart).Round(time.Millisecond))
 
 	// Settle: every accepted event at every healthy endpoint, or the limit.
-	var ids []string
-	for _, p := range posts {
-		if p.Accepted() && p.EventID != "" {
-			ids = append(ids, p.EventID)
-		}
-	}
-	from := loadDone
-	for _, f := range e.Faults() {
-		from = maxTime(from, f.End)
-	}
+	ids, from := settling(e, posts, loadDone)
 	deadline := from.Add(s.cfg.SettleLimit)
 	for e.Receiver.Missing(e.Healthy, ids) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
 		_ = sleep(ctx, 250*time.Millisecond)
@@ -303,4 +294,20 @@ func warmUp(ctx context.Context, e *Env) error {
 		}
 	}
 	return nil
+}
+
+// settling returns the ids of the accepted posts and when the settle
+// starts: at the end of the load or of the last fault, whichever is later.
+func settling(e *Env, posts []Post, loadDone time.Time) ([]string, time.Time) {
+	var ids []string
+	for _, p := range posts {
+		if p.Accepted() && p.EventID != "" {
+			ids = append(ids, p.EventID)
+		}
+	}
+	from := loadDone
+	for _, f := range e.Faults() {
+		from = maxTime(from, f.End)
+	}
+	return ids, from
 }
