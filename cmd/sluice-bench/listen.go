@@ -111,7 +111,6 @@ func unverified(reqs []receiver.Request) int {
 	return n
 }
 
-
 // createListenEndpoint makes a poll endpoint subscribed to typ and returns
 // its poll URL, on the benchmark's address, and its secret.
 func (c *Client) createListenEndpoint(ctx context.Context, typ string) (pollURL, secret string, err error) {
