@@ -51,12 +51,12 @@ ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @max_rows;
 
 -- name: EventsByID :many
--- Events for a fan-out job, with their payloads when small or sealed (a
--- sealed one's filters are matched in Go): Postgres matches a clear one's
--- filters itself, so a large clear payload is left out (NULL) rather than
--- read into the worker for nothing.
+-- Events for a fan-out job, with their payloads when stored in at most
+-- 1 MiB: Postgres matches a clear payload's filters itself, so a large one
+-- is left out (NULL) rather than read into the worker for nothing; one
+-- that a filter may need matched in Go (sealed) is read then (EventPayload).
 SELECT id, tenant_id, type,
-       (CASE WHEN octet_length(payload::text) <= 1048576 OR left(payload::text, 10) = '"sealed:1:' THEN payload END)::json AS payload,
+       (CASE WHEN pg_column_size(payload) <= 1048576 THEN payload END)::json AS payload,
        coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key
 FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 
