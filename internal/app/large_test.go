@@ -21,7 +21,9 @@ import (
 // through a fan-out job (an Idempotency-Key). Each arrives intact and
 // signed where its routing says, and nowhere else.
 func TestLargeSealedPayloads(t *testing.T) {
-	h := start(t, map[string]string{"SLUICE_PAYLOAD_ENCRYPTION": "on", "SLUICE_MAX_PAYLOAD": "4MiB"})
+	// A commit of megabytes under -race on a loaded machine can outlast
+	// the default 5 s wait on the database.
+	h := start(t, map[string]string{"SLUICE_PAYLOAD_ENCRYPTION": "on", "SLUICE_MAX_PAYLOAD": "4MiB", "SLUICE_DB_TIMEOUT": "60s"})
 	all, eu := receiver.New(t), receiver.New(t)
 	h.endpoint(all, []string{"big.*"}, nil)
 	euID, _ := h.endpoint(eu, nil, nil)
