@@ -97,13 +97,6 @@ func (s *sharedPayloads) forget(eventID uuid.UUID, p *sharedPayload) {
 	}
 }
 
-// held is how many payloads are held, for tests.
-func (s *sharedPayloads) held() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.m)
-}
-
 // readPayload reads a large event's payload, opened.
 func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, error) {
 	stored, err := store.Read(ctx, w.db.st, (*dbq.Queries).EventPayload, eventID)

@@ -12,6 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// held is how many events' payloads are held.
+func (s *sharedPayloads) held() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
 // users is how many sends use the payload of an event held, 0 if none.
 func (s *sharedPayloads) users(eventID uuid.UUID) int {
 	s.mu.Lock()
