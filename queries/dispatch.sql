@@ -71,6 +71,13 @@ UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 -- that lands behind the position (a fan-out that
 -- committed late) is claimed when a claim comes up short and the run
 -- starts from the front again. The zero position is before every delivery.
+--
+-- A payload stored in over 1 MiB (SLUICE_MAX_PAYLOAD raised past its
+-- default) is left out (NULL): the deliveries of one large event in flight
+-- at once, to many endpoints, share one reading of it (EventPayload)
+-- instead of each reading and holding a copy. pg_column_size reads the
+-- stored size without decompressing the value (json has no cast to text
+-- that would not copy it).
 -- name: ClaimDueDeliveries :many
 WITH r AS (
     SELECT unnest(@endpoint_ids::uuid[]) AS endpoint_id, unnest(@max_rows::int[]) AS max_rows,
@@ -81,7 +88,8 @@ SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.
 FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at, e.trace_context
+           d.next_attempt_at, e.type, (CASE WHEN pg_column_size(e.payload) <= 1048576 THEN e.payload END)::json AS payload,
+           e.created_at AS event_created_at, e.trace_context
     FROM deliveries d
     JOIN events e ON e.id = d.event_id
     WHERE d.endpoint_id = r.endpoint_id
@@ -106,6 +114,11 @@ CROSS JOIN LATERAL (
     LIMIT 1
 ) n
 WHERE n.next_attempt_at > now();
+
+-- name: EventPayload :one
+-- A large event's payload as stored, for the deliveries that a claim left
+-- it out of (ClaimDueDeliveries).
+SELECT payload FROM events WHERE id = @id;
 
 -- name: NextQueuedDelivery :one
 -- The final check before a dispatch run ends: when the endpoint's first

@@ -51,7 +51,14 @@ ORDER BY ev.created_at DESC, ev.id DESC
 LIMIT @max_rows;
 
 -- name: EventsByID :many
-SELECT * FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
+-- Events for a fan-out job, with their payloads when stored in at most
+-- 1 MiB: Postgres matches a clear payload's filters itself, so a large one
+-- is left out (NULL) rather than read into the worker for nothing; one
+-- that a filter may need matched in Go (sealed) is read then (EventPayload).
+SELECT id, tenant_id, type,
+       (CASE WHEN pg_column_size(payload) <= 1048576 THEN payload END)::json AS payload,
+       coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key
+FROM events WHERE id = ANY(@ids::uuid[]) ORDER BY id;
 
 -- SubscriptionsForEvents returns the subscriptions of a tenant's enabled
 -- endpoints that a group of events can reach: every endpoint when one of

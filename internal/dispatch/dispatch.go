@@ -142,6 +142,7 @@ type Worker struct {
 	claimer  *claimer
 	tokens   *tokens             // the auth option's (oauth.go)
 	payloads *secretbox.Payloads // opens sealed payloads, seals response bodies when sealing
+	large    *sharedPayloads     // the large payloads in flight (large.go)
 	tracer   trace.Tracer        // nil when tracing is off
 	stopping context.Context     // done once Stop is called
 	stop     context.CancelFunc
@@ -161,7 +162,8 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
 		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock), payloads: st.Payloads(),
-		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
+		large: newSharedPayloads(),
+		flow:  flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
 	if cfg.Tracing.Enabled() {
 		w.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/dispatch")

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/sluice-dev/sluice/internal/metrics"
@@ -28,6 +29,8 @@ type sentDelivery struct {
 // once it is opened and its body built), so that a delivery in flight
 // holds one copy of its event's payload, in its body: a worker's memory is
 // what it has in flight, once (SLUICE_MAX_PAYLOAD allows 10 MiB a payload).
+// A large payload, which its claim left out, is read once for all the
+// deliveries of its event in flight and sent without a copy (large.go).
 func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed) []sentDelivery {
 	sent := make([]sentDelivery, len(claimed))
 	retry := w.cfg.Retry.For(target)
@@ -37,20 +40,19 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 		claimed[i].Payload = nil
 		wg.Go(func() {
 			sendCtx, span := w.startAttempt(ctx, target, c)
-			payload, err := w.payloads.OpenJSON(ctx, target.TenantID, c.Payload)
+			body, parts, release, err := w.body(ctx, target, c)
 			if err != nil { // nothing to send: a failed attempt, no request made
-				res := send.Result{At: w.cfg.Clock.Now(), Err: "open sealed payload: " + err.Error()}
+				res := send.Result{At: w.cfg.Clock.Now(), Err: err.Error()}
 				sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, res.At), eventType: c.EventType, attempts: c.AttemptCount + 1}
 				endAttempt(span, res, sent[i].outcome, false)
 				return
 			}
-			c.Payload = payload
-			body := Body(c)
 			c.Payload = nil
 			res := w.sendAuthed(sendCtx, target, send.Message{
 				URL:      target.URL,
 				ID:       c.EventID.String(),
 				Body:     body,
+				Parts:    parts,
 				Keys:     target.Keys,
 				Headers:  target.Headers,
 				Sequence: c.Sequence,
@@ -60,6 +62,7 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 				TLS:         target.TLS,
 				Destination: target.Destination,
 			})
+			release()
 			if res.StatusCode == 0 && !res.Confirmed && ctx.Err() != nil {
 				cut[i] = true
 				endAttempt(span, res, Outcome{}, true)
@@ -95,6 +98,29 @@ func outcomes(sent []sentDelivery) []Outcome {
 		out[i] = s.outcome
 	}
 	return out
+}
+
+// body is a claimed delivery's body: whole, or for a large payload (left
+// out of the claim) in parts around the payload its event's sends in
+// flight share, with release to call once it is sent.
+func (w *Worker) body(ctx context.Context, target Target, c Claimed) (body []byte, parts [][]byte, release func(), err error) {
+	if c.Payload != nil {
+		payload, err := w.payloads.OpenJSON(ctx, target.TenantID, c.Payload)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open sealed payload: %w", err)
+		}
+		c.Payload = payload
+		return Body(c), nil, func() {}, nil
+	}
+	payload, release, err := w.large.get(ctx, c.EventID, func(ctx context.Context) ([]byte, error) {
+		return w.readPayload(ctx, target.TenantID, c.EventID)
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	envelope := Body(c) // "{...,"data":}"
+	n := len(envelope) - 1
+	return nil, [][]byte{envelope[:n:n], payload, envelope[n:]}, release, nil
 }
 
 // Body is the Standard Webhooks body of a claimed delivery

@@ -32,9 +32,13 @@ func Events(ctx context.Context, st *store.Store, eventIDs []uuid.UUID, done fun
 		touched []uuid.UUID
 	)
 	err := st.InRoutingTx(ctx, func(tx store.Tx) error {
-		events, err := tx.Q.EventsByID(ctx, eventIDs)
+		rows, err := tx.Q.EventsByID(ctx, eventIDs)
 		if err != nil {
 			return fmt.Errorf("read events: %w", err)
+		}
+		events := make([]dbq.Event, len(rows))
+		for i, r := range rows {
+			events[i] = dbq.Event(r)
 		}
 		plan, err := planFanOut(ctx, tx.Q, st.Payloads(), events, 0)
 		if err != nil {

@@ -125,6 +125,16 @@ func (r routes) applyFilters(ctx context.Context, q *dbq.Queries, pl *secretbox.
 				if !sub.Filtered || !matchesType(sub, ev.Type) {
 					continue
 				}
+				if ev.Payload == nil { // large, left out of EventsByID: is it sealed?
+					payload, err := q.EventPayload(ctx, ev.ID)
+					if err != nil {
+						return fmt.Errorf("read payload of event %s: %w", ev.ID, err)
+					}
+					ev.Payload, isSealed = payload, secretbox.IsSealedJSON(payload)
+					if isSealed { // matched in Go; a clear one in Postgres
+						evs[i].Payload = payload
+					}
+				}
 				if isSealed {
 					if sealed == nil {
 						sealed = map[int][]uuid.UUID{}

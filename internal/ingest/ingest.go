@@ -7,7 +7,8 @@
 // single-event ingest. At low load a batch is one event and nothing waits:
 // a batch is whatever has queued up while the previous one committed. An
 // event with an Idempotency-Key is stored on its own
-// (fanout.InsertOne).
+// (fanout.InsertOne), and so is a large one (LargeEvent): a commit of
+// megabytes would hold up the small events sharing it.
 //
 // After each commit, the endpoints whose queues changed are nudged
 // (dispatch.Nudger.Nudge) by one goroutine, off the posts' path. It merges
@@ -53,6 +54,14 @@ var ErrClosed = batch.ErrClosed
 // ErrOutcomeUnknown is returned by Submit when its context ends while its
 // event is being committed: the event may or may not be stored.
 var ErrOutcomeUnknown = batch.ErrOutcomeUnknown
+
+// LargeEvent is the payload size above which a single event commits in a
+// transaction of its own rather than in a shared group: SLUICE_MAX_PAYLOAD
+// raised past its default allows up to 10 MiB, whose commit (its WAL, its
+// compression) can take long enough to push the others it would share a
+// transaction with past SLUICE_DB_TIMEOUT. The API's large-body turns
+// start at the same size.
+const LargeEvent = 1 << 20
 
 // Defaults of Config.
 const (
@@ -199,6 +208,16 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	}
 	if i.tracer != nil {
 		ev.TraceContext = tracing.Carry(ctx)
+	}
+	if len(ev.Payload) > LargeEvent {
+		out, err := i.commit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return sluice.Event{}, ErrOutcomeUnknown
+		case err != nil:
+			return sluice.Event{}, err
+		}
+		return out[0], nil
 	}
 	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
 }

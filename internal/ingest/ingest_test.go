@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -158,4 +159,46 @@ func TestSubmitBeforeStart(t *testing.T) {
 	require.ErrorIs(t, err, ingest.ErrClosed)
 	_, err = in.SubmitBatch(t.Context(), uuid.New(), []sluice.NewEvent{{Type: "t.x", Payload: []byte(`1`)}})
 	require.ErrorIs(t, err, ingest.ErrClosed)
+}
+
+// TestLargeEventCommitsAlone submits large events (over ingest.LargeEvent)
+// among many small ones into a single committer, all at once, and checks
+// that every event is stored and that each large one has a transaction of
+// its own.
+func TestLargeEventCommitsAlone(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := storetest.New(t)
+	b := start(t, f, ingest.Config{Committers: 1, MaxBatch: 50})
+	large := append(append([]byte(`{"blob":"`), bytes.Repeat([]byte("0123456789abcdef"), ingest.LargeEvent/16+1)...), `"}`...)
+	const small, larges = 60, 4
+	var wg sync.WaitGroup
+	ids := make([]uuid.UUID, larges)
+	errs := make([]error, small+larges)
+	for i := range small + larges {
+		wg.Go(func() {
+			payload := fmt.Appendf(nil, `{"i":%d}`, i)
+			if i%(small/larges+1) == 0 && i/(small/larges+1) < larges {
+				payload = large
+			}
+			ev, err := b.Submit(ctx, f.TenantA.ID, sluice.NewEvent{Type: "t.x", Payload: payload})
+			errs[i] = err
+			if len(payload) > ingest.LargeEvent {
+				ids[i/(small/larges+1)] = ev.ID
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	var stored int
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM events WHERE tenant_id = $1`, f.TenantA.ID).Scan(&stored))
+	require.Equal(t, small+larges, stored)
+	for _, id := range ids {
+		var sharing int
+		require.NoError(t, f.Store.Pool().QueryRow(ctx,
+			`SELECT count(*) FROM events WHERE xmin::text = (SELECT xmin::text FROM events WHERE id = $1)`, id).Scan(&sharing))
+		require.Equal(t, 1, sharing, "large event %s committed alone", id)
+	}
 }

@@ -151,13 +151,18 @@ func newClient(rt http.RoundTripper) *http.Client {
 // Message is one webhook to send.
 type Message struct {
 	URL       string
-	ID        string            // webhook-id (event id)
-	Timestamp time.Time         // webhook-timestamp (this attempt); zero means now
-	Body      []byte            // already-marshalled JSON body
-	Keys      [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
-	Headers   map[string]string // endpoint's static extra headers; cannot override reserved ones
-	Sequence  int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
-	Timeout   time.Duration     // bounds the attempt; 0: Config.Timeout
+	ID        string    // webhook-id (event id)
+	Timestamp time.Time // webhook-timestamp (this attempt); zero means now
+	Body      []byte    // already-marshalled JSON body
+	// Parts, when Body is nil, is the body in pieces, sent and signed one
+	// after another: a large payload, which the deliveries of its event in
+	// flight share, between its envelope's head and tail. An HTTP attempt
+	// never joins them; a broker's message joins them once.
+	Parts    [][]byte
+	Keys     [][]byte          // HMAC keys (decoded secrets); one v1 signature each, space-separated
+	Headers  map[string]string // endpoint's static extra headers; cannot override reserved ones
+	Sequence int64             // webhook-sequence, on a FIFO endpoint's delivery; 0: none
+	Timeout  time.Duration     // bounds the attempt; 0: Config.Timeout
 
 	// SigningKeys are the endpoint's Ed25519 keys: one v1a signature each,
 	// after the v1 ones.
@@ -183,6 +188,9 @@ func (s *Sender) Send(ctx context.Context, m Message) Result {
 	ctx, cancel := context.WithTimeoutCause(ctx, cmp.Or(m.Timeout, s.timeout), errTimeout)
 	defer cancel()
 	if m.Destination != nil {
+		if m.Body == nil {
+			m.Body = bytes.Join(m.Parts, nil)
+		}
 		return s.brokers.deliver(ctx, m)
 	}
 	return s.post(ctx, m)
@@ -232,6 +240,11 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	if err != nil {
 		return nil, errors.New("invalid URL: " + err.Error())
 	}
+	body := [][]byte{m.Body}
+	if m.Body == nil {
+		body = m.Parts
+		setBody(req, m.Parts)
+	}
 	// In name order, so that of two names differing only in case (stored
 	// before the API refused that) the same one wins every time.
 	for _, k := range slices.Sorted(maps.Keys(m.Headers)) {
@@ -247,7 +260,7 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	req.Header.Set("User-Agent", s.userAgent)
 	req.Header.Set("Webhook-Id", m.ID)
 	req.Header.Set("Webhook-Timestamp", strconv.FormatInt(ts.Unix(), 10))
-	req.Header.Set("Webhook-Signature", Signatures(m.Keys, m.SigningKeys, m.ID, ts.Unix(), m.Body))
+	req.Header.Set("Webhook-Signature", signatures(m.Keys, m.SigningKeys, m.ID, ts.Unix(), body...))
 	setSequence(req.Header, m.Sequence)
 	if m.Bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+m.Bearer)
@@ -255,6 +268,25 @@ func (s *Sender) newRequest(ctx context.Context, m Message, now time.Time) (*htt
 	// The attempt's span, when it is traced (dispatch's trace.go).
 	tracing.Inject(ctx, req.Header)
 	return req, nil
+}
+
+// setBody makes req's body parts, read one after another.
+func setBody(req *http.Request, parts [][]byte) {
+	req.GetBody = func() (io.ReadCloser, error) {
+		readers := make([]io.Reader, len(parts))
+		for i, p := range parts {
+			readers[i] = bytes.NewReader(p)
+		}
+		return io.NopCloser(io.MultiReader(readers...)), nil
+	}
+	req.Body, _ = req.GetBody()
+	req.ContentLength = 0
+	for _, p := range parts {
+		req.ContentLength += int64(len(p))
+	}
+	if req.ContentLength == 0 {
+		req.Body, req.GetBody = http.NoBody, nil
+	}
 }
 
 // statusErr is the Err for a response status: "" for 2xx.

@@ -47,6 +47,11 @@ func Sign(keys [][]byte, msgID string, timestamp int64, body []byte) string {
 // one "v1,<sig>" per HMAC key, then one "v1a,<sig>" per Ed25519 key, space
 // separated, so receivers holding any of the keys can verify it.
 func Signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, timestamp int64, body []byte) string {
+	return signatures(keys, signingKeys, msgID, timestamp, body)
+}
+
+// signatures is Signatures of a body given in parts, signed as one.
+func signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, timestamp int64, body ...[]byte) string {
 	var sb strings.Builder
 	ts := strconv.FormatInt(timestamp, 10)
 	for _, key := range keys {
@@ -55,7 +60,9 @@ func Signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, t
 		mac.Write([]byte{'.'})
 		mac.Write([]byte(ts))
 		mac.Write([]byte{'.'})
-		mac.Write(body)
+		for _, b := range body {
+			mac.Write(b)
+		}
 		if sb.Len() > 0 {
 			sb.WriteByte(' ')
 		}
@@ -65,7 +72,7 @@ func Signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, t
 	if len(signingKeys) == 0 {
 		return sb.String()
 	}
-	msg := SignedContent(msgID, timestamp, body)
+	msg := signedContent(msgID, timestamp, body...)
 	for _, key := range signingKeys {
 		if sb.Len() > 0 {
 			sb.WriteByte(' ')
@@ -78,12 +85,24 @@ func Signatures(keys [][]byte, signingKeys []ed25519.PrivateKey, msgID string, t
 
 // SignedContent is what a signature signs: "<id>.<timestamp>.<body>".
 func SignedContent(msgID string, timestamp int64, body []byte) []byte {
-	msg := make([]byte, 0, len(msgID)+len(body)+22)
+	return signedContent(msgID, timestamp, body)
+}
+
+// signedContent is SignedContent of a body given in parts.
+func signedContent(msgID string, timestamp int64, body ...[]byte) []byte {
+	n := len(msgID) + 22
+	for _, b := range body {
+		n += len(b)
+	}
+	msg := make([]byte, 0, n)
 	msg = append(msg, msgID...)
 	msg = append(msg, '.')
 	msg = strconv.AppendInt(msg, timestamp, 10)
 	msg = append(msg, '.')
-	return append(msg, body...)
+	for _, b := range body {
+		msg = append(msg, b...)
+	}
+	return msg
 }
 
 // PublicKeyPrefix starts the text of every v1a public key.

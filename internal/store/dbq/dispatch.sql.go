@@ -22,7 +22,8 @@ SELECT true AS claimed, r.endpoint_id::uuid AS endpoint_id, c.id, c.event_id, c.
 FROM r
 CROSS JOIN LATERAL (
     SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-           d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at, e.trace_context
+           d.next_attempt_at, e.type, (CASE WHEN pg_column_size(e.payload) <= 1048576 THEN e.payload END)::json AS payload,
+           e.created_at AS event_created_at, e.trace_context
     FROM deliveries d
     JOIN events e ON e.id = d.event_id
     WHERE d.endpoint_id = r.endpoint_id
@@ -89,6 +90,13 @@ type ClaimDueDeliveriesRow struct {
 // that lands behind the position (a fan-out that
 // committed late) is claimed when a claim comes up short and the run
 // starts from the front again. The zero position is before every delivery.
+//
+// A payload stored in over 1 MiB (SLUICE_MAX_PAYLOAD raised past its
+// default) is left out (NULL): the deliveries of one large event in flight
+// at once, to many endpoints, share one reading of it (EventPayload)
+// instead of each reading and holding a copy. pg_column_size reads the
+// stored size without decompressing the value (json has no cast to text
+// that would not copy it).
 // For each endpoint whose earliest queued delivery (after the position)
 // is not yet due, a row that claims nothing (claimed false, no id) and says
 // when it will be due, so that the run knows whether to wait for a retry
@@ -177,6 +185,19 @@ func (q *Queries) EndpointVerified(ctx context.Context, arg EndpointVerifiedPara
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const eventPayload = `-- name: EventPayload :one
+SELECT payload FROM events WHERE id = $1
+`
+
+// A large event's payload as stored, for the deliveries that a claim left
+// it out of (ClaimDueDeliveries).
+func (q *Queries) EventPayload(ctx context.Context, id uuid.UUID) ([]byte, error) {
+	row := q.db.QueryRow(ctx, eventPayload, id)
+	var payload []byte
+	err := row.Scan(&payload)
+	return payload, err
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
