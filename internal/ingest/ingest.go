@@ -40,6 +40,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -135,7 +136,10 @@ func (i *Ingester) Start(ctx context.Context) error {
 	if !shouldStart {
 		return nil
 	}
-	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: sluice.RowRejected}, i.commitGroup)
+	b := batch.New(batch.Config{
+		Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch,
+		Isolate: sluice.RowRejected, Retry: nothingCommitted,
+	}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
 		started()
@@ -154,17 +158,43 @@ func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([
 }
 
 // commit stores the events of one or more requests in one transaction
-// and passes their endpoints to the nudging loop.
+// and passes their endpoints to the nudging loop. A failure that
+// committed nothing wraps errNothingCommitted; one after the commit was
+// sent on a connection that then failed, ErrOutcomeUnknown.
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
 	spans := i.startCommit(ctx, evs, requests)
-	out, touched, err := fanout.Insert(ctx, i.st, evs, i.cfg.Nudger)
+	try := dbwait.WatchCommit(ctx) // this try's commit, whatever ctx watched
+	out, touched, err := fanout.Insert(try, i.st, evs, i.cfg.Nudger)
 	endCommit(spans, err)
 	if err != nil {
-		return nil, fmt.Errorf("commit group: %w", err)
+		return nil, fmt.Errorf("commit group: %w", outcome(try, err))
 	}
 	i.nudges.add(touched)
 	return out, nil
 }
+
+// errNothingCommitted marks a commit that failed on the database without
+// committing anything: no connection could be made, or it broke before
+// the commit was sent. The same commit may succeed on the next leader.
+var errNothingCommitted = errors.New("nothing was committed")
+
+// outcome sorts err, of a commit tried with ctx (dbwait.WatchCommit), by
+// what the database may have done: nothing, when no connection could be
+// made or the pool's dbwait.Tracer saw no commit sent; otherwise, unknown.
+func outcome(ctx context.Context, err error) error {
+	switch {
+	case !sluice.Unavailable(err):
+		return err
+	case sluice.NotConnected(err), dbwait.NoCommitSent(ctx):
+		return fmt.Errorf("%w: %w", errNothingCommitted, err)
+	default:
+		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+	}
+}
+
+// nothingCommitted reports whether err says a commit did nothing and
+// may be tried again as it is.
+func nothingCommitted(err error) bool { return errors.Is(err, errNothingCommitted) }
 
 // SubmitBatch commits one tenant's batch of events on its own (a batch is
 // a group already) and returns them as stored, in order. Its endpoints are
@@ -182,7 +212,13 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 		ev.TraceContext = carried
 		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return i.commit(ctx, group, 1)
+	var out []sluice.Event
+	err := dbwait.Retry(ctx, nothingCommitted, func(ctx context.Context) error {
+		var err error
+		out, err = i.commit(ctx, group, 1)
+		return err
+	})
+	return out, err
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -210,7 +246,17 @@ func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev 
 		ev.TraceContext = tracing.Carry(ctx)
 		spans = i.startCommit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
 	}
-	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.cfg.Nudger)
+	var (
+		out     sluice.Event
+		created bool
+	)
+	// Tried again whatever its outcome: a key the first try stored
+	// answers with its event.
+	err := dbwait.Retry(ctx, sluice.Unavailable, func(ctx context.Context) error {
+		var err error
+		out, created, err = fanout.InsertOne(ctx, i.st, tenantID, ev, i.cfg.Nudger)
+		return err //nolint:wrapcheck // wrapped by fanout
+	})
 	endCommit(spans, err)
 	return out, created, err //nolint:wrapcheck // wrapped by fanout
 }
