@@ -29,7 +29,7 @@ var errDown = errors.New("database is down")
 type fakeDB struct {
 	mu        sync.Mutex
 	down      error
-	downTries int // the next downTries commits fail with errDown
+	downTries int           // the next downTries commits fail with errDown
 	gate      chan struct{} // when set, commits wait for it to close
 	calls     int
 	committed map[int]int

@@ -130,4 +130,3 @@ func TestPostsWaitForAWriter(t *testing.T) {
 	require.Equal(t, n+2, stored, "every post stored once")
 	require.Equal(t, n+2, distinct)
 }
-
