@@ -188,9 +188,19 @@ func outcome(ctx context.Context, err error) error {
 	case sluice.NotConnected(err), dbwait.NoCommitSent(ctx):
 		return fmt.Errorf("%w: %w", errNothingCommitted, err)
 	default:
-		return fmt.Errorf("%w: %w", ErrOutcomeUnknown, err)
+		return commitUnknown{err}
 	}
 }
+
+// commitUnknown is a commit whose connection failed after the commit was
+// sent: it may or may not have been made. It is ErrOutcomeUnknown.
+type commitUnknown struct{ err error }
+
+func (e commitUnknown) Error() string {
+	return "the connection failed after the commit was sent, its outcome is unknown: " + e.err.Error()
+}
+
+func (e commitUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, e.err} }
 
 // nothingCommitted reports whether err says a commit did nothing and
 // may be tried again as it is.
