@@ -157,9 +157,25 @@ func trackedOf(c net.Conn) net.Conn {
 const LeaderCheckInterval = time.Second
 
 // strandedQuery is true on a server whose commits wait for a synchronous
-// standby while none is connected. pg_stat_replication shows its rows
-// (if only their pid) to any role.
-const strandedQuery = `SELECT current_setting('synchronous_standby_names') <> '' AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)`
+// standby while none is connected, unless it was promoted less than
+// PromotedGrace ago. pg_stat_replication shows its rows (if only their
+// pid) to any role. A standby just promoted has no standby of its own yet
+// either: until the others follow it (Patroni's next loop, then their
+// reconnection) its commits wait too, but it is the new leader, and what
+// does not wait for a standby (the attempts dispatch records, reads) can
+// go on there. pg_last_xact_replay_timestamp() is, on a primary, the time
+// of the last transaction it replayed as a standby before its promotion,
+// and NULL on one never promoted since it started.
+var strandedQuery = fmt.Sprintf(`SELECT current_setting('synchronous_standby_names') <> ''
+    AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)
+    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => %d), true)`, int(PromotedGrace.Seconds()))
+
+// PromotedGrace is how long after its promotion a primary without a
+// synchronous standby is not taken for one left behind: long enough for
+// the other nodes to follow it (a Patroni loop_wait, 10 s by default, and
+// their reconnection). A leader left behind that was promoted less than
+// this before is left this much later.
+const PromotedGrace = 30 * time.Second
 
 // errLeftBehind refuses a connection to a server left behind.
 var errLeftBehind = errors.New("server waits for a synchronous standby and none is connected: it is no longer the leader")

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/riverqueue/river/rivershared/startstop"
 )
@@ -54,7 +55,20 @@ type Config struct {
 	// one request in the group, so that splitting the group can find it.
 	// Nil never splits.
 	Isolate func(error) bool
+	// Retry reports whether a failed commit's error says that nothing was
+	// committed and that the same commit may succeed shortly (no server
+	// takes writes during a failover). The group's requests whose callers
+	// still wait are then committed again, after a pause (RetryPauseFirst,
+	// doubling up to RetryPauseMax), until they commit, their callers
+	// leave, or the Batcher stops. Nil never retries.
+	Retry func(error) bool
 }
+
+// Pauses between tries at a commit that Config.Retry accepts.
+const (
+	RetryPauseFirst = 50 * time.Millisecond
+	RetryPauseMax   = 500 * time.Millisecond
+)
 
 // Resolve returns c with its defaults set, or an error if a field is out
 // of range.
@@ -63,6 +77,9 @@ func (c Config) Resolve() (Config, error) {
 	c.MaxBatch = cmp.Or(c.MaxBatch, DefaultMaxBatch)
 	if c.Isolate == nil {
 		c.Isolate = func(error) bool { return false }
+	}
+	if c.Retry == nil {
+		c.Retry = func(error) bool { return false }
 	}
 	return c, c.validate()
 }
@@ -186,7 +203,7 @@ func (b *Batcher[Req, Res]) loop(ctx context.Context) {
 		case first := <-b.calls:
 			group := live(b.gather(first))
 			// One client leaving must not cut short the others' commit.
-			b.settle(context.WithoutCancel(first.ctx), group)
+			b.settle(context.WithoutCancel(first.ctx), ctx.Done(), group)
 		case <-ctx.Done():
 			return
 		}
@@ -222,17 +239,27 @@ func live[Req, Res any](group []call[Req, Res]) []call[Req, Res] {
 }
 
 // settle commits group and answers its calls. If the commit fails with an
-// isolable error, it settles each half of the group on its own instead, so
-// that the request at fault fails alone.
-func (b *Batcher[Req, Res]) settle(ctx context.Context, group []call[Req, Res]) {
+// error Config.Retry accepts, it commits again the calls still waiting,
+// until stop is closed; with an isolable error, it settles each half of
+// the group on its own instead, so that the request at fault fails alone.
+func (b *Batcher[Req, Res]) settle(ctx context.Context, stop <-chan struct{}, group []call[Req, Res]) {
 	if len(group) == 0 {
 		return
 	}
 	res, err := b.commitGroup(ctx, group)
+	for pause := RetryPauseFirst; err != nil && b.cfg.Retry(err); pause = min(2*pause, RetryPauseMax) {
+		if !wait(stop, pause) {
+			break
+		}
+		if group = live(group); len(group) == 0 {
+			return
+		}
+		res, err = b.commitGroup(ctx, group)
+	}
 	if err != nil && len(group) > 1 && b.cfg.Isolate(err) {
 		half := len(group) / 2
-		b.settle(ctx, group[:half])
-		b.settle(ctx, group[half:])
+		b.settle(ctx, stop, group[:half])
+		b.settle(ctx, stop, group[half:])
 		return
 	}
 	for i, c := range group {
@@ -241,6 +268,18 @@ func (b *Batcher[Req, Res]) settle(ctx context.Context, group []call[Req, Res]) 
 		} else {
 			c.answer <- answer[Res]{res: res[i]}
 		}
+	}
+}
+
+// wait pauses for d; false if stop is closed first.
+func wait(stop <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-stop:
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

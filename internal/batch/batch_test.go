@@ -29,6 +29,7 @@ var errDown = errors.New("database is down")
 type fakeDB struct {
 	mu        sync.Mutex
 	down      error
+	downTries int           // the next downTries commits fail with errDown
 	gate      chan struct{} // when set, commits wait for it to close
 	calls     int
 	committed map[int]int
@@ -45,6 +46,10 @@ func (f *fakeDB) commit(_ context.Context, reqs []int) ([]int, error) {
 	f.calls++
 	if f.down != nil {
 		return nil, f.down
+	}
+	if f.downTries > 0 {
+		f.downTries--
+		return nil, errDown
 	}
 	for _, r := range reqs {
 		if r < 0 {
@@ -143,7 +148,7 @@ func TestOneBadRequestFailsAlone(t *testing.T) {
 	db := newFakeDB()
 	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), 0, 1, 2, 3, 4, 5, -6, 7, 8, 9, 10, 11, 12, 13, 14, 15)
-	b.settle(context.Background(), g)
+	b.settle(context.Background(), nil, g)
 	requireAnswers(t, db, g)
 	require.LessOrEqual(t, db.calls, 2*bits.Len(uint(len(g)))+1, "bisection costs about 2·log2(n) commits")
 }
@@ -153,13 +158,13 @@ func TestSeveralBadRequestsFailAlone(t *testing.T) {
 	db := newFakeDB()
 	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), -1, 2, 3, -4, -5, 6, 7, 8, 9, 10, -11, 12, 13)
-	b.settle(context.Background(), g)
+	b.settle(context.Background(), nil, g)
 	requireAnswers(t, db, g)
 
 	db = newFakeDB()
 	b.commit = db.commit
 	g = group(context.Background(), -1, -2, -3)
-	b.settle(context.Background(), g)
+	b.settle(context.Background(), nil, g)
 	requireAnswers(t, db, g)
 }
 
@@ -169,7 +174,7 @@ func TestNonIsolableErrorFailsGroupAtOnce(t *testing.T) {
 	db.down = errDown
 	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected}), commit: db.commit}
 	g := group(context.Background(), 1, 2, -3, 4, 5, 6, 7, 8)
-	b.settle(context.Background(), g)
+	b.settle(context.Background(), nil, g)
 	for _, c := range g {
 		require.ErrorIs(t, (<-c.answer).err, errDown)
 	}
@@ -178,11 +183,53 @@ func TestNonIsolableErrorFailsGroupAtOnce(t *testing.T) {
 	db = newFakeDB()
 	b = &Batcher[int, int]{cfg: mustResolve(t, Config{}), commit: db.commit}
 	g = group(context.Background(), 1, -2, 3)
-	b.settle(context.Background(), g)
+	b.settle(context.Background(), nil, g)
 	for _, c := range g {
 		require.Equal(t, rejected{-2}, (<-c.answer).err)
 	}
 	require.Equal(t, 1, db.calls, "without Isolate nothing is split")
+}
+
+// TestRetryCommitsAgainWhileCallersWait: a commit that fails with an
+// error Retry accepts (nothing was committed: no server took writes) is
+// made again, with only the calls whose callers still wait, until it
+// commits; each request is committed once. Closing stop ends the retries
+// with the error.
+func TestRetryCommitsAgainWhileCallersWait(t *testing.T) {
+	t.Parallel()
+	isDown := func(err error) bool { return errors.Is(err, errDown) }
+	db := newFakeDB()
+	db.downTries = 3
+	b := &Batcher[int, int]{cfg: mustResolve(t, Config{Isolate: isRejected, Retry: isDown}), commit: db.commit}
+	left, leave := context.WithCancel(context.Background())
+	leave()
+	g := append(group(context.Background(), 1, 2, 3), group(left, 4)...)
+	b.settle(context.Background(), nil, g)
+	requireAnswers(t, db, g[:3])
+	require.ErrorIs(t, (<-g[3].answer).err, context.Canceled, "a caller gone is not committed again")
+	require.Zero(t, db.committed[4])
+	require.Equal(t, 4, db.calls, "three failed tries, then the commit")
+
+	db = newFakeDB()
+	db.down = errDown
+	b.commit = db.commit
+	stop := make(chan struct{})
+	g = group(context.Background(), 5, 6)
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		b.settle(context.Background(), stop, g)
+	}()
+	require.Eventually(t, func() bool {
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return db.calls >= 2
+	}, 10*time.Second, 10*time.Millisecond, "tried again while the database is down")
+	close(stop)
+	<-settled
+	for _, c := range g {
+		require.ErrorIs(t, (<-c.answer).err, errDown, "stopping answers the error")
+	}
 }
 
 func TestCancelledRequestsAreNotCommitted(t *testing.T) {

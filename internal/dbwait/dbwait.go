@@ -133,23 +133,46 @@ func Wait(ctx context.Context) (done func()) {
 
 type commitKey struct{}
 
+// commitWatch is what Tracer saw of the statements sent with a context.
+type commitWatch struct {
+	traced atomic.Bool // a statement, batch or COPY was sent
+	sent   atomic.Bool // one of them may have committed
+}
+
 // WatchCommit returns ctx marked to record commits sent with it (by
 // Tracer); CommitSent reads the mark.
 func WatchCommit(ctx context.Context) context.Context {
-	return context.WithValue(ctx, commitKey{}, new(atomic.Bool))
+	return context.WithValue(ctx, commitKey{}, new(commitWatch))
 }
 
 // CommitSent reports whether a commit was sent with ctx (or a context
 // derived from it) since WatchCommit: if the request then failed on the
 // database, its outcome is unknown.
 func CommitSent(ctx context.Context) bool {
-	sent, _ := ctx.Value(commitKey{}).(*atomic.Bool)
-	return sent != nil && sent.Load()
+	w, _ := ctx.Value(commitKey{}).(*commitWatch)
+	return w != nil && w.sent.Load()
+}
+
+// NoCommitSent reports whether Tracer saw statements sent with ctx since
+// WatchCommit and none of them may have committed: if the work then failed
+// on the database, it did nothing. False when Tracer saw nothing (it may
+// not be installed on the pool).
+func NoCommitSent(ctx context.Context) bool {
+	w, _ := ctx.Value(commitKey{}).(*commitWatch)
+	return w != nil && w.traced.Load() && !w.sent.Load()
 }
 
 // markCommit records a commit on ctx's watch, if it has one.
 func markCommit(ctx context.Context) {
-	if sent, ok := ctx.Value(commitKey{}).(*atomic.Bool); ok {
-		sent.Store(true)
+	if w, ok := ctx.Value(commitKey{}).(*commitWatch); ok {
+		w.sent.Store(true)
+	}
+}
+
+// markTraced records on ctx's watch, if it has one, that a statement was
+// sent.
+func markTraced(ctx context.Context) {
+	if w, ok := ctx.Value(commitKey{}).(*commitWatch); ok {
+		w.traced.Store(true)
 	}
 }

@@ -38,6 +38,7 @@ func (Tracer) TraceAcquireEnd(ctx context.Context, _ *pgxpool.Pool, _ pgxpool.Tr
 // TraceQueryStart implements pgx.QueryTracer.
 func (Tracer) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
 	enter(ctx)
+	markTraced(ctx)
 	if ctx.Value(commitKey{}) != nil && commits(conn, data.SQL) {
 		markCommit(ctx)
 	}
@@ -53,6 +54,7 @@ func (Tracer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryEn
 // transaction is one implicit transaction, committed at its end.
 func (Tracer) TraceBatchStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceBatchStartData) context.Context {
 	enter(ctx)
+	markTraced(ctx)
 	if ctx.Value(commitKey{}) == nil || data.Batch == nil {
 		return ctx
 	}
@@ -76,6 +78,7 @@ func (Tracer) TraceBatchEnd(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchEn
 // TraceCopyFromStart implements pgx.CopyFromTracer.
 func (Tracer) TraceCopyFromStart(ctx context.Context, conn *pgx.Conn, _ pgx.TraceCopyFromStartData) context.Context {
 	enter(ctx)
+	markTraced(ctx)
 	if ctx.Value(commitKey{}) != nil && conn.PgConn().TxStatus() == 'I' {
 		markCommit(ctx)
 	}

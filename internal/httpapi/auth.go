@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/apikey"
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
@@ -88,7 +89,12 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		looked := time.Now()
-		cred, err := a.ctl.Authenticate(r.Context(), key)
+		var cred sluice.Credential
+		err := dbwait.Retry(r.Context(), sluice.Unavailable, func(ctx context.Context) error {
+			var err error
+			cred, err = a.ctl.Authenticate(ctx, key)
+			return err //nolint:wrapcheck // answered by writeError as it is
+		})
 		if errors.Is(err, sluice.ErrNotFound) {
 			if gate == apirate.GateLookUp {
 				a.limits.rate.FailLookup(addr)

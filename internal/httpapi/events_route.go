@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/eventschema"
 	"github.com/sluice-dev/sluice/internal/sluice"
 )
@@ -26,7 +27,12 @@ func (a *API) checkEvents(w http.ResponseWriter, r *http.Request, tenantID uuid.
 	if err := a.checkConsumers(ctx, tenantID, evs, prefix, v); err != nil {
 		return err
 	}
-	schemas, err := a.schemas.Schemas(ctx, tenantID)
+	var schemas eventschema.Set
+	err := dbwait.Retry(ctx, sluice.Unavailable, func(ctx context.Context) error {
+		var err error
+		schemas, err = a.schemas.Schemas(ctx, tenantID)
+		return err //nolint:wrapcheck // answered by writeError as it is
+	})
 	if err != nil {
 		return err
 	}
@@ -70,7 +76,12 @@ func (a *API) checkConsumers(ctx context.Context, tenantID uuid.UUID, evs []slui
 			uids = append(uids, *c)
 		}
 	}
-	missing, err := a.ctl.MissingConsumers(ctx, tenantID, uids)
+	var missing []string
+	err := dbwait.Retry(ctx, sluice.Unavailable, func(ctx context.Context) error {
+		var err error
+		missing, err = a.ctl.MissingConsumers(ctx, tenantID, uids)
+		return err //nolint:wrapcheck // answered by writeError as it is
+	})
 	if err != nil || len(missing) == 0 {
 		return err
 	}

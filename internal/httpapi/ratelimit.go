@@ -1,11 +1,14 @@
 package httpapi
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 
 	"github.com/sluice-dev/sluice/internal/apirate"
+	"github.com/sluice-dev/sluice/internal/dbwait"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // eventsPerRequest is how many events of a batch count as one request.
@@ -27,7 +30,15 @@ type limits struct {
 // once its events are counted (chargeBatch).
 func (a *API) limitRate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res, err := a.limits.rate.TakeTenant(r.Context(), tenantFrom(r.Context()).ID, 1)
+		// While no server takes writes (a failover), taking again within
+		// the request's bound: nothing was taken when no connection could
+		// be made.
+		var res apirate.Result
+		err := dbwait.Retry(r.Context(), sluice.NotConnected, func(ctx context.Context) error {
+			var err error
+			res, err = a.limits.rate.TakeTenant(ctx, tenantFrom(ctx).ID, 1)
+			return err //nolint:wrapcheck // answered by writeError as it is
+		})
 		setRateHeaders(w.Header(), res)
 		if err != nil {
 			a.writeError(w, r, err)

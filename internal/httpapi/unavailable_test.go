@@ -28,7 +28,8 @@ func TestDatabaseUnavailable(t *testing.T) {
 	t.Parallel()
 	var logs bytes.Buffer
 	st := storetest.Unreachable(t)
-	api := New(controltest.New(st, controltest.Options{Nudger: dispatchtest.Nudger(st, nil)}), Config{Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ingest: StartIngest(t, st, dispatchtest.Nudger(st, nil))})
+	// A request waits out its bound (dbwait.Retry): a short one.
+	api := New(controltest.New(st, controltest.Options{Nudger: dispatchtest.Nudger(st, nil)}), Config{DBTimeout: 300 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil)), Ingest: StartIngest(t, st, dispatchtest.Nudger(st, nil))})
 	cached := apikey.New()
 	// Looked up "in an hour": the entry stays for the whole test.
 	api.keys.put(cached, sluice.Credential{Tenant: sluice.Tenant{ID: uuid.New(), Name: "cached"}}, time.Now().Add(time.Hour))

@@ -41,6 +41,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-dev/sluice/internal/batch"
+	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -144,7 +145,10 @@ func (i *Ingester) Start(ctx context.Context) error {
 	if !shouldStart {
 		return nil
 	}
-	b := batch.New(batch.Config{Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch, Isolate: sluice.RowRejected}, i.commitGroup)
+	b := batch.New(batch.Config{
+		Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch,
+		Isolate: sluice.RowRejected, Retry: nothingCommitted,
+	}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
 		started()
@@ -166,17 +170,53 @@ func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([
 // hands the deliveries it made to the runs of their endpoints registered
 // in this process, and passes the other endpoints to the nudging loop.
 // The hand-off's sequence is read before the insert (dispatch.Nudger.Seq).
+// A failure that committed nothing wraps errNothingCommitted; one after
+// the commit was sent on a connection that then failed, ErrOutcomeUnknown.
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
 	spans := i.startCommit(ctx, evs, requests)
 	seq := i.cfg.Nudger.Seq()
-	out, made, err := fanout.Insert(ctx, i.st, evs, i.cfg.Nudger)
+	try := dbwait.WatchCommit(ctx) // this try's commit, whatever ctx watched
+	out, made, err := fanout.Insert(try, i.st, evs, i.cfg.Nudger)
 	endCommit(spans, err)
 	if err != nil {
-		return nil, fmt.Errorf("commit group: %w", err)
+		return nil, fmt.Errorf("commit group: %w", outcome(try, err))
 	}
 	i.nudges.add(i.cfg.Nudger.Hand(seq, made))
 	return out, nil
 }
+
+// errNothingCommitted marks a commit that failed on the database without
+// committing anything: no connection could be made, or it broke before
+// the commit was sent. The same commit may succeed on the next leader.
+var errNothingCommitted = errors.New("nothing was committed")
+
+// outcome sorts err, of a commit tried with ctx (dbwait.WatchCommit), by
+// what the database may have done: nothing, when no connection could be
+// made or the pool's dbwait.Tracer saw no commit sent; otherwise, unknown.
+func outcome(ctx context.Context, err error) error {
+	switch {
+	case !sluice.Unavailable(err):
+		return err
+	case sluice.NotConnected(err), dbwait.NoCommitSent(ctx):
+		return fmt.Errorf("%w: %w", errNothingCommitted, err)
+	default:
+		return commitUnknown{err}
+	}
+}
+
+// commitUnknown is a commit whose connection failed after the commit was
+// sent: it may or may not have been made. It is ErrOutcomeUnknown.
+type commitUnknown struct{ err error }
+
+func (e commitUnknown) Error() string {
+	return "the connection failed after the commit was sent, its outcome is unknown: " + e.err.Error()
+}
+
+func (e commitUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, e.err} }
+
+// nothingCommitted reports whether err says a commit did nothing and
+// may be tried again as it is.
+func nothingCommitted(err error) bool { return errors.Is(err, errNothingCommitted) }
 
 // SubmitBatch commits one tenant's batch of events on its own (a batch is
 // a group already) and returns them as stored, in order. Its endpoints are
@@ -194,7 +234,13 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 		ev.TraceContext = carried
 		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
 	}
-	return i.commit(ctx, group, 1)
+	var out []sluice.Event
+	err := dbwait.Retry(ctx, nothingCommitted, func(ctx context.Context) error {
+		var err error
+		out, err = i.commit(ctx, group, 1)
+		return err
+	})
+	return out, err
 }
 
 // Submit commits one event, possibly with others, and returns it as stored.
@@ -232,7 +278,17 @@ func (i *Ingester) SubmitIdempotent(ctx context.Context, tenantID uuid.UUID, ev 
 		ev.TraceContext = tracing.Carry(ctx)
 		spans = i.startCommit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
 	}
-	out, created, err := fanout.InsertOne(ctx, i.st, tenantID, ev, i.cfg.Nudger)
+	var (
+		out     sluice.Event
+		created bool
+	)
+	// Tried again whatever its outcome: a key the first try stored
+	// answers with its event.
+	err := dbwait.Retry(ctx, sluice.Unavailable, func(ctx context.Context) error {
+		var err error
+		out, created, err = fanout.InsertOne(ctx, i.st, tenantID, ev, i.cfg.Nudger)
+		return err //nolint:wrapcheck // wrapped by fanout
+	})
 	endCommit(spans, err)
 	return out, created, err //nolint:wrapcheck // wrapped by fanout
 }

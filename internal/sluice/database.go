@@ -50,6 +50,15 @@ func Unavailable(err error) bool {
 	}
 }
 
+// NotConnected reports whether err says no connection to the database
+// could be made (*pgconn.ConnectError: every host refused, was not
+// there, or is not the primary): nothing was sent, so the call did
+// nothing and may be made again as it is, even one that writes.
+func NotConnected(err error) bool {
+	var connectErr *pgconn.ConnectError
+	return errors.As(err, &connectErr)
+}
+
 // unavailableState reports whether a SQLSTATE says the server cannot serve
 // now, rather than that the statement is wrong.
 func unavailableState(code string) bool {

@@ -237,8 +237,9 @@ func readPID(path string) (int, error) {
 
 // leaderPool is a pool on url whose connections go only to the leader: a
 // primary left behind (commits waiting for a synchronous standby, none
-// connected) is refused as internal/app refuses it, so that the suite's
-// own reads see what the new leader has.
+// connected, not promoted in the last 30 s) is refused as internal/app
+// refuses it (its strandedQuery), so that the suite's own reads see what
+// the new leader has.
 func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -251,7 +252,9 @@ func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 				return err
 			}
 		}
-		res, err := c.Exec(ctx, `SELECT current_setting('synchronous_standby_names') <> '' AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)`).ReadAll()
+		res, err := c.Exec(ctx, `SELECT current_setting('synchronous_standby_names') <> ''
+		    AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)
+		    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => 30), true)`).ReadAll()
 		if err != nil {
 			return fmt.Errorf("check for a synchronous standby: %w", err)
 		}
