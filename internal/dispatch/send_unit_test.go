@@ -39,8 +39,9 @@ func TestUnitSendRetryAt(t *testing.T) {
 	}}
 	// AttemptCount 1 (an earlier 429) keeps the first-attempt lag metric,
 	// which compares the system's time with EventCreatedAt, out of it.
-	claimed := []Claimed{{ID: uuid.New(), EventID: uuid.New(), AttemptCount: 1, EventType: "a.b", Payload: []byte(`{}`)}}
 	attemptTo := func(path string) Outcome {
+		// A batch's payloads are let go of as it is sent: a new one each time.
+		claimed := []Claimed{{ID: uuid.New(), EventID: uuid.New(), AttemptCount: 1, EventType: "a.b", Payload: []byte(`{}`)}}
 		sent := w.sendBatch(t.Context(), Target{URL: receiver.URL + path}, claimed)
 		require.Len(t, sent, 1)
 		return sent[0].outcome
