@@ -15,15 +15,6 @@ import (
 // trickle, a claim per delivery saved.
 type Made map[uuid.UUID][]Claimed
 
-// Endpoints lists the endpoints that were given deliveries.
-func (m Made) Endpoints() []uuid.UUID {
-	ids := make([]uuid.UUID, 0, len(m))
-	for id := range m {
-		ids = append(ids, id)
-	}
-	return ids
-}
-
 // registration is a run's place in the Nudger while it works.
 //
 // A hand-off must never give a run a delivery a claim of that run already
