@@ -40,7 +40,7 @@ func TestIsStranded(t *testing.T) {
 		{"promoted just now", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, 0 }), false},
 		{"promoted a second ago", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, time.Second }), false},
 		{"promoted exactly the grace ago", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, grace }), false},
-		{"promoted just past the grace", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, grace + time.Microsecond }), true},
+		{"promoted just past the grace", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, grace+time.Microsecond }), true},
 		{"promoted long ago", with(func(s *app.LeaderState) { s.Replayed, s.SinceReplay = true, time.Hour }), true},
 		{"promoted long ago, a standby connected", with(func(s *app.LeaderState) {
 			s.Replayed, s.SinceReplay, s.StandbyConnected = true, time.Hour, true
