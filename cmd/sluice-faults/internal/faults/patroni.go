@@ -250,9 +250,9 @@ func readPID(path string) (int, error) {
 
 // leaderPool is a pool on url whose connections go only to the leader: a
 // primary left behind (commits waiting for a synchronous standby, none
-// connected, not promoted in the last 30 s) is refused as internal/app
-// refuses it (its strandedQuery), so that the suite's own reads see what
-// the new leader has.
+// connected, neither promoted nor started in the last 30 s) is refused as
+// internal/app refuses it (its isStranded), so that the suite's own reads
+// see what the new leader has.
 func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -265,9 +265,11 @@ func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 				return err
 			}
 		}
-		res, err := c.Exec(ctx, `SELECT current_setting('synchronous_standby_names') <> ''
+		res, err := c.Exec(ctx, `SELECT NOT pg_is_in_recovery()
+		    AND current_setting('synchronous_standby_names') <> ''
 		    AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)
-		    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => 30), true)`).ReadAll()
+		    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => 30), true)
+		    AND pg_postmaster_start_time() < now() - make_interval(secs => 30)`).ReadAll()
 		if err != nil {
 			return fmt.Errorf("check for a synchronous standby: %w", err)
 		}
