@@ -94,7 +94,9 @@ node_config() {
 scope: sluice-ha
 name: node$n
 log:
-  level: WARNING
+  # INFO: every loop and every step of a failover, with its time, so that
+  # the fault scenarios' kept logs show where a handover's time went.
+  level: INFO
 restapi:
   listen: 127.0.0.1:$(rest_port "$n")
   connect_address: 127.0.0.1:$(rest_port "$n")
@@ -266,7 +268,7 @@ start() {
     Patroni REST:     $rest_urls
     etcd:              http://127.0.0.1:$etcd_port (one member)
     cluster state:     bash scripts/ha.sh list $dir
-    switch over:       patronictl -c $dir/node1.yml switchover --force
+    switch over:       patronictl -c $dir/node1.yml switchover --candidate <the Sync Standby> --force
     stop it all:       make ha-stop   (bash scripts/ha.sh stop $dir)
 
 EOF

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-dev/sluice/internal/dbwait"
 	"github.com/sluice-dev/sluice/internal/flow"
+	"github.com/sluice-dev/sluice/internal/sluice"
 )
 
 // Shared are the tenants' Buckets kept in Postgres, one bucket per tenant
@@ -305,8 +306,19 @@ func (s *Shared) prefetch(tenant uuid.UUID, t *sharedTenant, p flow.Pace, now ti
 // lease makes the call c and records its answer.
 func (s *Shared) lease(tenant uuid.UUID, t *sharedTenant, c *leaseCall, p flow.Pace, req TokenRequest) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Timeout)
-	var sent time.Time
-	grant, err := s.cfg.Store.LeaseAPITokens(ctx, tenant, req, func() { sent = s.cfg.Now() })
+	var (
+		sent  time.Time
+		grant TokenGrant
+	)
+	// A call the database could not serve (its connection cut by a
+	// leader's shutdown, no server taking writes during a switchover) is
+	// made again within the timeout, as a post's commit is: paying what is
+	// owed twice would only slow the tenant a little.
+	err := dbwait.Retry(ctx, sluice.Unavailable, func(ctx context.Context) error {
+		var err error
+		grant, err = s.cfg.Store.LeaseAPITokens(ctx, tenant, req, func() { sent = s.cfg.Now() })
+		return err
+	})
 	cancel()
 
 	s.mu.Lock()

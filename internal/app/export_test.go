@@ -43,3 +43,12 @@ func WatchLeader(t *testing.T, cfg config.Config, stranded func(context.Context,
 
 // StrandedByReplication is the check of a real server.
 var StrandedByReplication = strandedByReplication
+
+// LeaderState is what the check reads of a server; IsStranded judges it,
+// ParseLeaderState reads it from the check's row.
+type LeaderState = leaderState
+
+var (
+	IsStranded       = isStranded
+	ParseLeaderState = parseLeaderState
+)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -156,26 +157,59 @@ func trackedOf(c net.Conn) net.Conn {
 // connection, whatever the load.
 const LeaderCheckInterval = time.Second
 
-// strandedQuery is true on a server whose commits wait for a synchronous
-// standby while none is connected, unless it was promoted less than
-// PromotedGrace ago. pg_stat_replication shows its rows (if only their
-// pid) to any role. A standby just promoted has no standby of its own yet
-// either: until the others follow it (Patroni's next loop, then their
-// reconnection) its commits wait too, but it is the new leader, and what
-// does not wait for a standby (the attempts dispatch records, reads) can
-// go on there. pg_last_xact_replay_timestamp() is, on a primary, the time
-// of the last transaction it replayed as a standby before its promotion,
-// and NULL on one never promoted since it started.
-var strandedQuery = fmt.Sprintf(`SELECT current_setting('synchronous_standby_names') <> ''
-    AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)
-    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => %d), true)`, int(PromotedGrace.Seconds()))
+// strandedQuery reads what a server says of itself that tells a leader
+// left behind (leaderState, in its columns' order). pg_stat_replication
+// shows its rows (if only their pid) to any role.
+// pg_last_xact_replay_timestamp() is, on a primary, the time of the last
+// transaction it replayed as a standby before its promotion, and NULL on
+// one never in recovery since it started. Ages are the server's own
+// (now() less each time), so no clock but its own counts.
+const strandedQuery = `SELECT pg_is_in_recovery(),
+    current_setting('synchronous_standby_names') <> '',
+    EXISTS (SELECT 1 FROM pg_stat_replication),
+    extract(epoch FROM now() - pg_last_xact_replay_timestamp()),
+    extract(epoch FROM now() - pg_postmaster_start_time())`
 
-// PromotedGrace is how long after its promotion a primary without a
-// synchronous standby is not taken for one left behind: long enough for
-// the other nodes to follow it (a Patroni loop_wait, 10 s by default, and
-// their reconnection). A leader left behind that was promoted less than
-// this before is left this much later.
+// PromotedGrace is how long after its promotion (or its start) a primary
+// without a synchronous standby is not taken for one left behind: long
+// enough for the other nodes to follow it (a Patroni loop_wait, 10 s by
+// default, and their reconnection). A leader left behind that was
+// promoted less than this before is left this much later.
 const PromotedGrace = 30 * time.Second
+
+// leaderState is what strandedQuery reads of a server.
+type leaderState struct {
+	InRecovery       bool // a standby: target_session_attrs refuses it
+	WaitsForStandby  bool // synchronous_standby_names is set: commits wait for a synchronous standby
+	StandbyConnected bool // a WAL sender runs: a standby streams from it
+	// Replayed: it replayed a transaction as a standby since it started,
+	// SinceReplay ago; so it was promoted since, and no earlier.
+	Replayed    bool
+	SinceReplay time.Duration
+	Uptime      time.Duration // since its postmaster started
+}
+
+// isStranded reports whether a server in state s was left behind: a
+// primary whose commits wait for a synchronous standby while none is
+// connected, and that neither was promoted nor started within grace. A
+// leader just promoted has no standby of its own either until the others
+// follow it (Patroni's next loop, then their reconnection), and one just
+// restarted none until they reconnect; its commits wait meanwhile, but it
+// is the leader, and what does not wait for a standby (the attempts
+// dispatch records, reads) goes on there. At exactly grace it is still
+// given the benefit.
+func isStranded(s leaderState, grace time.Duration) bool {
+	switch {
+	case s.InRecovery, !s.WaitsForStandby, s.StandbyConnected:
+		return false
+	case s.Replayed && s.SinceReplay <= grace:
+		return false // promoted moments ago
+	case s.Uptime <= grace:
+		return false // started moments ago
+	default:
+		return true
+	}
+}
 
 // errLeftBehind refuses a connection to a server left behind.
 var errLeftBehind = errors.New("server waits for a synchronous standby and none is connected: it is no longer the leader")
@@ -183,16 +217,51 @@ var errLeftBehind = errors.New("server waits for a synchronous standby and none 
 // strandedFunc reports whether the server of c was left behind.
 type strandedFunc func(ctx context.Context, c *pgconn.PgConn) (bool, error)
 
-// strandedByReplication is the strandedFunc of a real server: strandedQuery.
+// strandedByReplication is the strandedFunc of a real server:
+// strandedQuery, judged by isStranded.
 func strandedByReplication(ctx context.Context, c *pgconn.PgConn) (bool, error) {
 	res, err := c.Exec(ctx, strandedQuery).ReadAll()
 	if err != nil {
 		return false, fmt.Errorf("check for a synchronous standby: %w", err)
 	}
-	if len(res) != 1 || len(res[0].Rows) != 1 || len(res[0].Rows[0]) != 1 {
+	if len(res) != 1 || len(res[0].Rows) != 1 {
 		return false, errors.New("check for a synchronous standby: unexpected answer")
 	}
-	return string(res[0].Rows[0][0]) == "t", nil
+	s, err := parseLeaderState(res[0].Rows[0])
+	if err != nil {
+		return false, fmt.Errorf("check for a synchronous standby: %w", err)
+	}
+	return isStranded(s, PromotedGrace), nil
+}
+
+// parseLeaderState reads strandedQuery's row, in text format.
+func parseLeaderState(row [][]byte) (leaderState, error) {
+	if len(row) != 5 {
+		return leaderState{}, fmt.Errorf("%d columns, not 5", len(row))
+	}
+	s := leaderState{
+		InRecovery: string(row[0]) == "t", WaitsForStandby: string(row[1]) == "t", StandbyConnected: string(row[2]) == "t",
+		Replayed: row[3] != nil,
+	}
+	var err error
+	if s.Replayed {
+		if s.SinceReplay, err = seconds(row[3]); err != nil {
+			return s, fmt.Errorf("since the last replay: %w", err)
+		}
+	}
+	if s.Uptime, err = seconds(row[4]); err != nil {
+		return s, fmt.Errorf("uptime: %w", err)
+	}
+	return s, nil
+}
+
+// seconds reads a number of seconds as Postgres writes it.
+func seconds(b []byte) (time.Duration, error) {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, fmt.Errorf("seconds: %w", err)
+	}
+	return time.Duration(f * float64(time.Second)), nil
 }
 
 // severalHosts reports whether cc names more than one host (the fallbacks

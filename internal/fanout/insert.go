@@ -22,6 +22,13 @@ import (
 type TenantEvent struct {
 	TenantID uuid.UUID
 	Event    sluice.NewEvent
+	// ID and CreatedAt, when set, are the event's as stored (CreatedAt to
+	// the microsecond): a caller that may store the same event again after
+	// a commit whose outcome it could not learn keeps them, so that the
+	// second try meets the first try's row (ingest). Zero: Insert makes
+	// them.
+	ID        uuid.UUID
+	CreatedAt time.Time
 }
 
 // MaxInlineDeliveries bounds the deliveries Insert makes in its own
@@ -196,18 +203,25 @@ func oneStatement(evs []sluice.Event) bool {
 	})
 }
 
-// newEvents gives each event an id and its creation time, and returns them
-// as they will be stored: the time to the microsecond, as Postgres keeps it,
-// so the answer to the post, the events read back and the deliveries' bodies
-// agree.
+// newEvents gives each event without one an id and its creation time, and
+// returns them as they will be stored: the time to the microsecond, as
+// Postgres keeps it, so the answer to the post, the events read back and
+// the deliveries' bodies agree.
 func newEvents(evs []TenantEvent) []sluice.Event {
 	now := time.Now().UTC().Truncate(time.Microsecond)
 	out := make([]sluice.Event, len(evs))
 	for i, te := range evs {
 		ev := te.Event
+		id, at := te.ID, te.CreatedAt
+		if id == uuid.Nil {
+			id = store.NewID()
+		}
+		if at.IsZero() {
+			at = now
+		}
 		out[i] = sluice.Event{
-			ID: store.NewID(), TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
-			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: now, TraceContext: ev.TraceContext,
+			ID: id, TenantID: te.TenantID, Type: ev.Type, Payload: ev.Payload, CoalesceKey: ev.CoalesceKey,
+			Consumer: ev.Consumer, Broadcast: ev.Broadcast, CreatedAt: at, TraceContext: ev.TraceContext,
 			OrderingKey: ev.OrderingKey,
 		}
 	}

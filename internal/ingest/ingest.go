@@ -17,6 +17,11 @@
 // the process dies first, the sweeper's walk queues their dispatch (every
 // 5 s by default).
 //
+// A commit whose connection fails is tried again within the post's bound,
+// even after the commit was sent: each event's id is made once per post,
+// so a try after one that did commit finds its rows and answers with
+// them, and no event is stored twice.
+//
 // An event Postgres rejects (sluice.RowRejected) fails alone: its batch is
 // split until the event is found, and every other event, whichever tenant
 // posted it, is committed (see package batch).
@@ -37,6 +42,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/riverqueue/river/rivershared/startstop"
 	"go.opentelemetry.io/otel/trace"
 
@@ -46,6 +52,7 @@ import (
 	"github.com/sluice-dev/sluice/internal/fanout"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/tracing"
 )
 
@@ -147,7 +154,7 @@ func (i *Ingester) Start(ctx context.Context) error {
 	}
 	b := batch.New(batch.Config{
 		Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch,
-		Isolate: sluice.RowRejected, Retry: nothingCommitted,
+		Isolate: sluice.RowRejected, Retry: retryable,
 	}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
@@ -172,17 +179,57 @@ func (i *Ingester) commitGroup(ctx context.Context, evs []fanout.TenantEvent) ([
 // The hand-off's sequence is read before the insert (dispatch.Nudger.Seq).
 // A failure that committed nothing wraps errNothingCommitted; one after
 // the commit was sent on a connection that then failed, ErrOutcomeUnknown.
+// Both are tried again (retryable); a try that finds its events stored by
+// an earlier one answers with them (storedBefore).
 func (i *Ingester) commit(ctx context.Context, evs []fanout.TenantEvent, requests int) ([]sluice.Event, error) {
 	spans := i.startCommit(ctx, evs, requests)
 	seq := i.cfg.Nudger.Seq()
 	try := dbwait.WatchCommit(ctx) // this try's commit, whatever ctx watched
 	out, made, err := fanout.Insert(try, i.st, evs, i.cfg.Nudger)
+	if err != nil && duplicate(err) {
+		var stored bool
+		if stored, err = i.storedBefore(try, out, err); stored {
+			endCommit(spans, nil)
+			return out, nil
+		}
+	}
 	endCommit(spans, err)
 	if err != nil {
 		return nil, fmt.Errorf("commit group: %w", outcome(try, err))
 	}
 	i.nudges.add(i.cfg.Nudger.Hand(seq, made))
 	return out, nil
+}
+
+// duplicate reports whether err is a unique violation (SQLSTATE 23505).
+func duplicate(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// storedBefore reports whether every one of evs is stored already, which
+// a unique violation (dupErr) storing them says may be so: the ids are
+// made once per post (stamp), so only an earlier try of the same commit,
+// whose answer was lost after it was sent (commitUnknown), can have
+// stored them, and a transaction stores all of its events or none. Then
+// the commit is answered as made; its deliveries were made with it and
+// are left to the sweeper's walk, since the hand-off of that try was
+// lost with its answer. Otherwise it returns dupErr, or the error of the
+// read that looked.
+func (i *Ingester) storedBefore(ctx context.Context, evs []sluice.Event, dupErr error) (bool, error) {
+	ids := make([]uuid.UUID, len(evs))
+	for j, ev := range evs {
+		ids[j] = ev.ID
+	}
+	rows, err := store.Read(ctx, i.st, (*dbq.Queries).EventsByID, ids)
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("look for the events of an earlier try: %w", err)
+	case len(rows) != len(ids):
+		return false, dupErr
+	}
+	i.cfg.Logger.Info("events found stored by an earlier try whose commit's outcome was unknown", "events", len(ids))
+	return true, nil
 }
 
 // errNothingCommitted marks a commit that failed on the database without
@@ -214,9 +261,20 @@ func (e commitUnknown) Error() string {
 
 func (e commitUnknown) Unwrap() []error { return []error{ErrOutcomeUnknown, e.err} }
 
-// nothingCommitted reports whether err says a commit did nothing and
-// may be tried again as it is.
-func nothingCommitted(err error) bool { return errors.Is(err, errNothingCommitted) }
+// retryable reports whether a commit that failed with err may be tried
+// again as it is: it did nothing, or its outcome is unknown. The latter
+// is safe because its events keep their ids across tries (stamp): a try
+// after one that did commit meets its rows and answers with them
+// (storedBefore), and never stores an event twice.
+func retryable(err error) bool {
+	return errors.Is(err, errNothingCommitted) || errors.As(err, new(commitUnknown))
+}
+
+// stamp gives a posted event its id and creation time once, before its
+// first try, so that every try of its commit stores the same row.
+func stamp(tenantID uuid.UUID, ev sluice.NewEvent) fanout.TenantEvent {
+	return fanout.TenantEvent{TenantID: tenantID, Event: ev, ID: store.NewID(), CreatedAt: time.Now().UTC().Truncate(time.Microsecond)}
+}
 
 // SubmitBatch commits one tenant's batch of events on its own (a batch is
 // a group already) and returns them as stored, in order. Its endpoints are
@@ -232,10 +290,10 @@ func (i *Ingester) SubmitBatch(ctx context.Context, tenantID uuid.UUID, evs []sl
 	group := make([]fanout.TenantEvent, len(evs))
 	for j, ev := range evs {
 		ev.TraceContext = carried
-		group[j] = fanout.TenantEvent{TenantID: tenantID, Event: ev}
+		group[j] = stamp(tenantID, ev)
 	}
 	var out []sluice.Event
-	err := dbwait.Retry(ctx, nothingCommitted, func(ctx context.Context) error {
+	err := dbwait.Retry(ctx, retryable, func(ctx context.Context) error {
 		var err error
 		out, err = i.commit(ctx, group, 1)
 		return err
@@ -255,8 +313,14 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 	if i.tracer != nil {
 		ev.TraceContext = tracing.Carry(ctx)
 	}
+	te := stamp(tenantID, ev)
 	if len(ev.Payload) > LargeEvent {
-		out, err := i.commit(ctx, []fanout.TenantEvent{{TenantID: tenantID, Event: ev}}, 1)
+		var out []sluice.Event
+		err := dbwait.Retry(ctx, retryable, func(ctx context.Context) error {
+			var err error
+			out, err = i.commit(ctx, []fanout.TenantEvent{te}, 1)
+			return err
+		})
 		switch {
 		case err != nil && ctx.Err() != nil:
 			return sluice.Event{}, ErrOutcomeUnknown
@@ -265,7 +329,7 @@ func (i *Ingester) Submit(ctx context.Context, tenantID uuid.UUID, ev sluice.New
 		}
 		return out[0], nil
 	}
-	return b.Submit(ctx, fanout.TenantEvent{TenantID: tenantID, Event: ev}) //nolint:wrapcheck // commit wraps its own
+	return b.Submit(ctx, te) //nolint:wrapcheck // commit wraps its own
 }
 
 // SubmitIdempotent commits one event that carries an Idempotency-Key, on

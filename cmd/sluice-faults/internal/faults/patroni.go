@@ -84,6 +84,12 @@ func (p *Patroni) URL(db string) string {
 // Leader is the node (1..3) Patroni's DCS names leader, as the REST API
 // of any live node other than skip tells it; 0 if none does.
 func (p *Patroni) Leader(ctx context.Context, skip int) int {
+	return p.member(ctx, skip, "leader")
+}
+
+// member is the running node (1..3) in role, as the REST API of any live
+// node other than skip tells it; 0 if none is.
+func (p *Patroni) member(ctx context.Context, skip int, role string) int {
 	client := &http.Client{Timeout: time.Second}
 	for n := 1; n <= patroniNodes; n++ {
 		if n == skip {
@@ -103,7 +109,7 @@ func (p *Patroni) Leader(ctx context.Context, skip int) int {
 			continue
 		}
 		for _, m := range c.Members {
-			if m.Role == "leader" && m.State == "running" {
+			if m.Role == role && m.State == "running" {
 				if k, err := strconv.Atoi(strings.TrimPrefix(m.Name, "node")); err == nil {
 					return k
 				}
@@ -170,14 +176,21 @@ func (p *Patroni) AwaitNewLeader(ctx context.Context, old int, limit time.Durati
 }
 
 // Switchover hands the leadership to the synchronous standby
-// (patronictl switchover) and returns the new leader.
+// (patronictl switchover) and returns the new leader. The candidate is
+// named: a switchover without one has the standby that takes the leader
+// key first ask every other member's REST API whether it is the
+// healthiest, while no server takes writes (docs/patroni.md).
 func (p *Patroni) Switchover(ctx context.Context) (old, n int, err error) {
 	old = p.Leader(ctx, 0)
 	if old == 0 {
 		return 0, 0, errors.New("no leader to switch over from")
 	}
+	sync := p.member(ctx, 0, "sync_standby")
+	if sync == 0 {
+		return old, 0, errors.New("no synchronous standby to switch over to")
+	}
 	cmd := exec.CommandContext(ctx, "patronictl", "-c", filepath.Join(p.Dir, fmt.Sprintf("node%d.yml", old)),
-		"switchover", "--leader", fmt.Sprintf("node%d", old), "--force")
+		"switchover", "--leader", fmt.Sprintf("node%d", old), "--candidate", fmt.Sprintf("node%d", sync), "--force")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return old, 0, fmt.Errorf("patronictl switchover: %w\n%s", err, out)
 	}
@@ -237,9 +250,9 @@ func readPID(path string) (int, error) {
 
 // leaderPool is a pool on url whose connections go only to the leader: a
 // primary left behind (commits waiting for a synchronous standby, none
-// connected, not promoted in the last 30 s) is refused as internal/app
-// refuses it (its strandedQuery), so that the suite's own reads see what
-// the new leader has.
+// connected, neither promoted nor started in the last 30 s) is refused as
+// internal/app refuses it (its isStranded), so that the suite's own reads
+// see what the new leader has.
 func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -252,9 +265,11 @@ func leaderPool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 				return err
 			}
 		}
-		res, err := c.Exec(ctx, `SELECT current_setting('synchronous_standby_names') <> ''
+		res, err := c.Exec(ctx, `SELECT NOT pg_is_in_recovery()
+		    AND current_setting('synchronous_standby_names') <> ''
 		    AND NOT EXISTS (SELECT 1 FROM pg_stat_replication)
-		    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => 30), true)`).ReadAll()
+		    AND coalesce(pg_last_xact_replay_timestamp() < now() - make_interval(secs => 30), true)
+		    AND pg_postmaster_start_time() < now() - make_interval(secs => 30)`).ReadAll()
 		if err != nil {
 			return fmt.Errorf("check for a synchronous standby: %w", err)
 		}
