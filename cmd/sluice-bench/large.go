@@ -147,6 +147,18 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 		}
 		last, complete := awaitHashes(ctx, receivers, events)
 		elapsed := last.Sub(resumed)
+		var first time.Time
+		for _, r := range receivers {
+			r.mu.Lock()
+			if !r.first.IsZero() && (first.IsZero() || r.first.Before(first)) {
+				first = r.first
+			}
+			r.mu.Unlock()
+		}
+		if !first.IsZero() {
+			s.Note = joinNotes(s.Note, fmt.Sprintf("first delivery %s after the worker was continued, last %s after",
+				first.Sub(resumed).Round(time.Millisecond), elapsed.Round(time.Millisecond)))
+		}
 
 		intact, bodyBytes := 0, int64(0)
 		wantSet := map[[sha256.Size]byte]bool{}
@@ -171,7 +183,7 @@ func runLarge(ctx context.Context, env *Env, events, endpoints int) (Table, erro
 			"delivered":         float64(bodyBytes) / 1e6 / elapsed.Seconds(),
 		}, TimedOut: !complete}
 		if !complete {
-			s.Note = fmt.Sprintf("%d of %d deliveries received when the run ended", intact, events*endpoints)
+			s.Note = joinNotes(s.Note, fmt.Sprintf("%d of %d deliveries received when the run ended", intact, events*endpoints))
 		}
 		if rss, err := peakRSS(worker); err == nil {
 			s.Values["worker peak RSS"] = float64(rss) / (1 << 20)
@@ -352,6 +364,7 @@ type hashReceiver struct {
 	srv    *httptest.Server
 	mu     sync.Mutex
 	hashes map[string][sha256.Size]byte
+	first  time.Time // when the first delivery was received
 	last   time.Time
 	bytes  atomic.Int64
 }
@@ -367,7 +380,7 @@ func (r *hashReceiver) Close() { r.srv.Close() }
 func (r *hashReceiver) reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.hashes, r.last = map[string][sha256.Size]byte{}, time.Time{}
+	r.hashes, r.first, r.last = map[string][sha256.Size]byte{}, time.Time{}, time.Time{}
 	r.bytes.Store(0)
 }
 
@@ -384,5 +397,8 @@ func (r *hashReceiver) serve(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	r.hashes[req.Header.Get("Webhook-Id")] = sum
 	r.last = time.Now()
+	if r.first.IsZero() {
+		r.first = r.last
+	}
 	r.mu.Unlock()
 }
