@@ -120,6 +120,25 @@ WHERE n.next_attempt_at > now();
 -- it out of (ClaimDueDeliveries).
 SELECT payload FROM events WHERE id = @id;
 
+-- name: NextLargeEvents :many
+-- The events of an endpoint's next due deliveries after a position (those a
+-- claim from there would take now, up to max_rows) whose payloads are
+-- stored in over 1 MiB: a run sending large payloads reads them while its
+-- batch is sent (internal/dispatch/large.go, readAhead). It reads max_rows
+-- index entries, as the claim does, and then the events of those alone.
+SELECT n.event_id::uuid AS event_id
+FROM (
+    SELECT d.event_id FROM deliveries d
+    WHERE d.endpoint_id = @endpoint_id
+      AND d.status IN ('pending', 'failed')
+      AND d.next_attempt_at <= now()
+      AND (d.next_attempt_at, d.id) > (@after_at::timestamptz, @after_id::uuid)
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT @max_rows::int
+) n
+JOIN events e ON e.id = n.event_id
+WHERE pg_column_size(e.payload) > 1048576;
+
 -- name: NextQueuedDelivery :one
 -- The final check before a dispatch run ends: when the endpoint's first
 -- queued delivery is due, and whether it is due already. It compares with

@@ -42,7 +42,9 @@ ORDER BY l.fifo_position;
 -- transaction, so that every attempt of it carries the same number. Each
 -- delivery is read in its event's week (a coalesced delivery stays in its
 -- week: CoalesceDelivery), by id alone, so a head coalesced meanwhile is
--- still claimed, with its new event.
+-- still claimed, with its new event. A payload stored in over 1 MiB is left
+-- out (NULL), as ClaimDueDeliveries leaves it out, and read once for the
+-- sends of its event in flight (EventPayload).
 WITH head AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@week_los::uuid[]) AS week_lo, unnest(@week_his::uuid[]) AS week_hi,
            unnest(@ordering_keys::text[]) AS ordering_key, unnest(@fresh::bool[]) AS fresh
@@ -59,7 +61,8 @@ WITH head AS (
     RETURNING d.id, d.fifo_sequence
 )
 SELECT d.id, d.event_id, d.failure_count, d.attempt_count, (d.replayed_from IS NOT NULL)::boolean AS replayed,
-       d.next_attempt_at, e.type, e.payload, e.created_at AS event_created_at, e.trace_context,
+       d.next_attempt_at, e.type, (CASE WHEN pg_column_size(e.payload) <= 1048576 THEN e.payload END)::json AS payload,
+       e.created_at AS event_created_at, e.trace_context,
        coalesce(n.fifo_sequence, d.fifo_sequence, 0)::bigint AS fifo_sequence
 FROM head h
 JOIN deliveries d ON d.id = h.id AND d.event_id >= h.week_lo AND d.event_id < h.week_hi

@@ -245,6 +245,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// (a fan-out that committed late) waits at most for the backlog ahead.
 	var after Position
 	fifo := false // the endpoint is FIFO, as the last claim read it
+	var ahead *readAhead // the large payloads read for the batch claimed next
+	defer func() { ahead.release() }()
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {
 		if err := held.Check(); err != nil {
 			return fmt.Errorf("check lease: %w", err) // the sweeper may have replaced the job already
@@ -280,7 +282,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			return nil // enabling it again queues a dispatch (control.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
 			batchCounter(claimed.Handed).Inc()
+			next := w.readAheadFor(ctx, target, plan, claimed)
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
+			ahead.release() // its payloads are sent
+			ahead = next
 			flowChanged, err := w.record(ctx, target, sent, queue)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)

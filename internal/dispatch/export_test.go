@@ -1,6 +1,12 @@
 package dispatch
 
-import "github.com/google/uuid"
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/google/uuid"
+)
 
 // RecordSettings are the settings the unlocked record runs with.
 var RecordSettings = recordSettings
@@ -10,4 +16,27 @@ var RecordSettings = recordSettings
 func OutcomeIDs(outcomes []Outcome) (ids, eventIDs []uuid.UUID) {
 	p := outcomeParams(outcomes)
 	return p.Ids, p.EventIds
+}
+
+// ReadAhead reads ahead for the batch after claimed, as a run does while it
+// sends claimed, a claim of up to n; it waits for the reads and returns the
+// events whose payloads the worker then holds (nil, and no read, when the
+// run would not read ahead), and the read ahead's release.
+func (w *Worker) ReadAhead(ctx context.Context, target Target, n int, claimed Claim) ([]uuid.UUID, func()) {
+	a := w.readAheadFor(ctx, target, claimPlan{n: n}, claimed)
+	if a == nil {
+		return nil, func() {}
+	}
+	<-a.done
+	return w.large.events(), a.release
+}
+
+// HeldPayloads is how many events' payloads the worker holds.
+func (w *Worker) HeldPayloads() int { return len(w.large.events()) }
+
+// events are the events whose payloads are held.
+func (s *sharedPayloads) events() []uuid.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Collect(maps.Keys(s.m))
 }

@@ -100,3 +100,54 @@ func TestFIFOClaimTakesTheHeadOfEachLine(t *testing.T) {
 	require.Equal(t, []got{{e1, 2}, {e3, 1}, {late, 1}, {behind, 1}}, heads(claim(10)),
 		"k1's next, numbered 2; k2 blocked by its head's retry")
 }
+
+// TestClaimsLeaveLargePayloadsOut: a claim, FIFO or not, leaves out a
+// payload stored in over 1 MiB (the sends of its event read it once,
+// shared) and brings a small one with it.
+func TestClaimsLeaveLargePayloadsOut(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	unordered, fifo := subscribed(t, f, "big.claim"), subscribed(t, f, "big.claim")
+	ctl := control.New(control.Config{Store: f.Store, Nudger: f.Jobs})
+	owner := control.Caller{Tenant: f.TenantA.ID, Role: sluice.RoleOwner, Actor: sluice.Actor{Type: sluice.ActorAPIKey, ID: "test", Name: "test"}}
+	_, err := ctl.UpdateEndpoint(ctx, owner, fifo, control.EndpointInput{Ordering: new(sluice.OrderingFIFO)})
+	require.NoError(t, err)
+	post := func(key string, payload []byte) uuid.UUID {
+		t.Helper()
+		stored, _, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, sluice.NewEvent{Type: "big.claim", Payload: payload, OrderingKey: &key}, f.Jobs)
+		require.NoError(t, err)
+		_, _, err = fanout.Events(ctx, f.Store, []uuid.UUID{stored.ID}, nil)
+		require.NoError(t, err)
+		return stored.ID
+	}
+	small, large := post("k1", []byte(`{"small":true}`)), post("k2", largePayload(1, 3<<20))
+	var size int
+	require.NoError(t, f.Store.Pool().QueryRow(ctx, `SELECT pg_column_size(payload) FROM events WHERE id = $1`, large).Scan(&size))
+	require.Greater(t, size, 1<<20, "stored in over 1 MiB")
+
+	payloads := func(c []dispatch.Claimed) map[uuid.UUID][]byte {
+		out := map[uuid.UUID][]byte{}
+		for _, d := range c {
+			out[d.EventID] = d.Payload
+		}
+		return out
+	}
+	db := dispatch.NewDB(f.Store)
+	claimed, err := db.ClaimUnlocked(ctx, unordered, 10)
+	require.NoError(t, err)
+	got := payloads(claimed)
+	require.Len(t, got, 2)
+	require.JSONEq(t, `{"small":true}`, string(got[small]), "unordered: a small payload comes with its claim")
+	require.Zero(t, len(got[large]), "unordered: a large payload is left out")
+
+	tx, err := db.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx)
+	c, err := tx.ClaimFIFO(ctx, fifo, 10, time.Now())
+	require.NoError(t, err)
+	got = payloads(c.Deliveries)
+	require.Len(t, got, 2, "the head of each line")
+	require.JSONEq(t, `{"small":true}`, string(got[small]), "FIFO: a small payload comes with its claim")
+	require.Zero(t, len(got[large]), "FIFO: a large payload is left out")
+}

@@ -109,3 +109,89 @@ func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) (
 	}
 	return payload, nil
 }
+
+// A run sending large payloads reads the next batch's while it sends the
+// current one: the read of a large payload (from Postgres, tens of
+// milliseconds a MiB) takes as long as its sends or longer, and a run that
+// claimed, read, sent and recorded in turn left the receivers idle while it
+// read. After a full claim that left payloads out, readAhead looks up which
+// of the endpoint's next due deliveries (those the next claim will take,
+// unless others come due first) have large payloads, and reads them into
+// the shared payloads while the batch is sent; the next batch's sends find
+// them there. A run holds at most the payloads of the batch it sends and of
+// the next one: max_in_flight × 2, the bound of what a worker holds. A FIFO
+// endpoint's next heads are not known before its batch is recorded, and a
+// plain endpoint's small payloads come with their claim: neither reads
+// ahead, nor pays a statement for it.
+
+// readAhead is one run's payloads read for its next batch.
+type readAhead struct {
+	cancel   context.CancelFunc
+	done     chan struct{} // closed once every read has ended
+	releases []func()      // set before done is closed
+}
+
+// readAheadFor starts reading the large payloads of the batch after
+// claimed, when claimed is a full claim (plan.n deliveries: more may be
+// due) of an unordered endpoint that left a payload out; otherwise it
+// returns nil, and costs nothing. Call its release once the next batch is
+// sent, or when the run ends.
+func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan, claimed Claim) *readAhead {
+	n := len(claimed.Deliveries)
+	if target.FIFO || claimed.Handed || n == 0 || n < plan.n || !leftOut(claimed.Deliveries) {
+		return nil
+	}
+	after := claimed.Deliveries[n-1].Position()
+	ctx, cancel := context.WithCancel(ctx)
+	a := &readAhead{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(a.done)
+		events, err := store.Read(ctx, w.db.st, (*dbq.Queries).NextLargeEvents, dbq.NextLargeEventsParams{
+			EndpointID: target.ID, AfterAt: after.NextAttemptAt, AfterID: after.ID, MaxRows: int32(plan.n),
+		})
+		if err != nil {
+			return // the next batch's sends read them themselves
+		}
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for _, eventID := range events {
+			wg.Go(func() {
+				_, release, err := w.large.get(ctx, eventID, func(ctx context.Context) ([]byte, error) {
+					return w.readPayload(ctx, target.TenantID, eventID)
+				})
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				a.releases = append(a.releases, release)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+	}()
+	return a
+}
+
+// leftOut reports whether a claim left a payload out (a large one).
+func leftOut(claimed []Claimed) bool {
+	for _, c := range claimed {
+		if c.Payload == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// release ends the read ahead, if still reading, and lets its payloads go:
+// those the next batch's sends use are held by them until each is sent.
+// Nil does nothing.
+func (a *readAhead) release() {
+	if a == nil {
+		return
+	}
+	a.cancel()
+	<-a.done
+	for _, release := range a.releases {
+		release()
+	}
+}

@@ -17,7 +17,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/dispatch"
 	"github.com/sluice-dev/sluice/internal/fanout"
+	"github.com/sluice-dev/sluice/internal/send"
 	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/receiver"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
@@ -106,8 +108,8 @@ func (h *heapSampler) sample() {
 // that the heap stays within issue 41's bound of what is in flight: twice
 // its bytes (4 × 8 MiB) plus 100 MiB, far below the backlog (48 × 8 MiB,
 // all due at once), which a worker that read payloads ahead of sending
-// them would exceed, and below one that held a copy of the payload per
-// delivery beside its body. The heap is read as each request arrives,
+// them further than the next batch (readAhead) would exceed, and below one
+// that held a copy of the payload per delivery beside its body. The heap is read as each request arrives,
 // when the worker holds the bodies in flight, and every few milliseconds
 // besides.
 //
@@ -186,4 +188,55 @@ func TestLargePayloadsMemoryBounded(t *testing.T) {
 		events, size>>20, endpoints, maxInFlight, float64(delivered)/(1<<20), took.Round(time.Millisecond),
 		float64(delivered)/1e6/took.Seconds(), inFlight>>20, base>>20, heap.peak>>20, bound>>20)
 	require.LessOrEqual(t, heap.peak, bound, "the heap is bounded by what is in flight")
+}
+
+// TestReadAhead: after a full claim that left large payloads out, a run
+// reads the large payloads of the deliveries it will claim next (not the
+// small ones, which come with their claim) while it sends, and lets them
+// go when it releases them. A claim that came up short, a FIFO endpoint's,
+// or one without a large payload reads nothing ahead.
+func TestReadAhead(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	ep := subscribed(t, f, "big.ahead")
+	post := func(payload []byte) uuid.UUID {
+		t.Helper()
+		stored, _, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, sluice.NewEvent{Type: "big.ahead", Payload: payload}, f.Jobs)
+		require.NoError(t, err)
+		_, _, err = fanout.Events(ctx, f.Store, []uuid.UUID{stored.ID}, nil)
+		require.NoError(t, err)
+		return stored.ID
+	}
+	large := func(i int) []byte { return largePayload(i, 2<<20) }
+	e0, e1, e2, e3 := post(large(0)), post(large(1)), post(large(2)), post([]byte(`{"small":1}`))
+	post(large(4)) // e4, beyond the next claim
+
+	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
+		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: time.Second,
+		Nudger: dispatch.NewNudger(f.Store, f.Jobs, dispatch.NudgerConfig{}),
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	db := dispatch.NewDB(f.Store)
+	target := dispatch.Target{ID: ep, TenantID: f.TenantA.ID, MaxInFlight: 2}
+	claimed, err := db.ClaimUnlocked(ctx, ep, 2)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{e0, e1}, []uuid.UUID{claimed[0].EventID, claimed[1].EventID})
+
+	held, release := w.ReadAhead(ctx, target, 2, dispatch.Claim{Deliveries: claimed})
+	require.Equal(t, []uuid.UUID{e2}, held, "the next claim's large payloads (e2, e3: not e4), read while the batch is sent")
+	release()
+	require.Zero(t, w.HeldPayloads(), "let go of once released")
+
+	held, _ = w.ReadAhead(ctx, target, 3, dispatch.Claim{Deliveries: claimed})
+	require.Nil(t, held, "a short claim: nothing more is due")
+	fifo := target
+	fifo.FIFO = true
+	held, _ = w.ReadAhead(ctx, fifo, 2, dispatch.Claim{Deliveries: claimed})
+	require.Nil(t, held, "a FIFO endpoint's next heads are not known yet")
+	small := []dispatch.Claimed{claimed[0], {ID: uuid.New(), EventID: e3, Payload: []byte(`{"small":1}`)}}
+	small[0].Payload = []byte(`{}`)
+	held, _ = w.ReadAhead(ctx, target, 2, dispatch.Claim{Deliveries: small})
+	require.Nil(t, held, "no payload left out: nothing read ahead")
 }

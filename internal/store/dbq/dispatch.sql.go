@@ -297,6 +297,58 @@ func (q *Queries) LockEndpointToFinish(ctx context.Context, id uuid.UUID) (LockE
 	return i, err
 }
 
+const nextLargeEvents = `-- name: NextLargeEvents :many
+SELECT n.event_id::uuid AS event_id
+FROM (
+    SELECT d.event_id FROM deliveries d
+    WHERE d.endpoint_id = $1
+      AND d.status IN ('pending', 'failed')
+      AND d.next_attempt_at <= now()
+      AND (d.next_attempt_at, d.id) > ($2::timestamptz, $3::uuid)
+    ORDER BY d.next_attempt_at, d.id
+    LIMIT $4::int
+) n
+JOIN events e ON e.id = n.event_id
+WHERE pg_column_size(e.payload) > 1048576
+`
+
+type NextLargeEventsParams struct {
+	EndpointID uuid.UUID
+	AfterAt    time.Time
+	AfterID    uuid.UUID
+	MaxRows    int32
+}
+
+// The events of an endpoint's next due deliveries after a position (those a
+// claim from there would take now, up to max_rows) whose payloads are
+// stored in over 1 MiB: a run sending large payloads reads them while its
+// batch is sent (internal/dispatch/large.go, readAhead). It reads max_rows
+// index entries, as the claim does, and then the events of those alone.
+func (q *Queries) NextLargeEvents(ctx context.Context, arg NextLargeEventsParams) ([]uuid.UUID, error) {
+	rows, err := q.db.Query(ctx, nextLargeEvents,
+		arg.EndpointID,
+		arg.AfterAt,
+		arg.AfterID,
+		arg.MaxRows,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []uuid.UUID{}
+	for rows.Next() {
+		var event_id uuid.UUID
+		if err := rows.Scan(&event_id); err != nil {
+			return nil, err
+		}
+		items = append(items, event_id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const nextQueuedDelivery = `-- name: NextQueuedDelivery :one
 SELECT d.next_attempt_at, coalesce(d.next_attempt_at <= clock_timestamp(), false)::bool AS due
 FROM (SELECT 1) one
