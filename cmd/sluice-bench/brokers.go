@@ -43,7 +43,9 @@ var brokersScenario = Scenario{
 		"request, 4 clients), all matching the endpoint, and once all are stored the worker is continued (SIGCONT). " +
 		"Deliveries/s = events ÷ (worker continued → the broker holding all of them: XLEN, the stream's message count, " +
 		"the durable queue's message count, polled every 5 ms; for HTTP, the last request received). Sluice CPU per " +
-		"delivery = Sluice's processes' CPU over that time ÷ events. The floor, once Postgres is idle again: the " +
+		"delivery = Sluice's processes' CPU over that time ÷ events. Where the time goes, from the attempts recorded: the median " +
+		"batch sending (its first attempt started → its last answered; the attempts in the order they started, 100 at a " +
+		"time) and between batches (recording one and claiming the next). The floor, once Postgres is idle again: the " +
 		"benchmark itself publishes as many messages of the same size with the same headers and the same confirms " +
 		"(Redis XADD's reply, JetStream's publish ack, a RabbitMQ publisher confirm of a persistent mandatory message " +
 		"on a channel of its own, one in flight per channel) from 100 goroutines (the endpoint's max_in_flight), on " +
@@ -62,11 +64,15 @@ func brokersMetrics() []Metric {
 			Metric{Name: k + ": throughput", Unit: "deliveries/s"},
 			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
 			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
-			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"})
+			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"},
+			Metric{Name: k + ": a batch sending", Unit: "ms"},
+			Metric{Name: k + ": between batches", Unit: "ms"})
 	}
 	return append(ms,
 		Metric{Name: "http: throughput", Unit: "deliveries/s"},
-		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"})
+		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"},
+		Metric{Name: "http: a batch sending", Unit: "ms"},
+		Metric{Name: "http: between batches", Unit: "ms"})
 }
 
 // benchBrokers are the running brokers, by kind, in dir.
@@ -134,6 +140,10 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			}
 			s.Values[k+": throughput"] = rate
 			s.Values[k+": Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+			if err := batchTimes(ctx, env, s.Values, k, "bench.brokers."+name); err != nil {
+				sink.close()
+				return s, fmt.Errorf("%s: %w", k, err)
+			}
 			if note := env.waitIdle(ctx, 30*time.Second); note != "" {
 				s.Note = joinNotes(s.Note, "before the "+k+" floor: "+note)
 			}
@@ -169,6 +179,9 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 		}
 		s.Values["http: throughput"] = rate
 		s.Values["http: Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+		if err := batchTimes(ctx, env, s.Values, "http", typ); err != nil {
+			return s, fmt.Errorf("http: %w", err)
+		}
 		return s, nil
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run and kind after %d to warm up, max_in_flight %d, posted 1000 per request from 4 clients while the worker was stopped; the floor from %d goroutines",
@@ -260,6 +273,35 @@ func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events i
 		return 0, use, err
 	}
 	return float64(events) / last.Sub(continued).Seconds(), use, nil
+}
+
+// batchTimes sets kind's median time of a batch sending (its first
+// attempt started → its last answered) and between batches (the last
+// answered → the next batch's first attempt: recording a batch and
+// claiming the next) from the attempts recorded for events of type typ,
+// the warm-up's left out. Under a backlog every claim takes
+// max_in_flight deliveries, so the attempts in the order they started,
+// max_in_flight at a time, are the batches.
+func batchTimes(ctx context.Context, env *Env, values map[string]float64, kind, typ string) error {
+	var sending, between float64
+	err := env.DB.QueryRow(ctx, `
+		WITH a AS (
+			SELECT da.at, da.at + da.latency_ms * interval '1 ms' AS done,
+			       row_number() OVER (ORDER BY da.at, da.id) - 1 AS n
+			FROM delivery_attempts da JOIN events e ON e.id = da.event_id
+			WHERE e.type = $1),
+		b AS (SELECT n / $2 AS batch, min(at) AS start, max(done) AS done FROM a WHERE n >= $3 GROUP BY 1),
+		c AS (SELECT start, done, lead(start) OVER (ORDER BY batch) AS next FROM b)
+		SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM done - start)), 0),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM next - done)), 0)
+		FROM c WHERE next IS NOT NULL`,
+		typ, brokersMaxInFlight, brokersWarm).Scan(&sending, &between)
+	if err != nil {
+		return fmt.Errorf("batch times: %w", err)
+	}
+	values[kind+": a batch sending"] = sending * 1000
+	values[kind+": between batches"] = between * 1000
+	return nil
 }
 
 // brokerSink is a destination in a broker (a stream, a subject's
