@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -26,19 +27,30 @@ import (
 
 const brokersMaxInFlight = 100 // the API maximum, as e2e-1's
 
+// brokersWarm are the events each endpoint delivers before it is timed:
+// as many as it has in flight, so that its connections and channels are
+// open, as the floor's are before it starts.
+const brokersWarm = brokersMaxInFlight
+
 var brokersScenario = Scenario{
-	Name:  "brokers",
-	Title: "End to end, 1 endpoint of each broker kind (Redis Streams, NATS JetStream, RabbitMQ) and 1 HTTP endpoint",
+	Name:    "brokers",
+	Title:   "Delivery from a backlog, 1 endpoint of each broker kind (Redis Streams, NATS JetStream, RabbitMQ) and 1 HTTP endpoint",
+	Workers: 1,
 	What: "A redis-server, a nats-server (JetStream, file storage) and a rabbitmq-server started by the benchmark on " +
-		"loopback (internal/testkit/brokertest). For each kind in turn, and for one loopback HTTP receiver: one " +
-		"endpoint (max_in_flight 100), events posted through /v1/events/batch (1000 per request, 4 clients), all " +
-		"matching it; deliveries/s = events ÷ (first post sent → the broker holding all of them: XLEN, the stream's " +
-		"message count, the durable queue's message count, polled every 5 ms; for HTTP, the last request received). " +
-		"Sluice CPU per delivery = Sluice's processes' CPU over that time ÷ events. The floor, once Postgres is " +
-		"idle again: the benchmark itself publishes as many messages of the same size with the same headers and the " +
-		"same confirms (Redis XADD's reply, JetStream's publish ack, a RabbitMQ publisher confirm of a persistent " +
-		"mandatory message on a channel of its own, one in flight per channel) from 100 goroutines, the same " +
-		"clients Sluice uses; its deliveries/s = messages ÷ (first publish → last confirm). Target: ≥ 0.8× the floor.",
+		"loopback (internal/testkit/brokertest), Sluice as serve --api --dashboard beside one serve --worker. For each " +
+		"kind in turn, and for one loopback HTTP receiver: one endpoint (max_in_flight 100), warmed with 100 events " +
+		"delivered; then the worker is stopped (SIGSTOP), the events are posted through /v1/events/batch (1000 per " +
+		"request, 4 clients), all matching the endpoint, and once all are stored the worker is continued (SIGCONT). " +
+		"Deliveries/s = events ÷ (worker continued → the broker holding all of them: XLEN, the stream's message count, " +
+		"the durable queue's message count, polled every 5 ms; for HTTP, the last request received). Sluice CPU per " +
+		"delivery = Sluice's processes' CPU over that time ÷ events. Where the time goes, from the attempts recorded: the median " +
+		"batch sending (its first attempt started → its last answered; the attempts in the order they started, 100 at a " +
+		"time) and between batches (recording one and claiming the next). The floor, once Postgres is idle again: the " +
+		"benchmark itself publishes as many messages of the same size with the same headers and the same confirms " +
+		"(Redis XADD's reply, JetStream's publish ack, a RabbitMQ publisher confirm of a persistent mandatory message " +
+		"on a channel of its own, one in flight per channel) from 100 goroutines (the endpoint's max_in_flight), on " +
+		"connections opened before it starts, with the same clients Sluice uses; its deliveries/s = messages ÷ (first " +
+		"publish → last confirm). Target: ≥ 0.8× the floor.",
 	MinTimeout: 6 * time.Minute,
 	Run:        runBrokers,
 }
@@ -52,11 +64,15 @@ func brokersMetrics() []Metric {
 			Metric{Name: k + ": throughput", Unit: "deliveries/s"},
 			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
 			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
-			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"})
+			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"},
+			Metric{Name: k + ": a batch sending", Unit: "ms"},
+			Metric{Name: k + ": between batches", Unit: "ms"})
 	}
 	return append(ms,
 		Metric{Name: "http: throughput", Unit: "deliveries/s"},
-		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"})
+		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"},
+		Metric{Name: "http: a batch sending", Unit: "ms"},
+		Metric{Name: "http: between batches", Unit: "ms"})
 }
 
 // benchBrokers are the running brokers, by kind, in dir.
@@ -108,6 +124,7 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 	defer bs.stop()
 	receivers := newReceivers(1)
 	defer receivers.Close()
+	worker := env.Procs.Sluice[len(env.Procs.Sluice)-1] // the one worker process (Workers: 1)
 	t, err := env.Repeat(ctx, brokersMetrics(), func(ctx context.Context, run int) (s Sample, err error) {
 		s.Values = map[string]float64{}
 		for _, k := range brokerKinds {
@@ -116,13 +133,17 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			if err != nil {
 				return s, err
 			}
-			rate, cpu, err := brokersSluice(ctx, env, k, bs.m[k], sink, name, events)
+			rate, cpu, err := brokersSluice(ctx, env, worker, k, bs.m[k], sink, name, events)
 			if err != nil {
 				sink.close()
 				return s, fmt.Errorf("%s: %w", k, err)
 			}
 			s.Values[k+": throughput"] = rate
 			s.Values[k+": Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+			if err := batchTimes(ctx, env, s.Values, k, "bench.brokers."+name); err != nil {
+				sink.close()
+				return s, fmt.Errorf("%s: %w", k, err)
+			}
 			if note := env.waitIdle(ctx, 30*time.Second); note != "" {
 				s.Note = joinNotes(s.Note, "before the "+k+" floor: "+note)
 			}
@@ -140,28 +161,31 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			s.Values[k+": the floor"] = floor
 			s.Values[k+": throughput ÷ the floor's"] = rate / floor
 		}
-		sinks, err := newSinks(ctx, env.API, receivers, brokersMaxInFlight, func(int) string { return fmt.Sprintf("bench.brokers.http.r%d", run) })
+		typ := fmt.Sprintf("bench.brokers.http.r%d", run)
+		sinks, err := newSinks(ctx, env.API, receivers, brokersMaxInFlight, func(int) string { return typ })
 		if err != nil {
 			return s, fmt.Errorf("http endpoint: %w", err)
 		}
 		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
-		bodies := brokersBodies(fmt.Sprintf("bench.brokers.http.r%d", run), events)
-		cpu := env.measureCPU()
-		res := postAll(ctx, bodies, 4, env.API.PostBatch)
-		if res.failed > 0 {
-			return s, fmt.Errorf("posting events: %s", res.note())
+		rate, cpu, err := fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, n int) (time.Time, error) {
+			arr := sinks.Await(ctx, n)
+			if arr.Unique < n {
+				return time.Time{}, fmt.Errorf("%d of %d delivered", arr.Unique, n)
+			}
+			return arr.Last, nil
+		})
+		if err != nil {
+			return s, fmt.Errorf("http: %w", err)
 		}
-		arr := sinks.Await(ctx, events)
-		use := cpu()
-		if arr.Unique < events {
-			return s, fmt.Errorf("http: %d of %d delivered", arr.Unique, events)
+		s.Values["http: throughput"] = rate
+		s.Values["http: Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+		if err := batchTimes(ctx, env, s.Values, "http", typ); err != nil {
+			return s, fmt.Errorf("http: %w", err)
 		}
-		s.Values["http: throughput"] = float64(events) / arr.Last.Sub(res.start).Seconds()
-		s.Values["http: Sluice CPU per delivery"] = perEvent(use.sluice, events)
 		return s, nil
 	})
-	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run and kind, max_in_flight %d, 1000 per request from 4 clients; the floor from 100 goroutines",
-		events, brokersMaxInFlight))
+	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run and kind after %d to warm up, max_in_flight %d, posted 1000 per request from 4 clients while the worker was stopped; the floor from %d goroutines",
+		events, brokersWarm, brokersMaxInFlight, brokersMaxInFlight))
 	return t, err
 }
 
@@ -179,8 +203,8 @@ func brokersBodies(typ string, events int) [][]byte {
 }
 
 // brokersSluice delivers events to sink's name through an endpoint of
-// kind and returns deliveries/s and Sluice's CPU meanwhile.
-func brokersSluice(ctx context.Context, env *Env, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, cpuUse, error) {
+// kind and returns deliveries/s and Sluice's CPU meanwhile (fromBacklog).
+func brokersSluice(ctx context.Context, env *Env, worker int, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, cpuUse, error) {
 	dest := map[string]any{"type": kind, "url": b.URL}
 	switch kind {
 	case "redis":
@@ -203,18 +227,81 @@ func brokersSluice(ctx context.Context, env *Env, kind string, b *brokertest.Bro
 		return 0, cpuUse{}, err
 	}
 	defer func() { _ = env.API.DeleteSubscription(context.WithoutCancel(ctx), sub) }()
-	bodies := brokersBodies(typ, events)
-	cpu := env.measureCPU()
-	res := postAll(ctx, bodies, 4, env.API.PostBatch)
+	return fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, n int) (time.Time, error) {
+		return sink.await(ctx, n, 3*time.Minute)
+	})
+}
+
+// fromBacklog times the delivery of events of type typ from a backlog:
+// it posts brokersWarm events and awaits them (the endpoint's
+// connections open), stops the worker process, posts events more, and
+// continues it once they are stored. await(n) returns when n events in
+// all have arrived. It returns events ÷ (continued → arrived) and
+// Sluice's CPU meanwhile.
+func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events int,
+	await func(ctx context.Context, n int) (time.Time, error),
+) (float64, cpuUse, error) {
+	warm := postAll(ctx, brokersBodies(typ, brokersWarm), 1, env.API.PostBatch)
+	if warm.failed > 0 {
+		return 0, cpuUse{}, fmt.Errorf("posting the warm-up events: %s", warm.note())
+	}
+	if _, err := await(ctx, brokersWarm); err != nil {
+		return 0, cpuUse{}, fmt.Errorf("warm-up: %w", err)
+	}
+	if err := syscall.Kill(worker, syscall.SIGSTOP); err != nil {
+		return 0, cpuUse{}, fmt.Errorf("stop the worker: %w", err)
+	}
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = syscall.Kill(worker, syscall.SIGCONT)
+		}
+	}()
+	res := postAll(ctx, brokersBodies(typ, events), 4, env.API.PostBatch)
 	if res.failed > 0 {
 		return 0, cpuUse{}, fmt.Errorf("posting events: %s", res.note())
 	}
-	last, err := sink.await(ctx, events, 3*time.Minute)
+	cpu := env.measureCPU()
+	continued := time.Now()
+	if err := syscall.Kill(worker, syscall.SIGCONT); err != nil {
+		return 0, cpuUse{}, fmt.Errorf("continue the worker: %w", err)
+	}
+	stopped = false
+	last, err := await(ctx, brokersWarm+events)
 	use := cpu()
 	if err != nil {
 		return 0, use, err
 	}
-	return float64(events) / last.Sub(res.start).Seconds(), use, nil
+	return float64(events) / last.Sub(continued).Seconds(), use, nil
+}
+
+// batchTimes sets kind's median time of a batch sending (its first
+// attempt started → its last answered) and between batches (the last
+// answered → the next batch's first attempt: recording a batch and
+// claiming the next) from the attempts recorded for events of type typ,
+// the warm-up's left out. Under a backlog every claim takes
+// max_in_flight deliveries, so the attempts in the order they started,
+// max_in_flight at a time, are the batches.
+func batchTimes(ctx context.Context, env *Env, values map[string]float64, kind, typ string) error {
+	var sending, between float64
+	err := env.DB.QueryRow(ctx, `
+		WITH a AS (
+			SELECT da.at, da.at + da.latency_ms * interval '1 ms' AS done,
+			       row_number() OVER (ORDER BY da.at, da.id) - 1 AS n
+			FROM delivery_attempts da JOIN events e ON e.id = da.event_id
+			WHERE e.type = $1),
+		b AS (SELECT n / $2 AS batch, min(at) AS start, max(done) AS done FROM a WHERE n >= $3 GROUP BY 1),
+		c AS (SELECT start, done, lead(start) OVER (ORDER BY batch) AS next FROM b)
+		SELECT coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM done - start)), 0),
+		       coalesce(percentile_cont(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM next - done)), 0)
+		FROM c WHERE next IS NOT NULL`,
+		typ, brokersMaxInFlight, brokersWarm).Scan(&sending, &between)
+	if err != nil {
+		return fmt.Errorf("batch times: %w", err)
+	}
+	values[kind+": a batch sending"] = sending * 1000
+	values[kind+": between batches"] = between * 1000
+	return nil
 }
 
 // brokerSink is a destination in a broker (a stream, a subject's

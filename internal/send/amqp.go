@@ -52,7 +52,11 @@ const (
 	amqpFirstBackoff = 250 * time.Millisecond
 	amqpMaxBackoff   = 2 * time.Second
 	amqpDialTimeout  = 5 * time.Second
-	amqpMaxIdle      = 64 // idle channels kept per broker; more are closed
+	// amqpMaxIdle is the most idle channels kept per broker; more are
+	// closed. It is above the peak in flight of a few endpoints at the
+	// API's largest max_in_flight (100), so that a busy endpoint takes a
+	// channel from the pool for each publish instead of opening one.
+	amqpMaxIdle = 512
 )
 
 func openAMQP(rawURL string, dial dialFunc) (destination, error) {

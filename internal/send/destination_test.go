@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,6 +113,40 @@ func TestRedisDestination(t *testing.T) {
 		require.False(t, res.Delivered())
 		require.Contains(t, res.Err, "not allowed")
 	})
+}
+
+// An endpoint's batch at the API's largest max_in_flight is sent at once:
+// with Redis holding every write, all its XADDs are in flight, each on a
+// connection of its own, none waiting for one.
+func TestRedisFullBatchAtOnce(t *testing.T) {
+	t.Parallel()
+	const inFlight = 100 // the API's largest max_in_flight
+	b := brokertest.Redis(t)
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:" + strconv.Itoa(b.Port), Protocol: 2, DisableIdentity: true})
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx := t.Context()
+	s := setupBroker(t, sluice.Destination{Type: sluice.DestinationRedis, Stream: "batch", FullURL: []byte(b.URL)})
+	s.msg.Timeout = time.Minute
+
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err())
+	t.Cleanup(func() { _ = rdb.Do(context.Background(), "CLIENT", "UNPAUSE").Err() })
+	var wg sync.WaitGroup
+	results := make([]send.Result, inFlight)
+	for i := range inFlight {
+		wg.Go(func() { results[i] = s.sender.Send(ctx, s.msg) })
+	}
+	require.Eventually(t, func() bool {
+		clients, err := rdb.ClientList(ctx).Result()
+		return err == nil && strings.Count(clients, "\n") == inFlight+1 // and this test's
+	}, 30*time.Second, 10*time.Millisecond, "each XADD of the batch on a connection of its own")
+	require.NoError(t, rdb.Do(ctx, "CLIENT", "UNPAUSE").Err())
+	wg.Wait()
+	for _, res := range results {
+		require.True(t, res.Delivered(), res.Err)
+	}
+	n, err := rdb.XLen(ctx, "batch").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(inFlight), n)
 }
 
 func TestRedisOutOfMemoryThrottles(t *testing.T) {

@@ -17,6 +17,11 @@ import (
 // connections and redials one that broke.
 type redisDest struct{ client *redis.Client }
 
+// redisPoolSize is the least connections a broker's pool may open: the
+// API's largest max_in_flight, so that one endpoint's batch is sent at
+// once. They are opened as needed and closed when idle.
+const redisPoolSize = 100
+
 func openRedis(rawURL string, dial dialFunc) (destination, error) {
 	opts, err := redis.ParseURL(rawURL)
 	if err != nil {
@@ -29,6 +34,9 @@ func openRedis(rawURL string, dial dialFunc) (destination, error) {
 	opts.ContextTimeoutEnabled = true // the attempt's timeout bounds each command
 	opts.DisableIdentity = true       // no CLIENT SETINFO: nothing a plain server may refuse
 	opts.Protocol = 2
+	// One connection per command in flight: go-redis's default (10 per
+	// CPU) made an endpoint at its max_in_flight wait for a connection.
+	opts.PoolSize = max(opts.PoolSize, redisPoolSize)
 	return &redisDest{client: redis.NewClient(opts)}, nil
 }
 
