@@ -3789,7 +3789,10 @@ type ClientInterface interface {
 	// deliveries to answer or mark draws one from the tenant's rate
 	// limit too; an idle re-poll does not. The token is derived from
 	// the endpoint's current signing secret: rotating the secret
-	// changes `poll_url` at once, and the old one answers 404.
+	// changes `poll_url` at once, and the old one answers 404. A page
+	// ends early, with `next_cursor` after its last delivery, when one
+	// more would take its payloads (as stored) past 10 MiB; it holds
+	// one delivery at least, however large.
 	//
 	// Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
 	ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4213,6 +4216,10 @@ type ClientInterface interface {
 
 	// ListEvents List events
 	//
+	// Newest first. A page ends early, with `next_cursor` after its last
+	// event, when one more event would take its payloads (as stored)
+	// past 10 MiB; it holds one event at least, however large.
+	//
 	// Corresponds with GET /v1/events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -4530,7 +4537,10 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // deliveries to answer or mark draws one from the tenant's rate
 // limit too; an idle re-poll does not. The token is derived from
 // the endpoint's current signing secret: rotating the secret
-// changes `poll_url` at once, and the old one answers 404.
+// changes `poll_url` at once, and the old one answers 404. A page
+// ends early, with `next_cursor` after its last delivery, when one
+// more would take its payloads (as stored) past 10 MiB; it holds
+// one delivery at least, however large.
 //
 // Corresponds with GET /poll/{token} (the `ReadPoll` operationId).
 func (c *Client) ReadPoll(ctx context.Context, token string, params *ReadPollParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5333,6 +5343,10 @@ func (c *Client) PutEventType(ctx context.Context, name EventTypeName, body PutE
 }
 
 // ListEvents List events
+//
+// Newest first. A page ends early, with `next_cursor` after its last
+// event, when one more event would take its payloads (as stored)
+// past 10 MiB; it holds one event at least, however large.
 //
 // Corresponds with GET /v1/events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8220,7 +8234,10 @@ type ClientWithResponsesInterface interface {
 	// deliveries to answer or mark draws one from the tenant's rate
 	// limit too; an idle re-poll does not. The token is derived from
 	// the endpoint's current signing secret: rotating the secret
-	// changes `poll_url` at once, and the old one answers 404.
+	// changes `poll_url` at once, and the old one answers 404. A page
+	// ends early, with `next_cursor` after its last delivery, when one
+	// more would take its payloads (as stored) past 10 MiB; it holds
+	// one delivery at least, however large.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8691,6 +8708,10 @@ type ClientWithResponsesInterface interface {
 	PutEventTypeWithResponse(ctx context.Context, name EventTypeName, body PutEventTypeJSONRequestBody, reqEditors ...RequestEditorFn) (*PutEventTypeResponse, error)
 
 	// ListEventsWithResponse List events
+	//
+	// Newest first. A page ends early, with `next_cursor` after its last
+	// event, when one more event would take its payloads (as stored)
+	// past 10 MiB; it holds one event at least, however large.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14206,7 +14227,10 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 // deliveries to answer or mark draws one from the tenant's rate
 // limit too; an idle re-poll does not. The token is derived from
 // the endpoint's current signing secret: rotating the secret
-// changes `poll_url` at once, and the old one answers 404.
+// changes `poll_url` at once, and the old one answers 404. A page
+// ends early, with `next_cursor` after its last delivery, when one
+// more would take its payloads (as stored) past 10 MiB; it holds
+// one delivery at least, however large.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14905,6 +14929,10 @@ func (c *ClientWithResponses) PutEventTypeWithResponse(ctx context.Context, name
 }
 
 // ListEventsWithResponse List events
+//
+// Newest first. A page ends early, with `next_cursor` after its last
+// event, when one more event would take its payloads (as stored)
+// past 10 MiB; it holds one event at least, however large.
 //
 // Returns a wrapper object for the known response body format(s).
 //

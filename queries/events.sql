@@ -33,7 +33,14 @@ SELECT * FROM events WHERE tenant_id = @tenant_id AND id = @id
 -- filter compiled to jsonpath (filter.Filter.JSONPath), matched against
 -- the payloads of the rows the other conditions leave; a sealed payload (a
 -- JSON string, secretbox.Payloads) passes, for the caller to match in Go.
-SELECT ev.* FROM events ev
+-- A row's payload is NULL when the payloads stored up to it on the page
+-- pass max_bytes (pg_column_size, which reads no payload): the caller ends
+-- its page before it. The first row's is always read.
+SELECT id, tenant_id, type,
+       (CASE WHEN sum(stored) OVER w <= @max_bytes::bigint OR count(*) OVER w = 1 THEN payload END)::json AS payload,
+       coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key
+FROM (
+SELECT ev.*, pg_column_size(ev.payload)::bigint AS stored FROM events ev
 WHERE ev.tenant_id = @tenant_id
   AND ev.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
   AND ev.created_at < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
@@ -48,7 +55,9 @@ WHERE ev.tenant_id = @tenant_id
   AND (sqlc.narg(filter_path)::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
        OR jsonb_path_match(ev.payload::jsonb, sqlc.narg(filter_path)::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
-LIMIT @max_rows;
+LIMIT @max_rows) ev
+WINDOW w AS (ORDER BY created_at DESC, id DESC ROWS UNBOUNDED PRECEDING)
+ORDER BY created_at DESC, id DESC;
 
 -- name: EventsByID :many
 -- Events for a fan-out job, with their payloads when stored in at most

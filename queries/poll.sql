@@ -82,13 +82,21 @@ WHERE endpoint_id = @endpoint_id;
 
 -- name: PollPage :many
 -- The endpoint's positioned deliveries after a cursor, in position order,
--- with their events.
-SELECT d.poll_position::bigint AS place, ev.id AS event_id, ev.type, ev.payload, ev.created_at
+-- with their events. A row's payload is NULL when the payloads stored up
+-- to it pass max_bytes (as in ListEvents): the page ends before it.
+SELECT place, event_id, type,
+       (CASE WHEN sum(stored) OVER w <= @max_bytes::bigint OR count(*) OVER w = 1 THEN payload END)::json AS payload,
+       created_at
+FROM (
+SELECT d.poll_position::bigint AS place, ev.id AS event_id, ev.type, ev.payload, ev.created_at,
+       pg_column_size(ev.payload)::bigint AS stored
 FROM deliveries d
 JOIN events ev ON ev.id = d.event_id
 WHERE d.endpoint_id = @endpoint_id AND d.poll_position > @after::bigint
 ORDER BY d.poll_position
-LIMIT @max_rows;
+LIMIT @max_rows) p
+WINDOW w AS (ORDER BY place ROWS UNBOUNDED PRECEDING)
+ORDER BY place;
 
 -- name: PollCursor :one
 -- A poll endpoint's reading so far, for its page in the dashboard.

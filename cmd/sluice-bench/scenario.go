@@ -58,6 +58,7 @@ func scenarios() []Scenario {
 		adaptiveScenario,
 		adaptive2WScenario,
 		retentionScenario,
+		tenantRetentionScenario,
 		backlogScenario,
 		backlogAlertsScenario,
 		filtersScenario,

@@ -23,6 +23,9 @@ func TestCircuitOpensProbesClosesAndEmails(t *testing.T) {
 		"SLUICE_RETRY_SCHEDULE":    "10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms,10ms",
 		"SLUICE_SMTP_URL":          sink.URL(),
 		"SLUICE_PUBLIC_URL":        "http://sluice.test",
+		// Its alerts are stored sealed, and the emails rendered from them
+		// opened (the other email tests store them in clear).
+		"SLUICE_PAYLOAD_ENCRYPTION": "on",
 	}, app.Roles{API: true, Worker: true})
 	var healthy atomic.Bool
 	rcv := receiver.New(t)

@@ -161,11 +161,40 @@ func TestPayloadEncryptionAtRest(t *testing.T) {
 	require.Equal(t, []string{clearText, payloadText, payloadText + "-b", payloadText + "-k"}, found,
 		"search by filter matches sealed and clear payloads")
 
+	// An operational event (the eu endpoint disabled by hand) is sealed
+	// like any payload, and delivered and read back opened.
+	ops := receiver.New(t)
+	h.endpoint(ops, []string{"sluice.*"}, nil)
+	h.call(http.MethodPatch, "/v1/endpoints/"+euID, map[string]any{"disabled": true}, http.StatusOK, nil)
+	require.True(t, ops.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) > 0 }))
+	got := opEvents(t, ops)
+	require.Len(t, got, 1)
+	require.Equal(t, "sluice.endpoint.disabled", got[0].Type)
+	require.Equal(t, "manual", got[0].Data.Reason)
+	require.Equal(t, euID, got[0].Data.EndpointID)
+	var opPage struct {
+		Data []struct{ Payload struct{ Reason string } }
+	}
+	h.call(http.MethodGet, "/v1/events?type=sluice.endpoint.disabled", nil, http.StatusOK, &opPage)
+	require.Len(t, opPage.Data, 1)
+	require.Equal(t, "manual", opPage.Data[0].Payload.Reason, "read back opened")
+
 	dump := h.dump()
 	require.Contains(t, dump, clearText, "the dump holds what was stored clear")
-	for _, s := range []string{payloadText, bodyText, headerText} {
+	for _, s := range []string{payloadText, bodyText, headerText, `"reason": "manual"`} {
 		require.NotContains(t, dump, s)
 	}
+	opRows, table := 0, ""
+	for _, line := range strings.Split(dump, "\n") {
+		if strings.HasPrefix(line, "COPY ") {
+			table = strings.Fields(line)[1]
+		}
+		if strings.HasPrefix(table, "public.events_") && strings.Contains(line, "\tsluice.endpoint.disabled\t") {
+			require.Contains(t, line, `"sealed:1:`, "the operational event's row holds its payload sealed")
+			opRows++
+		}
+	}
+	require.Equal(t, 1, opRows, "the operational event is in the dump")
 	require.Equal(t, 1, strings.Count(dump, "COPY public.tenant_data_keys"))
 }
 

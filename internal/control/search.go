@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -64,7 +65,7 @@ func (c *Control) Events(ctx context.Context, who Caller, f sluice.EventFilter, 
 	v := &sluice.ValidationError{}
 	arg := dbq.ListEventsParams{
 		TenantID: who.Tenant, Since: f.Since, Until: f.Until, Consumer: who.Consumer,
-		After: p.After, MaxRows: int32(p.Limit) + 1,
+		After: p.After, MaxRows: int32(p.Limit) + 1, MaxBytes: sluice.MaxPageBytes,
 	}
 	arg.Type, arg.TypePrefix = typeMatch("type", f.Type, v)
 	timeRange(f.Since, f.Until, v)
@@ -82,8 +83,8 @@ func (c *Control) Events(ctx context.Context, who Caller, f sluice.EventFilter, 
 	if err != nil {
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
-	page, err := store.Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
-		func(r dbq.Event) (sluice.Event, error) { return store.EventFromRow(r), nil })
+	page, err := store.Page(rows, p, func(r dbq.ListEventsRow) uuid.UUID { return r.ID },
+		func(r dbq.ListEventsRow) (sluice.Event, error) { return store.EventFromRow(dbq.Event(r)), nil })
 	if page.Next == nil {
 		page.Next = next
 	}
@@ -99,17 +100,35 @@ const maxSealedReads = 10
 // any) against clear payloads and lets sealed ones through
 // (ListEvents): those are matched here, in Go, reading on past the rows
 // they leave out, at most maxSealedReads times; a page cut short there
-// comes with next, the cursor after the last row read.
-func (c *Control) eventRows(ctx context.Context, who Caller, arg dbq.ListEventsParams, match *filter.Filter, limit int) ([]dbq.Event, *uuid.UUID, error) {
+// comes with next, the cursor after the last row read. A page also ends,
+// with next after its last row, before the first row whose payload would
+// take the page's past sluice.MaxPageBytes: as stored (ListEvents leaves
+// that row's payload out), or as read; it holds one row at least.
+func (c *Control) eventRows(ctx context.Context, who Caller, arg dbq.ListEventsParams, match *filter.Filter, limit int) ([]dbq.ListEventsRow, *uuid.UUID, error) {
 	pl := c.store.Payloads()
-	var kept []dbq.Event
+	var kept []dbq.ListEventsRow
+	bytes := 0
 	for reads := 1; ; reads++ {
 		rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListEvents, arg)
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, r := range rows {
+		more := len(rows) == int(arg.MaxRows)
+		for i, r := range rows {
+			if r.Payload == nil || (len(kept) > 0 && bytes+len(r.Payload) > sluice.MaxPageBytes) {
+				if len(kept) > 0 {
+					return kept, &kept[len(kept)-1].ID, nil
+				}
+				if i == 0 {
+					return nil, nil, errors.New("a page of events read without its first payload")
+				}
+				// Only rows the filter left out before it: read on from
+				// there (the first row of a read is never left out).
+				rows, more = rows[:i], true
+				break
+			}
 			if !secretbox.IsSealedJSON(r.Payload) {
+				bytes += len(r.Payload)
 				kept = append(kept, r)
 				continue
 			}
@@ -125,9 +144,10 @@ func (c *Control) eventRows(ctx context.Context, who Caller, arg dbq.ListEventsP
 					continue
 				}
 			}
+			bytes += len(r.Payload)
 			kept = append(kept, r)
 		}
-		if len(kept) > limit || len(rows) < int(arg.MaxRows) {
+		if len(kept) > limit || !more {
 			return kept, nil, nil
 		}
 		last := rows[len(rows)-1].ID

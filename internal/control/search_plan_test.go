@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -58,7 +59,8 @@ func TestSearchPlansReadTheTenantsTimeRange(t *testing.T) {
 
 	deliveries := searchSQL(t, "deliveries.sql", "ListDeliveries", "since", "until", "after", "endpoint_id", "event_id",
 		"status", "event_type", "type_prefix", "consumer", "status_min", "status_max")
-	events := searchSQL(t, "events.sql", "ListEvents", "since", "until", "after", "type", "type_prefix", "consumer", "filter_path")
+	events := strings.ReplaceAll(searchSQL(t, "events.sql", "ListEvents", "since", "until", "after", "type", "type_prefix", "consumer", "filter_path"),
+		"@max_bytes", fmt.Sprint(sluice.MaxPageBytes))
 	ts := func(ago time.Duration) string { return "'" + time.Now().Add(-ago).UTC().Format(time.RFC3339) + "'" }
 	null := "NULL"
 	args := func(vals ...string) string { return strings.Join(vals, ", ") }

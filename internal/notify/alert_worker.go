@@ -56,7 +56,7 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 	if !w.mailer.Enabled() {
 		return river.JobCancel(errors.New("SLUICE_SMTP_URL is not set: alert not emailed")) //nolint:wrapcheck // River reads the cancel from the error it is given
 	}
-	msg, err := w.message(a)
+	msg, err := w.message(ctx, a)
 	if err != nil {
 		return river.JobCancel(err) //nolint:wrapcheck // River reads the cancel from the error it is given; a payload no retry will mend
 	}
@@ -75,9 +75,13 @@ func (w *AlertWorker) Work(ctx context.Context, job *river.Job[jobs.AlertArgs]) 
 
 // message is an alert's email, rendered from its event (Alert), to the
 // endpoint's owner.
-func (w *AlertWorker) message(a dbq.GetAlertRow) (Message, error) {
+func (w *AlertWorker) message(ctx context.Context, a dbq.GetAlertRow) (Message, error) {
 	ev := sluice.OpEvent{Type: a.EventType}
-	if err := json.Unmarshal(a.Payload, &ev.Payload); err != nil {
+	payload, err := w.store.Payloads().OpenJSON(ctx, a.TenantID, a.Payload)
+	if err != nil {
+		return Message{}, fmt.Errorf("open alert %s: %w", a.ID, err)
+	}
+	if err := json.Unmarshal(payload, &ev.Payload); err != nil {
 		return Message{}, fmt.Errorf("decode alert %s: %w", a.ID, err)
 	}
 	ev.Payload.URL = a.EndpointUrl // its URL now, if it changed since

@@ -31,7 +31,8 @@ type Nudger interface {
 // commit). Each is addressed to its endpoint's consumer, if any. The
 // events that email the endpoint's owner (sluice.OpEvent.EmailsOwner)
 // queue the email in tx too: one notion of owner and one rendering for
-// both (AlertWorker).
+// both (AlertWorker). When the store seals payloads, both are stored
+// sealed like any event's.
 func PostOpEvents(ctx context.Context, tx store.Tx, nudger Nudger, at time.Time, tenantID uuid.UUID, evs []sluice.OpEvent) error {
 	if len(evs) == 0 {
 		return nil
@@ -47,6 +48,9 @@ func PostOpEvents(ctx context.Context, tx store.Tx, nudger Nudger, at time.Time,
 		payload, err := json.Marshal(ev.Payload)
 		if err != nil {
 			return fmt.Errorf("encode %s payload: %w", ev.Type, err)
+		}
+		if payload, err = tx.Payloads.Stored(ctx, tenantID, payload); err != nil {
+			return fmt.Errorf("seal %s payload: %w", ev.Type, err)
 		}
 		p.Ids[i], p.TenantIds[i], p.Types[i], p.Payloads[i], p.CreatedAts[i] = store.NewID(), tenantID, ev.Type, string(payload), at
 		if c := ev.Payload.Consumer; c != nil {

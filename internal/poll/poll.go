@@ -271,7 +271,7 @@ func (r *Reader) Read(ctx context.Context, token string, req Request, allow func
 		case quiet:
 			// Nothing to write: the page is read alone, in one round trip.
 			var rows []dbq.PollPageRow
-			rows, err = r.cfg.Store.OneShot(nil).PollPage(ctx, dbq.PollPageParams{EndpointID: id, After: after, MaxRows: int32(limit)})
+			rows, err = r.cfg.Store.OneShot(nil).PollPage(ctx, dbq.PollPageParams{EndpointID: id, After: after, MaxRows: int32(limit), MaxBytes: sluice.MaxPageBytes})
 			items = pollItems(rows)
 		default:
 			var marked int64

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/sluice-dev/sluice/internal/sluice"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
@@ -74,7 +75,7 @@ func readPage(ctx context.Context, st *store.Store, endpointID uuid.UUID, after 
 				return fmt.Errorf("save poll cursor: %w", err)
 			}
 		}
-		rows, err := tx.Q.PollPage(ctx, dbq.PollPageParams{EndpointID: endpointID, After: after, MaxRows: int32(limit)})
+		rows, err := tx.Q.PollPage(ctx, dbq.PollPageParams{EndpointID: endpointID, After: after, MaxRows: int32(limit), MaxBytes: sluice.MaxPageBytes})
 		if err != nil {
 			return fmt.Errorf("read poll page: %w", err)
 		}

@@ -59,11 +59,16 @@ type Item struct {
 	CreatedAt time.Time
 }
 
-// pollItems maps rows of the PollPage statement.
+// pollItems maps rows of the PollPage statement, up to the first whose
+// payload it left out (past sluice.MaxPageBytes): the page ends before
+// it, and the next starts there.
 func pollItems(rows []dbq.PollPageRow) []Item {
-	out := make([]Item, len(rows))
-	for i, r := range rows {
-		out[i] = Item{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt}
+	out := make([]Item, 0, len(rows))
+	for _, r := range rows {
+		if r.Payload == nil && len(out) > 0 {
+			break
+		}
+		out = append(out, Item{Position: r.Place, EventID: r.EventID, Type: r.Type, Payload: r.Payload, CreatedAt: r.CreatedAt})
 	}
 	return out
 }

@@ -6,6 +6,10 @@ import "github.com/google/uuid"
 const (
 	DefaultPageLimit = 50
 	MaxPageLimit     = 500
+	// MaxPageBytes ends a page of events (GET /v1/events, a poll page)
+	// early, at the first item whose payload would take what the page's
+	// payloads hold, as stored, past it; a page holds one item at least.
+	MaxPageBytes = 10 << 20
 )
 
 // PageParams select one page of a list, newest first: at most Limit items

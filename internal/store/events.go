@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/google/uuid"
 
@@ -50,12 +51,13 @@ func (s *Store) GetEvent(ctx context.Context, tenantID, id uuid.UUID) (sluice.Ev
 func (s *Store) ListEvents(ctx context.Context, tenantID uuid.UUID, consumer, eventType *string, p sluice.PageParams) (sluice.Page[sluice.Event], error) {
 	rows, err := s.q.ListEvents(ctx, dbq.ListEventsParams{
 		TenantID: tenantID, Type: eventType, Consumer: consumer, After: p.After, MaxRows: limitRows(p),
+		MaxBytes: math.MaxInt64, // never cut: its callers read small pages whole
 	})
 	if err != nil {
 		return sluice.Page[sluice.Event]{}, fmt.Errorf("list events: %w", err)
 	}
-	return Page(rows, p, func(r dbq.Event) uuid.UUID { return r.ID },
-		func(r dbq.Event) (sluice.Event, error) { return EventFromRow(r), nil })
+	return Page(rows, p, func(r dbq.ListEventsRow) uuid.UUID { return r.ID },
+		func(r dbq.ListEventsRow) (sluice.Event, error) { return EventFromRow(dbq.Event(r)), nil })
 }
 
 // EventFromRow is an events row as the domain's Event.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sluice-dev/sluice/internal/secretbox"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
 )
 
@@ -26,10 +27,12 @@ import (
 // Tx is one of the store's transactions, handed to the package that makes
 // the decisions inside it: Q runs the generated statements in it, and the
 // embedded pgx.Tx is there for COPY and for River's inserts, which commit
-// with the rest.
+// with the rest. Payloads seals what the caller writes itself (nil when
+// the store seals nothing).
 type Tx struct {
 	pgx.Tx
-	Q *dbq.Queries
+	Q        *dbq.Queries
+	Payloads *secretbox.Payloads
 }
 
 // InTx runs fn in a transaction, committing if it returns nil. Inside a
@@ -89,7 +92,7 @@ func (s *Store) BeginStep(ctx context.Context, settings [][2]string) (Tx, error)
 	return s.tx(tx), nil
 }
 
-func (s *Store) tx(tx pgx.Tx) Tx { return Tx{Tx: tx, Q: s.q.WithTx(tx)} }
+func (s *Store) tx(tx pgx.Tx) Tx { return Tx{Tx: tx, Q: s.q.WithTx(tx), Payloads: s.payloads} }
 
 // OpenSecret decrypts a secret the store sealed (an endpoint's signing
 // secret).

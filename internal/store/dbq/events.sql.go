@@ -335,25 +335,32 @@ func (q *Queries) InsertRoutedEvents(ctx context.Context, arg InsertRoutedEvents
 }
 
 const listEvents = `-- name: ListEvents :many
-SELECT ev.id, ev.tenant_id, ev.type, ev.payload, ev.coalesce_key, ev.idempotency_key, ev.created_at, ev.consumer, ev.broadcast, ev.trace_context, ev.ordering_key FROM events ev
-WHERE ev.tenant_id = $1
-  AND ev.created_at >= coalesce($2::timestamptz, '-infinity')
-  AND ev.created_at < coalesce($3::timestamptz, 'infinity')
+SELECT id, tenant_id, type,
+       (CASE WHEN sum(stored) OVER w <= $1::bigint OR count(*) OVER w = 1 THEN payload END)::json AS payload,
+       coalesce_key, idempotency_key, created_at, consumer, broadcast, trace_context, ordering_key
+FROM (
+SELECT ev.id, ev.tenant_id, ev.type, ev.payload, ev.coalesce_key, ev.idempotency_key, ev.created_at, ev.consumer, ev.broadcast, ev.trace_context, ev.ordering_key, pg_column_size(ev.payload)::bigint AS stored FROM events ev
+WHERE ev.tenant_id = $2
+  AND ev.created_at >= coalesce($3::timestamptz, '-infinity')
+  AND ev.created_at < coalesce($4::timestamptz, 'infinity')
   AND (ev.created_at, ev.id) < (
-      coalesce((SELECT c.created_at FROM events c WHERE c.id = $4::uuid AND c.tenant_id = $1),
-               to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
-      coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
-  AND (ev.id >= (SELECT sluice_delivered_from($1)) OR sluice_kept_event($1, ev.id))
-  AND ($5::text IS NULL OR ev.type = $5::text)
-  AND ($6::text IS NULL OR starts_with(ev.type, $6::text))
-  AND ($7::text IS NULL OR ev.consumer = $7::text OR ev.broadcast)
-  AND ($8::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
-       OR jsonb_path_match(ev.payload::jsonb, $8::jsonpath, '{}', true))
+      coalesce((SELECT c.created_at FROM events c WHERE c.id = $5::uuid AND c.tenant_id = $2),
+               to_timestamp(sluice_uuid_ms($5::uuid) / 1000.0), 'infinity'),
+      coalesce($5::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+  AND (ev.id >= (SELECT sluice_delivered_from($2)) OR sluice_kept_event($2, ev.id))
+  AND ($6::text IS NULL OR ev.type = $6::text)
+  AND ($7::text IS NULL OR starts_with(ev.type, $7::text))
+  AND ($8::text IS NULL OR ev.consumer = $8::text OR ev.broadcast)
+  AND ($9::jsonpath IS NULL OR json_typeof(ev.payload) = 'string'
+       OR jsonb_path_match(ev.payload::jsonb, $9::jsonpath, '{}', true))
 ORDER BY ev.created_at DESC, ev.id DESC
-LIMIT $9
+LIMIT $10) ev
+WINDOW w AS (ORDER BY created_at DESC, id DESC ROWS UNBOUNDED PRECEDING)
+ORDER BY created_at DESC, id DESC
 `
 
 type ListEventsParams struct {
+	MaxBytes   int64
 	TenantID   uuid.UUID
 	Since      *time.Time
 	Until      *time.Time
@@ -365,6 +372,20 @@ type ListEventsParams struct {
 	MaxRows    int32
 }
 
+type ListEventsRow struct {
+	ID             uuid.UUID
+	TenantID       uuid.UUID
+	Type           string
+	Payload        []byte
+	CoalesceKey    *string
+	IdempotencyKey *string
+	CreatedAt      time.Time
+	Consumer       *string
+	Broadcast      bool
+	TraceContext   []byte
+	OrderingKey    *string
+}
+
 // A page of a tenant's events matching the filters given (NULL for none),
 // newest first: by created_at, then id, bounded as ListDeliveries is
 // (00041_search.sql); as one consumer sees them when consumer is given:
@@ -372,8 +393,12 @@ type ListEventsParams struct {
 // filter compiled to jsonpath (filter.Filter.JSONPath), matched against
 // the payloads of the rows the other conditions leave; a sealed payload (a
 // JSON string, secretbox.Payloads) passes, for the caller to match in Go.
-func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event, error) {
+// A row's payload is NULL when the payloads stored up to it on the page
+// pass max_bytes (pg_column_size, which reads no payload): the caller ends
+// its page before it. The first row's is always read.
+func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]ListEventsRow, error) {
 	rows, err := q.db.Query(ctx, listEvents,
+		arg.MaxBytes,
 		arg.TenantID,
 		arg.Since,
 		arg.Until,
@@ -388,9 +413,9 @@ func (q *Queries) ListEvents(ctx context.Context, arg ListEventsParams) ([]Event
 		return nil, err
 	}
 	defer rows.Close()
-	items := []Event{}
+	items := []ListEventsRow{}
 	for rows.Next() {
-		var i Event
+		var i ListEventsRow
 		if err := rows.Scan(
 			&i.ID,
 			&i.TenantID,

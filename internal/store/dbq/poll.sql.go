@@ -267,15 +267,23 @@ func (q *Queries) PollEndpoints(ctx context.Context, ids []uuid.UUID) ([]uuid.UU
 }
 
 const pollPage = `-- name: PollPage :many
-SELECT d.poll_position::bigint AS place, ev.id AS event_id, ev.type, ev.payload, ev.created_at
+SELECT place, event_id, type,
+       (CASE WHEN sum(stored) OVER w <= $1::bigint OR count(*) OVER w = 1 THEN payload END)::json AS payload,
+       created_at
+FROM (
+SELECT d.poll_position::bigint AS place, ev.id AS event_id, ev.type, ev.payload, ev.created_at,
+       pg_column_size(ev.payload)::bigint AS stored
 FROM deliveries d
 JOIN events ev ON ev.id = d.event_id
-WHERE d.endpoint_id = $1 AND d.poll_position > $2::bigint
+WHERE d.endpoint_id = $2 AND d.poll_position > $3::bigint
 ORDER BY d.poll_position
-LIMIT $3
+LIMIT $4) p
+WINDOW w AS (ORDER BY place ROWS UNBOUNDED PRECEDING)
+ORDER BY place
 `
 
 type PollPageParams struct {
+	MaxBytes   int64
 	EndpointID uuid.UUID
 	After      int64
 	MaxRows    int32
@@ -290,9 +298,15 @@ type PollPageRow struct {
 }
 
 // The endpoint's positioned deliveries after a cursor, in position order,
-// with their events.
+// with their events. A row's payload is NULL when the payloads stored up
+// to it pass max_bytes (as in ListEvents): the page ends before it.
 func (q *Queries) PollPage(ctx context.Context, arg PollPageParams) ([]PollPageRow, error) {
-	rows, err := q.db.Query(ctx, pollPage, arg.EndpointID, arg.After, arg.MaxRows)
+	rows, err := q.db.Query(ctx, pollPage,
+		arg.MaxBytes,
+		arg.EndpointID,
+		arg.After,
+		arg.MaxRows,
+	)
 	if err != nil {
 		return nil, err
 	}
