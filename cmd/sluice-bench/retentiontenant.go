@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sluice-dev/sluice/internal/jobs"
 	"github.com/sluice-dev/sluice/internal/maintenance"
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -29,9 +30,9 @@ var tenantRetentionScenario = Scenario{
 		"tenant sets `PATCH /v1/tenant {\"retention\": \"24h\"}`; right after, its reads are checked: delivered deliveries " +
 		"until a day ago (`GET /v1/deliveries?status=delivered&until=`), and `GET /v1/events/{id}` and " +
 		"`GET /v1/deliveries/{id}` of an old event all of whose deliveries were delivered (404) — each answered before " +
-		"the PATCH. Then the benchmark deletes what is past the day as the retention job does (the queries " +
-		"ExpireTenantDeliveries then ExpireTenantEvents, maintenance.TenantChunk rows a statement, each its own " +
-		"transaction, until a statement deletes fewer). The load goes on until the deletion ends (at most 30 s after " +
+		"the PATCH. Then the benchmark deletes what is past the day with the retention job's own " +
+		"maintenance.ExpireTenant (ExpireTenantDeliveries then ExpireTenantEvents, maintenance.TenantChunk rows a " +
+		"statement, each its own transaction, resting as long as each took, until a statement deletes fewer). The load goes on until the deletion ends (at most 30 s after " +
 		"the PATCH). Latency = receipt time − sent_ns over the first delivery of each event; 'before' is the events " +
 		"sent 1.5–11.5 s in, 'during' those sent from the PATCH to the deletion's end. After the load, the tenant's " +
 		"rows past the day that retention does not keep (dead ones within SLUICE_DEAD_RETENTION) are counted, the " +
@@ -347,47 +348,26 @@ func loadAroundTenantExpiry(ctx context.Context, env *Env, st *store.Store, rece
 	return w, nil
 }
 
-// expire deletes what of tenant is past a day as the retention job's
-// maintenance.ExpireTenant does, timing each statement.
+// expire deletes what of tenant is past a day with the retention job's
+// maintenance.ExpireTenant, paced as the job paces it, timing each
+// statement.
 func (w *aroundExpiry) expire(ctx context.Context, st *store.Store, tenant string) error {
 	day := int64(24 * time.Hour / time.Second)
 	t := dbq.TenantRetention{TenantID: uuid.MustParse(tenant), RetentionSeconds: &day}
 	w.bound = maintenance.TenantExpiryBound(t, time.Now())
 	t0 := time.Now()
 	defer func() { w.deletion = time.Since(t0) }()
-	step := func(del func() (int32, error)) (int, error) {
-		s := time.Now()
-		n, err := del()
+	observe := func(_ string, _ int, took time.Duration) {
 		w.statements++
-		w.longest = max(w.longest, time.Since(s))
-		return int(n), err
+		w.longest = max(w.longest, took)
 	}
-	for {
-		n, err := step(func() (int32, error) {
-			return store.Read(ctx, st, (*dbq.Queries).ExpireTenantDeliveries,
-				dbq.ExpireTenantDeliveriesParams{TenantID: t.TenantID, Before: w.bound, MaxRows: maintenance.TenantChunk})
-		})
-		w.deliveries += n
-		if err != nil {
-			return fmt.Errorf("delete the tenant's deliveries past a day: %w", err)
-		}
-		if n < maintenance.TenantChunk {
-			break
-		}
+	var err error
+	w.deliveries, w.evs, err = maintenance.ExpireTenant(ctx, st, t, time.Now(), maintenance.TenantChunk,
+		maintenance.ExpirePace{Clock: jobs.SystemClock, Observe: observe})
+	if err != nil {
+		return fmt.Errorf("delete the tenant's rows past a day: %w", err)
 	}
-	for {
-		n, err := step(func() (int32, error) {
-			return store.Read(ctx, st, (*dbq.Queries).ExpireTenantEvents,
-				dbq.ExpireTenantEventsParams{TenantID: t.TenantID, Before: w.bound, MaxRows: maintenance.TenantChunk})
-		})
-		w.evs += n
-		if err != nil {
-			return fmt.Errorf("delete the tenant's events past a day: %w", err)
-		}
-		if n < maintenance.TenantChunk {
-			return nil
-		}
-	}
+	return nil
 }
 
 // oldDelivered is an event of the tenant older than two days all of whose

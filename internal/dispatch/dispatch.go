@@ -244,7 +244,7 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// starts from the front, so a delivery that lands behind the position
 	// (a fan-out that committed late) waits at most for the backlog ahead.
 	var after Position
-	fifo := false // the endpoint is FIFO, as the last claim read it
+	fifo := false        // the endpoint is FIFO, as the last claim read it
 	var ahead *readAhead // the large payloads read for the batch claimed next
 	defer func() { ahead.release() }()
 	for clock.Now().Before(deadline) && w.stopping.Err() == nil {

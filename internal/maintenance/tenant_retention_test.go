@@ -157,7 +157,7 @@ func TestTenantRetentionHidesAtOnceThenDeletes(t *testing.T) {
 	}, struct{}{})
 	require.NoError(t, err)
 	require.Len(t, tenants, 1)
-	nd, ne, err := ExpireTenant(ctx, st, tenants[0], time.Now(), 2)
+	nd, ne, err := ExpireTenant(ctx, st, tenants[0], time.Now(), 2, ExpirePace{})
 	require.NoError(t, err)
 	require.Equal(t, 8, nd, "seven delivered and one dead")
 	require.Equal(t, 8, ne)
