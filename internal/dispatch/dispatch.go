@@ -225,6 +225,9 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		return err
 	}
 	defer held.Release()
+	if replaced, err := w.replaced(ctx, job.ID); err != nil || replaced {
+		return err
+	}
 	clock, nudger := w.cfg.Clock, w.cfg.Nudger
 	queue := nudger
 	deadline := w.deadline()
@@ -373,6 +376,24 @@ func (w *Worker) takeLease(ctx context.Context, jobID int64) (runLease, error) {
 		return nil, fmt.Errorf("take lease: %w", err)
 	}
 	return l, nil
+}
+
+// replaced reports whether the run's job was replaced before the run took
+// its lease (jobs.Replaced), in which case the run ends at once: the
+// replacement's run serves the endpoint. Without leases no job is
+// replaced.
+func (w *Worker) replaced(ctx context.Context, jobID int64) (bool, error) {
+	if w.cfg.Leases == nil {
+		return false, nil
+	}
+	replaced, err := jobs.Replaced(ctx, w.db.st.Pool(), jobID)
+	if err != nil {
+		return false, fmt.Errorf("take lease: %w", err)
+	}
+	if replaced {
+		w.cfg.Logger.InfoContext(ctx, "dispatch run ends: its job was replaced before it took its lease", "job_id", jobID)
+	}
+	return replaced, nil
 }
 
 // runLease is a run's *jobs.Lease, or noLease.

@@ -97,3 +97,20 @@ func (q *Queue) ReplaceDead(ctx context.Context, db TxBeginner, kinds []string, 
 	}
 	return n, nil
 }
+
+// Replaced reports whether job id is no longer running. A run asks it once
+// it holds its lease: on a database slow to answer (a new leader just
+// promoted, every process reconnecting) River may have fetched the job
+// longer than the sweeper's grace before the run took the lease, and the
+// sweeper, finding the lease free, replaced the job meanwhile
+// (ReplaceDead). Such a run must not work: the replacement's run does, and
+// two runs of one endpoint would each send what the other claims or is
+// handed. A job no longer there (deleted once finalized) is replaced too.
+func Replaced(ctx context.Context, db DBTX, id int64) (bool, error) {
+	var running bool
+	err := db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM river_job WHERE id = $1 AND state = 'running')`, id).Scan(&running)
+	if err != nil {
+		return false, fmt.Errorf("check job %d still runs: %w", id, err)
+	}
+	return !running, nil
+}

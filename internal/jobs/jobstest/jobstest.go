@@ -94,8 +94,15 @@ func Kinds(js []Job, state string) []string {
 // since died: running, first attempt, its lease free.
 func FetchedBy(t testing.TB, db jobs.DBTX, id int64, ago time.Duration) {
 	t.Helper()
-	_, err := db.Exec(context.Background(), `UPDATE river_job SET state = 'running', attempt = 1,
+	_, err := db.Exec(context.Background(), `UPDATE river_job SET state = 'running', attempt = 1, finalized_at = NULL,
 		attempted_at = now() - make_interval(secs => $2), attempted_by = '{dead-client}' WHERE id = $1`, id, ago.Seconds())
+	require.NoError(t, err)
+}
+
+// Cancel cancels a job as jobs.ReplaceDead leaves a dead run's.
+func Cancel(t testing.TB, db jobs.DBTX, id int64) {
+	t.Helper()
+	_, err := db.Exec(context.Background(), `UPDATE river_job SET state = 'cancelled', finalized_at = now() WHERE id = $1`, id)
 	require.NoError(t, err)
 }
 
