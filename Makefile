@@ -114,8 +114,10 @@ generate: ## regenerate sqlc, oapi-codegen (spec and Go client) and templ code (
 	$(TOOL) oapi-codegen -config client/oapi-codegen.yaml openapi.yaml
 	$(TOOL) templ generate
 
-vet: ## go vet
+vet: ## go vet, and every Go file as gofmt writes it
 	$(GO) vet ./...
+	@unformatted=$$("$$($(GO) env GOROOT)/bin/gofmt" -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.data/*')); \
+	if [ -n "$$unformatted" ]; then echo "not gofmt'd (run gofmt -w):" $$unformatted >&2; exit 1; fi
 
 # The version `sluice version` and /healthz report.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
