@@ -39,8 +39,10 @@
 //   - CloseCircuit (circuit.go), like a change to the endpoint, unparks
 //     its parked job (jobs.Queue.Unpark).
 //   - A run holds a lease (Config.Leases) while it works, so that the
-//     sweeper can replace the job of a dead run (jobs.ReplaceDead). River's
-//     rescuer is the backstop, after longer than Config.JobTimeout.
+//     sweeper can replace the job of a dead run (jobs.ReplaceDead); a run
+//     that finds its job replaced once it holds the lease ends at once
+//     (jobs.Replaced). River's rescuer is the backstop, after longer than
+//     Config.JobTimeout.
 package dispatch
 
 import (
