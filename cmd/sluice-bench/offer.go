@@ -18,14 +18,20 @@ type offerFunc func(ctx context.Context, api *Client, types []string, rate float
 // offerLoad posts a small batch every 10 ms (what is due by then), as the
 // latency scenario does, with at most 64 batches outstanding.
 func offerLoad(ctx context.Context, api *Client, types []string, rate float64, duration time.Duration) (accepted, skipped int, err error) {
-	return offer(ctx, rate, duration, 64, 1000, func(first, k int) error {
+	return offer(ctx, rate, duration, 64, 1000, postBatch(ctx, api, types))
+}
+
+// postBatch is offerLoad's send: events first to first+k-1 in one batch,
+// their types in turn, stamped with the time they are sent.
+func postBatch(ctx context.Context, api *Client, types []string) func(first, k int) error {
+	return func(first, k int) error {
 		evs := make([]EventIn, k)
 		sentNS := time.Now().UnixNano()
 		for j := range evs {
 			evs[j] = EventIn{Type: types[(first+j)%len(types)], Payload: payload(sentNS, first+j)}
 		}
 		return api.PostBatch(ctx, batchBody(evs))
-	})
+	}
 }
 
 // offerSingles posts every event on a request of its own, started when it

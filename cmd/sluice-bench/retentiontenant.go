@@ -291,14 +291,8 @@ func loadAroundTenantExpiry(ctx context.Context, env *Env, st *store.Store, rece
 		var o offered
 		// offerLoad's batches, but stopped by loadCtx between them: a
 		// batch in flight when the deletion ends is answered.
-		o.accepted, o.skipped, o.err = offer(loadCtx, rate, retentionWarm+retentionWindow+trDuring, 64, 1000, func(first, k int) error {
-			evs := make([]EventIn, k)
-			sentNS := time.Now().UnixNano()
-			for j := range evs {
-				evs[j] = EventIn{Type: sinks.Types[(first+j)%len(sinks.Types)], Payload: payload(sentNS, first+j)}
-			}
-			return env.API.PostBatch(ctx, batchBody(evs))
-		})
+		o.accepted, o.skipped, o.err = offer(loadCtx, rate, retentionWarm+retentionWindow+trDuring, 64, 1000,
+			postBatch(ctx, env.API, sinks.Types))
 		done <- o
 	}()
 	split := start.Add(retentionWarm + retentionWindow)
