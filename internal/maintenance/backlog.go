@@ -33,17 +33,13 @@ type backlog struct {
 // reads.
 const backlogPage = 1000
 
-// checkBacklogs, if it is this process's turn, reads every endpoint with a
+// checkBacklogs, run on the sweep's backlog turn, reads every endpoint with a
 // backlog alert, a page at a time (readBacklogs), and tells the owner of
 // each whose backlog reached a threshold (raiseBacklogAlert), once:
 // an endpoint alerts again only after its backlog fell below half of every
 // threshold (rearmBacklogAlerts). Its cost is a few index reads per
 // such endpoint per BacklogInterval, whatever their backlogs.
 func (s *Sweeper) checkBacklogs(ctx context.Context) error {
-	mine, err := claimSweep(ctx, s.store, "backlog", s.cfg.BacklogInterval)
-	if err != nil || !mine {
-		return err
-	}
 	var errs []error
 	for after := uuid.Nil; ; {
 		page, err := readBacklogs(ctx, s.store, after, backlogPage)

@@ -16,17 +16,13 @@ import (
 // certificate check tells about.
 const certificatePage = 100
 
-// checkCertificates, if it is this process's turn (once per
+// checkCertificates, run on the sweep's certificates turn (once per
 // CertificateInterval across workers), tells the owner of every endpoint
 // whose client certificate (its tls option) expires within
 // sluice.CertificateExpiringWithin, or has expired, once per certificate:
 // sluice.endpoint.certificate_expiring and its email. Its cost is a read
 // of the endpoints with a tls option alone.
 func (s *Sweeper) checkCertificates(ctx context.Context) error {
-	mine, err := claimSweep(ctx, s.store, "certificates", s.cfg.CertificateInterval)
-	if err != nil || !mine {
-		return err
-	}
 	for {
 		n, err := s.noticeCertificates(ctx)
 		if err != nil || n < certificatePage {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivershared/startstop"
 	"github.com/riverqueue/river/rivershared/testsignal"
 
@@ -108,7 +109,7 @@ const maxSweepEndpoints = 1000
 const maxReplaced = 100
 
 // A Sweeper runs in every worker process and, about once per Interval
-// across all of them (claimSweep), does these things:
+// across all of them (claimSweeps), does these things:
 //
 //   - It replaces fan-out, dispatch and bulk replay jobs whose run died (a
 //     killed process, a broken connection) with new jobs, as soon as their
@@ -193,15 +194,42 @@ func (s *Sweeper) Start(ctx context.Context) error {
 	return nil
 }
 
-// Sweep runs one sweep if it is this process's turn.
+// Sweep runs the parts of a sweep whose turn this process takes: all of
+// them are asked for in one statement (claimSweeps), so an idle process
+// makes one round trip a tick, whichever turns are due.
 func (s *Sweeper) Sweep(ctx context.Context) error {
-	mine, err := claimSweep(ctx, s.store, "dispatch", s.cfg.Interval)
+	walkEvery := s.cfg.WalkInterval
+	if s.more {
+		walkEvery = s.cfg.Interval
+	}
+	mine, err := claimSweeps(ctx, s.store, []sweepTurn{
+		{"dispatch", s.cfg.Interval},
+		{"dispatch-walk", walkEvery},
+		{"backlog", s.cfg.BacklogInterval},
+		{"certificates", s.cfg.CertificateInterval},
+	})
 	if err != nil {
-		return fmt.Errorf("take the sweep's turn: %w", err)
+		return fmt.Errorf("take the sweep's turns: %w", err)
 	}
-	if !mine {
-		return nil
+	var errs []error
+	if mine["dispatch"] {
+		errs = append(errs, s.dispatchDue(ctx))
 	}
+	if mine["dispatch-walk"] {
+		errs = append(errs, s.walk(ctx))
+	}
+	if mine["backlog"] {
+		errs = append(errs, s.checkBacklogs(ctx))
+	}
+	if mine["certificates"] {
+		errs = append(errs, s.checkCertificates(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// dispatchDue replaces the jobs of dead runs and queues dispatch for the
+// endpoints whose next retry is due.
+func (s *Sweeper) dispatchDue(ctx context.Context) error {
 	if err := s.replaceDead(ctx); err != nil {
 		return err
 	}
@@ -214,23 +242,11 @@ func (s *Sweeper) Sweep(ctx context.Context) error {
 	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
 		return fmt.Errorf("dispatch retries due: %w", err) // the walk finds them
 	}
-	return errors.Join(s.walk(ctx), s.checkBacklogs(ctx), s.checkCertificates(ctx))
+	return nil
 }
 
-// walk queues dispatch for endpoints with deliveries due and no job, if it
-// is this process's turn to walk.
+// walk queues dispatch for endpoints with deliveries due and no job.
 func (s *Sweeper) walk(ctx context.Context) error {
-	every := s.cfg.WalkInterval
-	if s.more {
-		every = s.cfg.Interval
-	}
-	mine, err := claimSweep(ctx, s.store, "dispatch-walk", every)
-	if err != nil {
-		return fmt.Errorf("take the walk's turn: %w", err)
-	}
-	if !mine {
-		return nil
-	}
 	ids, err := jobs.EndpointsNeedingDispatch(ctx, s.store.Pool(), maxSweepEndpoints, s.after)
 	if err != nil {
 		return fmt.Errorf("walk: %w", err)
@@ -294,14 +310,35 @@ func (s *Sweeper) replaced(n int, kinds []string) {
 	s.cfg.Logger.Info("replaced jobs whose runs died", "kind", strings.Join(kinds, " or "), "jobs", n)
 }
 
-// claimSweep reports whether this process may run the named sweep now: it
-// is the first to ask since at least every ago (table sweeps).
-func claimSweep(ctx context.Context, st *store.Store, name string, every time.Duration) (bool, error) {
-	tag, err := st.Pool().Exec(ctx, // alone on the pool: one statement, every tick
-		`UPDATE sweeps SET swept_at = now() WHERE name = $1 AND swept_at <= now() - make_interval(secs => $2::float8)`,
-		name, every.Seconds())
-	if err != nil {
-		return false, fmt.Errorf("claim sweep: %w", err)
+// sweepTurn is a part of the sweep, by its row in table sweeps, and how
+// often, across all processes, it runs.
+type sweepTurn struct {
+	name  string
+	every time.Duration
+}
+
+// claimSweeps reports which of the turns this process takes now: those
+// it is the first to ask for since at least every ago (table sweeps).
+func claimSweeps(ctx context.Context, st *store.Store, turns []sweepTurn) (map[string]bool, error) {
+	names, secs := make([]string, len(turns)), make([]float64, len(turns))
+	for i, t := range turns {
+		names[i], secs[i] = t.name, t.every.Seconds()
 	}
-	return tag.RowsAffected() == 1, nil
+	rows, err := st.Pool().Query(ctx, // alone on the pool: one statement, every tick
+		`UPDATE sweeps s SET swept_at = now()
+		FROM unnest($1::text[], $2::float8[]) AS t(name, secs)
+		WHERE s.name = t.name AND s.swept_at <= now() - make_interval(secs => t.secs)
+		RETURNING s.name`, names, secs)
+	if err != nil {
+		return nil, fmt.Errorf("claim sweeps: %w", err)
+	}
+	taken, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("claim sweeps: %w", err)
+	}
+	mine := make(map[string]bool, len(taken))
+	for _, name := range taken {
+		mine[name] = true
+	}
+	return mine, nil
 }

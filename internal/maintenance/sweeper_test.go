@@ -177,12 +177,13 @@ func TestSweepTakesTurns(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
 	ctx := context.Background()
-	first, err := claimSweep(ctx, f.Store, "dispatch", time.Hour)
+	turns := []sweepTurn{{"dispatch", time.Hour}, {"backlog", time.Hour}}
+	first, err := claimSweeps(ctx, f.Store, turns)
 	require.NoError(t, err)
-	require.True(t, first)
-	second, err := claimSweep(ctx, f.Store, "dispatch", time.Hour)
+	require.Equal(t, map[string]bool{"dispatch": true, "backlog": true}, first)
+	second, err := claimSweeps(ctx, f.Store, append(turns, sweepTurn{"dispatch-walk", time.Hour}))
 	require.NoError(t, err)
-	require.False(t, second, "the turn is taken for the next hour")
+	require.Equal(t, map[string]bool{"dispatch-walk": true}, second, "the first two turns are taken for the next hour")
 }
 
 // TestSweepReplacesDeadReplayJobs: a bulk replay job whose run died is
