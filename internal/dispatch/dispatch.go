@@ -10,7 +10,9 @@
 //     nothing is due, its endpoint is blocked (planClaim), or its budget
 //     (Config.Budget) is spent, then finishes, parks or yields
 //     (Worker.finish, park, yield; each queues its successor, if any,
-//     with Worker.successor).
+//     with Worker.successor). Draining a backlog on the unlocked path, it
+//     claims a batch while it sends the one before and records in the
+//     background (overlap.go).
 //   - A step is a StepTx (steptx.go), written top to bottom in step.go;
 //     its decisions are pure functions of values in flow.go and retry.go.
 //   - Worker.claim reads on the unlocked path (DB.ClaimUnlocked, the

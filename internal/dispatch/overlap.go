@@ -14,31 +14,51 @@ import (
 // after a batch's last delivery cannot return any of the batch's, recorded
 // or not.
 
-// pendingRecord is a batch's unlocked record committing while the run goes
-// on. It changes nothing the run decides on (an unlocked record leaves the
-// flow state as it was), so the run waits for it only before a step that
-// could see the batch's deliveries still due: a claim from the front of
+// pendingRecord is the run's unlocked records committing while it goes
+// on. They change nothing the run decides on (an unlocked record leaves
+// the flow state as it was), so the run waits for them only before a step
+// that could see their deliveries still due: a claim from the front of
 // the queue (every FIFO claim is one), lingering, parking, finishing,
-// yielding, its next record, and its end.
+// yielding, a locked record, and its end.
 type pendingRecord struct {
-	done chan error // nil when none is under way
+	done []chan error // oldest first
 }
 
-// start records in the background; the caller has waited for the last.
-func (p *pendingRecord) start(record func() error) {
-	done := make(chan error, 1)
-	p.done = done
-	go func() { done <- record() }()
-}
+// maxPendingRecords bounds the records a run has committing at once: on a
+// loaded database a record of a batch can take longer than sending the
+// next, and two let one commit while the next is queued behind it (the
+// recorder may commit both in one statement), without the run's records
+// piling up behind a database slower than its sends.
+const maxPendingRecords = 2
 
-// wait returns once the record under way, if any, has committed (or
-// failed: its error).
-func (p *pendingRecord) wait() error {
-	if p.done == nil {
-		return nil
+// start records in the background, once fewer than maxPendingRecords are
+// under way; an error of one that was is returned instead.
+func (p *pendingRecord) start(record func() error) error {
+	for len(p.done) >= maxPendingRecords {
+		if err := p.waitOldest(); err != nil {
+			return err
+		}
 	}
-	err := <-p.done
-	p.done = nil
+	done := make(chan error, 1)
+	p.done = append(p.done, done)
+	go func() { done <- record() }()
+	return nil
+}
+
+// wait returns once every record under way has committed, or with the
+// first error.
+func (p *pendingRecord) wait() error {
+	for len(p.done) > 0 {
+		if err := p.waitOldest(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pendingRecord) waitOldest() error {
+	err := <-p.done[0]
+	p.done = p.done[1:]
 	return err
 }
 

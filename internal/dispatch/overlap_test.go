@@ -52,32 +52,33 @@ func TestRunClaimsWhileItSends(t *testing.T) {
 	r.sentOnce(t, 30)
 }
 
-// TestRunSendsWhileItRecords: a run sends its next batch while the
-// record of the first is still committing.
+// TestRunSendsWhileItRecords: a run sends its next batches while the
+// record of the first is still committing: the second, and the third
+// while the second's record is queued behind it (maxPendingRecords).
 func TestRunSendsWhileItRecords(t *testing.T) {
 	t.Parallel()
-	second := make(chan struct{})
+	third := make(chan struct{})
 	var missed, first atomic.Bool
 	saving := func([]Outcome) {
 		if !first.CompareAndSwap(false, true) {
 			return
 		}
 		select {
-		case <-second:
+		case <-third:
 		case <-time.After(overlapHold):
 			missed.Store(true)
 		}
 	}
-	r := newDrain(t, 30, nil, saving)
+	r := newDrain(t, 40, nil, saving)
 	r.recv.AnswerFunc(func(n int) receiver.Behavior {
-		if n == 11 {
-			close(second)
+		if n == 21 {
+			close(third)
 		}
 		return receiver.Behavior{}
 	})
 	require.NoError(t, r.run(t))
-	require.False(t, missed.Load(), "the second batch was sent while the first's record was held")
-	r.sentOnce(t, 30)
+	require.False(t, missed.Load(), "the third batch was sent while the first's record was held")
+	r.sentOnce(t, 40)
 }
 
 // TestRunClaimsFromTheFrontOnceItsBatchIsRecorded: after a short batch

@@ -125,17 +125,14 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Po
 // record stores a batch's attempts: with the other runs' through the
 // recorder when they change nothing in the endpoint's flow state as the
 // run last read it (the common case of a healthy endpoint), else with
-// recordLocked. It reports whether the flow state changed. It waits for
-// the run's record under way first; the recorder's commits in the
-// background, as pending (pendingRecord).
+// recordLocked. It reports whether the flow state changed. The recorder's
+// commits in the background, as pending (pendingRecord); recordLocked
+// waits for those under way first.
 //
 // Attempts that were made are recorded even when the run is being cut short
 // (shutdown, job timeout): the receiver has them, and forgetting them would
 // only send them again.
 func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger, pending *pendingRecord) (bool, error) {
-	if err := pending.wait(); err != nil {
-		return false, err
-	}
 	if len(sent) == 0 {
 		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
 			return false, fmt.Errorf("record: %w", err)
@@ -144,7 +141,7 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	}
 	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !needsOpEvent(sent) {
 		out := outcomes(sent)
-		pending.start(func() error {
+		return false, pending.start(func() error {
 			ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 			defer cancel()
 			if err := w.recorder.record(ctx, out); err != nil {
@@ -152,7 +149,9 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 			}
 			return nil
 		})
-		return false, nil
+	}
+	if err := pending.wait(); err != nil {
+		return false, err
 	}
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
