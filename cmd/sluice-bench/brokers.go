@@ -43,7 +43,8 @@ var brokersScenario = Scenario{
 		"request, 4 clients), all matching the endpoint, and once all are stored the worker is continued (SIGCONT). " +
 		"Deliveries/s = events ÷ (worker continued → the broker holding all of them: XLEN, the stream's message count, " +
 		"the durable queue's message count, polled every 5 ms; for HTTP, the last request received). Sluice CPU per " +
-		"delivery = Sluice's processes' CPU over that time ÷ events. Where the time goes, from the attempts recorded: the median " +
+		"delivery = Sluice's processes' CPU over that time ÷ events, Postgres's likewise; cores busy = the whole " +
+		"machine's busy CPU over that time, in cores. Where the time goes, from the attempts recorded: the median " +
 		"batch sending (its first attempt started → its last answered; the attempts in the order they started, 100 at a " +
 		"time) and between batches (recording one and claiming the next). The floor, once Postgres is idle again: the " +
 		"benchmark itself publishes as many messages of the same size with the same headers and the same confirms " +
@@ -65,12 +66,16 @@ func brokersMetrics() []Metric {
 			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
 			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
 			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"},
+			Metric{Name: k + ": Postgres CPU per delivery", Unit: "ms"},
+			Metric{Name: k + ": cores busy", Unit: "of the machine's"},
 			Metric{Name: k + ": a batch sending", Unit: "ms"},
 			Metric{Name: k + ": between batches", Unit: "ms"})
 	}
 	return append(ms,
 		Metric{Name: "http: throughput", Unit: "deliveries/s"},
 		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"},
+		Metric{Name: "http: Postgres CPU per delivery", Unit: "ms"},
+		Metric{Name: "http: cores busy", Unit: "of the machine's"},
 		Metric{Name: "http: a batch sending", Unit: "ms"},
 		Metric{Name: "http: between batches", Unit: "ms"})
 }
@@ -139,7 +144,7 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 				return s, fmt.Errorf("%s: %w", k, err)
 			}
 			s.Values[k+": throughput"] = rate
-			s.Values[k+": Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+			deliveryCPU(s.Values, k, cpu, events)
 			if err := batchTimes(ctx, env, s.Values, k, "bench.brokers."+name); err != nil {
 				sink.close()
 				return s, fmt.Errorf("%s: %w", k, err)
@@ -178,7 +183,7 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			return s, fmt.Errorf("http: %w", err)
 		}
 		s.Values["http: throughput"] = rate
-		s.Values["http: Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+		deliveryCPU(s.Values, "http", cpu, events)
 		if err := batchTimes(ctx, env, s.Values, "http", typ); err != nil {
 			return s, fmt.Errorf("http: %w", err)
 		}
@@ -273,6 +278,17 @@ func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events i
 		return 0, use, err
 	}
 	return float64(events) / last.Sub(continued).Seconds(), use, nil
+}
+
+// deliveryCPU sets kind's CPU per delivery, Sluice's and Postgres's, and
+// the cores the whole machine kept busy meanwhile: on 2 cores a delivery
+// rate that leaves none idle is bound by CPU, whatever overlaps.
+func deliveryCPU(values map[string]float64, kind string, cpu cpuUse, events int) {
+	values[kind+": Sluice CPU per delivery"] = perEvent(cpu.sluice, events)
+	if cpu.postgresKnown {
+		values[kind+": Postgres CPU per delivery"] = perEvent(cpu.postgres, events)
+	}
+	values[kind+": cores busy"] = cpu.cores(cpu.busy)
 }
 
 // batchTimes sets kind's median time of a batch sending (its first

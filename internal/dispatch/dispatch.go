@@ -10,7 +10,9 @@
 //     nothing is due, its endpoint is blocked (planClaim), or its budget
 //     (Config.Budget) is spent, then finishes, parks or yields
 //     (Worker.finish, park, yield; each queues its successor, if any,
-//     with Worker.successor).
+//     with Worker.successor). Draining a backlog on the unlocked path, it
+//     claims a batch while it sends the one before and records in the
+//     background (overlap.go).
 //   - A step is a StepTx (steptx.go), written top to bottom in step.go;
 //     its decisions are pure functions of values in flow.go and retry.go.
 //   - Worker.claim reads on the unlocked path (DB.ClaimUnlocked, the
@@ -220,13 +222,24 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[jobs.DispatchArgs]) er
 	return err
 }
 
-func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) error {
+func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (err error) {
 	endpointID := job.Args.EndpointID
 	held, err := w.takeLease(ctx, job.ID)
 	if err != nil {
 		return err
 	}
 	defer held.Release()
+	// The batch recorded in the background (pendingRecord) and the batch
+	// claimed early (earlyClaim), if any; both settle before the lease is
+	// let go.
+	var pending pendingRecord
+	var early *earlyClaim
+	defer func() {
+		early.drop()
+		if rerr := pending.wait(); rerr != nil && err == nil {
+			err = fmt.Errorf("record: %w", rerr)
+		}
+	}()
 	if replaced, err := w.replaced(ctx, job.ID); err != nil || replaced {
 		return err
 	}
@@ -256,6 +269,13 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 		if err := held.Check(); err != nil {
 			return fmt.Errorf("check lease: %w", err) // the sweeper may have replaced the job already
 		}
+		// A claim from the front, and lingering, would find the last
+		// batch due still until its record commits.
+		if after == (Position{}) || fifo {
+			if err := pending.wait(); err != nil {
+				return fmt.Errorf("record: %w", err)
+			}
+		}
 		// Every delivery made since that claim came with a wake (Nudger),
 		// so linger for one instead of claiming again; the final check
 		// covers a wake lost.
@@ -273,8 +293,8 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			handed = nudger.take(reg)
 		}
 		drained, lingered = false, false
-		target, plan, claimed, err := w.next(ctx, endpointID, after, clock.Now(), &known, reg, handed)
-		after = Position{}
+		target, plan, claimed, err := w.next(ctx, endpointID, after, clock.Now(), &known, reg, handed, early)
+		after, early = Position{}, nil
 		if errors.Is(err, sluice.ErrNotFound) {
 			return nil // endpoint deleted, and its deliveries with it
 		}
@@ -282,16 +302,22 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 			return fmt.Errorf("claim: %w", err)
 		}
 		fifo = target.FIFO
+		if len(claimed.Deliveries) == 0 { // parking, finishing and lingering look for due deliveries too
+			if err := pending.wait(); err != nil {
+				return fmt.Errorf("record: %w", err)
+			}
+		}
 		switch {
 		case target.Disabled:
 			return nil // enabling it again queues a dispatch (control.UpdateEndpoint)
 		case len(claimed.Deliveries) > 0:
 			batchCounter(claimed.Handed).Inc()
 			next := w.readAheadFor(ctx, target, plan, claimed)
+			early = w.claimEarly(ctx, endpointID, plan, claimed, known, reg)
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
 			ahead.release() // its payloads are sent
 			ahead = next
-			flowChanged, err := w.record(ctx, target, sent, queue)
+			flowChanged, err := w.record(ctx, target, sent, queue, &pending)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)
 			}
@@ -338,6 +364,10 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) err
 	// completer. Leave the Nudger first: once the job ends, a wake must
 	// not be taken by this run any more.
 	nudger.leave(endpointID, reg)
+	early.drop()
+	if err := pending.wait(); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
 	if err := w.yield(ctx, job, queue, fifo); err != nil {
 		return fmt.Errorf("yield: %w", err)
 	}

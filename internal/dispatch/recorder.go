@@ -11,9 +11,9 @@ import (
 // recorder stores the attempts of many endpoints' dispatch runs together
 // (group commit, see package batch): under steady load each run records a
 // batch of one or two attempts, and one statement per batch was most of the
-// database's work. A run still waits for its attempts to commit before it
-// claims again, so it never claims a delivery whose attempt is not yet
-// recorded. A run's attempts that Postgres rejects (sluice.RowRejected) fail
+// database's work. A run never claims a delivery whose attempt is not yet
+// recorded: it claims after its last batch's position, or waits for its
+// records first (pendingRecord). A run's attempts that Postgres rejects (sluice.RowRejected) fail
 // that run alone; the other runs' attempts are stored.
 type recorder struct {
 	save  saveFunc

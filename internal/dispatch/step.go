@@ -44,7 +44,16 @@ func (k knownTarget) unlocked(now time.Time) bool {
 // meanwhile waits at most that long) and they fit in one batch. The run
 // passes handed only when it lingered on a queue with nothing else due:
 // every delivery made since came with a wake.
-func (w *Worker) next(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget, reg *registration, handed []Claimed) (Target, claimPlan, Claim, error) {
+//
+// An early claim (claimEarly) the run would make the same way now is its
+// batch.
+func (w *Worker) next(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget, reg *registration, handed []Claimed, early *earlyClaim) (Target, claimPlan, Claim, error) {
+	if claimed, ok, err := early.take(after, *known, now); ok {
+		if err != nil {
+			return known.target, claimPlan{}, Claim{}, fmt.Errorf("unlocked claim: %w", err)
+		}
+		return known.target, claimPlan{n: known.target.MaxInFlight}, claimed, nil
+	}
 	if n := known.target.MaxInFlight; len(handed) > 0 && len(handed) <= n && known.unlocked(now) {
 		return known.target, claimPlan{n: n}, Claim{Deliveries: handed, Handed: true}, nil
 	}
@@ -116,26 +125,36 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Po
 // record stores a batch's attempts: with the other runs' through the
 // recorder when they change nothing in the endpoint's flow state as the
 // run last read it (the common case of a healthy endpoint), else with
-// recordLocked. It reports whether the flow state changed.
+// recordLocked. It reports whether the flow state changed. The recorder's
+// commits in the background, as pending (pendingRecord); recordLocked
+// waits for those under way first.
 //
 // Attempts that were made are recorded even when the run is being cut short
 // (shutdown, job timeout): the receiver has them, and forgetting them would
 // only send them again.
-func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger) (bool, error) {
+func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger, pending *pendingRecord) (bool, error) {
 	if len(sent) == 0 {
 		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
 			return false, fmt.Errorf("record: %w", err)
 		}
 		return false, nil
 	}
+	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !needsOpEvent(sent) {
+		out := outcomes(sent)
+		return false, pending.start(func() error {
+			ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
+			defer cancel()
+			if err := w.recorder.record(ctx, out); err != nil {
+				return fmt.Errorf("unlocked record: %w", err)
+			}
+			return nil
+		})
+	}
+	if err := pending.wait(); err != nil {
+		return false, err
+	}
 	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
 	defer cancel()
-	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !needsOpEvent(sent) {
-		if err := w.recorder.record(ctx, outcomes(sent)); err != nil {
-			return false, fmt.Errorf("unlocked record: %w", err)
-		}
-		return false, nil
-	}
 	changes, before, after, err := w.recordLocked(ctx, target, sent, queue)
 	if err != nil {
 		return true, fmt.Errorf("locked record: %w", err)
