@@ -317,7 +317,9 @@ func (w *Worker) run(ctx context.Context, job *river.Job[jobs.DispatchArgs]) (er
 			sent := w.sendBatch(ctx, target, claimed.Deliveries)
 			ahead.release() // its payloads are sent
 			ahead = next
-			flowChanged, err := w.record(ctx, target, sent, queue, &pending)
+			// Only a run draining a backlog (its next batch claimed early)
+			// records in the background.
+			flowChanged, err := w.record(ctx, target, sent, queue, &pending, early != nil)
 			if err != nil {
 				return fmt.Errorf("record: %w", err)
 			}

@@ -125,14 +125,14 @@ func (w *Worker) claimLocked(ctx context.Context, endpointID uuid.UUID, after Po
 // record stores a batch's attempts: with the other runs' through the
 // recorder when they change nothing in the endpoint's flow state as the
 // run last read it (the common case of a healthy endpoint), else with
-// recordLocked. It reports whether the flow state changed. The recorder's
-// commits in the background, as pending (pendingRecord); recordLocked
-// waits for those under way first.
+// recordLocked. It reports whether the flow state changed. With
+// background, the recorder's commit goes on while the run does (pending,
+// pendingRecord); recordLocked waits for those under way first.
 //
 // Attempts that were made are recorded even when the run is being cut short
 // (shutdown, job timeout): the receiver has them, and forgetting them would
 // only send them again.
-func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger, pending *pendingRecord) (bool, error) {
+func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery, queue *Nudger, pending *pendingRecord, background bool) (bool, error) {
 	if len(sent) == 0 {
 		if err := ctx.Err(); err != nil { // every send was cut short: nothing happened
 			return false, fmt.Errorf("record: %w", err)
@@ -141,14 +141,10 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	}
 	if !w.flow.changes(target.Flow, target.RateLimit, sent, w.cfg.Clock.Now()) && !needsOpEvent(sent) {
 		out := outcomes(sent)
-		return false, pending.start(func() error {
-			ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
-			defer cancel()
-			if err := w.recorder.record(ctx, out); err != nil {
-				return fmt.Errorf("unlocked record: %w", err)
-			}
-			return nil
-		})
+		if !background {
+			return false, w.recordUnlocked(ctx, out)
+		}
+		return false, pending.start(func() error { return w.recordUnlocked(ctx, out) })
 	}
 	if err := pending.wait(); err != nil {
 		return false, err
@@ -161,6 +157,17 @@ func (w *Worker) record(ctx context.Context, target Target, sent []sentDelivery,
 	}
 	w.observeBatch(target, changes, before, after, sent)
 	return true, nil
+}
+
+// recordUnlocked stores outcomes through the recorder, within
+// recordTimeout even when the run is being cut short.
+func (w *Worker) recordUnlocked(ctx context.Context, out []Outcome) error {
+	ctx, cancel := recordContext(ctx, w.cfg.Clock, recordTimeout)
+	defer cancel()
+	if err := w.recorder.record(ctx, out); err != nil {
+		return fmt.Errorf("unlocked record: %w", err)
+	}
+	return nil
 }
 
 // recordTimeout bounds the recording of a batch whose run is being cut short.
