@@ -31,8 +31,27 @@ func (w *Worker) ReadAhead(ctx context.Context, target Target, n int, claimed Cl
 	return w.large.events(), a.release
 }
 
-// HeldPayloads is how many events' payloads the worker holds.
+// HeldPayloads is how many events' payloads the worker holds, used or kept.
 func (w *Worker) HeldPayloads() int { return len(w.large.events()) }
+
+// UsedPayloads is how many events' payloads a send or a read ahead uses.
+func (w *Worker) UsedPayloads() int {
+	w.large.mu.Lock()
+	defer w.large.mu.Unlock()
+	n := 0
+	for _, p := range w.large.m {
+		if p.users > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// SendPayload is an event's large payload as one of its sends gets it,
+// and the release to call once it is sent.
+func (w *Worker) SendPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, func(), error) {
+	return w.largePayload(ctx, tenantID, eventID, true)
+}
 
 // events are the events whose payloads are held.
 func (s *sharedPayloads) events() []uuid.UUID {

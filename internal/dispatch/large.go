@@ -20,94 +20,26 @@ import (
 // is sending, not one per delivery, and never a second one for the body.
 // Small payloads come with their claim, as before, at no cost here.
 
-// sharedPayloads are the large payloads of the deliveries in flight, by
-// event.
-type sharedPayloads struct {
-	mu sync.Mutex
-	m  map[uuid.UUID]*sharedPayload
+// largePayload is an event's large payload, shared with the other sends
+// of the event (send says whether the caller sends it, or reads it ahead).
+func (w *Worker) largePayload(ctx context.Context, tenantID, eventID uuid.UUID, send bool) ([]byte, func(), error) {
+	return w.large.get(ctx, eventID, send, func(ctx context.Context) ([]byte, int, error) {
+		return w.readPayload(ctx, tenantID, eventID)
+	})
 }
 
-// sharedPayload is one event's payload and the sends that use it.
-type sharedPayload struct {
-	users int           // under sharedPayloads.mu
-	ready chan struct{} // closed once data or err is set
-	data  []byte
-	err   error
-}
-
-func newSharedPayloads() *sharedPayloads {
-	return &sharedPayloads{m: map[uuid.UUID]*sharedPayload{}}
-}
-
-// get returns an event's payload: the one a send of the same event in
-// flight holds, or else what read returns, shared with the sends that ask
-// meanwhile. The caller calls release once it has sent it. If read fails
-// for another send (its context ended, say), the waiting ones read again.
-func (s *sharedPayloads) get(ctx context.Context, eventID uuid.UUID, read func(context.Context) ([]byte, error)) (data []byte, release func(), err error) {
-	for {
-		s.mu.Lock()
-		p, reading := s.m[eventID], false
-		if p == nil {
-			p, reading = &sharedPayload{ready: make(chan struct{})}, true
-			s.m[eventID] = p
-		}
-		p.users++
-		s.mu.Unlock()
-		release = func() { s.release(eventID, p) }
-
-		if reading {
-			p.data, p.err = read(ctx)
-			if p.err != nil {
-				s.forget(eventID, p) // the next send reads it again
-			}
-			close(p.ready)
-		} else {
-			select {
-			case <-p.ready:
-			case <-ctx.Done():
-				release()
-				return nil, nil, fmt.Errorf("wait for the payload: %w", ctx.Err())
-			}
-		}
-		if p.err == nil {
-			return p.data, release, nil
-		}
-		release()
-		if reading || ctx.Err() != nil {
-			return nil, nil, p.err
-		}
-	}
-}
-
-// release ends one send's use of p: the last one lets it go.
-func (s *sharedPayloads) release(eventID uuid.UUID, p *sharedPayload) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p.users--; p.users == 0 && s.m[eventID] == p {
-		delete(s.m, eventID)
-	}
-}
-
-// forget drops p, whose read failed, so that no send waits for it again.
-func (s *sharedPayloads) forget(eventID uuid.UUID, p *sharedPayload) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[eventID] == p {
-		delete(s.m, eventID)
-	}
-}
-
-// readPayload reads a large event's payload, opened.
-func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, error) {
-	stored, err := store.Read(ctx, w.db.st, (*dbq.Queries).EventPayload, eventID)
+// readPayload reads a large event's payload, opened, and how many of its
+// sends are still to come.
+func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, int, error) {
+	row, err := store.Read(ctx, w.db.st, (*dbq.Queries).LargePayload, eventID)
 	if err != nil {
-		return nil, fmt.Errorf("read payload: %w", err)
+		return nil, 0, fmt.Errorf("read payload: %w", err)
 	}
-	payload, err := w.payloads.OpenJSON(ctx, tenantID, stored)
+	payload, err := w.payloads.OpenJSON(ctx, tenantID, row.Payload)
 	if err != nil {
-		return nil, fmt.Errorf("open sealed payload: %w", err)
+		return nil, 0, fmt.Errorf("open sealed payload: %w", err)
 	}
-	return payload, nil
+	return payload, int(row.Sends), nil
 }
 
 // A run sending large payloads reads the next batch's while it sends the
@@ -156,9 +88,7 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 		var wg sync.WaitGroup
 		for _, eventID := range events {
 			wg.Go(func() {
-				_, release, err := w.large.get(ctx, eventID, func(ctx context.Context) ([]byte, error) {
-					return w.readPayload(ctx, target.TenantID, eventID)
-				})
+				_, release, err := w.largePayload(ctx, target.TenantID, eventID, false)
 				if err != nil {
 					return
 				}
