@@ -15,7 +15,8 @@ import (
 // is left out of claims (ClaimDueDeliveries) and read here instead, once
 // for all the deliveries of its event that the worker has in flight at
 // the same time, whichever endpoints they go to. It is held, opened, while
-// any of them is being sent, and sent as it is between its body's head and
+// any of them is being sent, and a while after for the sends of its event
+// still to come (shared.go), and sent as it is between its body's head and
 // tail (send.Message.Parts): a worker holds one copy of each large event it
 // is sending, not one per delivery, and never a second one for the body.
 // Small payloads come with their claim, as before, at no cost here.
