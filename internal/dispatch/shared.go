@@ -18,8 +18,8 @@ import (
 // instead of once each. One that has no send to come is let go of at once.
 
 const (
-	keepBytes = 64 << 20        // of payloads no send uses, at most
-	keepFor   = 2 * time.Second // the longest one is kept unused
+	keepBytes = 128 << 20       // of payloads no send uses, at most
+	keepFor   = 5 * time.Second // the longest one is kept unused
 )
 
 // sharedPayloads are the large payloads of the deliveries in flight, and
