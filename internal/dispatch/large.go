@@ -71,7 +71,11 @@ type readAhead struct {
 // sent, or when the run ends.
 func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan, claimed Claim) *readAhead {
 	n := len(claimed.Deliveries)
-	if target.FIFO || claimed.Handed || n == 0 || n < plan.n || !leftOut(claimed.Deliveries) {
+	if target.FIFO || claimed.Handed || n == 0 || n < plan.n {
+		return nil
+	}
+	current := leftOut(claimed.Deliveries)
+	if len(current) == 0 {
 		return nil
 	}
 	after := claimed.Deliveries[n-1].Position()
@@ -79,6 +83,7 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 	a := &readAhead{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		w.awaitPayloads(ctx, target.TenantID, current)
 		events, err := store.Read(ctx, w.db.st, (*dbq.Queries).NextLargeEvents, dbq.NextLargeEventsParams{
 			EndpointID: target.ID, AfterAt: after.NextAttemptAt, AfterID: after.ID, MaxRows: int32(plan.n),
 		})
@@ -103,14 +108,27 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 	return a
 }
 
-// leftOut reports whether a claim left a payload out (a large one).
-func leftOut(claimed []Claimed) bool {
+// leftOut is the events of a claim whose payloads it left out (large ones).
+func leftOut(claimed []Claimed) []uuid.UUID {
+	var events []uuid.UUID
 	for _, c := range claimed {
 		if c.Payload == nil {
-			return true
+			events = append(events, c.EventID)
 		}
 	}
-	return false
+	return events
+}
+
+// awaitPayloads waits until the large payloads of a batch are read, by its
+// sends or here, and lets them go to its sends: the next batch's are read
+// after them, not beside them, so that the batch's sends, the first run's
+// above all, do not share Postgres with the reading of the next batch.
+func (w *Worker) awaitPayloads(ctx context.Context, tenantID uuid.UUID, events []uuid.UUID) {
+	for _, eventID := range events {
+		if _, release, err := w.largePayload(ctx, tenantID, eventID, false); err == nil {
+			release()
+		}
+	}
 }
 
 // release ends the read ahead, if still reading, and lets its payloads go:

@@ -191,9 +191,9 @@ func TestLargePayloadsMemoryBounded(t *testing.T) {
 }
 
 // TestReadAhead: after a full claim that left large payloads out, a run
-// reads the large payloads of the deliveries it will claim next (not the
-// small ones, which come with their claim) while it sends, and lets them
-// go when it releases them. A claim that came up short, a FIFO endpoint's,
+// reads, once its batch's own are read, the large payloads of the
+// deliveries it will claim next (not the small ones, which come with their
+// claim) while it sends, and lets them go when it releases them. A claim that came up short, a FIFO endpoint's,
 // or one without a large payload reads nothing ahead.
 func TestReadAhead(t *testing.T) {
 	t.Parallel()
@@ -228,7 +228,7 @@ func TestReadAhead(t *testing.T) {
 	require.Equal(t, []uuid.UUID{e2}, held, "the next claim's large payloads (e2, e3: not e4), read while the batch is sent")
 	release()
 	require.Zero(t, w.UsedPayloads(), "let go of once released")
-	require.Equal(t, 1, w.HeldPayloads(), "kept a while for its send to come")
+	require.Equal(t, 3, w.HeldPayloads(), "kept a while for their sends to come: e2, and e0 and e1, read first")
 
 	held, _ = w.ReadAhead(ctx, target, 3, dispatch.Claim{Deliveries: claimed})
 	require.Nil(t, held, "a short claim: nothing more is due")
