@@ -74,7 +74,7 @@ UPDATE endpoints SET retry_due_at = sqlc.narg('retry_due_at') WHERE id = @id;
 --
 -- A payload stored in over 1 MiB (SLUICE_MAX_PAYLOAD raised past its
 -- default) is left out (NULL): the deliveries of one large event in flight
--- at once, to many endpoints, share one reading of it (EventPayload)
+-- at once, to many endpoints, share one reading of it (LargePayload)
 -- instead of each reading and holding a copy. pg_column_size reads the
 -- stored size without decompressing the value (json has no cast to text
 -- that would not copy it).
@@ -116,9 +116,18 @@ CROSS JOIN LATERAL (
 WHERE n.next_attempt_at > now();
 
 -- name: EventPayload :one
--- A large event's payload as stored, for the deliveries that a claim left
--- it out of (ClaimDueDeliveries).
+-- An event's payload as stored: a fan-out that matches a filter in Go
+-- reads a large one it left out (EventsByID).
 SELECT payload FROM events WHERE id = @id;
+
+-- name: LargePayload :one
+-- A large event's payload as stored, for the deliveries that a claim left
+-- it out of (ClaimDueDeliveries), and how many of its deliveries are still
+-- to be sent (queued, the ones in flight among them): a worker keeps the
+-- payload a while for those (internal/dispatch/large.go, sharedPayloads).
+SELECT e.payload,
+       (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
+FROM events e WHERE e.id = @id;
 
 -- name: NextLargeEvents :many
 -- The events of an endpoint's next due deliveries after a position (those a

@@ -44,7 +44,7 @@ ORDER BY l.fifo_position;
 -- week: CoalesceDelivery), by id alone, so a head coalesced meanwhile is
 -- still claimed, with its new event. A payload stored in over 1 MiB is left
 -- out (NULL), as ClaimDueDeliveries leaves it out, and read once for the
--- sends of its event in flight (EventPayload).
+-- sends of its event in flight (LargePayload).
 WITH head AS (
     SELECT unnest(@ids::uuid[]) AS id, unnest(@week_los::uuid[]) AS week_lo, unnest(@week_his::uuid[]) AS week_hi,
            unnest(@ordering_keys::text[]) AS ordering_key, unnest(@fresh::bool[]) AS fresh

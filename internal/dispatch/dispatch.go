@@ -166,7 +166,7 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
 		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock), payloads: st.Payloads(),
-		large: newSharedPayloads(),
+		large: newSharedPayloads(keepBytes),
 		flow:  flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
 	if cfg.Tracing.Enabled() {

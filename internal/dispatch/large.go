@@ -15,99 +15,32 @@ import (
 // is left out of claims (ClaimDueDeliveries) and read here instead, once
 // for all the deliveries of its event that the worker has in flight at
 // the same time, whichever endpoints they go to. It is held, opened, while
-// any of them is being sent, and sent as it is between its body's head and
+// any of them is being sent, and a while after for the sends of its event
+// still to come (shared.go), and sent as it is between its body's head and
 // tail (send.Message.Parts): a worker holds one copy of each large event it
 // is sending, not one per delivery, and never a second one for the body.
 // Small payloads come with their claim, as before, at no cost here.
 
-// sharedPayloads are the large payloads of the deliveries in flight, by
-// event.
-type sharedPayloads struct {
-	mu sync.Mutex
-	m  map[uuid.UUID]*sharedPayload
+// largePayload is an event's large payload, shared with the other sends
+// of the event (send says whether the caller sends it, or reads it ahead).
+func (w *Worker) largePayload(ctx context.Context, tenantID, eventID uuid.UUID, send bool) ([]byte, func(), error) {
+	return w.large.get(ctx, eventID, send, func(ctx context.Context) ([]byte, int, error) {
+		return w.readPayload(ctx, tenantID, eventID)
+	})
 }
 
-// sharedPayload is one event's payload and the sends that use it.
-type sharedPayload struct {
-	users int           // under sharedPayloads.mu
-	ready chan struct{} // closed once data or err is set
-	data  []byte
-	err   error
-}
-
-func newSharedPayloads() *sharedPayloads {
-	return &sharedPayloads{m: map[uuid.UUID]*sharedPayload{}}
-}
-
-// get returns an event's payload: the one a send of the same event in
-// flight holds, or else what read returns, shared with the sends that ask
-// meanwhile. The caller calls release once it has sent it. If read fails
-// for another send (its context ended, say), the waiting ones read again.
-func (s *sharedPayloads) get(ctx context.Context, eventID uuid.UUID, read func(context.Context) ([]byte, error)) (data []byte, release func(), err error) {
-	for {
-		s.mu.Lock()
-		p, reading := s.m[eventID], false
-		if p == nil {
-			p, reading = &sharedPayload{ready: make(chan struct{})}, true
-			s.m[eventID] = p
-		}
-		p.users++
-		s.mu.Unlock()
-		release = func() { s.release(eventID, p) }
-
-		if reading {
-			p.data, p.err = read(ctx)
-			if p.err != nil {
-				s.forget(eventID, p) // the next send reads it again
-			}
-			close(p.ready)
-		} else {
-			select {
-			case <-p.ready:
-			case <-ctx.Done():
-				release()
-				return nil, nil, fmt.Errorf("wait for the payload: %w", ctx.Err())
-			}
-		}
-		if p.err == nil {
-			return p.data, release, nil
-		}
-		release()
-		if reading || ctx.Err() != nil {
-			return nil, nil, p.err
-		}
-	}
-}
-
-// release ends one send's use of p: the last one lets it go.
-func (s *sharedPayloads) release(eventID uuid.UUID, p *sharedPayload) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p.users--; p.users == 0 && s.m[eventID] == p {
-		delete(s.m, eventID)
-	}
-}
-
-// forget drops p, whose read failed, so that no send waits for it again.
-func (s *sharedPayloads) forget(eventID uuid.UUID, p *sharedPayload) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m[eventID] == p {
-		delete(s.m, eventID)
-	}
-}
-
-// readPayload reads a large event's payload, opened.
-func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, error) {
-	stored, err := store.Read(ctx, w.db.st, (*dbq.Queries).EventPayload, eventID)
+// readPayload reads a large event's payload, opened, and how many of its
+// sends are still to come.
+func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, int, error) {
+	row, err := store.Read(ctx, w.db.st, (*dbq.Queries).LargePayload, eventID)
 	if err != nil {
-		return nil, fmt.Errorf("read payload: %w", err)
+		return nil, 0, fmt.Errorf("read payload: %w", err)
 	}
-	payload, err := w.payloads.OpenJSON(ctx, tenantID, stored)
+	payload, err := w.payloads.OpenJSON(ctx, tenantID, row.Payload)
 	if err != nil {
-		return nil, fmt.Errorf("open sealed payload: %w", err)
+		return nil, 0, fmt.Errorf("open sealed payload: %w", err)
 	}
-	return payload, nil
+	return payload, int(row.Sends), nil
 }
 
 // A run sending large payloads reads the next batch's while it sends the
@@ -138,7 +71,11 @@ type readAhead struct {
 // sent, or when the run ends.
 func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan, claimed Claim) *readAhead {
 	n := len(claimed.Deliveries)
-	if target.FIFO || claimed.Handed || n == 0 || n < plan.n || !leftOut(claimed.Deliveries) {
+	if target.FIFO || claimed.Handed || n == 0 || n < plan.n {
+		return nil
+	}
+	current := leftOut(claimed.Deliveries)
+	if len(current) == 0 {
 		return nil
 	}
 	after := claimed.Deliveries[n-1].Position()
@@ -146,6 +83,7 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 	a := &readAhead{cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(a.done)
+		w.awaitPayloads(ctx, target.TenantID, current)
 		events, err := store.Read(ctx, w.db.st, (*dbq.Queries).NextLargeEvents, dbq.NextLargeEventsParams{
 			EndpointID: target.ID, AfterAt: after.NextAttemptAt, AfterID: after.ID, MaxRows: int32(plan.n),
 		})
@@ -156,9 +94,7 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 		var wg sync.WaitGroup
 		for _, eventID := range events {
 			wg.Go(func() {
-				_, release, err := w.large.get(ctx, eventID, func(ctx context.Context) ([]byte, error) {
-					return w.readPayload(ctx, target.TenantID, eventID)
-				})
+				_, release, err := w.largePayload(ctx, target.TenantID, eventID, false)
 				if err != nil {
 					return
 				}
@@ -172,14 +108,27 @@ func (w *Worker) readAheadFor(ctx context.Context, target Target, plan claimPlan
 	return a
 }
 
-// leftOut reports whether a claim left a payload out (a large one).
-func leftOut(claimed []Claimed) bool {
+// leftOut is the events of a claim whose payloads it left out (large ones).
+func leftOut(claimed []Claimed) []uuid.UUID {
+	var events []uuid.UUID
 	for _, c := range claimed {
 		if c.Payload == nil {
-			return true
+			events = append(events, c.EventID)
 		}
 	}
-	return false
+	return events
+}
+
+// awaitPayloads waits until the large payloads of a batch are read, by its
+// sends or here, and lets them go to its sends: the next batch's are read
+// after them, not beside them, so that the batch's sends, the first run's
+// above all, do not share Postgres with the reading of the next batch.
+func (w *Worker) awaitPayloads(ctx context.Context, tenantID uuid.UUID, events []uuid.UUID) {
+	for _, eventID := range events {
+		if _, release, err := w.largePayload(ctx, tenantID, eventID, false); err == nil {
+			release()
+		}
+	}
 }
 
 // release ends the read ahead, if still reading, and lets its payloads go:

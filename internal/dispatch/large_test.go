@@ -191,9 +191,9 @@ func TestLargePayloadsMemoryBounded(t *testing.T) {
 }
 
 // TestReadAhead: after a full claim that left large payloads out, a run
-// reads the large payloads of the deliveries it will claim next (not the
-// small ones, which come with their claim) while it sends, and lets them
-// go when it releases them. A claim that came up short, a FIFO endpoint's,
+// reads, once its batch's own are read, the large payloads of the
+// deliveries it will claim next (not the small ones, which come with their
+// claim) while it sends, and lets them go when it releases them. A claim that came up short, a FIFO endpoint's,
 // or one without a large payload reads nothing ahead.
 func TestReadAhead(t *testing.T) {
 	t.Parallel()
@@ -227,7 +227,8 @@ func TestReadAhead(t *testing.T) {
 	held, release := w.ReadAhead(ctx, target, 2, dispatch.Claim{Deliveries: claimed})
 	require.Equal(t, []uuid.UUID{e2}, held, "the next claim's large payloads (e2, e3: not e4), read while the batch is sent")
 	release()
-	require.Zero(t, w.HeldPayloads(), "let go of once released")
+	require.Zero(t, w.UsedPayloads(), "let go of once released")
+	require.Equal(t, 3, w.HeldPayloads(), "kept a while for their sends to come: e2, and e0 and e1, read first")
 
 	held, _ = w.ReadAhead(ctx, target, 3, dispatch.Claim{Deliveries: claimed})
 	require.Nil(t, held, "a short claim: nothing more is due")
@@ -239,4 +240,42 @@ func TestReadAhead(t *testing.T) {
 	small[0].Payload = []byte(`{}`)
 	held, _ = w.ReadAhead(ctx, target, 2, dispatch.Claim{Deliveries: small})
 	require.Nil(t, held, "no payload left out: nothing read ahead")
+}
+
+// TestLargePayloadKept: a large payload read for one endpoint's send is
+// kept for its event's sends to come, so that another endpoint's send,
+// after the first is done, does not read it again (the event is changed in
+// Postgres meanwhile: a second reading would see it), and is let go of
+// after the last of them.
+func TestLargePayloadKept(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := t.Context()
+	subscribed(t, f, "big.kept")
+	subscribed(t, f, "big.kept")
+	payload := largePayload(1, 2<<20)
+	stored, _, err := fanout.InsertOne(ctx, f.Store, f.TenantA.ID, sluice.NewEvent{Type: "big.kept", Payload: payload}, f.Jobs)
+	require.NoError(t, err)
+	_, _, err = fanout.Events(ctx, f.Store, []uuid.UUID{stored.ID}, nil)
+	require.NoError(t, err)
+
+	w, err := dispatch.NewWorker(f.Store, dispatch.Config{
+		Sender: send.New(send.Config{AllowPrivate: true}), DeliveryTimeout: time.Second,
+		Nudger: dispatch.NewNudger(f.Store, f.Jobs, dispatch.NudgerConfig{}),
+	})
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	sendOnce := func() []byte {
+		t.Helper()
+		data, release, err := w.SendPayload(ctx, f.TenantA.ID, stored.ID)
+		require.NoError(t, err)
+		release()
+		return data
+	}
+	require.Equal(t, payload, sendOnce())
+	require.Equal(t, 1, w.HeldPayloads(), "kept: one send to come")
+	_, err = f.Store.Pool().Exec(ctx, `UPDATE events SET payload = '{"read":"again"}' WHERE id = $1`, stored.ID)
+	require.NoError(t, err)
+	require.Equal(t, payload, sendOnce(), "the second endpoint's send did not read it again")
+	require.Zero(t, w.HeldPayloads(), "let go of after its last send")
 }

@@ -30,26 +30,26 @@ func (s *sharedPayloads) users(eventID uuid.UUID) int {
 }
 
 // TestSharedPayloadReadOnce: the sends of one event in flight at once share
-// one reading of its payload, which is let go of when the last is done and
-// read again by a later send.
+// one reading of its payload, which a worker that keeps none lets go of
+// when the last is done, and a later send reads again.
 func TestSharedPayloadReadOnce(t *testing.T) {
 	t.Parallel()
-	s := newSharedPayloads()
+	s := newSharedPayloads(0)
 	ev := uuid.New()
+	const sends = 5
 	var reads atomic.Int32
 	unblock := make(chan struct{})
-	read := func(context.Context) ([]byte, error) {
+	read := func(context.Context) ([]byte, int, error) {
 		reads.Add(1)
 		<-unblock
-		return []byte(`{"big":true}`), nil
+		return []byte(`{"big":true}`), sends, nil
 	}
-	const sends = 5
 	got := make([][]byte, sends)
 	releases := make([]func(), sends)
 	errs := make([]error, sends)
 	var wg sync.WaitGroup
 	for i := range sends {
-		wg.Go(func() { got[i], releases[i], errs[i] = s.get(t.Context(), ev, read) })
+		wg.Go(func() { got[i], releases[i], errs[i] = s.get(t.Context(), ev, true, read) })
 	}
 	require.Eventually(t, func() bool { return s.users(ev) == sends }, 10*time.Second, time.Millisecond,
 		"every send waits for the one reading")
@@ -68,7 +68,7 @@ func TestSharedPayloadReadOnce(t *testing.T) {
 	}
 	require.Zero(t, s.held(), "let go of after the last send")
 
-	_, release, err := s.get(t.Context(), ev, read)
+	_, release, err := s.get(t.Context(), ev, true, read)
 	require.NoError(t, err)
 	release()
 	require.Equal(t, int32(2), reads.Load(), "read again by a later send")
@@ -78,7 +78,7 @@ func TestSharedPayloadReadOnce(t *testing.T) {
 // and a send that waited for it reads again itself.
 func TestSharedPayloadReadFails(t *testing.T) {
 	t.Parallel()
-	s := newSharedPayloads()
+	s := newSharedPayloads(0)
 	ev := uuid.New()
 	failing := make(chan struct{})
 	failed := errors.New("read payload: the reader's context ended")
@@ -86,16 +86,16 @@ func TestSharedPayloadReadFails(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _, readerErr = s.get(t.Context(), ev, func(context.Context) ([]byte, error) {
+		_, _, readerErr = s.get(t.Context(), ev, true, func(context.Context) ([]byte, int, error) {
 			<-failing
-			return nil, failed
+			return nil, 0, failed
 		})
 	}()
 	require.Eventually(t, func() bool { return s.users(ev) == 1 }, 10*time.Second, time.Millisecond)
 
 	waited := make(chan []byte)
 	go func() {
-		data, release, err := s.get(t.Context(), ev, func(context.Context) ([]byte, error) { return []byte(`{"again":1}`), nil })
+		data, release, err := s.get(t.Context(), ev, true, func(context.Context) ([]byte, int, error) { return []byte(`{"again":1}`), 1, nil })
 		if err == nil {
 			release()
 		}

@@ -112,9 +112,7 @@ func (w *Worker) body(ctx context.Context, target Target, c Claimed) (body []byt
 		c.Payload = payload
 		return Body(c), nil, func() {}, nil
 	}
-	payload, release, err := w.large.get(ctx, c.EventID, func(ctx context.Context) ([]byte, error) {
-		return w.readPayload(ctx, target.TenantID, c.EventID)
-	})
+	payload, release, err := w.largePayload(ctx, target.TenantID, c.EventID, true)
 	if err != nil {
 		return nil, nil, nil, err
 	}

@@ -93,7 +93,7 @@ type ClaimDueDeliveriesRow struct {
 //
 // A payload stored in over 1 MiB (SLUICE_MAX_PAYLOAD raised past its
 // default) is left out (NULL): the deliveries of one large event in flight
-// at once, to many endpoints, share one reading of it (EventPayload)
+// at once, to many endpoints, share one reading of it (LargePayload)
 // instead of each reading and holding a copy. pg_column_size reads the
 // stored size without decompressing the value (json has no cast to text
 // that would not copy it).
@@ -191,13 +191,35 @@ const eventPayload = `-- name: EventPayload :one
 SELECT payload FROM events WHERE id = $1
 `
 
-// A large event's payload as stored, for the deliveries that a claim left
-// it out of (ClaimDueDeliveries).
+// An event's payload as stored: a fan-out that matches a filter in Go
+// reads a large one it left out (EventsByID).
 func (q *Queries) EventPayload(ctx context.Context, id uuid.UUID) ([]byte, error) {
 	row := q.db.QueryRow(ctx, eventPayload, id)
 	var payload []byte
 	err := row.Scan(&payload)
 	return payload, err
+}
+
+const largePayload = `-- name: LargePayload :one
+SELECT e.payload,
+       (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
+FROM events e WHERE e.id = $1
+`
+
+type LargePayloadRow struct {
+	Payload []byte
+	Sends   int32
+}
+
+// A large event's payload as stored, for the deliveries that a claim left
+// it out of (ClaimDueDeliveries), and how many of its deliveries are still
+// to be sent (queued, the ones in flight among them): a worker keeps the
+// payload a while for those (internal/dispatch/large.go, sharedPayloads).
+func (q *Queries) LargePayload(ctx context.Context, id uuid.UUID) (LargePayloadRow, error) {
+	row := q.db.QueryRow(ctx, largePayload, id)
+	var i LargePayloadRow
+	err := row.Scan(&i.Payload, &i.Sends)
+	return i, err
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one

@@ -85,7 +85,7 @@ type ClaimFIFODeliveriesRow struct {
 // week: CoalesceDelivery), by id alone, so a head coalesced meanwhile is
 // still claimed, with its new event. A payload stored in over 1 MiB is left
 // out (NULL), as ClaimDueDeliveries leaves it out, and read once for the
-// sends of its event in flight (EventPayload).
+// sends of its event in flight (LargePayload).
 func (q *Queries) ClaimFIFODeliveries(ctx context.Context, arg ClaimFIFODeliveriesParams) ([]ClaimFIFODeliveriesRow, error) {
 	rows, err := q.db.Query(ctx, claimFIFODeliveries,
 		arg.Ids,
