@@ -68,10 +68,10 @@ func TestDocsShowTheExamples(t *testing.T) {
 // one's own does before Sluice is published: a replace directive to a
 // clone (this tree), then go get of the client. The program is the
 // package's Example as another module's main; it is built there and run
-// against a real Sluice. The box may have no network, so the new module's
-// go.sum starts from this module's, as the checksum database would have
-// filled it, and the module proxy is off: every module comes from the
-// local cache.
+// against a real Sluice. The new module's go.sum starts from this
+// module's, as the checksum database would have filled it, and its go
+// commands run with the module proxy off: every module comes from the
+// local cache, which this module's go mod graph fills first.
 func TestUseFromAnotherModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a module of its own")
@@ -96,6 +96,14 @@ func TestUseFromAnotherModule(t *testing.T) {
 		require.NoError(t, err, "%s %s: %s", name, strings.Join(args, " "), out)
 		return string(out)
 	}
+	// The new module loads the whole module graph, past this module's
+	// pruned one (go.mod files of dependencies of dependencies that no
+	// build here reads): fill the cache with it first, from the proxy
+	// when the cache lacks them.
+	graph := exec.Command("go", "mod", "graph")
+	graph.Dir = root
+	out, err := graph.CombinedOutput()
+	require.NoError(t, err, "go mod graph: %s", out)
 	// As the page says.
 	run("go", "mod", "init", "example.com/shop")
 	run("go", "mod", "edit", "-replace", "github.com/sluice-dev/sluice="+root)
@@ -105,7 +113,7 @@ func TestUseFromAnotherModule(t *testing.T) {
 	url, key := sluiceServer(t)
 	cmd := exec.Command(filepath.Join(dir, "shop"))
 	cmd.Env = append(os.Environ(), "SLUICE_URL="+url, "SLUICE_API_KEY="+key)
-	out, err := cmd.CombinedOutput()
+	out, err = cmd.CombinedOutput()
 	require.NoError(t, err, string(out))
 	require.Equal(t, exampleOutput, string(out))
 }
