@@ -103,3 +103,22 @@ func offer(ctx context.Context, rate float64, duration time.Duration, maxPending
 	}
 	return ok, skipped, nil
 }
+
+// offered is what a load offered in the background had accepted and
+// skipped, and how it ended.
+type offered struct {
+	accepted, skipped int
+	err               error
+}
+
+// inBackground runs load on a goroutine of its own; the channel has what
+// it offered once it ends.
+func inBackground(load func() (accepted, skipped int, err error)) <-chan offered {
+	done := make(chan offered, 1)
+	go func() {
+		var o offered
+		o.accepted, o.skipped, o.err = load()
+		done <- o
+	}()
+	return done
+}

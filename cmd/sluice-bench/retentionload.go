@@ -29,18 +29,11 @@ func loadAroundDrop(ctx context.Context, env *Env, receivers Receivers, run int,
 	}
 	defer func() { w.note = joinNotes(w.note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
 
-	type offered struct {
-		accepted, skipped int
-		err               error
-	}
-	done := make(chan offered, 1)
 	cpu := env.measureCPU()
 	start := time.Now()
-	go func() {
-		var o offered
-		o.accepted, o.skipped, o.err = offerLoad(ctx, env.API, sinks.Types, retentionRate, retentionWarm+2*retentionWindow)
-		done <- o
-	}()
+	done := inBackground(func() (int, int, error) {
+		return offerLoad(ctx, env.API, sinks.Types, retentionRate, retentionWarm+2*retentionWindow)
+	})
 	select {
 	case <-ctx.Done():
 	case <-time.After(time.Until(start.Add(retentionWarm + retentionWindow + retentionLeadIn))):

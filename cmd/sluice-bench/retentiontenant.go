@@ -280,21 +280,14 @@ func loadAroundTenantExpiry(ctx context.Context, env *Env, st *store.Store, rece
 
 	loadCtx, stopLoad := context.WithCancel(ctx)
 	defer stopLoad()
-	type offered struct {
-		accepted, skipped int
-		err               error
-	}
-	done := make(chan offered, 1)
 	cpu := env.measureCPU()
 	start := time.Now()
-	go func() {
-		var o offered
+	done := inBackground(func() (int, int, error) {
 		// offerLoad's batches, but stopped by loadCtx between them: a
 		// batch in flight when the deletion ends is answered.
-		o.accepted, o.skipped, o.err = offer(loadCtx, rate, retentionWarm+retentionWindow+trDuring, 64, 1000,
+		return offer(loadCtx, rate, retentionWarm+retentionWindow+trDuring, 64, 1000,
 			postBatch(ctx, env.API, sinks.Types))
-		done <- o
-	}()
+	})
 	split := start.Add(retentionWarm + retentionWindow)
 	select {
 	case <-ctx.Done():
