@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/redis/go-redis/v9"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stretchr/testify/require"
@@ -139,11 +138,7 @@ func natsKind(t *testing.T) brokerKind {
 
 func amqpKind(t *testing.T) brokerKind {
 	b := brokertest.RabbitMQ(t)
-	conn, err := amqp.Dial(b.URL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	require.NoError(t, err)
+	ch := b.Channel(t)
 	require.NoError(t, ch.ExchangeDeclare("hooks", "direct", true, false, false, false, nil))
 	got := map[string][]brokerMsg{} // read is destructive: what was read so far
 	bind := func(t *testing.T, name string) {

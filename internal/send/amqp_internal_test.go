@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
@@ -20,12 +19,8 @@ func TestAMQPChannelsKeptForAFullBatch(t *testing.T) {
 	t.Parallel()
 	const inFlight = 100 // the API's largest max_in_flight
 	b := brokertest.RabbitMQ(t)
-	conn, err := amqp.Dial(b.URL)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	ch, err := conn.Channel()
-	require.NoError(t, err)
-	_, err = ch.QueueDeclare("batch", true, false, false, false, nil)
+	ch := b.Channel(t)
+	_, err := ch.QueueDeclare("batch", true, false, false, false, nil)
 	require.NoError(t, err)
 
 	s := New(Config{AllowPrivate: true, Timeout: 20 * time.Second})

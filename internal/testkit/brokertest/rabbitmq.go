@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 )
 
 // rabbitStartTimeout bounds RabbitMQ's start: its Erlang VM boots in
@@ -99,6 +101,22 @@ func StartRabbitMQ(dir string, conf ...string) (*Broker, error) {
 	}
 	b.env, b.epmd = env(b.Port), epmd
 	return b, nil
+}
+
+// Channel opens a connection to the broker (RabbitMQ's only), closed when
+// the test ends, and returns a channel on it.
+func (b *Broker) Channel(t testing.TB) *amqp.Channel {
+	t.Helper()
+	conn, err := amqp.Dial(b.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	ch, err := conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ch
 }
 
 // Ctl runs rabbitmqctl against the broker (RabbitMQ's only) and returns
