@@ -78,6 +78,7 @@ type options struct {
 	compare     string
 	idleWait    time.Duration
 	settings    []string // -set
+	update      bool
 
 	searchDeliveries, searchRequests int
 }
@@ -94,6 +95,7 @@ func main() {
 	flag.IntVar(&o.runs, "runs", 3, "runs per scenario (1 with -quick unless set)")
 	flag.BoolVar(&o.quick, "quick", false, "small counts, for a smoke run")
 	flag.StringVar(&o.out, "out", "bench/RESULTS.md", "results file")
+	flag.BoolVar(&o.update, "update", false, "rewrite only the scenarios run in -out, keeping the others' results as it has them (update.go)")
 	flag.StringVar(&o.scenarios, "scenarios", "", "comma-separated scenarios to run (default all: "+strings.Join(scenarioNames(), ",")+")")
 	flag.DurationVar(&o.timeout, "timeout", 60*time.Second, "hard time limit of one run")
 	flag.Float64Var(&o.latencyRate, "latency-rate", 0, "offered events/s of the latency scenario (0: half the e2e-100 median, or 1000)")
@@ -142,6 +144,16 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("-runs must be at least 1")
 	}
 	started := time.Now()
+	var keep kept
+	if o.update {
+		if keep, err = readKept(o.out); err != nil {
+			return err
+		}
+	}
+	commit := "(binary given with -sluice)"
+	if o.sluice == "" {
+		commit = treeCommit(ctx)
+	}
 
 	srv, err := startServer(ctx, o.keep, o.workers, o.sluice)
 	if err != nil {
@@ -155,6 +167,8 @@ func run(ctx context.Context, o options) error {
 		Options: o,
 		Machine: describeMachine(ctx, srv.db),
 		LogPath: srv.logPath,
+		Commit:  commit,
+		Kept:    keep,
 	}
 	logf("sluice %s (pprof %s/debug/pprof/), log %s", srv.baseURL, srv.debugURL, srv.logPath)
 
@@ -194,6 +208,12 @@ func run(ctx context.Context, o options) error {
 		for _, r := range table.Rows {
 			logf("  %-28s median %s  (%s)  %s", r.Metric.Name, r.Metric.format(r.Median),
 				r.Metric.format(r.Min)+"–"+r.Metric.format(r.Max), r.verdict())
+		}
+		if o.update { // a long update keeps what it has done so far
+			report.Elapsed = time.Since(started)
+			if err := report.write(o.out); err != nil {
+				return err
+			}
 		}
 		if srv.exited() {
 			break
