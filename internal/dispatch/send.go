@@ -35,54 +35,22 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 	sent := make([]sentDelivery, len(claimed))
 	retry := w.cfg.Retry.For(target)
 	cut := make([]bool, len(claimed))
-	var wg sync.WaitGroup
-	for i, c := range claimed {
-		claimed[i].Payload = nil
-		wg.Go(func() {
-			sendCtx, span := w.startAttempt(ctx, target, c)
-			body, parts, release, err := w.body(ctx, target, c)
-			if err != nil { // nothing to send: a failed attempt, no request made
-				res := send.Result{At: w.cfg.Clock.Now(), Err: err.Error()}
-				sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, res.At), eventType: c.EventType, attempts: c.AttemptCount + 1}
-				endAttempt(span, res, sent[i].outcome, false)
-				return
-			}
-			c.Payload = nil
-			res := w.sendAuthed(sendCtx, target, send.Message{
-				URL:      target.URL,
-				ID:       c.EventID.String(),
-				Body:     body,
-				Parts:    parts,
-				Keys:     target.Keys,
-				Headers:  target.Headers,
-				Sequence: c.Sequence,
-				Timeout:  target.Timeout,
-
-				SigningKeys: target.SigningKeys,
-				TLS:         target.TLS,
-				Destination: target.Destination,
-			})
-			release()
-			if res.StatusCode == 0 && !res.Confirmed && ctx.Err() != nil {
-				cut[i] = true
-				endAttempt(span, res, Outcome{}, true)
-				return
-			}
-			sent[i] = sentDelivery{result: res, outcome: retry.Outcome(c, res, w.cfg.Clock.Now()),
-				eventType: c.EventType, attempts: c.AttemptCount + 1}
-			if w.payloads.Sealing() && res.Body != "" {
-				if sent[i].outcome.ResponseBody, err = w.payloads.SealText(ctx, target.TenantID, res.Body); err != nil {
-					sent[i].outcome.ResponseBody = "" // kept sealed or not at all
-				}
-			}
-			endAttempt(span, res, sent[i].outcome, false)
-			observe(sent[i])
-			if c.AttemptCount == 0 && !c.Replayed {
-				metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())
-			}
-		})
+	if len(claimed) == 1 {
+		// One delivery is sent on the run's own goroutine, whose stack has
+		// grown to what a send takes already; a new goroutine's stack
+		// would grow again, copied frame by frame, for every send of a
+		// trickle.
+		c := claimed[0]
+		claimed[0].Payload = nil
+		sent[0], cut[0] = w.sendOne(ctx, target, retry, c)
+	} else {
+		var wg sync.WaitGroup
+		for i, c := range claimed {
+			claimed[i].Payload = nil
+			wg.Go(func() { sent[i], cut[i] = w.sendOne(ctx, target, retry, c) })
+		}
+		wg.Wait()
 	}
-	wg.Wait()
 	kept := sent[:0]
 	for i := range sent {
 		if !cut[i] {
@@ -90,6 +58,52 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 		}
 	}
 	return kept
+}
+
+// sendOne makes one claimed delivery's attempt; cut says the run cut it
+// short (see sendBatch), and then there is no attempt.
+func (w *Worker) sendOne(ctx context.Context, target Target, retry Retry, c Claimed) (sent sentDelivery, cut bool) {
+	sendCtx, span := w.startAttempt(ctx, target, c)
+	body, parts, release, err := w.body(ctx, target, c)
+	if err != nil { // nothing to send: a failed attempt, no request made
+		res := send.Result{At: w.cfg.Clock.Now(), Err: err.Error()}
+		sent = sentDelivery{result: res, outcome: retry.Outcome(c, res, res.At), eventType: c.EventType, attempts: c.AttemptCount + 1}
+		endAttempt(span, res, sent.outcome, false)
+		return sent, false
+	}
+	c.Payload = nil
+	res := w.sendAuthed(sendCtx, target, send.Message{
+		URL:      target.URL,
+		ID:       c.EventID.String(),
+		Body:     body,
+		Parts:    parts,
+		Keys:     target.Keys,
+		Headers:  target.Headers,
+		Sequence: c.Sequence,
+		Timeout:  target.Timeout,
+
+		SigningKeys: target.SigningKeys,
+		TLS:         target.TLS,
+		Destination: target.Destination,
+	})
+	release()
+	if res.StatusCode == 0 && !res.Confirmed && ctx.Err() != nil {
+		endAttempt(span, res, Outcome{}, true)
+		return sentDelivery{}, true
+	}
+	sent = sentDelivery{result: res, outcome: retry.Outcome(c, res, w.cfg.Clock.Now()),
+		eventType: c.EventType, attempts: c.AttemptCount + 1}
+	if w.payloads.Sealing() && res.Body != "" {
+		if sent.outcome.ResponseBody, err = w.payloads.SealText(ctx, target.TenantID, res.Body); err != nil {
+			sent.outcome.ResponseBody = "" // kept sealed or not at all
+		}
+	}
+	endAttempt(span, res, sent.outcome, false)
+	observe(sent)
+	if c.AttemptCount == 0 && !c.Replayed {
+		metrics.FirstAttemptLag.Observe(res.At.Sub(c.EventCreatedAt).Seconds())
+	}
+	return sent, false
 }
 
 func outcomes(sent []sentDelivery) []Outcome {
