@@ -152,7 +152,7 @@ func run(ctx context.Context, o options) error {
 	}
 	commit := "(binary given with -sluice)"
 	if o.sluice == "" {
-		commit = treeCommit(ctx)
+		commit = treeCommit(ctx, o.out)
 	}
 
 	srv, err := startServer(ctx, o.keep, o.workers, o.sluice)

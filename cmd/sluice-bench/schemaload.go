@@ -116,27 +116,40 @@ func snTenant(ctx context.Context, env *Env, name, rate string) (*Client, error)
 	return newClient(env.API.base, t.APIKey), nil
 }
 
-// snPost posts one event and returns its status, the round trip, and the
-// Retry-After of a 429.
-func snPost(ctx context.Context, c *Client, body []byte) (status int, took, retry time.Duration, err error) {
+// snAnswer is what a post of the scenario was answered: its status, the
+// round trip, the Retry-After of a 429, and the body of a refusal.
+type snAnswer struct {
+	status int
+	took   time.Duration
+	retry  time.Duration
+	body   string // of a 4xx or 5xx, its first 300 bytes
+}
+
+// snPost posts one event.
+func snPost(ctx context.Context, c *Client, body []byte) (snAnswer, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/events", bytes.NewReader(body))
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("make the post: %w", err)
+		return snAnswer{}, fmt.Errorf("make the post: %w", err)
 	}
 	req.Header.Set("Authorization", c.auth)
 	req.Header.Set("Content-Type", "application/json")
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("post: %w", err)
+		return snAnswer{}, fmt.Errorf("post: %w", err)
+	}
+	a := snAnswer{status: resp.StatusCode}
+	if a.status >= 400 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 300))
+		a.body = string(b)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	took = time.Since(start)
+	a.took = time.Since(start)
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		retry = time.Duration(s) * time.Second
+		a.retry = time.Duration(s) * time.Second
 	}
-	return resp.StatusCode, took, retry, nil
+	return a, nil
 }
 
 // snWait waits d or until ctx ends; it reports whether ctx is still live.
@@ -203,9 +216,9 @@ func snSteady(ctx context.Context, c *Client, d time.Duration) ([]time.Duration,
 			break
 		}
 		wg.Go(func() {
-			status, t, _, err := snPost(ctx, c, body)
-			if err == nil && status != http.StatusAccepted {
-				err = fmt.Errorf("tenant B's post answered %d", status)
+			a, err := snPost(ctx, c, body)
+			if err == nil && a.status != http.StatusAccepted {
+				err = fmt.Errorf("tenant B's post answered %d: %s", a.status, a.body)
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -213,7 +226,7 @@ func snSteady(ctx context.Context, c *Client, d time.Duration) ([]time.Duration,
 				firstErr = cmpErr(firstErr, err)
 				return
 			}
-			took = append(took, t)
+			took = append(took, a.took)
 		})
 	}
 	wg.Wait()
@@ -236,7 +249,7 @@ func snLoad(ctx context.Context, a *Client, admitted, refused []byte, counts *sn
 				if isRefused {
 					body = refused
 				}
-				status, took, retry, err := snPost(ctx, a, body)
+				ans, err := snPost(ctx, a, body)
 				if ctx.Err() != nil {
 					return
 				}
@@ -246,8 +259,8 @@ func snLoad(ctx context.Context, a *Client, admitted, refused []byte, counts *sn
 					mu.Unlock()
 					return
 				}
-				counts.add(isRefused, status, took)
-				if status == http.StatusTooManyRequests && !snWait(ctx, max(retry, 100*time.Millisecond)) {
+				counts.add(isRefused, ans.status, ans.took)
+				if ans.status == http.StatusTooManyRequests && !snWait(ctx, max(ans.retry, 100*time.Millisecond)) {
 					return
 				}
 			}
@@ -268,19 +281,19 @@ func cmpErr(first, err error) error {
 func snCPUPerPost(ctx context.Context, env *Env, a *Client, body []byte, n, want int) (time.Duration, error) {
 	stop := env.measureCPU()
 	for done := 0; done < n; {
-		status, _, retry, err := snPost(ctx, a, body)
+		ans, err := snPost(ctx, a, body)
 		if err != nil {
 			return 0, err
 		}
-		switch status {
+		switch ans.status {
 		case want:
 			done++
 		case http.StatusTooManyRequests:
-			if !snWait(ctx, max(retry, 100*time.Millisecond)) {
+			if !snWait(ctx, max(ans.retry, 100*time.Millisecond)) {
 				return 0, fmt.Errorf("wait out a 429: %w", ctx.Err())
 			}
 		default:
-			return 0, fmt.Errorf("tenant A's post answered %d, want %d", status, want)
+			return 0, fmt.Errorf("tenant A's post answered %d, want %d: %s", ans.status, want, ans.body)
 		}
 	}
 	use := stop()

@@ -118,13 +118,22 @@ func stampLine(at, commit, how string) string {
 }
 
 // treeCommit names the commit of the tree the benchmark builds, with
-// -dirty when it has changes; empty when git cannot tell.
-func treeCommit(ctx context.Context) string {
+// -dirty when it has changes besides the results file out (which an
+// -update run writes as it goes); empty when git cannot tell.
+func treeCommit(ctx context.Context, out string) string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "git", "describe", "--always", "--dirty", "--abbrev=7").Output()
+	head, err := exec.CommandContext(ctx, "git", "rev-parse", "--short=7", "HEAD").Output()
 	if err != nil {
 		return ""
 	}
-	return strings.TrimSpace(string(out))
+	commit := strings.TrimSpace(string(head))
+	changed, err := exec.CommandContext(ctx, "git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)"+out).Output()
+	if err != nil {
+		return commit
+	}
+	if len(strings.TrimSpace(string(changed))) > 0 {
+		commit += "-dirty"
+	}
+	return commit
 }
