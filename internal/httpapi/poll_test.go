@@ -343,9 +343,9 @@ func TestPollEndpointsGetNoDispatch(t *testing.T) {
 	require.Len(t, b.deliveries("endpoint_id="+pollID), 1)
 
 	jobstest.DeleteKind(t, b.store.Pool(), "dispatch")
-	need, err := jobs.EndpointsNeedingDispatch(ctx, b.store.Pool(), 100, uuid.Nil)
+	w, err := jobs.EndpointsNeedingDispatch(ctx, b.store.Pool(), 100, uuid.Nil)
 	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{uuid.MustParse(pushID)}, need)
+	require.Equal(t, []uuid.UUID{uuid.MustParse(pushID)}, w.Due)
 }
 
 // changed waits for the Nudger to hear of a change to the endpoint: its

@@ -12,33 +12,65 @@ import (
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
-// TestWalkGoesOnAfterItsPosition: the sweeper's walk lists endpoints with
-// deliveries due and no job in id order, up to its limit, and from a
-// position lists only those after it, so a walk can go on where the last
-// one stopped.
+// TestWalkGoesOnAfterItsPosition: the sweeper's walk looks at endpoints
+// with deliveries queued in id order, up to its limit, answers those with
+// deliveries due and no job, and says where it stopped when it looked at
+// as many as it may, so that the next walk goes on from there.
 func TestWalkGoesOnAfterItsPosition(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
-	var eps []uuid.UUID
-	for _, path := range []string{"a", "b", "c"} {
-		ep := newEndpoint(t, f, path)
-		storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, 1)
-		eps = append(eps, ep)
-	}
-	slices.SortFunc(eps, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	eps := dueEndpoints(t, f, "a", "b", "c")
 	ctx := t.Context()
 	db := f.Store.Pool()
 
 	all, err := jobs.EndpointsNeedingDispatch(ctx, db, 10, uuid.Nil)
 	require.NoError(t, err)
-	require.Equal(t, eps, all, "every one, in id order")
+	require.Equal(t, jobs.Walk{Due: eps}, all, "every one, in id order, and the end reached")
 	two, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, uuid.Nil)
 	require.NoError(t, err)
-	require.Equal(t, eps[:2], two, "the first two")
-	rest, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, two[1])
+	require.Equal(t, jobs.Walk{Due: eps[:2], Last: eps[1]}, two, "the first two, and where it stopped")
+	rest, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, two.Last)
 	require.NoError(t, err)
-	require.Equal(t, eps[2:], rest, "after the second, only the third")
+	require.Equal(t, jobs.Walk{Due: eps[2:]}, rest, "after the second, only the third")
 	none, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, eps[2])
 	require.NoError(t, err)
-	require.Empty(t, none, "nothing after the last")
+	require.Equal(t, jobs.Walk{}, none, "nothing after the last")
+}
+
+// TestWalkCountsHeldEndpoints: an endpoint held by a throttle takes one of
+// a walk's steps though it needs no job, so a walk looks at no more
+// endpoints than its limit however many are held, and the next walk
+// reaches the ones past them.
+func TestWalkCountsHeldEndpoints(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	eps := dueEndpoints(t, f, "a", "b", "c")
+	ctx := t.Context()
+	db := f.Store.Pool()
+	for _, ep := range eps[:2] {
+		_, err := db.Exec(ctx, `INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
+			VALUES ($1, now() + interval '1 hour', '429', 1)`, ep)
+		require.NoError(t, err)
+	}
+
+	first, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, uuid.Nil)
+	require.NoError(t, err)
+	require.Equal(t, jobs.Walk{Last: eps[1]}, first, "two held endpoints fill the walk")
+	next, err := jobs.EndpointsNeedingDispatch(ctx, db, 2, first.Last)
+	require.NoError(t, err)
+	require.Equal(t, jobs.Walk{Due: eps[2:]}, next, "the next walk reaches the third")
+}
+
+// dueEndpoints makes an endpoint with a delivery due and no job per path,
+// and returns them in id order.
+func dueEndpoints(t *testing.T, f storetest.Fixture, paths ...string) []uuid.UUID {
+	t.Helper()
+	var eps []uuid.UUID
+	for _, path := range paths {
+		ep := newEndpoint(t, f, path)
+		storetest.DueBacklog(t, f.Store.Pool(), f.TenantA.ID, ep, 1)
+		eps = append(eps, ep)
+	}
+	slices.SortFunc(eps, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
+	return eps
 }

@@ -1,14 +1,12 @@
 package maintenance
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"slices"
 	"strings"
 	"time"
 
@@ -118,12 +116,13 @@ const maxReplaced = 100
 //     a dispatch run ends when nothing is due and leaves on its endpoint
 //     when its first queued retry will be (TakeRetriesDue), so the
 //     sweep reads those endpoints alone.
-//   - Every WalkInterval it walks every endpoint with deliveries queued
-//     (jobs.EndpointsNeedingDispatch) and queues a dispatch job for those
-//     with deliveries due and none queued: deliveries whose post, or whose
-//     run, a crash cut short between two commits. The walk's cost grows
-//     with the endpoints holding deliveries (throttled and circuit-open
-//     ones too), so it is not made every second.
+//   - Every WalkInterval it walks up to maxSweepEndpoints endpoints with
+//     deliveries queued (jobs.EndpointsNeedingDispatch), going on where the
+//     last walk stopped, and queues a dispatch job for those with
+//     deliveries due and none queued: deliveries whose post, or whose run,
+//     a crash cut short between two commits. A walk's cost grows with the
+//     endpoints it looks at (throttled and circuit-open ones too), so it
+//     looks at a bounded number and is not made every second.
 //   - Every BacklogInterval it checks the endpoints with a backlog alert
 //     (checkBacklogs).
 //   - Every CertificateInterval it checks the endpoints' client
@@ -137,8 +136,8 @@ type Sweeper struct {
 
 	store *store.Store
 	cfg   SweeperConfig
-	more  bool      // the last walk queued as many as it may: walk again soon
-	after uuid.UUID // where the next walk starts (walkFrom)
+	more  bool      // every endpoint the last walk looked at needed a job: walk again soon
+	after uuid.UUID // where the next walk starts (jobs.Walk.Last)
 
 	testSignals sweeperTestSignals
 }
@@ -245,30 +244,23 @@ func (s *Sweeper) dispatchDue(ctx context.Context) error {
 	return nil
 }
 
-// walk queues dispatch for endpoints with deliveries due and no job.
+// walk queues dispatch for endpoints with deliveries due and no job. It
+// looks at up to maxSweepEndpoints endpoints with deliveries queued, going
+// on where the last walk stopped, so a walk costs as much with thousands
+// of endpoints held by a throttle or an open circuit as with none. It
+// walks again a sweep later when every endpoint it looked at needed a job
+// (a crash left many unserved), and otherwise at WalkInterval.
 func (s *Sweeper) walk(ctx context.Context) error {
-	ids, err := jobs.EndpointsNeedingDispatch(ctx, s.store.Pool(), maxSweepEndpoints, s.after)
+	w, err := jobs.EndpointsNeedingDispatch(ctx, s.store.Pool(), maxSweepEndpoints, s.after)
 	if err != nil {
 		return fmt.Errorf("walk: %w", err)
 	}
-	s.more = len(ids) == maxSweepEndpoints
-	if err := s.cfg.Nudger.Nudge(ctx, ids); err != nil {
+	s.more = len(w.Due) == maxSweepEndpoints
+	if err := s.cfg.Nudger.Nudge(ctx, w.Due); err != nil {
 		return fmt.Errorf("walk: dispatch the endpoints found: %w", err) // the next walk starts where this one did
 	}
-	s.after = walkFrom(ids, maxSweepEndpoints)
+	s.after = w.Last
 	return nil
-}
-
-// walkFrom is where the walk after one that found ids starts: past the
-// last of them if it found as many as it may (limit), for the rest of the
-// endpoints, so that a drain over many endpoints walks each once instead
-// of stepping past the ones already served every time; from the first
-// endpoint otherwise.
-func walkFrom(ids []uuid.UUID, limit int) uuid.UUID {
-	if len(ids) < limit {
-		return uuid.Nil
-	}
-	return slices.MaxFunc(ids, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
 }
 
 // replaceDead replaces the jobs of dead runs: dispatch jobs first, since

@@ -133,9 +133,9 @@ func TestSweepQueuesDispatchForUnservedEndpointsOnly(t *testing.T) {
 	require.NoError(t, err)
 	b.sweep()
 	require.Equal(t, []string{"fanout"}, jobstest.Kinds(b.jobs(), "available"), "a throttled endpoint is left to its parked job")
-	ids, err := jobs.EndpointsNeedingDispatch(b.ctx, b.f.Store.Pool(), 10, uuid.Nil)
+	w, err := jobs.EndpointsNeedingDispatch(b.ctx, b.f.Store.Pool(), 10, uuid.Nil)
 	require.NoError(t, err)
-	require.Empty(t, ids)
+	require.Empty(t, w.Due)
 }
 
 // TestSweepQueuesRetriesWhenDueWithoutWalking: with the walk of every
@@ -259,14 +259,4 @@ func TestSweeperConfigResolve(t *testing.T) {
 	require.ErrorContains(t, err, "ReplaceGrace must be positive")
 	_, err = SweeperConfig{Interval: -1, ReplaceGrace: -time.Second}.Resolve()
 	require.NoError(t, err, "off: the rest is not used")
-}
-
-func TestUnitWalkFrom(t *testing.T) {
-	t.Parallel()
-	a, b, c := uuid.MustParse("00000000-0000-7000-8000-00000000000a"),
-		uuid.MustParse("00000000-0000-7000-8000-00000000000b"),
-		uuid.MustParse("00000000-0000-7000-8000-00000000000c")
-	require.Equal(t, c, walkFrom([]uuid.UUID{a, c, b}, 3), "a full walk: the next goes on past the last it found")
-	require.Equal(t, uuid.Nil, walkFrom([]uuid.UUID{a, b}, 3), "a short walk reached the end: the next starts from the first")
-	require.Equal(t, uuid.Nil, walkFrom(nil, 3))
 }
