@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/jobs"
@@ -18,10 +19,8 @@ import (
 // as many as it may, so that the next walk goes on from there.
 func TestWalkGoesOnAfterItsPosition(t *testing.T) {
 	t.Parallel()
-	f := storetest.New(t)
-	eps := dueEndpoints(t, f, "a", "b", "c")
+	db, eps := dueEndpoints(t, "a", "b", "c")
 	ctx := t.Context()
-	db := f.Store.Pool()
 
 	all, err := jobs.EndpointsNeedingDispatch(ctx, db, 10, uuid.Nil)
 	require.NoError(t, err)
@@ -43,10 +42,8 @@ func TestWalkGoesOnAfterItsPosition(t *testing.T) {
 // reaches the ones past them.
 func TestWalkCountsHeldEndpoints(t *testing.T) {
 	t.Parallel()
-	f := storetest.New(t)
-	eps := dueEndpoints(t, f, "a", "b", "c")
+	db, eps := dueEndpoints(t, "a", "b", "c")
 	ctx := t.Context()
-	db := f.Store.Pool()
 	for _, ep := range eps[:2] {
 		_, err := db.Exec(ctx, `INSERT INTO destination_throttle (endpoint_id, throttled_until, reason, consecutive_429s)
 			VALUES ($1, now() + interval '1 hour', '429', 1)`, ep)
@@ -61,10 +58,12 @@ func TestWalkCountsHeldEndpoints(t *testing.T) {
 	require.Equal(t, jobs.Walk{Due: eps[2:]}, next, "the next walk reaches the third")
 }
 
-// dueEndpoints makes an endpoint with a delivery due and no job per path,
-// and returns them in id order.
-func dueEndpoints(t *testing.T, f storetest.Fixture, paths ...string) []uuid.UUID {
+// dueEndpoints makes a database with an endpoint per path, each with a
+// delivery due and no job, and returns its pool and the endpoints in id
+// order.
+func dueEndpoints(t *testing.T, paths ...string) (*pgxpool.Pool, []uuid.UUID) {
 	t.Helper()
+	f := storetest.New(t)
 	var eps []uuid.UUID
 	for _, path := range paths {
 		ep := newEndpoint(t, f, path)
@@ -72,5 +71,5 @@ func dueEndpoints(t *testing.T, f storetest.Fixture, paths ...string) []uuid.UUI
 		eps = append(eps, ep)
 	}
 	slices.SortFunc(eps, func(a, b uuid.UUID) int { return bytes.Compare(a[:], b[:]) })
-	return eps
+	return f.Store.Pool(), eps
 }
