@@ -24,6 +24,18 @@ import (
 // run goes on after it, and the test fails on what it saw.
 const overlapHold = 3 * time.Second
 
+// holdFor holds until ch closes, or for overlapHold and then marks missed
+// (when not nil).
+func holdFor(ch <-chan struct{}, missed *atomic.Bool) {
+	select {
+	case <-ch:
+	case <-time.After(overlapHold):
+		if missed != nil {
+			missed.Store(true)
+		}
+	}
+}
+
 // TestRunClaimsWhileItSends: a run draining a backlog claims its next
 // batch while the receiver still holds every request of the first.
 func TestRunClaimsWhileItSends(t *testing.T) {
@@ -39,11 +51,7 @@ func TestRunClaimsWhileItSends(t *testing.T) {
 	var missed atomic.Bool
 	r.recv.AnswerFunc(func(n int) receiver.Behavior {
 		if n <= 10 {
-			select {
-			case <-early:
-			case <-time.After(overlapHold):
-				missed.Store(true)
-			}
+			holdFor(early, &missed)
 		}
 		return receiver.Behavior{}
 	})
@@ -63,11 +71,7 @@ func TestRunSendsWhileItRecords(t *testing.T) {
 		if !first.CompareAndSwap(false, true) {
 			return
 		}
-		select {
-		case <-third:
-		case <-time.After(overlapHold):
-			missed.Store(true)
-		}
+		holdFor(third, &missed)
 	}
 	r := newDrain(t, 40, nil, saving)
 	r.recv.AnswerFunc(func(n int) receiver.Behavior {
@@ -97,10 +101,7 @@ func TestRunClaimsFromTheFrontOnceItsBatchIsRecorded(t *testing.T) {
 	}
 	saving := func(out []Outcome) {
 		if len(out) == 5 {
-			select {
-			case <-front:
-			case <-time.After(overlapHold):
-			}
+			holdFor(front, nil)
 		}
 	}
 	r := newDrain(t, 25, claimed, saving)
