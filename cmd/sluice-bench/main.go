@@ -252,6 +252,7 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		SearchRequests:   o.searchRequests,
 
 		SluiceBin: srv.bin,
+		PlainCost: map[string]map[string]float64{},
 	}
 }
 
