@@ -51,7 +51,10 @@ var brokersScenario = Scenario{
 		"(Redis XADD's reply, JetStream's publish ack, a RabbitMQ publisher confirm of a persistent mandatory message " +
 		"on a channel of its own, one in flight per channel) from 100 goroutines (the endpoint's max_in_flight), on " +
 		"connections opened before it starts, with the same clients Sluice uses; its deliveries/s = messages ÷ (first " +
-		"publish → last confirm). Target: ≥ 0.8× the floor.",
+		"publish → last confirm). Target: ≥ 0.8× the floor. This machine's ceiling is the deliveries/s at which every " +
+		"core would be busy at the machine's CPU per delivery of the run (Sluice's, Postgres's, the broker's and the " +
+		"benchmark's): cores × throughput ÷ cores busy; where it is under 0.8× the floor, the target cannot be met on " +
+		"this machine without making a delivery cheaper.",
 	MinTimeout: 6 * time.Minute,
 	Run:        runBrokers,
 }
@@ -65,6 +68,7 @@ func brokersMetrics() []Metric {
 			Metric{Name: k + ": throughput", Unit: "deliveries/s"},
 			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
 			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
+			Metric{Name: k + ": this machine's ceiling ÷ the floor's", Unit: "×"},
 			Metric{Name: k + ": Sluice CPU per delivery", Unit: "ms"},
 			Metric{Name: k + ": Postgres CPU per delivery", Unit: "ms"},
 			Metric{Name: k + ": cores busy", Unit: "of the machine's"},
@@ -165,6 +169,7 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			}
 			s.Values[k+": the floor"] = floor
 			s.Values[k+": throughput ÷ the floor's"] = rate / floor
+			s.Values[k+": this machine's ceiling ÷ the floor's"] = ceiling(rate, cpu) / floor
 		}
 		typ := fmt.Sprintf("bench.brokers.http.r%d", run)
 		sinks, err := newSinks(ctx, env.API, receivers, brokersMaxInFlight, func(int) string { return typ })
@@ -278,6 +283,19 @@ func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events i
 		return 0, use, err
 	}
 	return float64(events) / last.Sub(continued).Seconds(), use, nil
+}
+
+// ceiling is the deliveries/s at which every core of the machine would be
+// busy at the CPU a delivery took in a run of rate deliveries/s that used
+// cpu: Sluice's, Postgres's, the broker's and the benchmark's own. A
+// target above it cannot be met on this machine without making a
+// delivery cheaper.
+func ceiling(rate float64, cpu cpuUse) float64 {
+	busy := cpu.cores(cpu.busy)
+	if busy == 0 {
+		return 0
+	}
+	return rate * cpu.cores(cpu.total) / busy
 }
 
 // deliveryCPU sets kind's CPU per delivery, Sluice's and Postgres's, and
