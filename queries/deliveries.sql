@@ -55,17 +55,23 @@ SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND id = @id
 -- range and the page's cursor (the last id of the page before, whose
 -- created_at is looked up, or read from the id when the delivery is gone)
 -- are the bounds of one scan of deliveries_tenant_created_idx in each
--- week's partition, never a filter over the tenant's rows. status_min and
--- status_max bound the status code of a delivery's last attempt, found by
--- one probe of its attempts' index in its own week.
+-- week's partition, never a filter over the tenant's rows. The upper bound
+-- is one row comparison, until or the cursor, whichever is lower: given
+-- both as two bounds, Postgres started its backward scan at the cursor's
+-- (the end of time on a first page) and read every row from there down to
+-- until. status_min and status_max bound the status code of a delivery's
+-- last attempt, found by one probe of its attempts' index in its own week.
 SELECT d.* FROM deliveries d
 WHERE d.tenant_id = @tenant_id
   AND d.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
-  AND d.created_at < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
   AND (d.created_at, d.id) < (
-      coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
-               to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
-      coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+      least(coalesce(sqlc.narg(until)::timestamptz, 'infinity'),
+            coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+                     to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity')),
+      CASE WHEN coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+                         to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity')
+                < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
+           THEN sqlc.narg(after)::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
   AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
   AND (sqlc.narg(endpoint_id)::uuid IS NULL OR d.endpoint_id = sqlc.narg(endpoint_id)::uuid)
   AND (sqlc.narg(event_id)::uuid IS NULL OR d.event_id = sqlc.narg(event_id)::uuid)

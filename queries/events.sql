@@ -43,11 +43,14 @@ FROM (
 SELECT ev.*, pg_column_size(ev.payload)::bigint AS stored FROM events ev
 WHERE ev.tenant_id = @tenant_id
   AND ev.created_at >= coalesce(sqlc.narg(since)::timestamptz, '-infinity')
-  AND ev.created_at < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
   AND (ev.created_at, ev.id) < (
-      coalesce((SELECT c.created_at FROM events c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
-               to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity'),
-      coalesce(sqlc.narg(after)::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+      least(coalesce(sqlc.narg(until)::timestamptz, 'infinity'),
+            coalesce((SELECT c.created_at FROM events c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+                     to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity')),
+      CASE WHEN coalesce((SELECT c.created_at FROM events c WHERE c.id = sqlc.narg(after)::uuid AND c.tenant_id = @tenant_id),
+                         to_timestamp(sluice_uuid_ms(sqlc.narg(after)::uuid) / 1000.0), 'infinity')
+                < coalesce(sqlc.narg(until)::timestamptz, 'infinity')
+           THEN sqlc.narg(after)::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
   AND (ev.id >= (SELECT sluice_delivered_from(@tenant_id)) OR sluice_kept_event(@tenant_id, ev.id))
   AND (sqlc.narg(type)::text IS NULL OR ev.type = sqlc.narg(type)::text)
   AND (sqlc.narg(type_prefix)::text IS NULL OR starts_with(ev.type, sqlc.narg(type_prefix)::text))

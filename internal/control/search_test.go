@@ -91,18 +91,24 @@ func TestSearchDeliveries(t *testing.T) {
 		"a portal caller's search stays within its consumer")
 	require.Empty(t, find(b.other, sluice.DeliveryFilter{}), "another tenant's caller finds none")
 
-	var walked []uuid.UUID
-	p := sluice.PageParams{Limit: 2}
-	for range 5 {
-		page, err := b.ctl.Deliveries(ctx, b.owner, sluice.DeliveryFilter{}, p)
-		require.NoError(t, err)
-		walked = append(walked, idsOfDeliveries(page.Items)...)
-		if page.Next == nil {
-			break
+	walk := func(f sluice.DeliveryFilter, limit int) []uuid.UUID {
+		t.Helper()
+		var walked []uuid.UUID
+		p := sluice.PageParams{Limit: limit}
+		for range 6 {
+			page, err := b.ctl.Deliveries(ctx, b.owner, f, p)
+			require.NoError(t, err)
+			walked = append(walked, idsOfDeliveries(page.Items)...)
+			if page.Next == nil {
+				break
+			}
+			p.After = page.Next
 		}
-		p.After = page.Next
+		return walked
 	}
-	require.Equal(t, []uuid.UUID{r.toConsumer, d[3], d[2], d[1], d[0]}, walked, "pages of two walk the list once")
+	require.Equal(t, []uuid.UUID{r.toConsumer, d[3], d[2], d[1], d[0]}, walk(sluice.DeliveryFilter{}, 2), "pages of two walk the list once")
+	require.Equal(t, []uuid.UUID{d[2], d[1], d[0]}, walk(sluice.DeliveryFilter{Until: at(-time.Hour + time.Second)}, 1),
+		"pages of one walk a range once: below until, each page's cursor bounds the next")
 
 	for _, c := range []struct {
 		f     sluice.DeliveryFilter
@@ -147,6 +153,20 @@ func TestSearchEvents(t *testing.T) {
 	require.Equal(t, []uuid.UUID{e[1]}, find(b.owner, sluice.EventFilter{Filter: new(`{"amount": {"$gte": 100}}`)}))
 	require.Equal(t, []uuid.UUID{e[3], e[0]}, find(b.owner, sluice.EventFilter{Type: new("invoice.*"), Filter: new(`{"amount": {"$lt": 100}}`)}))
 	require.Empty(t, find(r.portal, sluice.EventFilter{}), "none is addressed to the consumer")
+	var walked []uuid.UUID
+	p := sluice.PageParams{Limit: 1}
+	for range 5 {
+		page, err := b.ctl.Events(ctx, b.owner, sluice.EventFilter{Until: at(-time.Hour + time.Second)}, p)
+		require.NoError(t, err)
+		for _, ev := range page.Items {
+			walked = append(walked, ev.ID)
+		}
+		if page.Next == nil {
+			break
+		}
+		p.After = page.Next
+	}
+	require.Equal(t, []uuid.UUID{e[2], e[1], e[0]}, walked, "pages of one walk a range once")
 
 	for _, c := range []struct {
 		f     sluice.EventFilter

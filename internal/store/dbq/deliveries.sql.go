@@ -408,11 +408,14 @@ const listDeliveries = `-- name: ListDeliveries :many
 SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence, d.poll_position FROM deliveries d
 WHERE d.tenant_id = $1
   AND d.created_at >= coalesce($2::timestamptz, '-infinity')
-  AND d.created_at < coalesce($3::timestamptz, 'infinity')
   AND (d.created_at, d.id) < (
-      coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
-               to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity'),
-      coalesce($4::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+      least(coalesce($3::timestamptz, 'infinity'),
+            coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+                     to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity')),
+      CASE WHEN coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+                         to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity')
+                < coalesce($3::timestamptz, 'infinity')
+           THEN $4::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
   AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
   AND ($5::uuid IS NULL OR d.endpoint_id = $5::uuid)
   AND ($6::uuid IS NULL OR d.event_id = $6::uuid)
@@ -452,9 +455,12 @@ type ListDeliveriesParams struct {
 // range and the page's cursor (the last id of the page before, whose
 // created_at is looked up, or read from the id when the delivery is gone)
 // are the bounds of one scan of deliveries_tenant_created_idx in each
-// week's partition, never a filter over the tenant's rows. status_min and
-// status_max bound the status code of a delivery's last attempt, found by
-// one probe of its attempts' index in its own week.
+// week's partition, never a filter over the tenant's rows. The upper bound
+// is one row comparison, until or the cursor, whichever is lower: given
+// both as two bounds, Postgres started its backward scan at the cursor's
+// (the end of time on a first page) and read every row from there down to
+// until. status_min and status_max bound the status code of a delivery's
+// last attempt, found by one probe of its attempts' index in its own week.
 func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, listDeliveries,
 		arg.TenantID,

@@ -342,11 +342,14 @@ FROM (
 SELECT ev.id, ev.tenant_id, ev.type, ev.payload, ev.coalesce_key, ev.idempotency_key, ev.created_at, ev.consumer, ev.broadcast, ev.trace_context, ev.ordering_key, pg_column_size(ev.payload)::bigint AS stored FROM events ev
 WHERE ev.tenant_id = $2
   AND ev.created_at >= coalesce($3::timestamptz, '-infinity')
-  AND ev.created_at < coalesce($4::timestamptz, 'infinity')
   AND (ev.created_at, ev.id) < (
-      coalesce((SELECT c.created_at FROM events c WHERE c.id = $5::uuid AND c.tenant_id = $2),
-               to_timestamp(sluice_uuid_ms($5::uuid) / 1000.0), 'infinity'),
-      coalesce($5::uuid, 'ffffffff-ffff-ffff-ffff-ffffffffffff'))
+      least(coalesce($4::timestamptz, 'infinity'),
+            coalesce((SELECT c.created_at FROM events c WHERE c.id = $5::uuid AND c.tenant_id = $2),
+                     to_timestamp(sluice_uuid_ms($5::uuid) / 1000.0), 'infinity')),
+      CASE WHEN coalesce((SELECT c.created_at FROM events c WHERE c.id = $5::uuid AND c.tenant_id = $2),
+                         to_timestamp(sluice_uuid_ms($5::uuid) / 1000.0), 'infinity')
+                < coalesce($4::timestamptz, 'infinity')
+           THEN $5::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
   AND (ev.id >= (SELECT sluice_delivered_from($2)) OR sluice_kept_event($2, ev.id))
   AND ($6::text IS NULL OR ev.type = $6::text)
   AND ($7::text IS NULL OR starts_with(ev.type, $7::text))
