@@ -51,12 +51,26 @@ func (c *Control) Deliveries(ctx context.Context, who Caller, f sluice.DeliveryF
 		}
 		arg.Consumer = who.Consumer
 	}
-	rows, err := store.Read(ctx, c.store, (*dbq.Queries).ListDeliveries, arg)
+	rows, err := c.deliveryRows(ctx, arg)
 	if err != nil {
 		return sluice.Page[sluice.Delivery]{}, fmt.Errorf("list deliveries: %w", err)
 	}
 	return store.Page(rows, p, func(r dbq.Delivery) uuid.UUID { return r.ID },
 		func(r dbq.Delivery) (sluice.Delivery, error) { return store.DeliveryFromRow(r), nil })
+}
+
+// deliveryRows reads a page of deliveries: the dead letters of one
+// endpoint or of a consumer's endpoints (a portal's) endpoint by endpoint
+// (ListEndpointsDead), any other list off the tenant's time index.
+func (c *Control) deliveryRows(ctx context.Context, arg dbq.ListDeliveriesParams) ([]dbq.Delivery, error) {
+	if arg.Status == nil || *arg.Status != sluice.DeliveryDead || (arg.EndpointID == nil && arg.Consumer == nil) {
+		return store.Read(ctx, c.store, (*dbq.Queries).ListDeliveries, arg)
+	}
+	return store.Read(ctx, c.store, (*dbq.Queries).ListEndpointsDead, dbq.ListEndpointsDeadParams{
+		TenantID: arg.TenantID, Since: arg.Since, Until: arg.Until, After: arg.After, EventID: arg.EventID,
+		EventType: arg.EventType, TypePrefix: arg.TypePrefix, StatusMin: arg.StatusMin, StatusMax: arg.StatusMax,
+		MaxRows: arg.MaxRows, EndpointID: arg.EndpointID, Consumer: arg.Consumer,
+	})
 }
 
 // Events is a page of the caller's events matching f: a portal caller's

@@ -7,9 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-dev/sluice/internal/sluice"
+	"github.com/sluice-dev/sluice/internal/store/dbq"
 	"github.com/sluice-dev/sluice/internal/testkit/storetest"
 )
 
@@ -91,4 +94,83 @@ func TestSearchPlansReadTheTenantsTimeRange(t *testing.T) {
 		require.NotRegexp(t, `Index Cond: [^\n]*\(created_at < `, plan, "%s: one bound above, until or the cursor, where the scan starts", c.name)
 		require.Less(t, storetest.SharedHits(t, plan), c.hits, "%s: a page's worth of buffers, not the tenant's rows", c.name)
 	}
+}
+
+// TestDeadLettersOfAConsumerReadItsEndpoints: a consumer's dead letters of
+// a day answered 5xx (a portal's dead list), among 60,000 deliveries of
+// the tenant over ten days, one in twenty dead, most of them to endpoints
+// of no consumer: the page is read off each of the consumer's endpoints'
+// dead deliveries in the time range (ListEndpointsDead), not off the
+// tenant's time index, and holds what a plain SQL reading of the rows
+// says, page after page.
+func TestDeadLettersOfAConsumerReadItsEndpoints(t *testing.T) {
+	t.Parallel()
+	f := storetest.New(t)
+	ctx := context.Background()
+	pool := f.Store.Pool()
+	var eps []uuid.UUID
+	for i := range 4 {
+		eps = append(eps, storetest.NewEndpoint(t, f, fmt.Sprint("e", i)))
+	}
+	_, err := pool.Exec(ctx, `INSERT INTO consumers (id, tenant_id, uid, portal_generation) VALUES (gen_random_uuid(), $1, 'c1', gen_random_uuid())`, f.TenantA.ID)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `UPDATE endpoints SET consumer = 'c1' WHERE id = ANY($1)`, eps[:2])
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `
+		WITH ev AS (
+			INSERT INTO events (id, tenant_id, type, payload, created_at)
+			SELECT sluice_uuidv7(), $1, 'order.' || (n % 5), '{}', now() - (n % 14400) * interval '1 minute'
+			FROM generate_series(1, 60000) n
+			RETURNING id, tenant_id, type, created_at),
+		d AS (
+			INSERT INTO deliveries (id, tenant_id, event_id, endpoint_id, event_type, status, created_at)
+			SELECT sluice_uuidv7(), tenant_id, id, ($2::uuid[])[1 + (hashtext(id::text) & 3)],
+			       type, CASE WHEN hashtext(id::text || 'dead') % 20 = 0 THEN 'dead' ELSE 'delivered' END, created_at
+			FROM ev
+			RETURNING id, event_id, endpoint_id, created_at)
+		INSERT INTO delivery_attempts (delivery_id, at, status_code, latency_ms, endpoint_id, event_id)
+		SELECT id, created_at, CASE WHEN hashtext(id::text) & 1 = 0 THEN 500 ELSE 404 END, 1, endpoint_id, event_id FROM d`,
+		f.TenantA.ID, eps)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, "ANALYZE events, deliveries, delivery_attempts")
+	require.NoError(t, err)
+
+	since, until := time.Now().Add(-5*24*time.Hour), time.Now().Add(-4*24*time.Hour)
+	var want []uuid.UUID
+	rows, err := pool.Query(ctx, `SELECT d.id FROM deliveries d JOIN endpoints e ON e.id = d.endpoint_id
+	    JOIN delivery_attempts a ON a.delivery_id = d.id AND a.event_id = d.event_id
+	    WHERE e.consumer = 'c1' AND d.status = 'dead' AND d.created_at >= $1 AND d.created_at < $2
+	      AND a.status_code BETWEEN 500 AND 599
+	    ORDER BY d.created_at DESC, d.id DESC`, since, until)
+	require.NoError(t, err)
+	want, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	require.NoError(t, err)
+	require.Greater(t, len(want), 20, "a few pages of them")
+	var got []uuid.UUID
+	arg := dbq.ListEndpointsDeadParams{TenantID: f.TenantA.ID, Since: &since, Until: &until, Consumer: new("c1"),
+		StatusMin: new(int32(500)), StatusMax: new(int32(599)), MaxRows: 10}
+	for range len(want) {
+		page, err := dbq.New(pool).ListEndpointsDead(ctx, arg)
+		require.NoError(t, err)
+		for _, d := range page {
+			got = append(got, d.ID)
+		}
+		if len(page) < int(arg.MaxRows) {
+			break
+		}
+		arg.After = &page[len(page)-1].ID
+	}
+	require.Equal(t, want, got, "pages of ten walk the consumer's dead letters of the day once, newest first")
+
+	sql := storetest.QuerySQL(t, "deliveries.sql", "ListEndpointsDead", "tenant_id", "max_rows")
+	for i, n := range []string{"since", "until", "after", "event_id", "event_type", "type_prefix", "status_min", "status_max", "endpoint_id", "consumer"} {
+		sql = strings.ReplaceAll(sql, "sqlc.narg("+n+")", fmt.Sprintf("$%d", i+3))
+	}
+	ts := func(at time.Time) string { return "'" + at.UTC().Format(time.RFC3339) + "'" }
+	plan := storetest.ExplainGeneric(t, pool, sql, strings.Join([]string{"'" + f.TenantA.ID.String() + "'", "51", ts(since), ts(until),
+		"NULL", "NULL", "NULL", "NULL", "500", "599", "NULL", "'c1'"}, ", "))
+	t.Logf("plan:\n%s", plan)
+	require.Regexp(t, `Index Scan Backward using deliveries_\w+_endpoint_id_created_at_id_idx`, plan, "each endpoint's dead deliveries in time order")
+	require.NotRegexp(t, `tenant_id_created_at_id_idx`, plan, "not the tenant's time index")
+	require.Less(t, storetest.SharedHits(t, plan), 2500, "a page's worth of buffers per endpoint, not the tenant's rows")
 }

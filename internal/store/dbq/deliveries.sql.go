@@ -513,6 +513,116 @@ func (q *Queries) ListDeliveries(ctx context.Context, arg ListDeliveriesParams) 
 	return items, nil
 }
 
+const listEndpointsDead = `-- name: ListEndpointsDead :many
+SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count,
+       d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key,
+       d.fifo_position, d.fifo_sequence, d.poll_position
+FROM endpoints e
+CROSS JOIN LATERAL (
+    SELECT d.id, d.tenant_id, d.event_id, d.endpoint_id, d.event_type, d.coalesce_key, d.status, d.attempt_count, d.failure_count, d.next_attempt_at, d.replayed_from, d.created_at, d.updated_at, d.ordering_key, d.fifo_position, d.fifo_sequence, d.poll_position FROM deliveries d
+    WHERE d.endpoint_id = e.id AND d.status = 'dead' AND d.tenant_id = $1
+      AND d.created_at >= coalesce($2::timestamptz, '-infinity')
+      AND (d.created_at, d.id) < (
+          least(coalesce($3::timestamptz, 'infinity'),
+                coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+                         to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity')),
+          CASE WHEN coalesce((SELECT c.created_at FROM deliveries c WHERE c.id = $4::uuid AND c.tenant_id = $1),
+                             to_timestamp(sluice_uuid_ms($4::uuid) / 1000.0), 'infinity')
+                    < coalesce($3::timestamptz, 'infinity')
+               THEN $4::uuid ELSE '00000000-0000-0000-0000-000000000000' END)
+      AND sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
+      AND ($5::uuid IS NULL OR d.event_id = $5::uuid)
+      AND ($6::text IS NULL OR d.event_type = $6::text)
+      AND ($7::text IS NULL OR starts_with(d.event_type, $7::text))
+      AND ($8::integer IS NULL OR (
+           SELECT a.status_code FROM delivery_attempts a
+           WHERE a.delivery_id = d.id AND a.event_id = d.event_id
+           ORDER BY a.id DESC
+           LIMIT 1) BETWEEN $8::integer AND $9::integer)
+    ORDER BY d.created_at DESC, d.id DESC
+    LIMIT $10
+) d
+WHERE e.tenant_id = $1
+  AND ($11::uuid IS NULL OR e.id = $11::uuid)
+  AND ($12::text IS NULL OR e.consumer = $12::text)
+ORDER BY d.created_at DESC, d.id DESC
+LIMIT $10
+`
+
+type ListEndpointsDeadParams struct {
+	TenantID   uuid.UUID
+	Since      *time.Time
+	Until      *time.Time
+	After      *uuid.UUID
+	EventID    *uuid.UUID
+	EventType  *string
+	TypePrefix *string
+	StatusMin  *int32
+	StatusMax  *int32
+	MaxRows    int32
+	EndpointID *uuid.UUID
+	Consumer   *string
+}
+
+// A page of the dead deliveries of one endpoint, or of a consumer's
+// endpoints (a portal's dead letters), matching the filters given, newest
+// first as ListDeliveries has them. For each endpoint, one scan of its
+// dead deliveries in deliveries_endpoint_dead_created_idx, bounded as
+// ListDeliveries bounds its scan and stopping at a page; then the pages
+// merged. ListDeliveries would read every delivery of the tenant in the
+// range to find the few dead ones of a consumer: a day of 770,000 for 50
+// of them.
+func (q *Queries) ListEndpointsDead(ctx context.Context, arg ListEndpointsDeadParams) ([]Delivery, error) {
+	rows, err := q.db.Query(ctx, listEndpointsDead,
+		arg.TenantID,
+		arg.Since,
+		arg.Until,
+		arg.After,
+		arg.EventID,
+		arg.EventType,
+		arg.TypePrefix,
+		arg.StatusMin,
+		arg.StatusMax,
+		arg.MaxRows,
+		arg.EndpointID,
+		arg.Consumer,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []Delivery{}
+	for rows.Next() {
+		var i Delivery
+		if err := rows.Scan(
+			&i.ID,
+			&i.TenantID,
+			&i.EventID,
+			&i.EndpointID,
+			&i.EventType,
+			&i.CoalesceKey,
+			&i.Status,
+			&i.AttemptCount,
+			&i.FailureCount,
+			&i.NextAttemptAt,
+			&i.ReplayedFrom,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.OrderingKey,
+			&i.FifoPosition,
+			&i.FifoSequence,
+			&i.PollPosition,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lockEndpointKeyShare = `-- name: LockEndpointKeyShare :one
 SELECT id FROM endpoints WHERE id = $1 FOR KEY SHARE
 `
