@@ -32,7 +32,7 @@ func (w *Worker) largePayload(ctx context.Context, tenantID, eventID uuid.UUID, 
 // readPayload reads a large event's payload, opened, and how many of its
 // sends are still to come.
 func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, int, error) {
-	row, err := store.Read(ctx, w.db.st, (*dbq.Queries).LargePayload, eventID)
+	row, err := store.ReadLarge(ctx, w.db.st, (*dbq.Queries).LargePayload, eventID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read payload: %w", err)
 	}
