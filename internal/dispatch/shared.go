@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -21,11 +20,6 @@ import (
 const (
 	keepBytes = 64 << 20        // of payloads no send uses, at most
 	keepFor   = 5 * time.Second // the longest one is kept unused
-	// freeAfter is how long a worker holds no large payload before it
-	// gives the memory they took back to the operating system: a burst of
-	// them leaves the Go heap's free pages mapped otherwise, and the next
-	// burst's peak adds to them.
-	freeAfter = time.Second
 )
 
 // sharedPayloads are the large payloads of the deliveries in flight, and
@@ -33,13 +27,10 @@ const (
 type sharedPayloads struct {
 	mu      sync.Mutex
 	m       map[uuid.UUID]*sharedPayload
-	keep    int                         // bytes of kept payloads, at most
-	keepFor time.Duration               // the longest one is kept
-	kept    int                         // bytes of kept payloads now
-	idle    []*sharedPayload            // the kept payloads, oldest first
-	free    func()                      // gives free memory back (debug.FreeOSMemory)
-	freeing bool                        // a free is due freeAfter after the last payload went
-	later   func(time.Duration, func()) // runs a func after a while (time.AfterFunc)
+	keep    int              // bytes of kept payloads, at most
+	keepFor time.Duration    // the longest one is kept
+	kept    int              // bytes of kept payloads now
+	idle    []*sharedPayload // the kept payloads, oldest first
 }
 
 // sharedPayload is one event's payload and the sends that use it.
@@ -60,8 +51,7 @@ type payloadRead func(context.Context) (data []byte, sends int, err error)
 
 // newSharedPayloads keeps up to keep bytes of payloads no send uses.
 func newSharedPayloads(keep int) *sharedPayloads {
-	return &sharedPayloads{m: map[uuid.UUID]*sharedPayload{}, keep: keep, keepFor: keepFor, free: debug.FreeOSMemory,
-		later: func(d time.Duration, f func()) { time.AfterFunc(d, f) }}
+	return &sharedPayloads{m: map[uuid.UUID]*sharedPayload{}, keep: keep, keepFor: keepFor}
 }
 
 // get returns an event's payload: the one a send of the same event in
@@ -131,7 +121,7 @@ func (s *sharedPayloads) release(p *sharedPayload, send bool) {
 		return
 	}
 	if p.err != nil || p.sends <= 0 || len(p.data) > s.keep {
-		s.remove(p)
+		delete(s.m, p.eventID)
 		return
 	}
 	p.idle, s.kept = true, s.kept+len(p.data)
@@ -154,27 +144,7 @@ func (s *sharedPayloads) unkeep(p *sharedPayload) {
 // drop lets p, kept, go. Under mu.
 func (s *sharedPayloads) drop(p *sharedPayload) {
 	s.unkeep(p)
-	s.remove(p)
-}
-
-// remove lets p go; once none is left, the memory payloads took goes back
-// to the operating system freeAfter later, unless another came meanwhile.
-// Under mu.
-func (s *sharedPayloads) remove(p *sharedPayload) {
 	delete(s.m, p.eventID)
-	if len(s.m) > 0 || s.freeing {
-		return
-	}
-	s.freeing = true
-	s.later(freeAfter, func() {
-		s.mu.Lock()
-		none := len(s.m) == 0
-		s.freeing = false
-		s.mu.Unlock()
-		if none {
-			s.free()
-		}
-	})
 }
 
 // expire lets p go if it is still kept, unused, since timer was set.
@@ -191,6 +161,6 @@ func (s *sharedPayloads) forget(p *sharedPayload) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m[p.eventID] == p {
-		s.remove(p)
+		delete(s.m, p.eventID)
 	}
 }

@@ -98,36 +98,3 @@ func (s *sharedPayloads) keptBytes() int {
 	defer s.mu.Unlock()
 	return s.kept
 }
-
-// TestSharedPayloadsGiveMemoryBack: once no payload is held, the memory
-// they took goes back to the operating system freeAfter later, once; not
-// while one is held, nor when another came meanwhile.
-func TestSharedPayloadsGiveMemoryBack(t *testing.T) {
-	t.Parallel()
-	s := newSharedPayloads(1 << 20)
-	freed := 0
-	s.free = func() { freed++ }
-	var due []func()
-	s.later = func(d time.Duration, f func()) {
-		require.Equal(t, freeAfter, d)
-		due = append(due, f)
-	}
-	hold := func(data string) func() {
-		t.Helper()
-		_, release, err := s.get(t.Context(), uuid.New(), true, (&reader{data: []byte(data), sends: 1}).read)
-		require.NoError(t, err)
-		return release
-	}
-	releaseA := hold(`{"big":1}`)
-	sendOnce(t, s, uuid.New(), &reader{data: []byte(`{"big":2}`), sends: 1})
-	require.Empty(t, due, "one is held still")
-	releaseA()
-	require.Len(t, due, 1, "none held: a free is due")
-	releaseC := hold(`{"big":3}`)
-	due[0]()
-	require.Zero(t, freed, "another came meanwhile")
-	releaseC()
-	require.Len(t, due, 2)
-	due[1]()
-	require.Equal(t, 1, freed, "given back once none is held")
-}
