@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -32,7 +33,7 @@ func (w *Worker) largePayload(ctx context.Context, tenantID, eventID uuid.UUID, 
 // readPayload reads a large event's payload, opened, and how many of its
 // sends are still to come.
 func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, int, error) {
-	row, err := store.ReadLarge(ctx, w.db.st, (*dbq.Queries).LargePayload, eventID)
+	row, err := readLarge(ctx, w.db.st.Pool(), eventID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read payload: %w", err)
 	}
@@ -41,6 +42,28 @@ func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) (
 		return nil, 0, fmt.Errorf("open sealed payload: %w", err)
 	}
 	return payload, int(row.Sends), nil
+}
+
+// readLarge reads a large event's payload on a connection of pool. pgx
+// reads a row into a buffer of its size that the connection keeps until
+// it reads its next message, so every idle connection of the pool that
+// last read a payload would hold one: up to 40 connections, 16 MiB each
+// for a 10 MiB payload. The connection reads once more (an empty
+// statement), which lets the buffer go.
+func readLarge(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (dbq.LargePayloadRow, error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return dbq.LargePayloadRow{}, fmt.Errorf("acquire a connection: %w", err)
+	}
+	defer conn.Release()
+	row, err := dbq.New(conn).LargePayload(ctx, eventID)
+	if err != nil {
+		return row, store.NotFound(err)
+	}
+	// Any answer will do: a connection that gives none is closed by the
+	// pool when it is next used.
+	_, _ = conn.Exec(ctx, ";")
+	return row, nil
 }
 
 // A run sending large payloads reads the next batch's while it sends the

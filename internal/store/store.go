@@ -75,30 +75,6 @@ func Read[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, conte
 	return row, NotFound(err)
 }
 
-// ReadLarge is Read for a statement whose row is large (a payload of
-// megabytes), run on the pool. pgx reads a row into a buffer of its size
-// that the connection keeps until it reads its next message, so every
-// idle connection of the pool that last read such a row would hold one:
-// 40 connections, 16 MiB each for a 10 MiB payload. ReadLarge has the
-// connection read once more (an empty statement), which lets the buffer
-// go.
-func ReadLarge[A, R any](ctx context.Context, s *Store, stmt func(*dbq.Queries, context.Context, A) (R, error), arg A) (R, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		var zero R
-		return zero, fmt.Errorf("acquire a connection: %w", err)
-	}
-	defer conn.Release()
-	row, err := stmt(dbq.New(conn), ctx, arg)
-	if err != nil {
-		return row, NotFound(err)
-	}
-	// Any answer will do: a connection that gives none is closed by the
-	// pool when it is next used.
-	_, _ = conn.Exec(ctx, ";")
-	return row, nil
-}
-
 // Exec is Read for a statement that writes and returns nothing (sqlc's
 // :exec), such as (*dbq.Queries).DeleteDashboardSession. It is for a write
 // whose caller needs no mapping.

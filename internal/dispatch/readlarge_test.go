@@ -1,4 +1,4 @@
-package store_test
+package dispatch
 
 import (
 	"context"
@@ -16,9 +16,11 @@ import (
 )
 
 // TestReadLargeLetsTheBufferGo: a 10 MiB payload read by eight
-// concurrent ReadLarge calls leaves no connection of the pool holding the
-// buffer pgx read it into (16 MiB each), where Read leaves them held.
-// What the Go heap keeps once collected tells.
+// concurrent readLarge calls leaves no connection of the pool holding the
+// buffer pgx read it into (16 MiB each), where a plain read leaves them
+// held. What the Go heap keeps once collected tells.
+//
+// Not parallel: it measures the test process's heap.
 func TestReadLargeLetsTheBufferGo(t *testing.T) {
 	f := storetest.New(t)
 	ctx := context.Background()
@@ -27,7 +29,7 @@ func TestReadLargeLetsTheBufferGo(t *testing.T) {
 	require.NoError(t, f.Store.Pool().QueryRow(ctx, `INSERT INTO events (id, tenant_id, type, payload)
 		VALUES (sluice_uuidv7(), $1, 'large', $2) RETURNING id`, f.TenantA.ID, payload).Scan(&eventID))
 
-	held := func(read func(context.Context, *store.Store, func(*dbq.Queries, context.Context, uuid.UUID) (dbq.LargePayloadRow, error), uuid.UUID) (dbq.LargePayloadRow, error)) uint64 {
+	held := func(read func() (dbq.LargePayloadRow, error)) uint64 {
 		t.Helper()
 		before := heapAfterGC()
 		start := make(chan struct{})
@@ -35,7 +37,7 @@ func TestReadLargeLetsTheBufferGo(t *testing.T) {
 		for range 8 {
 			wg.Go(func() {
 				<-start
-				row, err := read(ctx, f.Store, (*dbq.Queries).LargePayload, eventID)
+				row, err := read()
 				require.NoError(t, err)
 				require.Len(t, row.Payload, len(payload))
 			})
@@ -44,10 +46,13 @@ func TestReadLargeLetsTheBufferGo(t *testing.T) {
 		wg.Wait()
 		return max(heapAfterGC(), before) - before
 	}
-	read, large := held(store.Read), held(store.ReadLarge)
-	t.Logf("held once collected: %d MiB after Read, %d MiB after ReadLarge", read>>20, large>>20)
-	require.Greater(t, read, uint64(12<<20), "Read leaves the pool holding a buffer at least")
-	require.Less(t, large, uint64(12<<20), "ReadLarge leaves none")
+	plain := held(func() (dbq.LargePayloadRow, error) {
+		return store.Read(ctx, f.Store, (*dbq.Queries).LargePayload, eventID)
+	})
+	large := held(func() (dbq.LargePayloadRow, error) { return readLarge(ctx, f.Store.Pool(), eventID) })
+	t.Logf("held once collected: %d MiB after a plain read, %d MiB after readLarge", plain>>20, large>>20)
+	require.Greater(t, plain, uint64(12<<20), "a plain read leaves the pool holding a buffer at least")
+	require.Less(t, large, uint64(12<<20), "readLarge leaves none")
 }
 
 // heapAfterGC is the Go heap in use once garbage is collected, twice so
