@@ -18,7 +18,7 @@ import (
 // instead of once each. One that has no send to come is let go of at once.
 
 const (
-	keepBytes = 32 << 20        // of payloads no send uses, at most
+	keepBytes = 64 << 20        // of payloads no send uses, at most
 	keepFor   = 5 * time.Second // the longest one is kept unused
 )
 
