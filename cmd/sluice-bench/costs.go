@@ -51,7 +51,7 @@ type costShape struct {
 var (
 	singleShape  = costShape{load: "One loopback receiver behind one endpoint (max_in_flight 100): %s; 5,000 events posted one per request to /v1/events by 16 concurrent clients"}
 	hundredShape = costShape{suffix: "-100", hundred: true,
-		load: "100 loopback receivers, one endpoint each (max_in_flight 100): %s; 20,000 events posted through /v1/events/batch (1000 per request, 4 clients), event i matching exactly endpoint i mod 100 (e2e-100's load)"}
+		load: "100 loopback receivers, one endpoint each (max_in_flight 100): %s; 60,000 events posted through /v1/events/batch (1000 per request, 4 clients), event i matching exactly endpoint i mod 100 (e2e-100's load, three times as long, so that a run lasts long enough to read)"}
 )
 
 // costScenarios are cost-plain and one scenario per costFeature, then
@@ -119,7 +119,7 @@ func (s costShape) what(feature string) string {
 
 func (s costShape) loadOf(env *Env, label string, f costFeature) e2eLoad {
 	if s.hundred {
-		return e2eLoad{label: label + "100", endpoints: 100, events: env.size(20000, 4000), perRequest: 1000, clients: 4,
+		return e2eLoad{label: label + "100", endpoints: 100, events: env.size(60000, 4000), perRequest: 1000, clients: 4,
 			cost: true, features: f.features, lines: f.lines}
 	}
 	return e2eLoad{label: label, endpoints: 1, events: env.size(5000, 1000), perRequest: 1, clients: 16, cost: true,

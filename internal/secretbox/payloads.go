@@ -56,6 +56,7 @@ type Payloads struct {
 type dataKey struct {
 	version int32
 	aead    cipher.AEAD
+	aad     []byte // the tenant's ID, bound to everything the key seals
 }
 
 // cacheKey names a tenant's data key; version 0 is its current one.
@@ -98,11 +99,7 @@ func IsSealedText(stored string) bool { return strings.HasPrefix(stored, textMar
 // SealJSON returns doc sealed under the tenant's data key, as a JSON
 // string to store in its place.
 func (p *Payloads) SealJSON(ctx context.Context, tenantID uuid.UUID, doc []byte) ([]byte, error) {
-	s, err := p.sealString(ctx, tenantID, doc)
-	if err != nil {
-		return nil, err
-	}
-	return []byte(`"` + s + `"`), nil
+	return p.sealTo(ctx, tenantID, doc, `"`, `"`)
 }
 
 // Stored returns doc as it is to be stored: sealed (SealJSON) when p is
@@ -120,17 +117,13 @@ func (p *Payloads) OpenJSON(ctx context.Context, tenantID uuid.UUID, stored []by
 	if !IsSealedJSON(stored) {
 		return stored, nil
 	}
-	s := string(bytes.Trim(bytes.TrimSpace(stored), `"`))
-	return p.openString(ctx, tenantID, s)
+	return p.open(ctx, tenantID, bytes.Trim(bytes.TrimSpace(stored), `"`))
 }
 
 // SealText returns text sealed under the tenant's data key.
 func (p *Payloads) SealText(ctx context.Context, tenantID uuid.UUID, text string) (string, error) {
-	s, err := p.sealString(ctx, tenantID, []byte(text))
-	if err != nil {
-		return "", err
-	}
-	return textMark + s, nil
+	b, err := p.sealTo(ctx, tenantID, []byte(text), textMark, "")
+	return string(b), err
 }
 
 // OpenText returns a stored text value as it was before SealText; a clear
@@ -139,7 +132,7 @@ func (p *Payloads) OpenText(ctx context.Context, tenantID uuid.UUID, stored stri
 	if !IsSealedText(stored) {
 		return stored, nil
 	}
-	b, err := p.openString(ctx, tenantID, strings.TrimPrefix(stored, textMark))
+	b, err := p.open(ctx, tenantID, []byte(strings.TrimPrefix(stored, textMark)))
 	return string(b), err
 }
 
@@ -157,90 +150,111 @@ func (p *Payloads) OpenBody(ctx context.Context, tenantID uuid.UUID, stored *str
 	return &body
 }
 
-func (p *Payloads) sealString(ctx context.Context, tenantID uuid.UUID, plain []byte) (string, error) {
-	version, aead, err := p.current(ctx, tenantID)
-	if err != nil {
-		return "", err
-	}
-	sealed := seal(aead, plain, tenantID[:])
-	return sealedPrefix + strconv.Itoa(int(version)) + ":" + base64.StdEncoding.EncodeToString(sealed), nil
-}
-
-func (p *Payloads) openString(ctx context.Context, tenantID uuid.UUID, s string) ([]byte, error) {
-	if p == nil {
-		return nil, errors.New("secretbox: a sealed value, and no encryption key to open it")
-	}
-	rest, _ := strings.CutPrefix(s, sealedPrefix)
-	v, b64, ok := strings.Cut(rest, ":")
-	version, err := strconv.ParseInt(v, 10, 32)
-	if !ok || err != nil || version < 1 {
-		return nil, errors.New("secretbox: malformed sealed value")
-	}
-	sealed, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		return nil, fmt.Errorf("secretbox: malformed sealed value: %w", err)
-	}
-	aead, err := p.dataKey(ctx, tenantID, int32(version))
+// sealTo returns plain sealed under the tenant's current data key and
+// encoded as sealedPrefix, the key's version, ':' and the base64 of nonce
+// and ciphertext, between before and after: one buffer, written once.
+func (p *Payloads) sealTo(ctx context.Context, tenantID uuid.UUID, plain []byte, before, after string) ([]byte, error) {
+	k, err := p.current(ctx, tenantID)
 	if err != nil {
 		return nil, err
 	}
-	return open(aead, sealed, tenantID[:])
+	sealed := seal(k.aead, plain, k.aad)
+	enc := base64.StdEncoding
+	out := make([]byte, 0, len(before)+len(sealedPrefix)+11+enc.EncodedLen(len(sealed))+len(after))
+	out = append(out, before...)
+	out = append(out, sealedPrefix...)
+	out = strconv.AppendInt(out, int64(k.version), 10)
+	out = append(out, ':')
+	out = enc.AppendEncode(out, sealed)
+	return append(out, after...), nil
+}
+
+// open returns what a sealed value (sealedPrefix onwards) holds, decoding
+// and decrypting in one buffer.
+func (p *Payloads) open(ctx context.Context, tenantID uuid.UUID, s []byte) ([]byte, error) {
+	if p == nil {
+		return nil, errors.New("secretbox: a sealed value, and no encryption key to open it")
+	}
+	rest, _ := bytes.CutPrefix(s, []byte(sealedPrefix))
+	v, b64, ok := bytes.Cut(rest, []byte(":"))
+	version, err := strconv.ParseInt(string(v), 10, 32)
+	if !ok || err != nil || version < 1 {
+		return nil, errors.New("secretbox: malformed sealed value")
+	}
+	sealed := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
+	n, err := base64.StdEncoding.Decode(sealed, b64)
+	if err != nil {
+		return nil, fmt.Errorf("secretbox: malformed sealed value: %w", err)
+	}
+	k, err := p.dataKey(ctx, tenantID, int32(version))
+	if err != nil {
+		return nil, err
+	}
+	return open(k.aead, sealed[:n], k.aad, true)
 }
 
 // current returns the tenant's current data key, making it on first use.
-func (p *Payloads) current(ctx context.Context, tenantID uuid.UUID) (int32, cipher.AEAD, error) {
+func (p *Payloads) current(ctx context.Context, tenantID uuid.UUID) (dataKey, error) {
 	if p == nil {
-		return 0, nil, errors.New("secretbox: payload encryption has no key")
+		return dataKey{}, errors.New("secretbox: payload encryption has no key")
 	}
-	p.mu.Lock()
-	k, ok := p.cache[cacheKey{tenantID, 0}]
-	p.mu.Unlock()
-	if ok {
-		return k.version, k.aead, nil
+	if k, ok := p.cached(cacheKey{tenantID, 0}); ok {
+		return k, nil
 	}
+	version, wrapped, err := p.keys.CurrentDataKey(ctx, tenantID, p.wrapFresh(tenantID))
+	if err != nil {
+		return dataKey{}, fmt.Errorf("read data key of tenant %s: %w", tenantID, err)
+	}
+	k, err := p.unwrap(tenantID, version, wrapped)
+	if err != nil {
+		return dataKey{}, err
+	}
+	p.put(cacheKey{tenantID, 0}, k)
+	p.put(cacheKey{tenantID, version}, k)
+	return k, nil
+}
+
+// wrapFresh returns a new data key for the tenant, wrapped.
+func (p *Payloads) wrapFresh(tenantID uuid.UUID) []byte {
 	fresh := make([]byte, KeySize)
 	if _, err := rand.Read(fresh); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	version, wrapped, err := p.keys.CurrentDataKey(ctx, tenantID, seal(p.box.aead, fresh, tenantID[:]))
-	if err != nil {
-		return 0, nil, fmt.Errorf("read data key of tenant %s: %w", tenantID, err)
-	}
-	aead, err := p.unwrap(tenantID, wrapped)
-	if err != nil {
-		return 0, nil, err
-	}
-	p.put(cacheKey{tenantID, 0}, dataKey{version, aead})
-	p.put(cacheKey{tenantID, version}, dataKey{version, aead})
-	return version, aead, nil
+	return seal(p.box.aead, fresh, tenantID[:])
 }
 
 // dataKey returns one version of the tenant's data key.
-func (p *Payloads) dataKey(ctx context.Context, tenantID uuid.UUID, version int32) (cipher.AEAD, error) {
-	p.mu.Lock()
-	k, ok := p.cache[cacheKey{tenantID, version}]
-	p.mu.Unlock()
-	if ok {
-		return k.aead, nil
+func (p *Payloads) dataKey(ctx context.Context, tenantID uuid.UUID, version int32) (dataKey, error) {
+	if k, ok := p.cached(cacheKey{tenantID, version}); ok {
+		return k, nil
 	}
 	wrapped, err := p.keys.DataKey(ctx, tenantID, version)
 	if err != nil {
-		return nil, fmt.Errorf("read data key %d of tenant %s: %w", version, tenantID, err)
+		return dataKey{}, fmt.Errorf("read data key %d of tenant %s: %w", version, tenantID, err)
 	}
-	aead, err := p.unwrap(tenantID, wrapped)
+	k, err := p.unwrap(tenantID, version, wrapped)
 	if err != nil {
-		return nil, err
+		return dataKey{}, err
 	}
-	p.put(cacheKey{tenantID, version}, dataKey{version, aead})
-	return aead, nil
+	p.put(cacheKey{tenantID, version}, k)
+	return k, nil
 }
 
-func (p *Payloads) unwrap(tenantID uuid.UUID, wrapped []byte) (cipher.AEAD, error) {
-	key, err := p.box.open(wrapped, tenantID[:])
+func (p *Payloads) unwrap(tenantID uuid.UUID, version int32, wrapped []byte) (dataKey, error) {
+	aad := tenantID[:]
+	key, err := p.box.open(wrapped, aad)
 	if err != nil {
-		return nil, fmt.Errorf("unwrap data key of tenant %s: %w", tenantID, err)
+		return dataKey{}, fmt.Errorf("unwrap data key of tenant %s: %w", tenantID, err)
 	}
-	return newAEAD(key)
+	aead, err := newAEAD(key)
+	return dataKey{version: version, aead: aead, aad: aad}, err
+}
+
+func (p *Payloads) cached(k cacheKey) (dataKey, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.cache[k]
+	return v, ok
 }
 
 // put caches one entry, first dropping an arbitrary one when full.
@@ -272,7 +286,7 @@ func Reseal(from, to *Box, sealed []byte) (out []byte, done bool, err error) {
 }
 
 func reseal(from, to *Box, sealed, aad []byte) ([]byte, bool, error) {
-	if _, err := open(to.aead, sealed, aad); err == nil {
+	if _, err := open(to.aead, sealed, aad, false); err == nil {
 		return sealed, true, nil
 	}
 	plain, err := from.open(sealed, aad)

@@ -135,3 +135,31 @@ func TestPayloads(t *testing.T) {
 		require.Error(t, err, "the old master key alone no longer unwraps it")
 	})
 }
+
+// Sealing and opening sit on the post and dispatch paths of every event of
+// a sealing server: each writes its result once, into one buffer, beside
+// the nonce and ciphertext sealing makes.
+func TestSealAndOpenAllocate(t *testing.T) {
+	ctx := context.Background()
+	box, err := New(bytes.Repeat([]byte{5}, KeySize))
+	require.NoError(t, err)
+	p := NewPayloads(box, &memKeys{keys: map[uuid.UUID][]byte{}}, PayloadsConfig{Seal: true})
+	tenant := uuid.New()
+	doc := bytes.Repeat([]byte(`{"amount": 120, "currency": "eur"}`), 8)
+	sealed, err := p.SealJSON(ctx, tenant, doc)
+	require.NoError(t, err)
+
+	seals := testing.AllocsPerRun(100, func() {
+		if _, err := p.SealJSON(ctx, tenant, doc); err != nil {
+			t.Fatal(err)
+		}
+	})
+	opens := testing.AllocsPerRun(100, func() {
+		got, err := p.OpenJSON(ctx, tenant, sealed)
+		if err != nil || !bytes.Equal(got, doc) {
+			t.Fatalf("opened %q, %v", got, err)
+		}
+	})
+	require.LessOrEqual(t, seals, 2.0, "allocations per SealJSON")
+	require.LessOrEqual(t, opens, 1.0, "allocations per OpenJSON")
+}

@@ -85,12 +85,12 @@ func (b *Box) Seal(plaintext []byte) []byte { return seal(b.aead, plaintext, nil
 func (b *Box) Open(sealed []byte) ([]byte, error) { return b.open(sealed, nil) }
 
 func (b *Box) open(sealed, aad []byte) ([]byte, error) {
-	plaintext, err := open(b.aead, sealed, aad)
+	plaintext, err := open(b.aead, sealed, aad, false)
 	for _, prev := range b.previous {
 		if err == nil {
 			break
 		}
-		plaintext, err = open(prev, sealed, aad)
+		plaintext, err = open(prev, sealed, aad, false)
 	}
 	return plaintext, err
 }
@@ -105,12 +105,18 @@ func seal(aead cipher.AEAD, plaintext, aad []byte) []byte {
 	return aead.Seal(nonce, nonce, plaintext, aad)
 }
 
-func open(aead cipher.AEAD, sealed, aad []byte) ([]byte, error) {
+// open returns what sealed holds; inPlace decrypts over sealed itself,
+// which then holds nothing usable, even when it does not open.
+func open(aead cipher.AEAD, sealed, aad []byte, inPlace bool) ([]byte, error) {
 	n := aead.NonceSize()
 	if len(sealed) < n {
 		return nil, errors.New("secretbox: ciphertext too short")
 	}
-	plaintext, err := aead.Open(nil, sealed[:n], sealed[n:], aad)
+	var dst []byte
+	if inPlace {
+		dst = sealed[n:n]
+	}
+	plaintext, err := aead.Open(dst, sealed[:n], sealed[n:], aad)
 	if err != nil {
 		return nil, fmt.Errorf("secretbox: decrypt: %w", err)
 	}
