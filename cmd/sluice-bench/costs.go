@@ -8,12 +8,14 @@ import (
 )
 
 // The cost scenarios: single-1's load (one endpoint, single posts from 16
-// clients) with the endpoint using one feature at a time, each beside the
-// same load on a plain endpoint (cost-plain, which runs first): what a
-// feature costs a delivery once a tenant uses it. A feature whose cost is
-// per event, whatever the fan-out (encryption), is measured under
-// e2e-100's load too (cost-plain-100, cost-encrypted-100). A feature left
-// unused costs nothing, which the statement guards hold
+// clients) with the endpoint using one feature at a time, against the same
+// load on a plain endpoint: what a feature costs a delivery once a tenant
+// uses it. Each run measures both, in turn (plain first in odd runs, the
+// feature first in even ones), so that what drifts over a benchmark (a
+// fresh database's first writes, a warming cache, the machine) weighs on
+// both alike. A feature whose cost is per event, whatever the fan-out
+// (encryption), is measured under e2e-100's load too (cost-encrypted-100).
+// A feature left unused costs nothing, which the statement guards hold
 // (TestPlainPostStatements, TestPlainDispatchStatements).
 
 // costFeature is one feature as the cost scenarios use it.
@@ -54,28 +56,11 @@ var (
 		load: "100 loopback receivers, one endpoint each (max_in_flight 100): %s; 60,000 events posted through /v1/events/batch (1000 per request, 4 clients), event i matching exactly endpoint i mod 100 (e2e-100's load, three times as long, so that a run lasts long enough to read)"}
 )
 
-// costScenarios are cost-plain and one scenario per costFeature, then
-// cost-plain-100 and one per costFeature measured under e2e-100's load.
+// costScenarios are one scenario per costFeature, then one per costFeature
+// measured under e2e-100's load.
 func costScenarios() []Scenario {
 	var out []Scenario
 	for _, shape := range []costShape{singleShape, hundredShape} {
-		out = append(out, Scenario{
-			Name:       "cost-plain" + shape.suffix,
-			Title:      "Cost per delivery: " + shape.plainTitle(),
-			What:       shape.what("a plain endpoint"),
-			MinTimeout: 2 * time.Minute,
-			Run: func(ctx context.Context, env *Env) (Table, error) {
-				t, err := e2eWith(ctx, env, shape.loadOf(env, "costplain", costFeature{}))
-				base := map[string]float64{}
-				for _, r := range t.Rows {
-					if !r.TimedOut {
-						base[r.Metric.Name] = r.Median
-					}
-				}
-				env.PlainCost[shape.suffix] = base
-				return t, err
-			},
-		})
 		for _, f := range costFeatures {
 			if shape.hundred && !f.hundred {
 				continue
@@ -85,11 +70,8 @@ func costScenarios() []Scenario {
 				Title:      "Cost per delivery: " + f.title + shape.titleSuffix(),
 				What:       shape.what(f.what),
 				MinTimeout: 2 * time.Minute,
-				Settings:   f.settings,
 				Run: func(ctx context.Context, env *Env) (Table, error) {
-					t, err := e2eWith(ctx, env, shape.loadOf(env, "cost"+f.name, f))
-					t.Rows = append(t.Rows, costRatios(env.PlainCost[shape.suffix], t, f.target)...)
-					return t, err
+					return costPairs(ctx, env, shape, f)
 				},
 			})
 		}
@@ -97,11 +79,103 @@ func costScenarios() []Scenario {
 	return out
 }
 
-func (s costShape) plainTitle() string {
-	if s.hundred {
-		return "100 plain endpoints, batches (the baseline of the cost-*-100 scenarios)"
+// costPairs measures f's load and the same load on plain endpoints, one
+// of each per run, sluice restarted between them when f has settings.
+func costPairs(ctx context.Context, env *Env, shape costShape, f costFeature) (Table, error) {
+	plain, used := shape.loadOf(env, "plain"+f.name, costFeature{}), shape.loadOf(env, "cost"+f.name, f)
+	receivers := newReceivers(used.endpoints)
+	defer receivers.Close()
+	metrics := append(e2eMetrics(used), pairMetrics(f.target)...)
+	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (Sample, error) {
+		order := []e2eLoad{plain, used}
+		if run%2 == 0 {
+			order = []e2eLoad{used, plain}
+		}
+		var got [2]Sample
+		for i, load := range order {
+			if i > 0 {
+				if note := env.quiesce(ctx, time.Minute); note != "" {
+					return Sample{}, fmt.Errorf("between plain and %s: %s", f.name, note)
+				}
+				_ = env.waitIdle(ctx, env.idleWait()) // as Repeat waits before a run
+			}
+			settings := f.settings
+			if load.label == plain.label {
+				settings = nil
+			}
+			if err := env.Relaunch(ctx, settings); err != nil {
+				return Sample{}, err
+			}
+			s, err := e2eOnce(ctx, env, load, receivers, run)
+			if err != nil {
+				return s, err
+			}
+			got[i] = s
+		}
+		if run%2 == 0 {
+			got[0], got[1] = got[1], got[0]
+		}
+		return pairSample(got[0], got[1]), nil
+	})
+	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run over %d endpoint(s), max_in_flight %d, %d per request from %d clients; each run measured the plain endpoints and then the feature, or the other way round, in turn",
+		used.events, used.endpoints, e2eMaxInFlight, used.perRequest, used.clients))
+	return t, err
+}
+
+// paired are the metrics a cost scenario reads of its plain runs too, and
+// whose ratio it reports.
+var paired = []string{"CPU per delivery", "Sluice CPU per delivery", "Postgres CPU per delivery",
+	"statements per delivery", "buffer pages per delivery"}
+
+// pairMetrics are the plain runs' readings and the ratios, the first's
+// target at most target.
+func pairMetrics(target float64) []Metric {
+	var out []Metric
+	for _, name := range paired {
+		out = append(out, Metric{Name: "plain: " + name, Unit: unitOf(name)})
 	}
-	return "a plain endpoint (the baseline of the cost-* scenarios)"
+	for i, name := range paired {
+		m := Metric{Name: name + " ÷ plain", Unit: "×"}
+		if i == 0 {
+			m.Target, m.AtMost = target, true
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func unitOf(name string) string {
+	for _, m := range costMetrics {
+		if m.Name == name {
+			return m.Unit
+		}
+	}
+	return ""
+}
+
+// pairSample is used's readings, with plain's and the ratio of each
+// paired metric read in both.
+func pairSample(plain, used Sample) Sample {
+	for _, name := range paired {
+		p, ok := plain.Values[name]
+		if !ok {
+			continue
+		}
+		used.Values["plain: "+name] = p
+		if u, ok := used.Values[name]; ok && p > 0 {
+			used.Values[name+" ÷ plain"] = u / p
+		}
+	}
+	used.TimedOut = used.TimedOut || plain.TimedOut
+	used.Note = joinNotes(used.Note, prefixed("plain: ", plain.Note))
+	return used
+}
+
+func prefixed(prefix, note string) string {
+	if note == "" {
+		return ""
+	}
+	return prefix + note
 }
 
 func (s costShape) titleSuffix() string {
@@ -113,8 +187,9 @@ func (s costShape) titleSuffix() string {
 
 func (s costShape) what(feature string) string {
 	return fmt.Sprintf(s.load, feature) + "; CPU per delivery = Sluice's and Postgres's CPU from the first post to the " +
-		"last delivery ÷ deliveries; ÷ plain is the ratio of medians to cost-plain" + s.suffix + "'s, run before it " +
-		"in the same `make bench`."
+		"last delivery ÷ deliveries; ÷ plain is, per run, the ratio to the same load on plain endpoints measured in the same " +
+		"run (before it in odd runs, after it in even ones), with sluice restarted between the two when the feature has settings; " +
+		"the plain readings are the `plain:` rows."
 }
 
 func (s costShape) loadOf(env *Env, label string, f costFeature) e2eLoad {
@@ -124,30 +199,4 @@ func (s costShape) loadOf(env *Env, label string, f costFeature) e2eLoad {
 	}
 	return e2eLoad{label: label, endpoints: 1, events: env.size(5000, 1000), perRequest: 1, clients: 16, cost: true,
 		features: f.features, lines: f.lines}
-}
-
-// costRatios are t's cost against base, its cost-plain's, when it ran.
-func costRatios(base map[string]float64, t Table, target float64) []Row {
-	var rows []Row
-	for _, m := range []struct {
-		name   string
-		target float64
-	}{{"CPU per delivery", target}, {"statements per delivery", 0}, {"buffer pages per delivery", 0}} {
-		plain, ok := base[m.name]
-		if !ok || plain == 0 {
-			continue
-		}
-		for _, r := range t.Rows {
-			if r.Metric.Name != m.name || r.TimedOut {
-				continue
-			}
-			v := r.Median / plain
-			rows = append(rows, Row{Metric: Metric{Name: m.name + " ÷ plain", Unit: "×", Target: m.target, AtMost: true},
-				Values: []float64{v}, Median: v, Min: r.Min / plain, Max: r.Max / plain})
-		}
-	}
-	if len(rows) == 0 {
-		rows = append(rows, Row{Metric: Metric{Name: "÷ plain (run its cost-plain first)"}})
-	}
-	return rows
 }

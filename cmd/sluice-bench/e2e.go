@@ -98,70 +98,77 @@ func e2eMetrics(load e2eLoad) []Metric {
 
 // e2eWith runs load against Sluice, and against the floor when load.floor.
 func e2eWith(ctx context.Context, env *Env, load e2eLoad) (Table, error) {
-	const maxInFlight = 100
 	receivers := newReceivers(load.endpoints)
 	defer receivers.Close()
-	t, err := env.Repeat(ctx, e2eMetrics(load), func(ctx context.Context, run int) (s Sample, err error) {
-		sinks, err := newSinksUsing(ctx, env.API, receivers, maxInFlight, func(i int) string {
-			return fmt.Sprintf("bench.%s.r%d.%d", load.label, run, i)
-		}, load.features)
-		if err != nil {
-			return s, fmt.Errorf("set up endpoints: %w", err)
-		}
-		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
-
-		var bodies [][]byte
-		post := env.API.PostBatch
-		for first := 0; first < load.events; first += load.perRequest {
-			evs := make([]EventIn, min(load.perRequest, load.events-first))
-			for j := range evs {
-				k := first + j
-				evs[j] = EventIn{Type: sinks.Types[k%load.endpoints], Payload: payload(0, k)}
-				if load.lines > 0 {
-					evs[j].OrderingKey = fmt.Sprintf("line-%d", k%load.lines)
-				}
-			}
-			if load.perRequest == 1 {
-				bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent
-				continue
-			}
-			bodies = append(bodies, batchBody(evs))
-		}
-
-		statements := env.statements(ctx, load.cost)
-		cpu := env.measureCPU()
-		awaitCtx, stopAwait := context.WithCancel(ctx)
-		defer stopAwait()
-		posted := make(chan postResult, 1)
-		go func() {
-			res := postAll(ctx, bodies, load.clients, post)
-			if res.failed > 0 {
-				stopAwait()
-			}
-			posted <- res
-		}()
-		arr := sinks.Await(awaitCtx, load.events)
-		res := <-posted
-		if res.failed > 0 {
-			return s, fmt.Errorf("posting events: %s", res.note())
-		}
-		s = throughputSample(ctx, res, arr, load.events)
-		s.CPU = cpu()
-		if load.cost {
-			costValues(ctx, &s, arr, statements)
-		}
-		if load.floor {
-			s.Values["Postgres CPU per event"] = perEvent(s.CPU.postgres, load.events)
-			s.Values["Sluice CPU per event"] = perEvent(s.CPU.sluice, load.events)
-			if err := e2eFloor(ctx, env, bodies, load, &s); err != nil {
-				return s, fmt.Errorf("the floor: %w", err)
-			}
-		}
-		return s, nil
+	t, err := env.Repeat(ctx, e2eMetrics(load), func(ctx context.Context, run int) (Sample, error) {
+		return e2eOnce(ctx, env, load, receivers, run)
 	})
 	t.Notes = append(t.Notes, fmt.Sprintf("%d events per run over %d endpoint(s), max_in_flight %d, %d per request from %d clients",
-		load.events, load.endpoints, maxInFlight, load.perRequest, load.clients))
+		load.events, load.endpoints, e2eMaxInFlight, load.perRequest, load.clients))
 	return t, err
+}
+
+// e2eMaxInFlight is every e2e endpoint's max_in_flight.
+const e2eMaxInFlight = 100
+
+// e2eOnce is one run of load, on endpoints of its own behind receivers.
+func e2eOnce(ctx context.Context, env *Env, load e2eLoad, receivers Receivers, run int) (s Sample, err error) {
+	sinks, err := newSinksUsing(ctx, env.API, receivers, e2eMaxInFlight, func(i int) string {
+		return fmt.Sprintf("bench.%s.r%d.%d", load.label, run, i)
+	}, load.features)
+	if err != nil {
+		return s, fmt.Errorf("set up endpoints: %w", err)
+	}
+	defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
+
+	var bodies [][]byte
+	post := env.API.PostBatch
+	for first := 0; first < load.events; first += load.perRequest {
+		evs := make([]EventIn, min(load.perRequest, load.events-first))
+		for j := range evs {
+			k := first + j
+			evs[j] = EventIn{Type: sinks.Types[k%load.endpoints], Payload: payload(0, k)}
+			if load.lines > 0 {
+				evs[j].OrderingKey = fmt.Sprintf("line-%d", k%load.lines)
+			}
+		}
+		if load.perRequest == 1 {
+			bodies, post = append(bodies, eventBody(evs[0])), env.API.PostEvent
+			continue
+		}
+		bodies = append(bodies, batchBody(evs))
+	}
+
+	statements := env.statements(ctx, load.cost)
+	cpu := env.measureCPU()
+	awaitCtx, stopAwait := context.WithCancel(ctx)
+	defer stopAwait()
+	posted := make(chan postResult, 1)
+	go func() {
+		res := postAll(ctx, bodies, load.clients, post)
+		if res.failed > 0 {
+			stopAwait()
+		}
+		posted <- res
+	}()
+	arr := sinks.Await(awaitCtx, load.events)
+	res := <-posted
+	if res.failed > 0 {
+		return s, fmt.Errorf("posting events: %s", res.note())
+	}
+	s = throughputSample(ctx, res, arr, load.events)
+	s.CPU = cpu()
+	if load.cost {
+		costValues(ctx, &s, arr, statements)
+	}
+	if load.floor {
+		s.Values["Postgres CPU per event"] = perEvent(s.CPU.postgres, load.events)
+		s.Values["Sluice CPU per event"] = perEvent(s.CPU.sluice, load.events)
+		if err := e2eFloor(ctx, env, bodies, load, &s); err != nil {
+			return s, fmt.Errorf("the floor: %w", err)
+		}
+	}
+	return s, nil
 }
 
 // e2eFloor posts bodies to the floor as e2eWith did to Sluice, once

@@ -234,7 +234,7 @@ func run(ctx context.Context, o options) error {
 
 // newEnv is what the scenarios get to run against srv.
 func newEnv(ctx context.Context, o options, srv *server) *Env {
-	return &Env{
+	env := &Env{
 		Runs:        o.runs,
 		Quick:       o.quick,
 		Timeout:     o.timeout,
@@ -252,8 +252,11 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		SearchRequests:   o.searchRequests,
 
 		SluiceBin: srv.bin,
-		PlainCost: map[string]map[string]float64{},
 	}
+	env.Relaunch = func(ctx context.Context, settings []string) error {
+		return useWorkers(ctx, srv, env, o.workers, append(slices.Clip(o.settings), settings...))
+	}
+	return env
 }
 
 // useWorkers restarts sluice with workers worker processes unless that

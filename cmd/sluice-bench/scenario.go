@@ -134,9 +134,9 @@ type Env struct {
 
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
-	// PlainCost is, by costShape.suffix, cost-plain's medians by metric,
-	// once measured (costs.go).
-	PlainCost map[string]map[string]float64
+	// Relaunch restarts sluice with settings (SLUICE_* NAME=value) beside
+	// the benchmark's, unless it runs with them already.
+	Relaunch func(ctx context.Context, settings []string) error
 
 	// Blocked are endpoints a scenario left throttled or disabled with a
 	// backlog on purpose; quiesce ignores their queued deliveries and jobs.
