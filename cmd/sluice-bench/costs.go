@@ -13,7 +13,8 @@ import (
 // uses it. Each run measures both, in turn (plain first in odd runs, the
 // feature first in even ones), so that what drifts over a benchmark (a
 // fresh database's first writes, a warming cache, the machine) weighs on
-// both alike. A feature whose cost is per event, whatever the fan-out
+// both alike; when the feature is a setting, sluice is restarted before
+// each. A feature whose cost is per event, whatever the fan-out
 // (encryption), is measured under e2e-100's load too (cost-encrypted-100).
 // A feature left unused costs nothing, which the statement guards hold
 // (TestPlainPostStatements, TestPlainDispatchStatements).
@@ -80,7 +81,7 @@ func costScenarios() []Scenario {
 }
 
 // costPairs measures f's load and the same load on plain endpoints, one
-// of each per run, sluice restarted between them when f has settings.
+// of each per run, each on a sluice of its own when f is a setting.
 func costPairs(ctx context.Context, env *Env, shape costShape, f costFeature) (Table, error) {
 	plain, used := shape.loadOf(env, "plain"+f.name, costFeature{}), shape.loadOf(env, "cost"+f.name, f)
 	receivers := newReceivers(used.endpoints)
@@ -99,12 +100,17 @@ func costPairs(ctx context.Context, env *Env, shape costShape, f costFeature) (T
 				}
 				_ = env.waitIdle(ctx, env.idleWait()) // as Repeat waits before a run
 			}
-			settings := f.settings
-			if load.label == plain.label {
-				settings = nil
-			}
-			if err := env.Relaunch(ctx, settings); err != nil {
-				return Sample{}, err
+			// A feature that is a setting runs on a fresh sluice, and so
+			// does the plain load beside it: a process's first seconds
+			// (its connections' first statements above all) cost more.
+			if len(f.settings) > 0 {
+				settings := f.settings
+				if load.label == plain.label {
+					settings = nil
+				}
+				if err := env.Relaunch(ctx, settings); err != nil {
+					return Sample{}, err
+				}
 			}
 			s, err := e2eOnce(ctx, env, load, receivers, run)
 			if err != nil {
@@ -188,7 +194,7 @@ func (s costShape) titleSuffix() string {
 func (s costShape) what(feature string) string {
 	return fmt.Sprintf(s.load, feature) + "; CPU per delivery = Sluice's and Postgres's CPU from the first post to the " +
 		"last delivery ÷ deliveries; ÷ plain is, per run, the ratio to the same load on plain endpoints measured in the same " +
-		"run (before it in odd runs, after it in even ones), with sluice restarted between the two when the feature has settings; " +
+		"run (before it in odd runs, after it in even ones), with sluice restarted before each of the two when the feature is a setting; " +
 		"the plain readings are the `plain:` rows."
 }
 

@@ -254,7 +254,7 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		SluiceBin: srv.bin,
 	}
 	env.Relaunch = func(ctx context.Context, settings []string) error {
-		return useWorkers(ctx, srv, env, o.workers, append(slices.Clip(o.settings), settings...))
+		return restart(ctx, srv, env, o.workers, append(slices.Clip(o.settings), settings...))
 	}
 	return env
 }
@@ -265,6 +265,12 @@ func useWorkers(ctx context.Context, srv *server, env *Env, workers int, setting
 	if srv.workerCount() == workers && slices.Equal(srv.settings, settings) {
 		return nil
 	}
+	return restart(ctx, srv, env, workers, settings)
+}
+
+// restart restarts sluice with workers worker processes and settings,
+// and points the CPU accounting at the new processes.
+func restart(ctx context.Context, srv *server, env *Env, workers int, settings []string) error {
 	srv.settings = settings
 	logf("restarting sluice with %d worker process(es) %v", workers, settings)
 	stopped, err := srv.relaunch(ctx, workers)

@@ -135,7 +135,7 @@ type Env struct {
 	// E2EHundredRate is the median deliveries/s of e2e-100, once measured.
 	E2EHundredRate float64
 	// Relaunch restarts sluice with settings (SLUICE_* NAME=value) beside
-	// the benchmark's, unless it runs with them already.
+	// the benchmark's.
 	Relaunch func(ctx context.Context, settings []string) error
 
 	// Blocked are endpoints a scenario left throttled or disabled with a
