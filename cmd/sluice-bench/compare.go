@@ -29,9 +29,16 @@ var compareOneScenario = Scenario{
 		"received); CPU per delivery = Sluice's and Postgres's CPU over that time ÷ deliveries.",
 	MinTimeout: 2 * time.Minute, // a loaded machine takes ten times as long
 	Run: func(ctx context.Context, env *Env) (Table, error) {
-		return e2eWith(ctx, env, e2eLoad{label: "single1", endpoints: 1, events: env.size(5000, 1000),
-			perRequest: 1, clients: 16, cost: true})
+		return e2eWith(ctx, env, single1Load(env))
 	},
+}
+
+func single1Load(env *Env) e2eLoad {
+	return e2eLoad{label: "single1", endpoints: 1, events: env.size(5000, 1000), perRequest: 1, clients: 16, cost: true}
+}
+
+func single100Load(env *Env) e2eLoad {
+	return e2eLoad{label: "single100", endpoints: 100, events: env.size(20000, 4000), perRequest: 1, clients: 64, cost: true}
 }
 
 var compareHundredScenario = Scenario{
@@ -42,8 +49,7 @@ var compareHundredScenario = Scenario{
 		"floor); measured as single-1.",
 	MinTimeout: 4 * time.Minute,
 	Run: func(ctx context.Context, env *Env) (Table, error) {
-		return e2eWith(ctx, env, e2eLoad{label: "single100", endpoints: 100, events: env.size(20000, 4000),
-			perRequest: 1, clients: 64, cost: true})
+		return e2eWith(ctx, env, single100Load(env))
 	},
 }
 

@@ -69,6 +69,11 @@ type e2eLoad struct {
 	features sinkFeatures
 	// lines, when not 0, gives event k the ordering_key "line-(k mod lines)".
 	lines int
+	// measuring, when set, is called as the first post is about to be
+	// sent, and measured once the last delivery is in (or the run timed
+	// out), before the floor and before the endpoints go.
+	measuring func(ctx context.Context)
+	measured  func(ctx context.Context, s *Sample, deliveries int) error
 }
 
 // e2e posts events in batches of 1000 (4 clients) spread over endpoints
@@ -141,6 +146,9 @@ func e2eOnce(ctx context.Context, env *Env, load e2eLoad, receivers Receivers, r
 
 	statements := env.statements(ctx, load.cost)
 	cpu := env.measureCPU()
+	if load.measuring != nil {
+		load.measuring(ctx)
+	}
 	awaitCtx, stopAwait := context.WithCancel(ctx)
 	defer stopAwait()
 	posted := make(chan postResult, 1)
@@ -160,6 +168,11 @@ func e2eOnce(ctx context.Context, env *Env, load e2eLoad, receivers Receivers, r
 	s.CPU = cpu()
 	if load.cost {
 		costValues(ctx, &s, arr, statements)
+	}
+	if load.measured != nil {
+		if err := load.measured(ctx, &s, arr.Unique); err != nil {
+			return s, err
+		}
 	}
 	if load.floor {
 		s.Values["Postgres CPU per event"] = perEvent(s.CPU.postgres, load.events)

@@ -252,6 +252,7 @@ func newEnv(ctx context.Context, o options, srv *server) *Env {
 		SearchRequests:   o.searchRequests,
 
 		SluiceBin: srv.bin,
+		DebugURL:  srv.debugURL,
 	}
 	env.Relaunch = func(ctx context.Context, settings []string) error {
 		return restart(ctx, srv, env, o.workers, append(slices.Clip(o.settings), settings...))

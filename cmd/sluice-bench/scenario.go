@@ -69,7 +69,7 @@ func scenarios() []Scenario {
 		searchScenario,
 		largeScenario,
 		brokersScenario,
-	}, costScenarios()...)
+	}, append(costScenarios(), ablationScenarios()...)...)
 }
 
 func scenarioNames() []string {
@@ -127,6 +127,10 @@ type Env struct {
 	// SearchDeliveries and SearchRequests are -search-deliveries and
 	// -search-requests; 0 means the search scenario's defaults.
 	SearchDeliveries, SearchRequests int
+
+	// DebugURL is sluice's pprof (SLUICE_DEBUG_ADDR), for a scenario that
+	// profiles it (ablation).
+	DebugURL string
 
 	// SluiceBin is the sluice binary, for a scenario that runs a command
 	// of its own beside the server (listen).
