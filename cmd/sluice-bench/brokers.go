@@ -41,9 +41,12 @@ var brokersScenario = Scenario{
 		"kind in turn, and for one loopback HTTP receiver: one endpoint (max_in_flight 100), warmed with 100 events " +
 		"delivered; then the worker is stopped (SIGSTOP), the events are posted through /v1/events/batch (1000 per " +
 		"request, 4 clients), all matching the endpoint, and once all are stored the worker is continued (SIGCONT). " +
-		"Deliveries/s = events ÷ (worker continued → the broker holding all of them: XLEN, the stream's message count, " +
-		"the durable queue's message count, polled every 5 ms; for HTTP, the last request received). Sluice CPU per " +
-		"delivery = Sluice's processes' CPU over that time ÷ events, Postgres's likewise; cores busy = the whole " +
+		"Deliveries/s = (events − 1) ÷ (the broker holding the first of them → the broker holding all of them: XLEN, the " +
+		"stream's message count, the durable queue's message count, polled every 5 ms; for HTTP, the first and last " +
+		"requests received): the rate of a running worker, as the floor's is of a running publisher; the worker's " +
+		"wake-up (worker continued → first delivery: fetching the dispatch job, the first claim) is its own row. Sluice " +
+		"CPU per delivery = Sluice's processes' CPU from the worker continued to the last delivery ÷ events, Postgres's " +
+		"likewise; cores busy = the whole " +
 		"machine's busy CPU over that time, in cores. Where the time goes, from the attempts recorded: the median " +
 		"batch sending (its first attempt started → its last answered; the attempts in the order they started, 100 at a " +
 		"time) and between batches (recording one and claiming the next). The floor, once Postgres is idle again: the " +
@@ -66,6 +69,7 @@ func brokersMetrics() []Metric {
 	for _, k := range brokerKinds {
 		ms = append(ms,
 			Metric{Name: k + ": throughput", Unit: "deliveries/s"},
+			Metric{Name: k + ": first delivery after the worker continued", Unit: "ms"},
 			Metric{Name: k + ": the floor", Unit: "deliveries/s"},
 			Metric{Name: k + ": throughput ÷ the floor's", Unit: "×", Target: 0.8},
 			Metric{Name: k + ": this machine's ceiling ÷ the floor's", Unit: "×"},
@@ -77,6 +81,7 @@ func brokersMetrics() []Metric {
 	}
 	return append(ms,
 		Metric{Name: "http: throughput", Unit: "deliveries/s"},
+		Metric{Name: "http: first delivery after the worker continued", Unit: "ms"},
 		Metric{Name: "http: Sluice CPU per delivery", Unit: "ms"},
 		Metric{Name: "http: Postgres CPU per delivery", Unit: "ms"},
 		Metric{Name: "http: cores busy", Unit: "of the machine's"},
@@ -142,12 +147,13 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			if err != nil {
 				return s, err
 			}
-			rate, cpu, err := brokersSluice(ctx, env, worker, k, bs.m[k], sink, name, events)
+			rate, waking, cpu, err := brokersSluice(ctx, env, worker, k, bs.m[k], sink, name, events)
 			if err != nil {
 				sink.close()
 				return s, fmt.Errorf("%s: %w", k, err)
 			}
 			s.Values[k+": throughput"] = rate
+			s.Values[k+": first delivery after the worker continued"] = waking.Seconds() * 1000
 			deliveryCPU(s.Values, k, cpu, events)
 			if err := batchTimes(ctx, env, s.Values, k, "bench.brokers."+name); err != nil {
 				sink.close()
@@ -177,17 +183,18 @@ func runBrokers(ctx context.Context, env *Env) (Table, error) {
 			return s, fmt.Errorf("http endpoint: %w", err)
 		}
 		defer func() { s.Note = joinNotes(s.Note, sinks.Close(context.WithoutCancel(ctx), env.API)) }()
-		rate, cpu, err := fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, n int) (time.Time, error) {
+		rate, waking, cpu, err := fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, from, n int) (time.Time, time.Time, error) {
 			arr := sinks.Await(ctx, n)
 			if arr.Unique < n {
-				return time.Time{}, fmt.Errorf("%d of %d delivered", arr.Unique, n)
+				return time.Time{}, time.Time{}, fmt.Errorf("%d of %d delivered", arr.Unique, n)
 			}
-			return arr.Last, nil
+			return arr.First[from].At, arr.Last, nil
 		})
 		if err != nil {
 			return s, fmt.Errorf("http: %w", err)
 		}
 		s.Values["http: throughput"] = rate
+		s.Values["http: first delivery after the worker continued"] = waking.Seconds() * 1000
 		deliveryCPU(s.Values, "http", cpu, events)
 		if err := batchTimes(ctx, env, s.Values, "http", typ); err != nil {
 			return s, fmt.Errorf("http: %w", err)
@@ -213,8 +220,8 @@ func brokersBodies(typ string, events int) [][]byte {
 }
 
 // brokersSluice delivers events to sink's name through an endpoint of
-// kind and returns deliveries/s and Sluice's CPU meanwhile (fromBacklog).
-func brokersSluice(ctx context.Context, env *Env, worker int, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, cpuUse, error) {
+// kind and returns what fromBacklog does.
+func brokersSluice(ctx context.Context, env *Env, worker int, kind string, b *brokertest.Broker, sink *brokerSink, name string, events int) (float64, time.Duration, cpuUse, error) {
 	dest := map[string]any{"type": kind, "url": b.URL}
 	switch kind {
 	case "redis":
@@ -229,37 +236,41 @@ func brokersSluice(ctx context.Context, env *Env, worker int, kind string, b *br
 	}
 	if err := env.API.do(ctx, http.MethodPost, "/v1/endpoints", map[string]any{"destination": dest, "max_in_flight": brokersMaxInFlight},
 		http.StatusCreated, &ep); err != nil {
-		return 0, cpuUse{}, err
+		return 0, 0, cpuUse{}, err
 	}
 	typ := "bench.brokers." + name
 	sub, err := env.API.Subscribe(ctx, ep.ID, typ)
 	if err != nil {
-		return 0, cpuUse{}, err
+		return 0, 0, cpuUse{}, err
 	}
 	defer func() { _ = env.API.DeleteSubscription(context.WithoutCancel(ctx), sub) }()
-	return fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, n int) (time.Time, error) {
-		return sink.await(ctx, n, 3*time.Minute)
+	return fromBacklog(ctx, env, worker, typ, events, func(ctx context.Context, from, n int) (time.Time, time.Time, error) {
+		return sink.await(ctx, from, n, 3*time.Minute)
 	})
 }
 
 // fromBacklog times the delivery of events of type typ from a backlog:
 // it posts brokersWarm events and awaits them (the endpoint's
 // connections open), stops the worker process, posts events more, and
-// continues it once they are stored. await(n) returns when n events in
-// all have arrived. It returns events ÷ (continued → arrived) and
-// Sluice's CPU meanwhile.
+// continues it once they are stored. await(from, n) returns when n events
+// in all have arrived, with when the one after the first from arrived and
+// when the last did. It returns deliveries/s from the first delivery of
+// the backlog to its last, how long the worker took to make that first
+// delivery once continued (its wake-up: the dispatch job fetched and the
+// first claim made, which a worker already running does not wait for),
+// and Sluice's CPU from the worker continued to the last delivery.
 func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events int,
-	await func(ctx context.Context, n int) (time.Time, error),
-) (float64, cpuUse, error) {
+	await func(ctx context.Context, from, n int) (time.Time, time.Time, error),
+) (float64, time.Duration, cpuUse, error) {
 	warm := postAll(ctx, brokersBodies(typ, brokersWarm), 1, env.API.PostBatch)
 	if warm.failed > 0 {
-		return 0, cpuUse{}, fmt.Errorf("posting the warm-up events: %s", warm.note())
+		return 0, 0, cpuUse{}, fmt.Errorf("posting the warm-up events: %s", warm.note())
 	}
-	if _, err := await(ctx, brokersWarm); err != nil {
-		return 0, cpuUse{}, fmt.Errorf("warm-up: %w", err)
+	if _, _, err := await(ctx, 0, brokersWarm); err != nil {
+		return 0, 0, cpuUse{}, fmt.Errorf("warm-up: %w", err)
 	}
 	if err := syscall.Kill(worker, syscall.SIGSTOP); err != nil {
-		return 0, cpuUse{}, fmt.Errorf("stop the worker: %w", err)
+		return 0, 0, cpuUse{}, fmt.Errorf("stop the worker: %w", err)
 	}
 	stopped := true
 	defer func() {
@@ -269,20 +280,20 @@ func fromBacklog(ctx context.Context, env *Env, worker int, typ string, events i
 	}()
 	res := postAll(ctx, brokersBodies(typ, events), 4, env.API.PostBatch)
 	if res.failed > 0 {
-		return 0, cpuUse{}, fmt.Errorf("posting events: %s", res.note())
+		return 0, 0, cpuUse{}, fmt.Errorf("posting events: %s", res.note())
 	}
 	cpu := env.measureCPU()
 	continued := time.Now()
 	if err := syscall.Kill(worker, syscall.SIGCONT); err != nil {
-		return 0, cpuUse{}, fmt.Errorf("continue the worker: %w", err)
+		return 0, 0, cpuUse{}, fmt.Errorf("continue the worker: %w", err)
 	}
 	stopped = false
-	last, err := await(ctx, brokersWarm+events)
+	first, last, err := await(ctx, brokersWarm, brokersWarm+events)
 	use := cpu()
 	if err != nil {
-		return 0, use, err
+		return 0, 0, use, err
 	}
-	return float64(events) / last.Sub(continued).Seconds(), use, nil
+	return float64(events-1) / last.Sub(first).Seconds(), first.Sub(continued), use, nil
 }
 
 // ceiling is the deliveries/s at which every core of the machine would be
@@ -406,19 +417,23 @@ func newBrokerSink(ctx context.Context, kind string, b *brokertest.Broker, name 
 }
 
 // await polls the sink until it holds n messages, for at most limit, and
-// returns when it first saw them all.
-func (s *brokerSink) await(ctx context.Context, n int, limit time.Duration) (time.Time, error) {
+// returns when it first saw more than from, and when it first saw them all.
+func (s *brokerSink) await(ctx context.Context, from, n int, limit time.Duration) (time.Time, time.Time, error) {
 	got := 0
+	var first time.Time
 	for deadline := time.Now().Add(limit); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(5 * time.Millisecond) {
 		var err error
 		if got, err = s.count(ctx); err != nil {
-			return time.Time{}, err
+			return first, time.Time{}, err
+		}
+		if got > from && first.IsZero() {
+			first = time.Now()
 		}
 		if got >= n {
-			return time.Now(), nil
+			return first, time.Now(), nil
 		}
 	}
-	return time.Time{}, fmt.Errorf("%d of %d messages in the broker after %s", got, n, limit)
+	return first, time.Time{}, fmt.Errorf("%d of %d messages in the broker after %s", got, n, limit)
 }
 
 // brokersFloor publishes events messages to name from 100 goroutines,
