@@ -120,14 +120,22 @@ WHERE n.next_attempt_at > now();
 -- reads a large one it left out (EventsByID).
 SELECT payload FROM events WHERE id = @id;
 
--- name: LargePayload :one
--- A large event's payload as stored, for the deliveries that a claim left
--- it out of (ClaimDueDeliveries), and how many of its deliveries are still
--- to be sent (queued, the ones in flight among them): a worker keeps the
--- payload a while for those (internal/dispatch/large.go, sharedPayloads).
-SELECT e.payload,
-       (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
-FROM events e WHERE e.id = @id;
+-- name: LargePayload :many
+-- A large event's payload as stored, in pieces of at most @piece bytes in
+-- order, for the deliveries that a claim left it out of
+-- (ClaimDueDeliveries), with its size and how many of its deliveries are
+-- still to be sent (queued, the ones in flight among them): a worker keeps
+-- the payload a while for those (internal/dispatch/large.go,
+-- sharedPayloads). In pieces, so that the driver reads no message the
+-- payload's size (it would keep a buffer that large for its next reads).
+SELECT octet_length(s.payload)::int AS size, s.sends,
+       substring(s.payload FROM g FOR @piece::int)::bytea AS piece
+FROM (SELECT convert_to(e.payload::text, 'UTF8') AS payload,
+             (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
+      FROM events e WHERE e.id = @id
+      OFFSET 0) s,
+     generate_series(1, octet_length(s.payload), @piece::int) g
+ORDER BY g;
 
 -- name: NextLargeEvents :many
 -- The events of an endpoint's next due deliveries after a position (those a

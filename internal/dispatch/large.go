@@ -6,7 +6,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/sluice-dev/sluice/internal/store"
 	"github.com/sluice-dev/sluice/internal/store/dbq"
@@ -33,37 +33,40 @@ func (w *Worker) largePayload(ctx context.Context, tenantID, eventID uuid.UUID, 
 // readPayload reads a large event's payload, opened, and how many of its
 // sends are still to come.
 func (w *Worker) readPayload(ctx context.Context, tenantID, eventID uuid.UUID) ([]byte, int, error) {
-	row, err := readLarge(ctx, w.db.st.Pool(), eventID)
+	stored, sends, err := readLarge(ctx, w.db.st.Pool(), eventID)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read payload: %w", err)
 	}
-	payload, err := w.payloads.OpenJSON(ctx, tenantID, row.Payload)
+	payload, err := w.payloads.OpenJSON(ctx, tenantID, stored)
 	if err != nil {
 		return nil, 0, fmt.Errorf("open sealed payload: %w", err)
 	}
-	return payload, int(row.Sends), nil
+	return payload, sends, nil
 }
 
-// readLarge reads a large event's payload on a connection of pool. pgx
-// reads a row into a buffer of its size that the connection keeps until
-// it reads its next message, so every idle connection of the pool that
-// last read a payload would hold one: up to 40 connections, 16 MiB each
-// for a 10 MiB payload. The connection reads once more (an empty
-// statement), which lets the buffer go.
-func readLarge(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (dbq.LargePayloadRow, error) {
-	conn, err := pool.Acquire(ctx)
+// largePiece is the most of a large payload one row of LargePayload holds:
+// a row of it fits a buffer of 1 MiB. pgx reads a row into a buffer of its
+// size (rounded up to a power of two: 16 MiB for a payload of 10 MiB) that
+// the connection keeps until its next statement, so a payload read whole
+// would leave a buffer that large on every connection that last read one.
+const largePiece = 1<<20 - 1<<10
+
+// readLarge reads a large event's payload as stored, in pieces of
+// largePiece, into one buffer of its size, and how many of its sends are
+// still to come.
+func readLarge(ctx context.Context, db dbq.DBTX, eventID uuid.UUID) ([]byte, int, error) {
+	rows, err := dbq.New(db).LargePayload(ctx, dbq.LargePayloadParams{ID: eventID, Piece: largePiece})
 	if err != nil {
-		return dbq.LargePayloadRow{}, fmt.Errorf("acquire a connection: %w", err)
+		return nil, 0, err //nolint:wrapcheck // described by readPayload
 	}
-	defer conn.Release()
-	row, err := dbq.New(conn).LargePayload(ctx, eventID)
-	if err != nil {
-		return row, store.NotFound(err)
+	if len(rows) == 0 {
+		return nil, 0, store.NotFound(pgx.ErrNoRows)
 	}
-	// Any answer will do: a connection that gives none is closed by the
-	// pool when it is next used.
-	_, _ = conn.Exec(ctx, ";")
-	return row, nil
+	payload := make([]byte, 0, rows[0].Size)
+	for _, r := range rows {
+		payload = append(payload, r.Piece...)
+	}
+	return payload, int(rows[0].Sends), nil
 }
 
 // A run sending large payloads reads the next batch's while it sends the

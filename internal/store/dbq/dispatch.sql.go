@@ -200,26 +200,53 @@ func (q *Queries) EventPayload(ctx context.Context, id uuid.UUID) ([]byte, error
 	return payload, err
 }
 
-const largePayload = `-- name: LargePayload :one
-SELECT e.payload,
-       (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
-FROM events e WHERE e.id = $1
+const largePayload = `-- name: LargePayload :many
+SELECT octet_length(s.payload)::int AS size, s.sends,
+       substring(s.payload FROM g FOR $1::int)::bytea AS piece
+FROM (SELECT convert_to(e.payload::text, 'UTF8') AS payload,
+             (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
+      FROM events e WHERE e.id = $2
+      OFFSET 0) s,
+     generate_series(1, octet_length(s.payload), $1::int) g
+ORDER BY g
 `
 
-type LargePayloadRow struct {
-	Payload []byte
-	Sends   int32
+type LargePayloadParams struct {
+	Piece int32
+	ID    uuid.UUID
 }
 
-// A large event's payload as stored, for the deliveries that a claim left
-// it out of (ClaimDueDeliveries), and how many of its deliveries are still
-// to be sent (queued, the ones in flight among them): a worker keeps the
-// payload a while for those (internal/dispatch/large.go, sharedPayloads).
-func (q *Queries) LargePayload(ctx context.Context, id uuid.UUID) (LargePayloadRow, error) {
-	row := q.db.QueryRow(ctx, largePayload, id)
-	var i LargePayloadRow
-	err := row.Scan(&i.Payload, &i.Sends)
-	return i, err
+type LargePayloadRow struct {
+	Size  int32
+	Sends int32
+	Piece []byte
+}
+
+// A large event's payload as stored, in pieces of at most @piece bytes in
+// order, for the deliveries that a claim left it out of
+// (ClaimDueDeliveries), with its size and how many of its deliveries are
+// still to be sent (queued, the ones in flight among them): a worker keeps
+// the payload a while for those (internal/dispatch/large.go,
+// sharedPayloads). In pieces, so that the driver reads no message the
+// payload's size (it would keep a buffer that large for its next reads).
+func (q *Queries) LargePayload(ctx context.Context, arg LargePayloadParams) ([]LargePayloadRow, error) {
+	rows, err := q.db.Query(ctx, largePayload, arg.Piece, arg.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LargePayloadRow{}
+	for rows.Next() {
+		var i LargePayloadRow
+		if err := rows.Scan(&i.Size, &i.Sends, &i.Piece); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const lockEndpointForDispatch = `-- name: LockEndpointForDispatch :one
