@@ -1,11 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -167,34 +164,6 @@ func startProfile(ctx context.Context, debugURL string, d time.Duration, path st
 		r := <-done
 		return r.p, r.err
 	}
-}
-
-func fetchCPUProfile(ctx context.Context, debugURL string, d time.Duration, path string) (*profile.Profile, error) {
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", debugURL, int(d.Seconds()))
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, fmt.Errorf("profile request: %w", err)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("get %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", url, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s answered %d: %s", url, resp.StatusCode, bytes.TrimSpace(body))
-	}
-	if err := os.WriteFile(path, body, 0o644); err != nil {
-		return nil, fmt.Errorf("keep the profile: %w", err)
-	}
-	p, err := profile.Parse(bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("parse the profile: %w", err)
-	}
-	return p, nil
 }
 
 // attribute adds each feature's share of Sluice's CPU per delivery to s,

@@ -32,19 +32,9 @@ func TestPlainDispatchStatements(t *testing.T) {
 	ctx := context.Background()
 	f := stmtcount.New(t)
 	recv := receiver.New(t)
-	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: recv.URL(), MaxInFlight: 10}, storetest.Secret)
-	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"order.paid"}, nil)
-	require.NoError(t, err)
+	ep := plainEndpoint(t, f, recv)
 	const deliveries = 100
-	for range deliveries / 20 {
-		evs := make([]fanout.TenantEvent, 20)
-		for i := range evs {
-			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.paid", Payload: []byte(`{"n":1}`)}}
-		}
-		_, _, err := fanout.Insert(ctx, f.Store, evs, f.Jobs)
-		require.NoError(t, err)
-	}
+	postPlain(t, f, deliveries)
 
 	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
 
@@ -97,21 +87,11 @@ func TestPlainDispatchAllocations(t *testing.T) { //nolint:paralleltest // count
 	ctx := context.Background()
 	f := stmtcount.New(t)
 	recv := receiver.New(t)
-	ep, err := f.Store.CreateEndpoint(ctx, f.TenantA.ID, sluice.EndpointSettings{URL: recv.URL(), MaxInFlight: 10}, storetest.Secret)
-	require.NoError(t, err)
-	_, err = f.Store.CreateSubscription(ctx, f.TenantA.ID, ep.ID, []string{"order.paid"}, nil)
-	require.NoError(t, err)
+	ep := plainEndpoint(t, f, recv)
 	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
 
 	allocs := func(deliveries int) uint64 {
-		for range deliveries / 20 {
-			evs := make([]fanout.TenantEvent, 20)
-			for i := range evs {
-				evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.paid", Payload: []byte(`{"n":1}`)}}
-			}
-			_, _, err := fanout.Insert(ctx, f.Store, evs, f.Jobs)
-			require.NoError(t, err)
-		}
+		postPlain(t, f, deliveries)
 		want := recv.Count() + deliveries
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -134,5 +114,29 @@ func TestPlainDispatchAllocations(t *testing.T) { //nolint:paralleltest // count
 // feature's work per delivery (a statement's worth, or a span's) takes
 // more than that room.
 const plainDispatchAllocsPerDelivery = 168.0
+
+// plainEndpoint is an endpoint of tenant A with no feature (max_in_flight
+// 10) on recv, subscribed to order.paid.
+func plainEndpoint(t *testing.T, f stmtcount.Fixture, recv *receiver.Receiver) sluice.Endpoint {
+	t.Helper()
+	ep, err := f.Store.CreateEndpoint(t.Context(), f.TenantA.ID, sluice.EndpointSettings{URL: recv.URL(), MaxInFlight: 10}, storetest.Secret)
+	require.NoError(t, err)
+	_, err = f.Store.CreateSubscription(t.Context(), f.TenantA.ID, ep.ID, []string{"order.paid"}, nil)
+	require.NoError(t, err)
+	return ep
+}
+
+// postPlain posts n order.paid events of tenant A, in groups of 20.
+func postPlain(t *testing.T, f stmtcount.Fixture, n int) {
+	t.Helper()
+	for range n / 20 {
+		evs := make([]fanout.TenantEvent, 20)
+		for i := range evs {
+			evs[i] = fanout.TenantEvent{TenantID: f.TenantA.ID, Event: sluice.NewEvent{Type: "order.paid", Payload: []byte(`{"n":1}`)}}
+		}
+		_, _, err := fanout.Insert(t.Context(), f.Store, evs, f.Jobs)
+		require.NoError(t, err)
+	}
+}
 
 var _ pgx.Tx // River's transaction type, as the client is typed
