@@ -115,5 +115,6 @@ func TestPlainPostAllocations(t *testing.T) { //nolint:paralleltest // AllocsPer
 }
 
 // plainPostAllocsPerEvent is a little above TestPlainPostAllocations's
-// reading: room for a dependency's change, not for a statement's worth.
-const plainPostAllocsPerEvent = 40.0
+// reading (28.1, under the race detector too): room for a dependency's
+// change, not for a statement's worth.
+const plainPostAllocsPerEvent = 34.0
