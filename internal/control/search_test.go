@@ -53,8 +53,8 @@ func seedSearch(t *testing.T, b *testBundle) searchRows {
 			require.NoError(t, err)
 		}
 		r.events, r.deliveries = append(r.events, ev), append(r.deliveries, del)
-		if i == len(types)-1 {
-			require.NoError(t, pool.QueryRow(ctx, insert, b.owner.Tenant, ev, r.mine.ID, types[i], at).Scan(&r.toConsumer))
+		if i == len(types)-1 { // a millisecond later: ids made in one millisecond need not sort as made
+			require.NoError(t, pool.QueryRow(ctx, insert, b.owner.Tenant, ev, r.mine.ID, types[i], at.Add(time.Millisecond)).Scan(&r.toConsumer))
 		}
 	}
 	return r
