@@ -147,6 +147,7 @@ type Worker struct {
 	tokens   *tokens             // the auth option's (oauth.go)
 	payloads *secretbox.Payloads // opens sealed payloads, seals response bodies when sealing
 	large    *sharedPayloads     // the large payloads in flight (large.go)
+	senders  *senders            // the goroutines a batch's sends run on (senders.go)
 	tracer   trace.Tracer        // nil when tracing is off
 	stopping context.Context     // done once Stop is called
 	stop     context.CancelFunc
@@ -166,8 +167,8 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 	w := &Worker{
 		db: db, cfg: cfg, recorder: newRecorder(db.RecordUnlocked, 2), claimer: newClaimer(db.ClaimUnlockedMany, 2),
 		stopping: stopping, stop: stop, tokens: newTokens(st, cfg.Sender, cfg.Clock), payloads: st.Payloads(),
-		large: newSharedPayloads(keepBytes),
-		flow:  flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
+		large: newSharedPayloads(keepBytes), senders: newSenders(),
+		flow: flowPolicy{throttle: cfg.ThrottleSchedule, circuit: cfg.Circuit, disableAfter: max(cfg.DisableAfter, 0)},
 	}
 	if cfg.Tracing.Enabled() {
 		w.tracer = cfg.Tracing.Tracer("github.com/sluice-dev/sluice/internal/dispatch")
@@ -181,11 +182,12 @@ func NewWorker(st *store.Store, cfg Config) (*Worker, error) {
 // shut down, before River stops.
 func (w *Worker) Stop() { w.stop() }
 
-// Close stops the worker's claimer and attempt recorder; call it after
-// River has stopped.
+// Close stops the worker's claimer, attempt recorder and idle send
+// goroutines; call it after River has stopped.
 func (w *Worker) Close() {
 	w.claimer.close()
 	w.recorder.close()
+	w.senders.close()
 }
 
 // JobTimeout is the longest one dispatch run of a resolved configuration

@@ -47,7 +47,7 @@ func (w *Worker) sendBatch(ctx context.Context, target Target, claimed []Claimed
 		var wg sync.WaitGroup
 		for i, c := range claimed {
 			claimed[i].Payload = nil
-			wg.Go(func() { sent[i], cut[i] = w.sendOne(ctx, target, retry, c) })
+			w.senders.run(&wg, func() { sent[i], cut[i] = w.sendOne(ctx, target, retry, c) })
 		}
 		wg.Wait()
 	}
