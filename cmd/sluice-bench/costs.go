@@ -88,13 +88,17 @@ func costPairs(ctx context.Context, env *Env, shape costShape, f costFeature) (T
 	defer receivers.Close()
 	metrics := append(e2eMetrics(used), pairMetrics(f.target)...)
 	t, err := env.Repeat(ctx, metrics, func(ctx context.Context, run int) (Sample, error) {
-		order := []e2eLoad{plain, used}
-		if run%2 == 0 {
-			order = []e2eLoad{used, plain}
-		}
-		var got [2]Sample
-		for i, load := range order {
-			if i > 0 {
+		sides := [2]struct {
+			load     e2eLoad
+			settings []string
+		}{{plain, nil}, {used, f.settings}}
+		var got [2]Sample // plain's, the feature's
+		for k := range sides {
+			i := k
+			if run%2 == 0 { // the feature first
+				i = len(sides) - 1 - k
+			}
+			if k > 0 {
 				if note := env.quiesce(ctx, time.Minute); note != "" {
 					return Sample{}, fmt.Errorf("between plain and %s: %s", f.name, note)
 				}
@@ -104,22 +108,15 @@ func costPairs(ctx context.Context, env *Env, shape costShape, f costFeature) (T
 			// does the plain load beside it: a process's first seconds
 			// (its connections' first statements above all) cost more.
 			if len(f.settings) > 0 {
-				settings := f.settings
-				if load.label == plain.label {
-					settings = nil
-				}
-				if err := env.Relaunch(ctx, settings); err != nil {
+				if err := env.Relaunch(ctx, sides[i].settings); err != nil {
 					return Sample{}, err
 				}
 			}
-			s, err := e2eOnce(ctx, env, load, receivers, run)
+			s, err := e2eOnce(ctx, env, sides[i].load, receivers, run)
 			if err != nil {
 				return s, err
 			}
 			got[i] = s
-		}
-		if run%2 == 0 {
-			got[0], got[1] = got[1], got[0]
 		}
 		return pairSample(got[0], got[1]), nil
 	})
