@@ -133,7 +133,10 @@ ORDER BY d.created_at DESC, d.id DESC
 LIMIT @max_rows;
 
 -- name: DeliveriesForEvent :many
+-- Its first deliveries and its replays, each through its own index
+-- (00053_deliveries_of_an_event.sql).
 SELECT * FROM deliveries WHERE tenant_id = @tenant_id AND event_id = @event_id
+  AND (replayed_from IS NULL OR replayed_from IS NOT NULL)
   AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from(@tenant_id)), (SELECT sluice_dead_from(@tenant_id)))
 ORDER BY id;
 
@@ -219,7 +222,8 @@ WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivere
   AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+      WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
+        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id::uuid)
@@ -246,7 +250,8 @@ SELECT count(*) FROM (
       AND (sqlc.narg(until)::timestamptz IS NULL OR d.created_at < sqlc.narg(until)::timestamptz)
       AND NOT EXISTS (
           SELECT 1 FROM deliveries o
-          WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+          WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
+        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
             AND (o.id > d.id OR o.status IN ('pending', 'failed'))
       )
       AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = @endpoint_id)

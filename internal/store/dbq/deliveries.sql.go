@@ -116,7 +116,8 @@ SELECT count(*) FROM (
       AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
       AND NOT EXISTS (
           SELECT 1 FROM deliveries o
-          WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+          WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
+        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
             AND (o.id > d.id OR o.status IN ('pending', 'failed'))
       )
       AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
@@ -164,6 +165,7 @@ func (q *Queries) DeleteReplayRequest(ctx context.Context, id uuid.UUID) error {
 
 const deliveriesForEvent = `-- name: DeliveriesForEvent :many
 SELECT id, tenant_id, event_id, endpoint_id, event_type, coalesce_key, status, attempt_count, failure_count, next_attempt_at, replayed_from, created_at, updated_at, ordering_key, fifo_position, fifo_sequence, poll_position FROM deliveries WHERE tenant_id = $1 AND event_id = $2
+  AND (replayed_from IS NULL OR replayed_from IS NOT NULL)
   AND sluice_kept_delivery(status, id, updated_at, (SELECT sluice_delivered_from($1)), (SELECT sluice_dead_from($1)))
 ORDER BY id
 `
@@ -173,6 +175,8 @@ type DeliveriesForEventParams struct {
 	EventID  uuid.UUID
 }
 
+// Its first deliveries and its replays, each through its own index
+// (00053_deliveries_of_an_event.sql).
 func (q *Queries) DeliveriesForEvent(ctx context.Context, arg DeliveriesForEventParams) ([]Delivery, error) {
 	rows, err := q.db.Query(ctx, deliveriesForEvent, arg.TenantID, arg.EventID)
 	if err != nil {
@@ -930,7 +934,8 @@ WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivere
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+      WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
+        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
   AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $3::uuid)

@@ -204,7 +204,9 @@ const largePayload = `-- name: LargePayload :many
 SELECT octet_length(s.payload)::int AS size, s.sends,
        substring(s.payload FROM g FOR $1::int)::bytea AS piece
 FROM (SELECT convert_to(e.payload::text, 'UTF8') AS payload,
-             (SELECT count(*) FROM deliveries d WHERE d.event_id = e.id AND d.status IN ('pending', 'failed'))::int AS sends
+             (SELECT count(*) FROM deliveries d
+              WHERE d.event_id = e.id AND (d.replayed_from IS NULL OR d.replayed_from IS NOT NULL)
+                AND d.status IN ('pending', 'failed'))::int AS sends
       FROM events e WHERE e.id = $2
       OFFSET 0) s,
      generate_series(1, octet_length(s.payload), $1::int) g
