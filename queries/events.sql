@@ -139,8 +139,11 @@ FROM (
 -- filter added meanwhile is seen by both or neither. It locks those
 -- endpoints FOR KEY SHARE, as
 -- SubscriptionsForEvents does. Each (event, endpoint) gets one delivery,
--- named by sluice_delivery_id. A group that would make more than
--- max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
+-- named by sluice_delivery_id, inserted with no ON CONFLICT: its event
+-- is new, or the statement fails on events_pkey first (a try stored
+-- before: ingest.storedBefore), and an arbiter's check and speculative
+-- insertion would cost every delivery a lock and a WAL record. A group
+-- that would make more than max_deliveries fails with SQLSTATE SL001 (sluice_within_inline_limit)
 -- and stores nothing. It returns each delivery made, with its endpoint and
 -- when it came due: with the event, all a dispatch run claims of it, so
 -- ingest can hand it to a run lingering in this process (dispatch.Nudger.Hand).
@@ -187,5 +190,4 @@ SELECT sluice_delivery_id(p.event_id, p.endpoint_id), p.tenant_id, p.event_id, p
        p.ordering_key, CASE WHEN p.ordering_key IS NOT NULL THEN p.event_id END
 FROM pair p, within w
 WHERE w.ok
-ON CONFLICT (event_id, endpoint_id) WHERE replayed_from IS NULL DO NOTHING
 RETURNING id, event_id, endpoint_id, next_attempt_at;
