@@ -136,6 +136,13 @@ func TestReplayDelivery(t *testing.T) {
 	require.Len(t, log, 1)
 	require.Equal(t, string(control.DeliveryReplayed), log[0].Action)
 	require.Equal(t, dead.ID.String(), *log[0].ObjectID, "the entry names the delivery replayed")
+	_, fanned, err := b.ctl.Event(ctx, b.owner, dead.EventID)
+	require.NoError(t, err)
+	ids := make([]uuid.UUID, len(fanned))
+	for i, d := range fanned {
+		ids[i] = d.ID
+	}
+	require.ElementsMatch(t, []uuid.UUID{dead.ID, again.ID}, ids, "the event lists its first delivery and its replay")
 
 	_, err = b.ctl.ReplayDelivery(ctx, b.owner, dead.ID)
 	require.ErrorIs(t, err, sluice.ErrConflict, "its event has a delivery queued")
