@@ -61,8 +61,8 @@ WITH gone AS (
         WHERE x.tenant_id = @tenant_id AND x.id < @before
           AND x.created_at < to_timestamp(sluice_uuid_ms(@before) / 1000.0) + interval '1 hour'
           AND x.id < (SELECT sluice_delivered_from(@tenant_id))
-          AND NOT EXISTS (SELECT 1 FROM deliveries d
-                          WHERE d.event_id = x.id AND (d.replayed_from IS NULL OR d.replayed_from IS NOT NULL))
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = x.id AND d.replayed_from IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = x.id AND d.replayed_from IS NOT NULL)
         LIMIT @max_rows
     ) g
     WHERE e.id = g.id

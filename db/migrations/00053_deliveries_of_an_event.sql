@@ -2,9 +2,13 @@
 -- The deliveries of an event are found through two partial indexes instead
 -- of one index of every delivery: its first deliveries through
 -- deliveries_event_endpoint_idx (replayed_from IS NULL), its replays
--- through deliveries_replay_event_idx. A read of all of them says
--- "d.event_id = … AND (d.replayed_from IS NULL OR d.replayed_from IS NOT
--- NULL)", which Postgres answers with both indexes (a BitmapOr).
+-- through deliveries_replay_event_idx. A read of all of them by a value
+-- (a parameter, or the outer row's in a subquery Postgres runs per row)
+-- says "d.event_id = … AND (d.replayed_from IS NULL OR d.replayed_from IS
+-- NOT NULL)", which Postgres answers with both indexes (a BitmapOr). An
+-- EXISTS or NOT EXISTS that Postgres turns into a join is written as two,
+-- one per index: it builds a BitmapOr from a row's own conditions, never
+-- from a join's, and would read every delivery instead.
 --
 -- So a delivery that is never replayed is kept in one index fewer: one
 -- entry fewer when it is made, and one fewer each time its status is
@@ -21,7 +25,12 @@ CREATE INDEX deliveries_replay_event_idx ON deliveries (event_id, endpoint_id) W
 CREATE OR REPLACE FUNCTION sluice_kept_event(tenant uuid, event_id uuid) RETURNS boolean
     LANGUAGE sql STABLE PARALLEL SAFE
     RETURN EXISTS (SELECT 1 FROM deliveries d
-                   WHERE d.event_id = sluice_kept_event.event_id AND (d.replayed_from IS NULL OR d.replayed_from IS NOT NULL)
+                   WHERE d.event_id = sluice_kept_event.event_id AND d.replayed_from IS NULL
+                     AND d.tenant_id = tenant
+                     AND d.status <> 'delivered'
+                     AND (d.status <> 'dead' OR d.updated_at >= sluice_dead_from(tenant)))
+        OR EXISTS (SELECT 1 FROM deliveries d
+                   WHERE d.event_id = sluice_kept_event.event_id AND d.replayed_from IS NOT NULL
                      AND d.tenant_id = tenant
                      AND d.status <> 'delivered'
                      AND (d.status <> 'dead' OR d.updated_at >= sluice_dead_from(tenant)));
@@ -50,8 +59,8 @@ BEGIN
     DELETE FROM delivery_attempts_kept WHERE delivery_id = ANY (ids);
     DELETE FROM events_kept e
     WHERE e.id = ANY (events)
-      AND NOT EXISTS (SELECT 1 FROM deliveries_kept d
-                      WHERE d.event_id = e.id AND (d.replayed_from IS NULL OR d.replayed_from IS NOT NULL));
+      AND NOT EXISTS (SELECT 1 FROM deliveries_kept d WHERE d.event_id = e.id AND d.replayed_from IS NULL)
+      AND NOT EXISTS (SELECT 1 FROM deliveries_kept d WHERE d.event_id = e.id AND d.replayed_from IS NOT NULL);
     RETURN cardinality(ids);
 END
 $$;

@@ -231,4 +231,14 @@ func TestTenantExpiryReadsOnlyItsTenant(t *testing.T) {
 		require.LessOrEqual(t, read, 20, "%s: only the tenant's 20 old rows read, none of the other's 5,000", table)
 		require.Regexp(t, `Index Cond: \(\(tenant_id = \$1\) AND \(created_at < .*\) AND \(id < \$2\)`, plan, "%s: the tenant and the bound are the index condition", table)
 	}
+	// An old event goes once it has no delivery: each event's deliveries
+	// are looked up through the two partial indexes on its event_id, first
+	// deliveries' and replays' (00053_deliveries_of_an_event.sql).
+	plan := plans["events"]
+	require.NotContains(t, plan, "Seq Scan on deliveries", plan)
+	lookups := regexp.MustCompile(`(?:Scan using|Bitmap Index Scan on) (deliveries_\w+)`).FindAllStringSubmatch(plan, -1)
+	require.NotEmpty(t, lookups, plan)
+	for _, m := range lookups {
+		require.Regexp(t, `_event_id_endpoint_id_idx1?$`, m[1], "an event's deliveries read by its event_id: %s", plan)
+	}
 }

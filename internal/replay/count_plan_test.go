@@ -53,18 +53,20 @@ func TestCountReplayablePlan(t *testing.T) {
 	}
 	storetest.DeadBacklog(t, f.Store, f.TenantA.ID, ep, countPlanRows)
 
-	rows, err := f.Store.Pool().Query(ctx, `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-		WHERE i.inhparent = 'deliveries_endpoint_dead_idx'::regclass`)
-	require.NoError(t, err)
-	var names []string
-	for rows.Next() {
-		var n string
-		require.NoError(t, rows.Scan(&n))
-		names = append(names, regexp.QuoteMeta(n))
+	deadIdx := partitionIndexes(t, f, "deliveries_endpoint_dead_idx")
+	eventIdx := partitionIndexes(t, f, "deliveries_event_endpoint_idx", "deliveries_replay_event_idx")
+	// requireEventProbes checks that plan reads the other deliveries of an
+	// event (alias o) through the event's two partial indexes only.
+	requireEventProbes := func(plan, when string) {
+		probes := regexp.MustCompile(`(?:Index Scan|Index Only Scan|Bitmap Index Scan|Seq Scan) (?:using (\S+) )?on (\S+) o(?:_\d+)? [^\n]*\(actual time=\S+ rows=(\d+) loops=\d+\)`).FindAllStringSubmatch(plan, -1)
+		require.NotEmpty(t, probes, "%s looks up the events' other deliveries: %s", when, plan)
+		for _, p := range probes {
+			if p[1] == "" && p[3] == "0" {
+				continue // an empty partition (deliveries_kept), read whole
+			}
+			require.Regexp(t, `^`+eventIdx+`$`, p[1], "%s reads an event's deliveries through its two indexes only: %s", when, p[0])
+		}
 	}
-	require.NoError(t, rows.Err())
-	require.NotEmpty(t, names, "each partition has its copy of deliveries_endpoint_dead_idx")
-	deadIdx := `(?:` + strings.Join(names, `|`) + `)`
 
 	// The settings CountReplayable runs with.
 	var limitSets []string
@@ -95,6 +97,7 @@ func TestCountReplayablePlan(t *testing.T) {
 		require.LessOrEqual(t, read, countPlanMost, "%s reads at most @most dead entries", when)
 		require.NotContains(t, plan, "Bitmap Heap Scan on deliveries", when)
 		require.NotRegexp(t, `Seq Scan on deliveries\S* d(?:_\d+)? [^\n]*\(actual time=\S+ rows=[1-9]`, plan, when)
+		requireEventProbes(plan, when)
 	}
 
 	// Staging them (StageReplay, run without settings) reads the
@@ -115,6 +118,25 @@ func TestCountReplayablePlan(t *testing.T) {
 	}
 	require.Equal(t, countPlanRows, read, "staging reads each of the endpoint's dead entries once")
 	require.NotRegexp(t, `Seq Scan on deliveries\S* d(?:_\d+)? [^\n]*\(actual time=\S+ rows=[1-9]`, plan)
+	requireEventProbes(plan, "staging")
+}
+
+// partitionIndexes is a pattern matching the partitions' copies of the
+// indexes of deliveries named.
+func partitionIndexes(t *testing.T, f storetest.Fixture, names ...string) string {
+	t.Helper()
+	rows, err := f.Store.Pool().Query(t.Context(), `SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+		WHERE i.inhparent = ANY($1::regclass[])`, names)
+	require.NoError(t, err)
+	var copies []string
+	for rows.Next() {
+		var n string
+		require.NoError(t, rows.Scan(&n))
+		copies = append(copies, regexp.QuoteMeta(n))
+	}
+	require.NoError(t, rows.Err())
+	require.NotEmpty(t, copies, "each partition has its copy of %v", names)
+	return `(?:` + strings.Join(copies, `|`) + `)`
 }
 
 // TestCountReplayableCapped: the count is exact up to sluice.ReplayCountCap

@@ -116,8 +116,14 @@ SELECT count(*) FROM (
       AND ($5::timestamptz IS NULL OR d.created_at < $5::timestamptz)
       AND NOT EXISTS (
           SELECT 1 FROM deliveries o
-          WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
-        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+          WHERE o.event_id = d.event_id AND o.replayed_from IS NULL
+            AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+            AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+      )
+      AND NOT EXISTS (
+          SELECT 1 FROM deliveries o
+          WHERE o.event_id = d.event_id AND o.replayed_from IS NOT NULL
+            AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
             AND (o.id > d.id OR o.status IN ('pending', 'failed'))
       )
       AND d.id NOT IN (SELECT unnest(r.delivery_ids) FROM replay_requests r WHERE r.endpoint_id = $2)
@@ -934,7 +940,13 @@ WHERE sluice_kept_delivery(d.status, d.id, d.updated_at, (SELECT sluice_delivere
   AND ($6::timestamptz IS NULL OR d.created_at < $6::timestamptz)
   AND NOT EXISTS (
       SELECT 1 FROM deliveries o
-      WHERE o.event_id = d.event_id AND (o.replayed_from IS NULL OR o.replayed_from IS NOT NULL)
+      WHERE o.event_id = d.event_id AND o.replayed_from IS NULL
+        AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
+        AND (o.id > d.id OR o.status IN ('pending', 'failed'))
+  )
+  AND NOT EXISTS (
+      SELECT 1 FROM deliveries o
+      WHERE o.event_id = d.event_id AND o.replayed_from IS NOT NULL
         AND o.endpoint_id IS NOT DISTINCT FROM d.endpoint_id
         AND (o.id > d.id OR o.status IN ('pending', 'failed'))
   )
@@ -965,11 +977,14 @@ type StageReplayParams struct {
 // status, its status a literal, so dead ones come from
 // deliveries_endpoint_dead_idx alone, whatever the plan.
 //
-// The other deliveries of an event are looked up by event_id alone: "IS
-// NOT DISTINCT FROM" (the same as = here, both are NOT NULL) keeps the
-// planner from also scanning the endpoint's whole index for each row, the
-// plan it chooses without statistics, which is quadratic in the number of
-// deliveries.
+// The other deliveries of an event are looked up by event_id alone, its
+// first deliveries and its replays each through its own partial index
+// (00053_deliveries_of_an_event.sql), so in two NOT EXISTS: Postgres
+// reads two partial indexes together (a BitmapOr) for a row's own
+// conditions, never for a join's. "IS NOT DISTINCT FROM" (the same as =
+// here, both are NOT NULL) keeps the planner from also scanning the
+// endpoint's whole index for each row, the plan it chooses without
+// statistics, which is quadratic in the number of deliveries.
 func (q *Queries) StageReplay(ctx context.Context, arg StageReplayParams) (int32, error) {
 	row := q.db.QueryRow(ctx, stageReplay,
 		arg.ID,

@@ -62,8 +62,8 @@ WITH gone AS (
         WHERE x.tenant_id = $1 AND x.id < $2
           AND x.created_at < to_timestamp(sluice_uuid_ms($2) / 1000.0) + interval '1 hour'
           AND x.id < (SELECT sluice_delivered_from($1))
-          AND NOT EXISTS (SELECT 1 FROM deliveries d
-                          WHERE d.event_id = x.id AND (d.replayed_from IS NULL OR d.replayed_from IS NOT NULL))
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = x.id AND d.replayed_from IS NULL)
+          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_id = x.id AND d.replayed_from IS NOT NULL)
         LIMIT $3
     ) g
     WHERE e.id = g.id
