@@ -19,6 +19,11 @@
 -- for each one recorded, until an ANALYZE of the partition replanned it.
 -- The primary key (id, event_id) is now the only index that serves that
 -- lookup.
+--
+-- The previous release works on this schema (its queries are the same
+-- but for these conditions), but its reads of an event's deliveries by
+-- event_id alone have no index while it still runs during an upgrade:
+-- they read the week's partition until its processes are replaced.
 DROP INDEX deliveries_event_id_idx;
 CREATE INDEX deliveries_replay_event_idx ON deliveries (event_id, endpoint_id) WHERE replayed_from IS NOT NULL;
 
