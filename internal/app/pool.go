@@ -84,8 +84,11 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 	pcfg.PingTimeout = cfg.DBTimeout
 	// A server that became a standby, or was fenced read-only, tells its
 	// connected clients (in_hot_standby, default_transaction_read_only);
-	// such connections are dropped rather than reused, and new ones go to
-	// the host that is primary now (target_session_attrs=read-write).
+	// such connections are dropped when next acquired rather than reused,
+	// and new ones go to the host that is primary now
+	// (target_session_attrs=read-write). The check is made on acquiring
+	// only: pgxpool runs an AfterRelease hook on a goroutine of its own for
+	// every release, a thread woken per statement at a trickle.
 	prepare := pcfg.PrepareConn
 	pcfg.PrepareConn = func(ctx context.Context, c *pgx.Conn) (bool, error) {
 		if !writable(c) {
@@ -95,13 +98,6 @@ func configurePool(pcfg *pgxpool.Config, cfg config.Config, stranded strandedFun
 			return prepare(ctx, c)
 		}
 		return true, nil
-	}
-	release := pcfg.AfterRelease
-	pcfg.AfterRelease = func(c *pgx.Conn) bool {
-		if !writable(c) {
-			return false
-		}
-		return release == nil || release(c)
 	}
 	// Requests bounded by dbwait learn whether a commit was sent for them.
 	if cc.Tracer == nil {

@@ -15,8 +15,8 @@ import (
 
 // TestPoolDropsReadOnlyConnections: a connection whose server says it no
 // longer takes writes (here one session set read-only, as a server fenced
-// or demoted says to every session) is dropped when released, and the next
-// acquire gets a new, writable one.
+// or demoted says to every session) is dropped before it is used again,
+// and the next acquire gets a new, writable one.
 func TestPoolDropsReadOnlyConnections(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
