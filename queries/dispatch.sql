@@ -7,6 +7,15 @@ LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
 WHERE e.id = @id
 FOR NO KEY UPDATE OF e;
 
+-- name: ReadEndpointForDispatch :one
+-- What LockEndpointForDispatch reads, without the lock and outside any
+-- transaction: a run's reading again of an endpoint that needs nothing
+-- decided under its lock (dispatch.knownTarget).
+SELECT sqlc.embed(e), t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.id = @id;
+
 -- name: SaveFlow :exec
 UPDATE endpoints SET
     bucket_tokens = @bucket_tokens,

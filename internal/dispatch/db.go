@@ -116,12 +116,28 @@ type Outcome struct {
 	ResponseBody string // "" when none
 }
 
+// ReadTarget reads what a run needs to send to the endpoint, as
+// StepTx.LockEndpoint does but without its lock and outside any
+// transaction: for a run whose last reading said the endpoint needs
+// nothing decided under its lock, to read it again (knownTarget.stale).
+// A deleted endpoint is sluice.ErrNotFound.
+func (d *DB) ReadTarget(ctx context.Context, endpointID uuid.UUID) (Target, error) {
+	row, err := d.groupClaim.ReadEndpointForDispatch(ctx, endpointID)
+	if err != nil {
+		return Target{}, fmt.Errorf("read endpoint for dispatch: %w", store.NotFound(err))
+	}
+	// The step's typed statements on the pool: target reads no more than
+	// an auth option's token besides.
+	t := StepTx{st: d.st, tx: store.Tx{Q: d.groupClaim}}
+	return t.target(ctx, dbq.LockEndpointForDispatchRow(row))
+}
+
 // ClaimUnlocked claims up to n of an endpoint's due deliveries without
-// touching the endpoint row: for a run that knows (from a locked claim
-// less than a second ago) that the endpoint has no rate limit, no throttle
-// and a healthy circuit, so there is nothing to decide or save. It is one
-// read, outside any transaction (ClaimDueDeliveries says why nothing is
-// locked).
+// touching the endpoint row: for a run that knows (from a reading of the
+// endpoint less than a second ago) that the endpoint has no rate limit, no
+// throttle and a healthy circuit, so there is nothing to decide or save.
+// It is one read, outside any transaction (ClaimDueDeliveries says why
+// nothing is locked).
 func (d *DB) ClaimUnlocked(ctx context.Context, endpointID uuid.UUID, n int) ([]Claimed, error) {
 	claimed, err := d.ClaimUnlockedMany(ctx, []ClaimRequest{{EndpointID: endpointID, N: n}})
 	if err != nil {

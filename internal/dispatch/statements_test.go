@@ -58,11 +58,40 @@ func TestPlainDispatchStatements(t *testing.T) {
 }
 
 // plainDispatchStatements is what TestPlainDispatchStatements's run takes
-// (35), with room for one reading of the endpoint under its lock (BEGIN,
-// the lock, COMMIT) that a run slower than refreshTarget makes on a loaded
-// machine, and the claim read early (earlyClaim) that the run then drops.
-// A statement added per delivery adds a hundred.
+// (35), with room for three readings of the endpoint (one statement each,
+// TestStaleEndpointReadWithoutLock) that a run slower than refreshTarget
+// makes on a loaded machine, and the claim read early (earlyClaim) that
+// the run then drops. A statement added per delivery adds a hundred.
 const plainDispatchStatements = 35 + 3 + 1
+
+// TestStaleEndpointReadWithoutLock: a run to a plain endpoint that lasts
+// past refreshTarget (ten batches of 10 to a receiver answering in 150
+// ms) reads the endpoint again with one plain statement, not under its
+// lock in a transaction of a locked claim: the endpoint is locked once,
+// by the run's first claim.
+func TestStaleEndpointReadWithoutLock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := stmtcount.New(t)
+	recv := receiver.New(t)
+	recv.Answer(receiver.Behavior{Delay: 150 * time.Millisecond})
+	ep := plainEndpoint(t, f, recv)
+	const deliveries = 100
+	postPlain(t, f, deliveries)
+
+	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
+
+	f.Counter.Start()
+	require.NoError(t, nudger.Nudge(ctx, []uuid.UUID{ep.ID}))
+	require.True(t, recv.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) >= deliveries }))
+	require.Eventually(t, func() bool { return dispatchDone(t, f, ep.ID) }, 30*time.Second, 20*time.Millisecond,
+		"the run finishes")
+	counts := f.Counter.Stop()
+	t.Logf("%d deliveries:\n%s", deliveries, counts)
+	require.Equal(t, deliveries, recv.Count(), "each sent once")
+	require.Equal(t, 1, counts["LockEndpointForDispatch"], "the endpoint is locked by the first claim alone")
+	require.Positive(t, counts["ReadEndpointForDispatch"], "the run read the endpoint again")
+}
 
 // dispatchDone reports whether the endpoint has no delivery queued and no
 // dispatch job live.

@@ -27,11 +27,25 @@ type knownTarget struct {
 const refreshTarget = time.Second
 
 // unlocked reports whether nothing about the endpoint needs deciding under its
-// row lock: no rate limit, no throttle, a closed circuit without failures,
-// not FIFO (whose claims give sequence numbers: ClaimFIFO).
+// row lock, as read less than refreshTarget ago (plain).
 func (k knownTarget) unlocked(now time.Time) bool {
+	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && k.plain()
+}
+
+// stale reports whether the endpoint needed nothing decided under its lock
+// when last read, refreshTarget ago or more: a plain read of it
+// (DB.ReadTarget) tells whether it still does, without the lock and the
+// transaction of a locked claim.
+func (k knownTarget) stale(now time.Time) bool {
+	return !k.at.IsZero() && now.Sub(k.at) >= refreshTarget && k.plain()
+}
+
+// plain reports whether the endpoint needs nothing decided under its row
+// lock: no rate limit, no throttle, a closed circuit without failures, not
+// FIFO (whose claims give sequence numbers: ClaimFIFO).
+func (k knownTarget) plain() bool {
 	t := k.target
-	return !k.at.IsZero() && now.Sub(k.at) < refreshTarget && !t.Disabled && !t.FIFO && t.RateLimit == nil &&
+	return !t.Disabled && !t.FIFO && t.RateLimit == nil &&
 		t.Flow.Throttle.Count == 0 && t.Flow.Breaker.Failures == 0 &&
 		(t.Flow.Breaker.State == sluice.CircuitClosed || t.Flow.Breaker.State == "")
 }
@@ -40,8 +54,8 @@ func (k knownTarget) unlocked(now time.Time) bool {
 // registration), when it may send them without asking the database, or
 // else what it claims. It may when it knows the endpoint needs nothing
 // decided under its lock (knownTarget.unlocked, which also means its last
-// locked read is under refreshTarget old, so a retry that came due
-// meanwhile waits at most that long) and they fit in one batch. The run
+// reading of the endpoint is under refreshTarget old, so a retry that came
+// due meanwhile waits at most that long) and they fit in one batch. The run
 // passes handed only when it lingered on a queue with nothing else due:
 // every delivery made since came with a wake.
 //
@@ -64,11 +78,19 @@ func (w *Worker) next(ctx context.Context, endpointID uuid.UUID, after Position,
 }
 
 // claim claims the endpoint's due deliveries after the position at now: on
-// the unlocked path with a single read, otherwise with claimLocked, which
-// decides under the endpoint's lock. The plan says why nothing was claimed;
-// when the claim ran and nothing was due, the claim says when something
-// will be.
+// the unlocked path with a single read (after reading the endpoint again,
+// when what the run knows of it is stale), otherwise with claimLocked,
+// which decides under the endpoint's lock. The plan says why nothing was
+// claimed; when the claim ran and nothing was due, the claim says when
+// something will be.
 func (w *Worker) claim(ctx context.Context, endpointID uuid.UUID, after Position, now time.Time, known *knownTarget) (Target, claimPlan, Claim, error) {
+	if known.stale(now) {
+		target, err := w.db.ReadTarget(ctx, endpointID)
+		if err != nil {
+			return known.target, claimPlan{}, Claim{}, err
+		}
+		*known = knownTarget{target: target, at: now}
+	}
 	if known.unlocked(now) {
 		n := known.target.MaxInFlight
 		claimed, err := w.claimer.claimUnlocked(ctx, ClaimRequest{EndpointID: endpointID, N: n, After: after})

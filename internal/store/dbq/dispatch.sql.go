@@ -455,6 +455,82 @@ func (q *Queries) QueuedDeliveries(ctx context.Context, endpointID uuid.UUID) (i
 	return count, err
 }
 
+const readEndpointForDispatch = `-- name: ReadEndpointForDispatch :one
+SELECT e.id, e.tenant_id, e.url, e.description, e.rate_limit_per_second, e.rate_limit_per_minute, e.rate_limit_burst, e.max_in_flight, e.headers, e.disabled, e.secret_enc, e.previous_secret_enc, e.previous_secret_expires_at, e.created_at, e.updated_at, e.bucket_tokens, e.bucket_at, e.circuit_state, e.consecutive_failures, e.circuit_opened_at, e.circuit_next_probe_at, e.circuit_probe_ms, e.last_error, e.parked_job_id, e.consumer, e.retry_due_at, e.disabled_reason, e.rate_limit_adaptive, e.rate_limit_min, e.adaptive_rate, e.adaptive_rate_at, e.adaptive_halved_at, e.backlog_alert_queued, e.backlog_alert_oldest_seconds, e.backlog_alerted_at, e.ordering, e.delivery, e.options, e.sign_key_enc, e.sign_public_key, e.sign_key_version, e.previous_sign_key_enc, e.previous_sign_public_key, e.tls_key_enc, e.tls_expiry_noticed, e.verified_at, e.verification_error, e.destination_url_enc, t.throttled_until, t.reason AS throttle_reason, t.consecutive_429s
+FROM endpoints e
+LEFT JOIN destination_throttle t ON t.endpoint_id = e.id
+WHERE e.id = $1
+`
+
+type ReadEndpointForDispatchRow struct {
+	Endpoint        Endpoint
+	ThrottledUntil  *time.Time
+	ThrottleReason  *string
+	Consecutive429s *int32
+}
+
+// What LockEndpointForDispatch reads, without the lock and outside any
+// transaction: a run's reading again of an endpoint that needs nothing
+// decided under its lock (dispatch.knownTarget).
+func (q *Queries) ReadEndpointForDispatch(ctx context.Context, id uuid.UUID) (ReadEndpointForDispatchRow, error) {
+	row := q.db.QueryRow(ctx, readEndpointForDispatch, id)
+	var i ReadEndpointForDispatchRow
+	err := row.Scan(
+		&i.Endpoint.ID,
+		&i.Endpoint.TenantID,
+		&i.Endpoint.Url,
+		&i.Endpoint.Description,
+		&i.Endpoint.RateLimitPerSecond,
+		&i.Endpoint.RateLimitPerMinute,
+		&i.Endpoint.RateLimitBurst,
+		&i.Endpoint.MaxInFlight,
+		&i.Endpoint.Headers,
+		&i.Endpoint.Disabled,
+		&i.Endpoint.SecretEnc,
+		&i.Endpoint.PreviousSecretEnc,
+		&i.Endpoint.PreviousSecretExpiresAt,
+		&i.Endpoint.CreatedAt,
+		&i.Endpoint.UpdatedAt,
+		&i.Endpoint.BucketTokens,
+		&i.Endpoint.BucketAt,
+		&i.Endpoint.CircuitState,
+		&i.Endpoint.ConsecutiveFailures,
+		&i.Endpoint.CircuitOpenedAt,
+		&i.Endpoint.CircuitNextProbeAt,
+		&i.Endpoint.CircuitProbeMs,
+		&i.Endpoint.LastError,
+		&i.Endpoint.ParkedJobID,
+		&i.Endpoint.Consumer,
+		&i.Endpoint.RetryDueAt,
+		&i.Endpoint.DisabledReason,
+		&i.Endpoint.RateLimitAdaptive,
+		&i.Endpoint.RateLimitMin,
+		&i.Endpoint.AdaptiveRate,
+		&i.Endpoint.AdaptiveRateAt,
+		&i.Endpoint.AdaptiveHalvedAt,
+		&i.Endpoint.BacklogAlertQueued,
+		&i.Endpoint.BacklogAlertOldestSeconds,
+		&i.Endpoint.BacklogAlertedAt,
+		&i.Endpoint.Ordering,
+		&i.Endpoint.Delivery,
+		&i.Endpoint.Options,
+		&i.Endpoint.SignKeyEnc,
+		&i.Endpoint.SignPublicKey,
+		&i.Endpoint.SignKeyVersion,
+		&i.Endpoint.PreviousSignKeyEnc,
+		&i.Endpoint.PreviousSignPublicKey,
+		&i.Endpoint.TlsKeyEnc,
+		&i.Endpoint.TlsExpiryNoticed,
+		&i.Endpoint.VerifiedAt,
+		&i.Endpoint.VerificationError,
+		&i.Endpoint.DestinationUrlEnc,
+		&i.ThrottledUntil,
+		&i.ThrottleReason,
+		&i.Consecutive429s,
+	)
+	return i, err
+}
+
 const recordOutcomes = `-- name: RecordOutcomes :exec
 WITH outcome AS (
     SELECT unnest($1::uuid[]) AS id, unnest($2::uuid[]) AS event_id,
