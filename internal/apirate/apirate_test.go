@@ -182,6 +182,34 @@ func TestLimitsTenantRate(t *testing.T) {
 	require.Equal(t, 200, take(own, 1).Limit, "a new rate reaches the bucket within a second")
 }
 
+// TestLimitsTenantRateNoted: a rate read along with an API key
+// (NoteTenantRate) is the bucket's for a second, without a read of its
+// own; then the bucket reads it again.
+func TestLimitsTenantRateNoted(t *testing.T) {
+	t.Parallel()
+	c := &clock{t: time.Unix(1_000_000, 0)}
+	own := uuid.New()
+	src := &rates{rate: map[uuid.UUID]string{own: "1/s"}}
+	l := apirate.New(apirate.Config{Tenant: apirate.MustParse("10/s"), Rates: src, Now: c.now})
+	limit := func() int {
+		res, err := l.TakeTenant(t.Context(), own, 1)
+		require.NoError(t, err)
+		return res.Limit
+	}
+	rate := "5/s"
+	l.NoteTenantRate(own, &rate)
+	c.advance(900 * time.Millisecond)
+	require.Equal(t, 10, limit(), "the noted rate")
+	require.Zero(t, src.reads, "not read again")
+
+	c.advance(100 * time.Millisecond)
+	require.Equal(t, 2, limit(), "a second after it was noted, read again")
+	require.Equal(t, 1, src.reads)
+	l.NoteTenantRate(own, nil)
+	require.Equal(t, 20, limit(), "noted: no rate of its own, the default")
+	require.Equal(t, 1, src.reads)
+}
+
 func TestLimitsSessionsAndAuth(t *testing.T) {
 	t.Parallel()
 	c := &clock{t: time.Unix(1_000_000, 0)}

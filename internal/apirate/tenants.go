@@ -72,20 +72,37 @@ func (c *rateCache) get(ctx context.Context, id uuid.UUID, def Rate) Rate {
 		// On a failed lookup the last known rate stands; the request
 		// itself will meet the database's trouble soon enough.
 		if text, err := c.source.TenantAPIRate(ctx, id); err == nil {
-			e.rate = Rate{}
-			if text != nil {
-				e.rate, _ = Parse(*text) // the column's check admits only what Parse reads
-			}
+			e.rate = parseStored(text)
 		}
-		c.mu.Lock()
-		if len(c.entries) >= maxCachedRates {
-			clear(c.entries)
-		}
-		c.entries[id] = e
-		c.mu.Unlock()
+		c.put(id, e)
 	}
 	if e.rate.IsZero() {
 		return def
 	}
 	return e.rate
+}
+
+// note keeps a tenant's own rate (nil: none), read elsewhere just now.
+func (c *rateCache) note(id uuid.UUID, text *string) {
+	if c.source != nil {
+		c.put(id, cachedRate{rate: parseStored(text), checked: c.now()})
+	}
+}
+
+func (c *rateCache) put(id uuid.UUID, e cachedRate) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) >= maxCachedRates {
+		clear(c.entries)
+	}
+	c.entries[id] = e
+}
+
+// parseStored reads tenants.api_rate; zero for none.
+func parseStored(text *string) Rate {
+	if text == nil {
+		return Rate{}
+	}
+	r, _ := Parse(*text) // the column's check admits only what Parse reads
+	return r
 }

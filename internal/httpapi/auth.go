@@ -110,6 +110,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		a.limits.rate.Verified(key)
+		a.limits.rate.NoteTenantRate(cred.Tenant.ID, cred.APIRate)
 		a.keys.put(key, cred, looked)
 		next.ServeHTTP(w, r.WithContext(withCredential(r.Context(), cred)))
 	})

@@ -44,6 +44,9 @@ type Credential struct {
 	APIKeyID   uuid.UUID
 	APIKeyName string
 	ExpiresAt  *time.Time
+	// APIRate is the tenant's own API rate limit as stored ("100/s"), read
+	// with the key; nil when the tenant has the server's.
+	APIRate *string
 }
 
 // MaxAPIKeyNameLength bounds an API key's name, in characters.

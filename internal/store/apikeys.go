@@ -76,6 +76,7 @@ func (s *Store) AuthenticateAPIKey(ctx context.Context, keyHash []byte) (sluice.
 		APIKeyID:   row.ApiKeyID,
 		APIKeyName: row.ApiKeyName,
 		ExpiresAt:  row.KeyExpiresAt,
+		APIRate:    row.Tenant.ApiRate,
 	}, nil
 }
 
