@@ -29,24 +29,10 @@ import (
 // feature that adds a statement per delivery, or per batch, fails here.
 func TestPlainDispatchStatements(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	f := stmtcount.New(t)
-	recv := receiver.New(t)
-	ep := plainEndpoint(t, f, recv)
 	const deliveries = 100
-	postPlain(t, f, deliveries)
-
-	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
-
-	f.Counter.Start()
-	require.NoError(t, nudger.Nudge(ctx, []uuid.UUID{ep.ID}))
-	require.True(t, recv.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) >= deliveries }))
-	require.Eventually(t, func() bool { return dispatchDone(t, f, ep.ID) }, 30*time.Second, 20*time.Millisecond,
-		"the run finishes")
-	counts := f.Counter.Stop()
+	counts := countPlainRun(t, receiver.New(t), deliveries)
 	t.Logf("%d deliveries, %d statements (%.2f a delivery):\n%s", deliveries, counts.Total(),
 		float64(counts.Total())/deliveries, counts)
-	require.Equal(t, deliveries, recv.Count(), "each sent once")
 	// 5 for the nudge (the live-job lookup, the job's insert in its own
 	// transaction: BEGIN with its setting, the insert, the notification,
 	// COMMIT), 5 for the locked first claim (BEGIN, the endpoint's lock, its
@@ -71,26 +57,32 @@ const plainDispatchStatements = 35 + 3 + 1
 // by the run's first claim.
 func TestStaleEndpointReadWithoutLock(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	f := stmtcount.New(t)
 	recv := receiver.New(t)
 	recv.Answer(receiver.Behavior{Delay: 150 * time.Millisecond})
-	ep := plainEndpoint(t, f, recv)
-	const deliveries = 100
-	postPlain(t, f, deliveries)
+	counts := countPlainRun(t, recv, 100)
+	t.Logf("100 deliveries:\n%s", counts)
+	require.Equal(t, 1, counts["LockEndpointForDispatch"], "the endpoint is locked by the first claim alone")
+	require.Positive(t, counts["ReadEndpointForDispatch"], "the run read the endpoint again")
+}
 
+// countPlainRun posts n events to a plain endpoint on recv and counts the
+// statements of the run that sends them, from its nudge to its end (River's
+// own on its pool aside), each of them sent once.
+func countPlainRun(t *testing.T, recv *receiver.Receiver, n int) stmtcount.Counts {
+	t.Helper()
+	f := stmtcount.New(t)
+	ep := plainEndpoint(t, f, recv)
+	postPlain(t, f, n)
 	nudger := startWorker(t, f.Store, f.RiverPool, 2, 10*time.Second)
 
 	f.Counter.Start()
-	require.NoError(t, nudger.Nudge(ctx, []uuid.UUID{ep.ID}))
-	require.True(t, recv.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) >= deliveries }))
+	require.NoError(t, nudger.Nudge(t.Context(), []uuid.UUID{ep.ID}))
+	require.True(t, recv.Await(30*time.Second, func(reqs []receiver.Request) bool { return len(reqs) >= n }))
 	require.Eventually(t, func() bool { return dispatchDone(t, f, ep.ID) }, 30*time.Second, 20*time.Millisecond,
 		"the run finishes")
 	counts := f.Counter.Stop()
-	t.Logf("%d deliveries:\n%s", deliveries, counts)
-	require.Equal(t, deliveries, recv.Count(), "each sent once")
-	require.Equal(t, 1, counts["LockEndpointForDispatch"], "the endpoint is locked by the first claim alone")
-	require.Positive(t, counts["ReadEndpointForDispatch"], "the run read the endpoint again")
+	require.Equal(t, n, recv.Count(), "each sent once")
+	return counts
 }
 
 // dispatchDone reports whether the endpoint has no delivery queued and no
