@@ -126,10 +126,7 @@ func (d *DB) ReadTarget(ctx context.Context, endpointID uuid.UUID) (Target, erro
 	if err != nil {
 		return Target{}, fmt.Errorf("read endpoint for dispatch: %w", store.NotFound(err))
 	}
-	// The step's typed statements on the pool: target reads no more than
-	// an auth option's token besides.
-	t := StepTx{st: d.st, tx: store.Tx{Q: d.groupClaim}}
-	return t.target(ctx, dbq.LockEndpointForDispatchRow(row))
+	return endpointReader{st: d.st, q: d.groupClaim}.target(ctx, dbq.LockEndpointForDispatchRow(row))
 }
 
 // ClaimUnlocked claims up to n of an endpoint's due deliveries without

@@ -62,10 +62,10 @@ func (a *authTarget) set(tok string, gen int64, refreshAt time.Time) {
 }
 
 // readAuth reads the shared token of endpoint id, whose auth option is
-// o, in the step's transaction.
-func (t *StepTx) readAuth(ctx context.Context, id uuid.UUID, o sluice.AuthOption) (*authTarget, error) {
+// o.
+func (er endpointReader) readAuth(ctx context.Context, id uuid.UUID, o sluice.AuthOption) (*authTarget, error) {
 	a := &authTarget{endpoint: id, opt: o}
-	row, err := t.tx.Q.EndpointToken(ctx, id)
+	row, err := er.q.EndpointToken(ctx, id)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return a, nil // an attempt says what is missing
@@ -74,7 +74,7 @@ func (t *StepTx) readAuth(ctx context.Context, id uuid.UUID, o sluice.AuthOption
 	case row.TokenEnc == nil || row.RefreshAt == nil:
 		return a, nil
 	}
-	tok, err := t.st.OpenSecret(row.TokenEnc)
+	tok, err := er.st.OpenSecret(row.TokenEnc)
 	if err != nil {
 		return nil, fmt.Errorf("open endpoint token: %w", err)
 	}

@@ -98,11 +98,23 @@ func (t *StepTx) LockEndpoint(ctx context.Context, endpointID uuid.UUID) (Target
 	if err != nil {
 		return Target{}, fmt.Errorf("lock endpoint for dispatch: %w", store.NotFound(err))
 	}
-	return t.target(ctx, row)
+	return t.reader().target(ctx, row)
 }
 
-// target reads a locked endpoint row, opening its signing secrets.
-func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow) (Target, error) {
+// endpointReader turns an endpoint row into a Target: it opens the row's
+// sealed secrets and reads an auth option's token, with q. That is the
+// step's transaction for a locked read (StepTx.LockEndpoint), the pool for
+// a plain one (DB.ReadTarget).
+type endpointReader struct {
+	st *store.Store
+	q  *dbq.Queries
+}
+
+// reader is the step's endpointReader, in its transaction.
+func (t *StepTx) reader() endpointReader { return endpointReader{st: t.st, q: t.tx.Q} }
+
+// target reads an endpoint row, opening its signing secrets.
+func (er endpointReader) target(ctx context.Context, row dbq.LockEndpointForDispatchRow) (Target, error) {
 	r := row.Endpoint
 	tg := Target{
 		ID:          r.ID,
@@ -117,7 +129,7 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 		FIFO:     r.Ordering == sluice.OrderingFIFO,
 		Flow:     flowFromRow(row),
 	}
-	headers, err := t.st.Payloads().OpenJSON(ctx, r.TenantID, r.Headers)
+	headers, err := er.st.Payloads().OpenJSON(ctx, r.TenantID, r.Headers)
 	if err != nil {
 		return tg, fmt.Errorf("open endpoint headers: %w", err)
 	}
@@ -133,10 +145,10 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 		tg.Unverified = o.Challenged() && r.VerifiedAt == nil
 		tg.Disabled = tg.Disabled || tg.Unverified
 		if o.TLS != nil && r.TlsKeyEnc != nil {
-			tg.TLS = t.clientTLS(r, o.TLS)
+			tg.TLS = er.clientTLS(r, o.TLS)
 		}
 		if o.Destination != nil {
-			full, err := t.st.OpenSecret(r.DestinationUrlEnc)
+			full, err := er.st.OpenSecret(r.DestinationUrlEnc)
 			if err != nil {
 				return tg, fmt.Errorf("open endpoint destination url: %w", err)
 			}
@@ -145,7 +157,7 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 			tg.Destination = &d
 		}
 		if o.Auth != nil {
-			a, err := t.readAuth(ctx, r.ID, *o.Auth)
+			a, err := er.readAuth(ctx, r.ID, *o.Auth)
 			if err != nil {
 				return tg, err
 			}
@@ -154,7 +166,7 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 	}
 	inGrace := r.PreviousSecretExpiresAt != nil && time.Now().Before(*r.PreviousSecretExpiresAt)
 	if o.SignsV1a() {
-		if err := t.openSigningKeys(&tg, r, inGrace); err != nil {
+		if err := er.openSigningKeys(&tg, r, inGrace); err != nil {
 			return tg, err
 		}
 	}
@@ -166,7 +178,7 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 		secrets = append(secrets, r.PreviousSecretEnc)
 	}
 	for _, sealed := range secrets {
-		secret, err := t.st.OpenSecret(sealed)
+		secret, err := er.st.OpenSecret(sealed)
 		if err != nil {
 			return tg, fmt.Errorf("open endpoint secret: %w", err)
 		}
@@ -181,7 +193,7 @@ func (t *StepTx) target(ctx context.Context, row dbq.LockEndpointForDispatchRow)
 
 // openSigningKeys opens the v1a key pairs of endpoint row r into tg: the
 // current one, and the previous one while inGrace.
-func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error {
+func (er endpointReader) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error {
 	sealed := [][]byte{r.SignKeyEnc}
 	if r.PreviousSignKeyEnc != nil && inGrace {
 		sealed = append(sealed, r.PreviousSignKeyEnc)
@@ -190,7 +202,7 @@ func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error
 		if s == nil {
 			return errors.New("endpoint signs v1a but has no key pair")
 		}
-		key, err := t.openSigningKey(s)
+		key, err := er.openSigningKey(s)
 		if err != nil {
 			return fmt.Errorf("open endpoint signing key: %w", err)
 		}
@@ -202,8 +214,8 @@ func (t *StepTx) openSigningKeys(tg *Target, r dbq.Endpoint, inGrace bool) error
 // clientTLS is endpoint r's tls option as the sender uses it: its client,
 // built once per version of the endpoint (its updated_at, which every
 // change of the option moves), opens the sealed key only then.
-func (t *StepTx) clientTLS(r dbq.Endpoint, o *sluice.TLSOption) *send.ClientTLS {
-	st, sealed := t.st, r.TlsKeyEnc
+func (er endpointReader) clientTLS(r dbq.Endpoint, o *sluice.TLSOption) *send.ClientTLS {
+	st, sealed := er.st, r.TlsKeyEnc
 	return &send.ClientTLS{
 		Endpoint: r.ID, Version: r.UpdatedAt, Certificate: o.ClientCertificate, CACertificates: o.CACertificates,
 		Key: func() ([]byte, error) { return st.OpenSecret(sealed) },
@@ -341,8 +353,8 @@ func (t *StepTx) SetRetryDue(ctx context.Context, endpointID uuid.UUID, at *time
 }
 
 // openSigningKey opens a key pair the store sealed (its seed).
-func (t *StepTx) openSigningKey(sealed []byte) (ed25519.PrivateKey, error) {
-	seed, err := t.st.OpenSecret(sealed)
+func (er endpointReader) openSigningKey(sealed []byte) (ed25519.PrivateKey, error) {
+	seed, err := er.st.OpenSecret(sealed)
 	if err != nil {
 		return nil, fmt.Errorf("open signing key: %w", err)
 	}
