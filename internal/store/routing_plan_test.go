@@ -69,7 +69,8 @@ func pastOtherSubscriptions(t *testing.T) storetest.Fixture {
 // inserted, when the statement makes any).
 func requireOnlyMatchingSubscriptions(t *testing.T, plan string, deliveries int) {
 	t.Helper()
-	require.Contains(t, plan, "subscriptions_event_types_idx", "the patterns' index finds the subscriptions")
+	require.Contains(t, plan, "subscription_patterns_pkey", "the patterns' table finds the subscriptions")
+	require.Regexp(t, `Index Cond: \(\(tenant_id = \S+\) AND \(pattern = \S+\)\)`, plan, "by tenant and pattern together")
 	require.NotRegexp(t, `Rows Removed by Filter: \d{3,}`, plan, "no other subscription is read and dropped")
 	if deliveries > 0 {
 		require.Regexp(t, fmt.Sprintf(`Insert on deliveries .*actual time=[0-9.]+ rows=%d `, deliveries), plan)

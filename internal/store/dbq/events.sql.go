@@ -216,15 +216,16 @@ WITH filtering AS (
               CASE WHEN tenant_id = ANY(ARRAY(SELECT f.tenant_id FROM filtering f)) THEN payload::jsonb END AS doc,
               ordering_key
 ), candidate AS (
-    SELECT p.event_id, array_agg(p.pattern) AS patterns
-    FROM (SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern) p
-    GROUP BY p.event_id
+    SELECT unnest($9::uuid[]) AS event_id, unnest($10::text[]) AS pattern
 ), target AS (
     SELECT ev.id AS event_id, ev.tenant_id, ev.type, e.id AS endpoint_id,
            CASE WHEN e.ordering = 'fifo' THEN coalesce(ev.ordering_key, '') END AS ordering_key
     FROM ev
     JOIN candidate c ON c.event_id = ev.id
-    JOIN subscriptions s ON s.tenant_id = ev.tenant_id AND s.event_types && c.patterns
+    CROSS JOIN LATERAL (SELECT sp.subscription_id FROM subscription_patterns sp
+                        WHERE sp.tenant_id = ev.tenant_id AND sp.pattern = c.pattern
+                        OFFSET 0) sp -- a probe per pattern, never the tenant's every row
+    JOIN subscriptions s ON s.id = sp.subscription_id
     JOIN endpoints e ON e.id = s.endpoint_id
     WHERE NOT e.disabled AND (ev.broadcast OR e.consumer IS NULL)
       AND (s.filter_path IS NULL OR CASE WHEN jsonb_typeof(ev.doc) = 'string' THEN sluice_sealed_payload()
@@ -270,7 +271,8 @@ type InsertRoutedEventsRow struct {
 // InsertDeliveries do in a transaction of their own, in one round trip.
 // Each event reaches the subscriptions holding one of the patterns that
 // could match its type (pattern_events and patterns pair each event with
-// them, sluice.CandidatePatterns) whose endpoint is enabled and the
+// them, sluice.CandidatePatterns; found by key in subscription_patterns)
+// whose endpoint is enabled and the
 // tenant's own, or any, for a broadcast. (Events addressed to a consumer
 // go through the transaction, whose routing finds a consumer's endpoints
 // by their index; here each would be read past every other consumer's
@@ -497,7 +499,10 @@ const subscriptionsForEvents = `-- name: SubscriptionsForEvents :many
 SELECT s.id, s.endpoint_id, s.event_types, e.consumer, (s.filter_path IS NOT NULL)::boolean AS filtered
 FROM subscriptions s
 JOIN endpoints e ON e.id = s.endpoint_id
-WHERE s.tenant_id = $1 AND s.event_types && $2::text[]
+WHERE s.id IN (SELECT sp.subscription_id FROM unnest($1::text[]) AS p(pattern)
+               CROSS JOIN LATERAL (SELECT sp.subscription_id FROM subscription_patterns sp
+                                   WHERE sp.tenant_id = $2 AND sp.pattern = p.pattern
+                                   OFFSET 0) sp) -- a probe per pattern, never the tenant's every row
   AND NOT e.disabled
   AND ($3::boolean
        OR ($4::boolean AND e.consumer IS NULL)
@@ -506,8 +511,8 @@ FOR KEY SHARE OF e
 `
 
 type SubscriptionsForEventsParams struct {
-	TenantID  uuid.UUID
 	Patterns  []string
+	TenantID  uuid.UUID
 	Broadcast bool
 	Own       bool
 	Consumers []string
@@ -526,8 +531,8 @@ type SubscriptionsForEventsRow struct {
 // them is broadcast, else the tenant's own endpoints (when one of them has
 // no consumer) and those of the consumers they name; and of those, only
 // subscriptions holding one of the patterns that could match the group's
-// types (sluice.CandidatePatterns), found through the GIN index on
-// event_types. It locks the endpoints it returns FOR KEY SHARE, as the
+// types (sluice.CandidatePatterns), found by key in
+// subscription_patterns. It locks the endpoints it returns FOR KEY SHARE, as the
 // deliveries' foreign key will: an endpoint deleted meanwhile is left out,
 // and none it returns can be deleted before the deliveries commit (which
 // would fail their insert, and with it every event of the group).
@@ -535,8 +540,8 @@ type SubscriptionsForEventsRow struct {
 // is MatchFilters's to say.
 func (q *Queries) SubscriptionsForEvents(ctx context.Context, arg SubscriptionsForEventsParams) ([]SubscriptionsForEventsRow, error) {
 	rows, err := q.db.Query(ctx, subscriptionsForEvents,
-		arg.TenantID,
 		arg.Patterns,
+		arg.TenantID,
 		arg.Broadcast,
 		arg.Own,
 		arg.Consumers,

@@ -314,6 +314,12 @@ type Subscription struct {
 	FilterPath *string
 }
 
+type SubscriptionPattern struct {
+	TenantID       uuid.UUID
+	Pattern        string
+	SubscriptionID uuid.UUID
+}
+
 type Sweep struct {
 	Name    string
 	SweptAt time.Time
