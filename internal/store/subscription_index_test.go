@@ -11,9 +11,11 @@ import (
 )
 
 // TestNewSubscriptionsWaitInNoPendingList: subscriptions just created are
-// in the patterns' index itself, not in a pending list of GIN's that every
-// post's routing would read whole until a vacuum merged it
-// (00020_subscription_patterns_no_pending_list.sql).
+// in the GIN index of patterns itself, not in a pending list that every
+// search of it would read whole until a vacuum merged it
+// (00020_subscription_patterns_no_pending_list.sql). Routing searches
+// subscription_patterns now; the previous release still searches the GIN
+// index while an upgrade replaces its processes.
 func TestNewSubscriptionsWaitInNoPendingList(t *testing.T) {
 	t.Parallel()
 	f := storetest.New(t)
