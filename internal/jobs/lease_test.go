@@ -125,8 +125,11 @@ func TestLeaseLostWithItsConnection(t *testing.T) {
 	require.NoError(t, err)
 	defer admin.Close(ctx)
 	// pg_locks spans the cluster: only this test's database, or the
-	// sessions of tests running beside it that hold key 7 go too.
-	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_locks
+	// sessions of tests running beside it that hold key 7 go too. The
+	// timeout makes the call wait until the backend has exited: its
+	// client hears of it before the backend releases its advisory locks,
+	// and without the wait the successor below could find key 7 held.
+	_, err = admin.Exec(ctx, `SELECT pg_terminate_backend(pid, 10000) FROM pg_locks
 		WHERE locktype = 'advisory' AND objid = 7
 		  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`)
 	require.NoError(t, err)
