@@ -8,6 +8,11 @@
 // than per request. A loop never waits for more requests to arrive, so at
 // low load a group is one request and batching adds no latency.
 //
+// With Config.Inline, a request that finds no group being committed is
+// committed by its caller, in the caller's goroutine: at low load that
+// saves handing it to a loop and the answer back, two goroutine wake-ups
+// that can cost a machine more than the statement itself.
+//
 // Sharing a commit means sharing its failure. When a group's commit fails
 // with an error that Config.Isolate says may be one request's fault (a row
 // the database rejects), the group is split in halves and each half is
@@ -62,6 +67,14 @@ type Config struct {
 	// doubling up to RetryPauseMax), until they commit, their callers
 	// leave, or the Batcher stops. Nil never retries.
 	Retry func(error) bool
+	// Inline lets a caller that finds no group being committed commit its
+	// request itself, as a group of one, under its own context: the
+	// commit is cut short when that context ends, its outcome then
+	// unknown (ErrOutcomeUnknown). Stop does not wait for inline
+	// commits; their callers do. While one is under way, other requests
+	// go to the loops as without Inline, so under load groups form as
+	// before.
+	Inline bool
 }
 
 // Pauses between tries at a commit that Config.Retry accepts.
@@ -110,6 +123,9 @@ type Batcher[Req, Res any] struct {
 	// running is the Done channel of the current (or last) run's context:
 	// closed once the Batcher is told to stop. Nil before the first Start.
 	running atomic.Pointer[<-chan struct{}]
+	// slots holds a token for each group being committed, by a loop or
+	// inline: at most Config.Committers.
+	slots chan struct{}
 }
 
 // call is one submitted request waiting for its answer.
@@ -133,7 +149,7 @@ func New[Req, Res any](cfg Config, commit CommitFunc[Req, Res]) *Batcher[Req, Re
 	if err != nil {
 		panic(err)
 	}
-	b := &Batcher[Req, Res]{cfg: cfg, commit: commit, calls: make(chan call[Req, Res])}
+	b := &Batcher[Req, Res]{cfg: cfg, commit: commit, calls: make(chan call[Req, Res]), slots: make(chan struct{}, cfg.Committers)}
 	_ = b.Start(context.Background()) // never fails
 	return b
 }
@@ -168,7 +184,9 @@ func (b *Batcher[Req, Res]) Close() { b.Stop() }
 // Submit returns ctx's error. A commit is never cut short by its callers'
 // contexts ending, but a caller need not wait for it: if ctx ends once
 // req is taken, Submit returns an error wrapping ErrOutcomeUnknown (and
-// ctx's cause), and the commit decides without it.
+// ctx's cause), and the commit decides without it. A request committed
+// inline (Config.Inline) is the exception: its commit is its own, and ends
+// with ctx.
 func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	var zero Res
 	running := b.running.Load()
@@ -176,6 +194,9 @@ func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 		return zero, ErrClosed
 	}
 	c := call[Req, Res]{ctx: ctx, req: req, answer: make(chan answer[Res], 1)}
+	if b.cfg.Inline && len(b.slots) == 0 && b.tryTakeSlot() {
+		return b.inline(c, *running)
+	}
 	select {
 	case b.calls <- c:
 	case <-*running:
@@ -196,14 +217,40 @@ func (b *Batcher[Req, Res]) Submit(ctx context.Context, req Req) (Res, error) {
 	}
 }
 
+// tryTakeSlot takes a commit slot if one is free.
+func (b *Batcher[Req, Res]) tryTakeSlot() bool {
+	select {
+	case b.slots <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// inline commits c in its caller's goroutine (Config.Inline), in a slot
+// already taken. A failed commit whose caller has left meanwhile answers
+// as a loop's would: its outcome is unknown.
+func (b *Batcher[Req, Res]) inline(c call[Req, Res], stop <-chan struct{}) (Res, error) {
+	defer func() { <-b.slots }()
+	b.settle(c.ctx, stop, []call[Req, Res]{c})
+	a := <-c.answer
+	if a.err != nil && c.ctx.Err() != nil {
+		var zero Res
+		return zero, fmt.Errorf("%w: %w", ErrOutcomeUnknown, context.Cause(c.ctx))
+	}
+	return a.res, a.err
+}
+
 // loop commits groups until ctx (the run's) ends.
 func (b *Batcher[Req, Res]) loop(ctx context.Context) {
 	for {
 		select {
 		case first := <-b.calls:
+			b.slots <- struct{}{} // an inline commit may hold the last one
 			group := live(b.gather(first))
 			// One client leaving must not cut short the others' commit.
 			b.settle(context.WithoutCancel(first.ctx), ctx.Done(), group)
+			<-b.slots
 		case <-ctx.Done():
 			return
 		}
@@ -238,17 +285,18 @@ func live[Req, Res any](group []call[Req, Res]) []call[Req, Res] {
 	return out
 }
 
-// settle commits group and answers its calls. If the commit fails with an
-// error Config.Retry accepts, it commits again the calls still waiting,
-// until stop is closed; with an isolable error, it settles each half of
-// the group on its own instead, so that the request at fault fails alone.
+// settle commits group with ctx and answers its calls. If the commit
+// fails with an error Config.Retry accepts, it commits again the calls
+// still waiting, until stop is closed or ctx ends; with an isolable error,
+// it settles each half of the group on its own instead, so that the
+// request at fault fails alone.
 func (b *Batcher[Req, Res]) settle(ctx context.Context, stop <-chan struct{}, group []call[Req, Res]) {
 	if len(group) == 0 {
 		return
 	}
 	res, err := b.commitGroup(ctx, group)
 	for pause := RetryPauseFirst; err != nil && b.cfg.Retry(err); pause = min(2*pause, RetryPauseMax) {
-		if !wait(stop, pause) {
+		if !wait(ctx, stop, pause) {
 			break
 		}
 		if group = live(group); len(group) == 0 {
@@ -271,12 +319,14 @@ func (b *Batcher[Req, Res]) settle(ctx context.Context, stop <-chan struct{}, gr
 	}
 }
 
-// wait pauses for d; false if stop is closed first.
-func wait(stop <-chan struct{}, d time.Duration) bool {
+// wait pauses for d; false if stop is closed or ctx ends first.
+func wait(ctx context.Context, stop <-chan struct{}, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-stop:
+		return false
+	case <-ctx.Done():
 		return false
 	case <-t.C:
 		return true

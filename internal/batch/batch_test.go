@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -276,6 +277,116 @@ func TestCommitOutlivesCallerContext(t *testing.T) {
 	require.NoError(t, <-committed, "the commit went on without its caller")
 }
 
+// With Inline, a request that finds no commit under way is committed in
+// its caller's goroutine under the caller's context: a caller that leaves
+// cuts its own commit short and is told its outcome is unknown.
+func TestInlineCommitEndsWithItsCaller(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	started := make(chan struct{})
+	b := New(Config{Committers: 1, Inline: true}, func(cctx context.Context, reqs []int) ([]int, error) {
+		close(started)
+		select {
+		case <-cctx.Done(): // only the caller's context can end this commit
+			return nil, cctx.Err()
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the commit outlived its caller")
+		}
+	})
+	defer b.Close()
+	go func() { <-started; cancel() }()
+	_, err := b.Submit(ctx, 7)
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// While an inline commit is under way, other requests go to the loops, as
+// without Inline, within the slots it leaves (Committers).
+func TestInlineLeavesTheRestToTheLoops(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	first, release := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var groups [][]int
+	var inline []bool // per commit: under a caller's (cancellable) context
+	b := New(Config{Committers: 2, Inline: true}, func(cctx context.Context, reqs []int) ([]int, error) {
+		if reqs[0] == 0 {
+			close(first)
+			<-release
+		}
+		mu.Lock()
+		groups = append(groups, reqs)
+		inline = append(inline, cctx.Done() != nil)
+		mu.Unlock()
+		return db.commit(cctx, reqs)
+	})
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		res, err := b.Submit(ctx, 0)
+		require.NoError(t, err)
+		require.Zero(t, res)
+	})
+	<-first
+	const n = 40
+	for i := 1; i <= n; i++ {
+		wg.Go(func() {
+			res, err := b.Submit(ctx, i)
+			require.NoError(t, err)
+			require.Equal(t, i*10, res)
+		})
+	}
+	require.Eventually(t, func() bool { // committed while the first is held
+		db.mu.Lock()
+		defer db.mu.Unlock()
+		return len(db.committed) == n
+	}, 10*time.Second, time.Millisecond)
+	close(release)
+	wg.Wait()
+
+	mu.Lock()
+	defer mu.Unlock()
+	last := len(groups) - 1
+	require.Equal(t, []int{0}, groups[last], "the first request was committed alone")
+	require.True(t, inline[last], "under its caller's context")
+	require.NotContains(t, inline[:last], true, "the others by the loop")
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	require.Len(t, db.committed, n+1)
+	for req, times := range db.committed {
+		require.Equal(t, 1, times, "request %d committed once", req)
+	}
+	t.Logf("%d requests, %d commits", n+1, len(groups))
+}
+
+// An inline commit that Config.Retry accepts is tried again until its
+// caller leaves, which then hears that the outcome is unknown.
+func TestInlineRetryEndsWithItsCaller(t *testing.T) {
+	t.Parallel()
+	db := newFakeDB()
+	db.down = errDown
+	b := New(Config{Retry: func(err error) bool { return errors.Is(err, errDown) }, Inline: true}, db.commit)
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for {
+			db.mu.Lock()
+			tried := db.calls
+			db.mu.Unlock()
+			if tried >= 2 {
+				cancel()
+				return
+			}
+			runtime.Gosched()
+		}
+	}()
+	_, err := b.Submit(ctx, 1)
+	require.ErrorIs(t, err, ErrOutcomeUnknown)
+	require.ErrorIs(t, err, context.Canceled)
+}
+
 func TestCloseDrains(t *testing.T) {
 	t.Parallel()
 	db := newFakeDB()
@@ -335,8 +446,17 @@ func TestCloseDrains(t *testing.T) {
 
 func TestConcurrentSubmits(t *testing.T) {
 	t.Parallel()
+	for _, inline := range []bool{false, true} {
+		t.Run(fmt.Sprintf("inline=%t", inline), func(t *testing.T) {
+			t.Parallel()
+			testConcurrentSubmits(t, Config{Committers: 3, MaxBatch: 32, Isolate: isRejected, Inline: inline})
+		})
+	}
+}
+
+func testConcurrentSubmits(t *testing.T, cfg Config) {
 	db := newFakeDB()
-	b := New(Config{Committers: 3, MaxBatch: 32, Isolate: isRejected}, db.commit)
+	b := New(cfg, db.commit)
 	defer b.Close()
 
 	const n = 3000

@@ -31,7 +31,7 @@ const maxRecordRuns = 100
 // newRecorder returns a recorder storing with save, through committers
 // concurrent statements.
 func newRecorder(save saveFunc, committers int) *recorder {
-	cfg := batch.Config{Committers: committers, MaxBatch: maxRecordRuns, Isolate: sluice.RowRejected}
+	cfg := batch.Config{Committers: committers, MaxBatch: maxRecordRuns, Isolate: sluice.RowRejected, Inline: true}
 	return &recorder{save: save, batch: batch.New(cfg, recordRuns(save))}
 }
 

@@ -154,7 +154,7 @@ func (i *Ingester) Start(ctx context.Context) error {
 	}
 	b := batch.New(batch.Config{
 		Committers: i.cfg.Committers, MaxBatch: i.cfg.MaxBatch,
-		Isolate: sluice.RowRejected, Retry: retryable,
+		Isolate: sluice.RowRejected, Retry: retryable, Inline: true,
 	}, i.commitGroup)
 	i.batcher.Store(b)
 	go func() {
