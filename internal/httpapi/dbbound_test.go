@@ -34,8 +34,9 @@ import (
 // table lock, and requests made while every byte to the database is held,
 // are answered 503 with Retry-After within the bound (and some slack), saying
 // whether their outcome is unknown; /readyz answers 503 while the database
-// is held. When the lock goes, the event whose outcome was unknown turns
-// out stored, and the one that was not carried out is not; when the bytes
+// is held. When the lock goes, the event whose outcome was unknown in a
+// group commit turns out stored, and the one that was not carried out is
+// not; when the bytes
 // flow again, or the held connections are reset, posts are accepted again.
 func TestDatabaseWaitsAreBounded(t *testing.T) {
 	t.Parallel()
@@ -136,8 +137,31 @@ func TestDatabaseWaitsAreBounded(t *testing.T) {
 	const notDone, unknown = "was not carried out", "may or may not have taken effect"
 	requireBounded(do("POST", "/v1/events", keyA, event("keyed"), map[string]string{"Idempotency-Key": "k-1"}), notDone,
 		"an event with an Idempotency-Key, waiting to insert")
+	// A post that finds no commit under way commits on its own, and its
+	// statement is abandoned at the bound; one that arrives while that one
+	// waits is committed by a group-commit loop, whose commit goes on
+	// after its caller has left.
+	routedWaits := func() bool { // on the pool: pg_stat_activity is read once a transaction
+		var n int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%InsertRoutedEvents%'`).Scan(&n)
+		return err == nil && n > 0
+	}
+	alone := make(chan answer, 1)
+	go func() { alone <- do("POST", "/v1/events", keyA, event("alone"), nil) }()
+	var early *answer
+	require.Eventually(t, func() bool {
+		select {
+		case a := <-alone:
+			early = &a
+			return true
+		default:
+		}
+		return routedWaits()
+	}, 10*time.Second, 10*time.Millisecond, "the first post waits on the lock")
+	require.Nil(t, early, "the first post was answered before it waited on the lock")
 	requireBounded(do("POST", "/v1/events", keyA, event("grouped"), nil), unknown,
 		"an event in the group commit, whose commit is under way")
+	requireBounded(<-alone, unknown, "an event committed on its own, whose commit was sent")
 	// A small batch is stored by one statement outside a transaction: sent,
 	// it is its own commit, and the answer cannot tell whether it got to
 	// run.
