@@ -487,6 +487,12 @@ func (n *Nudger) DispatchLive(ctx context.Context, tx pgx.Tx, endpointIDs []uuid
 	return n.queue.DispatchLive(ctx, tx, push) //nolint:wrapcheck // jobs says what failed
 }
 
+// DeadKinds answers which of kinds have jobs whose runs died
+// (jobs.DeadKinds), for the sweeper to replace.
+func (n *Nudger) DeadKinds(ctx context.Context, kinds []string, grace time.Duration) ([]string, error) {
+	return jobs.DeadKinds(ctx, n.store.Pool(), kinds, grace) //nolint:wrapcheck // jobs says what failed
+}
+
 // ReplaceDead replaces up to limit jobs of kinds whose runs died with new
 // ones (jobs.Queue.ReplaceDead), for the sweeper.
 func (n *Nudger) ReplaceDead(ctx context.Context, kinds []string, grace time.Duration, limit int) (int, error) {

@@ -63,6 +63,36 @@ FROM dead
 WHERE j.id = dead.id AND j.state = 'running'
 RETURNING j.kind, j.args`
 
+// deadSQL is replaceSQL's search alone: the kinds of the candidates whose
+// lease is free, without a transaction or a change. The locks it tries
+// are the statement's own and go with it, as replaceSQL's would with a
+// transaction that found nothing.
+const deadSQL = `
+WITH candidates AS MATERIALIZED (
+    SELECT id, kind FROM river_job
+    WHERE state = 'running' AND kind = ANY($1::text[])
+      AND attempted_at < now() - make_interval(secs => $2::float8)
+    ORDER BY state, queue, priority, scheduled_at, id
+    LIMIT 100
+)
+SELECT DISTINCT kind FROM candidates WHERE pg_try_advisory_xact_lock(id)`
+
+// DeadKinds answers which of the given kinds have a job whose run has died
+// (see replaceSQL), in one statement on db and no transaction: what a
+// sweep asks first, so that a sweep with nothing to replace costs one
+// round trip, not a transaction per kind.
+func DeadKinds(ctx context.Context, db DBTX, kinds []string, grace time.Duration) ([]string, error) {
+	rows, err := db.Query(ctx, deadSQL, kinds, grace.Seconds())
+	if err != nil {
+		return nil, fmt.Errorf("find dead runs' jobs: %w", err)
+	}
+	dead, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("find dead runs' jobs: %w", err)
+	}
+	return dead, nil
+}
+
 // ReplaceDead replaces, in one transaction on db, up to limit jobs of the
 // given kinds whose runs have died (see replaceSQL) with new jobs of the
 // same kind and arguments, and returns how many it replaced. Dispatch jobs

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -263,23 +264,33 @@ func (s *Sweeper) walk(ctx context.Context) error {
 	return nil
 }
 
-// replaceDead replaces the jobs of dead runs: dispatch jobs first, since
-// each holds back an endpoint's whole queue, one per transaction (their
-// unique insert locks); then fan-out and bulk replay jobs together, many
-// per transaction (plain inserts).
+// replaceDead replaces the jobs of dead runs. It asks first, in one
+// statement, which kinds have any (an idle sweep stops there); then
+// dispatch jobs, since each holds back an endpoint's whole queue, one per
+// transaction (their unique insert locks); then fan-out and bulk replay
+// jobs together, many per transaction (plain inserts).
 func (s *Sweeper) replaceDead(ctx context.Context) error {
-	dispatch := []string{jobs.DispatchArgs{}.Kind()}
-	for range maxReplaced {
-		n, err := s.replaceDeadTx(ctx, dispatch, 1)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-		s.replaced(n, dispatch)
+	dispatch := jobs.DispatchArgs{}.Kind()
+	dead, err := s.cfg.Nudger.DeadKinds(ctx, []string{dispatch, jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()}, s.cfg.ReplaceGrace)
+	if err != nil {
+		return fmt.Errorf("sweep: %w", err)
 	}
-	others := []string{jobs.FanoutArgs{}.Kind(), jobs.ReplayArgs{}.Kind()}
+	if slices.Contains(dead, dispatch) {
+		for range maxReplaced {
+			n, err := s.replaceDeadTx(ctx, []string{dispatch}, 1)
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				break
+			}
+			s.replaced(n, []string{dispatch})
+		}
+	}
+	others := slices.DeleteFunc(dead, func(k string) bool { return k == dispatch })
+	if len(others) == 0 {
+		return nil
+	}
 	n, err := s.replaceDeadTx(ctx, others, maxReplaced)
 	if n > 0 {
 		s.replaced(n, others)
