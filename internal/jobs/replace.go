@@ -17,6 +17,18 @@ import (
 // cancels it and queues a new job with the same arguments at once, in one
 // transaction, so the work is never without a job.
 
+// candidatesSQL is the jobs of the kinds $1 that River shows as running
+// for longer than the grace period of $2 seconds: those whose run may
+// have died (replaceSQL, deadSQL).
+const candidatesSQL = `
+WITH candidates AS MATERIALIZED (
+    SELECT id, kind FROM river_job
+    WHERE state = 'running' AND kind = ANY($1::text[])
+      AND attempted_at < now() - make_interval(secs => $2::float8)
+    ORDER BY state, queue, priority, scheduled_at, id
+    LIMIT 100
+)`
+
 // replaceSQL finds up to $3 jobs of the given kinds that River shows as
 // running for longer than the grace period although no session holds
 // their lease, and cancels them, so that a replacement can be inserted in
@@ -40,14 +52,7 @@ import (
 // dead: a live run yields within its budget (dispatch.Config.JobTimeout)
 // and its successor is a new job, scheduled later, while a dead run's job
 // stays where it was, so within seconds it sorts ahead of every live one.
-const replaceSQL = `
-WITH candidates AS MATERIALIZED (
-    SELECT id FROM river_job
-    WHERE state = 'running' AND kind = ANY($1::text[])
-      AND attempted_at < now() - make_interval(secs => $2::float8)
-    ORDER BY state, queue, priority, scheduled_at, id
-    LIMIT 100
-), dead AS (
+const replaceSQL = candidatesSQL + `, dead AS (
     -- Only candidates are tried: a lock taken on a live run's key, even for
     -- a moment, would make that run's own Acquire fail.
     SELECT id FROM candidates WHERE pg_try_advisory_xact_lock(id) LIMIT $3
@@ -67,14 +72,7 @@ RETURNING j.kind, j.args`
 // lease is free, without a transaction or a change. The locks it tries
 // are the statement's own and go with it, as replaceSQL's would with a
 // transaction that found nothing.
-const deadSQL = `
-WITH candidates AS MATERIALIZED (
-    SELECT id, kind FROM river_job
-    WHERE state = 'running' AND kind = ANY($1::text[])
-      AND attempted_at < now() - make_interval(secs => $2::float8)
-    ORDER BY state, queue, priority, scheduled_at, id
-    LIMIT 100
-)
+const deadSQL = candidatesSQL + `
 SELECT DISTINCT kind FROM candidates WHERE pg_try_advisory_xact_lock(id)`
 
 // DeadKinds answers which of the given kinds have a job whose run has died
