@@ -155,25 +155,34 @@ type floorRun struct {
 	delivered int
 }
 
-// runFloor starts the floor, posts to it at rate for window (postAtRate,
-// as to Sluice), waits for the posts to reach its receiver, and stops it.
+// runFloor starts the floor, posts to it at rate for warmUp, unmeasured,
+// and then for window (postAtRate, as to Sluice), waits for the posts to
+// reach its receiver, and stops it.
 func runFloor(ctx context.Context, env *Env, rate float64, window time.Duration) (floorRun, error) {
 	f, err := startFloorProc(ctx, env)
 	if err != nil {
 		return floorRun{}, err
 	}
 	defer f.Close(ctx)
+	post := postFloor(f.url)
+	warm, err := postAtRate(ctx, post, "bench.floor", rate, warmUp)
+	if err != nil {
+		return floorRun{}, fmt.Errorf("warm up: %w", err)
+	}
+	if f.await(warm, 10*time.Second).IsZero() {
+		return floorRun{}, fmt.Errorf("warm up: %d of %d posts arrived", f.got.Load(), warm)
+	}
 	before := readCPU(f.procs(env))
 	start := time.Now()
-	posted, err := postAtRate(ctx, postFloor(f.url), "bench.floor", rate, window)
+	posted, err := postAtRate(ctx, post, "bench.floor", rate, window)
 	if err != nil {
 		return floorRun{}, err
 	}
-	f.await(posted, time.Until(start.Add(window+10*time.Second)))
+	f.await(warm+posted, time.Until(start.Add(window+10*time.Second)))
 	if rest := time.Until(start.Add(window)); rest > 0 {
 		time.Sleep(rest)
 	}
-	return floorRun{use: readCPU(f.procs(env)).since(before), delivered: int(f.got.Load())}, nil
+	return floorRun{use: readCPU(f.procs(env)).since(before), delivered: int(f.got.Load()) - warm}, nil
 }
 
 // startFloor starts the floor process and waits until it answers.
