@@ -36,8 +36,8 @@ import (
 // whether their outcome is unknown; /readyz answers 503 while the database
 // is held. When the lock goes, the event whose outcome was unknown in a
 // group commit turns out stored, and the one that was not carried out is
-// not; when the bytes
-// flow again, or the held connections are reset, posts are accepted again.
+// not; when the bytes flow again, or the held connections are reset, posts
+// are accepted again.
 func TestDatabaseWaitsAreBounded(t *testing.T) {
 	t.Parallel()
 	// slack is what a request takes besides its waits on the database: on
