@@ -14,8 +14,7 @@ import (
 // eight events to a receiver that always answers 500, each retried twice,
 // one after another. Every attempt counts as one failure whichever
 // delivery it belongs to, so the circuit opens at the threshold's attempt
-// and the other deliveries wait for its probe; none goes dead with the
-// circuit closed.
+// and the other deliveries wait for its probe.
 func TestCircuitCountsRetriedDeliveriesAtTheThreshold(t *testing.T) {
 	h := startTimed(t, map[string]string{
 		"SLUICE_CIRCUIT_THRESHOLD": "5",
@@ -36,5 +35,10 @@ func TestCircuitCountsRetriedDeliveriesAtTheThreshold(t *testing.T) {
 	v := h.endpointState(epID)
 	require.Equal(t, 5, v.Circuit.ConsecutiveFailures, "opened at the threshold")
 	require.Equal(t, 5, rcv.Count(), "nothing sent past the threshold before the probe")
-	require.Empty(t, h.deliveries("status=dead&endpoint_id="+epID), "no delivery went dead: the circuit holds them")
+	// Under load one delivery may spend its three attempts before four
+	// others are tried: its retries ran out with the circuit closed at three
+	// failures, as they should. A second dead one would take six failures,
+	// past the threshold; the circuit holds the rest.
+	eventually(t, 10*time.Second, func() bool { return len(h.deliveries("endpoint_id="+epID)) == 8 }, "eight deliveries")
+	require.LessOrEqual(t, len(h.deliveries("status=dead&endpoint_id="+epID)), 1, "the circuit holds the deliveries")
 }
