@@ -37,7 +37,7 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 	limited.AnswerFunc(func(n int) receiver.Behavior {
 		switch n {
 		case 1:
-			return receiver.Behavior{Status: 429, RetryAfter: "3"} // long enough to outlast the checks below on a loaded box
+			return receiver.Behavior{Status: 429, RetryAfter: "5"} // long enough to outlast the checks below on a loaded box
 		case 2, 3:
 			return receiver.Behavior{Status: 429} // no Retry-After: the throttle schedule
 		default:
@@ -49,35 +49,35 @@ func TestThrottleWithRetryAfterPausesOnlyThatEndpoint(t *testing.T) {
 
 	// The first event throttles the limited endpoint; the other four come
 	// while it is throttled.
-	var posted []time.Time
+	var until time.Time
 	for i := range 5 {
-		posted = append(posted, time.Now())
 		h.post("both.get.it", map[string]int{"x": 1})
 		if i == 0 {
-			eventually(t, 2*time.Second, func() bool { return h.endpointState(limitedID).Status == "throttled" }, "the 429 throttles")
+			eventually(t, 5*time.Second, func() bool { return h.endpointState(limitedID).Status == "throttled" }, "the 429 throttles")
+			until = *h.endpointState(limitedID).ThrottledUntil
 		}
 	}
-	eventually(t, 2*time.Second, func() bool { return healthy.Count() == 5 }, "healthy endpoint unaffected")
+	eventually(t, 10*time.Second, func() bool { return healthy.Count() == 5 }, "healthy endpoint unaffected")
 	// Both endpoints have their deliveries: whatever was not held would
 	// have gone out beside the healthy endpoint's.
 	require.Len(t, h.deliveries("endpoint_id="+limitedID), 5)
-	// Held by the other endpoint's throttle, a delivery would wait its
-	// Retry-After (3s); unheld, it takes milliseconds (a few hundred on a
-	// loaded 2-core box).
+	// Held by the other endpoint's throttle, a delivery would go out once
+	// it lifts, at throttled_until.
 	for i, r := range healthy.Requests() {
-		require.Less(t, r.At.Sub(posted[i]), 900*time.Millisecond, "healthy delivery %d was not held by the throttle", i)
+		require.True(t, r.At.Before(until), "healthy delivery %d was not held by the throttle (%s, lifted at %s)", i, r.At, until)
 	}
 
 	v := h.endpointState(limitedID)
+	require.True(t, time.Now().Before(until), "the checks below ran while the endpoint was throttled")
 	require.Equal(t, "throttled", v.Status)
 	require.NotNil(t, v.ThrottledUntil)
 	require.Contains(t, *v.ThrottleReason, "429")
 	require.Equal(t, 1, limited.Count(), "nothing is sent while throttled")
 	require.Equal(t, "closed", v.Circuit.State, "429s never open the circuit")
 
-	eventually(t, 10*time.Second, func() bool { return limited.Count() == 8 }, "all delivered after the throttle")
+	eventually(t, 15*time.Second, func() bool { return limited.Count() == 8 }, "all delivered after the throttle")
 	reqs := limited.Requests()
-	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), 2950*time.Millisecond, "Retry-After: 3 obeyed")
+	require.GreaterOrEqual(t, reqs[1].At.Sub(reqs[0].At), 4950*time.Millisecond, "Retry-After: 5 obeyed")
 	require.GreaterOrEqual(t, reqs[2].At.Sub(reqs[1].At), 180*time.Millisecond, "then 200ms")
 	require.GreaterOrEqual(t, reqs[3].At.Sub(reqs[2].At), 380*time.Millisecond, "then 400ms")
 
