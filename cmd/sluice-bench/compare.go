@@ -56,8 +56,9 @@ var compareHundredScenario = Scenario{
 var compareTrickleScenario = Scenario{
 	Name:  "trickle",
 	Title: "25 events/s",
-	What: "One loopback receiver behind one endpoint (max_in_flight 10); single posts to /v1/events, one every " +
-		"40 ms: 2 s of them unmeasured, each delivered before the window opens, then 20 s; CPU from the first post to the end of the window (the last delivery received, when later).",
+	What: "One loopback receiver behind one endpoint (max_in_flight 10); single posts to /v1/events, one every 40 ms: " +
+		"2 s of them unmeasured, each delivered before the window opens, then 20 s; CPU from the first post to the " +
+		"end of the window (the last delivery received, when later).",
 	Run:            trickleRun,
 	NoWaitSampling: true,
 }

@@ -12,20 +12,21 @@ import (
 var idleScenario = Scenario{
 	Name:  "idle",
 	Title: "Idle cost: no events, and 25 events/s",
-	What: "One loopback receiver behind one endpoint (max_in_flight 10). After the previous work has drained and " +
-		"a 5 s settle, CPU is read from /proc over a 20 s window with no events at all (Sluice: every sluice process; " +
+	What: "One loopback receiver behind one endpoint (max_in_flight 10). After the previous work has drained and a 5 s " +
+		"settle, CPU is read from /proc over a 20 s window with no events at all (Sluice: every sluice process; " +
 		"Postgres: the postmaster, its exited children (cutime) and every live child — the whole cluster, background " +
 		"workers included). Then single posts to /v1/events, one every 40 ms (25 events/s), each matching the " +
-		"endpoint: 2 s of them unmeasured, each delivered before the window opens (connections and caches warm, as in " +
-		"a process that has been serving), then 20 s (500 events); CPU from the first post of those to the end of the " +
-		"window (the last delivery received, when later). The benchmark's own CPU (its client and receiver) is not " +
-		"counted. Then the floor, for scale: the same posts, 2 s unmeasured and 20 s measured, to a process doing the least a webhook post takes (insert the body with a synchronous commit, " +
-		"answer 202, post it to a receiver, mark it sent with an asynchronous commit; cmd/sluice-bench/floor.go), its " +
-		"CPU and Postgres's (Sluice idles meanwhile: its share of Postgres is in that reading). When Postgres has " +
-		"pg_stat_statements, it is reset at the start of each window and read at its end (two statements of the " +
-		"benchmark's, not counted), and the notes list what Sluice's statements cost per second. pg_stat_activity is not sampled " +
-		"during these runs (its queries would be Postgres CPU). Targets from the scale issue: Sluice + Postgres ≤ 0.02 " +
-		"cores idle and ≤ 0.05 cores at 25 events/s.",
+		"endpoint: 2 s of them unmeasured, each delivered before the window opens (connections and caches warm, as " +
+		"in a process that has been serving), then 20 s (500 events); CPU from the first post of those to the end of " +
+		"the window (the last delivery received, when later). The benchmark's own CPU (its client and receiver) is " +
+		"not counted. Then the floor, for scale: the same posts, 2 s unmeasured and 20 s measured, to a process " +
+		"doing the least a webhook post takes (insert the body with a synchronous commit, answer 202, post it to a " +
+		"receiver, mark it sent with an asynchronous commit; cmd/sluice-bench/floor.go), its CPU and Postgres's " +
+		"(Sluice idles meanwhile: its share of Postgres is in that reading). When Postgres has pg_stat_statements, " +
+		"it is reset at the start of each window and read at its end (two statements of the benchmark's, not " +
+		"counted), and the notes list what Sluice's statements cost per second. pg_stat_activity is not sampled " +
+		"during these runs (its queries would be Postgres CPU). Targets from the scale issue: Sluice + Postgres ≤ " +
+		"0.02 cores idle and ≤ 0.05 cores at 25 events/s.",
 	Run:            idle,
 	MinTimeout:     2 * time.Minute,
 	NoWaitSampling: true,
